@@ -1,0 +1,512 @@
+//! The expansion of `#[torch_function]`.
+//!
+//! Without a dispatcher to check, the attribute expands at once. With one, it expands to a call
+//! of the dispatcher's hidden macro (written by `#[dispatcher]`, named like the dispatcher), which
+//! hands the dispatcher's signature back to [`checked`]: that is how the check of PROTOCOL.md
+//! section 7 sees a dispatcher in another module or crate.
+
+use proc_macro2::{Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::parse::{Parse, ParseStream};
+use syn::spanned::Spanned;
+use syn::{Attribute, Block, Ident, ItemFn, Path, ReturnType, Signature, Type, Visibility, braced, parse_quote};
+
+use crate::options::Options;
+use crate::signature::{Errors, Param, erase_lifetimes, mentions_self_type, parse_params};
+use crate::verify;
+
+/// The type a method's receiver has.
+pub fn tensor_type() -> Type {
+    parse_quote!(&::torchfn::Tensor)
+}
+
+/// `#[torch_function(args)] item`.
+pub fn torch_function(args: TokenStream, item: TokenStream) -> TokenStream {
+    let parsed = syn::parse2::<Options>(args.clone()).and_then(|o| Function::parse(item.clone(), &o).map(|f| (o, f)));
+    let (options, function) = match parsed {
+        Ok(parsed) => parsed,
+        Err(err) => return with_original(err, item),
+    };
+    match &options.dispatcher {
+        Some(path) if options.verify || options.docs_from_dispatcher => {
+            quote_spanned! {path.span()=> #path! { args = { #args } item = { #item } } }
+        }
+        _ => generate(&options, &function, &[], options.dispatcher.as_ref()),
+    }
+}
+
+/// The second stage: `dispatcher = { <its attributes and signature> } args = { .. } item = { .. }`,
+/// invoked by the dispatcher's hidden macro.
+pub fn checked(input: TokenStream) -> TokenStream {
+    let checked: Checked = match syn::parse2(input) {
+        Ok(c) => c,
+        Err(err) => return err.to_compile_error(),
+    };
+    let parsed = syn::parse2::<Options>(checked.args).and_then(|o| Function::parse(checked.item.clone(), &o).map(|f| (o, f)));
+    let (options, function) = match parsed {
+        Ok(parsed) => parsed,
+        Err(err) => return with_original(err, checked.item),
+    };
+    let mut dispatcher_sig = checked.dispatcher_sig;
+    let dispatcher_params = match parse_params(&mut dispatcher_sig, &tensor_type()) {
+        Ok(p) => p,
+        Err(err) => return with_original(err, checked.item),
+    };
+    let docs: Vec<Attribute> = if options.docs_from_dispatcher {
+        checked.dispatcher_attrs.into_iter().filter(|a| a.path().is_ident("doc")).collect()
+    } else {
+        Vec::new()
+    };
+    let verified = if options.verify {
+        verify::check(&function.sig.ident, &function.params, &dispatcher_sig.ident, &dispatcher_params)
+    } else {
+        Ok(())
+    };
+    match verified {
+        Ok(()) => generate(&options, &function, &docs, options.dispatcher.as_ref()),
+        // Still define everything, without the mismatched dispatcher, so that one mistake gives
+        // one set of errors rather than a cascade at every use.
+        Err(err) => {
+            let mut out = err.to_compile_error();
+            out.extend(generate(&options, &function, &docs, None));
+            out
+        }
+    }
+}
+
+struct Checked {
+    dispatcher_attrs: Vec<Attribute>,
+    dispatcher_sig: Signature,
+    args: TokenStream,
+    item: TokenStream,
+}
+
+impl Parse for Checked {
+    fn parse(input: ParseStream) -> syn::Result<Self> {
+        let section = |input: ParseStream, key: &str| -> syn::Result<TokenStream> {
+            let ident: Ident = input.parse()?;
+            if ident != key {
+                return Err(syn::Error::new(ident.span(), format!("expected `{key}`")));
+            }
+            input.parse::<syn::Token![=]>()?;
+            let content;
+            braced!(content in input);
+            content.parse()
+        };
+        let dispatcher = section(input, "dispatcher")?;
+        let args = section(input, "args")?;
+        let item = section(input, "item")?;
+        let (dispatcher_attrs, dispatcher_sig) = syn::parse::Parser::parse2(
+            |input: ParseStream| Ok((input.call(Attribute::parse_outer)?, input.parse::<Signature>()?)),
+            dispatcher,
+        )?;
+        Ok(Checked { dispatcher_attrs, dispatcher_sig, args, item })
+    }
+}
+
+/// The error, followed by the item without its helper attributes, so that code using the
+/// function still compiles and only this error is shown.
+pub fn with_original(err: syn::Error, item: TokenStream) -> TokenStream {
+    let mut out = err.to_compile_error();
+    match syn::parse2::<ItemFn>(item.clone()) {
+        Ok(mut f) => {
+            let _ = parse_params(&mut f.sig, &tensor_type());
+            out.extend(f.into_token_stream());
+        }
+        Err(_) => out.extend(item),
+    }
+    out
+}
+
+/// An overridable function or method, parsed and checked.
+pub struct Function {
+    attrs: Vec<Attribute>,
+    vis: Visibility,
+    /// The signature without helper attributes (`impl Into<X>` parameters kept).
+    pub sig: Signature,
+    block: Box<Block>,
+    /// The parameters as the protocol sees them.
+    pub params: Vec<Param>,
+    is_method: bool,
+}
+
+impl Function {
+    /// Parses and checks the item; all problems are reported together.
+    pub fn parse(item: TokenStream, options: &Options) -> syn::Result<Function> {
+        let ItemFn { attrs, vis, mut sig, block } = syn::parse2(item)?;
+        let mut errors = Errors::default();
+        let params = match parse_params(&mut sig, &tensor_type()) {
+            Ok(p) => p,
+            Err(e) => {
+                errors.add(e);
+                Vec::new()
+            }
+        };
+        if let Some(t) = &sig.constness {
+            errors.push(t.span(), "overridable functions cannot be `const`");
+        }
+        if let Some(t) = &sig.asyncness {
+            errors.push(t.span(), "overridable functions cannot be `async`");
+        }
+        if let Some(t) = &sig.unsafety {
+            errors.push(t.span(), "overridable functions cannot be `unsafe`");
+        }
+        if let Some(abi) = &sig.abi {
+            errors.push(abi.span(), "overridable functions use the Rust ABI");
+        }
+        if let Some(p) = sig.generics.type_params().next() {
+            errors.push(p.span(), "overridable functions cannot be generic; take `impl Into<T>` for flexible arguments");
+        }
+        if let Some(p) = sig.generics.const_params().next() {
+            errors.push(p.span(), "overridable functions cannot be generic");
+        }
+        match &sig.output {
+            ReturnType::Default => {
+                errors.push(sig.ident.span(), "overridable functions return `Result<T>` (torchfn::Result)")
+            }
+            ReturnType::Type(_, ty) if mentions_self_type(ty) => {
+                errors.push(ty.span(), "write the type's name instead of `Self` in an overridable signature")
+            }
+            ReturnType::Type(..) => {}
+        }
+        let is_method = params.first().is_some_and(|p| p.is_receiver);
+        if options.property && (!is_method || params.len() != 1) {
+            errors.push(sig.ident.span(), "a property getter takes `&self` alone");
+        }
+        if !is_method && options.property {
+            // reported above
+        } else if is_method && options.module.is_some() {
+            errors.push(sig.ident.span(), "`module` names the namespace of free functions; methods live in `Tensor`");
+        }
+        check_parameter_order(&params, &mut errors);
+        errors.finish(Function { attrs, vis, sig, block, params, is_method })
+    }
+}
+
+/// Python's rules: at most one variadic parameter, without a default; before it, parameters
+/// without defaults come first.
+fn check_parameter_order(params: &[Param], errors: &mut Errors) {
+    let mut variadic_seen = false;
+    let mut defaulted: Option<&Param> = None;
+    for p in params {
+        if let Some(span) = p.variadic {
+            if variadic_seen {
+                errors.push(span, "only one parameter can be #[variadic]");
+            }
+            if p.default.is_some() {
+                errors.push(p.span, "a #[variadic] parameter cannot have a default");
+            }
+            variadic_seen = true;
+        } else if !variadic_seen {
+            match (p.default.is_some(), defaulted) {
+                (true, _) => defaulted = Some(p),
+                (false, Some(d)) => errors.push(
+                    p.span,
+                    format!("parameter `{}` has no default but follows `{}`, which has one", p.name, d.name),
+                ),
+                (false, None) => {}
+            }
+        }
+    }
+}
+
+/// The documentation text of `attrs`, one line per `#[doc]`, as rustdoc joins them.
+fn doc_text(attrs: &[Attribute]) -> String {
+    let lines: Vec<String> = attrs
+        .iter()
+        .filter(|a| a.path().is_ident("doc"))
+        .filter_map(|a| match &a.meta {
+            syn::Meta::NameValue(nv) => match &nv.value {
+                syn::Expr::Lit(syn::ExprLit { lit: syn::Lit::Str(s), .. }) => Some(s.value()),
+                _ => None,
+            },
+            _ => None,
+        })
+        .map(|l| l.strip_prefix(' ').map(str::to_string).unwrap_or(l))
+        .collect();
+    lines.join("\n").trim().to_string()
+}
+
+/// Writes the public function, its implementation and its handle.
+pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], dispatcher: Option<&Path>) -> TokenStream {
+    let ident = &f.sig.ident;
+    let rust_name = ident.to_string().trim_start_matches("r#").to_string();
+    let handle = Ident::new(&rust_name.to_uppercase(), ident.span());
+    let impl_ident = format_ident!("__impl_{}", ident);
+    let tensor = quote!(::torchfn::Tensor);
+    let private = quote!(::torchfn::__private);
+    let (public_path, impl_path, handle_path) = if f.is_method {
+        (quote!(#tensor::#ident), quote!(#tensor::#impl_ident), quote!(#tensor::#handle))
+    } else {
+        (quote!(#ident), quote!(#impl_ident), quote!(#handle))
+    };
+    let name = match (&options.name, options.property) {
+        (Some(n), _) => n.value(),
+        (None, true) => format!("{rust_name}.__get__"),
+        (None, false) => rust_name.clone(),
+    };
+    let namespace = match (&options.module, f.is_method) {
+        (_, true) => quote!("Tensor"),
+        (Some(m), false) => quote!(#m),
+        (None, false) => quote!(::core::env!("CARGO_CRATE_NAME")),
+    };
+    let kind = match (f.is_method, options.property, name.starts_with("__") && name.ends_with("__")) {
+        (false, ..) => quote!(Function),
+        (true, true, _) => quote!(Property),
+        (true, false, true) => quote!(Operator),
+        (true, false, false) => quote!(Method),
+    };
+
+    let (doc_attrs, other_attrs): (Vec<&Attribute>, Vec<&Attribute>) =
+        f.attrs.iter().partition(|a| a.path().is_ident("doc"));
+    let cfg_attrs: Vec<&&Attribute> = other_attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
+    let all_docs: Vec<Attribute> = dispatcher_docs.iter().cloned().chain(doc_attrs.iter().map(|a| (*a).clone())).collect();
+    let doc = doc_text(&all_docs);
+    let qualified_doc = match (&options.module, f.is_method) {
+        (_, true) => quote!(::core::concat!("Tensor.", #name)),
+        (Some(m), false) => quote!(::core::concat!(#m, ".", #name)),
+        (None, false) => quote!(::core::concat!(::core::env!("CARGO_CRATE_NAME"), ".", #name)),
+    };
+    let handle_link = if f.is_method { format!("Tensor::{handle}") } else { handle.to_string() };
+    let public_note = format!(" Its handle is [`{handle_link}`]; hooks and modes see the call as `func`.");
+
+    // The public function.
+    let vis = &f.vis;
+    let sig = &f.sig;
+    let generics = &f.sig.generics;
+    let output = &f.sig.output;
+    let idents: Vec<&Ident> = f.params.iter().map(|p| &p.ident).collect();
+    let conversions = f.params.iter().filter(|p| p.converts).map(|p| {
+        let (id, ty) = (&p.ident, &p.ty);
+        quote!(let #id: #ty = ::core::convert::Into::into(#id);)
+    });
+    let fast_impl_call = if f.is_method { quote!(Self::#impl_ident(#(#idents),*)) } else { quote!(#impl_ident(#(#idents),*)) };
+
+    let slow_idents: Vec<Ident> = f
+        .params
+        .iter()
+        .map(|p| if p.is_receiver { Ident::new("__torchfn_self", p.ident.span()) } else { p.ident.clone() })
+        .collect();
+    let slow_params = f.params.iter().zip(&slow_idents).map(|(p, id)| {
+        let ty = &p.ty;
+        quote!(#id: #ty)
+    });
+    let relevant = match dispatcher {
+        Some(path) => quote!(#path(#(::core::convert::Into::into(::core::clone::Clone::clone(&#slow_idents))),*)),
+        None => quote!((#(&#slow_idents,)*)),
+    };
+    let variadic_at = f.params.iter().position(|p| p.variadic.is_some());
+    let positional = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_none_or(|v| *i <= v));
+    let push_args = positional.map(|(i, (_, id))| {
+        if Some(i) == variadic_at {
+            quote!(__args.extend(#private::splat(::torchfn::ToValue::to_value(&#id)));)
+        } else {
+            quote!(__args.push(::torchfn::ToValue::to_value(&#id));)
+        }
+    });
+    let keyword_only = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_some_and(|v| *i > v));
+    let push_kwargs = keyword_only.map(|(_, (p, id))| {
+        let n = &p.name;
+        quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(&#id));)
+    });
+
+    let public_fn = quote! {
+        #(#doc_attrs)*
+        #[doc = ""]
+        #[doc = #public_note]
+        #(#other_attrs)*
+        #[inline]
+        #vis #sig {
+            #(#conversions)*
+            if #private::fast_path(&(#(&#idents,)*)) {
+                return #fast_impl_call;
+            }
+            #[cold]
+            #[inline(never)]
+            fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
+                let __torchfn_outcome = {
+                    let __torchfn_relevant = #relevant;
+                    #private::dispatch(#handle_path, &__torchfn_relevant, &mut || {
+                        let mut __args = ::std::vec::Vec::new();
+                        #(#push_args)*
+                        #[allow(unused_mut)]
+                        let mut __kwargs = ::torchfn::Kwargs::new();
+                        #(#push_kwargs)*
+                        (__args, __kwargs)
+                    })
+                };
+                match __torchfn_outcome {
+                    ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {
+                        #private::Returns::from_value(__value, #handle_path)
+                    }
+                    ::core::result::Result::Ok(::core::option::Option::None) => #impl_path(#(#slow_idents),*),
+                    ::core::result::Result::Err(__error) => ::core::result::Result::Err(__error),
+                }
+            }
+            __torchfn_dispatch(#(#idents),*)
+        }
+    };
+
+    // The implementation: the original body, with `impl Into<X>` parameters taken as `X`.
+    let mut impl_sig = f.sig.clone();
+    impl_sig.ident = impl_ident.clone();
+    for (arg, p) in impl_sig.inputs.iter_mut().zip(&f.params) {
+        if let (syn::FnArg::Typed(t), true) = (arg, p.converts) {
+            t.ty = Box::new(p.ty.clone());
+        }
+    }
+    let block = &f.block;
+    let impl_fn = quote! {
+        #[doc(hidden)]
+        #(#other_attrs)*
+        #vis #impl_sig #block
+    };
+
+    // The handle: signature, by-name entry point, registration.
+    let n = f.params.len();
+    let owned: Vec<TokenStream> = f
+        .params
+        .iter()
+        .map(|p| {
+            let ty = erase_lifetimes(&p.ty);
+            quote!(<#ty as #private::Arg<'_>>::Owned)
+        })
+        .collect();
+    let bound: Vec<Ident> = (0..n).map(|i| format_ident!("__arg{}", i)).collect();
+    let defaults = f.params.iter().zip(&owned).map(|(p, o)| match &p.default {
+        Some(expr) => quote!(::core::option::Option::Some((|| ::core::convert::Into::into(#expr)) as fn() -> #o)),
+        None => quote!(::core::option::Option::None),
+    });
+    let indices = 0..n;
+    let from_owned: Vec<TokenStream> = f
+        .params
+        .iter()
+        .zip(&bound)
+        .map(|(p, b)| {
+            let ty = erase_lifetimes(&p.ty);
+            quote!(<#ty as #private::Arg<'_>>::from_owned(&#b))
+        })
+        .collect();
+    let param_entries = f.params.iter().zip(&owned).map(|(p, o)| {
+        let pname = &p.name;
+        let variadic = p.variadic.is_some();
+        let default = match (&p.default, p.default_text()) {
+            (Some(expr), Some(text)) => quote! {
+                ::core::option::Option::Some(::torchfn::ParamDefault::__new(#text, || {
+                    let __value: #o = ::core::convert::Into::into(#expr);
+                    ::torchfn::ToValue::to_value(&__value)
+                }))
+            },
+            _ => quote!(::core::option::Option::None),
+        };
+        quote!(::torchfn::Param::new(#pname, <#o as ::torchfn::FromValue>::type_name, #default, #variadic))
+    });
+    let nowrap = options.nowrap;
+    let handle_doc = format!(
+        " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
+        if f.is_method { format!("Tensor::{rust_name}") } else { rust_name.clone() }
+    );
+    let handle_const = quote_spanned! {Span::call_site()=>
+        #[doc = #handle_doc]
+        #[doc = ""]
+        #[doc = " Registered as"]
+        #[doc = #qualified_doc]
+        #(#cfg_attrs)*
+        #vis const #handle: &'static ::torchfn::Func = {
+            fn __torchfn_entry(
+                args: &[::torchfn::Value],
+                kwargs: &::torchfn::Kwargs,
+                route: #private::Route,
+            ) -> ::torchfn::Result<::torchfn::Value> {
+                let __bound = #private::bind(&__TORCHFN_FUNC, args, kwargs)?;
+                #(let #bound: #owned = __bound.arg(#indices, #defaults)?;)*
+                let __result = match route {
+                    #private::Route::Public => #public_path(#(#from_owned),*),
+                    #private::Route::Implementation => #impl_path(#(#from_owned),*),
+                };
+                #private::Returns::into_value(__result)
+            }
+            static __TORCHFN_PARAMS: [::torchfn::Param; #n] = [#(#param_entries),*];
+            static __TORCHFN_FUNC: ::torchfn::Func = ::torchfn::Func::__generated(
+                #namespace,
+                #name,
+                ::torchfn::FuncKind::#kind,
+                &__TORCHFN_PARAMS,
+                #doc,
+                #nowrap,
+                __torchfn_entry,
+            );
+            #private::inventory::submit! { #private::Registered(&__TORCHFN_FUNC) }
+            &__TORCHFN_FUNC
+        };
+    };
+
+    quote! {
+        #public_fn
+        #impl_fn
+        #handle_const
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn expand(args: TokenStream, item: TokenStream) -> String {
+        torch_function(args, item).to_string()
+    }
+
+    #[test]
+    fn without_a_dispatcher_the_function_expands_at_once() {
+        let out = expand(quote!(module = "mylib"), quote!(pub fn scale(input: &Tensor, #[default(2.0)] factor: f64) -> Result<Tensor> { todo!() }));
+        assert!(out.contains("pub fn scale (input : & Tensor , factor : f64) -> Result < Tensor >"), "{out}");
+        assert!(out.contains("pub const SCALE : & 'static :: torchfn :: Func"), "{out}");
+        assert!(out.contains("fn __impl_scale"), "{out}");
+        assert!(out.contains("\"mylib\""), "{out}");
+        assert!(!out.contains("# [default"), "{out}");
+    }
+
+    #[test]
+    fn a_dispatcher_to_check_goes_through_its_macro() {
+        let out = expand(quote!(dispatcher = other::d), quote!(fn f(x: &Tensor) -> Result<Tensor> { todo!() }));
+        assert!(out.starts_with("other :: d ! { args = { dispatcher = other :: d } item = {"), "{out}");
+        let unchecked = expand(quote!(dispatcher = other::d, verify = false), quote!(fn f(x: &Tensor) -> Result<Tensor> { todo!() }));
+        assert!(unchecked.contains("other :: d (:: core :: convert :: Into :: into"), "{unchecked}");
+    }
+
+    #[test]
+    fn methods_live_in_the_tensor_namespace() {
+        let out = expand(quote!(), quote!(pub fn __add__(&self, other: &Tensor) -> Result<Tensor> { todo!() }));
+        assert!(out.contains("\"Tensor\""), "{out}");
+        assert!(out.contains("FuncKind :: Operator"), "{out}");
+        assert!(out.contains("Self :: __impl___add__ (self , other)"), "{out}");
+    }
+
+    #[test]
+    fn properties_are_named_like_python_getters() {
+        let out = expand(quote!(property), quote!(pub fn shape(&self) -> Result<Shape> { todo!() }));
+        assert!(out.contains("\"shape.__get__\"") && out.contains("FuncKind :: Property"), "{out}");
+    }
+
+    #[test]
+    fn item_errors_come_together_and_keep_the_item() {
+        let out = expand(quote!(), quote!(async fn f<T>(x: T, #[default(1)] y: i64, z: i64) { }));
+        for message in ["cannot be `async`", "cannot be generic", "return `Result<T>`", "`z` has no default but follows `y`"] {
+            assert!(out.contains(message), "missing {message:?} in {out}");
+        }
+        assert!(out.contains("async fn f < T > (x : T , y : i64 , z : i64) { }"), "{out}");
+    }
+
+    #[test]
+    fn checked_stage_reports_mismatches_and_still_defines_the_function() {
+        let input = quote! {
+            dispatcher = { #[doc = " Dispatcher docs."] fn d(input: &Tensor) }
+            args = { dispatcher = d, docs_from_dispatcher }
+            item = { fn f(input: &Tensor, other: &Tensor) -> Result<Tensor> { todo!() } }
+        };
+        let out = checked(input).to_string();
+        assert!(out.contains("`other` is missing from the dispatcher"), "{out}");
+        assert!(out.contains("const F"), "{out}");
+        assert!(out.contains("Dispatcher docs."), "{out}");
+    }
+}

@@ -1,0 +1,182 @@
+//! The one error type of torchfn.
+//!
+//! Every fallible function returns [`Result`]. An [`Error`] has a [`kind`](Error::kind) that
+//! names the Python exception PyTorch raises in the same situation, so code ported from PyTorch
+//! (and the conformance suite) can match on it. Errors that a user's own hook returns travel
+//! through dispatch unchanged and can be recovered with [`Error::downcast_ref`].
+
+use std::fmt;
+
+/// The result type of every fallible torchfn function.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// What went wrong, named after the Python exception PyTorch raises for it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum ErrorKind {
+    /// Wrong type of argument, missing or extra arguments, no override handled a call.
+    Type,
+    /// Right type, wrong value (a shape that does not fit, a bad mode string).
+    Value,
+    /// An index or dimension out of range.
+    Index,
+    /// Everything else PyTorch reports as `RuntimeError` (broadcasting, dtype mismatches,
+    /// runaway recursion in a hook).
+    Runtime,
+    /// The operation exists but is not implemented for these inputs.
+    NotImplemented,
+    /// An error of the user's own type, returned by a hook and passed through unchanged.
+    User,
+}
+
+impl ErrorKind {
+    /// The name of the Python exception class this kind stands for (`"TypeError"`, ...).
+    /// User errors report `"UserError"`.
+    pub fn python_name(self) -> &'static str {
+        match self {
+            ErrorKind::Type => "TypeError",
+            ErrorKind::Value => "ValueError",
+            ErrorKind::Index => "IndexError",
+            ErrorKind::Runtime => "RuntimeError",
+            ErrorKind::NotImplemented => "NotImplementedError",
+            ErrorKind::User => "UserError",
+        }
+    }
+}
+
+impl fmt::Display for ErrorKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.python_name())
+    }
+}
+
+/// A torchfn error: a [`ErrorKind`] and a message, or a user's own error carried unchanged.
+///
+/// `Display` prints the message alone; `Debug` prefixes it with the Python exception name.
+#[derive(thiserror::Error)]
+pub enum Error {
+    /// A torchfn error with its kind and message.
+    #[error("{message}")]
+    Torch {
+        /// What went wrong.
+        kind: ErrorKind,
+        /// The message, naming the function, the argument and what was expected.
+        message: String,
+    },
+    /// A user's own error, returned from a hook or a user function.
+    #[error(transparent)]
+    User(Box<dyn std::error::Error + Send + Sync + 'static>),
+}
+
+impl Error {
+    /// An error of the given kind.
+    pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
+        Error::Torch { kind, message: message.into() }
+    }
+
+    /// A `TypeError`.
+    pub fn type_error(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Type, message)
+    }
+
+    /// A `ValueError`.
+    pub fn value_error(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Value, message)
+    }
+
+    /// An `IndexError`.
+    pub fn index_error(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Index, message)
+    }
+
+    /// A `RuntimeError`.
+    pub fn runtime_error(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Runtime, message)
+    }
+
+    /// A `NotImplementedError`.
+    pub fn not_implemented(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::NotImplemented, message)
+    }
+
+    /// Wraps a user's own error so that it passes through dispatch unchanged.
+    ///
+    /// ```
+    /// # use torchfn::Error;
+    /// #[derive(Debug)]
+    /// struct Overheated(f64);
+    /// impl std::fmt::Display for Overheated {
+    ///     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+    ///         write!(f, "overheated at {} degrees", self.0)
+    ///     }
+    /// }
+    /// impl std::error::Error for Overheated {}
+    ///
+    /// let err = Error::user(Overheated(99.0));
+    /// assert_eq!(err.downcast_ref::<Overheated>().unwrap().0, 99.0);
+    /// ```
+    pub fn user(error: impl std::error::Error + Send + Sync + 'static) -> Self {
+        Error::User(Box::new(error))
+    }
+
+    /// The kind of this error.
+    pub fn kind(&self) -> ErrorKind {
+        match self {
+            Error::Torch { kind, .. } => *kind,
+            Error::User(_) => ErrorKind::User,
+        }
+    }
+
+    /// The user's own error, if this is one of type `E`.
+    pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
+        match self {
+            Error::User(inner) => inner.downcast_ref::<E>(),
+            Error::Torch { .. } => None,
+        }
+    }
+}
+
+impl fmt::Debug for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Torch { kind, message } => write!(f, "{kind}: {message}"),
+            Error::User(inner) => write!(f, "UserError: {inner:?}"),
+        }
+    }
+}
+
+/// Returns early with an error of the given kind and a formatted message.
+macro_rules! bail {
+    ($kind:ident, $($fmt:tt)+) => {
+        return Err($crate::error::Error::new($crate::error::ErrorKind::$kind, format!($($fmt)+)))
+    };
+}
+pub(crate) use bail;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[derive(Debug, PartialEq)]
+    struct Mine(u8);
+    impl fmt::Display for Mine {
+        fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+            write!(f, "mine {}", self.0)
+        }
+    }
+    impl std::error::Error for Mine {}
+
+    #[test]
+    fn user_errors_downcast_and_display_unchanged() {
+        let err = Error::user(Mine(7));
+        assert_eq!(err.kind(), ErrorKind::User);
+        assert_eq!(err.downcast_ref::<Mine>(), Some(&Mine(7)));
+        assert_eq!(err.to_string(), "mine 7");
+        assert!(Error::type_error("x").downcast_ref::<Mine>().is_none());
+    }
+
+    #[test]
+    fn kinds_name_python_exceptions() {
+        assert_eq!(Error::index_error("i").kind().python_name(), "IndexError");
+        assert_eq!(format!("{:?}", Error::value_error("bad")), "ValueError: bad");
+    }
+}

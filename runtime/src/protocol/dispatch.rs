@@ -1,0 +1,154 @@
+//! One call through the protocol: fast path, gathering, modes, overrides (PROTOCOL.md 2-3).
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result};
+use crate::protocol::state::{self, Depth, DisableTorchFunctionSubclass, Enabled};
+use crate::protocol::{Class, Func, Outcome, Relevant, TensorLike, TorchFunction, Types};
+use crate::tensor::Tensor;
+use crate::value::{Kwargs, Value};
+
+/// Step 2: true when the call can go straight to the implementation, because no mode is active
+/// and no relevant argument has a class that dispatches. Two loads per argument and one
+/// thread-local read; no allocation, no hashing, no locking.
+#[doc(hidden)]
+#[inline(always)]
+pub fn fast_path(relevant: &impl Relevant) -> bool {
+    relevant.all_plain() && !state::modes_active()
+}
+
+/// Steps 3-6 for a call that left the fast path. `Ok(None)` means nothing dispatched (all
+/// disabled, or only plain tensors under a disabled mode stack): run the implementation.
+/// `args` builds the positional and keyword arguments, only if a hook or mode will see them.
+#[doc(hidden)]
+#[cold]
+#[inline(never)]
+pub fn dispatch(
+    func: &'static Func,
+    relevant: &dyn Relevant,
+    args: &mut dyn FnMut() -> (Vec<Value>, Kwargs),
+) -> Result<Option<Value>> {
+    let enabled = state::enabled();
+    if enabled == Enabled::Nothing {
+        return Ok(None);
+    }
+    let types = if enabled == Enabled::All { gather(relevant) } else { SmallVec::new() };
+    let mode_active = state::modes_active();
+    if types.is_empty() && !mode_active {
+        return Ok(None);
+    }
+
+    let (args, kwargs) = args();
+    let _depth = Depth::enter(func)?;
+    let mut declined_mode = None;
+    if mode_active {
+        let outcome = state::with_top_mode(|mode| {
+            let result = mode.torch_function(func, &types, &args, &kwargs);
+            let declined = matches!(result, Ok(Value::NotImplemented)).then(|| mode.name());
+            (result, declined)
+        });
+        if let Some((result, declined)) = outcome {
+            let result = result?;
+            if !result.is_not_implemented() {
+                return Ok(Some(result));
+            }
+            declined_mode = declined;
+        }
+    }
+    for &cls in &types {
+        let Some(hook) = cls.hook() else { continue };
+        let result = hook(cls, func, &types, &args, &kwargs)?;
+        if !result.is_not_implemented() {
+            return Ok(Some(result));
+        }
+    }
+    Err(no_implementation(func, &types, declined_mode))
+}
+
+/// Step 3: the classes that take part, in precedence order. A class comes once; a subclass goes
+/// just before the first collected class it descends from; others keep argument order.
+fn gather(relevant: &dyn Relevant) -> SmallVec<[&'static Class; 4]> {
+    let mut types: SmallVec<[&'static Class; 4]> = SmallVec::new();
+    relevant.each_tensor(&mut |t| {
+        let class = t.class();
+        if !class.dispatches() || types.contains(&class) {
+            return;
+        }
+        let at = types.iter().position(|&c| class.is_subclass_of(c)).unwrap_or(types.len());
+        types.insert(at, class);
+    });
+    types
+}
+
+/// Step 6: nobody handled the call.
+fn no_implementation(func: &Func, types: &Types, mode: Option<String>) -> Error {
+    let names: Vec<&str> = types.iter().map(|c| c.name()).collect();
+    let mut message = format!(
+        "no implementation found for '{func}' on types that implement __torch_function__: [{}]",
+        names.join(", ")
+    );
+    if let Some(mode) = mode {
+        message.push_str(&format!(" nor in mode {mode}"));
+    }
+    Error::type_error(message)
+}
+
+/// `has_torch_function(args)`: whether a call with these relevant arguments would leave the
+/// fast path (a mode is active, or an argument's class dispatches).
+pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
+    !(relevant.all_plain() && !state::modes_active())
+}
+
+/// `handle_torch_function`: runs the protocol for a function written by hand, without the
+/// macro. Call it when [`has_torch_function`] is true; if nothing dispatches after all (every
+/// class disabled in this scope), it runs `func`'s implementation.
+pub fn handle_torch_function(func: &'static Func, relevant: &dyn Relevant, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+    match dispatch(func, relevant, &mut || (args.to_vec(), kwargs.clone()))? {
+        Some(result) => Ok(result),
+        None => func.implementation(args, kwargs),
+    }
+}
+
+/// `is_tensor_like`: true for tensors, subclass instances and ducks; false for numbers,
+/// strings, `None` and containers.
+pub fn is_tensor_like(value: &Value) -> bool {
+    matches!(value, Value::Tensor(_))
+}
+
+/// The base `Tensor` hook (PROTOCOL.md section 3), which every subclass inherits.
+impl TorchFunction for Tensor {
+    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        if !types.iter().all(|t| cls.is_subclass_of(t)) {
+            return Ok(Value::NotImplemented);
+        }
+        let result = {
+            let _no_subclasses = DisableTorchFunctionSubclass::new();
+            func.call(args, kwargs)?
+        };
+        if std::ptr::eq(cls, Tensor::class()) || func.returns_identity() {
+            return Ok(result);
+        }
+        let source = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls));
+        Ok(convert(result, cls, source))
+    }
+}
+
+/// The first tensor of exactly class `cls` in `value`, looking inside lists and tuples.
+fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> {
+    match value {
+        Value::Tensor(t) if std::ptr::eq(t.class(), cls) => Some(t),
+        Value::List(items) | Value::Tuple(items) => items.iter().find_map(|v| instance_of(v, cls)),
+        _ => None,
+    }
+}
+
+/// Makes every tensor in `value` that is not already a `cls` instance a `cls` view, with the
+/// per-instance attributes of `source`.
+fn convert(value: Value, cls: &'static Class, source: Option<&Tensor>) -> Value {
+    match value {
+        Value::Tensor(t) if !t.class().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source)),
+        Value::List(items) => Value::List(items.into_iter().map(|v| convert(v, cls, source)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.into_iter().map(|v| convert(v, cls, source)).collect()),
+        other => other,
+    }
+}

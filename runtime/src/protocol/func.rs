@@ -1,0 +1,283 @@
+//! Public function handles: identity, signature, implementation and the by-name call.
+
+use std::fmt;
+use std::hash::{Hash, Hasher};
+
+use crate::error::Result;
+use crate::protocol::bind::bind;
+use crate::protocol::dispatch;
+use crate::value::{Kwargs, Value};
+
+/// What kind of public function a handle is (PROTOCOL.md section 5).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum FuncKind {
+    /// A free function such as `torchfn.add`.
+    Function,
+    /// A tensor method such as `Tensor.add`.
+    Method,
+    /// An operator or indexing such as `Tensor.__add__` or `Tensor.__getitem__`.
+    Operator,
+    /// A property getter such as `Tensor.shape.__get__`.
+    Property,
+}
+
+/// One parameter of a signature.
+#[derive(Debug)]
+pub struct Param {
+    name: &'static str,
+    type_name: fn() -> String,
+    default: Option<ParamDefault>,
+    variadic: bool,
+}
+
+/// A parameter's default: its source text and its value.
+#[derive(Debug)]
+pub struct ParamDefault {
+    text: &'static str,
+    value: fn() -> Value,
+}
+
+impl ParamDefault {
+    /// A default with its source text. Used by the macro.
+    #[doc(hidden)]
+    pub const fn __new(text: &'static str, value: fn() -> Value) -> Self {
+        ParamDefault { text, value }
+    }
+
+    /// The default as written in the source (`1`, `None`, `"floor"`).
+    pub fn text(&self) -> &'static str {
+        self.text
+    }
+
+    /// The default as a value.
+    pub fn value(&self) -> Value {
+        (self.value)()
+    }
+}
+
+impl Param {
+    /// A parameter. Used by the macro and by hand-written handles.
+    pub const fn new(name: &'static str, type_name: fn() -> String, default: Option<ParamDefault>, variadic: bool) -> Self {
+        Param { name, type_name, default, variadic }
+    }
+
+    /// The parameter name (`self` for a method's receiver).
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The Python-style name of the accepted type.
+    pub fn type_name(&self) -> String {
+        (self.type_name)()
+    }
+
+    /// The default, if the parameter has one.
+    pub fn default(&self) -> Option<&ParamDefault> {
+        self.default.as_ref()
+    }
+
+    /// True for a variadic parameter (Python's `*args`): it takes the remaining positional
+    /// arguments, and the parameters after it are keyword-only.
+    pub fn is_variadic(&self) -> bool {
+        self.variadic
+    }
+}
+
+/// A signature: the parameters in order. Prints like Python's `inspect.signature`.
+#[derive(Clone, Copy, Debug)]
+pub struct Signature(&'static [Param]);
+
+impl Signature {
+    /// The parameters, in order.
+    pub fn params(&self) -> &'static [Param] {
+        self.0
+    }
+}
+
+/// `(input, other, alpha=1)`, `(*tensors, dim=0)`.
+impl fmt::Display for Signature {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("(")?;
+        for (i, p) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            if p.variadic {
+                f.write_str("*")?;
+            }
+            f.write_str(p.name)?;
+            if let Some(d) = &p.default {
+                write!(f, "={}", d.text)?;
+            }
+        }
+        f.write_str(")")
+    }
+}
+
+/// Which body a generated entry point runs.
+#[doc(hidden)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// The public function: the protocol, then the implementation.
+    Public,
+    /// The implementation alone.
+    Implementation,
+}
+
+/// How a handle reaches its code.
+#[derive(Clone, Copy)]
+enum Entry {
+    /// Written by `#[torch_function]`: binds arguments, then runs the typed public function or
+    /// the typed implementation.
+    Generated(fn(&[Value], &Kwargs, Route) -> Result<Value>),
+    /// Written by hand: a dynamic implementation; the protocol runs on every argument.
+    Handwritten(fn(&[Value], &Kwargs) -> Result<Value>),
+}
+
+/// The handle of an overridable public function (`func` in a hook).
+///
+/// Handles are statics compared by identity: a hook asks `func == torchfn::ADD` (or
+/// `func == Tensor::ADD` for the method). Each exposes its qualified name, kind, signature and
+/// documentation, its implementation, and a by-name [`call`](Func::call) that binds arguments
+/// as Python does.
+pub struct Func {
+    namespace: &'static str,
+    name: &'static str,
+    kind: FuncKind,
+    params: &'static [Param],
+    doc: &'static str,
+    entry: Entry,
+    nowrap: bool,
+}
+
+impl Func {
+    /// A handle written by `#[torch_function]`.
+    #[doc(hidden)]
+    #[allow(clippy::too_many_arguments)]
+    pub const fn __generated(
+        namespace: &'static str,
+        name: &'static str,
+        kind: FuncKind,
+        params: &'static [Param],
+        doc: &'static str,
+        nowrap: bool,
+        entry: fn(&[Value], &Kwargs, Route) -> Result<Value>,
+    ) -> Func {
+        Func { namespace, name, kind, params, doc, entry: Entry::Generated(entry), nowrap }
+    }
+
+    /// A handle for a function written by hand, without the macro: `implementation` receives
+    /// the arguments as given. Register it with [`register_function!`](crate::register_function)
+    /// and dispatch with [`handle_torch_function`](crate::overrides::handle_torch_function).
+    pub const fn new(
+        namespace: &'static str,
+        name: &'static str,
+        params: &'static [Param],
+        doc: &'static str,
+        implementation: fn(&[Value], &Kwargs) -> Result<Value>,
+    ) -> Func {
+        Func { namespace, name, kind: FuncKind::Function, params, doc, entry: Entry::Handwritten(implementation), nowrap: false }
+    }
+
+    /// The name within its namespace: `add`, `__add__`, `shape.__get__`.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The namespace: `torchfn`, `torchfn.nn.functional`, `Tensor`, or a user's module.
+    pub fn namespace(&self) -> &'static str {
+        self.namespace
+    }
+
+    /// The qualified name, as in error messages and the registry: `torchfn.add`, `Tensor.add`.
+    pub fn qualified_name(&self) -> String {
+        format!("{}.{}", self.namespace, self.name)
+    }
+
+    /// What kind of function this is.
+    pub fn kind(&self) -> FuncKind {
+        self.kind
+    }
+
+    /// The parameters: names, defaults, variadic marks.
+    pub fn signature(&self) -> Signature {
+        Signature(self.params)
+    }
+
+    /// The documentation of the public function.
+    pub fn doc(&self) -> &'static str {
+        self.doc
+    }
+
+    /// True for accessors whose result must stay the very same object (the default hook does
+    /// not convert their results to the subclass).
+    pub fn returns_identity(&self) -> bool {
+        self.nowrap
+    }
+
+    /// Calls the public function by name, binding positional and keyword arguments like
+    /// Python, then dispatching as a typed call would.
+    ///
+    /// ```
+    /// use torchfn::{Kwargs, Value, tensor};
+    /// let a = tensor([1.0f32, 2.0])?;
+    /// let out = torchfn::ADD.call(&[a.clone().into(), a.into()], &Kwargs::from([("alpha", 2)]))?;
+    /// assert_eq!(out.as_tensor().unwrap().to_vec::<f32>()?, [3.0, 6.0]);
+    ///
+    /// let err = torchfn::ADD.call(&[Value::Int(1)], &Kwargs::new()).unwrap_err();
+    /// assert_eq!(err.to_string(), "add() missing 1 required positional argument: 'other'");
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        match self.entry {
+            Entry::Generated(entry) => entry(args, kwargs, Route::Public),
+            Entry::Handwritten(implementation) => {
+                bind(self, args, kwargs)?;
+                let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
+                match dispatch::dispatch(self, &relevant, &mut || (args.to_vec(), kwargs.clone()))? {
+                    Some(result) => Ok(result),
+                    None => implementation(args, kwargs),
+                }
+            }
+        }
+    }
+
+    /// Calls the implementation directly, without the protocol (`public_api._implementation`).
+    pub fn implementation(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        match self.entry {
+            Entry::Generated(entry) => entry(args, kwargs, Route::Implementation),
+            Entry::Handwritten(implementation) => {
+                bind(self, args, kwargs)?;
+                implementation(args, kwargs)
+            }
+        }
+    }
+}
+
+impl PartialEq for Func {
+    fn eq(&self, other: &Self) -> bool {
+        std::ptr::eq(self, other)
+    }
+}
+
+impl Eq for Func {}
+
+impl Hash for Func {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        std::ptr::hash(self, state)
+    }
+}
+
+/// `<function torchfn.add(input, other, alpha=1)>`
+impl fmt::Debug for Func {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<function {}{}>", self.qualified_name(), self.signature())
+    }
+}
+
+/// The qualified name.
+impl fmt::Display for Func {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}.{}", self.namespace, self.name)
+    }
+}

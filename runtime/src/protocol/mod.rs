@@ -1,0 +1,20 @@
+//! The override protocol (layer 1): classes and hooks, function handles, relevant arguments,
+//! dispatch, modes and guards.
+
+pub(crate) mod bind;
+mod class;
+pub(crate) mod dispatch;
+mod func;
+mod relevant;
+mod state;
+
+pub use bind::Bound;
+pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorSubclass, TorchFunction, Types};
+pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};
+pub use func::{Func, FuncKind, Param, ParamDefault, Route, Signature};
+pub use relevant::Relevant;
+pub use state::{
+    DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, EnableTorchFunction, ModeGuard,
+    TorchFunctionMode, enable_torch_function, is_torch_function_enabled, is_torch_function_mode_enabled,
+    mode_stack_len, push_mode, recursion_limit, set_recursion_limit,
+};

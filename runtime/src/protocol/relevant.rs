@@ -1,0 +1,126 @@
+//! Relevant arguments: the values a dispatcher returns, in which dispatch looks for overrides.
+
+use crate::tensor::Tensor;
+use crate::value::Value;
+
+/// Values that may hold tensor-likes: what a dispatcher returns (PROTOCOL.md section 1).
+///
+/// Implemented for [`Tensor`], references, `Option`, slices, arrays, `Vec`, tuples and
+/// [`Value`], so a dispatcher returns whatever is natural: `[input, other]`, `(input, out)`,
+/// `tensors` (a `&[Tensor]`).
+pub trait Relevant {
+    /// Calls `f` with every tensor-like, left to right.
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor));
+
+    /// True when no tensor-like here takes part in dispatch: all are plain tensors, or of
+    /// classes whose hook is disabled. This is the fast-path test, so implementations inline it.
+    #[inline]
+    fn all_plain(&self) -> bool {
+        let mut plain = true;
+        self.each_tensor(&mut |t| plain &= !t.class().dispatches());
+        plain
+    }
+}
+
+impl Relevant for Tensor {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        f(self)
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        !self.class().dispatches()
+    }
+}
+
+impl<T: Relevant + ?Sized> Relevant for &T {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        (**self).each_tensor(f)
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        (**self).all_plain()
+    }
+}
+
+impl<T: Relevant> Relevant for [T] {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        self.iter().for_each(|x| x.each_tensor(f))
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        self.iter().all(Relevant::all_plain)
+    }
+}
+
+impl<T: Relevant, const N: usize> Relevant for [T; N] {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        self.as_slice().each_tensor(f)
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        self.iter().all(Relevant::all_plain)
+    }
+}
+
+impl<T: Relevant> Relevant for Vec<T> {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        self.as_slice().each_tensor(f)
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        self.as_slice().all_plain()
+    }
+}
+
+impl<T: Relevant> Relevant for Option<T> {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        if let Some(x) = self {
+            x.each_tensor(f)
+        }
+    }
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        self.as_ref().is_none_or(Relevant::all_plain)
+    }
+}
+
+impl Relevant for Value {
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        match self {
+            Value::Tensor(t) => f(t),
+            Value::List(items) | Value::Tuple(items) => items.each_tensor(f),
+            _ => {}
+        }
+    }
+}
+
+macro_rules! tuple_relevant {
+    ($($name:ident)*) => {
+        impl<$($name: Relevant),*> Relevant for ($($name,)*) {
+            #[allow(non_snake_case, unused_variables)]
+            fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+                let ($($name,)*) = self;
+                $($name.each_tensor(f);)*
+            }
+            #[inline(always)]
+            #[allow(non_snake_case)]
+            fn all_plain(&self) -> bool {
+                let ($($name,)*) = self;
+                true $(&& $name.all_plain())*
+            }
+        }
+    };
+}
+tuple_relevant!();
+tuple_relevant!(A);
+tuple_relevant!(A B);
+tuple_relevant!(A B C);
+tuple_relevant!(A B C D);
+tuple_relevant!(A B C D E);
+tuple_relevant!(A B C D E F);
+tuple_relevant!(A B C D E F G);
+tuple_relevant!(A B C D E F G H);
+tuple_relevant!(A B C D E F G H I);
+tuple_relevant!(A B C D E F G H I J);
+tuple_relevant!(A B C D E F G H I J K);
+tuple_relevant!(A B C D E F G H I J K L);

@@ -1,0 +1,257 @@
+//! Element types and PyTorch's type promotion.
+
+use std::fmt;
+
+/// The element type of a tensor, spelled like PyTorch's (`torch.float32` is `DType::Float32`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum DType {
+    /// `torch.bool`
+    Bool,
+    /// `torch.int32`
+    Int32,
+    /// `torch.int64`, the default integer type.
+    Int64,
+    /// `torch.float32`, the default floating-point type.
+    Float32,
+    /// `torch.float64`
+    Float64,
+}
+
+/// The three categories of PyTorch's promotion rules, lowest first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Category {
+    Bool,
+    Integral,
+    Floating,
+}
+
+impl DType {
+    /// Every dtype, in promotion order.
+    pub const ALL: [DType; 5] = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64];
+
+    /// The default floating-point dtype (`torch.get_default_dtype()`).
+    pub const DEFAULT_FLOAT: DType = DType::Float32;
+
+    /// The name without the `torch.` prefix, as in `"float32"`.
+    pub fn name(self) -> &'static str {
+        match self {
+            DType::Bool => "bool",
+            DType::Int32 => "int32",
+            DType::Int64 => "int64",
+            DType::Float32 => "float32",
+            DType::Float64 => "float64",
+        }
+    }
+
+    /// Parses a dtype name, with or without the `torch.` prefix.
+    pub fn from_name(name: &str) -> Option<DType> {
+        let name = name.strip_prefix("torch.").unwrap_or(name);
+        DType::ALL.into_iter().find(|d| d.name() == name)
+    }
+
+    /// True for float32 and float64.
+    pub fn is_floating_point(self) -> bool {
+        self.category() == Category::Floating
+    }
+
+    /// The size of one element in bytes.
+    pub fn itemsize(self) -> usize {
+        match self {
+            DType::Bool => 1,
+            DType::Int32 | DType::Float32 => 4,
+            DType::Int64 | DType::Float64 => 8,
+        }
+    }
+
+    pub(crate) fn category(self) -> Category {
+        match self {
+            DType::Bool => Category::Bool,
+            DType::Int32 | DType::Int64 => Category::Integral,
+            DType::Float32 | DType::Float64 => Category::Floating,
+        }
+    }
+
+    /// `torch.promote_types`: the smallest dtype both can be converted to without losing their
+    /// category (bool < integer < floating point).
+    pub fn promote(self, other: DType) -> DType {
+        self.max(other)
+    }
+}
+
+impl fmt::Display for DType {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "torch.{}", self.name())
+    }
+}
+
+/// How one operand takes part in `result_type`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Participant {
+    /// A tensor with at least one dimension.
+    Dimensioned(DType),
+    /// A zero-dimensional tensor.
+    ZeroDim(DType),
+    /// A Python-style number (a wrapped scalar): it never upcasts within its category.
+    Number(DType),
+}
+
+/// `torch.result_type`: dimensioned tensors win over zero-dimensional ones, which win over
+/// numbers, unless the lower class belongs to a higher category (an int tensor plus a float
+/// number gives the default float dtype).
+pub(crate) fn result_type(operands: impl IntoIterator<Item = Participant>) -> DType {
+    let (mut dim, mut zero, mut number) = (None, None, None);
+    let join = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| a.promote(d)));
+    for p in operands {
+        match p {
+            Participant::Dimensioned(d) => join(&mut dim, d),
+            Participant::ZeroDim(d) => join(&mut zero, d),
+            Participant::Number(d) => {
+                let d = if d.is_floating_point() { DType::DEFAULT_FLOAT } else { d };
+                join(&mut number, d)
+            }
+        }
+    }
+    combine(dim, combine(zero, number)).unwrap_or(DType::DEFAULT_FLOAT)
+}
+
+/// PyTorch's `combine_categories`: keep `higher` unless `lower` is of a higher category.
+fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
+    match (higher, lower) {
+        (Some(h), Some(l)) if l.category() > h.category() => Some(h.promote(l)),
+        (Some(h), _) => Some(h),
+        (None, l) => l,
+    }
+}
+
+/// A Rust type that can be a tensor element.
+pub trait Element: Copy + PartialEq + PartialOrd + Default + fmt::Debug + Send + Sync + 'static {
+    /// The dtype of tensors of this element.
+    const DTYPE: DType;
+    /// Converts to `f64` (true is 1).
+    fn to_f64(self) -> f64;
+    /// Converts from `f64`, truncating toward zero for integers (as `tensor.to(dtype)` does).
+    fn from_f64(v: f64) -> Self;
+    /// Converts to `i64` (floats truncate toward zero).
+    fn to_i64(self) -> i64;
+    /// Converts from `i64`.
+    fn from_i64(v: i64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self as f64
+            }
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                v as $t
+            }
+            #[inline]
+            fn to_i64(self) -> i64 {
+                self as i64
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+element!(f32, Float32);
+element!(f64, Float64);
+element!(i64, Int64);
+element!(i32, Int32);
+
+impl Element for bool {
+    const DTYPE: DType = DType::Bool;
+    #[inline]
+    fn to_f64(self) -> f64 {
+        f64::from(u8::from(self))
+    }
+    #[inline]
+    fn from_f64(v: f64) -> Self {
+        v != 0.0
+    }
+    #[inline]
+    fn to_i64(self) -> i64 {
+        i64::from(self)
+    }
+    #[inline]
+    fn from_i64(v: i64) -> Self {
+        v != 0
+    }
+}
+
+/// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
+macro_rules! with_dtype {
+    ($dtype:expr, $T:ident => $body:expr) => {
+        match $dtype {
+            $crate::tensor::DType::Bool => {
+                type $T = bool;
+                $body
+            }
+            $crate::tensor::DType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::tensor::DType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_dtype;
+
+#[cfg(test)]
+mod tests {
+    use super::Participant::*;
+    use super::*;
+
+    #[test]
+    fn promote_types_follows_pytorch() {
+        assert_eq!(DType::Bool.promote(DType::Bool), DType::Bool);
+        assert_eq!(DType::Int32.promote(DType::Int64), DType::Int64);
+        assert_eq!(DType::Int64.promote(DType::Float32), DType::Float32);
+        assert_eq!(DType::Float32.promote(DType::Float64), DType::Float64);
+    }
+
+    #[test]
+    fn numbers_do_not_upcast_within_their_category() {
+        // int32 tensor + Python int stays int32; float32 tensor + Python float stays float32.
+        assert_eq!(result_type([Dimensioned(DType::Int32), Number(DType::Int64)]), DType::Int32);
+        assert_eq!(result_type([Dimensioned(DType::Float32), Number(DType::Float64)]), DType::Float32);
+        // int tensor + Python float gives the default float dtype.
+        assert_eq!(result_type([Dimensioned(DType::Int64), Number(DType::Float64)]), DType::Float32);
+        // bool tensor + Python int gives int64.
+        assert_eq!(result_type([Dimensioned(DType::Bool), Number(DType::Int64)]), DType::Int64);
+    }
+
+    #[test]
+    fn zero_dim_tensors_rank_between_tensors_and_numbers() {
+        assert_eq!(result_type([Dimensioned(DType::Float32), ZeroDim(DType::Float64)]), DType::Float32);
+        assert_eq!(result_type([Dimensioned(DType::Int64), ZeroDim(DType::Float64)]), DType::Float64);
+        assert_eq!(result_type([ZeroDim(DType::Int32), ZeroDim(DType::Int64)]), DType::Int64);
+        assert_eq!(result_type([Number(DType::Int64), Number(DType::Float64)]), DType::Float32);
+    }
+
+    #[test]
+    fn names_round_trip() {
+        for d in DType::ALL {
+            assert_eq!(DType::from_name(d.name()), Some(d));
+            assert_eq!(DType::from_name(&d.to_string()), Some(d));
+        }
+        assert_eq!(DType::from_name("float16"), None);
+    }
+}

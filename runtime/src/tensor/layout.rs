@@ -1,0 +1,208 @@
+//! Shapes, strides and offsets: where each element of a tensor lives in its storage.
+
+use std::fmt;
+use std::ops::Deref;
+
+use smallvec::SmallVec;
+
+use crate::error::{Result, bail};
+
+/// Dimensions inline before a shape spills to the heap.
+const INLINE_DIMS: usize = 6;
+
+/// The sizes of a tensor's dimensions (`torch.Size`). Cheap for up to six dimensions.
+#[derive(Clone, PartialEq, Eq, Hash, Default)]
+pub struct Shape(SmallVec<[usize; INLINE_DIMS]>);
+
+impl Shape {
+    /// A shape from its dimension sizes.
+    pub fn new(dims: &[usize]) -> Self {
+        Shape(SmallVec::from_slice(dims))
+    }
+
+    /// The number of elements (1 for a zero-dimensional tensor).
+    pub fn numel(&self) -> usize {
+        self.0.iter().product()
+    }
+
+    /// The row-major (C-contiguous) strides of this shape, in elements.
+    pub fn contiguous_strides(&self) -> Strides {
+        let mut strides = Strides::from_elem(0, self.0.len());
+        let mut step = 1;
+        for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
+            *s = step;
+            step *= d.max(1);
+        }
+        strides
+    }
+}
+
+impl Deref for Shape {
+    type Target = [usize];
+    fn deref(&self) -> &[usize] {
+        &self.0
+    }
+}
+
+impl<const N: usize> From<[usize; N]> for Shape {
+    fn from(dims: [usize; N]) -> Self {
+        Shape::new(&dims)
+    }
+}
+
+impl From<&[usize]> for Shape {
+    fn from(dims: &[usize]) -> Self {
+        Shape::new(dims)
+    }
+}
+
+impl From<Vec<usize>> for Shape {
+    fn from(dims: Vec<usize>) -> Self {
+        Shape::new(&dims)
+    }
+}
+
+impl FromIterator<usize> for Shape {
+    fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
+        Shape(iter.into_iter().collect())
+    }
+}
+
+impl<const N: usize> PartialEq<[usize; N]> for Shape {
+    fn eq(&self, other: &[usize; N]) -> bool {
+        self.0.as_slice() == other
+    }
+}
+
+impl PartialEq<[usize]> for Shape {
+    fn eq(&self, other: &[usize]) -> bool {
+        self.0.as_slice() == other
+    }
+}
+
+/// Prints like PyTorch: `torch.Size([2, 3])`.
+impl fmt::Debug for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "torch.Size({:?})", self.0.as_slice())
+    }
+}
+
+impl fmt::Display for Shape {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self, f)
+    }
+}
+
+/// Element strides, one per dimension. Never negative, as in PyTorch.
+pub(crate) type Strides = SmallVec<[usize; INLINE_DIMS]>;
+
+/// Shape, strides and offset of a dense tensor: the view of a storage it represents.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Layout {
+    pub(crate) shape: Shape,
+    pub(crate) strides: Strides,
+    pub(crate) offset: usize,
+}
+
+impl Layout {
+    /// The contiguous layout of a fresh tensor of this shape.
+    pub(crate) fn contiguous(shape: Shape) -> Self {
+        let strides = shape.contiguous_strides();
+        Layout { shape, strides, offset: 0 }
+    }
+
+    pub(crate) fn numel(&self) -> usize {
+        self.shape.numel()
+    }
+
+    pub(crate) fn ndim(&self) -> usize {
+        self.shape.len()
+    }
+
+    /// True when the elements are laid out row-major without gaps.
+    pub(crate) fn is_contiguous(&self) -> bool {
+        let mut expected = 1;
+        for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
+            if d != 1 && s != expected {
+                return false;
+            }
+            expected *= d;
+        }
+        true
+    }
+
+    /// The storage index one past the furthest element (0 for an empty tensor).
+    pub(crate) fn storage_extent(&self) -> usize {
+        if self.numel() == 0 {
+            return 0;
+        }
+        self.offset + self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
+    }
+}
+
+/// Wraps a possibly negative dimension index into `0..ndim`, or explains why it cannot.
+pub(crate) fn normalize_dim(dim: i64, ndim: usize, func: &str) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        bail!(Index, "{func}(): dimension out of range (expected to be in range of [{}, {}], but got {dim})", -n, n - 1);
+    }
+    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
+}
+
+/// The shape two shapes broadcast to, NumPy style, or an error naming both.
+pub(crate) fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
+    let n = a.len().max(b.len());
+    let dim = |s: &Shape, i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
+    (0..n)
+        .map(|i| match (dim(a, i), dim(b, i)) {
+            (x, y) if x == y || y == 1 => Ok(x),
+            (1, y) => Ok(y),
+            (x, y) => Err(crate::Error::runtime_error(format!(
+                "{func}(): the size of tensor a ({x}) must match the size of tensor b ({y}) at non-singleton dimension {i} \
+                 (shapes {:?} and {:?} do not broadcast)",
+                a.as_ref(),
+                b.as_ref()
+            ))),
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn contiguous_strides_are_row_major() {
+        assert_eq!(Shape::from([2, 3, 4]).contiguous_strides().as_slice(), &[12, 4, 1]);
+        assert_eq!(Shape::from([]).contiguous_strides().as_slice(), &[] as &[usize]);
+        assert!(Layout::contiguous(Shape::from([2, 3])).is_contiguous());
+    }
+
+    #[test]
+    fn transposed_layout_is_not_contiguous() {
+        let l = Layout { shape: Shape::from([3, 2]), strides: [1, 3].into_iter().collect(), offset: 0 };
+        assert!(!l.is_contiguous());
+        assert_eq!(l.storage_extent(), 6);
+    }
+
+    #[test]
+    fn broadcasting_follows_numpy() {
+        let s = |d: &[usize]| Shape::new(d);
+        assert_eq!(broadcast_shapes(&s(&[2, 1, 3]), &s(&[4, 1]), "add").unwrap(), s(&[2, 4, 3]));
+        assert_eq!(broadcast_shapes(&s(&[]), &s(&[5]), "add").unwrap(), s(&[5]));
+        let err = broadcast_shapes(&s(&[2, 3]), &s(&[4]), "add").unwrap_err();
+        assert!(err.to_string().contains("size of tensor a (3) must match the size of tensor b (4)"), "{err}");
+    }
+
+    #[test]
+    fn dims_wrap_and_report_the_range() {
+        assert_eq!(normalize_dim(-1, 3, "sum").unwrap(), 2);
+        let err = normalize_dim(3, 3, "sum").unwrap_err();
+        assert_eq!(err.to_string(), "sum(): dimension out of range (expected to be in range of [-3, 2], but got 3)");
+    }
+
+    #[test]
+    fn shape_prints_like_torch_size() {
+        assert_eq!(format!("{:?}", Shape::from([2, 3])), "torch.Size([2, 3])");
+    }
+}

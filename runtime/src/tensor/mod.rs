@@ -1,0 +1,297 @@
+//! The tensor handle: shared storage, layout, dtype and class (plain, subclass or duck).
+
+mod data;
+mod device;
+mod display;
+mod dtype;
+mod index;
+mod layout;
+mod scalar;
+mod storage;
+
+use std::any::Any;
+use std::fmt;
+use std::sync::Arc;
+
+pub use data::TensorData;
+pub use device::Device;
+pub use dtype::{DType, Element};
+pub use index::{Index, IndexItem};
+pub use layout::Shape;
+pub use scalar::Scalar;
+
+pub(crate) use dtype::{Participant, result_type, with_dtype};
+pub(crate) use layout::{Layout, broadcast_shapes, normalize_dim};
+pub(crate) use scalar::python_float;
+pub(crate) use storage::{Buffer, Storage};
+
+use crate::error::{Error, Result};
+use crate::protocol::{Class, DuckTensor, TensorLike, TensorSubclass};
+use crate::value::{FromValue, ToValue, Value};
+
+/// The base class of every tensor.
+static TENSOR_CLASS: Class = Class::base(<Tensor as crate::protocol::TorchFunction>::torch_function);
+
+impl TensorLike for Tensor {
+    fn class() -> &'static Class {
+        &TENSOR_CLASS
+    }
+}
+
+/// A tensor: a cheap handle (one reference count) to data, layout, dtype and class.
+///
+/// Cloning shares the data. A tensor is a plain `Tensor`, an instance of a tensor subclass
+/// (same data, a different class and per-instance attributes; see
+/// [`as_subclass`](Tensor::as_subclass)), or a duck: a user value that takes part in the
+/// protocol and can be passed wherever a tensor is expected ([`Tensor::from_duck`]).
+#[derive(Clone)]
+pub struct Tensor(Arc<TensorImpl>);
+
+struct TensorImpl {
+    class: &'static Class,
+    body: Body,
+    attrs: Option<Arc<dyn Any + Send + Sync>>,
+}
+
+enum Body {
+    Dense(Dense),
+    Duck(Arc<dyn DuckObject>),
+}
+
+/// A duck value behind a trait object.
+trait DuckObject: Any + fmt::Debug + Send + Sync {}
+impl<T: DuckTensor> DuckObject for T {}
+
+/// The data of a dense tensor: a view (layout) of a shared storage.
+#[derive(Clone, Debug)]
+pub(crate) struct Dense {
+    pub(crate) storage: Arc<Storage>,
+    pub(crate) layout: Layout,
+    pub(crate) dtype: DType,
+    /// The tensor this one is a view of (the root of the view chain), as `Tensor._base`.
+    pub(crate) base: Option<Tensor>,
+    /// A Python number converted to a tensor: it does not upcast other operands.
+    pub(crate) wrapped_number: bool,
+}
+
+impl Dense {
+    /// A fresh contiguous tensor owning `buffer`.
+    pub(crate) fn new(buffer: Buffer, shape: Shape) -> Dense {
+        let dtype = buffer.dtype();
+        Dense { storage: Storage::new(buffer), layout: Layout::contiguous(shape), dtype, base: None, wrapped_number: false }
+    }
+
+    pub(crate) fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Dense {
+        Dense::new(Buffer::from_vec(data), shape)
+    }
+
+    /// How this operand takes part in type promotion.
+    pub(crate) fn participant(&self) -> Participant {
+        if self.wrapped_number {
+            Participant::Number(self.dtype)
+        } else if self.layout.ndim() == 0 {
+            Participant::ZeroDim(self.dtype)
+        } else {
+            Participant::Dimensioned(self.dtype)
+        }
+    }
+}
+
+impl Tensor {
+    pub(crate) fn from_dense(dense: Dense) -> Tensor {
+        Tensor(Arc::new(TensorImpl { class: &TENSOR_CLASS, body: Body::Dense(dense), attrs: None }))
+    }
+
+    /// A new plain tensor viewing `layout` of this tensor's storage; its `_base` is the root
+    /// of the view chain.
+    pub(crate) fn view_as(&self, dense: &Dense, layout: Layout) -> Tensor {
+        let base = dense.base.clone().unwrap_or_else(|| self.clone());
+        Tensor::from_dense(Dense { layout, base: Some(base), wrapped_number: false, ..dense.clone() })
+    }
+
+    /// A tensor from a vector of elements in row-major order and a shape.
+    ///
+    /// ```
+    /// let t = torchfn::Tensor::from_vec(vec![1i64, 2, 3, 4, 5, 6], [2, 3])?;
+    /// assert_eq!(t.to_string(), "tensor([[1, 2, 3],\n        [4, 5, 6]])");
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
+        let shape = shape.into();
+        if shape.numel() != data.len() {
+            return Err(Error::value_error(format!(
+                "from_vec(): shape {:?} holds {} elements, but {} were given",
+                shape.as_ref(),
+                shape.numel(),
+                data.len()
+            )));
+        }
+        Ok(Tensor::from_dense(Dense::from_vec(data, shape)))
+    }
+
+    /// A Python number as a tensor: zero-dimensional, and it does not upcast tensors it is
+    /// combined with (`int32_tensor * 2` stays int32), as PyTorch's wrapped numbers.
+    pub fn scalar(value: impl Into<Scalar>) -> Tensor {
+        let dense = match value.into() {
+            Scalar::Bool(b) => Dense::from_vec(vec![b], Shape::default()),
+            Scalar::Int(i) => Dense::from_vec(vec![i], Shape::default()),
+            Scalar::Float(x) => Dense::from_vec(vec![x], Shape::default()),
+        };
+        Tensor::from_dense(Dense { wrapped_number: true, ..dense })
+    }
+
+    /// Wraps a duck value so it can be passed wherever a tensor is expected. Every operation on
+    /// it goes to its class's hook; one the hook does not handle fails with a `TypeError`.
+    pub fn from_duck<T: DuckTensor>(duck: T) -> Tensor {
+        Tensor(Arc::new(TensorImpl { class: T::class(), body: Body::Duck(Arc::new(duck)), attrs: None }))
+    }
+
+    /// The class of this tensor-like (`type(t)`); also [`Class::of`].
+    #[inline(always)]
+    pub fn class(&self) -> &'static Class {
+        self.0.class
+    }
+
+    /// `isinstance(t, T)`: true when this tensor's class is `T`'s class or descends from it.
+    pub fn is_instance<T: TensorLike>(&self) -> bool {
+        self.class().is_subclass_of(T::class())
+    }
+
+    /// True when this is a duck rather than a tensor with data.
+    pub fn is_duck(&self) -> bool {
+        matches!(self.0.body, Body::Duck(_))
+    }
+
+    /// True when both handles are the very same object (Python's `is`).
+    pub fn is(&self, other: &Tensor) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+
+    /// The duck value, when this is a duck of type `T`.
+    pub fn duck<T: 'static>(&self) -> Option<&T> {
+        match &self.0.body {
+            Body::Duck(d) => (&**d as &dyn Any).downcast_ref::<T>(),
+            Body::Dense(_) => None,
+        }
+    }
+
+    /// The per-instance attributes of a subclass instance, when they are of type `T`.
+    pub fn attrs<T: 'static>(&self) -> Option<&T> {
+        self.0.attrs.as_deref()?.downcast_ref::<T>()
+    }
+
+    /// A view of the same data as an instance of the subclass `T`, carrying `attrs` (the
+    /// subclass value). No copy, no dispatch. Fails for ducks, which have no data to view.
+    ///
+    /// ```
+    /// use torchfn::prelude::*;
+    ///
+    /// #[derive(TensorSubclass)]
+    /// struct Meters;
+    /// impl TorchFunction for Meters {}
+    ///
+    /// let d = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Meters)?;
+    /// assert!(d.is_instance::<Meters>());
+    /// assert!((&d + &d)?.is_instance::<Meters>()); // the default hook keeps the subclass
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn as_subclass<T: TensorSubclass>(&self, attrs: T) -> Result<Tensor> {
+        let dense = self.data("as_subclass", "self")?;
+        Ok(self.with_class(dense, T::class(), Some(Arc::new(attrs))))
+    }
+
+    /// `as_subclass(cls)` with a class known at run time. Per-instance attributes are kept when
+    /// this tensor's class is `cls` or derives from it. Fails when `cls` does not descend from
+    /// `Tensor` (a duck class) or when this is a duck.
+    pub fn as_subclass_class(&self, cls: &'static Class) -> Result<Tensor> {
+        if !cls.is_tensor_class() {
+            return Err(Error::type_error(format!(
+                "as_subclass(): {} does not descend from Tensor, so it cannot view a tensor's data",
+                cls.name()
+            )));
+        }
+        let dense = self.data("as_subclass", "self")?;
+        let attrs = if self.class().is_subclass_of(cls) { self.0.attrs.clone() } else { None };
+        Ok(self.with_class(dense, cls, attrs))
+    }
+
+    fn with_class(&self, dense: &Dense, class: &'static Class, attrs: Option<Arc<dyn Any + Send + Sync>>) -> Tensor {
+        Tensor(Arc::new(TensorImpl { class, body: Body::Dense(dense.clone()), attrs }))
+    }
+
+    /// This tensor as a `cls` instance with `source`'s attributes (the default hook's
+    /// conversion). Ducks are returned unchanged.
+    pub(crate) fn rewrap(&self, cls: &'static Class, source: Option<&Tensor>) -> Tensor {
+        match &self.0.body {
+            Body::Dense(dense) => self.with_class(dense, cls, source.and_then(|s| s.0.attrs.clone())),
+            Body::Duck(_) => self.clone(),
+        }
+    }
+
+    /// The data of this tensor, as the implementation of `func` needs it; a duck gives
+    /// PyTorch's argument error (`mean(): argument 'input' must be Tensor, not ScalarTensor`).
+    pub(crate) fn data(&self, func: &str, arg: &str) -> Result<&Dense> {
+        match &self.0.body {
+            Body::Dense(dense) => Ok(dense),
+            Body::Duck(_) => Err(Error::type_error(format!(
+                "{func}(): argument '{arg}' must be Tensor, not {}",
+                self.class().name()
+            ))),
+        }
+    }
+
+    /// The elements in row-major order. `T` must match the dtype; use `to(dtype)` to convert.
+    /// Reads the data directly, without dispatch.
+    pub fn to_vec<T: Element>(&self) -> Result<Vec<T>> {
+        let dense = self.data("to_vec", "self")?;
+        if dense.dtype != T::DTYPE {
+            return Err(Error::type_error(format!(
+                "to_vec::<{}>(): the tensor holds {}, not {}; convert it first with .to({:?})",
+                std::any::type_name::<T>(),
+                dense.dtype,
+                T::DTYPE,
+                T::DTYPE
+            )));
+        }
+        Ok(crate::cpu::read(dense, |view: ndarray::ArrayViewD<'_, T>| view.iter().copied().collect()))
+    }
+}
+
+/// Converting a tensor gives the tensor, except for a wrapped Python number, which hooks see
+/// as the number it was.
+impl ToValue for Tensor {
+    fn to_value(&self) -> Value {
+        if let Body::Dense(d) = &self.0.body
+            && d.wrapped_number
+        {
+            return crate::cpu::read_scalar(d).to_value();
+        }
+        Value::Tensor(self.clone())
+    }
+}
+
+/// Binding accepts tensors, subclass instances, ducks and Python numbers (which become wrapped
+/// numbers, as PyTorch's argument parser does).
+impl FromValue for Tensor {
+    fn type_name() -> String {
+        "Tensor".into()
+    }
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Tensor(t) => Some(t.clone()),
+            v => Scalar::from_value(v).map(Tensor::scalar),
+        }
+    }
+}
+
+macro_rules! tensor_from_number {
+    ($($t:ty),*) => {$(
+        /// A Python-style number (a wrapped scalar); see [`Tensor::scalar`].
+        impl From<$t> for Tensor {
+            fn from(v: $t) -> Tensor {
+                Tensor::scalar(v)
+            }
+        }
+    )*};
+}
+tensor_from_number!(bool, i32, i64, f32, f64, Scalar);
