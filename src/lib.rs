@@ -1,1 +1,40 @@
-//! placeholder
+//! # torchfn
+//!
+//! PyTorch's `__torch_function__` override protocol for Rust, with the tensor runtime it
+//! dispatches to. Every public operation can be intercepted by your own types: tensor
+//! subclasses that keep their type and attributes through every operation, duck tensors,
+//! modes that see every call; your own functions join the protocol with one attribute.
+//!
+//! ```
+//! use torchfn::prelude::*;
+//!
+//! // An overridable function of your own, with a dispatcher that names its relevant arguments.
+//! #[dispatcher]
+//! fn scale_dispatcher(input: &Tensor, #[default(None)] factor: f64) -> impl Relevant {
+//!     [input]
+//! }
+//!
+//! #[torch_function(dispatcher = scale_dispatcher, module = "mylib")]
+//! pub fn scale(input: &Tensor, #[default(2.0)] factor: f64) -> Result<Tensor> {
+//!     input * factor
+//! }
+//!
+//! // A subclass whose instances carry a unit through every operation.
+//! #[derive(TensorSubclass)]
+//! struct Meters;
+//! impl TorchFunction for Meters {} // the default hook: keep the subclass
+//!
+//! let d = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Meters)?;
+//! let e = scale(&(&d + &d)?, 3.0)?;
+//! assert!(e.is_instance::<Meters>());
+//! assert_eq!(e.to_string(), "Meters([ 6., 12.])");
+//!
+//! // The registry lists it beside torchfn's own functions, and calls it by name.
+//! let funcs = torchfn::overrides::get_overridable_functions();
+//! assert!(funcs["mylib"].iter().any(|f| f.qualified_name() == "mylib.scale"));
+//! let by_name = SCALE.call(&[Value::from(&d)], &Kwargs::new())?;
+//! assert_eq!(by_name.to_string(), "Meters([2., 4.])");
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+
+pub use torchfn_runtime::*;

@@ -12,7 +12,7 @@ use syn::spanned::Spanned;
 use syn::{Attribute, Block, Ident, ItemFn, Path, ReturnType, Signature, Type, Visibility, braced, parse_quote};
 
 use crate::options::Options;
-use crate::signature::{Errors, Param, erase_lifetimes, mentions_self_type, parse_params};
+use crate::signature::{Errors, Param, erase_lifetimes, mentions_self_type, parse_params, static_lifetimes};
 use crate::verify;
 
 /// The type a method's receiver has.
@@ -358,6 +358,7 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
     let block = &f.block;
     let impl_fn = quote! {
         #[doc(hidden)]
+        #[allow(non_snake_case)]
         #(#other_attrs)*
         #vis #impl_sig #block
     };
@@ -368,8 +369,8 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
         .params
         .iter()
         .map(|p| {
-            let ty = erase_lifetimes(&p.ty);
-            quote!(<#ty as #private::Arg<'_>>::Owned)
+            let ty = static_lifetimes(&p.ty);
+            quote!(<#ty as #private::Arg<'static>>::Owned)
         })
         .collect();
     let bound: Vec<Ident> = (0..n).map(|i| format_ident!("__arg{}", i)).collect();

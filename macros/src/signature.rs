@@ -158,14 +158,30 @@ pub fn mentions_self_type(tokens: impl ToTokens) -> bool {
 
 /// `ty` with every lifetime replaced by `'_`, for use inside generated bodies.
 pub fn erase_lifetimes(ty: &Type) -> Type {
-    struct Eraser;
-    impl VisitMut for Eraser {
+    relifetime(ty, "'_", false)
+}
+
+/// `ty` with every lifetime, elided ones included, made `'static`: for types that must be
+/// written out in full, as the return type of a function pointer.
+pub fn static_lifetimes(ty: &Type) -> Type {
+    relifetime(ty, "'static", true)
+}
+
+fn relifetime(ty: &Type, name: &str, fill_elided: bool) -> Type {
+    struct Relifetime<'a>(&'a str, bool);
+    impl VisitMut for Relifetime<'_> {
         fn visit_lifetime_mut(&mut self, lifetime: &mut syn::Lifetime) {
-            *lifetime = syn::Lifetime::new("'_", lifetime.span());
+            *lifetime = syn::Lifetime::new(self.0, lifetime.span());
+        }
+        fn visit_type_reference_mut(&mut self, r: &mut syn::TypeReference) {
+            if self.1 && r.lifetime.is_none() {
+                r.lifetime = Some(syn::Lifetime::new(self.0, r.and_token.span));
+            }
+            syn::visit_mut::visit_type_reference_mut(self, r);
         }
     }
     let mut ty = ty.clone();
-    Eraser.visit_type_mut(&mut ty);
+    Relifetime(name, fill_elided).visit_type_mut(&mut ty);
     ty
 }
 
@@ -228,6 +244,14 @@ mod tests {
         let err = params(parse_quote!(fn f(self, (a, b): (i32, i32), x: Self))).err().unwrap();
         let messages: Vec<String> = err.into_iter().map(|e| e.to_string()).collect();
         assert_eq!(messages.len(), 3, "{messages:?}");
+    }
+
+    #[test]
+    fn lifetimes_are_erased_or_made_static() {
+        let ty: Type = parse_quote!(Option<&'a Cow<'b, str>>);
+        assert_eq!(erase_lifetimes(&ty).to_token_stream().to_string(), "Option < & '_ Cow < '_ , str > >");
+        let ty: Type = parse_quote!(&[Tensor]);
+        assert_eq!(static_lifetimes(&ty).to_token_stream().to_string(), "& 'static [Tensor]");
     }
 
     #[test]

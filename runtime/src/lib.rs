@@ -1,1 +1,73 @@
+//! The runtime behind [torchfn](https://docs.rs/torchfn): the override protocol, the registry,
+//! the tensor and its kernels. Use it through the `torchfn` crate, which re-exports all of it.
+//!
+//! ```
+//! use torchfn::prelude::*;
+//!
+//! // A tensor subclass: the default hook keeps it through every operation.
+//! #[derive(TensorSubclass)]
+//! struct Tagged(&'static str);
+//! impl TorchFunction for Tagged {}
+//!
+//! let t = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Tagged("sensor-7"))?;
+//! let u = (&t * 2.0)?.sum()?;
+//! assert!(u.is_instance::<Tagged>());
+//! assert_eq!(u.attrs::<Tagged>().unwrap().0, "sensor-7");
+//! assert_eq!(u.to_string(), "Tagged(6.)");
+//! # Ok::<(), torchfn::Error>(())
+//! ```
 
+#![warn(missing_docs)]
+
+// Generated code names `::torchfn`; inside the runtime that is the runtime itself.
+extern crate self as torchfn;
+
+mod cpu;
+mod error;
+mod ops;
+pub mod overrides;
+mod protocol;
+mod tensor;
+mod value;
+
+pub use error::{Error, ErrorKind, Result};
+pub use ops::*;
+pub use protocol::{
+    Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor, EnableTorchFunction,
+    Func, FuncKind, Hook, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature, TensorLike, TensorSubclass,
+    TorchFunction, TorchFunctionMode, Types, enable_torch_function, is_torch_function_enabled,
+    is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit, set_recursion_limit,
+};
+pub use tensor::{DType, Device, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
+pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
+pub use value::{Arg, FromValue, Kwargs, Returns, ToValue, Value};
+
+/// What most programs need: `use torchfn::prelude::*;`.
+pub mod prelude {
+    pub use crate::{
+        Class, DType, DuckTensor, Error, Func, Kwargs, Outcome, Relevant, Result, Scalar, Tensor, TensorLike,
+        TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, push_mode, torch_function,
+    };
+}
+
+/// What generated code calls. Not public API.
+#[doc(hidden)]
+pub mod __private {
+    pub use crate::overrides::Registered;
+    pub use crate::protocol::Route;
+    pub use crate::protocol::bind::bind;
+    pub use crate::protocol::dispatch::{dispatch, fast_path};
+    pub use crate::value::{Arg, Returns};
+    pub use inventory;
+    pub use torchfn_macros::torch_function_checked;
+
+    use crate::value::Value;
+
+    /// The items of a variadic argument, as separate positional arguments.
+    pub fn splat(value: Value) -> Vec<Value> {
+        match value {
+            Value::List(items) | Value::Tuple(items) => items,
+            other => vec![other],
+        }
+    }
+}

@@ -55,7 +55,7 @@ impl Value {
             Value::Str(_) => "str",
             Value::DType(_) => "torch.dtype",
             Value::Device(_) => "torch.device",
-            Value::Tensor(t) => t.class().name(),
+            Value::Tensor(t) => t.class_of().name(),
             Value::List(_) => "list",
             Value::Tuple(_) => "tuple",
             Value::Slice(..) => "slice",

@@ -26,7 +26,8 @@ pub struct Bound<'v> {
 /// Matches `args` and `kwargs` to the parameters of `func` as Python does: positionals fill
 /// parameters in order (a variadic parameter takes the rest), keywords fill by name, defaults
 /// fill the gaps. Errors read like Python's.
-pub(crate) fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> Result<Bound<'v>> {
+#[doc(hidden)]
+pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> Result<Bound<'v>> {
     let params = func.signature().params();
     let name = func.name();
     let variadic = params.iter().position(|p| p.is_variadic());

@@ -51,7 +51,7 @@ impl Class {
 
     /// The class of a tensor-like, as `type(t)`.
     pub fn of(tensor: &Tensor) -> &'static Class {
-        tensor.class()
+        tensor.class_of()
     }
 
     /// The class name, as `type(t).__name__`.

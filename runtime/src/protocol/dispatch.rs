@@ -70,7 +70,7 @@ pub fn dispatch(
 fn gather(relevant: &dyn Relevant) -> SmallVec<[&'static Class; 4]> {
     let mut types: SmallVec<[&'static Class; 4]> = SmallVec::new();
     relevant.each_tensor(&mut |t| {
-        let class = t.class();
+        let class = t.class_of();
         if !class.dispatches() || types.contains(&class) {
             return;
         }
@@ -136,7 +136,7 @@ impl TorchFunction for Tensor {
 /// The first tensor of exactly class `cls` in `value`, looking inside lists and tuples.
 fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> {
     match value {
-        Value::Tensor(t) if std::ptr::eq(t.class(), cls) => Some(t),
+        Value::Tensor(t) if std::ptr::eq(t.class_of(), cls) => Some(t),
         Value::List(items) | Value::Tuple(items) => items.iter().find_map(|v| instance_of(v, cls)),
         _ => None,
     }
@@ -146,7 +146,7 @@ fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> 
 /// per-instance attributes of `source`.
 fn convert(value: Value, cls: &'static Class, source: Option<&Tensor>) -> Value {
     match value {
-        Value::Tensor(t) if !t.class().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source)),
+        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source)),
         Value::List(items) => Value::List(items.into_iter().map(|v| convert(v, cls, source)).collect()),
         Value::Tuple(items) => Value::Tuple(items.into_iter().map(|v| convert(v, cls, source)).collect()),
         other => other,

@@ -1,14 +1,13 @@
 //! The override protocol (layer 1): classes and hooks, function handles, relevant arguments,
 //! dispatch, modes and guards.
 
-pub(crate) mod bind;
+pub mod bind;
 mod class;
-pub(crate) mod dispatch;
+pub mod dispatch;
 mod func;
 mod relevant;
 mod state;
 
-pub use bind::Bound;
 pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorSubclass, TorchFunction, Types};
 pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};
 pub use func::{Func, FuncKind, Param, ParamDefault, Route, Signature};

@@ -17,7 +17,7 @@ pub trait Relevant {
     #[inline]
     fn all_plain(&self) -> bool {
         let mut plain = true;
-        self.each_tensor(&mut |t| plain &= !t.class().dispatches());
+        self.each_tensor(&mut |t| plain &= !t.class_of().dispatches());
         plain
     }
 }
@@ -28,7 +28,7 @@ impl Relevant for Tensor {
     }
     #[inline(always)]
     fn all_plain(&self) -> bool {
-        !self.class().dispatches()
+        !self.class_of().dispatches()
     }
 }
 

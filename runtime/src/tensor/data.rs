@@ -15,13 +15,18 @@ pub trait TensorData {
     fn flatten_into(&self, depth: usize, dims: &mut Vec<usize>, out: &mut Vec<Self::Elem>) -> Result<()>;
 }
 
-impl<T: Element> TensorData for T {
-    type Elem = T;
-    fn flatten_into(&self, _: usize, _: &mut Vec<usize>, out: &mut Vec<T>) -> Result<()> {
-        out.push(*self);
-        Ok(())
-    }
+macro_rules! element_data {
+    ($($t:ty),*) => {$(
+        impl TensorData for $t {
+            type Elem = $t;
+            fn flatten_into(&self, _: usize, _: &mut Vec<usize>, out: &mut Vec<$t>) -> Result<()> {
+                out.push(*self);
+                Ok(())
+            }
+        }
+    )*};
 }
+element_data!(f32, f64, i32, i64, bool);
 
 impl<D: TensorData> TensorData for [D] {
     type Elem = D::Elem;

@@ -6,6 +6,7 @@ use std::fmt;
 use ndarray::{ArrayViewD, Axis};
 
 use super::{Body, DType, Dense, Element, Tensor, with_dtype};
+use crate::protocol::TensorLike;
 use crate::cpu;
 
 /// Elements before a tensor is summarized with `...` (`PRINT_OPTS.threshold`).
@@ -24,7 +25,7 @@ impl fmt::Display for Tensor {
         match &self.0.body {
             Body::Duck(duck) => write!(f, "{duck:?}"),
             Body::Dense(dense) => {
-                let prefix = if self.is_instance_of_base() { "tensor" } else { self.class().name() };
+                let prefix = if self.is_instance_of_base() { "tensor" } else { self.class_of().name() };
                 f.write_str(&render(dense, prefix))
             }
         }
@@ -39,7 +40,7 @@ impl fmt::Debug for Tensor {
 
 impl Tensor {
     fn is_instance_of_base(&self) -> bool {
-        std::ptr::eq(self.class(), <Tensor as crate::protocol::TensorLike>::class())
+        std::ptr::eq(self.class_of(), Tensor::class())
     }
 }
 

@@ -78,6 +78,13 @@ impl DType {
     }
 }
 
+/// The default dtype is the default floating-point dtype, float32.
+impl Default for DType {
+    fn default() -> Self {
+        DType::DEFAULT_FLOAT
+    }
+}
+
 impl fmt::Display for DType {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "torch.{}", self.name())
@@ -213,6 +220,32 @@ macro_rules! with_dtype {
     };
 }
 pub(crate) use with_dtype;
+
+/// Runs `$body` with `$T` bound to the numeric Rust type of `$dtype`, or `$bool` for bool.
+macro_rules! with_number {
+    ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
+        match $dtype {
+            $crate::tensor::DType::Bool => $bool,
+            $crate::tensor::DType::Int32 => {
+                type $T = i32;
+                $body
+            }
+            $crate::tensor::DType::Int64 => {
+                type $T = i64;
+                $body
+            }
+            $crate::tensor::DType::Float32 => {
+                type $T = f32;
+                $body
+            }
+            $crate::tensor::DType::Float64 => {
+                type $T = f64;
+                $body
+            }
+        }
+    };
+}
+pub(crate) use with_number;
 
 #[cfg(test)]
 mod tests {

@@ -65,7 +65,7 @@ impl Index {
         let (mut shape, mut strides) = (Vec::new(), Strides::new());
         let mut offset = layout.offset;
         let mut dim = 0;
-        let mut full = |dim: &mut usize, shape: &mut Vec<usize>, strides: &mut Strides| {
+        let full = |dim: &mut usize, shape: &mut Vec<usize>, strides: &mut Strides| {
             shape.push(layout.shape[*dim]);
             strides.push(layout.strides[*dim]);
             *dim += 1;

@@ -5,7 +5,7 @@ use std::ops::Deref;
 
 use smallvec::SmallVec;
 
-use crate::error::{Result, bail};
+use crate::error::Result;
 
 /// Dimensions inline before a shape spills to the heap.
 const INLINE_DIMS: usize = 6;
@@ -130,23 +130,6 @@ impl Layout {
         }
         true
     }
-
-    /// The storage index one past the furthest element (0 for an empty tensor).
-    pub(crate) fn storage_extent(&self) -> usize {
-        if self.numel() == 0 {
-            return 0;
-        }
-        self.offset + self.shape.iter().zip(&self.strides).map(|(&d, &s)| (d - 1) * s).sum::<usize>() + 1
-    }
-}
-
-/// Wraps a possibly negative dimension index into `0..ndim`, or explains why it cannot.
-pub(crate) fn normalize_dim(dim: i64, ndim: usize, func: &str) -> Result<usize> {
-    let n = ndim.max(1) as i64;
-    if dim < -n || dim >= n {
-        bail!(Index, "{func}(): dimension out of range (expected to be in range of [{}, {}], but got {dim})", -n, n - 1);
-    }
-    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize })
 }
 
 /// The shape two shapes broadcast to, NumPy style, or an error naming both.
@@ -182,7 +165,6 @@ mod tests {
     fn transposed_layout_is_not_contiguous() {
         let l = Layout { shape: Shape::from([3, 2]), strides: [1, 3].into_iter().collect(), offset: 0 };
         assert!(!l.is_contiguous());
-        assert_eq!(l.storage_extent(), 6);
     }
 
     #[test]
@@ -192,13 +174,6 @@ mod tests {
         assert_eq!(broadcast_shapes(&s(&[]), &s(&[5]), "add").unwrap(), s(&[5]));
         let err = broadcast_shapes(&s(&[2, 3]), &s(&[4]), "add").unwrap_err();
         assert!(err.to_string().contains("size of tensor a (3) must match the size of tensor b (4)"), "{err}");
-    }
-
-    #[test]
-    fn dims_wrap_and_report_the_range() {
-        assert_eq!(normalize_dim(-1, 3, "sum").unwrap(), 2);
-        let err = normalize_dim(3, 3, "sum").unwrap_err();
-        assert_eq!(err.to_string(), "sum(): dimension out of range (expected to be in range of [-3, 2], but got 3)");
     }
 
     #[test]

@@ -20,14 +20,22 @@ pub use index::{Index, IndexItem};
 pub use layout::Shape;
 pub use scalar::Scalar;
 
-pub(crate) use dtype::{Participant, result_type, with_dtype};
-pub(crate) use layout::{Layout, broadcast_shapes, normalize_dim};
-pub(crate) use scalar::python_float;
+pub(crate) use dtype::{Participant, result_type, with_dtype, with_number};
+pub(crate) use layout::{Layout, broadcast_shapes};
 pub(crate) use storage::{Buffer, Storage};
 
 use crate::error::{Error, Result};
 use crate::protocol::{Class, DuckTensor, TensorLike, TensorSubclass};
 use crate::value::{FromValue, ToValue, Value};
+
+crate::overrides::ignored! {
+    "Tensor.as_subclass": "makes a view as another class: dispatching it could not return a different class",
+    "Tensor.as_subclass_class": "makes a view as another class: dispatching it could not return a different class",
+    "Tensor.from_duck": "a constructor with no tensor argument",
+    "Tensor.from_vec": "a constructor with no tensor argument",
+    "Tensor.scalar": "a constructor with no tensor argument",
+    "Tensor.to_vec": "reads the data directly, without dispatch",
+}
 
 /// The base class of every tensor.
 static TENSOR_CLASS: Class = Class::base(<Tensor as crate::protocol::TorchFunction>::torch_function);
@@ -104,7 +112,7 @@ impl Tensor {
 
     /// A new plain tensor viewing `layout` of this tensor's storage; its `_base` is the root
     /// of the view chain.
-    pub(crate) fn view_as(&self, dense: &Dense, layout: Layout) -> Tensor {
+    pub(crate) fn make_view(&self, dense: &Dense, layout: Layout) -> Tensor {
         let base = dense.base.clone().unwrap_or_else(|| self.clone());
         Tensor::from_dense(Dense { layout, base: Some(base), wrapped_number: false, ..dense.clone() })
     }
@@ -146,15 +154,15 @@ impl Tensor {
         Tensor(Arc::new(TensorImpl { class: T::class(), body: Body::Duck(Arc::new(duck)), attrs: None }))
     }
 
-    /// The class of this tensor-like (`type(t)`); also [`Class::of`].
+    /// The class of this tensor-like; public as [`Class::of`].
     #[inline(always)]
-    pub fn class(&self) -> &'static Class {
+    pub(crate) fn class_of(&self) -> &'static Class {
         self.0.class
     }
 
     /// `isinstance(t, T)`: true when this tensor's class is `T`'s class or descends from it.
     pub fn is_instance<T: TensorLike>(&self) -> bool {
-        self.class().is_subclass_of(T::class())
+        self.class_of().is_subclass_of(T::class())
     }
 
     /// True when this is a duck rather than a tensor with data.
@@ -211,7 +219,7 @@ impl Tensor {
             )));
         }
         let dense = self.data("as_subclass", "self")?;
-        let attrs = if self.class().is_subclass_of(cls) { self.0.attrs.clone() } else { None };
+        let attrs = if self.class_of().is_subclass_of(cls) { self.0.attrs.clone() } else { None };
         Ok(self.with_class(dense, cls, attrs))
     }
 
@@ -235,7 +243,7 @@ impl Tensor {
             Body::Dense(dense) => Ok(dense),
             Body::Duck(_) => Err(Error::type_error(format!(
                 "{func}(): argument '{arg}' must be Tensor, not {}",
-                self.class().name()
+                self.class_of().name()
             ))),
         }
     }

@@ -1,0 +1,131 @@
+//! Arithmetic on the numeric element types: floats as IEEE, integers wrapping (as PyTorch's
+//! integer tensors do, never panicking on overflow).
+
+use ndarray::linalg::general_mat_mul;
+use ndarray::{ArrayView2, ArrayViewMut2};
+
+use crate::tensor::{Element, Scalar};
+
+/// A numeric element type (every dtype but bool).
+pub(crate) trait Number: Element {
+    fn add(self, other: Self) -> Self;
+    fn sub(self, other: Self) -> Self;
+    fn mul(self, other: Self) -> Self;
+    fn neg(self) -> Self;
+    /// Division rounding toward zero; `None` for an integer division by zero.
+    fn div_trunc(self, other: Self) -> Option<Self>;
+    /// Division rounding toward negative infinity; `None` for an integer division by zero.
+    fn div_floor(self, other: Self) -> Option<Self>;
+    /// The number as this type (floats truncate toward zero into integers).
+    fn from_scalar(s: Scalar) -> Self;
+    fn sum(values: impl Iterator<Item = Self>) -> Self;
+    /// `out = a @ b`.
+    fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>);
+}
+
+macro_rules! float {
+    ($t:ty) => {
+        impl Number for $t {
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self + other
+            }
+            #[inline(always)]
+            fn sub(self, other: Self) -> Self {
+                self - other
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                self * other
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn div_trunc(self, other: Self) -> Option<Self> {
+                Some((self / other).trunc())
+            }
+            #[inline(always)]
+            fn div_floor(self, other: Self) -> Option<Self> {
+                Some((self / other).floor())
+            }
+            fn from_scalar(s: Scalar) -> Self {
+                s.to_f64() as $t
+            }
+            fn sum(values: impl Iterator<Item = Self>) -> Self {
+                values.map(f64::from).sum::<f64>() as $t
+            }
+            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
+                general_mat_mul(1.0, &a, &b, 0.0, out)
+            }
+        }
+    };
+}
+float!(f32);
+float!(f64);
+
+macro_rules! int {
+    ($t:ty) => {
+        impl Number for $t {
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                self.wrapping_add(other)
+            }
+            #[inline(always)]
+            fn sub(self, other: Self) -> Self {
+                self.wrapping_sub(other)
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                self.wrapping_mul(other)
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                self.wrapping_neg()
+            }
+            #[inline(always)]
+            fn div_trunc(self, other: Self) -> Option<Self> {
+                (other != 0).then(|| self.wrapping_div(other))
+            }
+            #[inline(always)]
+            fn div_floor(self, other: Self) -> Option<Self> {
+                let q = self.div_trunc(other)?;
+                Some(if self.wrapping_rem(other) != 0 && ((self < 0) != (other < 0)) { q - 1 } else { q })
+            }
+            fn from_scalar(s: Scalar) -> Self {
+                s.to_i64() as $t
+            }
+            fn sum(values: impl Iterator<Item = Self>) -> Self {
+                values.fold(0, |a: $t, b| a.wrapping_add(b))
+            }
+            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
+                for ((i, j), o) in out.indexed_iter_mut() {
+                    *o = a.row(i).iter().zip(b.column(j)).fold(0, |acc: $t, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
+                }
+            }
+        }
+    };
+}
+int!(i32);
+int!(i64);
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn integer_division_rounds_like_pytorch() {
+        assert_eq!(7i64.div_floor(-2), Some(-4));
+        assert_eq!(7i64.div_trunc(-2), Some(-3));
+        assert_eq!((-7i64).div_floor(2), Some(-4));
+        assert_eq!(1i32.div_floor(0), None);
+        assert_eq!((-7.0f64).div_floor(2.0), Some(-4.0));
+    }
+
+    #[test]
+    fn integers_wrap_instead_of_panicking() {
+        assert_eq!(i64::MAX.add(1), i64::MIN);
+        assert_eq!(i64::MIN.div_trunc(-1), Some(i64::MIN));
+    }
+}

@@ -1,0 +1,231 @@
+//! Elementwise arithmetic: `add`, `sub`, `mul`, `div`, `neg`, as functions, methods and
+//! operators, with broadcasting and PyTorch's type promotion.
+
+use crate::cpu::{self, Number};
+use crate::error::{Error, Result, bail};
+use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes, result_type, with_number};
+use crate::torch_function;
+
+/// A binary arithmetic operation.
+#[derive(Clone, Copy)]
+enum Op {
+    Add(Scalar),
+    Sub(Scalar),
+    Mul,
+    Div(Option<Rounding>),
+}
+
+#[derive(Clone, Copy)]
+enum Rounding {
+    Trunc,
+    Floor,
+}
+
+fn rounding(func: &str, mode: Option<&str>) -> Result<Option<Rounding>> {
+    match mode {
+        None => Ok(None),
+        Some("trunc") => Ok(Some(Rounding::Trunc)),
+        Some("floor") => Ok(Some(Rounding::Floor)),
+        Some(other) => {
+            bail!(Value, "{func}(): expected rounding_mode to be one of None, 'trunc', or 'floor' but found '{other}'")
+        }
+    }
+}
+
+/// The body shared by every binary arithmetic function, method and operator: `a op b`, where
+/// `a` is named `a_name` in error messages.
+fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    let common = result_type([x.participant(), y.participant()]);
+    let dense = match op {
+        Op::Add(alpha) | Op::Sub(alpha) => {
+            let subtract = matches!(op, Op::Sub(_));
+            if subtract && (x.dtype == DType::Bool || y.dtype == DType::Bool) {
+                bail!(
+                    Runtime,
+                    "{func}(): subtraction, the `-` operator, with a bool tensor is not supported; \
+                     to invert a mask use `logical_not()`, to take the difference of masks use `logical_xor()`"
+                );
+            }
+            if !common.is_floating_point() && alpha.is_floating_point() {
+                bail!(Runtime, "{func}(): for integral input tensors, argument alpha must not be a floating point number");
+            }
+            with_number!(common, T => {
+                let alpha = T::from_scalar(alpha);
+                if subtract {
+                    cpu::binary::<T, T>(x, y, &shape, |p, q| p.sub(alpha.mul(q)))?
+                } else {
+                    cpu::binary::<T, T>(x, y, &shape, |p, q| p.add(alpha.mul(q)))?
+                }
+            }, bool => {
+                let alpha = alpha.to_i64() != 0;
+                cpu::binary::<bool, bool>(x, y, &shape, |p, q| p || (alpha && q))?
+            })
+        }
+        Op::Mul => with_number!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| p.mul(q))?,
+            bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| p && q)?),
+        Op::Div(None) => match common {
+            DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, |p, q| p / q)?,
+            _ => cpu::binary::<f32, f32>(x, y, &shape, |p, q| p / q)?,
+        },
+        Op::Div(Some(mode)) => {
+            let divide = |dtype: DType| -> Result<_> {
+                with_number!(dtype, T => {
+                    if !dtype.is_floating_point() && cpu::any::<T>(y, |q| q == T::default()) {
+                        bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero");
+                    }
+                    let rounded = |p: T, q: T| match mode {
+                        Rounding::Trunc => Number::div_trunc(p, q),
+                        Rounding::Floor => Number::div_floor(p, q),
+                    }
+                    .unwrap_or_default();
+                    cpu::binary::<T, T>(x, y, &shape, rounded)
+                }, bool => unreachable!("bool division is promoted to int64"))
+            };
+            divide(if common == DType::Bool { DType::Int64 } else { common })?
+        }
+    };
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `-a`.
+fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
+    let x = a.data(func, name)?;
+    let dense = with_number!(x.dtype, T => cpu::unary::<T, T>(x, Number::neg), bool => {
+        return Err(Error::runtime_error(format!(
+            "{func}(): negation, the `-` operator, on a bool tensor is not supported; \
+             to invert a mask use the `logical_not()` operator instead"
+        )));
+    });
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `input + alpha * other`, broadcasting the two (`torch.add`).
+///
+/// The result has PyTorch's promoted dtype: integer tensors stay integer, a Python number
+/// ([`Tensor::scalar`], or a plain `2.5` through the operators) never upcasts a tensor within
+/// its category.
+///
+/// ```
+/// let a = torchfn::tensor([1.0f32, 2.0])?;
+/// let b = torchfn::tensor([10.0f32, 20.0])?;
+/// assert_eq!(torchfn::add(&a, &b, 2)?.to_vec::<f32>()?, [21.0, 42.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn add(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    arithmetic("add", Op::Add(alpha), ("input", input), ("other", other))
+}
+
+/// `input - alpha * other`, broadcasting the two (`torch.sub`). Not defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn sub(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    arithmetic("sub", Op::Sub(alpha), ("input", input), ("other", other))
+}
+
+/// `input * other`, broadcasting the two (`torch.mul`); logical and for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn mul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    arithmetic("mul", Op::Mul, ("input", input), ("other", other))
+}
+
+/// `input / other` (`torch.div`). Without `rounding_mode` the division is true division and
+/// integer inputs give the default float dtype; `"trunc"` rounds toward zero and `"floor"` toward
+/// negative infinity, keeping integer dtypes (integer division by zero is an error).
+#[torch_function(module = "torchfn")]
+pub fn div(input: &Tensor, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+    arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("input", input), ("other", other))
+}
+
+/// `-input` (`torch.neg`). Not defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn neg(input: &Tensor) -> Result<Tensor> {
+    negate("neg", ("input", input))
+}
+
+impl Tensor {
+    /// `self + alpha * other`: the method form of [`add`](crate::add()).
+    #[torch_function]
+    pub fn add(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+        arithmetic("add", Op::Add(alpha), ("self", self), ("other", other))
+    }
+
+    /// `self - alpha * other`: the method form of [`sub`](crate::sub()).
+    #[torch_function]
+    pub fn sub(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+        arithmetic("sub", Op::Sub(alpha), ("self", self), ("other", other))
+    }
+
+    /// `self * other`: the method form of [`mul`](crate::mul()).
+    #[torch_function]
+    pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("mul", Op::Mul, ("self", self), ("other", other))
+    }
+
+    /// `self / other`: the method form of [`div`](crate::div()).
+    #[torch_function]
+    pub fn div(&self, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+        arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("self", self), ("other", other))
+    }
+
+    /// `-self`: the method form of [`neg`](crate::neg()).
+    #[torch_function]
+    pub fn neg(&self) -> Result<Tensor> {
+        negate("neg", ("self", self))
+    }
+
+    /// The `+` operator (`self + other`).
+    #[torch_function]
+    pub fn __add__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__add__", Op::Add(Scalar::Int(1)), ("self", self), ("other", other))
+    }
+
+    /// The reflected `+` operator (`other + self`), used when the left operand is a number.
+    #[torch_function]
+    pub fn __radd__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__radd__", Op::Add(Scalar::Int(1)), ("other", other), ("self", self))
+    }
+
+    /// The `-` operator (`self - other`).
+    #[torch_function]
+    pub fn __sub__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__sub__", Op::Sub(Scalar::Int(1)), ("self", self), ("other", other))
+    }
+
+    /// The reflected `-` operator (`other - self`).
+    #[torch_function]
+    pub fn __rsub__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__rsub__", Op::Sub(Scalar::Int(1)), ("other", other), ("self", self))
+    }
+
+    /// The `*` operator (`self * other`).
+    #[torch_function]
+    pub fn __mul__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__mul__", Op::Mul, ("self", self), ("other", other))
+    }
+
+    /// The reflected `*` operator (`other * self`).
+    #[torch_function]
+    pub fn __rmul__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__rmul__", Op::Mul, ("other", other), ("self", self))
+    }
+
+    /// The `/` operator (`self / other`, true division).
+    #[torch_function]
+    pub fn __truediv__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__truediv__", Op::Div(None), ("self", self), ("other", other))
+    }
+
+    /// The reflected `/` operator (`other / self`).
+    #[torch_function]
+    pub fn __rtruediv__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__rtruediv__", Op::Div(None), ("other", other), ("self", self))
+    }
+
+    /// The unary `-` operator.
+    #[torch_function]
+    pub fn __neg__(&self) -> Result<Tensor> {
+        negate("__neg__", ("self", self))
+    }
+}

@@ -1,0 +1,51 @@
+//! Properties and scalar access: `shape`, `dtype`, `device`, `ndim`, `_base`, `item`.
+
+use crate::cpu;
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Device, Scalar, Shape, Tensor};
+use crate::torch_function;
+
+impl Tensor {
+    /// The size of each dimension (`Tensor.shape`).
+    #[torch_function(property)]
+    pub fn shape(&self) -> Result<Shape> {
+        Ok(self.data("shape", "self")?.layout.shape.clone())
+    }
+
+    /// The element type (`Tensor.dtype`).
+    #[torch_function(property)]
+    pub fn dtype(&self) -> Result<DType> {
+        Ok(self.data("dtype", "self")?.dtype)
+    }
+
+    /// Where the data lives (`Tensor.device`).
+    #[torch_function(property)]
+    pub fn device(&self) -> Result<Device> {
+        self.data("device", "self")?;
+        Ok(Device::Cpu)
+    }
+
+    /// The number of dimensions (`Tensor.ndim`).
+    #[torch_function(property)]
+    pub fn ndim(&self) -> Result<usize> {
+        Ok(self.data("ndim", "self")?.layout.ndim())
+    }
+
+    /// The tensor this one is a view of, `None` for a tensor that owns its data
+    /// (`Tensor._base`). The very same object is returned, never a subclass copy of it.
+    #[torch_function(property, nowrap, name = "_base.__get__")]
+    pub fn base(&self) -> Result<Option<Tensor>> {
+        Ok(self.data("_base", "self")?.base.clone())
+    }
+
+    /// The value of a one-element tensor as a Python number (`Tensor.item`).
+    #[torch_function]
+    pub fn item(&self) -> Result<Scalar> {
+        let x = self.data("item", "self")?;
+        let n = x.layout.numel();
+        if n != 1 {
+            bail!(Runtime, "item(): a Tensor with {n} elements cannot be converted to Scalar");
+        }
+        Ok(cpu::read_scalar(x))
+    }
+}

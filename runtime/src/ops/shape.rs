@@ -1,0 +1,78 @@
+//! Shapes and views: `reshape` and indexing.
+
+use crate::cpu;
+use crate::error::{Result, bail};
+use crate::tensor::{Index, Layout, Shape, Tensor};
+use crate::torch_function;
+
+fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let numel = x.layout.numel();
+    let shown = format!("{shape:?}");
+    let mut inferred = None;
+    let mut known: usize = 1;
+    for (i, &d) in shape.iter().enumerate() {
+        match d {
+            -1 if inferred.is_some() => bail!(Runtime, "{func}(): only one dimension can be inferred"),
+            -1 => inferred = Some(i),
+            d if d < 0 => bail!(Runtime, "{func}(): invalid shape dimension {d}"),
+            d => known = known.saturating_mul(d as usize),
+        }
+    }
+    let mut dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
+    match inferred {
+        Some(i) if known != 0 && numel % known == 0 => dims[i] = numel / known,
+        None if known == numel => {}
+        _ => bail!(Runtime, "{func}(): shape '{shown}' is invalid for input of size {numel}"),
+    }
+    let shape = Shape::from(dims);
+    if x.layout.is_contiguous() {
+        let layout = Layout { offset: x.layout.offset, ..Layout::contiguous(shape) };
+        return Ok(t.make_view(x, layout));
+    }
+    let copy = cpu::convert(x, x.dtype);
+    Ok(Tensor::from_dense(crate::tensor::Dense { layout: Layout::contiguous(shape), ..copy }))
+}
+
+fn select(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {
+    let x = t.data(func, "self")?;
+    let layout = index.apply(&x.layout)?;
+    Ok(t.make_view(x, layout))
+}
+
+/// The same elements in a new shape (`torch.reshape`); one dimension may be `-1`, inferred from
+/// the others. A view of the same data when the input is contiguous, a copy otherwise.
+///
+/// ```
+/// let t = torchfn::tensor([1i64, 2, 3, 4, 5, 6])?;
+/// assert_eq!(torchfn::reshape(&t, &[2, -1])?.to_string(), "tensor([[1, 2, 3],\n        [4, 5, 6]])");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn reshape(input: &Tensor, shape: &[i64]) -> Result<Tensor> {
+    reshape_to("reshape", ("input", input), shape)
+}
+
+impl Tensor {
+    /// The same elements in a new shape: the method form of [`reshape`](crate::reshape()).
+    #[torch_function]
+    pub fn reshape(&self, shape: &[i64]) -> Result<Tensor> {
+        reshape_to("reshape", ("self", self), shape)
+    }
+
+    /// Indexing, `t[index]` (`Tensor.__getitem__`): integers select and drop a dimension,
+    /// ranges slice, tuples index several dimensions. The result is a view of the same data.
+    ///
+    /// ```
+    /// use torchfn::IndexItem;
+    /// let t = torchfn::tensor([[1i64, 2, 3], [4, 5, 6]])?;
+    /// assert_eq!(t.get(1)?.to_vec::<i64>()?, [4, 5, 6]);
+    /// assert_eq!(t.get((.., 1..))?.to_vec::<i64>()?, [2, 3, 5, 6]);
+    /// assert_eq!(t.get((0, IndexItem::slice(None, None, 2)))?.to_vec::<i64>()?, [1, 3]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function(name = "__getitem__")]
+    pub fn get(&self, index: impl Into<Index>) -> Result<Tensor> {
+        select("__getitem__", self, &index)
+    }
+}
