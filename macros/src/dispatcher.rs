@@ -4,6 +4,7 @@
 use proc_macro2::TokenStream;
 use quote::{format_ident, quote};
 use syn::spanned::Spanned;
+use syn::visit_mut::VisitMut;
 use syn::{Attribute, ItemFn};
 
 use crate::expand::tensor_type;
@@ -42,6 +43,7 @@ pub fn expand(args: TokenStream, item: TokenStream, unique: &str) -> TokenStream
         errors.push(p.span(), "a dispatcher cannot be generic: it takes the implementation's parameter types");
     }
 
+    share_one_lifetime(&mut func.sig);
     let ident = &func.sig.ident;
     let vis = &func.vis;
     let hidden = format_ident!("__torchfn_dispatcher_{}_{}", ident, unique);
@@ -70,6 +72,33 @@ pub fn expand(args: TokenStream, item: TokenStream, unique: &str) -> TokenStream
     }
 }
 
+/// Gives every reference among the parameters one lifetime, so a dispatcher can return
+/// `[input, other]` (one array of references) without writing lifetimes.
+fn share_one_lifetime(sig: &mut syn::Signature) {
+    struct Share(syn::Lifetime);
+    impl VisitMut for Share {
+        fn visit_lifetime_mut(&mut self, lifetime: &mut syn::Lifetime) {
+            if lifetime.ident == "_" {
+                *lifetime = self.0.clone();
+            }
+        }
+        fn visit_type_reference_mut(&mut self, r: &mut syn::TypeReference) {
+            if r.lifetime.is_none() {
+                r.lifetime = Some(self.0.clone());
+            }
+            syn::visit_mut::visit_type_reference_mut(self, r);
+        }
+    }
+    let shared = syn::Lifetime::new("'__torchfn_relevant", proc_macro2::Span::call_site());
+    let mut share = Share(shared.clone());
+    for arg in sig.inputs.iter_mut() {
+        if let syn::FnArg::Typed(t) = arg {
+            share.visit_type_mut(&mut t.ty);
+        }
+    }
+    sig.generics.params.insert(0, syn::GenericParam::Lifetime(syn::LifetimeParam::new(shared)));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -82,7 +111,10 @@ mod tests {
             "abc",
         )
         .to_string();
-        assert!(out.contains("pub fn add_dispatcher (input : & Tensor , alpha : Option < f64 >)"), "{out}");
+        assert!(
+            out.contains("pub fn add_dispatcher < '__torchfn_relevant > (input : & '__torchfn_relevant Tensor , alpha : Option < f64 >)"),
+            "{out}"
+        );
         assert!(out.contains("macro_rules ! __torchfn_dispatcher_add_dispatcher_abc"), "{out}");
         assert!(out.contains("# [default (None)] alpha"), "the macro keeps the marks for the check: {out}");
         assert!(out.contains("pub use __torchfn_dispatcher_add_dispatcher_abc as add_dispatcher"), "{out}");
