@@ -7,17 +7,17 @@ use std::fmt::Write;
 
 use torchfn::prelude::*;
 
-/// `input * factor`; overridable like torchfn's own functions, listed under `mylib`.
+/// `input + offset`; overridable like torchfn's own functions, listed under `mylib`.
 #[torch_function(module = "mylib")]
-pub fn scale(input: &Tensor, #[default(2.0)] factor: f64) -> Result<Tensor> {
-    input * factor
+pub fn shift(input: &Tensor, #[default(1.0)] offset: f64) -> Result<Tensor> {
+    input + offset
 }
 
 /// The listing, as text.
 pub fn run() -> Result<String> {
     let mut out = String::new();
-    let doubled = scale(&torchfn::tensor([1.0f32, 2.0])?, 2.0)?;
-    writeln!(out, "# mylib.scale([1., 2.], 2.0) = {doubled}").ok();
+    let shifted = shift(&torchfn::tensor([1.0f32, 2.0])?, 1.0)?;
+    writeln!(out, "# mylib.shift([1., 2.], 1.0) = {shifted}").ok();
     for (namespace, funcs) in torchfn::overrides::get_overridable_functions() {
         writeln!(out, "# {namespace} ({} functions)", funcs.len()).ok();
         for func in funcs {

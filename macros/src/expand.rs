@@ -347,14 +347,10 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
         }
     };
 
-    // The implementation: the original body, with `impl Into<X>` parameters taken as `X`.
+    // The implementation: the original signature and body. An `impl Into<X>` parameter stays
+    // generic, so the body sees it as written; callers pass the converted `X`.
     let mut impl_sig = f.sig.clone();
     impl_sig.ident = impl_ident.clone();
-    for (arg, p) in impl_sig.inputs.iter_mut().zip(&f.params) {
-        if let (syn::FnArg::Typed(t), true) = (arg, p.converts) {
-            t.ty = Box::new(p.ty.clone());
-        }
-    }
     let block = &f.block;
     let impl_fn = quote! {
         #[doc(hidden)]

@@ -115,13 +115,13 @@ fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn add(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-    arithmetic("add", Op::Add(alpha), ("input", input), ("other", other))
+    arithmetic("add", Op::Add(alpha.into()), ("input", input), ("other", other))
 }
 
 /// `input - alpha * other`, broadcasting the two (`torch.sub`). Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn sub(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-    arithmetic("sub", Op::Sub(alpha), ("input", input), ("other", other))
+    arithmetic("sub", Op::Sub(alpha.into()), ("input", input), ("other", other))
 }
 
 /// `input * other`, broadcasting the two (`torch.mul`); logical and for bool tensors.
@@ -148,13 +148,13 @@ impl Tensor {
     /// `self + alpha * other`: the method form of [`add`](crate::add()).
     #[torch_function]
     pub fn add(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-        arithmetic("add", Op::Add(alpha), ("self", self), ("other", other))
+        arithmetic("add", Op::Add(alpha.into()), ("self", self), ("other", other))
     }
 
     /// `self - alpha * other`: the method form of [`sub`](crate::sub()).
     #[torch_function]
     pub fn sub(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-        arithmetic("sub", Op::Sub(alpha), ("self", self), ("other", other))
+        arithmetic("sub", Op::Sub(alpha.into()), ("self", self), ("other", other))
     }
 
     /// `self * other`: the method form of [`mul`](crate::mul()).

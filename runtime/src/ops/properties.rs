@@ -1,4 +1,4 @@
-//! Properties and scalar access: `shape`, `dtype`, `device`, `ndim`, `_base`, `item`.
+//! Properties and data access: `shape`, `dtype`, `device`, `ndim`, `_base`, `data_ptr`, `item`.
 
 use crate::cpu;
 use crate::error::{Result, bail};
@@ -36,6 +36,14 @@ impl Tensor {
     #[torch_function(property, nowrap, name = "_base.__get__")]
     pub fn base(&self) -> Result<Option<Tensor>> {
         Ok(self.data("_base", "self")?.base.clone())
+    }
+
+    /// The address of the first element (`Tensor.data_ptr`): views of one storage, and
+    /// `as_subclass` results, point into the same memory.
+    #[torch_function]
+    pub fn data_ptr(&self) -> Result<usize> {
+        let x = self.data("data_ptr", "self")?;
+        Ok(x.storage.address() + x.layout.offset * x.dtype.itemsize())
     }
 
     /// The value of a one-element tensor as a Python number (`Tensor.item`).

@@ -73,6 +73,6 @@ impl Tensor {
     /// ```
     #[torch_function(name = "__getitem__")]
     pub fn get(&self, index: impl Into<Index>) -> Result<Tensor> {
-        select("__getitem__", self, &index)
+        select("__getitem__", self, &index.into())
     }
 }

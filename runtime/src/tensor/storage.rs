@@ -71,6 +71,18 @@ impl Storage {
         Arc::new(Storage { buffer: RwLock::new(buffer) })
     }
 
+    /// The address of the first element.
+    pub(crate) fn address(&self) -> usize {
+        let buffer = self.read();
+        match &*buffer {
+            Buffer::Bool(v) => v.as_ptr() as usize,
+            Buffer::Int32(v) => v.as_ptr() as usize,
+            Buffer::Int64(v) => v.as_ptr() as usize,
+            Buffer::Float32(v) => v.as_ptr() as usize,
+            Buffer::Float64(v) => v.as_ptr() as usize,
+        }
+    }
+
     /// Shared access. Recursive, so one thread may read the same storage twice (`x + x`).
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         self.buffer.read_recursive()

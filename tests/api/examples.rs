@@ -1,0 +1,165 @@
+//! Every example runs and prints what the seeds show.
+
+use std::io;
+use std::sync::{Arc, Mutex};
+
+#[allow(dead_code)]
+#[path = "../../examples/quickstart.rs"]
+mod quickstart;
+
+#[allow(dead_code)]
+#[path = "../../examples/scalar_tensor.rs"]
+mod scalar_tensor;
+
+#[allow(dead_code)]
+#[path = "../../examples/metadata_tensor.rs"]
+mod metadata_tensor;
+
+#[allow(dead_code)]
+#[path = "../../examples/logging_tensor.rs"]
+mod logging_tensor;
+
+#[allow(dead_code)]
+#[path = "../../examples/subclass.rs"]
+mod subclass;
+
+#[allow(dead_code)]
+#[path = "../../examples/registry.rs"]
+mod registry;
+
+#[test]
+fn scalar_tensor_follows_the_extending_torch_note() {
+    let out = scalar_tensor::run().unwrap();
+    let expected = "\
+>>> d
+ScalarTensor(N=5, value=2)
+>>> d.tensor()
+tensor([[2., 0., 0., 0., 0.],
+        [0., 2., 0., 0., 0.],
+        [0., 0., 2., 0., 0.],
+        [0., 0., 0., 2., 0.],
+        [0., 0., 0., 0., 2.]])
+>>> torchfn::mean(&d)
+0.4
+>>> torchfn::add(&s, &s, 1)
+ScalarTensor(N=2, value=4)
+>>> torchfn::add(&s, &t, 1)
+tensor([[3., 1.],
+        [1., 3.]])
+>>> torchfn::mul(&s, &3.into())
+TypeError: no implementation found for 'torchfn.mul' on types that implement __torch_function__: [ScalarTensor]
+";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn metadata_tensor_carries_its_metadata_through_operations() {
+    let out = metadata_tensor::run().unwrap();
+    let expected = "\
+>>> torchfn::add(&t, &m, 1)
+Metadata:
+{'owner': 'Ministry of Silly Walks'}
+
+data:
+tensor([[2, 4],
+        [4, 6]])
+>>> torchfn::mul(&t, &m)
+Metadata:
+{'owner': 'Ministry of Silly Walks'}
+
+data:
+tensor([[1, 4],
+        [3, 8]])
+>>> &(&m * 10)? + &t
+Metadata:
+{'owner': 'Ministry of Silly Walks'}
+
+data:
+tensor([[11, 22],
+        [31, 42]])
+";
+    assert_eq!(out, expected);
+}
+
+#[test]
+fn subclass_keeps_the_class_and_its_attribute_everywhere() {
+    let out = subclass::run().unwrap();
+    assert_eq!(out.lines().count(), 6);
+    for line in out.lines() {
+        assert!(line.contains("isinstance(SubTensor) = true") && line.ends_with(".a = 1"), "{line}");
+    }
+    assert!(out.contains("s = t.sum()              SubTensor(1)"), "{out}");
+    assert!(out.contains("s3 = &plain + &t         SubTensor([2])"), "{out}");
+}
+
+/// A `tracing` writer into memory.
+#[derive(Clone, Default)]
+struct Captured(Arc<Mutex<Vec<u8>>>);
+
+impl io::Write for Captured {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Captured {
+    type Writer = Captured;
+    fn make_writer(&'a self) -> Captured {
+        self.clone()
+    }
+}
+
+#[test]
+fn logging_tensor_logs_every_function_method_and_operator() {
+    let captured = Captured::default();
+    let subscriber = tracing_subscriber::fmt().with_writer(captured.clone()).without_time().with_target(false).finish();
+    let out = tracing::subscriber::with_default(subscriber, logging_tensor::run).unwrap();
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let expected_log = [
+        " INFO func: Tensor.sum, args: (LoggingTensor([1.]),), kwargs: {}",
+        " INFO func: Tensor.__getitem__, args: (LoggingTensor([1.]), 0), kwargs: {}",
+        " INFO func: torchfn.sum, args: (LoggingTensor([1.]),), kwargs: {}",
+        " INFO func: Tensor.__mul__, args: (LoggingTensor([1.]), 2.0), kwargs: {}",
+        " INFO func: Tensor.shape.__get__, args: (LoggingTensor([1.]),), kwargs: {}",
+        "",
+    ]
+    .join("\n");
+    assert_eq!(log, expected_log);
+    assert!(out.contains("&t * 2.0 = LoggingTensor([2.])"), "{out}");
+    assert!(out.contains("t.shape() = torch.Size([1])"), "{out}");
+}
+
+#[test]
+fn registry_lists_every_function_with_the_programs_own() {
+    let out = registry::run().unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    for expected in [
+        "torchfn.add(input, other, alpha=1)",
+        "Tensor.add(self, other, alpha=1)",
+        "Tensor.__getitem__(self, index)",
+        "Tensor.shape.__get__(self)",
+        "mylib.shift(input, offset=1.0)",
+    ] {
+        assert!(lines.contains(&expected), "{expected} missing from:\n{out}");
+    }
+    assert!(out.contains("# mylib (2 functions)"), "quickstart's mylib.scale is in this binary too:\n{out}");
+}
+
+#[test]
+fn quickstart_tells_the_whole_story() {
+    let out = quickstart::run().unwrap();
+    let lines: Vec<&str> = out.lines().collect();
+    assert_eq!(lines[0], "subclass: scale(d + d, 10)[1:].sum() = Meters(100.)  (unit: m)");
+    assert_eq!(lines[1], "duck:     scale(Lazy(x1), 3) = Lazy(x3)");
+    assert_eq!(
+        lines[2],
+        "duck:     sum(lazy) fails: no implementation found for 'torchfn.sum' on types that implement __torch_function__: [Lazy]"
+    );
+    assert_eq!(lines[3], "mode:     traced Tensor.matmul, Tensor.__sub__, Tensor.mean");
+    assert!(lines[4].starts_with("registry: ") && lines[4].contains("mylib") && lines[4].contains("Tensor"), "{}", lines[4]);
+    assert_eq!(lines[5], "registry: <function mylib.scale(input, factor=2.0)>");
+}

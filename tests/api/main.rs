@@ -1,0 +1,48 @@
+//! torchfn's integration tests, through the public API as a user calls it. One test binary
+//! with modules, so the crate is linked once.
+
+mod binding;
+mod examples;
+mod macros;
+mod modes;
+mod protocol;
+mod readme;
+mod registry;
+mod subclass;
+mod tensor;
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+/// Counts this thread's allocations, to check that the fast path allocates nothing.
+struct CountingAllocator;
+
+thread_local! {
+    static ALLOCATIONS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: every method forwards its arguments unchanged to `System`, so each upholds the
+// `GlobalAlloc` contract exactly as `System` does. The counter is a const-initialised
+// thread-local `Cell` without a destructor: touching it never allocates or re-enters.
+unsafe impl GlobalAlloc for CountingAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        ALLOCATIONS.with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's `layout` obligations are passed on unchanged.
+        unsafe { System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from `System.alloc` with this `layout`, as the caller guarantees.
+        unsafe { System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static GLOBAL: CountingAllocator = CountingAllocator;
+
+/// How many allocations `f` makes on this thread.
+pub fn allocations(f: impl FnOnce()) -> usize {
+    let before = ALLOCATIONS.with(Cell::get);
+    f();
+    ALLOCATIONS.with(Cell::get) - before
+}

@@ -1,0 +1,205 @@
+//! Modes and guards (PROTOCOL.md steps 4 and section 4): the per-thread mode stack, the
+//! disable guards, and the recursion limit.
+
+use std::cell::RefCell;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use torchfn::prelude::*;
+use torchfn::{DisableTorchFunction, DisableTorchFunctionSubclass, ErrorKind, enable_torch_function, mode_stack_len};
+
+/// Records every call it sees (function, gathered classes, stack depth), then runs it.
+#[derive(Default)]
+struct Recorder {
+    seen: RefCell<Vec<String>>,
+    name: &'static str,
+}
+
+impl Recorder {
+    fn named(name: &'static str) -> Self {
+        Recorder { seen: RefCell::default(), name }
+    }
+    fn take(&self) -> Vec<String> {
+        self.seen.take()
+    }
+}
+
+impl TorchFunctionMode for Recorder {
+    fn torch_function(&self, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        let types: Vec<_> = types.iter().map(|t| t.name()).collect();
+        self.seen.borrow_mut().push(format!("{}:{func}:{types:?}:stack={}", self.name, mode_stack_len()));
+        func.call(args, kwargs)
+    }
+}
+
+struct Declining;
+impl TorchFunctionMode for Declining {
+    fn torch_function(&self, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        Ok(Value::NotImplemented)
+    }
+}
+
+struct Replacing;
+impl TorchFunctionMode for Replacing {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        if func == Tensor::NDIM { Ok(Value::Int(42)) } else { func.call(args, kwargs) }
+    }
+}
+
+#[derive(Debug)]
+struct Refused;
+impl std::fmt::Display for Refused {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("refused")
+    }
+}
+impl std::error::Error for Refused {}
+
+struct Failing;
+impl TorchFunctionMode for Failing {
+    fn torch_function(&self, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        Err(Error::user(Refused))
+    }
+}
+
+struct Panicking;
+impl TorchFunctionMode for Panicking {
+    fn torch_function(&self, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        panic!("a hook that panics");
+    }
+}
+
+#[derive(TensorSubclass)]
+struct Sub;
+impl TorchFunction for Sub {}
+
+/// Calls `func` again on its own arguments: recursion without end.
+#[derive(TensorSubclass)]
+struct Recursive;
+impl TorchFunction for Recursive {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        func.call(args, kwargs)
+    }
+}
+
+fn x() -> Tensor {
+    torchfn::tensor([1.0f32, 2.0]).unwrap()
+}
+
+#[test]
+fn a_mode_sees_every_call_plain_tensors_included_and_is_popped_while_it_runs() {
+    let recorder = push_mode(Recorder::named("r"));
+    assert_eq!(mode_stack_len(), 1);
+    let y = (&x() + &x()).unwrap().sum().unwrap();
+    assert_eq!(y.item().unwrap(), Scalar::Float(6.0));
+    assert_eq!(recorder.take(), ["r:Tensor.__add__:[]:stack=0", "r:Tensor.sum:[]:stack=0", "r:Tensor.item:[]:stack=0"]);
+    assert_eq!(mode_stack_len(), 1);
+    drop(recorder);
+    assert_eq!(mode_stack_len(), 0);
+}
+
+#[test]
+fn types_lists_the_gathered_classes_never_the_mode() {
+    let recorder = push_mode(Recorder::named("r"));
+    let s = x().as_subclass(Sub).unwrap();
+    let r = torchfn::add(&x(), &s, 1).unwrap();
+    assert!(r.is_instance::<Sub>());
+    // The mode runs first and sees Sub in `types`; its own call reaches Sub's default hook
+    // while the mode is popped, so it sees the call once.
+    assert_eq!(recorder.take(), ["r:torchfn.add:[\"Sub\"]:stack=0"]);
+}
+
+#[test]
+fn the_top_mode_runs_first_and_its_calls_reach_the_next_one_down() {
+    let outer = push_mode(Recorder::named("outer"));
+    let inner = push_mode(Recorder::named("inner"));
+    let _ = x().neg().unwrap();
+    assert_eq!(inner.take(), ["inner:Tensor.neg:[]:stack=1"]);
+    assert_eq!(outer.take(), ["outer:Tensor.neg:[]:stack=0"]);
+}
+
+#[test]
+fn a_mode_can_replace_the_result() {
+    let _mode = push_mode(Replacing);
+    assert_eq!(x().ndim().unwrap(), 42);
+    assert_eq!(x().sum().unwrap().item().unwrap(), Scalar::Float(3.0));
+}
+
+#[test]
+fn a_declining_mode_is_named_in_the_error() {
+    let _mode = push_mode(Declining);
+    let err = (&x() + &x()).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "no implementation found for 'Tensor.__add__' on types that implement __torch_function__: [] nor in mode Declining"
+    );
+}
+
+#[test]
+fn the_stack_is_restored_after_an_error_and_after_a_panic() {
+    {
+        let _mode = push_mode(Failing);
+        let err = x().sum().unwrap_err();
+        assert!(err.downcast_ref::<Refused>().is_some());
+        assert_eq!(mode_stack_len(), 1);
+    }
+    assert_eq!(mode_stack_len(), 0);
+    {
+        let _mode = push_mode(Panicking);
+        let caught = catch_unwind(AssertUnwindSafe(|| x().sum()));
+        assert!(caught.is_err());
+        assert_eq!(mode_stack_len(), 1);
+    }
+    assert_eq!(mode_stack_len(), 0);
+}
+
+#[test]
+fn disable_torch_function_subclass_skips_subclasses_but_not_modes() {
+    let recorder = push_mode(Recorder::named("r"));
+    let s = x().as_subclass(Sub).unwrap();
+    let r = {
+        let _guard = DisableTorchFunctionSubclass::new();
+        assert!(!torchfn::is_torch_function_enabled() && torchfn::is_torch_function_mode_enabled());
+        (&s + &s).unwrap()
+    };
+    assert!(Class::of(&r) == Tensor::class());
+    assert_eq!(recorder.take().len(), 1);
+    assert!(torchfn::is_torch_function_enabled());
+}
+
+#[test]
+fn disable_torch_function_skips_everything_and_enable_turns_it_back_on() {
+    let recorder = push_mode(Recorder::named("r"));
+    let s = x().as_subclass(Sub).unwrap();
+    let _off = DisableTorchFunction::new();
+    assert!(!torchfn::is_torch_function_mode_enabled());
+    let r = (&s + &s).unwrap();
+    assert!(Class::of(&r) == Tensor::class());
+    assert!(recorder.take().is_empty());
+    {
+        let _on = enable_torch_function();
+        assert!((&s + &s).unwrap().is_instance::<Sub>());
+        assert_eq!(recorder.take().len(), 1);
+    }
+    assert!(!torchfn::is_torch_function_mode_enabled(), "dropping the inner guard restores the outer state");
+}
+
+#[test]
+fn guards_restore_the_state_when_unwinding() {
+    let caught = catch_unwind(|| {
+        let _off = DisableTorchFunction::new();
+        panic!("unwind through the guard");
+    });
+    assert!(caught.is_err());
+    assert!(torchfn::is_torch_function_enabled() && torchfn::is_torch_function_mode_enabled());
+}
+
+#[test]
+fn runaway_recursion_in_a_hook_is_an_error_naming_the_function() {
+    let r = x().as_subclass(Recursive).unwrap();
+    let err = (&r + &r).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    let message = err.to_string();
+    assert!(message.starts_with("maximum recursion depth (64) exceeded while dispatching 'Tensor.__add__'"), "{message}");
+    // The depth unwinds with the calls: dispatch still works afterwards.
+    assert!((&x().as_subclass(Sub).unwrap() + 1.0).unwrap().is_instance::<Sub>());
+}
