@@ -13,7 +13,13 @@ use torchfn::prelude::*;
 pub struct LoggingTensor;
 
 impl TorchFunction for LoggingTensor {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         let args_repr = Value::Tuple(args.to_vec()).to_string();
         tracing::info!("func: {func}, args: {args_repr}, kwargs: {kwargs}");
         Tensor::torch_function(cls, func, types, args, kwargs)

@@ -18,7 +18,7 @@ pub struct MetadataTensor {
 
 impl MetadataTensor {
     /// Wraps `t` with `metadata`, as a `Tensor` handle every torchfn function accepts.
-    pub fn new(t: Tensor, metadata: BTreeMap<String, String>) -> Tensor {
+    pub fn tensor_like(t: Tensor, metadata: BTreeMap<String, String>) -> Tensor {
         Tensor::from_duck(MetadataTensor { t, metadata })
     }
 }
@@ -31,13 +31,19 @@ impl fmt::Debug for MetadataTensor {
 }
 
 impl TorchFunction for MetadataTensor {
-    fn torch_function(_cls: &'static Class, func: &'static Func, _types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        _cls: &'static Class,
+        func: &'static Func,
+        _types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         let metadata = args.iter().find_map(|a| a.duck::<MetadataTensor>()).map(|m| m.metadata.clone());
         let Some(metadata) = metadata else { return Ok(Value::NotImplemented) };
         let unwrapped: Vec<Value> =
             args.iter().map(|a| a.duck::<MetadataTensor>().map_or_else(|| a.clone(), |m| m.t.clone().into())).collect();
         Ok(match func.call(&unwrapped, kwargs)? {
-            Value::Tensor(t) => MetadataTensor::new(t, metadata).into(),
+            Value::Tensor(t) => MetadataTensor::tensor_like(t, metadata).into(),
             other => other,
         })
     }
@@ -47,7 +53,7 @@ impl TorchFunction for MetadataTensor {
 pub fn run() -> Result<String> {
     let mut out = String::new();
     let metadata = BTreeMap::from([("owner".to_string(), "Ministry of Silly Walks".to_string())]);
-    let m = MetadataTensor::new(torchfn::tensor([[1i64, 2], [3, 4]])?, metadata);
+    let m = MetadataTensor::tensor_like(torchfn::tensor([[1i64, 2], [3, 4]])?, metadata);
     let t = torchfn::tensor([[1i64, 2], [1, 2]])?;
     writeln!(out, ">>> torchfn::add(&t, &m, 1)\n{}", torchfn::add(&t, &m, 1)?).ok();
     writeln!(out, ">>> torchfn::mul(&t, &m)\n{}", torchfn::mul(&t, &m)?).ok();

@@ -19,7 +19,7 @@ pub struct ScalarTensor {
 
 impl ScalarTensor {
     /// A new scalar tensor, as a `Tensor` handle that every torchfn function accepts.
-    pub fn new(n: usize, value: f64) -> Tensor {
+    pub fn tensor_like(n: usize, value: f64) -> Tensor {
         Tensor::from_duck(ScalarTensor { n, value })
     }
 
@@ -43,7 +43,13 @@ static HANDLED_FUNCTIONS: LazyLock<HashMap<&'static Func, Implementation>> =
     LazyLock::new(|| HashMap::from([(torchfn::MEAN, mean as Implementation), (torchfn::ADD, add as Implementation)]));
 
 impl TorchFunction for ScalarTensor {
-    fn torch_function(_cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        _cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         let compatible = types.iter().all(|t| t.is_subclass_of(Tensor::class()) || *t == ScalarTensor::class());
         match HANDLED_FUNCTIONS.get(func) {
             Some(implementation) if compatible => implementation(args, kwargs),
@@ -61,7 +67,7 @@ fn mean(args: &[Value], _: &Kwargs) -> Outcome {
 /// `torch.add`: stays a `ScalarTensor` when both are, falls back to dense tensors otherwise.
 fn add(args: &[Value], _: &Kwargs) -> Outcome {
     match (args[0].duck::<ScalarTensor>(), args[1].duck::<ScalarTensor>()) {
-        (Some(a), Some(b)) if a.n == b.n => Ok(ScalarTensor::new(a.n, a.value + b.value).into()),
+        (Some(a), Some(b)) if a.n == b.n => Ok(ScalarTensor::tensor_like(a.n, a.value + b.value).into()),
         (Some(_), Some(_)) => Err(Error::value_error("Shape mismatch!")),
         _ => Ok(torchfn::add(&ensure_tensor(&args[0])?, &ensure_tensor(&args[1])?, 1)?.into()),
     }
@@ -77,13 +83,13 @@ fn ensure_tensor(value: &Value) -> Result<Tensor> {
 /// The note's session, as text.
 pub fn run() -> Result<String> {
     let mut out = String::new();
-    let d = ScalarTensor::new(5, 2.0);
+    let d = ScalarTensor::tensor_like(5, 2.0);
     let dense = d.duck::<ScalarTensor>().map(ScalarTensor::tensor).transpose()?;
     writeln!(out, ">>> d\n{d}").ok();
     writeln!(out, ">>> d.tensor()\n{}", dense.map(|t| t.to_string()).unwrap_or_default()).ok();
     writeln!(out, ">>> torchfn::mean(&d)\n{}", torchfn::mean(&d)?.item()?).ok();
 
-    let s = ScalarTensor::new(2, 2.0);
+    let s = ScalarTensor::tensor_like(2, 2.0);
     writeln!(out, ">>> torchfn::add(&s, &s, 1)\n{}", torchfn::add(&s, &s, 1)?).ok();
     let t = torchfn::tensor([[1i64, 1], [1, 1]])?;
     writeln!(out, ">>> torchfn::add(&s, &t, 1)\n{}", torchfn::add(&s, &t, 1)?).ok();

@@ -52,7 +52,10 @@ pub fn derive(input: TokenStream, kind: Kind) -> TokenStream {
 
 fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
     if !input.generics.params.is_empty() {
-        return Err(syn::Error::new(input.generics.span(), "a tensor class cannot be generic: each class is one static"));
+        return Err(syn::Error::new(
+            input.generics.span(),
+            "a tensor class cannot be generic: each class is one static",
+        ));
     }
     let options = options(input)?;
     let ident = &input.ident;
@@ -79,7 +82,11 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
                 Some(p) => quote!(::core::option::Option::Some(<#p as ::torchfn::TensorLike>::class)),
                 None => quote!(::core::option::Option::None),
             };
-            (quote!(::torchfn::Class::__duck(#name, #parent, #hook)), quote!(impl ::torchfn::DuckTensor for #ident {}), quote!())
+            (
+                quote!(::torchfn::Class::__duck(#name, #parent, #hook)),
+                quote!(impl ::torchfn::DuckTensor for #ident {}),
+                quote!(),
+            )
         }
     };
     Ok(quote! {
@@ -100,26 +107,62 @@ mod tests {
 
     #[test]
     fn subclasses_descend_from_tensor_by_default() {
-        let out = derive(quote!(struct Meters { scale: f64 }), Kind::Subclass).to_string();
-        assert!(out.contains("Class :: __subclass (\"Meters\" , < :: torchfn :: Tensor as :: torchfn :: TensorLike > :: class"), "{out}");
+        let out = derive(
+            quote!(
+                struct Meters {
+                    scale: f64,
+                }
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(
+            out.contains(
+                "Class :: __subclass (\"Meters\" , < :: torchfn :: Tensor as :: torchfn :: TensorLike > :: class"
+            ),
+            "{out}"
+        );
         assert!(out.contains("impl :: torchfn :: TensorSubclass for Meters"), "{out}");
     }
 
     #[test]
     fn parents_and_disabled_hooks() {
-        let out = derive(quote!(#[torchfn(parent = Base, disable_torch_function)] struct Sub;), Kind::Subclass).to_string();
-        assert!(out.contains("< Base as :: torchfn :: TensorLike > :: class , :: core :: option :: Option :: None"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(parent = Base, disable_torch_function)]
+                struct Sub;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(
+            out.contains("< Base as :: torchfn :: TensorLike > :: class , :: core :: option :: Option :: None"),
+            "{out}"
+        );
     }
 
     #[test]
     fn ducks_have_no_parent_unless_given() {
-        let out = derive(quote!(#[derive(Debug)] struct ScalarTensor;), Kind::Duck).to_string();
+        let out = derive(
+            quote!(
+                #[derive(Debug)]
+                struct ScalarTensor;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
         assert!(out.contains("Class :: __duck (\"ScalarTensor\" , :: core :: option :: Option :: None"), "{out}");
     }
 
     #[test]
     fn generic_classes_are_refused() {
-        let out = derive(quote!(struct W<T>(T);), Kind::Duck).to_string();
+        let out = derive(
+            quote!(
+                struct W<T>(T);
+            ),
+            Kind::Duck,
+        )
+        .to_string();
         assert!(out.contains("cannot be generic"), "{out}");
     }
 }

@@ -107,7 +107,11 @@ mod tests {
     fn defines_the_function_and_a_macro_of_the_same_name() {
         let out = expand(
             quote!(),
-            quote!(pub fn add_dispatcher(input: &Tensor, #[default(None)] alpha: Option<f64>) -> impl Relevant { [input] }),
+            quote!(
+                pub fn add_dispatcher(input: &Tensor, #[default(None)] alpha: Option<f64>) -> impl Relevant {
+                    [input]
+                }
+            ),
             "abc",
         )
         .to_string();
@@ -122,7 +126,16 @@ mod tests {
 
     #[test]
     fn rejects_non_none_defaults_and_receivers() {
-        let out = expand(quote!(), quote!(fn d(&self, #[default(2)] alpha: i64) -> impl Relevant { [] }), "x").to_string();
+        let out = expand(
+            quote!(),
+            quote!(
+                fn d(&self, #[default(2)] alpha: i64) -> impl Relevant {
+                    []
+                }
+            ),
+            "x",
+        )
+        .to_string();
         assert!(out.contains("name the method's receiver `self_`"), "{out}");
         assert!(out.contains("dispatcher defaults must be `None`"), "{out}");
     }

@@ -42,7 +42,8 @@ pub fn checked(input: TokenStream) -> TokenStream {
         Ok(c) => c,
         Err(err) => return err.to_compile_error(),
     };
-    let parsed = syn::parse2::<Options>(checked.args).and_then(|o| Function::parse(checked.item.clone(), &o).map(|f| (o, f)));
+    let parsed =
+        syn::parse2::<Options>(checked.args).and_then(|o| Function::parse(checked.item.clone(), &o).map(|f| (o, f)));
     let (options, function) = match parsed {
         Ok(parsed) => parsed,
         Err(err) => return with_original(err, checked.item),
@@ -155,7 +156,8 @@ impl Function {
             errors.push(abi.span(), "overridable functions use the Rust ABI");
         }
         if let Some(p) = sig.generics.type_params().next() {
-            errors.push(p.span(), "overridable functions cannot be generic; take `impl Into<T>` for flexible arguments");
+            errors
+                .push(p.span(), "overridable functions cannot be generic; take `impl Into<T>` for flexible arguments");
         }
         if let Some(p) = sig.generics.const_params().next() {
             errors.push(p.span(), "overridable functions cannot be generic");
@@ -228,7 +230,12 @@ fn doc_text(attrs: &[Attribute]) -> String {
 }
 
 /// Writes the public function, its implementation and its handle.
-pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], dispatcher: Option<&Path>) -> TokenStream {
+pub fn generate(
+    options: &Options,
+    f: &Function,
+    dispatcher_docs: &[Attribute],
+    dispatcher: Option<&Path>,
+) -> TokenStream {
     let ident = &f.sig.ident;
     let rust_name = ident.to_string().trim_start_matches("r#").to_string();
     let handle = Ident::new(&rust_name.to_uppercase(), ident.span());
@@ -260,7 +267,8 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
     let (doc_attrs, other_attrs): (Vec<&Attribute>, Vec<&Attribute>) =
         f.attrs.iter().partition(|a| a.path().is_ident("doc"));
     let cfg_attrs: Vec<&&Attribute> = other_attrs.iter().filter(|a| a.path().is_ident("cfg")).collect();
-    let all_docs: Vec<Attribute> = dispatcher_docs.iter().cloned().chain(doc_attrs.iter().map(|a| (*a).clone())).collect();
+    let all_docs: Vec<Attribute> =
+        dispatcher_docs.iter().cloned().chain(doc_attrs.iter().map(|a| (*a).clone())).collect();
     let doc = doc_text(&all_docs);
     let qualified_doc = match (&options.module, f.is_method) {
         (_, true) => quote!(::core::concat!("Tensor.", #name)),
@@ -280,7 +288,8 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
         let (id, ty) = (&p.ident, &p.ty);
         quote!(let #id: #ty = ::core::convert::Into::into(#id);)
     });
-    let fast_impl_call = if f.is_method { quote!(Self::#impl_ident(#(#idents),*)) } else { quote!(#impl_ident(#(#idents),*)) };
+    let fast_impl_call =
+        if f.is_method { quote!(Self::#impl_ident(#(#idents),*)) } else { quote!(#impl_ident(#(#idents),*)) };
 
     let slow_idents: Vec<Ident> = f
         .params
@@ -304,7 +313,8 @@ pub fn generate(options: &Options, f: &Function, dispatcher_docs: &[Attribute], 
             quote!(__args.push(::torchfn::ToValue::to_value(&#id));)
         }
     });
-    let keyword_only = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_some_and(|v| *i > v));
+    let keyword_only =
+        f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_some_and(|v| *i > v));
     let push_kwargs = keyword_only.map(|(_, (p, id))| {
         let n = &p.name;
         quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(&#id));)
@@ -455,7 +465,14 @@ mod tests {
 
     #[test]
     fn without_a_dispatcher_the_function_expands_at_once() {
-        let out = expand(quote!(module = "mylib"), quote!(pub fn scale(input: &Tensor, #[default(2.0)] factor: f64) -> Result<Tensor> { todo!() }));
+        let out = expand(
+            quote!(module = "mylib"),
+            quote!(
+                pub fn scale(input: &Tensor, #[default(2.0)] factor: f64) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.contains("pub fn scale (input : & Tensor , factor : f64) -> Result < Tensor >"), "{out}");
         assert!(out.contains("pub const SCALE : & 'static :: torchfn :: Func"), "{out}");
         assert!(out.contains("fn __impl_scale"), "{out}");
@@ -465,15 +482,36 @@ mod tests {
 
     #[test]
     fn a_dispatcher_to_check_goes_through_its_macro() {
-        let out = expand(quote!(dispatcher = other::d), quote!(fn f(x: &Tensor) -> Result<Tensor> { todo!() }));
+        let out = expand(
+            quote!(dispatcher = other::d),
+            quote!(
+                fn f(x: &Tensor) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.starts_with("other :: d ! { args = { dispatcher = other :: d } item = {"), "{out}");
-        let unchecked = expand(quote!(dispatcher = other::d, verify = false), quote!(fn f(x: &Tensor) -> Result<Tensor> { todo!() }));
+        let unchecked = expand(
+            quote!(dispatcher = other::d, verify = false),
+            quote!(
+                fn f(x: &Tensor) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(unchecked.contains("other :: d (:: core :: convert :: Into :: into"), "{unchecked}");
     }
 
     #[test]
     fn methods_live_in_the_tensor_namespace() {
-        let out = expand(quote!(), quote!(pub fn __add__(&self, other: &Tensor) -> Result<Tensor> { todo!() }));
+        let out = expand(
+            quote!(),
+            quote!(
+                pub fn __add__(&self, other: &Tensor) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.contains("\"Tensor\""), "{out}");
         assert!(out.contains("FuncKind :: Operator"), "{out}");
         assert!(out.contains("Self :: __impl___add__ (self , other)"), "{out}");
@@ -481,14 +519,28 @@ mod tests {
 
     #[test]
     fn properties_are_named_like_python_getters() {
-        let out = expand(quote!(property), quote!(pub fn shape(&self) -> Result<Shape> { todo!() }));
+        let out = expand(
+            quote!(property),
+            quote!(
+                pub fn shape(&self) -> Result<Shape> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.contains("\"shape.__get__\"") && out.contains("FuncKind :: Property"), "{out}");
     }
 
     #[test]
     fn item_errors_come_together_and_keep_the_item() {
-        let out = expand(quote!(), quote!(async fn f<T>(x: T, #[default(1)] y: i64, z: i64) { }));
-        for message in ["cannot be `async`", "cannot be generic", "return `Result<T>`", "`z` has no default but follows `y`"] {
+        let out = expand(
+            quote!(),
+            quote!(
+                async fn f<T>(x: T, #[default(1)] y: i64, z: i64) {}
+            ),
+        );
+        for message in
+            ["cannot be `async`", "cannot be generic", "return `Result<T>`", "`z` has no default but follows `y`"]
+        {
             assert!(out.contains(message), "missing {message:?} in {out}");
         }
         assert!(out.contains("async fn f < T > (x : T , y : i64 , z : i64) { }"), "{out}");

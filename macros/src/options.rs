@@ -69,7 +69,8 @@ mod tests {
 
     #[test]
     fn parses_all_options() {
-        let o: Options = syn::parse_quote!(dispatcher = a::b, module = "mylib", name = "n", verify = false, docs_from_dispatcher);
+        let o: Options =
+            syn::parse_quote!(dispatcher = a::b, module = "mylib", name = "n", verify = false, docs_from_dispatcher);
         assert!(o.dispatcher.is_some() && !o.verify && o.docs_from_dispatcher && !o.property);
         assert_eq!(o.module.unwrap().value(), "mylib");
     }

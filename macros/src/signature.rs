@@ -87,7 +87,10 @@ pub fn parse_params(sig: &mut Signature, tensor_type: &Type) -> syn::Result<Vec<
                     None => ((*t.ty).clone(), false),
                 };
                 if matches!(ty, Type::ImplTrait(_)) {
-                    errors.push(t.ty.span(), "the only `impl Trait` parameter an overridable function takes is `impl Into<T>`");
+                    errors.push(
+                        t.ty.span(),
+                        "the only `impl Trait` parameter an overridable function takes is `impl Into<T>`",
+                    );
                 }
                 let name = pat.ident.to_string();
                 params.push(Param {
@@ -225,7 +228,8 @@ mod tests {
 
     #[test]
     fn reads_defaults_and_variadics_and_strips_them() {
-        let (p, sig) = params(parse_quote!(fn f(&self, #[variadic] xs: &[Tensor], #[default("floor")] mode: &str))).unwrap();
+        let (p, sig) =
+            params(parse_quote!(fn f(&self, #[variadic] xs: &[Tensor], #[default("floor")] mode: &str))).unwrap();
         assert_eq!(p.iter().map(|p| p.name.as_str()).collect::<Vec<_>>(), ["self", "xs", "mode"]);
         assert!(p[0].is_receiver && p[1].variadic.is_some());
         assert_eq!(p[2].default_text().as_deref(), Some("'floor'"));
@@ -256,7 +260,10 @@ mod tests {
 
     #[test]
     fn default_texts_read_like_python() {
-        let (p, _) = params(parse_quote!(fn f(#[default(-1)] a: i64, #[default(None)] b: Option<i64>, #[default(false)] c: bool))).unwrap();
+        let (p, _) = params(
+            parse_quote!(fn f(#[default(-1)] a: i64, #[default(None)] b: Option<i64>, #[default(false)] c: bool)),
+        )
+        .unwrap();
         let texts: Vec<_> = p.iter().map(|p| p.default_text().unwrap()).collect();
         assert_eq!(texts, ["-1", "None", "False"]);
         assert!(p[1].default_is_none() && !p[0].default_is_none());

@@ -17,7 +17,9 @@ pub const RECEIVER_IN_DISPATCHER: &str = "self_";
 pub fn check(func: &Ident, imp: &[Param], dispatcher: &Ident, disp: &[Param]) -> syn::Result<()> {
     let mut errors = Errors::default();
     let names = |ps: &[Param]| -> Vec<String> {
-        ps.iter().map(|p| if p.name == RECEIVER_IN_DISPATCHER || p.is_receiver { "self".into() } else { p.name.clone() }).collect()
+        ps.iter()
+            .map(|p| if p.name == RECEIVER_IN_DISPATCHER || p.is_receiver { "self".into() } else { p.name.clone() })
+            .collect()
     };
     let (imp_names, disp_names) = (names(imp), names(disp));
 
@@ -157,19 +159,26 @@ mod tests {
 
     #[test]
     fn receivers_match_self_underscore() {
-        let m = messages(parse_quote!(fn add(&self, other: &Tensor)), parse_quote!(fn d(self_: &Tensor, other: &Tensor)));
+        let m =
+            messages(parse_quote!(fn add(&self, other: &Tensor)), parse_quote!(fn d(self_: &Tensor, other: &Tensor)));
         assert!(m.is_empty(), "{m:?}");
     }
 
     #[test]
     fn different_names_are_reported_per_parameter() {
-        let m = messages(parse_quote!(fn add(input: &Tensor, other: &Tensor)), parse_quote!(fn d(input: &Tensor, othr: &Tensor)));
+        let m = messages(
+            parse_quote!(fn add(input: &Tensor, other: &Tensor)),
+            parse_quote!(fn d(input: &Tensor, othr: &Tensor)),
+        );
         assert_eq!(m, ["parameter 2 is named `other` here but `othr` in the dispatcher `d`"]);
     }
 
     #[test]
     fn different_order_names_both_positions() {
-        let m = messages(parse_quote!(fn add(input: &Tensor, other: &Tensor)), parse_quote!(fn d(other: &Tensor, input: &Tensor)));
+        let m = messages(
+            parse_quote!(fn add(input: &Tensor, other: &Tensor)),
+            parse_quote!(fn d(other: &Tensor, input: &Tensor)),
+        );
         assert_eq!(m.len(), 2, "{m:?}");
         assert!(m[0].starts_with("parameter `input` is parameter 1 of `add` but parameter 2 of its dispatcher `d`"));
     }
@@ -195,7 +204,8 @@ mod tests {
 
     #[test]
     fn dispatcher_defaults_must_be_none() {
-        let (_, p) = ps(parse_quote!(fn d(input: &Tensor, #[default(2)] alpha: i64, #[default(None)] out: Option<&Tensor>)));
+        let (_, p) =
+            ps(parse_quote!(fn d(input: &Tensor, #[default(2)] alpha: i64, #[default(None)] out: Option<&Tensor>)));
         let err = check_dispatcher_defaults(&p).unwrap_err();
         assert_eq!(
             err.to_string(),

@@ -33,10 +33,11 @@ mod value;
 pub use error::{Error, ErrorKind, Result};
 pub use ops::*;
 pub use protocol::{
-    Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor, EnableTorchFunction,
-    Func, FuncKind, Hook, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature, TensorLike, TensorSubclass,
-    TorchFunction, TorchFunctionMode, Types, enable_torch_function, is_torch_function_enabled,
-    is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit, set_recursion_limit,
+    Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor,
+    EnableTorchFunction, Func, FuncKind, Hook, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature,
+    TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, enable_torch_function,
+    is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit,
+    set_recursion_limit,
 };
 pub use tensor::{DType, Device, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};

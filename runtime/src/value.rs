@@ -399,16 +399,21 @@ plain_value!(f64, "float", |s| Value::Float(*s), |v| match v {
     _ => None,
 });
 plain_value!(f32, "float", |s| Value::Float(f64::from(*s)), |v| f64::from_value(v).map(|x| x as f32));
-plain_value!(Scalar, "Number", |s| match *s {
-    Scalar::Bool(b) => Value::Bool(b),
-    Scalar::Int(i) => Value::Int(i),
-    Scalar::Float(x) => Value::Float(x),
-}, |v| match v {
-    Value::Bool(b) => Some(Scalar::Bool(*b)),
-    Value::Int(i) => Some(Scalar::Int(*i)),
-    Value::Float(x) => Some(Scalar::Float(*x)),
-    _ => None,
-});
+plain_value!(
+    Scalar,
+    "Number",
+    |s| match *s {
+        Scalar::Bool(b) => Value::Bool(b),
+        Scalar::Int(i) => Value::Int(i),
+        Scalar::Float(x) => Value::Float(x),
+    },
+    |v| match v {
+        Value::Bool(b) => Some(Scalar::Bool(*b)),
+        Value::Int(i) => Some(Scalar::Int(*i)),
+        Value::Float(x) => Some(Scalar::Float(*x)),
+        _ => None,
+    }
+);
 plain_value!(String, "str", |s| Value::Str(s.clone()), |v| v.as_str().map(str::to_owned));
 plain_value!(DType, "torch.dtype", |s| Value::DType(*s), |v| match v {
     Value::DType(d) => Some(*d),
@@ -474,9 +479,29 @@ macro_rules! owned_arg {
     )*};
 }
 owned_arg!(
-    bool, i64, i32, usize, f64, f32, Scalar, String, DType, Device, Shape, Value, Tensor,
-    Option<i64>, Option<bool>, Option<f64>, Option<Scalar>, Option<DType>, Option<Device>, Option<String>,
-    Option<Tensor>, Vec<i64>, Vec<Tensor>
+    bool,
+    i64,
+    i32,
+    usize,
+    f64,
+    f32,
+    Scalar,
+    String,
+    DType,
+    Device,
+    Shape,
+    Value,
+    Tensor,
+    Option<i64>,
+    Option<bool>,
+    Option<f64>,
+    Option<Scalar>,
+    Option<DType>,
+    Option<Device>,
+    Option<String>,
+    Option<Tensor>,
+    Vec<i64>,
+    Vec<Tensor>
 );
 
 impl<'a> Arg<'a> for &'a Tensor {

@@ -2,8 +2,8 @@
 
 use std::cell::RefCell;
 
-use torchfn::prelude::*;
 use torchfn::ErrorKind;
+use torchfn::prelude::*;
 
 fn t(values: &[f32]) -> Tensor {
     torchfn::tensor(values.to_vec()).unwrap()
@@ -47,12 +47,18 @@ fn positional_keyword_and_default_arguments_bind_like_python() {
 fn missing_extra_unknown_and_repeated_arguments_read_like_python() {
     let a = || Value::from(&t(&[1.0]));
     assert_eq!(error(torchfn::ADD, vec![a()], Kwargs::new()), "add() missing 1 required positional argument: 'other'");
-    assert_eq!(error(torchfn::ADD, vec![], Kwargs::new()), "add() missing 2 required positional arguments: 'input' and 'other'");
+    assert_eq!(
+        error(torchfn::ADD, vec![], Kwargs::new()),
+        "add() missing 2 required positional arguments: 'input' and 'other'"
+    );
     assert_eq!(
         error(torchfn::ADD, vec![a(), a(), a(), a()], Kwargs::new()),
         "add() takes from 2 to 3 positional arguments but 4 were given"
     );
-    assert_eq!(error(torchfn::NEG, vec![a(), a()], Kwargs::new()), "neg() takes 1 positional argument but 2 were given");
+    assert_eq!(
+        error(torchfn::NEG, vec![a(), a()], Kwargs::new()),
+        "neg() takes 1 positional argument but 2 were given"
+    );
     assert_eq!(
         error(torchfn::ADD, vec![a(), a()], Kwargs::from([("beta", 1)])),
         "add() got an unexpected keyword argument 'beta'"

@@ -160,6 +160,10 @@ fn quickstart_tells_the_whole_story() {
         "duck:     sum(lazy) fails: no implementation found for 'torchfn.sum' on types that implement __torch_function__: [Lazy]"
     );
     assert_eq!(lines[3], "mode:     traced Tensor.matmul, Tensor.__sub__, Tensor.mean");
-    assert!(lines[4].starts_with("registry: ") && lines[4].contains("mylib") && lines[4].contains("Tensor"), "{}", lines[4]);
+    assert!(
+        lines[4].starts_with("registry: ") && lines[4].contains("mylib") && lines[4].contains("Tensor"),
+        "{}",
+        lines[4]
+    );
     assert_eq!(lines[5], "registry: <function mylib.scale(input, factor=2.0)>");
 }

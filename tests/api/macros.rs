@@ -77,7 +77,10 @@ fn the_dispatcher_decides_which_arguments_are_relevant() {
     assert_eq!(pick(&x(), &declining).unwrap().as_str(), Some("implementation"));
     // `input` is: the subclass there declines, and nobody else handles the call.
     let err = pick(&declining, &x()).unwrap_err();
-    assert_eq!(err.to_string(), "no implementation found for 'tests.macros.pick' on types that implement __torch_function__: [Declining]");
+    assert_eq!(
+        err.to_string(),
+        "no implementation found for 'tests.macros.pick' on types that implement __torch_function__: [Declining]"
+    );
 }
 
 #[test]

@@ -199,7 +199,10 @@ fn runaway_recursion_in_a_hook_is_an_error_naming_the_function() {
     let err = (&r + &r).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Runtime);
     let message = err.to_string();
-    assert!(message.starts_with("maximum recursion depth (64) exceeded while dispatching 'Tensor.__add__'"), "{message}");
+    assert!(
+        message.starts_with("maximum recursion depth (64) exceeded while dispatching 'Tensor.__add__'"),
+        "{message}"
+    );
     // The depth unwinds with the calls: dispatch still works afterwards.
     assert!((&x().as_subclass(Sub).unwrap() + 1.0).unwrap().is_instance::<Sub>());
 }

@@ -78,7 +78,13 @@ impl TorchFunction for Failing {
 #[derive(Debug, DuckTensor)]
 struct Duck;
 impl TorchFunction for Duck {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         declining(cls, func, types, args, kwargs)
     }
 }
@@ -87,7 +93,13 @@ impl TorchFunction for Duck {
 #[torchfn(parent = Duck)]
 struct Duckling;
 impl TorchFunction for Duckling {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         declining(cls, func, types, args, kwargs)
     }
 }
@@ -108,8 +120,14 @@ fn a_subclass_goes_before_the_first_collected_class_it_descends_from() {
     let (a, b, c) = (base().as_subclass(A).unwrap(), base().as_subclass(B).unwrap(), base().as_subclass(C).unwrap());
     let err = three(&a, &b, &c).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Type);
-    assert_eq!(err.to_string(), "no implementation found for 'tests.three' on types that implement __torch_function__: [B, C, A]");
-    assert_eq!(take_log(), ["B on tests.three: [B, C, A]", "C on tests.three: [B, C, A]", "A on tests.three: [B, C, A]"]);
+    assert_eq!(
+        err.to_string(),
+        "no implementation found for 'tests.three' on types that implement __torch_function__: [B, C, A]"
+    );
+    assert_eq!(
+        take_log(),
+        ["B on tests.three: [B, C, A]", "C on tests.three: [B, C, A]", "A on tests.three: [B, C, A]"]
+    );
 
     let err = three(&a, &c, &b).unwrap_err();
     assert!(err.to_string().ends_with("[C, B, A]"), "{err}");
@@ -219,10 +237,19 @@ fn handle_torch_function_runs_the_protocol_for_hand_written_functions() {
     assert_eq!(answered.unwrap().as_str(), Some("Answering"));
     take_log();
     let err = norm1(&base().as_subclass(B).unwrap()).unwrap_err();
-    assert_eq!(err.to_string(), "no implementation found for 'tests.norm1' on types that implement __torch_function__: [B]");
+    assert_eq!(
+        err.to_string(),
+        "no implementation found for 'tests.norm1' on types that implement __torch_function__: [B]"
+    );
     take_log();
     // The by-name call of a hand-written handle binds and dispatches too.
-    assert!(NORM1.call(&[], &Kwargs::new()).unwrap_err().to_string().contains("missing 1 required positional argument: 'input'"));
+    assert!(
+        NORM1
+            .call(&[], &Kwargs::new())
+            .unwrap_err()
+            .to_string()
+            .contains("missing 1 required positional argument: 'input'")
+    );
     let sub = base().as_subclass(Answering).unwrap();
     assert_eq!(NORM1.call(&[sub.into()], &Kwargs::new()).unwrap().as_str(), Some("Answering"));
     take_log();

@@ -2,12 +2,12 @@
 
 use std::collections::HashSet;
 
+use torchfn::FuncKind;
 use torchfn::overrides::{
-    find_function, get_ignored_functions, get_overridable_functions, get_testing_overrides, is_tensor_method_or_property,
-    resolve_name,
+    find_function, get_ignored_functions, get_overridable_functions, get_testing_overrides,
+    is_tensor_method_or_property, resolve_name,
 };
 use torchfn::prelude::*;
-use torchfn::FuncKind;
 
 /// A function of this test crate, registered like torchfn's own.
 #[torch_function(module = "tests.registry")]
@@ -28,8 +28,16 @@ fn functions_are_listed_by_namespace_sorted_and_the_same_every_time() {
     }
     let names = all_names();
     for expected in [
-        "torchfn.add", "torchfn.sum", "torchfn.matmul", "Tensor.add", "Tensor.__add__", "Tensor.__getitem__",
-        "Tensor.shape.__get__", "Tensor._base.__get__", "tests.registry.listed", "xcrate.axpy",
+        "torchfn.add",
+        "torchfn.sum",
+        "torchfn.matmul",
+        "Tensor.add",
+        "Tensor.__add__",
+        "Tensor.__getitem__",
+        "Tensor.shape.__get__",
+        "Tensor._base.__get__",
+        "tests.registry.listed",
+        "xcrate.axpy",
     ] {
         assert!(names.iter().any(|n| n == expected), "{expected} is not listed");
     }
@@ -82,7 +90,9 @@ fn testing_overrides_have_the_same_signatures_and_return_minus_one() {
 #[test]
 fn ignored_functions_are_disjoint_from_overridable_ones() {
     let ignored: Vec<_> = get_ignored_functions().iter().map(|f| f.qualified_name()).collect();
-    for expected in ["torchfn.tensor", "torchfn.zeros", "torchfn.eye", "Tensor.as_subclass", "torchfn.overrides.has_torch_function"] {
+    for expected in
+        ["torchfn.tensor", "torchfn.zeros", "torchfn.eye", "Tensor.as_subclass", "torchfn.overrides.has_torch_function"]
+    {
         assert!(ignored.contains(&expected), "{expected} is not listed as ignored");
     }
     let overridable: HashSet<String> = all_names().into_iter().collect();

@@ -3,8 +3,8 @@
 
 use std::cell::Cell;
 
-use torchfn::prelude::*;
 use torchfn::ErrorKind;
+use torchfn::prelude::*;
 
 #[derive(TensorSubclass)]
 struct Sub {
@@ -35,7 +35,13 @@ thread_local! {
 #[derive(TensorSubclass)]
 struct Counted;
 impl TorchFunction for Counted {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         CALLS.with(|c| c.set(c.get() + 1));
         Tensor::torch_function(cls, func, types, args, kwargs)
     }
@@ -45,7 +51,13 @@ impl TorchFunction for Counted {
 #[derive(TensorSubclass)]
 struct Contrary;
 impl TorchFunction for Contrary {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         if func == torchfn::ADD {
             let (a, b) = (args[0].to::<Tensor>()?, args[1].to::<Tensor>()?);
             let _plain = torchfn::DisableTorchFunctionSubclass::new();

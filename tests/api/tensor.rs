@@ -77,7 +77,10 @@ fn bad_indices_and_shapes_are_errors() {
         kind_and_message(t.get(2)),
         (ErrorKind::Index, "index 2 is out of bounds for dimension 0 with size 2".into())
     );
-    assert_eq!(kind_and_message(t.get((0, 0, 0))), (ErrorKind::Index, "too many indices for tensor of dimension 2".into()));
+    assert_eq!(
+        kind_and_message(t.get((0, 0, 0))),
+        (ErrorKind::Index, "too many indices for tensor of dimension 2".into())
+    );
     assert_eq!(
         kind_and_message(t.reshape(&[4, -1])),
         (ErrorKind::Runtime, "reshape(): shape '[4, -1]' is invalid for input of size 6".into())
@@ -141,14 +144,31 @@ fn arithmetic_errors_name_the_function_and_what_was_wrong() {
     let b = torchfn::tensor([1.0f32, 2.0]).unwrap();
     let (kind, message) = kind_and_message(&a + &b);
     assert_eq!(kind, ErrorKind::Runtime);
-    assert!(message.starts_with("__add__(): the size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"), "{message}");
+    assert!(
+        message.starts_with(
+            "__add__(): the size of tensor a (3) must match the size of tensor b (2) at non-singleton dimension 0"
+        ),
+        "{message}"
+    );
     let ints = torchfn::tensor([1i64]).unwrap();
     assert!(kind_and_message(torchfn::add(&ints, &ints, 0.5)).1.contains("alpha must not be a floating point number"));
-    assert!(kind_and_message(torchfn::div(&ints, &torchfn::zeros([1], DType::Int64).unwrap(), Some("floor"))).1.contains("ZeroDivisionError"));
-    assert!(kind_and_message(torchfn::div(&ints, &ints, Some("round"))).1.contains("rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'"));
+    assert!(
+        kind_and_message(torchfn::div(&ints, &torchfn::zeros([1], DType::Int64).unwrap(), Some("floor")))
+            .1
+            .contains("ZeroDivisionError")
+    );
+    assert!(
+        kind_and_message(torchfn::div(&ints, &ints, Some("round")))
+            .1
+            .contains("rounding_mode to be one of None, 'trunc', or 'floor' but found 'round'")
+    );
     let bools = torchfn::tensor([true]).unwrap();
     assert!(kind_and_message(-&bools).1.contains("negation, the `-` operator, on a bool tensor is not supported"));
-    assert!(kind_and_message(&bools - &bools).1.contains("subtraction, the `-` operator, with a bool tensor is not supported"));
+    assert!(
+        kind_and_message(&bools - &bools)
+            .1
+            .contains("subtraction, the `-` operator, with a bool tensor is not supported")
+    );
 }
 
 #[test]
@@ -194,13 +214,24 @@ fn matrix_products_cover_every_shape_case() {
 #[test]
 fn matrix_product_errors_show_the_shapes() {
     let a = torchfn::ones([2, 3], DType::Float32).unwrap();
-    assert_eq!(kind_and_message(torchfn::mm(&a, &a)).1, "mm(): mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)");
+    assert_eq!(
+        kind_and_message(torchfn::mm(&a, &a)).1,
+        "mm(): mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"
+    );
     let v = torchfn::ones([3], DType::Float32).unwrap();
     assert!(kind_and_message(torchfn::mm(&v, &a)).1.starts_with("mm(): input must be a matrix"));
     let w = torchfn::ones([4], DType::Float32).unwrap();
-    assert!(kind_and_message(torchfn::matmul(&v, &w)).1.contains("inconsistent tensor size, expected tensor [3] and src [4]"));
+    assert!(
+        kind_and_message(torchfn::matmul(&v, &w))
+            .1
+            .contains("inconsistent tensor size, expected tensor [3] and src [4]")
+    );
     let s = torchfn::tensor(1.0f32).unwrap();
-    assert!(kind_and_message(torchfn::matmul(&s, &v)).1.contains("both arguments need to be at least 1D, but they are 0D and 1D"));
+    assert!(
+        kind_and_message(torchfn::matmul(&s, &v))
+            .1
+            .contains("both arguments need to be at least 1D, but they are 0D and 1D")
+    );
     let d = torchfn::ones([3, 2], DType::Float64).unwrap();
     assert!(kind_and_message(torchfn::mm(&a, &d)).1.contains("same dtype, but got: torch.float32 != torch.float64"));
     let b = torchfn::ones([2, 2], DType::Bool).unwrap();

@@ -81,7 +81,12 @@ pub(crate) fn unary<T: Element, U: Element>(dense: &Dense, f: impl Fn(T) -> U) -
 }
 
 /// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`.
-pub(crate) fn binary<T: Element, U: Element>(a: &Dense, b: &Dense, shape: &Shape, f: impl Fn(T, T) -> U) -> Result<Dense> {
+pub(crate) fn binary<T: Element, U: Element>(
+    a: &Dense,
+    b: &Dense,
+    shape: &Shape,
+    f: impl Fn(T, T) -> U,
+) -> Result<Dense> {
     read_as(a, |av: ArrayViewD<'_, T>| {
         read_as(b, |bv: ArrayViewD<'_, T>| {
             let shape = IxDyn(shape);

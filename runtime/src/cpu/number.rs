@@ -101,7 +101,11 @@ macro_rules! int {
             }
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
                 for ((i, j), o) in out.indexed_iter_mut() {
-                    *o = a.row(i).iter().zip(b.column(j)).fold(0, |acc: $t, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
+                    *o = a
+                        .row(i)
+                        .iter()
+                        .zip(b.column(j))
+                        .fold(0, |acc: $t, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
                 }
             }
         }
@@ -116,16 +120,16 @@ mod tests {
 
     #[test]
     fn integer_division_rounds_like_pytorch() {
-        assert_eq!(7i64.div_floor(-2), Some(-4));
-        assert_eq!(7i64.div_trunc(-2), Some(-3));
-        assert_eq!((-7i64).div_floor(2), Some(-4));
-        assert_eq!(1i32.div_floor(0), None);
-        assert_eq!((-7.0f64).div_floor(2.0), Some(-4.0));
+        assert_eq!(Number::div_floor(7i64, -2), Some(-4));
+        assert_eq!(Number::div_trunc(7i64, -2), Some(-3));
+        assert_eq!(Number::div_floor(-7i64, 2), Some(-4));
+        assert_eq!(Number::div_floor(1i32, 0), None);
+        assert_eq!(Number::div_floor(-7.0f64, 2.0), Some(-4.0));
     }
 
     #[test]
     fn integers_wrap_instead_of_panicking() {
-        assert_eq!(i64::MAX.add(1), i64::MIN);
-        assert_eq!(i64::MIN.div_trunc(-1), Some(i64::MIN));
+        assert_eq!(Number::add(i64::MAX, 1), i64::MIN);
+        assert_eq!(Number::div_trunc(i64::MIN, -1), Some(i64::MIN));
     }
 }

@@ -49,7 +49,10 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
                 );
             }
             if !common.is_floating_point() && alpha.is_floating_point() {
-                bail!(Runtime, "{func}(): for integral input tensors, argument alpha must not be a floating point number");
+                bail!(
+                    Runtime,
+                    "{func}(): for integral input tensors, argument alpha must not be a floating point number"
+                );
             }
             with_number!(common, T => {
                 let alpha = T::from_scalar(alpha);

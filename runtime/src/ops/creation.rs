@@ -1,9 +1,9 @@
 //! Creation functions. They take no tensor argument, so nothing could override them: they are
 //! listed by `get_ignored_functions`, as PyTorch's are.
 
+use crate::cpu::cast;
 use crate::error::{Error, Result};
 use crate::overrides::ignored;
-use crate::cpu::cast;
 use crate::tensor::{DType, Dense, Device, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 
 /// The dtype and device of a new tensor (PyTorch's `dtype=` and `device=` arguments). Defaults
@@ -49,7 +49,8 @@ ignored! {
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
 fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>> {
-    let too_big = || Error::runtime_error(format!("{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref()));
+    let too_big =
+        || Error::runtime_error(format!("{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref()));
     let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or_else(too_big)?;
     let mut data = Vec::new();
     data.try_reserve_exact(n).map_err(|_| too_big())?;

@@ -21,12 +21,21 @@ fn dims(shape: &Shape) -> String {
 }
 
 /// The shared body of `mm`, `matmul` and `@`.
-fn product(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor), matrices_only: bool) -> Result<Tensor> {
+fn product(
+    func: &str,
+    (a_name, a): (&str, &Tensor),
+    (b_name, b): (&str, &Tensor),
+    matrices_only: bool,
+) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
     let (xs, ys) = (&x.layout.shape, &y.layout.shape);
     if matrices_only && (xs.len() != 2 || ys.len() != 2) {
         let which = if xs.len() != 2 { a_name } else { b_name };
-        bail!(Runtime, "{func}(): {which} must be a matrix (2-D), but it has {} dimensions", if xs.len() != 2 { xs.len() } else { ys.len() });
+        bail!(
+            Runtime,
+            "{func}(): {which} must be a matrix (2-D), but it has {} dimensions",
+            if xs.len() != 2 { xs.len() } else { ys.len() }
+        );
     }
     if xs.is_empty() || ys.is_empty() {
         bail!(Runtime, "{func}(): both arguments need to be at least 1D, but they are {}D and {}D", xs.len(), ys.len());
@@ -39,7 +48,10 @@ fn product(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor
             Runtime,
             "{func}(): inconsistent tensor size, expected tensor [{}] and src [{}] to have the same number of elements, \
              but got {} and {} elements respectively",
-            xs[0], ys[0], xs[0], ys[0]
+            xs[0],
+            ys[0],
+            xs[0],
+            ys[0]
         );
     }
     // A vector on the left is a row, on the right a column; their dimension is dropped after.

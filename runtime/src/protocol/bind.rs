@@ -69,7 +69,9 @@ pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> R
         params
             .iter()
             .enumerate()
-            .filter(|&(i, p)| slots[i].1.is_none() && p.default().is_none() && keyword_only == (variadic.is_some_and(|v| i > v)))
+            .filter(|&(i, p)| {
+                slots[i].1.is_none() && p.default().is_none() && keyword_only == (variadic.is_some_and(|v| i > v))
+            })
             .map(|(_, p)| p.name())
             .collect()
     };

@@ -130,7 +130,13 @@ impl fmt::Display for Class {
 /// `Tensor::torch_function(cls, func, types, args, kwargs)` as its `super()`.
 pub trait TorchFunction {
     /// Handles `func` for instances of `cls`, or returns [`Value::NotImplemented`].
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         <Tensor as TorchFunction>::torch_function(cls, func, types, args, kwargs)
     }
 }

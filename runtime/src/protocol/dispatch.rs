@@ -96,13 +96,18 @@ fn no_implementation(func: &Func, types: &Types, mode: Option<String>) -> Error 
 /// `has_torch_function(args)`: whether a call with these relevant arguments would leave the
 /// fast path (a mode is active, or an argument's class dispatches).
 pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
-    !(relevant.all_plain() && !state::modes_active())
+    !fast_path(&relevant)
 }
 
 /// `handle_torch_function`: runs the protocol for a function written by hand, without the
 /// macro. Call it when [`has_torch_function`] is true; if nothing dispatches after all (every
 /// class disabled in this scope), it runs `func`'s implementation.
-pub fn handle_torch_function(func: &'static Func, relevant: &dyn Relevant, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+pub fn handle_torch_function(
+    func: &'static Func,
+    relevant: &dyn Relevant,
+    args: &[Value],
+    kwargs: &Kwargs,
+) -> Result<Value> {
     match dispatch(func, relevant, &mut || (args.to_vec(), kwargs.clone()))? {
         Some(result) => Ok(result),
         None => func.implementation(args, kwargs),
@@ -117,7 +122,13 @@ pub fn is_tensor_like(value: &Value) -> bool {
 
 /// The base `Tensor` hook (PROTOCOL.md section 3), which every subclass inherits.
 impl TorchFunction for Tensor {
-    fn torch_function(cls: &'static Class, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
         if !types.iter().all(|t| cls.is_subclass_of(t)) {
             return Ok(Value::NotImplemented);
         }

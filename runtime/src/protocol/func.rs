@@ -57,7 +57,12 @@ impl ParamDefault {
 
 impl Param {
     /// A parameter. Used by the macro and by hand-written handles.
-    pub const fn new(name: &'static str, type_name: fn() -> String, default: Option<ParamDefault>, variadic: bool) -> Self {
+    pub const fn new(
+        name: &'static str,
+        type_name: fn() -> String,
+        default: Option<ParamDefault>,
+        variadic: bool,
+    ) -> Self {
         Param { name, type_name, default, variadic }
     }
 
@@ -176,7 +181,15 @@ impl Func {
         doc: &'static str,
         implementation: fn(&[Value], &Kwargs) -> Result<Value>,
     ) -> Func {
-        Func { namespace, name, kind: FuncKind::Function, params, doc, entry: Entry::Handwritten(implementation), nowrap: false }
+        Func {
+            namespace,
+            name,
+            kind: FuncKind::Function,
+            params,
+            doc,
+            entry: Entry::Handwritten(implementation),
+            nowrap: false,
+        }
     }
 
     /// The name within its namespace: `add`, `__add__`, `shape.__get__`.

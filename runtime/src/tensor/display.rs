@@ -6,8 +6,8 @@ use std::fmt;
 use ndarray::{ArrayViewD, Axis};
 
 use super::{Body, DType, Dense, Element, Tensor, with_dtype};
-use crate::protocol::TensorLike;
 use crate::cpu;
+use crate::protocol::TensorLike;
 
 /// Elements before a tensor is summarized with `...` (`PRINT_OPTS.threshold`).
 const THRESHOLD: usize = 1000;
@@ -128,7 +128,12 @@ fn tensor_str<T: Element>(view: &ArrayViewD<'_, T>, indent: usize, summarize: bo
     }
     let rows: Vec<String> = edge_indices(view.shape()[0], summarize)
         .into_iter()
-        .map(|i| i.map_or_else(|| "...".to_string(), |i| tensor_str(&view.index_axis(Axis(0), i), indent + 1, summarize, fmt)))
+        .map(|i| {
+            i.map_or_else(
+                || "...".to_string(),
+                |i| tensor_str(&view.index_axis(Axis(0), i), indent + 1, summarize, fmt),
+            )
+        })
         .collect();
     let separator = format!(",{}{}", "\n".repeat(ndim - 1), " ".repeat(indent + 1));
     format!("[{}]", rows.join(&separator))
@@ -229,10 +234,7 @@ mod tests {
     #[test]
     fn integer_valued_floats_print_with_a_point() {
         assert_eq!(show(vec![1.0f32, 2.0, 3.0], &[3]), "tensor([1., 2., 3.])");
-        assert_eq!(
-            show(vec![2.0f32, 0.0, 0.0, 2.0], &[2, 2]),
-            "tensor([[2., 0.],\n        [0., 2.]])"
-        );
+        assert_eq!(show(vec![2.0f32, 0.0, 0.0, 2.0], &[2, 2]), "tensor([[2., 0.],\n        [0., 2.]])");
     }
 
     #[test]

@@ -284,7 +284,7 @@ mod tests {
         assert_eq!((l.shape.as_ref(), l.strides.as_slice(), l.offset), (&[3][..], &[2][..], 1));
         let clamped = Index::from(IndexItem::slice(Some(-10), Some(100), 1)).apply(&layout(&[4])).unwrap();
         assert_eq!(clamped.shape.as_ref(), &[4]);
-        let empty = Index::from(3..1).apply(&layout(&[4])).unwrap();
+        let empty = Index::from(IndexItem::slice(Some(3), Some(1), 1)).apply(&layout(&[4])).unwrap();
         assert_eq!(empty.shape.as_ref(), &[0]);
     }
 

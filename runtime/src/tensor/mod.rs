@@ -86,7 +86,13 @@ impl Dense {
     /// A fresh contiguous tensor owning `buffer`.
     pub(crate) fn new(buffer: Buffer, shape: Shape) -> Dense {
         let dtype = buffer.dtype();
-        Dense { storage: Storage::new(buffer), layout: Layout::contiguous(shape), dtype, base: None, wrapped_number: false }
+        Dense {
+            storage: Storage::new(buffer),
+            layout: Layout::contiguous(shape),
+            dtype,
+            base: None,
+            wrapped_number: false,
+        }
     }
 
     pub(crate) fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Dense {

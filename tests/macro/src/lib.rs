@@ -27,4 +27,3 @@ pub mod nested {
 pub fn axpy(input: &Tensor, other: &Tensor, #[default(1.0)] alpha: f64) -> Result<Tensor> {
     &(other * alpha)? + input
 }
-
