@@ -336,14 +336,21 @@ pub fn generate(
             fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
                 let __torchfn_outcome = {
                     let __torchfn_relevant = #relevant;
-                    #private::dispatch(#handle_path, &__torchfn_relevant, &mut || {
-                        let mut __args = ::std::vec::Vec::new();
-                        #(#push_args)*
-                        #[allow(unused_mut)]
-                        let mut __kwargs = ::torchfn::Kwargs::new();
-                        #(#push_kwargs)*
-                        (__args, __kwargs)
-                    })
+                    let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
+                        #private::Returns::into_value(match __route {
+                            #private::Route::Public => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
+                            #private::Route::Implementation => #impl_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
+                        })
+                    };
+                    #private::dispatch(
+                        #handle_path,
+                        &__torchfn_relevant,
+                        &mut |__args, __kwargs| {
+                            #(#push_args)*
+                            #(#push_kwargs)*
+                        },
+                        ::core::option::Option::Some(&__torchfn_rerun),
+                    )
                 };
                 match __torchfn_outcome {
                     ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {

@@ -4,6 +4,9 @@
 //! names the Python exception PyTorch raises in the same situation, so code ported from PyTorch
 //! (and the conformance suite) can match on it. Errors that a user's own hook returns travel
 //! through dispatch unchanged and can be recovered with [`Error::downcast_ref`].
+//!
+//! An `Error` is one pointer wide, so `Result<usize>` and `Result<Tensor>` come back in
+//! registers: dispatch returns results through several layers, and errors are the cold path.
 
 use std::fmt;
 
@@ -52,25 +55,17 @@ impl fmt::Display for ErrorKind {
 /// A torchfn error: a [`ErrorKind`] and a message, or a user's own error carried unchanged.
 ///
 /// `Display` prints the message alone; `Debug` prefixes it with the Python exception name.
-#[derive(thiserror::Error)]
-pub enum Error {
-    /// A torchfn error with its kind and message.
-    #[error("{message}")]
-    Torch {
-        /// What went wrong.
-        kind: ErrorKind,
-        /// The message, naming the function, the argument and what was expected.
-        message: String,
-    },
-    /// A user's own error, returned from a hook or a user function.
-    #[error(transparent)]
+pub struct Error(Box<Repr>);
+
+enum Repr {
+    Torch { kind: ErrorKind, message: String },
     User(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
 impl Error {
     /// An error of the given kind.
     pub fn new(kind: ErrorKind, message: impl Into<String>) -> Self {
-        Error::Torch { kind, message: message.into() }
+        Error(Box::new(Repr::Torch { kind, message: message.into() }))
     }
 
     /// A `TypeError`.
@@ -113,33 +108,53 @@ impl Error {
     ///
     /// let err = Error::user(Overheated(99.0));
     /// assert_eq!(err.downcast_ref::<Overheated>().unwrap().0, 99.0);
+    /// assert_eq!(err.to_string(), "overheated at 99 degrees");
     /// ```
     pub fn user(error: impl std::error::Error + Send + Sync + 'static) -> Self {
-        Error::User(Box::new(error))
+        Error(Box::new(Repr::User(Box::new(error))))
     }
 
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
-        match self {
-            Error::Torch { kind, .. } => *kind,
-            Error::User(_) => ErrorKind::User,
+        match &*self.0 {
+            Repr::Torch { kind, .. } => *kind,
+            Repr::User(_) => ErrorKind::User,
         }
     }
 
     /// The user's own error, if this is one of type `E`.
     pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
-        match self {
-            Error::User(inner) => inner.downcast_ref::<E>(),
-            Error::Torch { .. } => None,
+        match &*self.0 {
+            Repr::User(inner) => inner.downcast_ref::<E>(),
+            Repr::Torch { .. } => None,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &*self.0 {
+            Repr::Torch { message, .. } => f.write_str(message),
+            Repr::User(inner) => fmt::Display::fmt(inner, f),
         }
     }
 }
 
 impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Torch { kind, message } => write!(f, "{kind}: {message}"),
-            Error::User(inner) => write!(f, "UserError: {inner:?}"),
+        match &*self.0 {
+            Repr::Torch { kind, message } => write!(f, "{kind}: {message}"),
+            Repr::User(inner) => write!(f, "UserError: {inner:?}"),
+        }
+    }
+}
+
+/// A user error is transparent: its `source` is the user error's own source.
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match &*self.0 {
+            Repr::User(inner) => inner.source(),
+            Repr::Torch { .. } => None,
         }
     }
 }
@@ -178,5 +193,10 @@ mod tests {
     fn kinds_name_python_exceptions() {
         assert_eq!(Error::index_error("i").kind().python_name(), "IndexError");
         assert_eq!(format!("{:?}", Error::value_error("bad")), "ValueError: bad");
+    }
+
+    #[test]
+    fn an_error_is_one_pointer() {
+        assert_eq!(std::mem::size_of::<Error>(), std::mem::size_of::<usize>());
     }
 }

@@ -41,7 +41,7 @@ pub use protocol::{
 };
 pub use tensor::{DType, Device, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
-pub use value::{Arg, FromValue, Kwargs, Returns, ToValue, Value};
+pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 
 /// What most programs need: `use torchfn::prelude::*;`.
 pub mod prelude {
@@ -57,7 +57,7 @@ pub mod __private {
     pub use crate::overrides::Registered;
     pub use crate::protocol::Route;
     pub use crate::protocol::bind::bind;
-    pub use crate::protocol::dispatch::{dispatch, fast_path};
+    pub use crate::protocol::dispatch::{Args, dispatch, fast_path};
     pub use crate::value::{Arg, Returns};
     pub use inventory;
     pub use torchfn_macros::torch_function_checked;

@@ -38,7 +38,7 @@ pub enum Value {
     /// A `tuple` (also PyTorch's named tuples such as `max`'s `(values, indices)`).
     Tuple(Vec<Value>),
     /// A `slice(start, stop, step)`, as indexing passes it.
-    Slice(Option<i64>, Option<i64>, Option<i64>),
+    Slice(Box<Slice>),
     /// Python's `...`, as indexing passes it.
     Ellipsis,
 }
@@ -151,9 +151,26 @@ impl fmt::Display for Value {
             Value::Tensor(t) => write!(f, "{t}"),
             Value::List(items) => seq(f, items, "[", "]"),
             Value::Tuple(items) => seq(f, items, "(", ")"),
-            Value::Slice(a, b, c) => write!(f, "slice({}, {}, {})", opt(a), opt(b), opt(c)),
+            Value::Slice(s) => write!(f, "slice({}, {}, {})", opt(&s.start), opt(&s.stop), opt(&s.step)),
             Value::Ellipsis => f.write_str("Ellipsis"),
         }
+    }
+}
+
+/// A Python `slice(start, stop, step)`; `None` parts are the defaults.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Slice {
+    /// The first position.
+    pub start: Option<i64>,
+    /// One past the last position.
+    pub stop: Option<i64>,
+    /// The step.
+    pub step: Option<i64>,
+}
+
+impl From<Slice> for Value {
+    fn from(slice: Slice) -> Value {
+        Value::Slice(Box::new(slice))
     }
 }
 
@@ -243,7 +260,7 @@ pub trait FromValue: Sized {
 
 /// A parameter type of an overridable function: how the macro turns dynamic arguments into the
 /// typed ones (`Owned` holds what a borrowed parameter such as `&Tensor` borrows from).
-pub trait Arg<'a>: ToValue + Relevant + Sized {
+pub trait Arg<'a>: ToValue + Relevant + Clone + Sized {
     /// What binding produces; the parameter borrows from it.
     type Owned: FromValue;
     /// The parameter value, borrowed from what binding produced.
@@ -557,11 +574,18 @@ mod tests {
     use super::*;
 
     #[test]
+    fn values_stay_small() {
+        assert_eq!(std::mem::size_of::<Value>(), 32);
+        assert_eq!(std::mem::size_of::<Result<Value>>(), 32);
+        assert_eq!(std::mem::size_of::<Result<usize>>(), 16);
+    }
+
+    #[test]
     fn values_print_like_python() {
         let v = Value::List(vec![Value::Int(1), Value::Float(2.0), Value::Str("a".into()), Value::None]);
         assert_eq!(v.to_string(), "[1, 2.0, 'a', None]");
         assert_eq!(Value::Tuple(vec![Value::Bool(true)]).to_string(), "(True,)");
-        assert_eq!(Value::Slice(Some(1), None, None).to_string(), "slice(1, None, None)");
+        assert_eq!(Value::from(Slice { start: Some(1), stop: None, step: None }).to_string(), "slice(1, None, None)");
     }
 
     #[test]

@@ -117,6 +117,31 @@ fn the_top_mode_runs_first_and_its_calls_reach_the_next_one_down() {
     assert_eq!(outer.take(), ["outer:Tensor.neg:[]:stack=0"]);
 }
 
+/// Drops its own guard from inside its hook, as a misnested `with` block would.
+struct SelfRemoving(RefCell<Option<torchfn::ModeGuard<Recorder>>>);
+impl TorchFunctionMode for SelfRemoving {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        self.0.borrow_mut().take();
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn a_mode_removed_while_its_hook_runs_is_not_pushed_back() {
+    let outer = push_mode(SelfRemoving(RefCell::default()));
+    *outer.0.borrow_mut() = Some(push_mode(Recorder::named("inner")));
+    assert_eq!(mode_stack_len(), 2);
+    // The inner recorder runs first; its call reaches the outer mode, whose hook drops the
+    // recorder's guard while the recorder's hook is still running.
+    let _ = x().neg().unwrap();
+    assert_eq!(mode_stack_len(), 1, "the removed mode must not come back");
+    assert!(outer.0.borrow().is_none());
+    let _ = x().neg().unwrap();
+    assert_eq!(mode_stack_len(), 1);
+    drop(outer);
+    assert_eq!(mode_stack_len(), 0);
+}
+
 #[test]
 fn a_mode_can_replace_the_result() {
     let _mode = push_mode(Replacing);

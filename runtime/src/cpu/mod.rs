@@ -80,6 +80,16 @@ pub(crate) fn unary<T: Element, U: Element>(dense: &Dense, f: impl Fn(T) -> U) -
     read_as(dense, |v: ArrayViewD<'_, T>| from_array(v.mapv(f)))
 }
 
+/// The elements of a contiguous `dense` of dtype `T`, without going through ndarray.
+fn contiguous_slice<T: Element, R>(dense: &Dense, f: impl FnOnce(&[T]) -> R) -> Option<R> {
+    if dense.dtype != T::DTYPE || !dense.layout.is_contiguous() {
+        return None;
+    }
+    let buffer = dense.storage.read();
+    let data = buffer.as_slice::<T>()?;
+    data.get(dense.layout.offset..dense.layout.offset + dense.layout.numel()).map(f)
+}
+
 /// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`.
 pub(crate) fn binary<T: Element, U: Element>(
     a: &Dense,
@@ -87,6 +97,15 @@ pub(crate) fn binary<T: Element, U: Element>(
     shape: &Shape,
     f: impl Fn(T, T) -> U,
 ) -> Result<Dense> {
+    // The common case, equal contiguous operands of the computation's dtype, in one pass.
+    if a.layout.shape == *shape && b.layout.shape == *shape {
+        let zipped = contiguous_slice(a, |x: &[T]| {
+            contiguous_slice(b, |y: &[T]| x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<Vec<U>>())
+        });
+        if let Some(Some(data)) = zipped {
+            return Ok(Dense::from_vec(data, shape.clone()));
+        }
+    }
     read_as(a, |av: ArrayViewD<'_, T>| {
         read_as(b, |bv: ArrayViewD<'_, T>| {
             let shape = IxDyn(shape);

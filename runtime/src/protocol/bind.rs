@@ -1,26 +1,20 @@
 //! Binding positional and keyword arguments to a signature, with Python's error messages.
 
-use std::borrow::Cow;
-
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::protocol::Func;
 use crate::value::{FromValue, Kwargs, Value};
 
-/// Where a bound argument came from, for error messages.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Source {
-    Missing,
-    Position(usize),
-    Keyword,
-}
-
 /// Arguments matched to parameters, ready to convert one by one.
 #[doc(hidden)]
 pub struct Bound<'v> {
     func: &'static Func,
-    slots: SmallVec<[(Source, Option<Cow<'v, Value>>); 8]>,
+    /// Each parameter's argument; the variadic one's is `rest`.
+    slots: SmallVec<[Option<&'v Value>; 6]>,
+    /// Bit `i` is set when parameter `i` was given by keyword.
+    by_keyword: u64,
+    rest: Option<Box<Value>>,
 }
 
 /// Matches `args` and `kwargs` to the parameters of `func` as Python does: positionals fill
@@ -32,8 +26,6 @@ pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> R
     let name = func.name();
     let variadic = params.iter().position(|p| p.is_variadic());
     let positional = variadic.unwrap_or(params.len());
-    let mut slots: SmallVec<[(Source, Option<Cow<'v, Value>>); 8]> =
-        params.iter().map(|_| (Source::Missing, None)).collect();
 
     if args.len() > positional && variadic.is_none() {
         let required = params.iter().filter(|p| p.default().is_none()).count();
@@ -46,71 +38,66 @@ pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> R
         let was = if given == 1 { "was" } else { "were" };
         return Err(Error::type_error(format!("{name}() takes {takes} but {given} {was} given")));
     }
-    for (i, arg) in args.iter().take(positional).enumerate() {
-        slots[i] = (Source::Position(i + 1), Some(Cow::Borrowed(arg)));
-    }
-    if let Some(v) = variadic {
-        let rest = args.get(positional..).unwrap_or_default().to_vec();
-        slots[v] = (Source::Position(v + 1), Some(Cow::Owned(Value::Tuple(rest))));
-    }
+    let mut slots: SmallVec<[Option<&'v Value>; 6]> = args.iter().take(positional).map(Some).collect();
+    slots.resize(params.len(), None);
+    let rest = variadic.map(|_| Box::new(Value::Tuple(args.get(positional..).unwrap_or_default().to_vec())));
 
+    let mut by_keyword = 0u64;
     for (key, value) in kwargs.iter() {
         let index = params.iter().position(|p| p.name() == key && !p.is_variadic());
         let Some(index) = index else {
             return Err(Error::type_error(format!("{name}() got an unexpected keyword argument '{key}'")));
         };
-        if slots[index].1.is_some() {
+        if slots[index].is_some() {
             return Err(Error::type_error(format!("{name}() got multiple values for argument '{key}'")));
         }
-        slots[index] = (Source::Keyword, Some(Cow::Borrowed(value)));
+        slots[index] = Some(value);
+        by_keyword |= 1 << index.min(63);
     }
 
-    let missing = |keyword_only: bool| -> Vec<&str> {
-        params
-            .iter()
-            .enumerate()
-            .filter(|&(i, p)| {
-                slots[i].1.is_none() && p.default().is_none() && keyword_only == (variadic.is_some_and(|v| i > v))
-            })
-            .map(|(_, p)| p.name())
-            .collect()
-    };
-    for (keyword_only, what) in [(false, "positional"), (true, "keyword-only")] {
-        let names = missing(keyword_only);
-        if !names.is_empty() {
-            let n = names.len();
-            return Err(Error::type_error(format!(
-                "{name}() missing {n} required {what} argument{}: {}",
-                plural(n),
-                python_list(&names)
-            )));
+    let missing = |i: usize| slots[i].is_none() && Some(i) != variadic && params[i].default().is_none();
+    if (0..params.len()).any(missing) {
+        for (keyword_only, what) in [(false, "positional"), (true, "keyword-only")] {
+            let names: Vec<&str> = (0..params.len())
+                .filter(|&i| missing(i) && keyword_only == variadic.is_some_and(|v| i > v))
+                .map(|i| params[i].name())
+                .collect();
+            if let n @ 1.. = names.len() {
+                return Err(Error::type_error(format!(
+                    "{name}() missing {n} required {what} argument{}: {}",
+                    plural(n),
+                    python_list(&names)
+                )));
+            }
         }
     }
-    Ok(Bound { func, slots })
+    Ok(Bound { func, slots, by_keyword, rest })
 }
 
 impl Bound<'_> {
     /// Converts argument `index` to `T`, or takes the parameter's default.
     pub fn arg<T: FromValue>(&self, index: usize, default: Option<fn() -> T>) -> Result<T> {
-        let param = &self.func.signature().params()[index];
-        match &self.slots[index] {
-            (source, Some(value)) => T::from_value(value).ok_or_else(|| {
-                let at = match source {
-                    Source::Position(p) => format!(" (position {p})"),
-                    _ => String::new(),
-                };
-                Error::type_error(format!(
-                    "{}(): argument '{}'{at} must be {}, not {}",
-                    self.func.name(),
-                    param.name(),
-                    T::type_name(),
-                    value.type_name()
-                ))
-            }),
-            (_, None) => default.map(|d| d()).ok_or_else(|| {
-                Error::type_error(format!("{}() missing required argument '{}'", self.func.name(), param.name()))
-            }),
-        }
+        let value = match (self.slots[index], &self.rest) {
+            (Some(v), _) => v,
+            (None, Some(rest)) if self.func.signature().params()[index].is_variadic() => rest,
+            (None, _) => {
+                let param = self.func.signature().params()[index].name();
+                return default.map(|d| d()).ok_or_else(|| {
+                    Error::type_error(format!("{}() missing required argument '{param}'", self.func.name()))
+                });
+            }
+        };
+        T::from_value(value).ok_or_else(|| {
+            let by_keyword = self.by_keyword & (1 << index.min(63)) != 0;
+            let at = if by_keyword { String::new() } else { format!(" (position {})", index + 1) };
+            Error::type_error(format!(
+                "{}(): argument '{}'{at} must be {}, not {}",
+                self.func.name(),
+                self.func.signature().params()[index].name(),
+                T::type_name(),
+                value.type_name()
+            ))
+        })
     }
 }
 

@@ -3,6 +3,7 @@
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
+use crate::protocol::rerun::{InProgress, Rerun};
 use crate::protocol::state::{self, Depth, DisableTorchFunctionSubclass, Enabled};
 use crate::protocol::{Class, Func, Outcome, Relevant, TensorLike, TorchFunction, Types};
 use crate::tensor::Tensor;
@@ -17,16 +18,21 @@ pub fn fast_path(relevant: &impl Relevant) -> bool {
     relevant.all_plain() && !state::modes_active()
 }
 
+/// The positional arguments a hook sees; up to four are kept inline, without allocating.
+pub type Args = SmallVec<[Value; 4]>;
+
 /// Steps 3-6 for a call that left the fast path. `Ok(None)` means nothing dispatched (all
 /// disabled, or only plain tensors under a disabled mode stack): run the implementation.
-/// `args` builds the positional and keyword arguments, only if a hook or mode will see them.
+/// `fill_args` writes the positional and keyword arguments, only if a hook or mode will see them;
+/// `rerun`, given by typed calls, reruns the call with its typed arguments (see `rerun`).
 #[doc(hidden)]
 #[cold]
 #[inline(never)]
 pub fn dispatch(
     func: &'static Func,
     relevant: &dyn Relevant,
-    args: &mut dyn FnMut() -> (Vec<Value>, Kwargs),
+    fill_args: &mut dyn FnMut(&mut Args, &mut Kwargs),
+    rerun: Option<Rerun<'_>>,
 ) -> Result<Option<Value>> {
     let enabled = state::enabled();
     if enabled == Enabled::Nothing {
@@ -38,8 +44,10 @@ pub fn dispatch(
         return Ok(None);
     }
 
-    let (args, kwargs) = args();
+    let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
+    fill_args(&mut args, &mut kwargs);
     let _depth = Depth::enter(func)?;
+    let _in_progress = rerun.map(|rerun| InProgress::enter(func, &args, &kwargs, rerun));
     let mut declined_mode = None;
     if mode_active {
         let outcome = state::with_top_mode(|mode| {
@@ -108,7 +116,11 @@ pub fn handle_torch_function(
     args: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Value> {
-    match dispatch(func, relevant, &mut || (args.to_vec(), kwargs.clone()))? {
+    let fill = &mut |a: &mut Args, k: &mut Kwargs| {
+        a.extend(args.iter().cloned());
+        k.clone_from(kwargs);
+    };
+    match dispatch(func, relevant, fill, None)? {
         Some(result) => Ok(result),
         None => func.implementation(args, kwargs),
     }
@@ -134,13 +146,14 @@ impl TorchFunction for Tensor {
         }
         let result = {
             let _no_subclasses = DisableTorchFunctionSubclass::new();
-            func.call(args, kwargs)?
+            // With no mode to see the call, calling it would reach the implementation anyway.
+            if state::modes_active() { func.call(args, kwargs)? } else { func.implementation(args, kwargs)? }
         };
         if std::ptr::eq(cls, Tensor::class()) || func.returns_identity() {
             return Ok(result);
         }
-        let source = args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls));
-        Ok(convert(result, cls, source))
+        let source = || args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls));
+        Ok(convert(result, cls, &source))
     }
 }
 
@@ -154,10 +167,10 @@ fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> 
 }
 
 /// Makes every tensor in `value` that is not already a `cls` instance a `cls` view, with the
-/// per-instance attributes of `source`.
-fn convert(value: Value, cls: &'static Class, source: Option<&Tensor>) -> Value {
+/// per-instance attributes of the tensor `source` finds.
+fn convert<'a>(value: Value, cls: &'static Class, source: &dyn Fn() -> Option<&'a Tensor>) -> Value {
     match value {
-        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source)),
+        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source())),
         Value::List(items) => Value::List(items.into_iter().map(|v| convert(v, cls, source)).collect()),
         Value::Tuple(items) => Value::Tuple(items.into_iter().map(|v| convert(v, cls, source)).collect()),
         other => other,

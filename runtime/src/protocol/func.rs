@@ -6,6 +6,7 @@ use std::hash::{Hash, Hasher};
 use crate::error::Result;
 use crate::protocol::bind::bind;
 use crate::protocol::dispatch;
+use crate::protocol::rerun::rerun_current;
 use crate::value::{Kwargs, Value};
 
 /// What kind of public function a handle is (PROTOCOL.md section 5).
@@ -243,11 +244,17 @@ impl Func {
     /// ```
     pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         match self.entry {
-            Entry::Generated(entry) => entry(args, kwargs, Route::Public),
+            Entry::Generated(entry) => {
+                rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| entry(args, kwargs, Route::Public))
+            }
             Entry::Handwritten(implementation) => {
                 bind(self, args, kwargs)?;
                 let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
-                match dispatch::dispatch(self, &relevant, &mut || (args.to_vec(), kwargs.clone()))? {
+                let fill = &mut |a: &mut dispatch::Args, k: &mut Kwargs| {
+                    a.extend(args.iter().cloned());
+                    k.clone_from(kwargs);
+                };
+                match dispatch::dispatch(self, &relevant, fill, None)? {
                     Some(result) => Ok(result),
                     None => implementation(args, kwargs),
                 }
@@ -258,7 +265,8 @@ impl Func {
     /// Calls the implementation directly, without the protocol (`public_api._implementation`).
     pub fn implementation(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         match self.entry {
-            Entry::Generated(entry) => entry(args, kwargs, Route::Implementation),
+            Entry::Generated(entry) => rerun_current(self, args, kwargs, Route::Implementation)
+                .unwrap_or_else(|| entry(args, kwargs, Route::Implementation)),
             Entry::Handwritten(implementation) => {
                 bind(self, args, kwargs)?;
                 implementation(args, kwargs)

@@ -6,6 +6,7 @@ mod class;
 pub mod dispatch;
 mod func;
 mod relevant;
+mod rerun;
 mod state;
 
 pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorSubclass, TorchFunction, Types};

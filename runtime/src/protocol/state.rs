@@ -35,7 +35,9 @@ pub(crate) enum Enabled {
 }
 
 thread_local! {
-    /// How many modes are on this thread's stack: the one number the fast path reads.
+    /// How many modes are active: the bottom `MODE_COUNT` entries of `MODES`. A mode whose hook
+    /// is running sits above them, inactive, until its hook returns. This is the one number the
+    /// fast path reads.
     static MODE_COUNT: Cell<usize> = const { Cell::new(0) };
     static MODES: RefCell<Vec<Rc<dyn TorchFunctionMode>>> = const { RefCell::new(Vec::new()) };
     static ENABLED: Cell<Enabled> = const { Cell::new(Enabled::All) };
@@ -50,14 +52,6 @@ pub(crate) fn modes_active() -> bool {
 
 pub(crate) fn enabled() -> Enabled {
     ENABLED.with(Cell::get)
-}
-
-fn set_modes(f: impl FnOnce(&mut Vec<Rc<dyn TorchFunctionMode>>)) {
-    MODES.with(|m| {
-        let mut modes = m.borrow_mut();
-        f(&mut modes);
-        MODE_COUNT.with(|c| c.set(modes.len()));
-    })
 }
 
 /// Pushes `mode` on this thread's mode stack until the returned guard is dropped (Python's
@@ -84,7 +78,12 @@ fn set_modes(f: impl FnOnce(&mut Vec<Rc<dyn TorchFunctionMode>>)) {
 /// ```
 pub fn push_mode<M: TorchFunctionMode>(mode: M) -> ModeGuard<M> {
     let mode = Rc::new(mode);
-    set_modes(|modes| modes.push(mode.clone()));
+    MODES.with(|m| {
+        // On top of the active modes; modes whose hooks are running stay above it.
+        let active = MODE_COUNT.with(Cell::get);
+        m.borrow_mut().insert(active, mode.clone());
+        MODE_COUNT.with(|c| c.set(active + 1));
+    });
     ModeGuard { mode }
 }
 
@@ -104,34 +103,40 @@ impl<M: TorchFunctionMode> Deref for ModeGuard<M> {
 impl<M: TorchFunctionMode> Drop for ModeGuard<M> {
     fn drop(&mut self) {
         let ours = Rc::as_ptr(&self.mode) as *const ();
-        set_modes(|modes| {
+        MODES.with(|m| {
+            let mut modes = m.borrow_mut();
             if let Some(i) = modes.iter().rposition(|m| Rc::as_ptr(m) as *const () == ours) {
                 modes.remove(i);
+                MODE_COUNT.with(|c| {
+                    if i < c.get() {
+                        c.set(c.get() - 1)
+                    }
+                });
             }
         });
     }
 }
 
-/// How many modes are on this thread's stack (`_len_torch_function_stack`).
+/// How many modes are active on this thread's stack (`_len_torch_function_stack`).
 pub fn mode_stack_len() -> usize {
     MODE_COUNT.with(Cell::get)
 }
 
 /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or unwinding.
 pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> Option<R> {
-    struct PushBack(Option<Rc<dyn TorchFunctionMode>>);
+    /// Makes the running mode active again, unless its hook removed it from the stack.
+    struct PushBack;
     impl Drop for PushBack {
         fn drop(&mut self) {
-            if let Some(mode) = self.0.take() {
-                set_modes(|modes| modes.push(mode));
-            }
+            let len = MODES.with(|m| m.borrow().len());
+            MODE_COUNT.with(|c| c.set((c.get() + 1).min(len)));
         }
     }
-    let mut top = None;
-    set_modes(|modes| top = modes.pop());
-    let guard = PushBack(Some(top?));
-    let mode = guard.0.clone()?;
-    Some(f(&*mode))
+    let active = MODE_COUNT.with(Cell::get);
+    let top = MODES.with(|m| m.borrow().get(active.checked_sub(1)?).cloned())?;
+    MODE_COUNT.with(|c| c.set(active - 1));
+    let _push_back = PushBack;
+    Some(f(&*top))
 }
 
 /// Sets the enabled state until dropped, then restores the previous one.

@@ -6,7 +6,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result, bail};
 use crate::protocol::Relevant;
-use crate::value::{FromValue, ToValue, Value};
+use crate::value::{FromValue, Slice, ToValue, Value};
 
 use super::Tensor;
 use super::layout::{Layout, Shape, Strides};
@@ -210,16 +210,16 @@ index_from_tuple!(A B C D E F);
 fn item_value(item: IndexItem) -> Value {
     match item {
         IndexItem::Int(i) => Value::Int(i),
-        IndexItem::Slice { start, stop, step } => Value::Slice(start, stop, (step != 1).then_some(step)),
+        IndexItem::Slice { start, stop, step } => Slice { start, stop, step: (step != 1).then_some(step) }.into(),
         IndexItem::NewAxis => Value::None,
         IndexItem::Ellipsis => Value::Ellipsis,
     }
 }
 
 fn item_from_value(value: &Value) -> Option<IndexItem> {
-    match *value {
-        Value::Int(i) => Some(IndexItem::Int(i)),
-        Value::Slice(start, stop, step) => Some(IndexItem::slice(start, stop, step.unwrap_or(1))),
+    match value {
+        Value::Int(i) => Some(IndexItem::Int(*i)),
+        Value::Slice(s) => Some(IndexItem::slice(s.start, s.stop, s.step.unwrap_or(1))),
         Value::None => Some(IndexItem::NewAxis),
         Value::Ellipsis => Some(IndexItem::Ellipsis),
         _ => None,
