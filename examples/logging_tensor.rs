@@ -10,6 +10,7 @@ use torchfn::prelude::*;
 
 /// A tensor that logs every operation on it.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 pub struct LoggingTensor;
 
 impl TorchFunction for LoggingTensor {

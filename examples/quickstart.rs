@@ -30,8 +30,6 @@ pub struct Meters {
     pub label: &'static str,
 }
 
-impl TorchFunction for Meters {}
-
 // 3. A duck: not a tensor at all, yet accepted by every function; it answers `scale` itself.
 #[derive(DuckTensor)]
 pub struct Lazy {

@@ -15,9 +15,6 @@ pub struct SubTensor {
     pub a: i64,
 }
 
-/// The default hook: nothing to write.
-impl TorchFunction for SubTensor {}
-
 fn describe(name: &str, t: &Tensor) -> String {
     let a = t.attrs::<SubTensor>().map_or_else(|| "-".to_string(), |s| s.a.to_string());
     format!("{name:<24} {:<18} isinstance(SubTensor) = {:<5}  .a = {a}", t.to_string(), t.is_instance::<SubTensor>())

@@ -19,10 +19,10 @@
 //!     input * factor
 //! }
 //!
-//! // A subclass whose instances carry a unit through every operation.
+//! // A subclass whose instances carry a unit through every operation: the derive gives it
+//! // the default hook, which keeps the subclass (`#[torchfn(hook)]` declares a hook of its own).
 //! #[derive(TensorSubclass)]
 //! struct Meters;
-//! impl TorchFunction for Meters {} // the default hook: keep the subclass
 //!
 //! let d = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Meters)?;
 //! let e = scale(&(&d + &d)?, 3.0)?;

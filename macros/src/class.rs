@@ -14,24 +14,28 @@ pub enum Kind {
     Duck,
 }
 
-/// `#[torchfn(parent = Path, disable_torch_function)]`.
+/// `#[torchfn(parent = Path, hook, disable_torch_function)]`.
 struct ClassOptions {
     parent: Option<Path>,
+    hook: bool,
     disabled: bool,
 }
 
 fn options(input: &DeriveInput) -> syn::Result<ClassOptions> {
-    let mut options = ClassOptions { parent: None, disabled: false };
+    let mut options = ClassOptions { parent: None, hook: false, disabled: false };
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("torchfn")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("parent") {
                 options.parent = Some(meta.value()?.parse()?);
                 Ok(())
+            } else if meta.path.is_ident("hook") {
+                options.hook = true;
+                Ok(())
             } else if meta.path.is_ident("disable_torch_function") {
                 options.disabled = true;
                 Ok(())
             } else {
-                Err(meta.error("expected `parent = Type` or `disable_torch_function`"))
+                Err(meta.error("expected `parent = Type`, `hook` or `disable_torch_function`"))
             }
         })?;
     }
@@ -60,16 +64,25 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
     let options = options(input)?;
     let ident = &input.ident;
     let name = ident.to_string();
+    if options.hook && options.disabled {
+        return Err(syn::Error::new(ident.span(), "a class with its hook disabled cannot have a hook of its own"));
+    }
+    if kind == Kind::Duck && options.hook {
+        return Err(syn::Error::new(ident.span(), "a duck always implements its own hook: remove `#[torchfn(hook)]`"));
+    }
+    // A subclass without `hook` gets the default hook; a duck or a `hook` subclass implements it.
+    let default_hook = kind == Kind::Subclass && !options.hook && !options.disabled;
     let hook = if options.disabled {
         quote!(::core::option::Option::None)
     } else {
         quote!(::core::option::Option::Some(<#ident as ::torchfn::TorchFunction>::torch_function))
     };
+    let default_impl = if default_hook { quote!(impl ::torchfn::TorchFunction for #ident {}) } else { quote!() };
     let (class, marker, parent_check) = match (kind, &options.parent) {
         (Kind::Subclass, parent) => {
             let parent = parent.clone().unwrap_or_else(|| syn::parse_quote!(::torchfn::Tensor));
             (
-                quote!(::torchfn::Class::__subclass(#name, <#parent as ::torchfn::TensorLike>::class, #hook)),
+                quote!(::torchfn::Class::__subclass(#name, <#parent as ::torchfn::TensorLike>::class, #hook, #default_hook)),
                 quote!(impl ::torchfn::TensorSubclass for #ident {}),
                 quote!(const _: fn() = || {
                     fn tensor_class<T: ::torchfn::TensorLike>() {}
@@ -97,6 +110,7 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
             }
         }
         #marker
+        #default_impl
         #parent_check
     })
 }
@@ -123,6 +137,31 @@ mod tests {
             "{out}"
         );
         assert!(out.contains("impl :: torchfn :: TensorSubclass for Meters"), "{out}");
+        assert!(out.contains("impl :: torchfn :: TorchFunction for Meters { }"), "the default hook: {out}");
+    }
+
+    #[test]
+    fn a_hook_of_its_own_is_declared() {
+        let out = derive(
+            quote!(
+                #[torchfn(hook)]
+                struct Logging;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(!out.contains("impl :: torchfn :: TorchFunction"), "{out}");
+        assert!(out.contains(":: class , :: core :: option :: Option :: Some (< Logging as :: torchfn :: TorchFunction > :: torch_function) , false"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(hook)]
+                #[derive(Debug)]
+                struct D;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
+        assert!(out.contains("a duck always implements its own hook"), "{out}");
     }
 
     #[test]

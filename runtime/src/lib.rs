@@ -7,7 +7,6 @@
 //! // A tensor subclass: the default hook keeps it through every operation.
 //! #[derive(TensorSubclass)]
 //! struct Tagged(&'static str);
-//! impl TorchFunction for Tagged {}
 //!
 //! let t = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Tagged("sensor-7"))?;
 //! let u = (&t * 2.0)?.sum()?;

@@ -256,6 +256,12 @@ pub trait FromValue: Sized {
     fn type_name() -> String;
     /// The Rust value, or `None` when `value` is of another type.
     fn from_value(value: &Value) -> Option<Self>;
+
+    /// The Rust value, taking `value` (no clone where a type can move out of it), or `value`
+    /// back when it is of another type.
+    fn take_value(value: Value) -> Result<Self, Value> {
+        Self::from_value(&value).ok_or(value)
+    }
 }
 
 /// A parameter type of an overridable function: how the macro turns dynamic arguments into the
@@ -277,7 +283,7 @@ pub trait Returns: Sized {
 
 impl<T: FromValue + ToValue> Returns for Result<T> {
     fn from_value(value: Value, func: &'static Func) -> Self {
-        T::from_value(&value).ok_or_else(|| {
+        T::take_value(value).map_err(|value| {
             Error::type_error(format!(
                 "'{}' returned {} from an override, but its callers expect {}",
                 func.qualified_name(),

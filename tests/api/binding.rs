@@ -120,7 +120,6 @@ fn variadic_parameters_take_the_remaining_positionals() {
 fn the_implementation_is_callable_without_the_protocol() {
     #[derive(TensorSubclass)]
     struct Sub;
-    impl TorchFunction for Sub {}
     let s = t(&[1.0]).as_subclass(Sub).unwrap();
     let through_protocol = torchfn::NEG.call(&[(&s).into()], &Kwargs::new()).unwrap();
     assert!(through_protocol.to::<Tensor>().unwrap().is_instance::<Sub>());

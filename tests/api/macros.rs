@@ -16,6 +16,7 @@ mod dispatchers {
 
 /// Declines everything, so a call that gathers it fails.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Declining;
 impl TorchFunction for Declining {
     fn torch_function(_: &'static Class, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
@@ -25,7 +26,6 @@ impl TorchFunction for Declining {
 
 #[derive(TensorSubclass)]
 struct Sub;
-impl TorchFunction for Sub {}
 
 /// Answers `"implementation"`; only `input` is relevant.
 #[torch_function(dispatcher = dispatchers::first_only, module = "tests.macros")]

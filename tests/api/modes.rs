@@ -70,10 +70,10 @@ impl TorchFunctionMode for Panicking {
 
 #[derive(TensorSubclass)]
 struct Sub;
-impl TorchFunction for Sub {}
 
 /// Calls `func` again on its own arguments: recursion without end.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Recursive;
 impl TorchFunction for Recursive {
     fn torch_function(_: &'static Class, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {

@@ -32,6 +32,7 @@ fn declining(cls: &'static Class, func: &'static Func, types: &Types, _: &[Value
 macro_rules! declining_class {
     ($name:ident $(, $parent:ident)?) => {
         #[derive(TensorSubclass)]
+        #[torchfn(hook)]
         $(#[torchfn(parent = $parent)])?
         struct $name;
         impl TorchFunction for $name {
@@ -48,6 +49,7 @@ declining_class!(C, A);
 
 /// Answers every call with its own name.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Answering;
 impl TorchFunction for Answering {
     fn torch_function(cls: &'static Class, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
@@ -67,6 +69,7 @@ impl std::error::Error for Boom {}
 
 /// Fails every call with a user error.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Failing;
 impl TorchFunction for Failing {
     fn torch_function(_: &'static Class, _: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {

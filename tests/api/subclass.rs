@@ -10,18 +10,15 @@ use torchfn::prelude::*;
 struct Sub {
     tag: u32,
 }
-impl TorchFunction for Sub {}
 
 #[derive(TensorSubclass)]
 #[torchfn(parent = Sub)]
 struct SubSub {
     depth: u32,
 }
-impl TorchFunction for SubSub {}
 
 #[derive(TensorSubclass)]
 struct Other;
-impl TorchFunction for Other {}
 
 #[derive(TensorSubclass)]
 #[torchfn(disable_torch_function)]
@@ -33,6 +30,7 @@ thread_local! {
 
 /// Counts its calls, then defers to `super()`.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Counted;
 impl TorchFunction for Counted {
     fn torch_function(
@@ -49,6 +47,7 @@ impl TorchFunction for Counted {
 
 /// Overrides `torchfn.add` alone (subtracts instead), and defers everything else to `super()`.
 #[derive(TensorSubclass)]
+#[torchfn(hook)]
 struct Contrary;
 impl TorchFunction for Contrary {
     fn torch_function(

@@ -28,25 +28,32 @@ pub struct Class {
     hook: Option<Hook>,
     is_tensor: bool,
     dispatches: bool,
+    default_hook: bool,
 }
 
 impl Class {
     /// A tensor subclass of `parent`. Used by `#[derive(TensorSubclass)]`; `hook` is `None` when
-    /// the class disables the protocol (PyTorch's `_disabled_torch_function_impl`).
+    /// the class disables the protocol (PyTorch's `_disabled_torch_function_impl`), and
+    /// `default_hook` says that `hook` is the base `Tensor`'s.
     #[doc(hidden)]
-    pub const fn __subclass(name: &'static str, parent: fn() -> &'static Class, hook: Option<Hook>) -> Class {
-        Class { name, parent: Some(parent), hook, is_tensor: true, dispatches: hook.is_some() }
+    pub const fn __subclass(
+        name: &'static str,
+        parent: fn() -> &'static Class,
+        hook: Option<Hook>,
+        default_hook: bool,
+    ) -> Class {
+        Class { name, parent: Some(parent), hook, is_tensor: true, dispatches: hook.is_some(), default_hook }
     }
 
     /// A duck class, optionally with a duck parent. Used by `#[derive(DuckTensor)]`.
     #[doc(hidden)]
     pub const fn __duck(name: &'static str, parent: Option<fn() -> &'static Class>, hook: Option<Hook>) -> Class {
-        Class { name, parent, hook, is_tensor: false, dispatches: hook.is_some() }
+        Class { name, parent, hook, is_tensor: false, dispatches: hook.is_some(), default_hook: false }
     }
 
     /// The base class, `Tensor`: it has the default hook but is never gathered.
     pub(crate) const fn base(hook: Hook) -> Class {
-        Class { name: "Tensor", parent: None, hook: Some(hook), is_tensor: true, dispatches: false }
+        Class { name: "Tensor", parent: None, hook: Some(hook), is_tensor: true, dispatches: false, default_hook: true }
     }
 
     /// The class of a tensor-like, as `type(t)`.
@@ -88,6 +95,11 @@ impl Class {
         self.hook
     }
 
+    /// True when this class's hook is the base `Tensor`'s default hook.
+    pub fn uses_default_hook(&self) -> bool {
+        self.default_hook
+    }
+
     /// True when dispatch gathers instances of this class: any class with an enabled hook other
     /// than the base `Tensor`.
     #[inline(always)]
@@ -125,9 +137,10 @@ impl fmt::Display for Class {
 /// The override hook of a type (`__torch_function__`).
 ///
 /// The default body is the base `Tensor`'s hook, which runs the function with subclass dispatch
-/// disabled and converts tensors in the result to `cls`, so an empty `impl TorchFunction for
-/// MyTensor {}` gives a subclass that survives every operation. A custom hook calls
-/// `Tensor::torch_function(cls, func, types, args, kwargs)` as its `super()`.
+/// disabled and converts tensors in the result to `cls`. `#[derive(TensorSubclass)]` gives a
+/// subclass this default; with `#[torchfn(hook)]` the subclass implements this trait itself,
+/// and calls `Tensor::torch_function(cls, func, types, args, kwargs)` as its `super()`. Duck
+/// types always implement it.
 pub trait TorchFunction {
     /// Handles `func` for instances of `cls`, or returns [`Value::NotImplemented`].
     fn torch_function(

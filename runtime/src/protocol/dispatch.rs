@@ -3,9 +3,9 @@
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::protocol::rerun::{InProgress, Rerun};
+use crate::protocol::rerun::{Current, InProgress, Rerun};
 use crate::protocol::state::{self, Depth, DisableTorchFunctionSubclass, Enabled};
-use crate::protocol::{Class, Func, Outcome, Relevant, TensorLike, TorchFunction, Types};
+use crate::protocol::{Class, Func, Outcome, Relevant, Route, TensorLike, TorchFunction, Types};
 use crate::tensor::Tensor;
 use crate::value::{Kwargs, Value};
 
@@ -44,14 +44,40 @@ pub fn dispatch(
         return Ok(None);
     }
 
+    // The default hook's outcome needs no arguments when no mode is active (see `rerun`).
+    if let (false, Some(&cls), Some(rerun)) = (mode_active, types.first(), rerun)
+        && cls.uses_default_hook()
+        && types.iter().all(|t| cls.is_subclass_of(t))
+    {
+        let _depth = Depth::enter(func)?;
+        let result = {
+            let _no_subclasses = DisableTorchFunctionSubclass::new();
+            rerun(Route::Implementation)?
+        };
+        return Ok(Some(keep_subclass(func, cls, result, &|| first_instance(relevant, cls))));
+    }
+
+    hooks(func, &types, mode_active, fill_args, rerun)
+}
+
+/// Steps 4-6 with the arguments built: the top mode, then each gathered class's hook.
+#[inline]
+fn hooks(
+    func: &'static Func,
+    types: &Types,
+    mode_active: bool,
+    fill_args: &mut dyn FnMut(&mut Args, &mut Kwargs),
+    rerun: Option<Rerun<'_>>,
+) -> Result<Option<Value>> {
     let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
     fill_args(&mut args, &mut kwargs);
     let _depth = Depth::enter(func)?;
-    let _in_progress = rerun.map(|rerun| InProgress::enter(func, &args, &kwargs, rerun));
+    let current = rerun.map(|rerun| Current::new(func, &args, &kwargs, rerun));
+    let _in_progress = current.as_ref().map(InProgress::enter);
     let mut declined_mode = None;
     if mode_active {
         let outcome = state::with_top_mode(|mode| {
-            let result = mode.torch_function(func, &types, &args, &kwargs);
+            let result = mode.torch_function(func, types, &args, &kwargs);
             let declined = matches!(result, Ok(Value::NotImplemented)).then(|| mode.name());
             (result, declined)
         });
@@ -63,14 +89,14 @@ pub fn dispatch(
             declined_mode = declined;
         }
     }
-    for &cls in &types {
+    for &cls in types {
         let Some(hook) = cls.hook() else { continue };
-        let result = hook(cls, func, &types, &args, &kwargs)?;
+        let result = hook(cls, func, types, &args, &kwargs)?;
         if !result.is_not_implemented() {
             return Ok(Some(result));
         }
     }
-    Err(no_implementation(func, &types, declined_mode))
+    Err(no_implementation(func, types, declined_mode))
 }
 
 /// Step 3: the classes that take part, in precedence order. A class comes once; a subclass goes
@@ -82,8 +108,10 @@ fn gather(relevant: &dyn Relevant) -> SmallVec<[&'static Class; 4]> {
         if !class.dispatches() || types.contains(&class) {
             return;
         }
-        let at = types.iter().position(|&c| class.is_subclass_of(c)).unwrap_or(types.len());
-        types.insert(at, class);
+        match types.iter().position(|&c| class.is_subclass_of(c)) {
+            Some(at) => types.insert(at, class),
+            None => types.push(class),
+        }
     });
     types
 }
@@ -149,12 +177,35 @@ impl TorchFunction for Tensor {
             // With no mode to see the call, calling it would reach the implementation anyway.
             if state::modes_active() { func.call(args, kwargs)? } else { func.implementation(args, kwargs)? }
         };
-        if std::ptr::eq(cls, Tensor::class()) || func.returns_identity() {
-            return Ok(result);
-        }
         let source = || args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls));
-        Ok(convert(result, cls, &source))
+        Ok(keep_subclass(func, cls, result, &source))
     }
+}
+
+/// The default hook's last step: `result` with its tensors made `cls` instances, carrying the
+/// attributes of the tensor `source` finds, unless `cls` is `Tensor` itself or `func` returns
+/// the very same object.
+fn keep_subclass<'a>(
+    func: &Func,
+    cls: &'static Class,
+    mut result: Value,
+    source: &dyn Fn() -> Option<&'a Tensor>,
+) -> Value {
+    if !std::ptr::eq(cls, Tensor::class()) && !func.returns_identity() {
+        convert(&mut result, cls, source);
+    }
+    result
+}
+
+/// The first relevant tensor of exactly class `cls`.
+fn first_instance<'a>(relevant: &'a dyn Relevant, cls: &'static Class) -> Option<&'a Tensor> {
+    let mut found = None;
+    relevant.each_tensor(&mut |t| {
+        if found.is_none() && std::ptr::eq(t.class_of(), cls) {
+            found = Some(t);
+        }
+    });
+    found
 }
 
 /// The first tensor of exactly class `cls` in `value`, looking inside lists and tuples.
@@ -168,11 +219,10 @@ fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> 
 
 /// Makes every tensor in `value` that is not already a `cls` instance a `cls` view, with the
 /// per-instance attributes of the tensor `source` finds.
-fn convert<'a>(value: Value, cls: &'static Class, source: &dyn Fn() -> Option<&'a Tensor>) -> Value {
+fn convert<'a>(value: &mut Value, cls: &'static Class, source: &dyn Fn() -> Option<&'a Tensor>) {
     match value {
-        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => Value::Tensor(t.rewrap(cls, source())),
-        Value::List(items) => Value::List(items.into_iter().map(|v| convert(v, cls, source)).collect()),
-        Value::Tuple(items) => Value::Tuple(items.into_iter().map(|v| convert(v, cls, source)).collect()),
-        other => other,
+        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => *t = t.rewrap(cls, source()),
+        Value::List(items) | Value::Tuple(items) => items.iter_mut().for_each(|v| convert(v, cls, source)),
+        _ => {}
     }
 }

@@ -18,36 +18,36 @@ use crate::value::{Kwargs, Value};
 /// Reruns the typed call by route, returning its result as a value.
 pub type Rerun<'a> = &'a dyn Fn(Route) -> Result<Value>;
 
-#[derive(Clone, Copy)]
-struct Current {
-    func: *const Func,
-    args: *const [Value],
-    kwargs: *const Kwargs,
-    rerun: *const (dyn Fn(Route) -> Result<Value> + 'static),
+/// The typed call in progress, on the stack of `dispatch`.
+pub(crate) struct Current<'a> {
+    func: &'static Func,
+    args: &'a [Value],
+    kwargs: &'a Kwargs,
+    rerun: Rerun<'a>,
+}
+
+impl<'a> Current<'a> {
+    pub(crate) fn new(func: &'static Func, args: &'a [Value], kwargs: &'a Kwargs, rerun: Rerun<'a>) -> Self {
+        Current { func, args, kwargs, rerun }
+    }
 }
 
 thread_local! {
-    static CURRENT: Cell<Option<Current>> = const { Cell::new(None) };
+    /// The innermost typed call in progress on this thread, or null.
+    static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Makes `rerun` the typed call in progress for `func` with `args` and `kwargs` until dropped;
-/// then the previous one (of an enclosing call) is restored.
+/// Makes `current` the typed call in progress until dropped; then the previous one (of an
+/// enclosing call) is restored.
 pub(crate) struct InProgress<'a> {
-    previous: Option<Current>,
-    _borrows: PhantomData<(Rerun<'a>, &'a [Value], &'a Kwargs)>,
+    previous: *const Current<'static>,
+    _current: PhantomData<&'a Current<'a>>,
 }
 
 impl<'a> InProgress<'a> {
-    pub(crate) fn enter(func: &'static Func, args: &'a [Value], kwargs: &'a Kwargs, rerun: Rerun<'a>) -> Self {
-        let rerun: *const (dyn Fn(Route) -> Result<Value> + 'a) = rerun;
-        // SAFETY: this only erases the lifetime of the pointer; the layout of a trait object
-        // pointer does not depend on it. The pointer is dereferenced only by `rerun_current`, on
-        // this thread, while `CURRENT` holds it; `CURRENT` holds it only until this guard is
-        // dropped, and the guard borrows `rerun` for `'a`, so the closure outlives every use.
-        // Unwinding drops the guard too, and the guard is private to dispatch, never forgotten.
-        let rerun: *const (dyn Fn(Route) -> Result<Value> + 'static) = unsafe { std::mem::transmute(rerun) };
-        let current = Current { func, args, kwargs, rerun };
-        InProgress { previous: CURRENT.with(|c| c.replace(Some(current))), _borrows: PhantomData }
+    pub(crate) fn enter(current: &'a Current<'a>) -> Self {
+        let current = (current as *const Current<'a>).cast::<Current<'static>>();
+        InProgress { previous: CURRENT.with(|c| c.replace(current)), _current: PhantomData }
     }
 }
 
@@ -60,14 +60,18 @@ impl Drop for InProgress<'_> {
 /// Reruns the typed call in progress when `func`, `args` and `kwargs` are the ones it gave its
 /// hooks; `None` otherwise.
 pub(crate) fn rerun_current(func: &Func, args: &[Value], kwargs: &Kwargs, route: Route) -> Option<Result<Value>> {
-    let current = CURRENT.with(Cell::get)?;
-    let same =
-        std::ptr::eq(current.func, func) && std::ptr::eq(current.args, args) && std::ptr::eq(current.kwargs, kwargs);
-    if !same {
+    let current = CURRENT.with(Cell::get);
+    if current.is_null() {
         return None;
     }
-    // SAFETY: `current` is in `CURRENT`, so its `InProgress` guard is alive and the closure it
-    // points to is borrowed for the guard's lifetime (see `InProgress::enter`).
-    let rerun = unsafe { &*current.rerun };
-    Some(rerun(route))
+    // SAFETY: a non-null `CURRENT` was set by `InProgress::enter` from a `&'a Current<'a>`, and
+    // is reset before that guard's lifetime `'a` ends: the guard borrows the `Current` for `'a`,
+    // and restores the previous pointer when dropped, unwinding included (it is a local of
+    // dispatch, never forgotten). So the pointer is valid here, on the thread that set it, and
+    // the borrows inside it are alive; the `'static` in its type is never relied upon, since
+    // nothing read from it outlives this call.
+    let current = unsafe { &*current };
+    let same =
+        std::ptr::eq(current.func, func) && std::ptr::eq(current.args, args) && std::ptr::eq(current.kwargs, kwargs);
+    same.then(|| (current.rerun)(route))
 }

@@ -22,7 +22,7 @@ const LINE_WIDTH: usize = 80;
 /// their class name (`SubTensor([1.])`); ducks print with their `Debug`.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match &self.0.body {
+        match &*self.body {
             Body::Duck(duck) => write!(f, "{duck:?}"),
             Body::Dense(dense) => {
                 let prefix = if self.is_instance_of_base() { "tensor" } else { self.class_of().name() };

@@ -46,24 +46,29 @@ impl TensorLike for Tensor {
     }
 }
 
-/// A tensor: a cheap handle (one reference count) to data, layout, dtype and class.
+/// A tensor: a cheap handle to shared data, with its class and per-instance attributes.
 ///
 /// Cloning shares the data. A tensor is a plain `Tensor`, an instance of a tensor subclass
-/// (same data, a different class and per-instance attributes; see
+/// (the same data seen through another class, with per-instance attributes; see
 /// [`as_subclass`](Tensor::as_subclass)), or a duck: a user value that takes part in the
 /// protocol and can be passed wherever a tensor is expected ([`Tensor::from_duck`]).
+///
+/// The class and the attributes live in the handle, so viewing data as another class, as
+/// `as_subclass` and the default hook do, allocates nothing.
 #[derive(Clone)]
-pub struct Tensor(Arc<TensorImpl>);
-
-struct TensorImpl {
+pub struct Tensor {
     class: &'static Class,
-    body: Body,
-    attrs: Option<Arc<dyn Any + Send + Sync>>,
+    attrs: Option<Attrs>,
+    body: Arc<Body>,
 }
+
+/// The per-instance attributes of a subclass instance, behind one thin pointer (they are read
+/// rarely, and a thin pointer keeps the handle, and every `Value`, small).
+type Attrs = Arc<Box<dyn Any + Send + Sync>>;
 
 enum Body {
     Dense(Dense),
-    Duck(Arc<dyn DuckObject>),
+    Duck(Box<dyn DuckObject>),
 }
 
 /// A duck value behind a trait object.
@@ -113,7 +118,7 @@ impl Dense {
 
 impl Tensor {
     pub(crate) fn from_dense(dense: Dense) -> Tensor {
-        Tensor(Arc::new(TensorImpl { class: &TENSOR_CLASS, body: Body::Dense(dense), attrs: None }))
+        Tensor { class: &TENSOR_CLASS, attrs: None, body: Arc::new(Body::Dense(dense)) }
     }
 
     /// A new plain tensor viewing `layout` of this tensor's storage; its `_base` is the root
@@ -157,13 +162,13 @@ impl Tensor {
     /// Wraps a duck value so it can be passed wherever a tensor is expected. Every operation on
     /// it goes to its class's hook; one the hook does not handle fails with a `TypeError`.
     pub fn from_duck<T: DuckTensor>(duck: T) -> Tensor {
-        Tensor(Arc::new(TensorImpl { class: T::class(), body: Body::Duck(Arc::new(duck)), attrs: None }))
+        Tensor { class: T::class(), attrs: None, body: Arc::new(Body::Duck(Box::new(duck))) }
     }
 
     /// The class of this tensor-like; public as [`Class::of`].
     #[inline(always)]
     pub(crate) fn class_of(&self) -> &'static Class {
-        self.0.class
+        self.class
     }
 
     /// `isinstance(t, T)`: true when this tensor's class is `T`'s class or descends from it.
@@ -173,17 +178,22 @@ impl Tensor {
 
     /// True when this is a duck rather than a tensor with data.
     pub fn is_duck(&self) -> bool {
-        matches!(self.0.body, Body::Duck(_))
+        matches!(*self.body, Body::Duck(_))
     }
 
-    /// True when both handles are the very same object (Python's `is`).
+    /// True when both handles are the same object (Python's `is`): the same data, seen
+    /// through the same class with the same attributes.
     pub fn is(&self, other: &Tensor) -> bool {
-        Arc::ptr_eq(&self.0, &other.0)
+        let same_attrs = match (&self.attrs, &other.attrs) {
+            (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+            (a, b) => a.is_none() && b.is_none(),
+        };
+        Arc::ptr_eq(&self.body, &other.body) && std::ptr::eq(self.class, other.class) && same_attrs
     }
 
     /// The duck value, when this is a duck of type `T`.
     pub fn duck<T: 'static>(&self) -> Option<&T> {
-        match &self.0.body {
+        match &*self.body {
             Body::Duck(d) => (&**d as &dyn Any).downcast_ref::<T>(),
             Body::Dense(_) => None,
         }
@@ -191,7 +201,7 @@ impl Tensor {
 
     /// The per-instance attributes of a subclass instance, when they are of type `T`.
     pub fn attrs<T: 'static>(&self) -> Option<&T> {
-        self.0.attrs.as_deref()?.downcast_ref::<T>()
+        self.attrs.as_deref()?.downcast_ref::<T>()
     }
 
     /// A view of the same data as an instance of the subclass `T`, carrying `attrs` (the
@@ -202,7 +212,6 @@ impl Tensor {
     ///
     /// #[derive(TensorSubclass)]
     /// struct Meters;
-    /// impl TorchFunction for Meters {}
     ///
     /// let d = torchfn::tensor([1.0f32, 2.0])?.as_subclass(Meters)?;
     /// assert!(d.is_instance::<Meters>());
@@ -210,8 +219,8 @@ impl Tensor {
     /// # Ok::<(), torchfn::Error>(())
     /// ```
     pub fn as_subclass<T: TensorSubclass>(&self, attrs: T) -> Result<Tensor> {
-        let dense = self.data("as_subclass", "self")?;
-        Ok(self.with_class(dense, T::class(), Some(Arc::new(attrs))))
+        self.data("as_subclass", "self")?;
+        Ok(self.with_class(T::class(), Some(Arc::new(Box::new(attrs)))))
     }
 
     /// `as_subclass(cls)` with a class known at run time. Per-instance attributes are kept when
@@ -224,34 +233,38 @@ impl Tensor {
                 cls.name()
             )));
         }
-        let dense = self.data("as_subclass", "self")?;
-        let attrs = if self.class_of().is_subclass_of(cls) { self.0.attrs.clone() } else { None };
-        Ok(self.with_class(dense, cls, attrs))
+        self.data("as_subclass", "self")?;
+        let attrs = if self.class_of().is_subclass_of(cls) { self.attrs.clone() } else { None };
+        Ok(self.with_class(cls, attrs))
     }
 
-    fn with_class(&self, dense: &Dense, class: &'static Class, attrs: Option<Arc<dyn Any + Send + Sync>>) -> Tensor {
-        Tensor(Arc::new(TensorImpl { class, body: Body::Dense(dense.clone()), attrs }))
+    /// The same data seen through `class`, with `attrs`.
+    fn with_class(&self, class: &'static Class, attrs: Option<Attrs>) -> Tensor {
+        Tensor { class, attrs, body: self.body.clone() }
     }
 
     /// This tensor as a `cls` instance with `source`'s attributes (the default hook's
     /// conversion). Ducks are returned unchanged.
     pub(crate) fn rewrap(&self, cls: &'static Class, source: Option<&Tensor>) -> Tensor {
-        match &self.0.body {
-            Body::Dense(dense) => self.with_class(dense, cls, source.and_then(|s| s.0.attrs.clone())),
+        match *self.body {
+            Body::Dense(_) => self.with_class(cls, source.and_then(|s| s.attrs.clone())),
             Body::Duck(_) => self.clone(),
         }
     }
 
     /// The data of this tensor, as the implementation of `func` needs it; a duck gives
     /// PyTorch's argument error (`mean(): argument 'input' must be Tensor, not ScalarTensor`).
+    #[inline]
     pub(crate) fn data(&self, func: &str, arg: &str) -> Result<&Dense> {
-        match &self.0.body {
+        match &*self.body {
             Body::Dense(dense) => Ok(dense),
-            Body::Duck(_) => Err(Error::type_error(format!(
-                "{func}(): argument '{arg}' must be Tensor, not {}",
-                self.class_of().name()
-            ))),
+            Body::Duck(_) => Err(self.not_a_tensor(func, arg)),
         }
+    }
+
+    #[cold]
+    fn not_a_tensor(&self, func: &str, arg: &str) -> Error {
+        Error::type_error(format!("{func}(): argument '{arg}' must be Tensor, not {}", self.class_of().name()))
     }
 
     /// The elements in row-major order. `T` must match the dtype; use `to(dtype)` to convert.
@@ -275,7 +288,7 @@ impl Tensor {
 /// as the number it was.
 impl ToValue for Tensor {
     fn to_value(&self) -> Value {
-        if let Body::Dense(d) = &self.0.body
+        if let Body::Dense(d) = &*self.body
             && d.wrapped_number
         {
             return crate::cpu::read_scalar(d).to_value();
@@ -294,6 +307,12 @@ impl FromValue for Tensor {
         match value {
             Value::Tensor(t) => Some(t.clone()),
             v => Scalar::from_value(v).map(Tensor::scalar),
+        }
+    }
+    fn take_value(value: Value) -> std::result::Result<Self, Value> {
+        match value {
+            Value::Tensor(t) => Ok(t),
+            v => Self::from_value(&v).ok_or(v),
         }
     }
 }
