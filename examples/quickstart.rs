@@ -44,8 +44,10 @@ impl fmt::Debug for Lazy {
 
 impl TorchFunction for Lazy {
     fn torch_function(_: &'static Class, func: &'static Func, _: &Types, args: &[Value], _: &Kwargs) -> Outcome {
-        let (Some(lazy), true) = (args[0].duck::<Lazy>(), func == SCALE) else { return Ok(Value::NotImplemented) };
-        let factor = args[1].as_f64().unwrap_or(2.0);
+        let (Some(lazy), true) = (args.first().and_then(|a| a.duck::<Lazy>()), func == SCALE) else {
+            return Ok(Value::NotImplemented);
+        };
+        let factor = args.get(1).and_then(Value::as_f64).unwrap_or(2.0);
         Ok(Tensor::from_duck(Lazy { factor: lazy.factor * factor }).into())
     }
 }

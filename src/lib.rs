@@ -37,4 +37,6 @@
 //! # Ok::<(), torchfn::Error>(())
 //! ```
 
+#![warn(missing_docs)]
+
 pub use torchfn_runtime::*;

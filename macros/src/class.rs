@@ -70,48 +70,90 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
     if kind == Kind::Duck && options.hook {
         return Err(syn::Error::new(ident.span(), "a duck always implements its own hook: remove `#[torchfn(hook)]`"));
     }
-    // A subclass without `hook` gets the default hook; a duck or a `hook` subclass implements it.
-    let default_hook = kind == Kind::Subclass && !options.hook && !options.disabled;
-    let hook = if options.disabled {
-        quote!(::core::option::Option::None)
-    } else {
-        quote!(::core::option::Option::Some(<#ident as ::torchfn::TorchFunction>::torch_function))
-    };
-    let default_impl = if default_hook { quote!(impl ::torchfn::TorchFunction for #ident {}) } else { quote!() };
-    let (class, marker, parent_check) = match (kind, &options.parent) {
-        (Kind::Subclass, parent) => {
-            let parent = parent.clone().unwrap_or_else(|| syn::parse_quote!(::torchfn::Tensor));
-            (
-                quote!(::torchfn::Class::__subclass(#name, <#parent as ::torchfn::TensorLike>::class, #hook, #default_hook)),
-                quote!(impl ::torchfn::TensorSubclass for #ident {}),
-                quote!(const _: fn() = || {
-                    fn tensor_class<T: ::torchfn::TensorLike>() {}
-                    tensor_class::<#parent>();
-                };),
-            )
-        }
-        (Kind::Duck, parent) => {
-            let parent = match parent {
-                Some(p) => quote!(::core::option::Option::Some(<#p as ::torchfn::TensorLike>::class)),
-                None => quote!(::core::option::Option::None),
+    if options.parent.as_ref().is_some_and(|p| p.is_ident("Self") || p.is_ident(ident)) {
+        return Err(syn::Error::new(ident.span(), "a class cannot be its own parent"));
+    }
+    let own_hook = quote!(::core::option::Option::Some(<#ident as ::torchfn::TorchFunction>::torch_function));
+    let none = quote!(::core::option::Option::None);
+    Ok(match kind {
+        Kind::Subclass => {
+            let parent = options.parent.clone().unwrap_or_else(|| syn::parse_quote!(::torchfn::Tensor));
+            // The hook: its own, none, or (the default) its parent's, as Python inherits it.
+            let (hook, default_hook, torch_function) = if options.hook {
+                (own_hook, quote!(false), quote!())
+            } else if options.disabled {
+                (none.clone(), quote!(false), quote!())
+            } else {
+                (
+                    quote!(<#parent as ::torchfn::TensorLike>::__HOOK),
+                    quote!(<#parent as ::torchfn::TensorLike>::__DEFAULT_HOOK),
+                    quote! {
+                        /// The parent's hook, inherited.
+                        impl ::torchfn::TorchFunction for #ident {
+                            fn torch_function(
+                                cls: &'static ::torchfn::Class,
+                                func: &'static ::torchfn::Func,
+                                types: &::torchfn::Types,
+                                args: &[::torchfn::Value],
+                                kwargs: &::torchfn::Kwargs,
+                            ) -> ::torchfn::Outcome {
+                                match <#parent as ::torchfn::TensorLike>::__HOOK {
+                                    ::core::option::Option::Some(hook) => hook(cls, func, types, args, kwargs),
+                                    ::core::option::Option::None => ::core::result::Result::Ok(::torchfn::Value::NotImplemented),
+                                }
+                            }
+                        }
+                    },
+                )
             };
-            (
-                quote!(::torchfn::Class::__duck(#name, #parent, #hook)),
-                quote!(impl ::torchfn::DuckTensor for #ident {}),
-                quote!(),
-            )
-        }
-    };
-    Ok(quote! {
-        impl ::torchfn::TensorLike for #ident {
-            fn class() -> &'static ::torchfn::Class {
-                static CLASS: ::torchfn::Class = #class;
-                &CLASS
+            quote! {
+                impl ::torchfn::TensorLike for #ident {
+                    const __HOOK: ::core::option::Option<::torchfn::Hook> = #hook;
+                    const __DEFAULT_HOOK: bool = #default_hook;
+                    fn class() -> &'static ::torchfn::Class {
+                        static CLASS: ::torchfn::Class = ::torchfn::Class::__subclass(
+                            #name,
+                            <#parent as ::torchfn::TensorLike>::class,
+                            <#ident as ::torchfn::TensorLike>::__HOOK,
+                            <#ident as ::torchfn::TensorLike>::__DEFAULT_HOOK,
+                        );
+                        &CLASS
+                    }
+                }
+                impl ::torchfn::TensorParent for #ident {}
+                impl ::torchfn::TensorSubclass for #ident {}
+                #torch_function
+                const _: fn() = || {
+                    fn tensor_parent<T: ::torchfn::TensorParent>() {}
+                    tensor_parent::<#parent>();
+                };
             }
         }
-        #marker
-        #default_impl
-        #parent_check
+        Kind::Duck => {
+            let (parent, parent_check) = match &options.parent {
+                Some(p) => (
+                    quote!(::core::option::Option::Some(<#p as ::torchfn::TensorLike>::class)),
+                    quote!(const _: fn() = || {
+                        fn duck_parent<T: ::torchfn::DuckTensor>() {}
+                        duck_parent::<#p>();
+                    };),
+                ),
+                None => (none, quote!()),
+            };
+            quote! {
+                impl ::torchfn::TensorLike for #ident {
+                    const __HOOK: ::core::option::Option<::torchfn::Hook> = #own_hook;
+                    const __DEFAULT_HOOK: bool = false;
+                    fn class() -> &'static ::torchfn::Class {
+                        static CLASS: ::torchfn::Class =
+                            ::torchfn::Class::__duck(#name, #parent, <#ident as ::torchfn::TensorLike>::__HOOK);
+                        &CLASS
+                    }
+                }
+                impl ::torchfn::DuckTensor for #ident {}
+                #parent_check
+            }
+        }
     })
 }
 
@@ -120,7 +162,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn subclasses_descend_from_tensor_by_default() {
+    fn subclasses_inherit_their_parents_hook() {
         let out = derive(
             quote!(
                 struct Meters {
@@ -130,18 +172,23 @@ mod tests {
             Kind::Subclass,
         )
         .to_string();
-        assert!(
-            out.contains(
-                "Class :: __subclass (\"Meters\" , < :: torchfn :: Tensor as :: torchfn :: TensorLike > :: class"
-            ),
-            "{out}"
-        );
+        assert!(out.contains("const __HOOK : :: core :: option :: Option < :: torchfn :: Hook > = < :: torchfn :: Tensor as :: torchfn :: TensorLike > :: __HOOK"), "{out}");
+        assert!(out.contains("impl :: torchfn :: TorchFunction for Meters"), "{out}");
         assert!(out.contains("impl :: torchfn :: TensorSubclass for Meters"), "{out}");
-        assert!(out.contains("impl :: torchfn :: TorchFunction for Meters { }"), "the default hook: {out}");
+        let child = derive(
+            quote!(
+                #[torchfn(parent = Logging)]
+                struct Child;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(child.contains("< Logging as :: torchfn :: TensorLike > :: __HOOK"), "{child}");
+        assert!(child.contains("tensor_parent :: < Logging >"), "the parent must be a tensor class: {child}");
     }
 
     #[test]
-    fn a_hook_of_its_own_is_declared() {
+    fn a_hook_of_its_own_or_none() {
         let out = derive(
             quote!(
                 #[torchfn(hook)]
@@ -151,7 +198,43 @@ mod tests {
         )
         .to_string();
         assert!(!out.contains("impl :: torchfn :: TorchFunction"), "{out}");
-        assert!(out.contains(":: class , :: core :: option :: Option :: Some (< Logging as :: torchfn :: TorchFunction > :: torch_function) , false"), "{out}");
+        assert!(out.contains("Some (< Logging as :: torchfn :: TorchFunction > :: torch_function)"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(disable_torch_function)]
+                struct Quiet;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(
+            out.contains(
+                "__HOOK : :: core :: option :: Option < :: torchfn :: Hook > = :: core :: option :: Option :: None"
+            ),
+            "{out}"
+        );
+    }
+
+    #[test]
+    fn ducks_implement_their_hook_and_have_duck_parents() {
+        let out = derive(
+            quote!(
+                #[derive(Debug)]
+                struct ScalarTensor;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
+        assert!(out.contains("Class :: __duck (\"ScalarTensor\" , :: core :: option :: Option :: None"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(parent = Duck)]
+                struct Duckling;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
+        assert!(out.contains("duck_parent :: < Duck >"), "{out}");
         let out = derive(
             quote!(
                 #[torchfn(hook)]
@@ -165,36 +248,7 @@ mod tests {
     }
 
     #[test]
-    fn parents_and_disabled_hooks() {
-        let out = derive(
-            quote!(
-                #[torchfn(parent = Base, disable_torch_function)]
-                struct Sub;
-            ),
-            Kind::Subclass,
-        )
-        .to_string();
-        assert!(
-            out.contains("< Base as :: torchfn :: TensorLike > :: class , :: core :: option :: Option :: None"),
-            "{out}"
-        );
-    }
-
-    #[test]
-    fn ducks_have_no_parent_unless_given() {
-        let out = derive(
-            quote!(
-                #[derive(Debug)]
-                struct ScalarTensor;
-            ),
-            Kind::Duck,
-        )
-        .to_string();
-        assert!(out.contains("Class :: __duck (\"ScalarTensor\" , :: core :: option :: Option :: None"), "{out}");
-    }
-
-    #[test]
-    fn generic_classes_are_refused() {
+    fn refused_classes() {
         let out = derive(
             quote!(
                 struct W<T>(T);
@@ -203,5 +257,14 @@ mod tests {
         )
         .to_string();
         assert!(out.contains("cannot be generic"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(parent = Self)]
+                struct S;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(out.contains("cannot be its own parent"), "{out}");
     }
 }

@@ -175,9 +175,7 @@ impl Function {
         if options.property && (!is_method || params.len() != 1) {
             errors.push(sig.ident.span(), "a property getter takes `&self` alone");
         }
-        if !is_method && options.property {
-            // reported above
-        } else if is_method && options.module.is_some() {
+        if is_method && options.module.is_some() {
             errors.push(sig.ident.span(), "`module` names the namespace of free functions; methods live in `Tensor`");
         }
         check_parameter_order(&params, &mut errors);

@@ -3,7 +3,6 @@
 //! parameter names in the same order, the same variadic parameter, and defaults on the same
 //! parameters; the dispatcher's defaults must be `None`.
 
-use proc_macro2::Span;
 use syn::Ident;
 
 use crate::signature::{Errors, Param};
@@ -99,12 +98,8 @@ fn count_mismatch(errors: &mut Errors, func: &Ident, imp: &[Param], dispatcher: 
         errors.push(p.span, format!("{summary}: `{}` is missing from the dispatcher", p.name));
     }
     for d in disp.iter().skip(n) {
-        errors.push(func_span(func), format!("{summary}: the dispatcher's `{}` is missing here", d.name));
+        errors.push(func.span(), format!("{summary}: the dispatcher's `{}` is missing here", d.name));
     }
-}
-
-fn func_span(func: &Ident) -> Span {
-    func.span()
 }
 
 fn plural(n: usize) -> &'static str {

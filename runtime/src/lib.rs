@@ -34,7 +34,7 @@ pub use ops::*;
 pub use protocol::{
     Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor,
     EnableTorchFunction, Func, FuncKind, Hook, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature,
-    TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, enable_torch_function,
+    TensorLike, TensorParent, TensorSubclass, TorchFunction, TorchFunctionMode, Types, enable_torch_function,
     is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit,
     set_recursion_limit,
 };

@@ -85,6 +85,7 @@ ignored! {
     "torchfn.overrides.is_tensor_method_or_property": "a helper of the protocol itself",
     "torchfn.overrides.resolve_name": "a helper of the protocol itself",
     "torchfn.overrides.find_function": "a helper of the protocol itself",
+    "torchfn.overrides.registry_conflicts": "a helper of the protocol itself",
     "torchfn.push_mode": "a helper of the protocol itself",
 }
 
@@ -167,7 +168,8 @@ pub fn resolve_name(func: &Func) -> String {
     func.qualified_name()
 }
 
-/// The overridable function with this qualified name.
+/// The overridable function with this qualified name; `None` also when two functions are
+/// registered under it (see [`registry_conflicts`]).
 ///
 /// ```
 /// let add = torchfn::overrides::find_function("torchfn.add").unwrap();
@@ -175,6 +177,26 @@ pub fn resolve_name(func: &Func) -> String {
 /// assert_eq!(torchfn::overrides::resolve_name(add), "torchfn.add");
 /// ```
 pub fn find_function(qualified_name: &str) -> Option<&'static Func> {
-    static BY_NAME: OnceLock<HashMap<String, &'static Func>> = OnceLock::new();
-    BY_NAME.get_or_init(|| all().map(|f| (f.qualified_name(), f)).collect()).get(qualified_name).copied()
+    by_name().get(qualified_name).copied().flatten()
+}
+
+/// The qualified names under which more than one function is registered, sorted. Two crates
+/// that register the same `module` and `name` make lookups by that name ambiguous; a correct
+/// program has none, which a test can check.
+pub fn registry_conflicts() -> Vec<String> {
+    let mut names: Vec<String> = by_name().iter().filter(|(_, f)| f.is_none()).map(|(n, _)| n.clone()).collect();
+    names.sort();
+    names
+}
+
+/// Every qualified name, with its function, or `None` when several share it.
+fn by_name() -> &'static HashMap<String, Option<&'static Func>> {
+    static BY_NAME: OnceLock<HashMap<String, Option<&'static Func>>> = OnceLock::new();
+    BY_NAME.get_or_init(|| {
+        let mut map: HashMap<String, Option<&'static Func>> = HashMap::new();
+        for func in all() {
+            map.entry(func.qualified_name()).and_modify(|f| *f = None).or_insert(Some(func));
+        }
+        map
+    })
 }

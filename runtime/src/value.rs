@@ -415,7 +415,9 @@ plain_value!(bool, "bool", |s| Value::Bool(*s), |v| match v {
 });
 plain_value!(i64, "int", |s| Value::Int(*s), |v| v.as_int());
 plain_value!(i32, "int", |s| Value::Int(i64::from(*s)), |v| v.as_int().and_then(|i| i32::try_from(i).ok()));
-plain_value!(usize, "int", |s| Value::Int(*s as i64), |v| v.as_int().and_then(|i| usize::try_from(i).ok()));
+plain_value!(usize, "int", |s| Value::Int(i64::try_from(*s).unwrap_or(i64::MAX)), |v| {
+    v.as_int().and_then(|i| usize::try_from(i).ok())
+});
 plain_value!(f64, "float", |s| Value::Float(*s), |v| match v {
     Value::Int(i) => Some(*i as f64),
     Value::Float(x) => Some(*x),

@@ -142,6 +142,51 @@ fn a_mode_removed_while_its_hook_runs_is_not_pushed_back() {
     assert_eq!(mode_stack_len(), 0);
 }
 
+/// Calls the function (reaching the mode below), then records what is active inside its hook.
+struct Top(RefCell<Vec<usize>>);
+impl TorchFunctionMode for Top {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        let result = func.call(args, kwargs);
+        self.0.borrow_mut().push(mode_stack_len());
+        result
+    }
+}
+
+#[test]
+fn the_running_mode_stays_popped_when_a_mode_below_removes_itself() {
+    let bottom = push_mode(SelfRemoving(RefCell::default()));
+    // Bottom's hook drops the guard it holds, the recorder's, while the hooks above it run.
+    let bottom_guard_holder = &bottom.0;
+    let top = push_mode(Top(RefCell::default()));
+    *bottom_guard_holder.borrow_mut() = Some(push_mode(Recorder::named("unused")));
+    drop(top);
+    let top = push_mode(Top(RefCell::default()));
+    assert_eq!(mode_stack_len(), 3);
+    let _ = x().neg().unwrap();
+    // Top ran first, popped (2 active); its call reached the recorder, then Bottom, whose hook
+    // dropped the recorder: inside Top's hook, after its call, Top itself is still not active.
+    assert_eq!(top.0.take(), [1]);
+    assert_eq!(mode_stack_len(), 2, "Top and Bottom active again");
+    drop(top);
+    drop(bottom);
+    assert_eq!(mode_stack_len(), 0);
+}
+
+#[test]
+fn has_torch_function_follows_the_guards() {
+    let s = x().as_subclass(Sub).unwrap();
+    assert!(torchfn::overrides::has_torch_function(&s));
+    {
+        let _off = DisableTorchFunctionSubclass::new();
+        assert!(!torchfn::overrides::has_torch_function(&s));
+        let _mode = push_mode(Replacing);
+        assert!(torchfn::overrides::has_torch_function(&x()), "modes still run");
+        let _all_off = DisableTorchFunction::new();
+        assert!(!torchfn::overrides::has_torch_function(&x()));
+    }
+    assert!(torchfn::overrides::has_torch_function(&s));
+}
+
 #[test]
 fn a_mode_can_replace_the_result() {
     let _mode = push_mode(Replacing);

@@ -15,6 +15,21 @@ fn listed(input: &Tensor, #[default(3)] times: i64) -> Result<Tensor> {
     input * times
 }
 
+/// Two functions registered under one name, as two crates could: lookups refuse the name.
+mod clash {
+    use torchfn::prelude::*;
+
+    #[torch_function(module = "tests", name = "clash")]
+    pub fn first(input: &Tensor) -> Result<Tensor> {
+        Ok(input.clone())
+    }
+
+    #[torch_function(module = "tests", name = "clash")]
+    pub fn second(input: &Tensor) -> Result<Tensor> {
+        Ok(input.clone())
+    }
+}
+
 fn all_names() -> Vec<String> {
     get_overridable_functions().values().flatten().map(|f| f.qualified_name()).collect()
 }
@@ -43,7 +58,14 @@ fn functions_are_listed_by_namespace_sorted_and_the_same_every_time() {
     }
     assert_eq!(names, all_names());
     let unique: HashSet<_> = names.iter().collect();
-    assert_eq!(unique.len(), names.len(), "a qualified name is registered twice");
+    assert_eq!(unique.len() + 1, names.len(), "only the deliberate clash is registered twice");
+}
+
+#[test]
+fn names_registered_twice_are_reported_and_resolve_to_nothing() {
+    assert_eq!(torchfn::overrides::registry_conflicts(), ["tests.clash"]);
+    assert!(find_function("tests.clash").is_none());
+    assert_eq!(clash::FIRST.qualified_name(), clash::SECOND.qualified_name());
 }
 
 #[test]
@@ -63,7 +85,9 @@ fn methods_and_free_functions_are_distinct_handles() {
 fn names_resolve_both_ways() {
     for func in get_overridable_functions().values().flatten() {
         let name = resolve_name(func);
-        assert!(find_function(&name).is_some_and(|f| f == *func), "{name} does not resolve back");
+        if name != "tests.clash" {
+            assert!(find_function(&name).is_some_and(|f| f == *func), "{name} does not resolve back");
+        }
     }
     assert_eq!(resolve_name(Tensor::SHAPE), "Tensor.shape.__get__");
     assert_eq!(resolve_name(LISTED), "tests.registry.listed");

@@ -45,6 +45,16 @@ impl TorchFunction for Counted {
     }
 }
 
+/// No hook of its own: it inherits `Counted`'s, as a Python subclass would.
+#[derive(TensorSubclass)]
+#[torchfn(parent = Counted)]
+struct CountedChild;
+
+/// A child of a class with the protocol disabled is disabled too.
+#[derive(TensorSubclass)]
+#[torchfn(parent = Quiet)]
+struct QuietChild;
+
 /// Overrides `torchfn.add` alone (subtracts instead), and defers everything else to `super()`.
 #[derive(TensorSubclass)]
 #[torchfn(hook)]
@@ -155,6 +165,18 @@ fn a_hook_reaches_the_default_hook_as_super() {
 }
 
 #[test]
+fn subclasses_inherit_their_parents_hook_and_disabled_state() {
+    let c = plain().as_subclass(CountedChild).unwrap();
+    CALLS.with(|n| n.set(0));
+    let r = c.sum().unwrap();
+    assert_eq!(CALLS.with(Cell::get), 1, "Counted's hook ran for its child");
+    assert!(Class::of(&r) == CountedChild::class(), "with cls the child: {r}");
+    let q = plain().as_subclass(QuietChild).unwrap();
+    assert!(!torchfn::overrides::has_torch_function(&q));
+    assert!(Class::of(&q.sum().unwrap()) == Tensor::class());
+}
+
+#[test]
 fn a_hook_can_override_one_function_and_defer_the_rest() {
     let c = plain().as_subclass(Contrary).unwrap();
     let added = torchfn::add(&c, &c, 1).unwrap();
@@ -162,6 +184,31 @@ fn a_hook_can_override_one_function_and_defer_the_rest() {
     let multiplied = torchfn::mul(&c, &c).unwrap();
     assert!(multiplied.is_instance::<Contrary>());
     assert_eq!(multiplied.to_vec::<f32>().unwrap(), [1.0, 4.0, 9.0, 16.0]);
+}
+
+mod reordering {
+    use torchfn::prelude::*;
+
+    /// Returns the relevant arguments in the reverse order.
+    #[dispatcher]
+    pub fn backwards(input: &Tensor, other: &Tensor) -> impl Relevant {
+        [other, input]
+    }
+
+    /// `input + other`, with a dispatcher that lists `other` first.
+    #[torch_function(dispatcher = backwards, module = "tests.subclass")]
+    pub fn plus(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+        input + other
+    }
+}
+
+#[test]
+fn attributes_come_from_the_first_argument_of_the_class() {
+    let (first, second) = (plain().as_subclass(Sub { tag: 1 }).unwrap(), plain().as_subclass(Sub { tag: 2 }).unwrap());
+    let r = reordering::plus(&first, &second).unwrap();
+    assert_eq!(r.attrs::<Sub>().map(|s| s.tag), Some(1), "the first argument, whatever the dispatcher's order");
+    let r = (&second + &first).unwrap();
+    assert_eq!(r.attrs::<Sub>().map(|s| s.tag), Some(2));
 }
 
 #[test]

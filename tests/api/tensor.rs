@@ -43,6 +43,12 @@ fn bad_creation_arguments_are_errors() {
     assert_eq!(err.to_string(), "from_vec(): shape [2, 2] holds 4 elements, but 3 were given");
     let err = torchfn::zeros([usize::MAX, 4], DType::Float32).unwrap_err();
     assert!(err.to_string().starts_with("zeros(): a tensor of shape [18446744073709551615, 4] is too large"), "{err}");
+    let err = Tensor::from_vec(vec![1.0f32], [3, 12297829382473034411]).unwrap_err();
+    assert!(err.to_string().contains("holds more than usize::MAX elements"), "{err}");
+    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], DType::Float32).unwrap();
+    assert_eq!(empty.shape().unwrap(), [0, 1 << 62, 1 << 62]);
+    assert!(empty.reshape(&[0, 1 << 62, 1 << 62]).is_ok());
+    assert!(empty.reshape(&[-1, 1 << 62, 1 << 62]).is_err());
     let err = torchfn::tensor([1i64]).unwrap().to_vec::<f32>().unwrap_err();
     assert!(err.to_string().contains("holds torch.int64, not torch.float32"), "{err}");
 }

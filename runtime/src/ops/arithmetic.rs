@@ -3,7 +3,7 @@
 
 use crate::cpu::{self, Number};
 use crate::error::{Error, Result, bail};
-use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes, result_type, with_number};
+use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
 use crate::torch_function;
 
 /// A binary arithmetic operation.
@@ -54,7 +54,7 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
                     "{func}(): for integral input tensors, argument alpha must not be a floating point number"
                 );
             }
-            with_number!(common, T => {
+            with_dtype!(common, T => {
                 let alpha = T::from_scalar(alpha);
                 if subtract {
                     cpu::binary::<T, T>(x, y, &shape, |p, q| p.sub(alpha.mul(q)))?
@@ -66,7 +66,7 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
                 cpu::binary::<bool, bool>(x, y, &shape, |p, q| p || (alpha && q))?
             })
         }
-        Op::Mul => with_number!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| p.mul(q))?,
+        Op::Mul => with_dtype!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| p.mul(q))?,
             bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| p && q)?),
         Op::Div(None) => match common {
             DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, |p, q| p / q)?,
@@ -74,7 +74,7 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
         },
         Op::Div(Some(mode)) => {
             let divide = |dtype: DType| -> Result<_> {
-                with_number!(dtype, T => {
+                with_dtype!(dtype, T => {
                     if !dtype.is_floating_point() && cpu::any::<T>(y, |q| q == T::default()) {
                         bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero");
                     }
@@ -95,7 +95,7 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
 /// `-a`.
 fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
     let x = a.data(func, name)?;
-    let dense = with_number!(x.dtype, T => cpu::unary::<T, T>(x, Number::neg), bool => {
+    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, Number::neg), bool => {
         return Err(Error::runtime_error(format!(
             "{func}(): negation, the `-` operator, on a bool tensor is not supported; \
              to invert a mask use the `logical_not()` operator instead"

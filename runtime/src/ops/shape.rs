@@ -16,7 +16,10 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
             -1 if inferred.is_some() => bail!(Runtime, "{func}(): only one dimension can be inferred"),
             -1 => inferred = Some(i),
             d if d < 0 => bail!(Runtime, "{func}(): invalid shape dimension {d}"),
-            d => known = known.saturating_mul(d as usize),
+            d => match known.checked_mul(d as usize) {
+                Some(n) => known = n,
+                None => bail!(Runtime, "{func}(): shape '{shown}' has more elements than memory can hold"),
+            },
         }
     }
     let mut dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();

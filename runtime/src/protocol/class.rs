@@ -8,6 +8,9 @@ use crate::protocol::Func;
 use crate::tensor::Tensor;
 use crate::value::{Kwargs, Value};
 
+/// How many ancestors `is_subclass_of` follows.
+const MAX_ANCESTRY: usize = 256;
+
 /// The classes gathered for one call, in precedence order (PyTorch's `types`).
 pub type Types = [&'static Class];
 
@@ -74,7 +77,9 @@ impl Class {
     /// `issubclass(self, other)`: true when `other` is this class or one of its ancestors.
     pub fn is_subclass_of(&self, other: &Class) -> bool {
         let mut class = self;
-        loop {
+        // The derives cannot see a cycle of parents across types; stop after a depth no real
+        // hierarchy reaches rather than loop forever.
+        for _ in 0..MAX_ANCESTRY {
             if std::ptr::eq(class, other) {
                 return true;
             }
@@ -83,6 +88,7 @@ impl Class {
                 None => return false,
             }
         }
+        false
     }
 
     /// True for `Tensor` and its subclasses, false for ducks.
@@ -154,15 +160,28 @@ pub trait TorchFunction {
     }
 }
 
-/// A type with a [`Class`]: `Tensor`, tensor subclasses and duck types.
+/// A type with a [`Class`]: `Tensor`, tensor subclasses and duck types. Implemented by the
+/// derives.
 pub trait TensorLike: 'static {
+    /// The hook instances of this class dispatch to (`None`: the protocol is disabled for it).
+    /// A subclass without a hook of its own inherits its parent's, as in Python.
+    #[doc(hidden)]
+    const __HOOK: Option<Hook>;
+    /// True when [`Self::__HOOK`] is the base `Tensor`'s default hook.
+    #[doc(hidden)]
+    const __DEFAULT_HOOK: bool;
+
     /// The class of this type.
     fn class() -> &'static Class;
 }
 
+/// A tensor class that a subclass may name as its parent: `Tensor` or a tensor subclass.
+#[doc(hidden)]
+pub trait TensorParent: TensorLike {}
+
 /// A tensor subclass: its values are the per-instance attributes a tensor carries
 /// (`#[derive(TensorSubclass)]`).
-pub trait TensorSubclass: TensorLike + Send + Sync {}
+pub trait TensorSubclass: TensorParent + Send + Sync {}
 
 /// A duck tensor: any type that takes part in the protocol without being a tensor
 /// (`#[derive(DuckTensor)]`).

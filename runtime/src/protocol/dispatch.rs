@@ -1,9 +1,11 @@
 //! One call through the protocol: fast path, gathering, modes, overrides (PROTOCOL.md 2-3).
 
+use std::cell::LazyCell;
+
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::protocol::rerun::{Current, InProgress, Rerun};
+use crate::protocol::rerun::{Current, Rerun, with_current};
 use crate::protocol::state::{self, Depth, DisableTorchFunctionSubclass, Enabled};
 use crate::protocol::{Class, Func, Outcome, Relevant, Route, TensorLike, TorchFunction, Types};
 use crate::tensor::Tensor;
@@ -54,7 +56,12 @@ pub fn dispatch(
             let _no_subclasses = DisableTorchFunctionSubclass::new();
             rerun(Route::Implementation)?
         };
-        return Ok(Some(keep_subclass(func, cls, result, &|| first_instance(relevant, cls))));
+        let source = || {
+            let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
+            fill_args(&mut args, &mut kwargs);
+            first_instance(&args, &kwargs, cls)
+        };
+        return Ok(Some(keep_subclass(func, cls, result, source)));
     }
 
     hooks(func, &types, mode_active, fill_args, rerun)
@@ -72,31 +79,35 @@ fn hooks(
     let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
     fill_args(&mut args, &mut kwargs);
     let _depth = Depth::enter(func)?;
-    let current = rerun.map(|rerun| Current::new(func, &args, &kwargs, rerun));
-    let _in_progress = current.as_ref().map(InProgress::enter);
-    let mut declined_mode = None;
-    if mode_active {
-        let outcome = state::with_top_mode(|mode| {
-            let result = mode.torch_function(func, types, &args, &kwargs);
-            let declined = matches!(result, Ok(Value::NotImplemented)).then(|| mode.name());
-            (result, declined)
-        });
-        if let Some((result, declined)) = outcome {
-            let result = result?;
+    let call = || -> Result<Option<Value>> {
+        let mut declined_mode = None;
+        if mode_active {
+            let outcome = state::with_top_mode(|mode| {
+                let result = mode.torch_function(func, types, &args, &kwargs);
+                let declined = matches!(result, Ok(Value::NotImplemented)).then(|| mode.name());
+                (result, declined)
+            });
+            if let Some((result, declined)) = outcome {
+                let result = result?;
+                if !result.is_not_implemented() {
+                    return Ok(Some(result));
+                }
+                declined_mode = declined;
+            }
+        }
+        for &cls in types {
+            let Some(hook) = cls.hook() else { continue };
+            let result = hook(cls, func, types, &args, &kwargs)?;
             if !result.is_not_implemented() {
                 return Ok(Some(result));
             }
-            declined_mode = declined;
         }
+        Err(no_implementation(func, types, declined_mode))
+    };
+    match rerun {
+        Some(rerun) => with_current(&Current::new(func, &args, &kwargs, rerun), call),
+        None => call(),
     }
-    for &cls in types {
-        let Some(hook) = cls.hook() else { continue };
-        let result = hook(cls, func, types, &args, &kwargs)?;
-        if !result.is_not_implemented() {
-            return Ok(Some(result));
-        }
-    }
-    Err(no_implementation(func, types, declined_mode))
 }
 
 /// Step 3: the classes that take part, in precedence order. A class comes once; a subclass goes
@@ -129,10 +140,15 @@ fn no_implementation(func: &Func, types: &Types, mode: Option<String>) -> Error 
     Error::type_error(message)
 }
 
-/// `has_torch_function(args)`: whether a call with these relevant arguments would leave the
-/// fast path (a mode is active, or an argument's class dispatches).
+/// `has_torch_function(args)`: whether a call with these relevant arguments would reach a hook
+/// or a mode, in this thread's state: an active mode, unless all dispatch is disabled; an
+/// argument whose class dispatches, unless subclass dispatch is disabled.
 pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
-    !fast_path(&relevant)
+    match state::enabled() {
+        Enabled::Nothing => false,
+        Enabled::ModesOnly => state::modes_active(),
+        Enabled::All => !fast_path(&relevant),
+    }
 }
 
 /// `handle_torch_function`: runs the protocol for a function written by hand, without the
@@ -177,35 +193,29 @@ impl TorchFunction for Tensor {
             // With no mode to see the call, calling it would reach the implementation anyway.
             if state::modes_active() { func.call(args, kwargs)? } else { func.implementation(args, kwargs)? }
         };
-        let source = || args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls));
-        Ok(keep_subclass(func, cls, result, &source))
+        Ok(keep_subclass(func, cls, result, || first_instance(args, kwargs, cls)))
     }
 }
 
 /// The default hook's last step: `result` with its tensors made `cls` instances, carrying the
-/// attributes of the tensor `source` finds, unless `cls` is `Tensor` itself or `func` returns
-/// the very same object.
-fn keep_subclass<'a>(
+/// attributes of the first argument of class `cls` (found by `source`, only if needed), unless
+/// `cls` is `Tensor` itself or `func` returns the very same object.
+fn keep_subclass(
     func: &Func,
     cls: &'static Class,
     mut result: Value,
-    source: &dyn Fn() -> Option<&'a Tensor>,
+    source: impl FnOnce() -> Option<Tensor>,
 ) -> Value {
     if !std::ptr::eq(cls, Tensor::class()) && !func.returns_identity() {
-        convert(&mut result, cls, source);
+        let source = LazyCell::new(source);
+        convert(&mut result, cls, &|| LazyCell::force(&source).as_ref());
     }
     result
 }
 
-/// The first relevant tensor of exactly class `cls`.
-fn first_instance<'a>(relevant: &'a dyn Relevant, cls: &'static Class) -> Option<&'a Tensor> {
-    let mut found = None;
-    relevant.each_tensor(&mut |t| {
-        if found.is_none() && std::ptr::eq(t.class_of(), cls) {
-            found = Some(t);
-        }
-    });
-    found
+/// The first argument, positional then keyword, that is a tensor of exactly class `cls`.
+fn first_instance(args: &[Value], kwargs: &Kwargs, cls: &'static Class) -> Option<Tensor> {
+    args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls)).cloned()
 }
 
 /// The first tensor of exactly class `cls` in `value`, looking inside lists and tuples.

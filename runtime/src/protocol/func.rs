@@ -247,17 +247,10 @@ impl Func {
             Entry::Generated(entry) => {
                 rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| entry(args, kwargs, Route::Public))
             }
-            Entry::Handwritten(implementation) => {
+            Entry::Handwritten(_) => {
                 bind(self, args, kwargs)?;
                 let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
-                let fill = &mut |a: &mut dispatch::Args, k: &mut Kwargs| {
-                    a.extend(args.iter().cloned());
-                    k.clone_from(kwargs);
-                };
-                match dispatch::dispatch(self, &relevant, fill, None)? {
-                    Some(result) => Ok(result),
-                    None => implementation(args, kwargs),
-                }
+                dispatch::handle_torch_function(self, &relevant, args, kwargs)
             }
         }
     }

@@ -9,7 +9,7 @@ mod relevant;
 mod rerun;
 mod state;
 
-pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorSubclass, TorchFunction, Types};
+pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorParent, TensorSubclass, TorchFunction, Types};
 pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};
 pub use func::{Func, FuncKind, Param, ParamDefault, Route, Signature};
 pub use relevant::Relevant;

@@ -9,7 +9,6 @@
 //! and the same `args` and `kwargs` (by address), and binds as usual otherwise.
 
 use std::cell::Cell;
-use std::marker::PhantomData;
 
 use crate::error::Result;
 use crate::protocol::{Func, Route};
@@ -37,24 +36,18 @@ thread_local! {
     static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Makes `current` the typed call in progress until dropped; then the previous one (of an
-/// enclosing call) is restored.
-pub(crate) struct InProgress<'a> {
-    previous: *const Current<'static>,
-    _current: PhantomData<&'a Current<'a>>,
-}
-
-impl<'a> InProgress<'a> {
-    pub(crate) fn enter(current: &'a Current<'a>) -> Self {
-        let current = (current as *const Current<'a>).cast::<Current<'static>>();
-        InProgress { previous: CURRENT.with(|c| c.replace(current)), _current: PhantomData }
+/// Runs `f` with `current` as the typed call in progress, then restores the previous one (of an
+/// enclosing call), also when `f` unwinds.
+pub(crate) fn with_current<R>(current: &Current<'_>, f: impl FnOnce() -> R) -> R {
+    struct Restore(*const Current<'static>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            CURRENT.with(|c| c.set(self.0));
+        }
     }
-}
-
-impl Drop for InProgress<'_> {
-    fn drop(&mut self) {
-        CURRENT.with(|c| c.set(self.previous));
-    }
+    let pointer = (current as *const Current<'_>).cast::<Current<'static>>();
+    let _restore = Restore(CURRENT.with(|c| c.replace(pointer)));
+    f()
 }
 
 /// Reruns the typed call in progress when `func`, `args` and `kwargs` are the ones it gave its
@@ -64,12 +57,12 @@ pub(crate) fn rerun_current(func: &Func, args: &[Value], kwargs: &Kwargs, route:
     if current.is_null() {
         return None;
     }
-    // SAFETY: a non-null `CURRENT` was set by `InProgress::enter` from a `&'a Current<'a>`, and
-    // is reset before that guard's lifetime `'a` ends: the guard borrows the `Current` for `'a`,
-    // and restores the previous pointer when dropped, unwinding included (it is a local of
-    // dispatch, never forgotten). So the pointer is valid here, on the thread that set it, and
-    // the borrows inside it are alive; the `'static` in its type is never relied upon, since
-    // nothing read from it outlives this call.
+    // SAFETY: only `with_current` makes `CURRENT` non-null, pointing at a `Current` it borrows
+    // for its whole call, and it restores the previous value before it returns or unwinds (the
+    // `Restore` guard; this assumes, as all Rust code may, that a frame is never discarded
+    // without running its destructors). So a non-null pointer read on this thread points at a
+    // live `Current` whose borrows are alive for at least this call; the `'static` in its type
+    // is never relied upon, as nothing read from it outlives this function.
     let current = unsafe { &*current };
     let same =
         std::ptr::eq(current.func, func) && std::ptr::eq(current.args, args) && std::ptr::eq(current.kwargs, kwargs);

@@ -103,7 +103,8 @@ impl<M: TorchFunctionMode> Deref for ModeGuard<M> {
 impl<M: TorchFunctionMode> Drop for ModeGuard<M> {
     fn drop(&mut self) {
         let ours = Rc::as_ptr(&self.mode) as *const ();
-        MODES.with(|m| {
+        // `try_with`: a guard kept in a thread-local may be dropped after the stack is gone.
+        let _ = MODES.try_with(|m| {
             let mut modes = m.borrow_mut();
             if let Some(i) = modes.iter().rposition(|m| Rc::as_ptr(m) as *const () == ours) {
                 modes.remove(i);
@@ -124,22 +125,29 @@ pub fn mode_stack_len() -> usize {
 
 /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or unwinding.
 pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> Option<R> {
-    /// Makes the running mode active again, unless its hook removed it from the stack.
-    struct PushBack;
+    /// Makes the running mode active again: the modes up to it, wherever it now stands (its
+    /// hook may have pushed or removed modes); nothing if its hook removed it.
+    struct PushBack(Rc<dyn TorchFunctionMode>);
     impl Drop for PushBack {
         fn drop(&mut self) {
-            let len = MODES.with(|m| m.borrow().len());
-            MODE_COUNT.with(|c| c.set((c.get() + 1).min(len)));
+            let ours = Rc::as_ptr(&self.0) as *const ();
+            let _ = MODES.try_with(|m| {
+                if let Some(i) = m.borrow().iter().rposition(|m| Rc::as_ptr(m) as *const () == ours) {
+                    MODE_COUNT.with(|c| c.set(i + 1));
+                }
+            });
         }
     }
     let active = MODE_COUNT.with(Cell::get);
     let top = MODES.with(|m| m.borrow().get(active.checked_sub(1)?).cloned())?;
     MODE_COUNT.with(|c| c.set(active - 1));
-    let _push_back = PushBack;
-    Some(f(&*top))
+    let running = PushBack(top);
+    Some(f(&*running.0))
 }
 
-/// Sets the enabled state until dropped, then restores the previous one.
+/// Sets the enabled state until dropped, then restores the previous one. Like Python's `with`
+/// blocks, these guards must end in the reverse order of their creation (as scopes do): each
+/// restores the state it found.
 struct EnabledScope {
     previous: Enabled,
     _thread_bound: PhantomData<*const ()>,

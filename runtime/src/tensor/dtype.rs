@@ -130,8 +130,20 @@ fn combine(higher: Option<DType>, lower: Option<DType>) -> Option<DType> {
     }
 }
 
-/// A Rust type that can be a tensor element.
-pub trait Element: Copy + PartialEq + PartialOrd + Default + fmt::Debug + Send + Sync + 'static {
+mod sealed {
+    /// Only torchfn's element types: storage and kernels exist for exactly these.
+    pub trait Sealed {}
+    impl Sealed for bool {}
+    impl Sealed for i32 {}
+    impl Sealed for i64 {}
+    impl Sealed for f32 {}
+    impl Sealed for f64 {}
+}
+
+/// A Rust type that can be a tensor element: `bool`, `i32`, `i64`, `f32`, `f64`.
+pub trait Element:
+    sealed::Sealed + Copy + PartialEq + PartialOrd + Default + fmt::Debug + Send + Sync + 'static
+{
     /// The dtype of tensors of this element.
     const DTYPE: DType;
     /// Converts to `f64` (true is 1).
@@ -192,37 +204,15 @@ impl Element for bool {
     }
 }
 
-/// Runs `$body` with `$T` bound to the Rust element type of `$dtype`.
+/// Runs `$body` with `$T` bound to the Rust element type of `$dtype`. With a `bool => $bool`
+/// arm, `$body` is only instantiated for the numeric types and `$bool` runs for bool tensors.
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        match $dtype {
-            $crate::tensor::DType::Bool => {
-                type $T = bool;
-                $body
-            }
-            $crate::tensor::DType::Int32 => {
-                type $T = i32;
-                $body
-            }
-            $crate::tensor::DType::Int64 => {
-                type $T = i64;
-                $body
-            }
-            $crate::tensor::DType::Float32 => {
-                type $T = f32;
-                $body
-            }
-            $crate::tensor::DType::Float64 => {
-                type $T = f64;
-                $body
-            }
-        }
+        $crate::tensor::with_dtype!($dtype, $T => $body, bool => {
+            type $T = bool;
+            $body
+        })
     };
-}
-pub(crate) use with_dtype;
-
-/// Runs `$body` with `$T` bound to the numeric Rust type of `$dtype`, or `$bool` for bool.
-macro_rules! with_number {
     ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
         match $dtype {
             $crate::tensor::DType::Bool => $bool,
@@ -245,7 +235,7 @@ macro_rules! with_number {
         }
     };
 }
-pub(crate) use with_number;
+pub(crate) use with_dtype;
 
 #[cfg(test)]
 mod tests {

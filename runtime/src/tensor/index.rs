@@ -85,12 +85,14 @@ impl Index {
                         return Err(Error::value_error("slice step must be positive"));
                     }
                     let size = layout.shape[dim] as i64;
-                    let clamp = |v: i64| if v < 0 { (v + size).max(0) } else { v.min(size) };
+                    let clamp = |v: i64| if v < 0 { v.saturating_add(size).max(0) } else { v.min(size) };
                     let (a, b) = (start.map_or(0, clamp), stop.map_or(size, clamp));
-                    let len = if b > a { (b - a + step - 1) / step } else { 0 };
+                    // ceil((b - a) / step) without overflow: 0 <= a < b <= size.
+                    let len = if b > a { (b - a - 1) / step + 1 } else { 0 };
                     offset += a.min(size) as usize * layout.strides[dim];
                     shape.push(len as usize);
-                    strides.push(layout.strides[dim] * step as usize);
+                    // With two or more elements, step < size, so the stride stays in the storage.
+                    strides.push(if len > 1 { layout.strides[dim] * step as usize } else { layout.strides[dim] });
                     dim += 1;
                 }
                 IndexItem::NewAxis => {
@@ -127,27 +129,27 @@ macro_rules! index_from_int {
     ($($t:ty),*) => {$(
         impl From<$t> for IndexItem {
             fn from(i: $t) -> IndexItem {
-                IndexItem::Int(i as i64)
+                IndexItem::Int(position(i))
             }
         }
         impl From<Range<$t>> for IndexItem {
             fn from(r: Range<$t>) -> IndexItem {
-                IndexItem::slice(Some(r.start as i64), Some(r.end as i64), 1)
+                IndexItem::slice(Some(position(r.start)), Some(position(r.end)), 1)
             }
         }
         impl From<RangeInclusive<$t>> for IndexItem {
             fn from(r: RangeInclusive<$t>) -> IndexItem {
-                IndexItem::slice(Some(*r.start() as i64), Some(*r.end() as i64 + 1), 1)
+                IndexItem::slice(Some(position(*r.start())), Some(position(*r.end()).saturating_add(1)), 1)
             }
         }
         impl From<RangeFrom<$t>> for IndexItem {
             fn from(r: RangeFrom<$t>) -> IndexItem {
-                IndexItem::slice(Some(r.start as i64), None, 1)
+                IndexItem::slice(Some(position(r.start)), None, 1)
             }
         }
         impl From<RangeTo<$t>> for IndexItem {
             fn from(r: RangeTo<$t>) -> IndexItem {
-                IndexItem::slice(None, Some(r.end as i64), 1)
+                IndexItem::slice(None, Some(position(r.end)), 1)
             }
         }
         impl From<$t> for Index {
@@ -177,6 +179,13 @@ macro_rules! index_from_int {
         }
     )*};
 }
+
+/// A Rust integer as an index position; one beyond `i64` saturates, so it is out of bounds
+/// rather than wrapping to a negative (from-the-end) position.
+fn position<T: TryInto<i64>>(i: T) -> i64 {
+    i.try_into().unwrap_or(i64::MAX)
+}
+
 index_from_int!(i32, i64, usize);
 
 impl From<RangeFull> for IndexItem {
@@ -301,6 +310,15 @@ mod tests {
         assert_eq!(err.to_string(), "index 3 is out of bounds for dimension 0 with size 3");
         let err = Index::from((0, 0)).apply(&layout(&[3])).unwrap_err();
         assert_eq!(err.to_string(), "too many indices for tensor of dimension 1");
+    }
+
+    #[test]
+    fn huge_steps_and_positions_neither_overflow_nor_wrap() {
+        let l = Index::from(IndexItem::slice(None, None, i64::MAX)).apply(&layout(&[4])).unwrap();
+        assert_eq!(l.shape.as_ref(), &[1], "a huge step still takes the first element");
+        assert_eq!(Index::from(0..=i64::MAX).apply(&layout(&[4])).unwrap().shape.as_ref(), &[4]);
+        assert!(Index::from(usize::MAX).apply(&layout(&[4])).is_err(), "usize::MAX is not -1");
+        assert_eq!(Index::from(i64::MIN..2).apply(&layout(&[4])).unwrap().shape.as_ref(), &[2]);
     }
 
     #[test]

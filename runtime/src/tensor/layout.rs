@@ -22,7 +22,12 @@ impl Shape {
 
     /// The number of elements (1 for a zero-dimensional tensor).
     pub fn numel(&self) -> usize {
-        self.0.iter().product()
+        self.checked_numel().unwrap_or(usize::MAX)
+    }
+
+    /// The number of elements, or `None` when it does not fit in a `usize`.
+    pub fn checked_numel(&self) -> Option<usize> {
+        self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
     /// The row-major (C-contiguous) strides of this shape, in elements.
@@ -31,7 +36,9 @@ impl Shape {
         let mut step = 1;
         for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
             *s = step;
-            step *= d.max(1);
+            // Saturating: only a shape with a zero dimension can get this far, and its strides
+            // address nothing.
+            step = step.saturating_mul(d.max(1));
         }
         strides
     }
@@ -119,8 +126,11 @@ impl Layout {
         self.shape.len()
     }
 
-    /// True when the elements are laid out row-major without gaps.
+    /// True when the elements are laid out row-major without gaps (always, with no elements).
     pub(crate) fn is_contiguous(&self) -> bool {
+        if self.numel() == 0 {
+            return true;
+        }
         let mut expected = 1;
         for (&d, &s) in self.shape.iter().zip(&self.strides).rev() {
             if d != 1 && s != expected {

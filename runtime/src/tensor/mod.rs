@@ -20,7 +20,7 @@ pub use index::{Index, IndexItem};
 pub use layout::Shape;
 pub use scalar::Scalar;
 
-pub(crate) use dtype::{Participant, result_type, with_dtype, with_number};
+pub(crate) use dtype::{Participant, result_type, with_dtype};
 pub(crate) use layout::{Layout, broadcast_shapes};
 pub(crate) use storage::{Buffer, Storage};
 
@@ -30,7 +30,6 @@ use crate::value::{FromValue, ToValue, Value};
 
 crate::overrides::ignored! {
     "Tensor.as_subclass": "makes a view as another class: dispatching it could not return a different class",
-    "Tensor.as_subclass_class": "makes a view as another class: dispatching it could not return a different class",
     "Tensor.from_duck": "a constructor with no tensor argument",
     "Tensor.from_vec": "a constructor with no tensor argument",
     "Tensor.scalar": "a constructor with no tensor argument",
@@ -41,10 +40,14 @@ crate::overrides::ignored! {
 static TENSOR_CLASS: Class = Class::base(<Tensor as crate::protocol::TorchFunction>::torch_function);
 
 impl TensorLike for Tensor {
+    const __HOOK: Option<crate::protocol::Hook> = Some(<Tensor as crate::protocol::TorchFunction>::torch_function);
+    const __DEFAULT_HOOK: bool = true;
     fn class() -> &'static Class {
         &TENSOR_CLASS
     }
 }
+
+impl crate::protocol::TensorParent for Tensor {}
 
 /// A tensor: a cheap handle to shared data, with its class and per-instance attributes.
 ///
@@ -137,11 +140,11 @@ impl Tensor {
     /// ```
     pub fn from_vec<T: Element>(data: Vec<T>, shape: impl Into<Shape>) -> Result<Tensor> {
         let shape = shape.into();
-        if shape.numel() != data.len() {
+        if shape.checked_numel() != Some(data.len()) {
             return Err(Error::value_error(format!(
                 "from_vec(): shape {:?} holds {} elements, but {} were given",
                 shape.as_ref(),
-                shape.numel(),
+                shape.checked_numel().map_or("more than usize::MAX".to_string(), |n| n.to_string()),
                 data.len()
             )));
         }
@@ -224,17 +227,17 @@ impl Tensor {
     }
 
     /// `as_subclass(cls)` with a class known at run time. Per-instance attributes are kept when
-    /// this tensor's class is `cls` or derives from it. Fails when `cls` does not descend from
-    /// `Tensor` (a duck class) or when this is a duck.
+    /// this tensor's class is `cls` itself. Fails when `cls` does not descend from `Tensor` (a
+    /// duck class) or when this is a duck.
     pub fn as_subclass_class(&self, cls: &'static Class) -> Result<Tensor> {
-        if !cls.is_tensor_class() {
+        if !cls.is_subclass_of(Tensor::class()) {
             return Err(Error::type_error(format!(
                 "as_subclass(): {} does not descend from Tensor, so it cannot view a tensor's data",
                 cls.name()
             )));
         }
         self.data("as_subclass", "self")?;
-        let attrs = if self.class_of().is_subclass_of(cls) { self.attrs.clone() } else { None };
+        let attrs = if std::ptr::eq(self.class_of(), cls) { self.attrs.clone() } else { None };
         Ok(self.with_class(cls, attrs))
     }
 
