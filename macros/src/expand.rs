@@ -347,7 +347,10 @@ pub fn generate(
                             #(#push_args)*
                             #(#push_kwargs)*
                         },
-                        ::core::option::Option::Some(&__torchfn_rerun),
+                        ::core::option::Option::Some(#private::Typed {
+                            params: &(#(&#slow_idents,)*),
+                            rerun: &__torchfn_rerun,
+                        }),
                     )
                 };
                 match __torchfn_outcome {

@@ -56,7 +56,7 @@ pub mod __private {
     pub use crate::overrides::Registered;
     pub use crate::protocol::Route;
     pub use crate::protocol::bind::bind;
-    pub use crate::protocol::dispatch::{Args, dispatch, fast_path};
+    pub use crate::protocol::dispatch::{Args, Typed, dispatch, fast_path};
     pub use crate::value::{Arg, Returns};
     pub use inventory;
     pub use torchfn_macros::torch_function_checked;

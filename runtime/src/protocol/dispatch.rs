@@ -26,7 +26,7 @@ pub type Args = SmallVec<[Value; 4]>;
 /// Steps 3-6 for a call that left the fast path. `Ok(None)` means nothing dispatched (all
 /// disabled, or only plain tensors under a disabled mode stack): run the implementation.
 /// `fill_args` writes the positional and keyword arguments, only if a hook or mode will see them;
-/// `rerun`, given by typed calls, reruns the call with its typed arguments (see `rerun`).
+/// a typed call also gives its parameters and a way to rerun it ([`Typed`]).
 #[doc(hidden)]
 #[cold]
 #[inline(never)]
@@ -34,7 +34,7 @@ pub fn dispatch(
     func: &'static Func,
     relevant: &dyn Relevant,
     fill_args: &mut dyn FnMut(&mut Args, &mut Kwargs),
-    rerun: Option<Rerun<'_>>,
+    typed: Option<Typed<'_>>,
 ) -> Result<Option<Value>> {
     let enabled = state::enabled();
     if enabled == Enabled::Nothing {
@@ -47,24 +47,28 @@ pub fn dispatch(
     }
 
     // The default hook's outcome needs no arguments when no mode is active (see `rerun`).
-    if let (false, Some(&cls), Some(rerun)) = (mode_active, types.first(), rerun)
+    if let (false, Some(&cls), Some(typed)) = (mode_active, types.first(), &typed)
         && cls.uses_default_hook()
         && types.iter().all(|t| cls.is_subclass_of(t))
     {
         let _depth = Depth::enter(func)?;
         let result = {
             let _no_subclasses = DisableTorchFunctionSubclass::new();
-            rerun(Route::Implementation)?
+            (typed.rerun)(Route::Implementation)?
         };
-        let source = || {
-            let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
-            fill_args(&mut args, &mut kwargs);
-            first_instance(&args, &kwargs, cls)
-        };
-        return Ok(Some(keep_subclass(func, cls, result, source)));
+        return Ok(Some(keep_subclass(func, cls, result, || first_instance(typed.params, cls))));
     }
 
-    hooks(func, &types, mode_active, fill_args, rerun)
+    hooks(func, &types, mode_active, fill_args, typed.map(|t| t.rerun))
+}
+
+/// What a typed call gives dispatch besides its arguments as values.
+#[doc(hidden)]
+pub struct Typed<'a> {
+    /// The parameters, in order (where the default hook finds the first instance of a class).
+    pub params: &'a dyn Relevant,
+    /// Reruns the call with its typed arguments.
+    pub rerun: Rerun<'a>,
 }
 
 /// Steps 4-6 with the arguments built: the top mode, then each gathered class's hook.
@@ -193,45 +197,47 @@ impl TorchFunction for Tensor {
             // With no mode to see the call, calling it would reach the implementation anyway.
             if state::modes_active() { func.call(args, kwargs)? } else { func.implementation(args, kwargs)? }
         };
-        Ok(keep_subclass(func, cls, result, || first_instance(args, kwargs, cls)))
+        let keyword: SmallVec<[&Value; 4]> = kwargs.iter().map(|(_, v)| v).collect();
+        let arguments = (args, keyword.as_slice());
+        Ok(keep_subclass(func, cls, result, || first_instance(&arguments, cls)))
     }
 }
 
 /// The default hook's last step: `result` with its tensors made `cls` instances, carrying the
 /// attributes of the first argument of class `cls` (found by `source`, only if needed), unless
 /// `cls` is `Tensor` itself or `func` returns the very same object.
-fn keep_subclass(
+fn keep_subclass<'a>(
     func: &Func,
     cls: &'static Class,
     mut result: Value,
-    source: impl FnOnce() -> Option<Tensor>,
+    source: impl FnOnce() -> Option<&'a Tensor>,
 ) -> Value {
     if !std::ptr::eq(cls, Tensor::class()) && !func.returns_identity() {
         let source = LazyCell::new(source);
-        convert(&mut result, cls, &|| LazyCell::force(&source).as_ref());
+        convert(&mut result, cls, &|| *LazyCell::force(&source));
     }
     result
 }
 
-/// The first argument, positional then keyword, that is a tensor of exactly class `cls`.
-fn first_instance(args: &[Value], kwargs: &Kwargs, cls: &'static Class) -> Option<Tensor> {
-    args.iter().chain(kwargs.iter().map(|(_, v)| v)).find_map(|v| instance_of(v, cls)).cloned()
-}
-
-/// The first tensor of exactly class `cls` in `value`, looking inside lists and tuples.
-fn instance_of<'v>(value: &'v Value, cls: &'static Class) -> Option<&'v Tensor> {
-    match value {
-        Value::Tensor(t) if std::ptr::eq(t.class_of(), cls) => Some(t),
-        Value::List(items) | Value::Tuple(items) => items.iter().find_map(|v| instance_of(v, cls)),
-        _ => None,
-    }
+/// The first tensor of exactly class `cls` among `arguments`, in order (inside lists too).
+fn first_instance<'a>(arguments: &'a dyn Relevant, cls: &'static Class) -> Option<&'a Tensor> {
+    let mut found = None;
+    arguments.each_tensor(&mut |t| {
+        if found.is_none() && std::ptr::eq(t.class_of(), cls) {
+            found = Some(t);
+        }
+    });
+    found
 }
 
 /// Makes every tensor in `value` that is not already a `cls` instance a `cls` view, with the
 /// per-instance attributes of the tensor `source` finds.
 fn convert<'a>(value: &mut Value, cls: &'static Class, source: &dyn Fn() -> Option<&'a Tensor>) {
     match value {
-        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => *t = t.rewrap(cls, source()),
+        Value::Tensor(t) if !t.class_of().is_subclass_of(cls) && !t.is_duck() => {
+            let Value::Tensor(t) = std::mem::take(value) else { return };
+            *value = Value::Tensor(t.rewrap(cls, source()));
+        }
         Value::List(items) | Value::Tuple(items) => items.iter_mut().for_each(|v| convert(v, cls, source)),
         _ => {}
     }

@@ -248,10 +248,10 @@ impl Tensor {
 
     /// This tensor as a `cls` instance with `source`'s attributes (the default hook's
     /// conversion). Ducks are returned unchanged.
-    pub(crate) fn rewrap(&self, cls: &'static Class, source: Option<&Tensor>) -> Tensor {
+    pub(crate) fn rewrap(self, cls: &'static Class, source: Option<&Tensor>) -> Tensor {
         match *self.body {
-            Body::Dense(_) => self.with_class(cls, source.and_then(|s| s.attrs.clone())),
-            Body::Duck(_) => self.clone(),
+            Body::Dense(_) => Tensor { class: cls, attrs: source.and_then(|s| s.attrs.clone()), body: self.body },
+            Body::Duck(_) => self,
         }
     }
 
