@@ -175,6 +175,9 @@ impl Function {
         if options.property && (!is_method || params.len() != 1) {
             errors.push(sig.ident.span(), "a property getter takes `&self` alone");
         }
+        if options.overload_of.is_some() && (options.module.is_some() || options.name.is_some() || options.property) {
+            errors.push(sig.ident.span(), "an overload takes its name and namespace from the function it overloads");
+        }
         if is_method && options.module.is_some() {
             errors.push(sig.ident.span(), "`module` names the namespace of free functions; methods live in `Tensor`");
         }
@@ -240,11 +243,14 @@ pub fn generate(
     let impl_ident = format_ident!("__impl_{}", ident);
     let tensor = quote!(::torchfn::Tensor);
     let private = quote!(::torchfn::__private);
-    let (public_path, impl_path, handle_path) = if f.is_method {
+    let (public_path, impl_path, mut handle_path) = if f.is_method {
         (quote!(#tensor::#ident), quote!(#tensor::#impl_ident), quote!(#tensor::#handle))
     } else {
         (quote!(#ident), quote!(#impl_ident), quote!(#handle))
     };
+    if let Some(of) = &options.overload_of {
+        handle_path = quote!(#of);
+    }
     let name = match (&options.name, options.property) {
         (Some(n), _) => n.value(),
         (None, true) => format!("{rust_name}.__get__"),
@@ -273,8 +279,15 @@ pub fn generate(
         (Some(m), false) => quote!(::core::concat!(#m, ".", #name)),
         (None, false) => quote!(::core::concat!(::core::env!("CARGO_CRATE_NAME"), ".", #name)),
     };
-    let handle_link = if f.is_method { format!("Tensor::{handle}") } else { handle.to_string() };
-    let public_note = format!(" Its handle is [`{handle_link}`]; hooks and modes see the call as `func`.");
+    let handle_link = match &options.overload_of {
+        Some(of) => of.to_token_stream().to_string().replace(' ', ""),
+        None if f.is_method => format!("Tensor::{handle}"),
+        None => handle.to_string(),
+    };
+    let public_note = match &options.overload_of {
+        Some(_) => format!(" Another signature of [`{handle_link}`]: hooks and modes see the call as that `func`."),
+        None => format!(" Its handle is [`{handle_link}`]; hooks and modes see the call as `func`."),
+    };
 
     // The public function.
     let vis = &f.vis;
@@ -336,8 +349,8 @@ pub fn generate(
                     let __torchfn_relevant = #relevant;
                     let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
                         #private::Returns::into_value(match __route {
-                            #private::Route::Public => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
                             #private::Route::Implementation => #impl_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
+                            _ => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
                         })
                     };
                     #private::dispatch(
@@ -421,39 +434,65 @@ pub fn generate(
         " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
         if f.is_method { format!("Tensor::{rust_name}") } else { rust_name.clone() }
     );
-    let handle_const = quote_spanned! {Span::call_site()=>
-        #[doc = #handle_doc]
-        #[doc = ""]
-        #[doc = " Registered as"]
-        #[doc = #qualified_doc]
-        #(#cfg_attrs)*
-        #vis const #handle: &'static ::torchfn::Func = {
+    let entry_fn = |bind_func: TokenStream| {
+        quote! {
             fn __torchfn_entry(
                 args: &[::torchfn::Value],
                 kwargs: &::torchfn::Kwargs,
                 route: #private::Route,
             ) -> ::torchfn::Result<::torchfn::Value> {
-                let __bound = #private::bind(&__TORCHFN_FUNC, args, kwargs)?;
+                let __bound = #private::bind(#bind_func, &__TORCHFN_PARAMS, args, kwargs, route.strict())?;
                 #(let #bound: #owned = __bound.arg(#indices, #defaults)?;)*
                 let __result = match route {
+                    #private::Route::Bind { .. } => return ::core::result::Result::Ok(::torchfn::Value::None),
                     #private::Route::Public => #public_path(#(#from_owned),*),
                     #private::Route::Implementation => #impl_path(#(#from_owned),*),
                 };
                 #private::Returns::into_value(__result)
             }
             static __TORCHFN_PARAMS: [::torchfn::Param; #n] = [#(#param_entries),*];
-            static __TORCHFN_FUNC: ::torchfn::Func = ::torchfn::Func::__generated(
-                #namespace,
-                #name,
-                ::torchfn::FuncKind::#kind,
-                &__TORCHFN_PARAMS,
-                #doc,
-                #nowrap,
-                __torchfn_entry,
-            );
-            #private::inventory::submit! { #private::Registered(&__TORCHFN_FUNC) }
-            &__TORCHFN_FUNC
-        };
+        }
+    };
+    let handle_const = match &options.overload_of {
+        Some(of) => {
+            let entry = entry_fn(quote!(#of));
+            let hidden = format_ident!("__TORCHFN_OVERLOAD_{}", rust_name.to_uppercase());
+            quote_spanned! {Span::call_site()=>
+                #[doc(hidden)]
+                #(#cfg_attrs)*
+                #[allow(non_upper_case_globals)]
+                #vis const #hidden: () = {
+                    #entry
+                    static __TORCHFN_OVERLOAD: #private::Overload =
+                        #private::Overload::__new(#of, #rust_name, &__TORCHFN_PARAMS, __torchfn_entry);
+                    #private::inventory::submit! { #private::RegisteredOverload(&__TORCHFN_OVERLOAD) }
+                };
+            }
+        }
+        None => {
+            let entry = entry_fn(quote!(&__TORCHFN_FUNC));
+            quote_spanned! {Span::call_site()=>
+                #[doc = #handle_doc]
+                #[doc = ""]
+                #[doc = " Registered as"]
+                #[doc = #qualified_doc]
+                #(#cfg_attrs)*
+                #vis const #handle: &'static ::torchfn::Func = {
+                    #entry
+                    static __TORCHFN_FUNC: ::torchfn::Func = ::torchfn::Func::__generated(
+                        #namespace,
+                        #name,
+                        ::torchfn::FuncKind::#kind,
+                        &__TORCHFN_PARAMS,
+                        #doc,
+                        #nowrap,
+                        __torchfn_entry,
+                    );
+                    #private::inventory::submit! { #private::Registered(&__TORCHFN_FUNC) }
+                    &__TORCHFN_FUNC
+                };
+            }
+        }
     };
 
     quote! {

@@ -21,9 +21,11 @@ pub struct Options {
     pub property: bool,
     /// An accessor whose result the default hook must return as is (the very same object).
     pub nowrap: bool,
+    /// The handle of the function this one is another signature of.
+    pub overload_of: Option<Path>,
 }
 
-const KNOWN: &str = "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap";
+const KNOWN: &str = "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap, overload_of";
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -41,11 +43,12 @@ impl Parse for Options {
                 "dispatcher" if has_value => options.dispatcher = Some(input.parse()?),
                 "module" if has_value => options.module = Some(input.parse()?),
                 "name" if has_value => options.name = Some(input.parse()?),
+                "overload_of" if has_value => options.overload_of = Some(input.parse()?),
                 "verify" => options.verify = flag(input)?,
                 "docs_from_dispatcher" => options.docs_from_dispatcher = flag(input)?,
                 "property" => options.property = flag(input)?,
                 "nowrap" => options.nowrap = flag(input)?,
-                "dispatcher" | "module" | "name" => {
+                "dispatcher" | "module" | "name" | "overload_of" => {
                     return Err(syn::Error::new(key.span(), format!("`{key}` needs a value: `{key} = ...`")));
                 }
                 other => {

@@ -38,7 +38,7 @@ pub use protocol::{
     is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit,
     set_recursion_limit,
 };
-pub use tensor::{DType, Device, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
+pub use tensor::{DType, Device, Dims, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 
@@ -57,6 +57,7 @@ pub mod __private {
     pub use crate::protocol::Route;
     pub use crate::protocol::bind::bind;
     pub use crate::protocol::dispatch::{Args, Typed, dispatch, fast_path};
+    pub use crate::protocol::{Overload, RegisteredOverload};
     pub use crate::value::{Arg, Returns};
     pub use inventory;
     pub use torchfn_macros::torch_function_checked;

@@ -257,6 +257,13 @@ pub trait FromValue: Sized {
     /// The Rust value, or `None` when `value` is of another type.
     fn from_value(value: &Value) -> Option<Self>;
 
+    /// As [`from_value`](FromValue::from_value), but refusing what a Python argument parser
+    /// would only accept in a signature made for it: a number for a tensor. Overload
+    /// resolution tries every signature strictly first.
+    fn from_value_strict(value: &Value) -> Option<Self> {
+        Self::from_value(value)
+    }
+
     /// The Rust value, taking `value` (no clone where a type can move out of it), or `value`
     /// back when it is of another type.
     fn take_value(value: Value) -> Result<Self, Value> {
@@ -335,6 +342,12 @@ impl<T: FromValue> FromValue for Option<T> {
             v => T::from_value(v).map(Some),
         }
     }
+    fn from_value_strict(value: &Value) -> Option<Self> {
+        match value {
+            Value::None => Some(None),
+            v => T::from_value_strict(v).map(Some),
+        }
+    }
 }
 
 impl<T: ToValue> ToValue for [T] {
@@ -355,6 +368,9 @@ impl<T: FromValue> FromValue for Vec<T> {
     }
     fn from_value(value: &Value) -> Option<Self> {
         value.as_slice()?.iter().map(T::from_value).collect()
+    }
+    fn from_value_strict(value: &Value) -> Option<Self> {
+        value.as_slice()?.iter().map(T::from_value_strict).collect()
     }
 }
 

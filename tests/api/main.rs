@@ -3,6 +3,7 @@
 
 mod binding;
 mod examples;
+mod golden;
 mod macros;
 mod modes;
 mod protocol;

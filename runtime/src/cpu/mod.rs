@@ -2,6 +2,7 @@
 //! only. Operations (layer 2) check arguments, work out shapes and dtypes, and call these.
 
 mod number;
+mod reduce;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip};
 
@@ -9,6 +10,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, with_dtype};
 
 pub(crate) use number::Number;
+pub(crate) use reduce::{reduce, scan};
 
 /// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`.
 pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> R {
@@ -119,11 +121,6 @@ pub(crate) fn binary<T: Element, U: Element>(
 /// True when any element of `dense` (read as `T`) satisfies `pred`.
 pub(crate) fn any<T: Element>(dense: &Dense, pred: impl Fn(T) -> bool) -> bool {
     read_as(dense, |v: ArrayViewD<'_, T>| v.iter().any(|&x| pred(x)))
-}
-
-/// The sum of all elements, as `T`.
-pub(crate) fn sum<T: Number>(dense: &Dense) -> T {
-    read_as(dense, |v: ArrayViewD<'_, T>| T::sum(v.iter().copied()))
 }
 
 /// The matrix at batch position `index` of a batched view.

@@ -18,7 +18,6 @@ pub(crate) trait Number: Element {
     fn div_floor(self, other: Self) -> Option<Self>;
     /// The number as this type (floats truncate toward zero into integers).
     fn from_scalar(s: Scalar) -> Self;
-    fn sum(values: impl Iterator<Item = Self>) -> Self;
     /// `out = a @ b`.
     fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>);
 }
@@ -52,9 +51,6 @@ macro_rules! float {
             }
             fn from_scalar(s: Scalar) -> Self {
                 s.to_f64() as $t
-            }
-            fn sum(values: impl Iterator<Item = Self>) -> Self {
-                values.map(f64::from).sum::<f64>() as $t
             }
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
                 general_mat_mul(1.0, &a, &b, 0.0, out)
@@ -95,9 +91,6 @@ macro_rules! int {
             }
             fn from_scalar(s: Scalar) -> Self {
                 s.to_i64() as $t
-            }
-            fn sum(values: impl Iterator<Item = Self>) -> Self {
-                values.fold(0, |a: $t, b| a.wrapping_add(b))
             }
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
                 for ((i, j), o) in out.indexed_iter_mut() {

@@ -3,7 +3,7 @@
 
 use crate::cpu::{self, Number};
 use crate::error::{Error, Result, bail};
-use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::tensor::{DType, Element, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
 use crate::torch_function;
 
 /// A binary arithmetic operation.
@@ -13,6 +13,8 @@ enum Op {
     Sub(Scalar),
     Mul,
     Div(Option<Rounding>),
+    /// The larger (`true`) or smaller of the two; NaN propagates.
+    Extreme(bool),
 }
 
 #[derive(Clone, Copy)]
@@ -68,6 +70,10 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
         }
         Op::Mul => with_dtype!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| p.mul(q))?,
             bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| p && q)?),
+        Op::Extreme(larger) => with_dtype!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| {
+            let nan = |v: T| v.to_f64().is_nan();
+            if nan(p) || nan(q) { T::from_f64(f64::NAN) } else if (p > q) == larger { p } else { q }
+        })?, bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| if larger { p || q } else { p && q })?),
         Op::Div(None) => match common {
             DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, |p, q| p / q)?,
             _ => cpu::binary::<f32, f32>(x, y, &shape, |p, q| p / q)?,
@@ -141,6 +147,18 @@ pub fn div(input: &Tensor, other: &Tensor, #[default(None)] rounding_mode: Optio
     arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("input", input), ("other", other))
 }
 
+/// The elementwise larger of `input` and `other`, broadcast; NaN propagates (`torch.maximum`).
+#[torch_function(module = "torchfn")]
+pub fn maximum(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    arithmetic("maximum", Op::Extreme(true), ("input", input), ("other", other))
+}
+
+/// The elementwise smaller of `input` and `other`, broadcast; NaN propagates (`torch.minimum`).
+#[torch_function(module = "torchfn")]
+pub fn minimum(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    arithmetic("minimum", Op::Extreme(false), ("input", input), ("other", other))
+}
+
 /// `-input` (`torch.neg`). Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn neg(input: &Tensor) -> Result<Tensor> {
@@ -170,6 +188,18 @@ impl Tensor {
     #[torch_function]
     pub fn div(&self, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
         arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("self", self), ("other", other))
+    }
+
+    /// The elementwise larger: the method form of [`maximum`](crate::maximum()).
+    #[torch_function]
+    pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("maximum", Op::Extreme(true), ("self", self), ("other", other))
+    }
+
+    /// The elementwise smaller: the method form of [`minimum`](crate::minimum()).
+    #[torch_function]
+    pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("minimum", Op::Extreme(false), ("self", self), ("other", other))
     }
 
     /// `-self`: the method form of [`neg`](crate::neg()).

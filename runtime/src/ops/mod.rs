@@ -9,8 +9,12 @@ mod properties;
 mod reduction;
 mod shape;
 
-pub use arithmetic::{ADD, DIV, MUL, NEG, SUB, add, div, mul, neg, sub};
+pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
 pub use creation::{TensorOptions, eye, ones, tensor, zeros};
 pub use linalg::{MATMUL, MM, matmul, mm};
-pub use reduction::{MEAN, SUM, mean, sum};
+pub use reduction::{
+    ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,
+    all_dim, amax, amin, any, any_dim, argmax, argmin, cumprod, cumsum, logsumexp, max, max_dim, max_other, mean,
+    mean_dim, min, min_dim, min_other, prod, prod_dim, std, sum, sum_dim, var,
+};
 pub use shape::{RESHAPE, reshape};

@@ -1,34 +1,181 @@
-//! Reductions over all elements: `sum`, `mean`.
+//! Reductions: `sum`, `mean`, `prod`, `amax`, `amin`, `all`, `any`, `argmax`, `argmin`, `max`
+//! and `min` (three ways each), `logsumexp`, `var`, `std`, and the scans `cumsum`, `cumprod`.
+//! A reduction without `dim` reduces every dimension to a zero-dimensional tensor.
 
-use crate::cpu;
+use smallvec::SmallVec;
+
+use crate::cpu::{self, Number};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Shape, Tensor};
+use crate::tensor::{DType, Dense, Dims, Element, Scalar, Tensor, normalize_dim, with_dtype};
 use crate::torch_function;
 
-fn sum_all(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// The input's data and the dimensions to reduce: `dims`, or all of them.
+fn reduced<'t>(
+    func: &str,
+    (name, t): (&str, &'t Tensor),
+    dims: Option<&Dims>,
+) -> Result<(&'t Dense, SmallVec<[usize; 4]>)> {
     let x = t.data(func, name)?;
-    let scalar = Shape::default();
-    let dense = match x.dtype {
-        DType::Float32 => Dense::from_vec(vec![cpu::sum::<f32>(x)], scalar),
-        DType::Float64 => Dense::from_vec(vec![cpu::sum::<f64>(x)], scalar),
-        DType::Bool | DType::Int32 | DType::Int64 => Dense::from_vec(vec![cpu::sum::<i64>(x)], scalar),
+    let ndim = x.layout.ndim();
+    let dims = match dims {
+        Some(dims) if !dims.as_slice().is_empty() => dims.resolve(ndim, func)?,
+        _ => (0..ndim).collect(),
     };
+    Ok((x, dims))
+}
+
+/// The dtype a sum or product accumulates in: int64 for integers and bools, else the input's
+/// (or the one asked for).
+fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
+    dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
+}
+
+/// Sums (`product` false) or multiplies each lane in `dtype`.
+fn fold(x: &Dense, dims: &[usize], keepdim: bool, dtype: DType, product: bool) -> Dense {
+    with_dtype!(dtype, T => cpu::reduce::<T, T>(x, dims, keepdim, |lane| {
+        if product {
+            lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b))
+        } else if T::DTYPE.is_floating_point() {
+            T::from_f64(lane.iter().map(|v| v.to_f64()).sum())
+        } else {
+            lane.iter().fold(T::default(), |a, &b| a.add(b))
+        }
+    }), bool => cpu::reduce::<bool, bool>(x, dims, keepdim, |lane| if product { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) }))
+}
+
+fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dims)?;
+    Ok(Tensor::from_dense(fold(x, &dims, keepdim, accumulation(x, None), false)))
+}
+
+fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
+    Ok(Tensor::from_dense(fold(x, &dims, keepdim, accumulation(x, None), true)))
+}
+
+fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dims)?;
+    let dtype = x.dtype;
+    if !dtype.is_floating_point() {
+        bail!(
+            NotImplemented,
+            "{func}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            x.dtype.name()
+        );
+    }
+    let dense = with_dtype!(dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| {
+        T::from_f64(lane.iter().map(|v| v.to_f64()).sum::<f64>() / lane.len() as f64)
+    }), bool => unreachable!("mean is computed in a floating-point dtype"));
     Ok(Tensor::from_dense(dense))
 }
 
-fn mean_all(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
-    let x = t.data(func, name)?;
-    let n = x.layout.numel() as f64;
-    let dense = match x.dtype {
-        DType::Float32 => Dense::from_vec(vec![(f64::from(cpu::sum::<f32>(x)) / n) as f32], Shape::default()),
-        DType::Float64 => Dense::from_vec(vec![cpu::sum::<f64>(x) / n], Shape::default()),
-        other => bail!(
-            Runtime,
-            "{func}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
-            other.name()
-        ),
-    };
+/// `amax` (`largest`) or `amin`: NaN propagates, as in PyTorch.
+fn extreme_impl(
+    func: &str,
+    input: (&str, &Tensor),
+    dims: Option<&Dims>,
+    keepdim: bool,
+    largest: bool,
+) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dims)?;
+    if let Some(&d) = dims.iter().find(|&&d| x.layout.shape[d] == 0) {
+        bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
+    }
+    let dense = with_dtype!(x.dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| pick(lane, largest).1),
+        bool => cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| if largest { lane.iter().any(|&b| b) } else { lane.iter().all(|&b| b) }));
     Ok(Tensor::from_dense(dense))
+}
+
+/// The position and value of the first largest (or smallest) element of a non-empty lane; a
+/// NaN wins, as in PyTorch.
+fn pick<T: Element>(lane: &[T], largest: bool) -> (usize, T) {
+    let mut best = (0, lane[0]);
+    for (i, &v) in lane.iter().enumerate().skip(1) {
+        let nan = |x: T| x.to_f64().is_nan();
+        if nan(best.1) {
+            break;
+        }
+        let better = if largest { v > best.1 } else { v < best.1 };
+        if nan(v) || better {
+            best = (i, v);
+        }
+    }
+    best
+}
+
+/// The positions (`argmax`/`argmin`), or the values and positions (`max(dim)`/`min(dim)`), of
+/// the extreme elements along `dim`, or over everything.
+fn arg_extreme(
+    func: &str,
+    input: (&str, &Tensor),
+    dim: Option<i64>,
+    keepdim: bool,
+    largest: bool,
+) -> Result<(Dense, Dense)> {
+    let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
+    if x.layout.numel() == 0 || dims.iter().any(|&d| x.layout.shape[d] == 0) {
+        bail!(Index, "{func}(): Expected reduction dim to be specified for input.numel() == 0.");
+    }
+    let keepdim = keepdim && dim.is_some();
+    let indices = with_dtype!(x.dtype, T => cpu::reduce::<T, i64>(x, &dims, keepdim, |lane| pick(lane, largest).0 as i64),
+        bool => cpu::reduce::<bool, i64>(x, &dims, keepdim, |lane| pick(lane, largest).0 as i64));
+    let values = with_dtype!(x.dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| pick(lane, largest).1),
+        bool => cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| pick(lane, largest).1));
+    Ok((values, indices))
+}
+
+fn logsumexp_impl(func: &str, input: (&str, &Tensor), dims: &Dims, keepdim: bool) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, Some(dims))?;
+    let dtype = if x.dtype.is_floating_point() { x.dtype } else { DType::DEFAULT_FLOAT };
+    let lse = |lane: &[f64]| {
+        let max = lane.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        if max.is_infinite() { max } else { max + lane.iter().map(|v| (v - max).exp()).sum::<f64>().ln() }
+    };
+    let dense = cpu::reduce::<f64, f64>(x, &dims, keepdim, lse);
+    Ok(Tensor::from_dense(cpu::convert(&dense, dtype)))
+}
+
+/// `var` (`root` false) or `std`, dividing by `n - correction`.
+fn spread(
+    func: &str,
+    input: (&str, &Tensor),
+    dims: Option<&Dims>,
+    correction: f64,
+    keepdim: bool,
+    root: bool,
+) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dims)?;
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): expected a floating point input, got {}", x.dtype);
+    }
+    let dense = cpu::reduce::<f64, f64>(x, &dims, keepdim, |lane| {
+        let n = lane.len() as f64;
+        let mean = lane.iter().sum::<f64>() / n;
+        let var = lane.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - correction).max(0.0);
+        if root { var.sqrt() } else { var }
+    });
+    Ok(Tensor::from_dense(cpu::convert(&dense, x.dtype)))
+}
+
+/// `cumsum` (`product` false) or `cumprod` along `dim`.
+fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DType>, product: bool) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let dim = normalize_dim(dim, x.layout.ndim(), func)?;
+    if x.layout.ndim() == 0 {
+        return Ok(Tensor::from_dense(cpu::convert(x, accumulation(x, dtype))));
+    }
+    let dense = with_dtype!(accumulation(x, dtype), T => cpu::scan::<T, T>(x, dim, |lane, out| {
+        let mut acc = if product { T::from_i64(1) } else { T::default() };
+        for (o, &v) in out.iter_mut().zip(lane) {
+            acc = if product { acc.mul(v) } else { acc.add(v) };
+            *o = acc;
+        }
+    }), bool => unreachable!("sums accumulate in int64"));
+    Ok(Tensor::from_dense(dense))
+}
+
+fn pair(values: Dense, indices: Dense) -> (Tensor, Tensor) {
+    (Tensor::from_dense(values), Tensor::from_dense(indices))
 }
 
 /// The sum of all elements, as a zero-dimensional tensor (`torch.sum`). Integer and bool
@@ -37,30 +184,212 @@ fn mean_all(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
 /// ```
 /// let t = torchfn::tensor([[1i64, 2], [3, 4]])?;
 /// assert_eq!(torchfn::sum(&t)?.item()?, torchfn::Scalar::Int(10));
+/// assert_eq!(torchfn::sum_dim(&t, 1, false)?.to_vec::<i64>()?, [3, 7]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn sum(input: &Tensor) -> Result<Tensor> {
-    sum_all("sum", ("input", input))
+    sum_impl("sum", ("input", input), None, false)
 }
 
-/// The mean of all elements, as a zero-dimensional tensor (`torch.mean`); floating-point
-/// tensors only. The mean of no elements is NaN.
+/// The sums over `dim` (one dimension or several), keeping them as size one with `keepdim`
+/// (`torch.sum(input, dim, keepdim)`).
+#[torch_function(overload_of = SUM)]
+pub fn sum_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    sum_impl("sum", ("input", input), Some(&dim.into()), keepdim)
+}
+
+/// The mean of all elements (`torch.mean`); floating-point tensors only.
 #[torch_function(module = "torchfn")]
 pub fn mean(input: &Tensor) -> Result<Tensor> {
-    mean_all("mean", ("input", input))
+    mean_impl("mean", ("input", input), None, false)
+}
+
+/// The means over `dim` (`torch.mean(input, dim, keepdim)`).
+#[torch_function(overload_of = MEAN)]
+pub fn mean_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    mean_impl("mean", ("input", input), Some(&dim.into()), keepdim)
+}
+
+/// The product of all elements (`torch.prod`).
+#[torch_function(module = "torchfn")]
+pub fn prod(input: &Tensor) -> Result<Tensor> {
+    prod_impl("prod", ("input", input), None, false)
+}
+
+/// The products along `dim` (`torch.prod(input, dim, keepdim)`).
+#[torch_function(overload_of = PROD)]
+pub fn prod_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    prod_impl("prod", ("input", input), Some(dim), keepdim)
+}
+
+/// The largest elements over `dim` (all dimensions when empty), NaN propagating (`torch.amax`).
+#[torch_function(module = "torchfn")]
+pub fn amax(
+    input: &Tensor,
+    #[default(Vec::<i64>::new())] dim: impl Into<Dims>,
+    #[default(false)] keepdim: bool,
+) -> Result<Tensor> {
+    extreme_impl("amax", ("input", input), Some(&dim.into()), keepdim, true)
+}
+
+/// The smallest elements over `dim` (all dimensions when empty), NaN propagating (`torch.amin`).
+#[torch_function(module = "torchfn")]
+pub fn amin(
+    input: &Tensor,
+    #[default(Vec::<i64>::new())] dim: impl Into<Dims>,
+    #[default(false)] keepdim: bool,
+) -> Result<Tensor> {
+    extreme_impl("amin", ("input", input), Some(&dim.into()), keepdim, false)
+}
+
+/// Whether every element is true (non-zero), as a bool tensor (`torch.all`).
+#[torch_function(module = "torchfn")]
+pub fn all(input: &Tensor) -> Result<Tensor> {
+    all_any("all", ("input", input), None, false, true)
+}
+
+/// Whether every element along `dim` is true (`torch.all(input, dim, keepdim)`).
+#[torch_function(overload_of = ALL)]
+pub fn all_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    all_any("all", ("input", input), Some(&dim.into()), keepdim, true)
+}
+
+/// Whether any element is true (non-zero), as a bool tensor (`torch.any`).
+#[torch_function(module = "torchfn")]
+pub fn any(input: &Tensor) -> Result<Tensor> {
+    all_any("any", ("input", input), None, false, false)
+}
+
+/// Whether any element along `dim` is true (`torch.any(input, dim, keepdim)`).
+#[torch_function(overload_of = ANY)]
+pub fn any_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    all_any("any", ("input", input), Some(&dim.into()), keepdim, false)
+}
+
+fn all_any(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, every: bool) -> Result<Tensor> {
+    let (x, dims) = reduced(func, input, dims)?;
+    let dense = cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| {
+        if every { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) }
+    });
+    Ok(Tensor::from_dense(dense))
+}
+
+/// The position of the first largest element, over everything (flattened) or along `dim`
+/// (`torch.argmax`).
+#[torch_function(module = "torchfn")]
+pub fn argmax(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    Ok(Tensor::from_dense(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1))
+}
+
+/// The position of the first smallest element (`torch.argmin`).
+#[torch_function(module = "torchfn")]
+pub fn argmin(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    Ok(Tensor::from_dense(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1))
+}
+
+/// The largest element (`torch.max(input)`); see [`max_dim`] and [`max_other`].
+#[torch_function(module = "torchfn")]
+pub fn max(input: &Tensor) -> Result<Tensor> {
+    extreme_impl("max", ("input", input), None, false, true)
+}
+
+/// The largest elements along `dim` and their positions, as `(values, indices)`
+/// (`torch.max(input, dim, keepdim)`).
+#[torch_function(overload_of = MAX)]
+pub fn max_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (values, indices) = arg_extreme("max", ("input", input), Some(dim), keepdim, true)?;
+    Ok(pair(values, indices))
+}
+
+/// The elementwise maximum of two tensors (`torch.max(input, other)`, as `torch.maximum`).
+#[torch_function(overload_of = MAX)]
+pub fn max_other(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::maximum(input, other)
+}
+
+/// The smallest element (`torch.min(input)`); see [`min_dim`] and [`min_other`].
+#[torch_function(module = "torchfn")]
+pub fn min(input: &Tensor) -> Result<Tensor> {
+    extreme_impl("min", ("input", input), None, false, false)
+}
+
+/// The smallest elements along `dim` and their positions, as `(values, indices)`
+/// (`torch.min(input, dim, keepdim)`).
+#[torch_function(overload_of = MIN)]
+pub fn min_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (values, indices) = arg_extreme("min", ("input", input), Some(dim), keepdim, false)?;
+    Ok(pair(values, indices))
+}
+
+/// The elementwise minimum of two tensors (`torch.min(input, other)`, as `torch.minimum`).
+#[torch_function(overload_of = MIN)]
+pub fn min_other(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    crate::minimum(input, other)
+}
+
+/// `log(sum(exp(input)))` over `dim`, computed stably (`torch.logsumexp`).
+#[torch_function(module = "torchfn")]
+pub fn logsumexp(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    logsumexp_impl("logsumexp", ("input", input), &dim.into(), keepdim)
+}
+
+/// The variance over `dim` (all when `None`), dividing by `n - correction` (`torch.var`).
+#[torch_function(module = "torchfn")]
+pub fn var(
+    input: &Tensor,
+    #[default(None)] dim: Option<Dims>,
+    #[default(1)] correction: impl Into<Scalar>,
+    #[default(false)] keepdim: bool,
+) -> Result<Tensor> {
+    spread("var", ("input", input), dim.as_ref(), correction.into().to_f64(), keepdim, false)
+}
+
+/// The standard deviation over `dim`, dividing by `n - correction` (`torch.std`).
+#[torch_function(module = "torchfn")]
+pub fn std(
+    input: &Tensor,
+    #[default(None)] dim: Option<Dims>,
+    #[default(1)] correction: impl Into<Scalar>,
+    #[default(false)] keepdim: bool,
+) -> Result<Tensor> {
+    spread("std", ("input", input), dim.as_ref(), correction.into().to_f64(), keepdim, true)
+}
+
+/// The running sums along `dim` (`torch.cumsum`); integers and bools accumulate in int64.
+#[torch_function(module = "torchfn")]
+pub fn cumsum(input: &Tensor, dim: i64, #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+    cumulative("cumsum", ("input", input), dim, dtype, false)
+}
+
+/// The running products along `dim` (`torch.cumprod`).
+#[torch_function(module = "torchfn")]
+pub fn cumprod(input: &Tensor, dim: i64, #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+    cumulative("cumprod", ("input", input), dim, dtype, true)
 }
 
 impl Tensor {
     /// The sum of all elements: the method form of [`sum`](crate::sum()).
     #[torch_function]
     pub fn sum(&self) -> Result<Tensor> {
-        sum_all("sum", ("self", self))
+        sum_impl("sum", ("self", self), None, false)
+    }
+
+    /// The sums over `dim`: the method form of [`sum_dim`](crate::sum_dim()).
+    #[torch_function(overload_of = Tensor::SUM)]
+    pub fn sum_dim(&self, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        sum_impl("sum", ("self", self), Some(&dim.into()), keepdim)
     }
 
     /// The mean of all elements: the method form of [`mean`](crate::mean()).
     #[torch_function]
     pub fn mean(&self) -> Result<Tensor> {
-        mean_all("mean", ("self", self))
+        mean_impl("mean", ("self", self), None, false)
+    }
+
+    /// The means over `dim`: the method form of [`mean_dim`](crate::mean_dim()).
+    #[torch_function(overload_of = Tensor::MEAN)]
+    pub fn mean_dim(&self, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        mean_impl("mean", ("self", self), Some(&dim.into()), keepdim)
     }
 }

@@ -3,13 +3,15 @@
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::protocol::Func;
+use crate::protocol::{Func, Param};
 use crate::value::{FromValue, Kwargs, Value};
 
 /// Arguments matched to parameters, ready to convert one by one.
 #[doc(hidden)]
 pub struct Bound<'v> {
     func: &'static Func,
+    params: &'static [Param],
+    strict: bool,
     /// Each parameter's argument; the variadic one's is `rest`.
     slots: SmallVec<[Option<&'v Value>; 6]>,
     /// Bit `i` is set when parameter `i` was given by keyword.
@@ -17,12 +19,18 @@ pub struct Bound<'v> {
     rest: Option<Box<Value>>,
 }
 
-/// Matches `args` and `kwargs` to the parameters of `func` as Python does: positionals fill
-/// parameters in order (a variadic parameter takes the rest), keywords fill by name, defaults
-/// fill the gaps. Errors read like Python's.
+/// Matches `args` and `kwargs` to `params`, a signature of `func`, as Python does: positionals
+/// fill parameters in order (a variadic parameter takes the rest), keywords fill by name,
+/// defaults fill the gaps. Errors read like Python's. `strict` converts as overload resolution
+/// first tries.
 #[doc(hidden)]
-pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> Result<Bound<'v>> {
-    let params = func.signature().params();
+pub fn bind<'v>(
+    func: &'static Func,
+    params: &'static [Param],
+    args: &'v [Value],
+    kwargs: &'v Kwargs,
+    strict: bool,
+) -> Result<Bound<'v>> {
     let name = func.name();
     let variadic = params.iter().position(|p| p.is_variadic());
     let positional = variadic.unwrap_or(params.len());
@@ -71,7 +79,7 @@ pub fn bind<'v>(func: &'static Func, args: &'v [Value], kwargs: &'v Kwargs) -> R
             }
         }
     }
-    Ok(Bound { func, slots, by_keyword, rest })
+    Ok(Bound { func, params, strict, slots, by_keyword, rest })
 }
 
 impl Bound<'_> {
@@ -79,21 +87,22 @@ impl Bound<'_> {
     pub fn arg<T: FromValue>(&self, index: usize, default: Option<fn() -> T>) -> Result<T> {
         let value = match (self.slots[index], &self.rest) {
             (Some(v), _) => v,
-            (None, Some(rest)) if self.func.signature().params()[index].is_variadic() => rest,
+            (None, Some(rest)) if self.params[index].is_variadic() => rest,
             (None, _) => {
-                let param = self.func.signature().params()[index].name();
+                let param = self.params[index].name();
                 return default.map(|d| d()).ok_or_else(|| {
                     Error::type_error(format!("{}() missing required argument '{param}'", self.func.name()))
                 });
             }
         };
-        T::from_value(value).ok_or_else(|| {
+        let converted = if self.strict { T::from_value_strict(value) } else { T::from_value(value) };
+        converted.ok_or_else(|| {
             let by_keyword = self.by_keyword & (1 << index.min(63)) != 0;
             let at = if by_keyword { String::new() } else { format!(" (position {})", index + 1) };
             Error::type_error(format!(
                 "{}(): argument '{}'{at} must be {}, not {}",
                 self.func.name(),
-                self.func.signature().params()[index].name(),
+                self.params[index].name(),
                 T::type_name(),
                 value.type_name()
             ))

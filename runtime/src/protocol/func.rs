@@ -3,7 +3,10 @@
 use std::fmt;
 use std::hash::{Hash, Hasher};
 
-use crate::error::Result;
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use crate::error::{Error, Result};
 use crate::protocol::bind::bind;
 use crate::protocol::dispatch;
 use crate::protocol::rerun::rerun_current;
@@ -128,6 +131,19 @@ pub enum Route {
     Public,
     /// The implementation alone.
     Implementation,
+    /// Only bind the arguments, to see whether this signature fits them; `strict` refuses
+    /// numbers where a tensor is expected (see [`FromValue::from_value_strict`]).
+    Bind {
+        /// Whether to convert strictly.
+        strict: bool,
+    },
+}
+
+impl Route {
+    /// Whether binding converts strictly.
+    pub fn strict(self) -> bool {
+        matches!(self, Route::Bind { strict: true })
+    }
 }
 
 /// How a handle reaches its code.
@@ -230,7 +246,9 @@ impl Func {
     }
 
     /// Calls the public function by name, binding positional and keyword arguments like
-    /// Python, then dispatching as a typed call would.
+    /// Python, then dispatching as a typed call would. A function with overloads (`sum(input)`,
+    /// `sum(input, dim, keepdim)`) takes the first signature the arguments fit, as PyTorch's
+    /// argument parser does.
     ///
     /// ```
     /// use torchfn::{Kwargs, Value, tensor};
@@ -244,11 +262,10 @@ impl Func {
     /// ```
     pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         match self.entry {
-            Entry::Generated(entry) => {
-                rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| entry(args, kwargs, Route::Public))
-            }
+            Entry::Generated(_) => rerun_current(self, args, kwargs, Route::Public)
+                .unwrap_or_else(|| self.resolve(args, kwargs, Route::Public)),
             Entry::Handwritten(_) => {
-                bind(self, args, kwargs)?;
+                self.resolve(args, kwargs, Route::Bind { strict: false })?;
                 let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
                 dispatch::handle_torch_function(self, &relevant, args, kwargs)
             }
@@ -258,14 +275,119 @@ impl Func {
     /// Calls the implementation directly, without the protocol (`public_api._implementation`).
     pub fn implementation(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         match self.entry {
-            Entry::Generated(entry) => rerun_current(self, args, kwargs, Route::Implementation)
-                .unwrap_or_else(|| entry(args, kwargs, Route::Implementation)),
+            Entry::Generated(_) => rerun_current(self, args, kwargs, Route::Implementation)
+                .unwrap_or_else(|| self.resolve(args, kwargs, Route::Implementation)),
             Entry::Handwritten(implementation) => {
-                bind(self, args, kwargs)?;
+                self.resolve(args, kwargs, Route::Bind { strict: false })?;
                 implementation(args, kwargs)
             }
         }
     }
+
+    /// Whether `args` and `kwargs` fit one of this function's signatures; the binding error
+    /// otherwise.
+    pub fn fits(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<()> {
+        self.resolve(args, kwargs, Route::Bind { strict: false }).map(|_| ())
+    }
+
+    /// Every signature this function accepts: its own, then its overloads'.
+    pub fn signatures(&'static self) -> Vec<Signature> {
+        self.candidates().map(|(params, _)| Signature(params)).collect()
+    }
+
+    /// The signatures, with how to bind and run each.
+    fn candidates(&'static self) -> impl Iterator<Item = (&'static [Param], Option<EntryPoint>)> + Clone {
+        let own = match self.entry {
+            Entry::Generated(entry) => Some(entry),
+            Entry::Handwritten(_) => None,
+        };
+        std::iter::once((self.params, own)).chain(overloads_of(self).iter().map(|o| (o.params, Some(o.entry))))
+    }
+
+    /// Runs `route` with the first signature `args` and `kwargs` fit: strictly first (no
+    /// number where a tensor is expected), then leniently. With one signature, its binding
+    /// error is the error; with several, the error lists them.
+    fn resolve(&'static self, args: &[Value], kwargs: &Kwargs, route: Route) -> Result<Value> {
+        let mut candidates = self.candidates();
+        let Some((params, entry)) = candidates.next() else { return Ok(Value::None) };
+        if overloads_of(self).is_empty() {
+            return match entry {
+                Some(entry) => entry(args, kwargs, route),
+                None => bind(self, params, args, kwargs, false).map(|_| Value::None),
+            };
+        }
+        for strict in [true, false] {
+            for (params, entry) in self.candidates() {
+                let fits = match entry {
+                    Some(entry) => entry(args, kwargs, Route::Bind { strict }).is_ok(),
+                    None => bind(self, params, args, kwargs, strict).is_ok(),
+                };
+                if fits {
+                    return match (entry, route) {
+                        (_, Route::Bind { .. }) | (None, _) => Ok(Value::None),
+                        (Some(entry), route) => entry(args, kwargs, route),
+                    };
+                }
+            }
+        }
+        Err(invalid_combination(self, args, kwargs))
+    }
+}
+
+/// A generated entry point: binds arguments to one signature and runs a route.
+type EntryPoint = fn(&[Value], &Kwargs, Route) -> Result<Value>;
+
+/// PyTorch's error when no signature fits, listing them all.
+fn invalid_combination(func: &'static Func, args: &[Value], kwargs: &Kwargs) -> Error {
+    let given: Vec<String> = args
+        .iter()
+        .map(|a| a.type_name().to_string())
+        .chain(kwargs.iter().map(|(k, v)| format!("{k}={}", v.type_name())))
+        .collect();
+    let expected: Vec<String> = func.signatures().iter().map(|s| format!(" * {s}")).collect();
+    Error::type_error(format!(
+        "{}() received an invalid combination of arguments - got ({}), but expected one of:\n{}",
+        func.name(),
+        given.join(", "),
+        expected.join("\n")
+    ))
+}
+
+/// Another signature of an overridable function (`sum(input, dim, keepdim)` of `torchfn.sum`),
+/// written by `#[torch_function(overload_of = ..)]`: calls through it dispatch as the function.
+#[doc(hidden)]
+pub struct Overload {
+    of: &'static Func,
+    order: &'static str,
+    params: &'static [Param],
+    entry: EntryPoint,
+}
+
+impl Overload {
+    /// An overload of `of`; `order` (the Rust name) orders the overloads.
+    pub const fn __new(of: &'static Func, order: &'static str, params: &'static [Param], entry: EntryPoint) -> Self {
+        Overload { of, order, params, entry }
+    }
+}
+
+/// A registered overload.
+#[doc(hidden)]
+pub struct RegisteredOverload(pub &'static Overload);
+
+inventory::collect!(RegisteredOverload);
+
+/// The overloads of `func`, in the order of their Rust names.
+fn overloads_of(func: &'static Func) -> &'static [&'static Overload] {
+    static BY_FUNC: OnceLock<HashMap<usize, Vec<&'static Overload>>> = OnceLock::new();
+    let by_func = BY_FUNC.get_or_init(|| {
+        let mut map: HashMap<usize, Vec<&'static Overload>> = HashMap::new();
+        for RegisteredOverload(o) in inventory::iter::<RegisteredOverload> {
+            map.entry(std::ptr::from_ref(o.of) as usize).or_default().push(o);
+        }
+        map.values_mut().for_each(|v| v.sort_by_key(|o| o.order));
+        map
+    });
+    by_func.get(&(std::ptr::from_ref(func) as usize)).map_or(&[], Vec::as_slice)
 }
 
 impl PartialEq for Func {

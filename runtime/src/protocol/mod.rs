@@ -11,7 +11,7 @@ mod state;
 
 pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorParent, TensorSubclass, TorchFunction, Types};
 pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};
-pub use func::{Func, FuncKind, Param, ParamDefault, Route, Signature};
+pub use func::{Func, FuncKind, Overload, Param, ParamDefault, RegisteredOverload, Route, Signature};
 pub use relevant::Relevant;
 pub use state::{
     DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, EnableTorchFunction, ModeGuard,

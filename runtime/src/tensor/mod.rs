@@ -2,6 +2,7 @@
 
 mod data;
 mod device;
+mod dims;
 mod display;
 mod dtype;
 mod index;
@@ -15,11 +16,13 @@ use std::sync::Arc;
 
 pub use data::TensorData;
 pub use device::Device;
+pub use dims::Dims;
 pub use dtype::{DType, Element};
 pub use index::{Index, IndexItem};
 pub use layout::Shape;
 pub use scalar::Scalar;
 
+pub(crate) use dims::normalize_dim;
 pub(crate) use dtype::{Participant, result_type, with_dtype};
 pub(crate) use layout::{Layout, broadcast_shapes};
 pub(crate) use storage::{Buffer, Storage};
@@ -311,6 +314,9 @@ impl FromValue for Tensor {
             Value::Tensor(t) => Some(t.clone()),
             v => Scalar::from_value(v).map(Tensor::scalar),
         }
+    }
+    fn from_value_strict(value: &Value) -> Option<Self> {
+        value.as_tensor().cloned()
     }
     fn take_value(value: Value) -> std::result::Result<Self, Value> {
         match value {

@@ -1,0 +1,144 @@
+//! Dimension arguments: one dimension or several, negative counting from the end.
+
+use smallvec::SmallVec;
+
+use crate::error::{Result, bail};
+use crate::protocol::Relevant;
+use crate::value::{Arg, FromValue, ToValue, Value};
+
+use super::Tensor;
+
+/// The `dim` argument of reductions: one dimension (`1`, `-1`) or several (`[0, 2]`).
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct Dims(SmallVec<[i64; 4]>);
+
+impl Dims {
+    /// The dimensions as given.
+    pub fn as_slice(&self) -> &[i64] {
+        &self.0
+    }
+
+    /// The dimensions wrapped into `0..ndim`, sorted; an `IndexError` for one out of range, a
+    /// `RuntimeError` for one given twice.
+    pub(crate) fn resolve(&self, ndim: usize, func: &str) -> Result<SmallVec<[usize; 4]>> {
+        let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
+        for &d in &self.0 {
+            let d = normalize_dim(d, ndim, func)?;
+            if dims.contains(&d) {
+                bail!(Runtime, "{func}(): dim {d} appears multiple times in the list of dims");
+            }
+            dims.push(d);
+        }
+        dims.sort_unstable();
+        Ok(dims)
+    }
+}
+
+/// Wraps a possibly negative dimension into `0..ndim` (a zero-dimensional tensor takes `0` and
+/// `-1`), or explains why it cannot.
+pub(crate) fn normalize_dim(dim: i64, ndim: usize, func: &str) -> Result<usize> {
+    let n = ndim.max(1) as i64;
+    if dim < -n || dim >= n {
+        bail!(
+            Index,
+            "{func}(): dimension out of range (expected to be in range of [{}, {}], but got {dim})",
+            -n,
+            n - 1
+        );
+    }
+    Ok(if dim < 0 { (dim + n) as usize } else { dim as usize }.min(ndim.saturating_sub(1)))
+}
+
+impl From<i64> for Dims {
+    fn from(d: i64) -> Self {
+        Dims(SmallVec::from_slice(&[d]))
+    }
+}
+
+impl From<i32> for Dims {
+    fn from(d: i32) -> Self {
+        Dims::from(i64::from(d))
+    }
+}
+
+impl<const N: usize> From<[i64; N]> for Dims {
+    fn from(dims: [i64; N]) -> Self {
+        Dims(SmallVec::from_slice(&dims))
+    }
+}
+
+impl From<&[i64]> for Dims {
+    fn from(dims: &[i64]) -> Self {
+        Dims(SmallVec::from_slice(dims))
+    }
+}
+
+impl From<Vec<i64>> for Dims {
+    fn from(dims: Vec<i64>) -> Self {
+        Dims(dims.into())
+    }
+}
+
+impl ToValue for Dims {
+    fn to_value(&self) -> Value {
+        match self.0.as_slice() {
+            [d] => Value::Int(*d),
+            dims => Value::Tuple(dims.iter().map(|&d| Value::Int(d)).collect()),
+        }
+    }
+}
+
+impl FromValue for Dims {
+    fn type_name() -> String {
+        "int or tuple of ints".into()
+    }
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::Int(d) => Some(Dims::from(*d)),
+            v => Vec::<i64>::from_value(v).map(Dims::from),
+        }
+    }
+}
+
+impl Relevant for Dims {
+    fn each_tensor<'s>(&'s self, _: &mut dyn FnMut(&'s Tensor)) {}
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        true
+    }
+}
+
+impl<'a> Arg<'a> for Dims {
+    type Owned = Dims;
+    fn from_owned(owned: &'a Dims) -> Dims {
+        owned.clone()
+    }
+}
+
+impl<'a> Arg<'a> for Option<Dims> {
+    type Owned = Option<Dims>;
+    fn from_owned(owned: &'a Option<Dims>) -> Option<Dims> {
+        owned.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dims_wrap_sort_and_refuse_repeats() {
+        assert_eq!(Dims::from([-1, 0]).resolve(3, "sum").unwrap().as_slice(), &[0, 2]);
+        let err = Dims::from([1, -2]).resolve(3, "sum").unwrap_err();
+        assert_eq!(err.to_string(), "sum(): dim 1 appears multiple times in the list of dims");
+        let err = Dims::from(3).resolve(3, "sum").unwrap_err();
+        assert_eq!(err.to_string(), "sum(): dimension out of range (expected to be in range of [-3, 2], but got 3)");
+    }
+
+    #[test]
+    fn values_convert_both_ways() {
+        assert_eq!(Dims::from_value(&Value::Int(2)), Some(Dims::from(2)));
+        let two = Dims::from([0, 2]);
+        assert_eq!(Dims::from_value(&two.to_value()), Some(two));
+    }
+}
