@@ -175,6 +175,9 @@ impl Function {
         if options.property && (!is_method || params.len() != 1) {
             errors.push(sig.ident.span(), "a property getter takes `&self` alone");
         }
+        if options.ignore.is_some() && (options.dispatcher.is_some() || is_method) {
+            errors.push(sig.ident.span(), "an ignored function is a free function without a dispatcher");
+        }
         if options.overload_of.is_some() && (options.module.is_some() || options.name.is_some() || options.property) {
             errors.push(sig.ident.span(), "an overload takes its name and namespace from the function it overloads");
         }
@@ -284,9 +287,14 @@ pub fn generate(
         None if f.is_method => format!("Tensor::{handle}"),
         None => handle.to_string(),
     };
-    let public_note = match &options.overload_of {
-        Some(_) => format!(" Another signature of [`{handle_link}`]: hooks and modes see the call as that `func`."),
-        None => format!(" Its handle is [`{handle_link}`]; hooks and modes see the call as `func`."),
+    let public_note = match (&options.overload_of, &options.ignore) {
+        (Some(_), _) => {
+            format!(" Another signature of [`{handle_link}`]: hooks and modes see the call as that `func`.")
+        }
+        (None, Some(_)) => {
+            format!(" Not overridable (see `get_ignored_functions`); its handle [`{handle_link}`] calls it by name.")
+        }
+        (None, None) => format!(" Its handle is [`{handle_link}`]; hooks and modes see the call as `func`."),
     };
 
     // The public function.
@@ -331,50 +339,62 @@ pub fn generate(
         quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(&#id));)
     });
 
-    let public_fn = quote! {
-        #(#doc_attrs)*
-        #[doc = ""]
-        #[doc = #public_note]
-        #(#other_attrs)*
-        #[inline]
-        #vis #sig {
-            #(#conversions)*
-            if #private::fast_path(&(#(&#idents,)*)) {
-                return #fast_impl_call;
+    let public_fn = if options.ignore.is_some() {
+        quote! {
+            #(#doc_attrs)*
+            #(#other_attrs)*
+            #[inline]
+            #vis #sig {
+                #(#conversions)*
+                #fast_impl_call
             }
-            #[cold]
-            #[inline(never)]
-            fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
-                let __torchfn_outcome = {
-                    let __torchfn_relevant = #relevant;
-                    let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
-                        #private::Returns::into_value(match __route {
-                            #private::Route::Implementation => #impl_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
-                            _ => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
-                        })
-                    };
-                    #private::dispatch(
-                        #handle_path,
-                        &__torchfn_relevant,
-                        &mut |__args, __kwargs| {
-                            #(#push_args)*
-                            #(#push_kwargs)*
-                        },
-                        ::core::option::Option::Some(#private::Typed {
-                            params: &(#(&#slow_idents,)*),
-                            rerun: &__torchfn_rerun,
-                        }),
-                    )
-                };
-                match __torchfn_outcome {
-                    ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {
-                        #private::Returns::from_value(__value, #handle_path)
-                    }
-                    ::core::result::Result::Ok(::core::option::Option::None) => #impl_path(#(#slow_idents),*),
-                    ::core::result::Result::Err(__error) => ::core::result::Result::Err(__error),
+        }
+    } else {
+        quote! {
+            #(#doc_attrs)*
+            #[doc = ""]
+            #[doc = #public_note]
+            #(#other_attrs)*
+            #[inline]
+            #vis #sig {
+                #(#conversions)*
+                if #private::fast_path(&(#(&#idents,)*)) {
+                    return #fast_impl_call;
                 }
+                #[cold]
+                #[inline(never)]
+                fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
+                    let __torchfn_outcome = {
+                        let __torchfn_relevant = #relevant;
+                        let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
+                            #private::Returns::into_value(match __route {
+                                #private::Route::Implementation => #impl_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
+                                _ => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
+                            })
+                        };
+                        #private::dispatch(
+                            #handle_path,
+                            &__torchfn_relevant,
+                            &mut |__args, __kwargs| {
+                                #(#push_args)*
+                                #(#push_kwargs)*
+                            },
+                            ::core::option::Option::Some(#private::Typed {
+                                params: &(#(&#slow_idents,)*),
+                                rerun: &__torchfn_rerun,
+                            }),
+                        )
+                    };
+                    match __torchfn_outcome {
+                        ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {
+                            #private::Returns::from_value(__value, #handle_path)
+                        }
+                        ::core::result::Result::Ok(::core::option::Option::None) => #impl_path(#(#slow_idents),*),
+                        ::core::result::Result::Err(__error) => ::core::result::Result::Err(__error),
+                    }
+                }
+                __torchfn_dispatch(#(#idents),*)
             }
-            __torchfn_dispatch(#(#idents),*)
         }
     };
 
@@ -434,6 +454,13 @@ pub fn generate(
         " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
         if f.is_method { format!("Tensor::{rust_name}") } else { rust_name.clone() }
     );
+    let (ignored, ignored_entry) = match &options.ignore {
+        Some(reason) if options.overload_of.is_none() => (
+            quote!(::core::option::Option::Some(#reason)),
+            quote!(#private::inventory::submit! { ::torchfn::overrides::IgnoredFunction::__new(#qualified_doc, #reason) }),
+        ),
+        _ => (quote!(::core::option::Option::None), quote!()),
+    };
     let entry_fn = |bind_func: TokenStream| {
         quote! {
             fn __torchfn_entry(
@@ -486,9 +513,11 @@ pub fn generate(
                         &__TORCHFN_PARAMS,
                         #doc,
                         #nowrap,
+                        #ignored,
                         __torchfn_entry,
                     );
                     #private::inventory::submit! { #private::Registered(&__TORCHFN_FUNC) }
+                    #ignored_entry
                     &__TORCHFN_FUNC
                 };
             }

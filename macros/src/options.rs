@@ -23,9 +23,12 @@ pub struct Options {
     pub nowrap: bool,
     /// The handle of the function this one is another signature of.
     pub overload_of: Option<Path>,
+    /// Why the function takes part in no dispatch: it gets a handle, callable by name, listed
+    /// among the ignored functions.
+    pub ignore: Option<LitStr>,
 }
 
-const KNOWN: &str = "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap, overload_of";
+const KNOWN: &str = "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap, overload_of, ignore";
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -44,11 +47,12 @@ impl Parse for Options {
                 "module" if has_value => options.module = Some(input.parse()?),
                 "name" if has_value => options.name = Some(input.parse()?),
                 "overload_of" if has_value => options.overload_of = Some(input.parse()?),
+                "ignore" if has_value => options.ignore = Some(input.parse()?),
                 "verify" => options.verify = flag(input)?,
                 "docs_from_dispatcher" => options.docs_from_dispatcher = flag(input)?,
                 "property" => options.property = flag(input)?,
                 "nowrap" => options.nowrap = flag(input)?,
-                "dispatcher" | "module" | "name" | "overload_of" => {
+                "dispatcher" | "module" | "name" | "overload_of" | "ignore" => {
                     return Err(syn::Error::new(key.span(), format!("`{key}` needs a value: `{key} = ...`")));
                 }
                 other => {

@@ -89,8 +89,14 @@ ignored! {
     "torchfn.push_mode": "a helper of the protocol itself",
 }
 
+/// Every registered handle, overridable or ignored.
 fn all() -> impl Iterator<Item = &'static Func> {
     inventory::iter::<Registered>.into_iter().map(|r| r.0)
+}
+
+/// The overridable ones.
+fn overridable() -> impl Iterator<Item = &'static Func> {
+    all().filter(|f| f.ignored().is_none())
 }
 
 /// Every overridable function, by namespace (`torchfn`, `Tensor`, a user's module), each
@@ -104,7 +110,7 @@ fn all() -> impl Iterator<Item = &'static Func> {
 /// ```
 pub fn get_overridable_functions() -> BTreeMap<&'static str, Vec<&'static Func>> {
     let mut by_namespace: BTreeMap<&'static str, Vec<&'static Func>> = BTreeMap::new();
-    for func in all() {
+    for func in overridable() {
         by_namespace.entry(func.namespace()).or_default().push(func);
     }
     for funcs in by_namespace.values_mut() {
@@ -146,7 +152,7 @@ impl TestingOverride {
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub fn get_testing_overrides() -> HashMap<&'static Func, TestingOverride> {
-    all().map(|func| (func, TestingOverride { func })).collect()
+    overridable().map(|func| (func, TestingOverride { func })).collect()
 }
 
 /// The public functions that take part in no dispatch: constructors with no tensor argument,
@@ -169,8 +175,9 @@ pub fn resolve_name(func: &Func) -> String {
     func.qualified_name()
 }
 
-/// The overridable function with this qualified name; `None` also when two functions are
-/// registered under it (see [`registry_conflicts`]).
+/// The function with this qualified name, overridable or an ignored one with a handle (the
+/// constructors, callable by name too); `None` also when two functions are registered under it
+/// (see [`registry_conflicts`]).
 ///
 /// ```
 /// let add = torchfn::overrides::find_function("torchfn.add").unwrap();

@@ -534,6 +534,7 @@ owned_arg!(
     Value,
     Tensor,
     Option<i64>,
+    Option<usize>,
     Option<bool>,
     Option<f64>,
     Option<Scalar>,

@@ -32,7 +32,7 @@ fn creation_follows_the_rust_element_type() {
     assert_eq!(torchfn::tensor(3.5f32).unwrap().shape().unwrap(), Shape::from([]));
     assert_eq!(torchfn::zeros([2, 2], DType::Int64).unwrap().to_vec::<i64>().unwrap(), [0; 4]);
     assert_eq!(torchfn::ones([3], DType::Bool).unwrap().to_vec::<bool>().unwrap(), [true; 3]);
-    assert_eq!(f32s(&torchfn::eye(2, DType::Float32).unwrap()), [1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(f32s(&torchfn::eye(2, None, DType::Float32).unwrap()), [1.0, 0.0, 0.0, 1.0]);
 }
 
 #[test]

@@ -1,67 +1,41 @@
-//! Creation functions. They take no tensor argument, so nothing could override them: they are
-//! listed by `get_ignored_functions`, as PyTorch's are.
+//! Creation functions. Those without a tensor argument take part in no dispatch (they are
+//! listed by `get_ignored_functions`, as PyTorch's are) but still have handles, to call them by
+//! name; the `*_like` ones take a tensor and are overridable.
 
 use crate::cpu::cast;
-use crate::error::{Error, Result};
-use crate::overrides::ignored;
-use crate::tensor::{DType, Dense, Device, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
+use crate::error::{Error, Result, bail};
+use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
+use crate::torch_function;
 
-/// The dtype and device of a new tensor (PyTorch's `dtype=` and `device=` arguments). Defaults
-/// to float32 on the CPU; a [`DType`] or a [`Device`] converts into options.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct TensorOptions {
-    /// The element type.
-    pub dtype: DType,
-    /// Where the data lives.
-    pub device: Device,
-}
-
-impl TensorOptions {
-    /// These options with another dtype.
-    pub fn dtype(self, dtype: DType) -> Self {
-        TensorOptions { dtype, ..self }
-    }
-
-    /// These options with another device.
-    pub fn device(self, device: Device) -> Self {
-        TensorOptions { device, ..self }
-    }
-}
-
-impl From<DType> for TensorOptions {
-    fn from(dtype: DType) -> Self {
-        TensorOptions::default().dtype(dtype)
-    }
-}
-
-impl From<Device> for TensorOptions {
-    fn from(device: Device) -> Self {
-        TensorOptions::default().device(device)
-    }
-}
-
-ignored! {
+crate::overrides::ignored! {
     "torchfn.tensor": "a constructor with no tensor argument",
-    "torchfn.zeros": "a constructor with no tensor argument",
-    "torchfn.ones": "a constructor with no tensor argument",
-    "torchfn.eye": "a constructor with no tensor argument",
 }
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
 fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>> {
     let too_big =
         || Error::runtime_error(format!("{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref()));
-    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).ok_or_else(too_big)?;
+    let n = shape.checked_numel().ok_or_else(too_big)?;
     let mut data = Vec::new();
     data.try_reserve_exact(n).map_err(|_| too_big())?;
     data.resize(n, value);
     Ok(data)
 }
 
-/// A tensor of `shape` filled with `value` converted to the dtype of `options`.
-fn filled(func: &str, shape: Shape, value: Scalar, options: TensorOptions) -> Result<Tensor> {
-    let dense = with_dtype!(options.dtype, T => Dense::from_vec(filled_vec(func, &shape, cast::<f64, T>(value.to_f64()))?, shape));
+/// A tensor of `shape` filled with `value` converted to `dtype`.
+fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType) -> Result<Tensor> {
+    let dense =
+        with_dtype!(dtype, T => Dense::from_vec(filled_vec(func, &shape, cast::<f64, T>(value.to_f64()))?, shape));
     Ok(Tensor::from_dense(dense))
+}
+
+/// The dtype PyTorch gives a tensor made from `value`: bool, int64 or the default float.
+fn dtype_of(value: Scalar) -> DType {
+    match value {
+        Scalar::Bool(_) => DType::Bool,
+        Scalar::Int(_) => DType::Int64,
+        Scalar::Float(_) => DType::DEFAULT_FLOAT,
+    }
 }
 
 /// A tensor from nested Rust data (`torch.tensor`): an element, or arrays, slices and vectors
@@ -78,42 +52,159 @@ fn filled(func: &str, shape: Shape, value: Scalar, options: TensorOptions) -> Re
 pub fn tensor<D: TensorData>(data: D) -> Result<Tensor> {
     let (mut dims, mut flat) = (Vec::new(), Vec::new());
     data.flatten_into(0, &mut dims, &mut flat)?;
-    // An empty sequence leaves its inner dimensions unrecorded; they have size zero.
     Ok(Tensor::from_dense(Dense::from_vec(flat, Shape::from(dims))))
 }
 
-/// A tensor of zeros (`torch.zeros`).
+/// A tensor of zeros (`torch.zeros`), float32 unless `dtype` says otherwise.
 ///
 /// ```
 /// use torchfn::DType;
-/// let z = torchfn::zeros([2, 3], DType::Int64)?;
-/// assert_eq!(z.to_vec::<i64>()?, [0; 6]);
+/// assert_eq!(torchfn::zeros([2, 3], DType::Int64)?.to_vec::<i64>()?, [0; 6]);
+/// assert_eq!(torchfn::zeros([2], None)?.to_string(), "tensor([0., 0.])");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
-pub fn zeros(shape: impl Into<Shape>, options: impl Into<TensorOptions>) -> Result<Tensor> {
-    filled("zeros", shape.into(), Scalar::Int(0), options.into())
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn zeros(size: impl Into<Shape>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    filled("zeros", size.into(), Scalar::Int(0), dtype.into().unwrap_or_default())
 }
 
-/// A tensor of ones (`torch.ones`).
-pub fn ones(shape: impl Into<Shape>, options: impl Into<TensorOptions>) -> Result<Tensor> {
-    filled("ones", shape.into(), Scalar::Int(1), options.into())
+/// A tensor of ones (`torch.ones`), float32 unless `dtype` says otherwise.
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn ones(size: impl Into<Shape>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    filled("ones", size.into(), Scalar::Int(1), dtype.into().unwrap_or_default())
 }
 
-/// The `n x n` identity matrix (`torch.eye`).
+/// A tensor filled with `fill_value` (`torch.full`); its dtype follows the value (float32,
+/// int64 or bool) unless `dtype` says otherwise.
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn full(
+    size: impl Into<Shape>,
+    fill_value: impl Into<Scalar>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    let value = fill_value.into();
+    filled("full", size.into(), value, dtype.into().unwrap_or(dtype_of(value)))
+}
+
+/// The `n x m` identity matrix (`m` defaults to `n`), float32 unless `dtype` says otherwise
+/// (`torch.eye`).
 ///
 /// ```
-/// let i = torchfn::eye(2, torchfn::DType::Float32)?;
+/// let i = torchfn::eye(2, None, None)?;
 /// assert_eq!(i.to_string(), "tensor([[1., 0.],\n        [0., 1.]])");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
-pub fn eye(n: usize, options: impl Into<TensorOptions>) -> Result<Tensor> {
-    let shape = Shape::from([n, n]);
-    let dense = with_dtype!(options.into().dtype, T => {
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn eye(
+    n: usize,
+    #[default(None)] m: Option<usize>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    let m = m.unwrap_or(n);
+    let shape = Shape::from([n, m]);
+    let dense = with_dtype!(dtype.into().unwrap_or_default(), T => {
         let mut data = filled_vec("eye", &shape, T::default())?;
-        for i in 0..n {
-            data[i * n + i] = cast::<f64, T>(1.0);
+        for i in 0..n.min(m) {
+            data[i * m + i] = cast::<f64, T>(1.0);
         }
         Dense::from_vec(data, shape)
     });
     Ok(Tensor::from_dense(dense))
+}
+
+/// `0, 1, ..., end - 1` (`torch.arange(end)`); int64 for an integer `end`, float32 for a float.
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn arange(end: impl Into<Scalar>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    range("arange", Scalar::Int(0), end.into(), Scalar::Int(1), dtype.into())
+}
+
+/// `start, start + step, ...` up to `end` excluded (`torch.arange(start, end, step)`).
+#[torch_function(overload_of = ARANGE, ignore = "a constructor with no tensor argument")]
+pub fn arange_range(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    #[default(1)] step: impl Into<Scalar>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    range("arange", start.into(), end.into(), step.into(), dtype.into())
+}
+
+fn range(func: &str, start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) -> Result<Tensor> {
+    let floating = [start, end, step].iter().any(|s| s.is_floating_point());
+    let dtype = dtype.unwrap_or(if floating { DType::DEFAULT_FLOAT } else { DType::Int64 });
+    let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
+    if s == 0.0 {
+        bail!(Runtime, "{func}(): step must be nonzero");
+    }
+    if !(a.is_finite() && b.is_finite()) {
+        bail!(Runtime, "{func}(): unsupported range: {a} -> {b}");
+    }
+    if (b - a) * s < 0.0 {
+        bail!(Runtime, "{func}(): upper bound and larger bound inconsistent with step sign");
+    }
+    let n = ((b - a) / s).ceil().max(0.0) as usize;
+    let shape = Shape::from([n]);
+    let dense = with_dtype!(dtype, T => {
+        let mut data = filled_vec(func, &shape, T::default())?;
+        for (i, x) in data.iter_mut().enumerate() {
+            *x = if floating || T::DTYPE.is_floating_point() {
+                cast::<f64, T>(a + i as f64 * s)
+            } else {
+                T::from_i64(start.to_i64() + i as i64 * step.to_i64())
+            };
+        }
+        Dense::from_vec(data, shape)
+    });
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `steps` values from `start` to `end`, both included, evenly spaced (`torch.linspace`).
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn linspace(
+    start: impl Into<Scalar>,
+    end: impl Into<Scalar>,
+    steps: usize,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    let (a, b) = (start.into().to_f64(), end.into().to_f64());
+    let shape = Shape::from([steps]);
+    let step = if steps > 1 { (b - a) / (steps - 1) as f64 } else { 0.0 };
+    let dense = with_dtype!(dtype.into().unwrap_or_default(), T => {
+        let mut data = filled_vec("linspace", &shape, T::default())?;
+        // From both ends toward the middle, as PyTorch computes it.
+        let half = steps / 2;
+        for (i, x) in data.iter_mut().enumerate() {
+            let v = if i < half { a + step * i as f64 } else { b - step * (steps - 1 - i) as f64 };
+            *x = cast::<f64, T>(v);
+        }
+        Dense::from_vec(data, shape)
+    });
+    Ok(Tensor::from_dense(dense))
+}
+
+/// Zeros with the shape (and dtype, unless given) of `input` (`torch.zeros_like`).
+#[torch_function(module = "torchfn")]
+pub fn zeros_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    like("zeros_like", input, Scalar::Int(0), dtype.into())
+}
+
+/// Ones with the shape (and dtype, unless given) of `input` (`torch.ones_like`).
+#[torch_function(module = "torchfn")]
+pub fn ones_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    like("ones_like", input, Scalar::Int(1), dtype.into())
+}
+
+/// `fill_value` with the shape (and dtype, unless given) of `input` (`torch.full_like`).
+#[torch_function(module = "torchfn")]
+pub fn full_like(
+    input: &Tensor,
+    fill_value: impl Into<Scalar>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    like("full_like", input, fill_value.into(), dtype.into())
+}
+
+fn like(func: &str, input: &Tensor, value: Scalar, dtype: Option<DType>) -> Result<Tensor> {
+    let x = input.data(func, "input")?;
+    filled(func, x.layout.shape.clone(), value, dtype.unwrap_or(x.dtype))
 }

@@ -10,7 +10,10 @@ mod reduction;
 mod shape;
 
 pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
-pub use creation::{TensorOptions, eye, ones, tensor, zeros};
+pub use creation::{
+    ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
+    full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
+};
 pub use linalg::{MATMUL, MM, matmul, mm};
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,

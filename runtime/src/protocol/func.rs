@@ -170,6 +170,7 @@ pub struct Func {
     doc: &'static str,
     entry: Entry,
     nowrap: bool,
+    ignored: Option<&'static str>,
 }
 
 impl Func {
@@ -183,9 +184,10 @@ impl Func {
         params: &'static [Param],
         doc: &'static str,
         nowrap: bool,
+        ignored: Option<&'static str>,
         entry: fn(&[Value], &Kwargs, Route) -> Result<Value>,
     ) -> Func {
-        Func { namespace, name, kind, params, doc, entry: Entry::Generated(entry), nowrap }
+        Func { namespace, name, kind, params, doc, entry: Entry::Generated(entry), nowrap, ignored }
     }
 
     /// A handle for a function written by hand, without the macro: `implementation` receives
@@ -206,6 +208,7 @@ impl Func {
             doc,
             entry: Entry::Handwritten(implementation),
             nowrap: false,
+            ignored: None,
         }
     }
 
@@ -237,6 +240,12 @@ impl Func {
     /// The documentation of the public function.
     pub fn doc(&self) -> &'static str {
         self.doc
+    }
+
+    /// Why this function takes part in no dispatch, when it is one of the ignored functions
+    /// that still have a handle to call them by name (the constructors).
+    pub fn ignored(&self) -> Option<&'static str> {
+        self.ignored
     }
 
     /// True for accessors whose result must stay the very same object (the default hook does
