@@ -27,6 +27,7 @@ mod ops;
 pub mod overrides;
 mod protocol;
 mod tensor;
+pub mod testing;
 mod value;
 
 pub use error::{Error, ErrorKind, Result};

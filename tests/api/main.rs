@@ -2,6 +2,7 @@
 //! with modules, so the crate is linked once.
 
 mod binding;
+mod coverage;
 mod examples;
 mod golden;
 mod macros;

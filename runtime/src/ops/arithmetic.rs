@@ -4,7 +4,9 @@
 use crate::cpu::{self, Number};
 use crate::error::{Error, Result, bail};
 use crate::tensor::{DType, Element, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
+use crate::value::Value;
 
 /// A binary arithmetic operation.
 #[derive(Clone, Copy)]
@@ -261,4 +263,30 @@ impl Tensor {
     pub fn __neg__(&self) -> Result<Tensor> {
         negate("__neg__", ("self", self))
     }
+}
+
+crate::samples! {
+    ADD => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("alpha", 2), sample([f32s(&[2]), Value::Float(0.5)])],
+    SUB => [sample([f32s(&[2, 3]), f32s(&[2, 1])]), sample([i64s(&[3]), i64s(&[3])]).kw("alpha", 3)],
+    MUL => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([bools(&[4]), bools(&[4])])],
+    DIV => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("rounding_mode", "floor")],
+    NEG => [sample([f32s(&[2, 2])])],
+    MAXIMUM => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    MINIMUM => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    Tensor::ADD => [sample([f32s(&[3]), f32s(&[3])]).kw("alpha", 2)],
+    Tensor::SUB => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::MUL => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::DIV => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::NEG => [sample([i64s(&[3])])],
+    Tensor::MAXIMUM => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::MINIMUM => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__ADD__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__RADD__ => [sample([f32s(&[3]), Value::Float(2.0)])],
+    Tensor::__SUB__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__RSUB__ => [sample([f32s(&[3]), Value::Int(1)])],
+    Tensor::__MUL__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__RMUL__ => [sample([f32s(&[3]), Value::Float(2.0)])],
+    Tensor::__TRUEDIV__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__RTRUEDIV__ => [sample([f32s(&[3]), Value::Float(1.0)])],
+    Tensor::__NEG__ => [sample([f32s(&[3])])],
 }

@@ -5,7 +5,9 @@
 use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
+use crate::testing::{f32s, sample};
 use crate::torch_function;
+use crate::value::Value;
 
 crate::overrides::ignored! {
     "torchfn.tensor": "a constructor with no tensor argument",
@@ -207,4 +209,10 @@ pub fn full_like(
 fn like(func: &str, input: &Tensor, value: Scalar, dtype: Option<DType>) -> Result<Tensor> {
     let x = input.data(func, "input")?;
     filled(func, x.layout.shape.clone(), value, dtype.unwrap_or(x.dtype))
+}
+
+crate::samples! {
+    ZEROS_LIKE => [sample([f32s(&[2, 3])])],
+    ONES_LIKE => [sample([crate::testing::i64s(&[2, 3])])],
+    FULL_LIKE => [sample([f32s(&[2, 3]), Value::Float(-2.0)])],
 }

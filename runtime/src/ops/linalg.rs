@@ -3,6 +3,7 @@
 use crate::cpu;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Shape, Tensor, broadcast_shapes};
+use crate::testing::{f32s, sample};
 use crate::torch_function;
 
 /// `dense` seen with one more dimension of size one at `at` (no copy).
@@ -119,4 +120,12 @@ impl Tensor {
     pub fn __matmul__(&self, other: &Tensor) -> Result<Tensor> {
         product("__matmul__", ("self", self), ("other", other), false)
     }
+}
+
+crate::samples! {
+    MM => [sample([f32s(&[2, 3]), f32s(&[3, 4])])],
+    MATMUL => [sample([f32s(&[3]), f32s(&[3])]), sample([f32s(&[2, 3]), f32s(&[3])]), sample([f32s(&[2, 2, 3]), f32s(&[3, 2])])],
+    Tensor::MM => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
+    Tensor::MATMUL => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
+    Tensor::__MATMUL__ => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
 }

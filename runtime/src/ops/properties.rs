@@ -3,6 +3,7 @@
 use crate::cpu;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Device, Scalar, Shape, Tensor};
+use crate::testing::{f32s, sample};
 use crate::torch_function;
 
 impl Tensor {
@@ -56,4 +57,14 @@ impl Tensor {
         }
         Ok(cpu::read_scalar(x))
     }
+}
+
+crate::samples! {
+    Tensor::SHAPE => [sample([f32s(&[2, 3])])],
+    Tensor::DTYPE => [sample([f32s(&[2])])],
+    Tensor::DEVICE => [sample([f32s(&[2])])],
+    Tensor::NDIM => [sample([f32s(&[2, 3])])],
+    Tensor::BASE => [sample([f32s(&[2])])],
+    Tensor::DATA_PTR => [sample([f32s(&[2])])],
+    Tensor::ITEM => [sample([f32s(&[1])])],
 }

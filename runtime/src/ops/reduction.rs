@@ -7,7 +7,9 @@ use smallvec::SmallVec;
 use crate::cpu::{self, Number};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Dims, Element, Scalar, Tensor, normalize_dim, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
+use crate::value::Value;
 
 /// The input's data and the dimensions to reduce: `dims`, or all of them.
 fn reduced<'t>(
@@ -392,4 +394,26 @@ impl Tensor {
     pub fn mean_dim(&self, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
         mean_impl("mean", ("self", self), Some(&dim.into()), keepdim)
     }
+}
+
+crate::samples! {
+    SUM => [sample([f32s(&[3, 4])]), sample([bools(&[5])]), sample([f32s(&[2, 3, 2])]).kw("dim", Value::Tuple(vec![0.into(), 2.into()])),
+        sample([f32s(&[3, 4]), Value::Int(1)]).kw("keepdim", true)],
+    MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(-1)])],
+    PROD => [sample([f32s(&[3, 4])]), sample([i64s(&[2, 3]), Value::Int(0)])],
+    AMAX => [sample([f32s(&[3, 4])]).kw("dim", 1)],
+    AMIN => [sample([f32s(&[3, 4])]).kw("dim", 0).kw("keepdim", true)],
+    ALL => [sample([bools(&[2, 3])]), sample([bools(&[2, 3]), Value::Int(1)])],
+    ANY => [sample([bools(&[2, 3])]), sample([bools(&[2, 3]), Value::Int(0)])],
+    ARGMAX => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 0)],
+    ARGMIN => [sample([f32s(&[3, 4])]).kw("dim", 1).kw("keepdim", true)],
+    MAX => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(1)]), sample([f32s(&[3, 4]), f32s(&[4])])],
+    MIN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(0)]), sample([f32s(&[3, 4]), f32s(&[3, 4])])],
+    LOGSUMEXP => [sample([f32s(&[3, 4]), Value::Int(1)])],
+    VAR => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 1).kw("correction", 0)],
+    STD => [sample([f32s(&[3, 4])]).kw("dim", 0)],
+    CUMSUM => [sample([f32s(&[3, 4]), Value::Int(1)]), sample([bools(&[4]), Value::Int(0)])],
+    CUMPROD => [sample([f32s(&[3, 4]), Value::Int(0)])],
+    Tensor::SUM => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(1)])],
+    Tensor::MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 0)],
 }

@@ -3,7 +3,9 @@
 use crate::cpu;
 use crate::error::{Result, bail};
 use crate::tensor::{Index, Layout, Shape, Tensor};
+use crate::testing::{f32s, sample};
 use crate::torch_function;
+use crate::value::Value;
 
 fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
     let x = t.data(func, name)?;
@@ -78,4 +80,10 @@ impl Tensor {
     pub fn get(&self, index: impl Into<Index>) -> Result<Tensor> {
         select("__getitem__", self, &index.into())
     }
+}
+
+crate::samples! {
+    RESHAPE => [sample([f32s(&[2, 3]), Value::Tuple(vec![3.into(), (-1).into()])])],
+    Tensor::RESHAPE => [sample([f32s(&[2, 3]), Value::Tuple(vec![6.into()])])],
+    Tensor::GET => [sample([f32s(&[2, 3]), Value::Int(1)]), sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Int(0), Value::Slice(Box::new(crate::value::Slice { start: Some(1), stop: None, step: None }))])])],
 }
