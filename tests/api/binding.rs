@@ -29,6 +29,13 @@ fn combine(#[variadic] tensors: &[Tensor], #[default(1.0)] scale: f64, label: &s
     Ok(Value::Str(format!("{label}={}", total * scale)))
 }
 
+/// `input + alpha * other` under one signature (`torchfn.add` also has an `out=` overload, which
+/// turns binding errors into PyTorch's "invalid combination" message).
+#[torch_function(module = "tests.binding")]
+fn axpy(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    torchfn::add(input, other, alpha)
+}
+
 #[test]
 fn positional_keyword_and_default_arguments_bind_like_python() {
     let (a, b) = (t(&[1.0, 2.0]), t(&[10.0, 20.0]));
@@ -46,26 +53,32 @@ fn positional_keyword_and_default_arguments_bind_like_python() {
 #[test]
 fn missing_extra_unknown_and_repeated_arguments_read_like_python() {
     let a = || Value::from(&t(&[1.0]));
-    assert_eq!(error(torchfn::ADD, vec![a()], Kwargs::new()), "add() missing 1 required positional argument: 'other'");
+    assert_eq!(error(AXPY, vec![a()], Kwargs::new()), "axpy() missing 1 required positional argument: 'other'");
     assert_eq!(
-        error(torchfn::ADD, vec![], Kwargs::new()),
-        "add() missing 2 required positional arguments: 'input' and 'other'"
+        error(AXPY, vec![], Kwargs::new()),
+        "axpy() missing 2 required positional arguments: 'input' and 'other'"
     );
     assert_eq!(
-        error(torchfn::ADD, vec![a(), a(), a(), a()], Kwargs::new()),
-        "add() takes from 2 to 3 positional arguments but 4 were given"
+        error(AXPY, vec![a(), a(), a(), a()], Kwargs::new()),
+        "axpy() takes from 2 to 3 positional arguments but 4 were given"
     );
     assert_eq!(
         error(torchfn::NEG, vec![a(), a()], Kwargs::new()),
         "neg() takes 1 positional argument but 2 were given"
     );
     assert_eq!(
-        error(torchfn::ADD, vec![a(), a()], Kwargs::from([("beta", 1)])),
-        "add() got an unexpected keyword argument 'beta'"
+        error(AXPY, vec![a(), a()], Kwargs::from([("beta", 1)])),
+        "axpy() got an unexpected keyword argument 'beta'"
     );
     assert_eq!(
-        error(torchfn::ADD, vec![a(), a()], Kwargs::from([("input", a())])),
-        "add() got multiple values for argument 'input'"
+        error(AXPY, vec![a(), a()], Kwargs::from([("input", a())])),
+        "axpy() got multiple values for argument 'input'"
+    );
+    // A function with overloads reports every signature it tried, as PyTorch does.
+    assert_eq!(
+        error(torchfn::ADD, vec![a()], Kwargs::new()),
+        "add() received an invalid combination of arguments - got (Tensor), but expected one of:\n \
+         * (input, other, alpha=1)\n * (input, other, out, alpha=1)"
     );
 }
 
@@ -73,19 +86,19 @@ fn missing_extra_unknown_and_repeated_arguments_read_like_python() {
 fn wrongly_typed_arguments_name_the_argument_and_both_types() {
     let a = || Value::from(&t(&[1.0]));
     assert_eq!(
-        error(torchfn::ADD, vec![a(), Value::Str("x".into())], Kwargs::new()),
-        "add(): argument 'other' (position 2) must be Tensor, not str"
+        error(AXPY, vec![a(), Value::Str("x".into())], Kwargs::new()),
+        "axpy(): argument 'other' (position 2) must be Tensor, not str"
     );
     assert_eq!(
-        error(torchfn::ADD, vec![a(), a()], Kwargs::from([("alpha", "two")])),
-        "add(): argument 'alpha' must be Number, not str"
+        error(AXPY, vec![a(), a()], Kwargs::from([("alpha", "two")])),
+        "axpy(): argument 'alpha' must be Number, not str"
     );
     assert_eq!(
         error(torchfn::RESHAPE, vec![a(), Value::Float(2.0)], Kwargs::new()),
         "reshape(): argument 'shape' (position 2) must be tuple of ints, not float"
     );
     assert_eq!(
-        error(torchfn::DIV, vec![a(), a(), Value::Int(3)], Kwargs::new()),
+        error(Tensor::DIV, vec![a(), a(), Value::Int(3)], Kwargs::new()),
         "div(): argument 'rounding_mode' (position 3) must be str, not int"
     );
 }

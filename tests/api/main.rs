@@ -5,6 +5,7 @@ mod binding;
 mod coverage;
 mod examples;
 mod golden;
+mod inplace;
 mod macros;
 mod modes;
 mod protocol;

@@ -107,7 +107,7 @@ fn testing_overrides_have_the_same_signatures_and_return_minus_one() {
     let out = add.call(&[Value::Int(1), Value::Int(2)], &Kwargs::from([("alpha", 5)])).unwrap();
     assert_eq!(out.as_int(), Some(-1));
     let err = add.call(&[Value::Int(1)], &Kwargs::new()).unwrap_err();
-    assert_eq!(err.to_string(), "add() missing 1 required positional argument: 'other'");
+    assert!(err.to_string().starts_with("add() received an invalid combination of arguments - got (int)"), "{err}");
     assert_eq!(dummies[LISTED].signature().to_string(), "(input, times=3)");
 }
 

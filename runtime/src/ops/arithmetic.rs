@@ -3,6 +3,7 @@
 
 use crate::cpu::{self, Number};
 use crate::error::{Error, Result, bail};
+use crate::ops::inplace::write_into;
 use crate::tensor::{DType, Element, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -100,6 +101,16 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
     Ok(Tensor::from_dense(dense))
 }
 
+/// `target op= other`: the operation, written back into `target`.
+fn in_place(func: &str, op: Op, target: &Tensor, other: &Tensor) -> Result<Tensor> {
+    write_into(func, target, arithmetic(func, op, ("self", target), ("other", other))?)
+}
+
+/// `input op other` written into `out` (PyTorch's `out=`), which must have the result's shape.
+fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into(func, out, arithmetic(func, op, ("input", input), ("other", other))?)
+}
+
 /// `-a`.
 fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
     let x = a.data(func, name)?;
@@ -133,6 +144,36 @@ pub fn add(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar
 #[torch_function(module = "torchfn")]
 pub fn sub(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
     arithmetic("sub", Op::Sub(alpha.into()), ("input", input), ("other", other))
+}
+
+/// `input + alpha * other` written into `out` (`torch.add(input, other, alpha=alpha, out=out)`),
+/// which must have the result's shape and a dtype it can be cast to; returns `out`.
+#[torch_function(overload_of = ADD)]
+pub fn add_out(input: &Tensor, other: &Tensor, out: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    into_out("add", Op::Add(alpha.into()), input, other, out)
+}
+
+/// `input - alpha * other` written into `out` (`torch.sub(..., out=out)`).
+#[torch_function(overload_of = SUB)]
+pub fn sub_out(input: &Tensor, other: &Tensor, out: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    into_out("sub", Op::Sub(alpha.into()), input, other, out)
+}
+
+/// `input * other` written into `out` (`torch.mul(..., out=out)`).
+#[torch_function(overload_of = MUL)]
+pub fn mul_out(input: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    into_out("mul", Op::Mul, input, other, out)
+}
+
+/// `input / other` written into `out` (`torch.div(..., out=out)`).
+#[torch_function(overload_of = DIV)]
+pub fn div_out(
+    input: &Tensor,
+    other: &Tensor,
+    out: &Tensor,
+    #[default(None)] rounding_mode: Option<&str>,
+) -> Result<Tensor> {
+    into_out("div", Op::Div(rounding("div", rounding_mode)?), input, other, out)
 }
 
 /// `input * other`, broadcasting the two (`torch.mul`); logical and for bool tensors.
@@ -210,6 +251,69 @@ impl Tensor {
         negate("neg", ("self", self))
     }
 
+    /// `self += alpha * other`, in place (`Tensor.add_`); returns `self`. The result must
+    /// broadcast to this tensor's shape and be castable to its dtype.
+    ///
+    /// ```
+    /// let x = torchfn::tensor([1.0f32, 2.0])?;
+    /// let y = x.clone();
+    /// x.add_(&torchfn::tensor([10.0f32, 20.0])?, 1)?;
+    /// assert_eq!(y.to_vec::<f32>()?, [11.0, 22.0]); // the very same tensor
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn add_(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+        in_place("add_", Op::Add(alpha.into()), self, other)
+    }
+
+    /// `self -= alpha * other`, in place (`Tensor.sub_`).
+    #[torch_function]
+    pub fn sub_(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+        in_place("sub_", Op::Sub(alpha.into()), self, other)
+    }
+
+    /// `self *= other`, in place (`Tensor.mul_`).
+    #[torch_function]
+    pub fn mul_(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("mul_", Op::Mul, self, other)
+    }
+
+    /// `self /= other`, in place (`Tensor.div_`); true division needs a floating-point `self`.
+    #[torch_function]
+    pub fn div_(&self, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+        in_place("div_", Op::Div(rounding("div_", rounding_mode)?), self, other)
+    }
+
+    /// `self = -self`, in place (`Tensor.neg_`).
+    #[torch_function]
+    pub fn neg_(&self) -> Result<Tensor> {
+        write_into("neg_", self, negate("neg_", ("self", self))?)
+    }
+
+    /// The `+=` operator (`Tensor.__iadd__`), which Rust code writes `a.__iadd__(&b)?` or `a.add_(&b, 1)?`.
+    #[torch_function]
+    pub fn __iadd__(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("__iadd__", Op::Add(Scalar::Int(1)), self, other)
+    }
+
+    /// The `-=` operator (`Tensor.__isub__`).
+    #[torch_function]
+    pub fn __isub__(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("__isub__", Op::Sub(Scalar::Int(1)), self, other)
+    }
+
+    /// The `*=` operator (`Tensor.__imul__`).
+    #[torch_function]
+    pub fn __imul__(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("__imul__", Op::Mul, self, other)
+    }
+
+    /// The `/=` operator (`Tensor.__itruediv__`).
+    #[torch_function]
+    pub fn __itruediv__(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("__itruediv__", Op::Div(None), self, other)
+    }
+
     /// The `+` operator (`self + other`).
     #[torch_function]
     pub fn __add__(&self, other: &Tensor) -> Result<Tensor> {
@@ -266,10 +370,13 @@ impl Tensor {
 }
 
 crate::samples! {
-    ADD => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("alpha", 2), sample([f32s(&[2]), Value::Float(0.5)])],
-    SUB => [sample([f32s(&[2, 3]), f32s(&[2, 1])]), sample([i64s(&[3]), i64s(&[3])]).kw("alpha", 3)],
-    MUL => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([bools(&[4]), bools(&[4])])],
-    DIV => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("rounding_mode", "floor")],
+    ADD => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("alpha", 2), sample([f32s(&[2]), Value::Float(0.5)]),
+        sample([f32s(&[2, 3]), f32s(&[3])]).kw("out", f32s(&[2, 3]))],
+    SUB => [sample([f32s(&[2, 3]), f32s(&[2, 1])]), sample([i64s(&[3]), i64s(&[3])]).kw("alpha", 3),
+        sample([f32s(&[3]), f32s(&[3])]).kw("out", f32s(&[3]))],
+    MUL => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([bools(&[4]), bools(&[4])]), sample([f32s(&[3]), f32s(&[3])]).kw("out", f32s(&[3]))],
+    DIV => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])]).kw("rounding_mode", "floor"),
+        sample([f32s(&[3]), f32s(&[3])]).kw("out", f32s(&[3]))],
     NEG => [sample([f32s(&[2, 2])])],
     MAXIMUM => [sample([f32s(&[2, 3]), f32s(&[3])])],
     MINIMUM => [sample([f32s(&[2, 3]), f32s(&[3])])],
@@ -289,4 +396,13 @@ crate::samples! {
     Tensor::__TRUEDIV__ => [sample([f32s(&[3]), f32s(&[3])])],
     Tensor::__RTRUEDIV__ => [sample([f32s(&[3]), Value::Float(1.0)])],
     Tensor::__NEG__ => [sample([f32s(&[3])])],
+    Tensor::ADD_ => [sample([f32s(&[2, 3]), f32s(&[3])]).kw("alpha", 2)],
+    Tensor::SUB_ => [sample([i64s(&[3]), i64s(&[3])])],
+    Tensor::MUL_ => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
+    Tensor::DIV_ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::NEG_ => [sample([f32s(&[3])])],
+    Tensor::__IADD__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__ISUB__ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__IMUL__ => [sample([f32s(&[3]), Value::Float(2.0)])],
+    Tensor::__ITRUEDIV__ => [sample([f32s(&[3]), f32s(&[3])])],
 }

@@ -3,13 +3,17 @@
 
 mod arithmetic;
 mod creation;
+mod inplace;
 mod linalg;
 mod operators;
 mod properties;
 mod reduction;
 mod shape;
 
-pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
+pub use arithmetic::{
+    ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
+    sub_out,
+};
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
     full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,

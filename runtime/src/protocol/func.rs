@@ -265,8 +265,8 @@ impl Func {
     /// let out = torchfn::ADD.call(&[a.clone().into(), a.into()], &Kwargs::from([("alpha", 2)]))?;
     /// assert_eq!(out.as_tensor().unwrap().to_vec::<f32>()?, [3.0, 6.0]);
     ///
-    /// let err = torchfn::ADD.call(&[Value::Int(1)], &Kwargs::new()).unwrap_err();
-    /// assert_eq!(err.to_string(), "add() missing 1 required positional argument: 'other'");
+    /// let err = torchfn::NEG.call(&[], &Kwargs::new()).unwrap_err();
+    /// assert_eq!(err.to_string(), "neg() missing 1 required positional argument: 'input'");
     /// # Ok::<(), torchfn::Error>(())
     /// ```
     pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {

@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::sync::Arc;
 
-use parking_lot::{RwLock, RwLockReadGuard};
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::dtype::{DType, Element};
 
@@ -57,6 +57,18 @@ impl Buffer {
     pub(crate) fn as_slice<T: Element>(&self) -> Option<&[T]> {
         self.as_any().downcast_ref::<Vec<T>>().map(Vec::as_slice)
     }
+
+    /// The elements, mutably, when they are of type `T`.
+    pub(crate) fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
+        let any: &mut dyn Any = match self {
+            Buffer::Bool(v) => v,
+            Buffer::Int32(v) => v,
+            Buffer::Int64(v) => v,
+            Buffer::Float32(v) => v,
+            Buffer::Float64(v) => v,
+        };
+        any.downcast_mut::<Vec<T>>().map(Vec::as_mut_slice)
+    }
 }
 
 /// A buffer shared by a tensor and all its views. Reads take a shared lock, so views can be read
@@ -81,6 +93,12 @@ impl Storage {
             Buffer::Float32(v) => v.as_ptr() as usize,
             Buffer::Float64(v) => v.as_ptr() as usize,
         }
+    }
+
+    /// Exclusive access, for in-place operations. Callers read what they need before taking it,
+    /// so that a tensor written from itself (`x.add_(&x)`) never waits on its own read.
+    pub(crate) fn write(&self) -> RwLockWriteGuard<'_, Buffer> {
+        self.buffer.write()
     }
 
     /// Shared access. Recursive, so one thread may read the same storage twice (`x + x`).

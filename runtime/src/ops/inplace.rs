@@ -1,0 +1,99 @@
+//! Writing results into existing tensors: the rules of in-place operations and `out=`, and the
+//! in-place operations that are not arithmetic (`zero_`, `fill_`, `copy_`).
+
+use crate::cpu;
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes};
+use crate::testing::{f32s, i64s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// PyTorch's `can_cast`: a floating-point result does not go into an integer or bool tensor,
+/// nor an integer one into a bool tensor.
+fn can_cast(from: DType, to: DType) -> bool {
+    let float_into_non_float = from.is_floating_point() && !to.is_floating_point();
+    let non_bool_into_bool = from != DType::Bool && to == DType::Bool;
+    !float_into_non_float && !non_bool_into_bool
+}
+
+/// Writes `result` into `target` (an in-place operation's `self`, or an `out=` tensor), which
+/// must have the result's shape and a dtype the result can be cast to; returns `target`.
+pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<Tensor> {
+    let (dst, src) = (target.data(func, "out")?, result.data(func, "result")?);
+    if dst.layout.shape != src.layout.shape {
+        bail!(
+            Runtime,
+            "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",
+            dst.layout.shape.as_ref(),
+            src.layout.shape.as_ref()
+        );
+    }
+    if !can_cast(src.dtype, dst.dtype) {
+        bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
+    }
+    cpu::assign(func, dst, src)?;
+    Ok(target.clone())
+}
+
+impl Tensor {
+    /// Sets every element to zero, in place (`Tensor.zero_`); returns `self`.
+    #[torch_function]
+    pub fn zero_(&self) -> Result<Tensor> {
+        self.fill_(0)
+    }
+
+    /// Sets every element to `value`, converted to this tensor's dtype, in place
+    /// (`Tensor.fill_`); returns `self`.
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 2], None)?;
+    /// let view = t.get(0)?;
+    /// view.fill_(7)?;
+    /// assert_eq!(t.to_vec::<f32>()?, [7.0, 7.0, 0.0, 0.0]); // the write went through the view
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
+        let dst = self.data("fill_", "self")?;
+        let filled = crate::full(dst.layout.shape.clone(), value, dst.dtype)?;
+        write_into("fill_", self, filled)
+    }
+
+    /// Copies `src` into this tensor, in place, broadcasting and converting it
+    /// (`Tensor.copy_`); returns `self`.
+    #[torch_function]
+    pub fn copy_(&self, src: &Tensor) -> Result<Tensor> {
+        let (dst, from) = (self.data("copy_", "self")?, src.data("copy_", "src")?);
+        let shape = broadcast_shapes(&dst.layout.shape, &from.layout.shape, "copy_")?;
+        if shape != dst.layout.shape {
+            bail!(
+                Runtime,
+                "copy_(): the source of shape {:?} does not broadcast to the destination's shape {:?}",
+                from.layout.shape.as_ref(),
+                dst.layout.shape.as_ref()
+            );
+        }
+        let converted = (&crate::zeros(shape, dst.dtype)? + src)?;
+        cpu::assign("copy_", dst, converted.data("copy_", "src")?)?;
+        Ok(self.clone())
+    }
+}
+
+crate::samples! {
+    Tensor::ZERO_ => [sample([f32s(&[2, 3])])],
+    Tensor::FILL_ => [sample([f32s(&[2, 3]), Value::Float(2.5)])],
+    Tensor::COPY_ => [sample([f32s(&[2, 3]), i64s(&[3])])],
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn casts_follow_pytorch() {
+        assert!(can_cast(DType::Int64, DType::Float32));
+        assert!(can_cast(DType::Bool, DType::Int32));
+        assert!(!can_cast(DType::Float32, DType::Int64));
+        assert!(!can_cast(DType::Int64, DType::Bool));
+    }
+}

@@ -1,0 +1,149 @@
+//! In-place operations and `out=`: results written into existing tensors, through views, with
+//! PyTorch's shape and cast rules.
+
+use std::cell::RefCell;
+
+use torchfn::prelude::*;
+use torchfn::{ErrorKind, Kwargs};
+
+fn f(values: &[f32]) -> Tensor {
+    torchfn::tensor(values.to_vec()).unwrap()
+}
+
+fn i(values: &[i64]) -> Tensor {
+    torchfn::tensor(values.to_vec()).unwrap()
+}
+
+#[test]
+fn in_place_arithmetic_writes_into_self_and_returns_it() {
+    let x = f(&[1.0, 2.0]);
+    let same = x.add_(&f(&[10.0, 20.0]), 2).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [21.0, 42.0]);
+    assert_eq!(same.to_vec::<f32>().unwrap(), [21.0, 42.0]);
+    x.sub_(&Tensor::scalar(1), 1).unwrap();
+    x.mul_(&Tensor::scalar(2)).unwrap();
+    x.div_(&f(&[4.0, 8.0]), None).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [10.0, 10.25]);
+    x.neg_().unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [-10.0, -10.25]);
+    // The operator methods are the same operations.
+    x.__iadd__(&f(&[10.0, 10.0])).unwrap();
+    x.__imul__(&Tensor::scalar(4)).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [0.0, -1.0]);
+}
+
+#[test]
+fn a_tensor_may_be_updated_from_itself() {
+    let x = f(&[1.0, 2.0, 3.0]);
+    x.add_(&x, 1).unwrap();
+    x.mul_(&x).unwrap();
+    assert_eq!(x.to_vec::<f32>().unwrap(), [4.0, 16.0, 36.0]);
+}
+
+#[test]
+fn writes_through_a_view_reach_the_base() {
+    let base = torchfn::zeros([2, 3], None).unwrap();
+    let row = base.get(1).unwrap();
+    row.add_(&f(&[1.0, 2.0, 3.0]), 1).unwrap();
+    base.get(0).unwrap().fill_(7).unwrap();
+    assert_eq!(base.to_vec::<f32>().unwrap(), [7.0, 7.0, 7.0, 1.0, 2.0, 3.0]);
+    base.zero_().unwrap();
+    assert_eq!(row.to_vec::<f32>().unwrap(), [0.0; 3]);
+}
+
+#[test]
+fn the_result_keeps_self_s_dtype_when_it_can_be_cast() {
+    let x = f(&[1.5]);
+    x.add_(&i(&[2]), 1).unwrap();
+    assert_eq!((x.dtype().unwrap(), x.to_vec::<f32>().unwrap()), (DType::Float32, vec![3.5]));
+    let n = i(&[1, 2]);
+    let err = n.add_(&f(&[0.5, 0.5]), 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert!(err.to_string().contains("can't be cast to the desired output type"), "{err}");
+    assert_eq!(n.to_vec::<i64>().unwrap(), [1, 2], "a failed in-place operation leaves self as it was");
+    // A float Python number is a float too.
+    assert!(n.mul_(&Tensor::scalar(1.5)).is_err());
+    n.mul_(&Tensor::scalar(3)).unwrap();
+    assert_eq!(n.to_vec::<i64>().unwrap(), [3, 6]);
+}
+
+#[test]
+fn self_must_have_the_broadcast_shape() {
+    let x = f(&[1.0, 2.0]);
+    x.add_(&Tensor::scalar(1), 1).unwrap();
+    let err = x.add_(&torchfn::ones([3, 2], None).unwrap(), 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert_eq!(err.to_string(), "add_(): output with shape [2] doesn't match the broadcast shape [3, 2]");
+}
+
+#[test]
+fn out_receives_the_result_and_is_returned() {
+    let out = torchfn::zeros([2], Some(DType::Float64)).unwrap();
+    let returned = torchfn::add_out(&f(&[1.0, 2.0]), &i(&[10, 20]), &out, 1).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), [11.0, 22.0]);
+    returned.fill_(0).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), [0.0, 0.0], "the returned tensor is `out` itself");
+    torchfn::mul_out(&f(&[3.0]), &f(&[4.0, 5.0]), &out).unwrap();
+    assert_eq!(out.to_vec::<f64>().unwrap(), [12.0, 15.0]);
+    let err = torchfn::div_out(&f(&[1.0]), &f(&[3.0]), &i(&[0]), None).unwrap_err();
+    assert!(err.to_string().contains("can't be cast"), "{err}");
+}
+
+#[test]
+fn by_name_the_out_keyword_picks_the_out_overload() {
+    let out = torchfn::zeros([2], None).unwrap();
+    let kwargs = Kwargs::from([("out", Value::from(&out)), ("alpha", Value::Int(3))]);
+    let returned = torchfn::ADD.call(&[(&f(&[1.0, 1.0])).into(), (&f(&[1.0, 2.0])).into()], &kwargs).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [4.0, 7.0]);
+    assert_eq!(returned.to::<Tensor>().unwrap().to_vec::<f32>().unwrap(), [4.0, 7.0]);
+}
+
+#[test]
+fn copy_broadcasts_and_converts_the_source() {
+    let x = torchfn::zeros([2, 2], Some(DType::Int64)).unwrap();
+    x.copy_(&f(&[1.9, -2.9])).unwrap();
+    assert_eq!(x.to_vec::<i64>().unwrap(), [1, -2, 1, -2]);
+    let err = x.copy_(&f(&[1.0, 2.0, 3.0])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert!(
+        err.to_string().starts_with("copy_(): the size of tensor a (2) must match the size of tensor b (3)"),
+        "{err}"
+    );
+}
+
+#[derive(TensorSubclass)]
+#[torchfn(hook)]
+struct Logged;
+
+thread_local! {
+    static LOG: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+impl TorchFunction for Logged {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
+        LOG.with(|l| l.borrow_mut().push(format!("{func} {}", args.len() + kwargs.len())));
+        Tensor::torch_function(cls, func, types, args, kwargs)
+    }
+}
+
+#[test]
+fn in_place_operations_dispatch_and_keep_the_subclass() {
+    let x = f(&[1.0]).as_subclass(Logged).unwrap();
+    let returned = x.add_(&f(&[1.0]), 1).unwrap();
+    assert!(returned.is_instance::<Logged>());
+    assert_eq!(x.to_vec::<f32>().unwrap(), [2.0]);
+    let out = f(&[0.0]).as_subclass(Logged).unwrap();
+    torchfn::add_out(&f(&[1.0]), &f(&[2.0]), &out, 1).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [3.0]);
+    assert_eq!(
+        LOG.with(|l| l.take()),
+        ["Tensor.add_ 3", "torchfn.add 4"],
+        "the out overload dispatches as torchfn.add"
+    );
+}
