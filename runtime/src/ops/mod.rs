@@ -2,19 +2,31 @@
 //! arguments, works out the result's shape and dtype, and calls the kernels.
 
 mod arithmetic;
+mod compare;
 mod creation;
 mod linalg;
+mod math;
 mod operators;
 mod properties;
 mod reduction;
 mod shape;
 
 pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
+pub use compare::{
+    EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan, le,
+    logical_and, logical_not, logical_or, logical_xor, lt, ne,
+};
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
     full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
 pub use linalg::{MATMUL, MM, matmul, mm};
+pub use math::{
+    ABS, ATAN2, CEIL, CLAMP, COS, ERF, EXP, EXPM1, FLOOR, FMOD, LOG, LOG1P, POW, RECIPROCAL, RELU, REMAINDER, ROUND,
+    RSQRT, SIGMOID, SIGN, SIN, SQRT, SQUARE, TAN, TANH, TRUNC, WHERE, abs, atan2, ceil, clamp, clamp_tensor, cos, erf,
+    exp, expm1, floor, fmod, log, log1p, pow, r#where, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin,
+    sqrt, square, tan, tanh, trunc,
+};
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,
     all_dim, amax, amin, any, any_dim, argmax, argmin, cumprod, cumsum, logsumexp, max, max_dim, max_other, mean,
