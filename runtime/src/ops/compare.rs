@@ -185,8 +185,6 @@ pub fn isinf(input: &Tensor) -> Result<Tensor> {
     test_impl("isinf", ("input", input), false)
 }
 
-// The comparison methods return tensors, so they cannot implement `PartialEq`/`PartialOrd`.
-#[allow(clippy::should_implement_trait)]
 impl Tensor {
     /// `self == other`: the method form of [`eq`](crate::eq()).
     #[torch_function]

@@ -3,9 +3,11 @@
 
 mod arithmetic;
 mod compare;
+mod convert;
 mod creation;
 mod linalg;
 mod math;
+mod math_binary;
 mod operators;
 mod properties;
 mod reduction;
@@ -13,8 +15,8 @@ mod shape;
 
 pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
 pub use compare::{
-    EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan, le,
-    logical_and, logical_not, logical_or, logical_xor, lt, ne,
+    EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan,
+    le, logical_and, logical_not, logical_or, logical_xor, lt, ne,
 };
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
@@ -22,10 +24,12 @@ pub use creation::{
 };
 pub use linalg::{MATMUL, MM, matmul, mm};
 pub use math::{
-    ABS, ATAN2, CEIL, CLAMP, COS, ERF, EXP, EXPM1, FLOOR, FMOD, LOG, LOG1P, POW, RECIPROCAL, RELU, REMAINDER, ROUND,
-    RSQRT, SIGMOID, SIGN, SIN, SQRT, SQUARE, TAN, TANH, TRUNC, WHERE, abs, atan2, ceil, clamp, clamp_tensor, cos, erf,
-    exp, expm1, floor, fmod, log, log1p, pow, r#where, reciprocal, relu, remainder, round, rsqrt, sigmoid, sign, sin,
-    sqrt, square, tan, tanh, trunc,
+    ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
+    SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
+    sigmoid, sign, sin, sqrt, square, tan, tanh, trunc,
+};
+pub use math_binary::{
+    ATAN2, CLAMP, FMOD, POW, REMAINDER, WHERE, atan2, clamp, clamp_tensor, fmod, pow, remainder, r#where,
 };
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,
