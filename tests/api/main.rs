@@ -3,6 +3,7 @@
 
 mod binding;
 mod coverage;
+mod elementwise;
 mod examples;
 mod golden;
 mod inplace;

@@ -1,6 +1,7 @@
 //! The CPU backend (layer 3): a few kernel families on ndarray, which see storage and layouts
 //! only. Operations (layer 2) check arguments, work out shapes and dtypes, and call these.
 
+mod elementwise;
 mod number;
 mod reduce;
 mod write;
@@ -10,6 +11,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, with_dtype};
 
+pub(crate) use elementwise::{Float, Signed, select};
 pub(crate) use number::Number;
 pub(crate) use reduce::{reduce, scan};
 pub(crate) use write::assign;

@@ -2,9 +2,13 @@
 //! arguments, works out the result's shape and dtype, and calls the kernels.
 
 mod arithmetic;
+mod compare;
+mod convert;
 mod creation;
 mod inplace;
 mod linalg;
+mod math;
+mod math_binary;
 mod operators;
 mod properties;
 mod reduction;
@@ -14,11 +18,23 @@ pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,
 };
+pub use compare::{
+    EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan,
+    le, logical_and, logical_not, logical_or, logical_xor, lt, ne,
+};
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
     full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
 pub use linalg::{MATMUL, MM, matmul, mm};
+pub use math::{
+    ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
+    SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
+    sigmoid, sign, sin, sqrt, square, tan, tanh, trunc,
+};
+pub use math_binary::{
+    ATAN2, CLAMP, FMOD, POW, REMAINDER, WHERE, atan2, clamp, clamp_tensor, fmod, pow, remainder, r#where,
+};
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,
     all_dim, amax, amin, any, any_dim, argmax, argmin, cumprod, cumsum, logsumexp, max, max_dim, max_other, mean,

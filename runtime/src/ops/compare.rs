@@ -1,0 +1,287 @@
+//! Comparisons (`eq`, `ne`, `lt`, `le`, `gt`, `ge`), logic (`logical_and`, `logical_or`,
+//! `logical_xor`, `logical_not`) and the tests `isnan`, `isinf`: each gives a bool tensor.
+//! Comparisons broadcast and compare in the promoted dtype of their operands (an int tensor
+//! against 2.5 compares as floats); logic treats every non-zero element, NaN included, as true.
+
+use crate::cpu::{self, Signed};
+use crate::error::Result;
+use crate::tensor::{Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// A comparison.
+#[derive(Clone, Copy)]
+enum Cmp {
+    Eq,
+    Ne,
+    Lt,
+    Le,
+    Gt,
+    Ge,
+}
+
+impl Cmp {
+    /// IEEE comparison: NaN is unequal to everything, itself included, and unordered.
+    #[inline(always)]
+    fn test<T: PartialOrd>(self, a: T, b: T) -> bool {
+        match self {
+            Cmp::Eq => a == b,
+            Cmp::Ne => a != b,
+            Cmp::Lt => a < b,
+            Cmp::Le => a <= b,
+            Cmp::Gt => a > b,
+            Cmp::Ge => a >= b,
+        }
+    }
+}
+
+fn compare(func: &str, op: Cmp, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    let common = result_type([x.participant(), y.participant()]);
+    let dense = with_dtype!(common, T => cpu::binary::<T, bool>(x, y, &shape, |p, q| op.test(p, q))?);
+    Ok(Tensor::from_dense(dense))
+}
+
+/// A binary logical operation.
+#[derive(Clone, Copy)]
+enum Logic {
+    And,
+    Or,
+    Xor,
+}
+
+fn logical(func: &str, op: Logic, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    // Reading as bool makes every non-zero element (NaN included) true.
+    let dense = cpu::binary::<bool, bool>(x, y, &shape, |p, q| match op {
+        Logic::And => p && q,
+        Logic::Or => p || q,
+        Logic::Xor => p != q,
+    })?;
+    Ok(Tensor::from_dense(dense))
+}
+
+fn logical_not_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+    Ok(Tensor::from_dense(cpu::unary::<bool, bool>(t.data(func, name)?, |b| !b)))
+}
+
+/// Which elements are NaN (`nan` true) or infinite; never for integers and bools.
+fn test_impl(func: &str, (name, t): (&str, &Tensor), nan: bool) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, bool>(x, |v| if nan { v.is_nan() } else { v.is_infinite() }),
+        bool => cpu::unary::<bool, bool>(x, |_| false));
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `input == other` elementwise, broadcast, as a bool tensor (`torch.eq`); `other` may be a
+/// Python number. NaN equals nothing, itself included.
+///
+/// ```
+/// let a = torchfn::tensor([1.0f32, 2.0, f32::NAN])?;
+/// let b = torchfn::tensor([1.0f32, 3.0, f32::NAN])?;
+/// assert_eq!(torchfn::eq(&a, &b)?.to_vec::<bool>()?, [true, false, false]);
+/// assert_eq!(torchfn::eq(&a, &2.into())?.to_vec::<bool>()?, [false, true, false]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn eq(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("eq", Cmp::Eq, ("input", input), ("other", other))
+}
+
+/// `input != other` elementwise, broadcast, as a bool tensor (`torch.ne`); NaN is unequal to
+/// everything.
+#[torch_function(module = "torchfn")]
+pub fn ne(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("ne", Cmp::Ne, ("input", input), ("other", other))
+}
+
+/// `input < other` elementwise, broadcast, as a bool tensor (`torch.lt`); false where either
+/// is NaN.
+///
+/// ```
+/// let a = torchfn::tensor([[1i64], [4]])?;
+/// let b = torchfn::tensor([2.5f32, 3.5])?;
+/// assert_eq!(torchfn::lt(&a, &b)?.to_vec::<bool>()?, [true, true, false, false]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn lt(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("lt", Cmp::Lt, ("input", input), ("other", other))
+}
+
+/// `input <= other` elementwise, broadcast, as a bool tensor (`torch.le`); false where either
+/// is NaN.
+#[torch_function(module = "torchfn")]
+pub fn le(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("le", Cmp::Le, ("input", input), ("other", other))
+}
+
+/// `input > other` elementwise, broadcast, as a bool tensor (`torch.gt`); false where either
+/// is NaN.
+#[torch_function(module = "torchfn")]
+pub fn gt(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("gt", Cmp::Gt, ("input", input), ("other", other))
+}
+
+/// `input >= other` elementwise, broadcast, as a bool tensor (`torch.ge`); false where either
+/// is NaN.
+#[torch_function(module = "torchfn")]
+pub fn ge(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    compare("ge", Cmp::Ge, ("input", input), ("other", other))
+}
+
+/// Whether both elements are non-zero, broadcast, as a bool tensor (`torch.logical_and`); any
+/// dtypes, NaN counts as true.
+///
+/// ```
+/// let a = torchfn::tensor([0.0f32, 2.0, f32::NAN])?;
+/// let b = torchfn::tensor([true, true, true])?;
+/// assert_eq!(torchfn::logical_and(&a, &b)?.to_vec::<bool>()?, [false, true, true]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn logical_and(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logical("logical_and", Logic::And, ("input", input), ("other", other))
+}
+
+/// Whether either element is non-zero, broadcast, as a bool tensor (`torch.logical_or`).
+#[torch_function(module = "torchfn")]
+pub fn logical_or(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logical("logical_or", Logic::Or, ("input", input), ("other", other))
+}
+
+/// Whether exactly one element is non-zero, broadcast, as a bool tensor (`torch.logical_xor`).
+#[torch_function(module = "torchfn")]
+pub fn logical_xor(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    logical("logical_xor", Logic::Xor, ("input", input), ("other", other))
+}
+
+/// Whether each element is zero, as a bool tensor (`torch.logical_not`); NaN is non-zero.
+#[torch_function(module = "torchfn")]
+pub fn logical_not(input: &Tensor) -> Result<Tensor> {
+    logical_not_impl("logical_not", ("input", input))
+}
+
+/// Whether each element is NaN, as a bool tensor (`torch.isnan`); all false for integers.
+///
+/// ```
+/// let t = torchfn::tensor([1.0f32, f32::NAN, f32::INFINITY])?;
+/// assert_eq!(torchfn::isnan(&t)?.to_vec::<bool>()?, [false, true, false]);
+/// assert_eq!(torchfn::isinf(&t)?.to_vec::<bool>()?, [false, false, true]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn isnan(input: &Tensor) -> Result<Tensor> {
+    test_impl("isnan", ("input", input), true)
+}
+
+/// Whether each element is `inf` or `-inf`, as a bool tensor (`torch.isinf`); all false for
+/// integers.
+#[torch_function(module = "torchfn")]
+pub fn isinf(input: &Tensor) -> Result<Tensor> {
+    test_impl("isinf", ("input", input), false)
+}
+
+impl Tensor {
+    /// `self == other`: the method form of [`eq`](crate::eq()).
+    #[torch_function]
+    pub fn eq(&self, other: &Tensor) -> Result<Tensor> {
+        compare("eq", Cmp::Eq, ("self", self), ("other", other))
+    }
+
+    /// `self != other`: the method form of [`ne`](crate::ne()).
+    #[torch_function]
+    pub fn ne(&self, other: &Tensor) -> Result<Tensor> {
+        compare("ne", Cmp::Ne, ("self", self), ("other", other))
+    }
+
+    /// `self < other`: the method form of [`lt`](crate::lt()).
+    #[torch_function]
+    pub fn lt(&self, other: &Tensor) -> Result<Tensor> {
+        compare("lt", Cmp::Lt, ("self", self), ("other", other))
+    }
+
+    /// `self <= other`: the method form of [`le`](crate::le()).
+    #[torch_function]
+    pub fn le(&self, other: &Tensor) -> Result<Tensor> {
+        compare("le", Cmp::Le, ("self", self), ("other", other))
+    }
+
+    /// `self > other`: the method form of [`gt`](crate::gt()).
+    #[torch_function]
+    pub fn gt(&self, other: &Tensor) -> Result<Tensor> {
+        compare("gt", Cmp::Gt, ("self", self), ("other", other))
+    }
+
+    /// `self >= other`: the method form of [`ge`](crate::ge()).
+    #[torch_function]
+    pub fn ge(&self, other: &Tensor) -> Result<Tensor> {
+        compare("ge", Cmp::Ge, ("self", self), ("other", other))
+    }
+
+    /// Both non-zero: the method form of [`logical_and`](crate::logical_and()).
+    #[torch_function]
+    pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
+        logical("logical_and", Logic::And, ("self", self), ("other", other))
+    }
+
+    /// Either non-zero: the method form of [`logical_or`](crate::logical_or()).
+    #[torch_function]
+    pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
+        logical("logical_or", Logic::Or, ("self", self), ("other", other))
+    }
+
+    /// Exactly one non-zero: the method form of [`logical_xor`](crate::logical_xor()).
+    #[torch_function]
+    pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
+        logical("logical_xor", Logic::Xor, ("self", self), ("other", other))
+    }
+
+    /// Zero elements: the method form of [`logical_not`](crate::logical_not()).
+    #[torch_function]
+    pub fn logical_not(&self) -> Result<Tensor> {
+        logical_not_impl("logical_not", ("self", self))
+    }
+
+    /// NaN elements: the method form of [`isnan`](crate::isnan()).
+    #[torch_function]
+    pub fn isnan(&self) -> Result<Tensor> {
+        test_impl("isnan", ("self", self), true)
+    }
+
+    /// Infinite elements: the method form of [`isinf`](crate::isinf()).
+    #[torch_function]
+    pub fn isinf(&self) -> Result<Tensor> {
+        test_impl("isinf", ("self", self), false)
+    }
+}
+
+crate::samples! {
+    EQ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
+    NE => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
+    LT => [sample([f32s(&[2, 1]), f32s(&[1, 3])]), sample([i64s(&[3]), Value::Float(0.5)])],
+    LE => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    GT => [sample([f32s(&[2, 3]), i64s(&[3])])],
+    GE => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
+    LOGICAL_AND => [sample([bools(&[2, 3]), f32s(&[3])])],
+    LOGICAL_OR => [sample([bools(&[2, 3]), bools(&[2, 3])])],
+    LOGICAL_XOR => [sample([i64s(&[2, 1]), bools(&[3])])],
+    LOGICAL_NOT => [sample([f32s(&[2, 3])]), sample([bools(&[3])])],
+    ISNAN => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    ISINF => [sample([f32s(&[2, 3])])],
+    Tensor::EQ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::NE => [sample([f32s(&[3]), Value::Float(0.5)])],
+    Tensor::LT => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::LE => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::GT => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::GE => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::LOGICAL_AND => [sample([bools(&[3]), bools(&[3])])],
+    Tensor::LOGICAL_OR => [sample([bools(&[3]), f32s(&[3])])],
+    Tensor::LOGICAL_XOR => [sample([bools(&[3]), bools(&[3])])],
+    Tensor::LOGICAL_NOT => [sample([i64s(&[3])])],
+    Tensor::ISNAN => [sample([f32s(&[3])])],
+    Tensor::ISINF => [sample([f32s(&[3])])],
+}

@@ -1,0 +1,498 @@
+//! Unary elementwise math: the floating-point functions (`exp`, `log`, `sqrt`, `sin`, `erf`,
+//! ...), rounding (`ceil`, `floor`, `round`, `trunc`) and the functions that keep their input's
+//! dtype (`abs`, `sign`, `square`, `relu`), with PyTorch's dtype rules: the floating-point
+//! functions give the default float dtype (float32) for integer and bool inputs.
+
+use crate::cpu::{self, Float, Number, Signed};
+use crate::error::{Error, Result, bail};
+use crate::tensor::{DType, Tensor, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample, values};
+use crate::torch_function;
+use crate::value::Value;
+
+/// The error of an operation PyTorch does not define for bool tensors.
+#[cold]
+pub(super) fn no_bool(func: &str, name: &str) -> Error {
+    Error::not_implemented(format!("{func}(): not implemented for bool tensors (argument '{name}' is a bool tensor)"))
+}
+
+/// The dtype a floating-point function computes and returns: the input's when it is a float,
+/// the default float dtype otherwise.
+pub(super) fn float_dtype(dtype: DType) -> DType {
+    if dtype.is_floating_point() { dtype } else { DType::DEFAULT_FLOAT }
+}
+
+/// A unary floating-point function.
+#[derive(Clone, Copy)]
+enum FloatOp {
+    Exp,
+    Log,
+    Log1p,
+    Expm1,
+    Sqrt,
+    Rsqrt,
+    Sin,
+    Cos,
+    Tan,
+    Tanh,
+    Sigmoid,
+    Erf,
+    Reciprocal,
+}
+
+impl FloatOp {
+    #[inline(always)]
+    fn apply<F: Float>(self, x: F) -> F {
+        let one = F::from_f64(1.0);
+        match self {
+            FloatOp::Exp => x.exp(),
+            FloatOp::Log => x.ln(),
+            FloatOp::Log1p => x.ln_1p(),
+            FloatOp::Expm1 => x.exp_m1(),
+            FloatOp::Sqrt => x.sqrt(),
+            FloatOp::Rsqrt => x.sqrt().recip(),
+            FloatOp::Sin => x.sin(),
+            FloatOp::Cos => x.cos(),
+            FloatOp::Tan => x.tan(),
+            FloatOp::Tanh => x.tanh(),
+            FloatOp::Sigmoid => one.add(x.neg().exp()).recip(),
+            FloatOp::Erf => x.erf(),
+            FloatOp::Reciprocal => x.recip(),
+        }
+    }
+}
+
+/// `op` on each element, in the input's float dtype or the default float dtype.
+fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let dense = match float_dtype(x.dtype) {
+        DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
+        _ => cpu::unary::<f32, f32>(x, |v| op.apply(v)),
+    };
+    Ok(Tensor::from_dense(dense))
+}
+
+/// A rounding function.
+#[derive(Clone, Copy)]
+enum Rounding {
+    Ceil,
+    Floor,
+    Trunc,
+    /// Half to even, at `decimals` decimal places (negative: to tens, hundreds, ...).
+    Round(i64),
+}
+
+impl Rounding {
+    fn apply<F: Float>(self, x: F) -> F {
+        match self {
+            Rounding::Ceil => x.ceil(),
+            Rounding::Floor => x.floor(),
+            Rounding::Trunc => x.trunc(),
+            Rounding::Round(0) => x.round_ties_even(),
+            Rounding::Round(decimals) => {
+                // As PyTorch: scale by 10^|decimals|, round, scale back. The clamp keeps the
+                // power finite in i32; beyond it the scale is 0 or infinite anyway.
+                let scale = F::from_f64(10f64.powi(decimals.unsigned_abs().min(400) as i32));
+                if decimals > 0 {
+                    x.mul(scale).round_ties_even().div(scale)
+                } else {
+                    x.div(scale).round_ties_even().mul(scale)
+                }
+            }
+        }
+    }
+}
+
+/// Rounds floats; integers are already whole and come back as a copy; bools are an error.
+fn round_impl(func: &str, op: Rounding, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let dense = match x.dtype {
+        DType::Bool => return Err(no_bool(func, name)),
+        DType::Int32 | DType::Int64 => {
+            if let Rounding::Round(decimals) = op
+                && decimals != 0
+            {
+                bail!(NotImplemented, "{func}(): decimals={decimals} is not implemented for integer tensors");
+            }
+            cpu::convert(x, x.dtype)
+        }
+        DType::Float32 => cpu::unary::<f32, f32>(x, |v| op.apply(v)),
+        DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
+    };
+    Ok(Tensor::from_dense(dense))
+}
+
+/// An operation that keeps its input's dtype.
+#[derive(Clone, Copy)]
+enum SignedOp {
+    Abs,
+    Sign,
+    Square,
+    Relu,
+}
+
+fn signed_unary(func: &str, op: SignedOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let dense = with_dtype!(x.dtype, T => match op {
+        SignedOp::Abs => cpu::unary::<T, T>(x, Signed::abs),
+        SignedOp::Sign => cpu::unary::<T, T>(x, Signed::sign),
+        SignedOp::Square => cpu::unary::<T, T>(x, |v| v.mul(v)),
+        // NaN propagates, as PyTorch's `clamp_min(input, 0)`.
+        SignedOp::Relu => cpu::unary::<T, T>(x, |v| if v.is_nan() || v > T::default() { v } else { T::default() }),
+    }, bool => match op {
+        SignedOp::Sign => cpu::convert(x, DType::Bool),
+        // `square` is `pow(input, 2)`, and a bool tensor with an int gives int64.
+        SignedOp::Square => cpu::unary::<i64, i64>(x, |v| v * v),
+        SignedOp::Relu => bail!(Runtime, "{func}(): bool inputs are not supported (argument '{name}')"),
+        SignedOp::Abs => return Err(no_bool(func, name)),
+    });
+    Ok(Tensor::from_dense(dense))
+}
+
+/// The absolute value of each element (`torch.abs`); integers keep their dtype (the most
+/// negative integer wraps to itself, as in PyTorch). Not defined for bool tensors.
+///
+/// ```
+/// let t = torchfn::tensor([-1.5f32, 0.0, 2.0])?;
+/// assert_eq!(torchfn::abs(&t)?.to_vec::<f32>()?, [1.5, 0.0, 2.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn abs(input: &Tensor) -> Result<Tensor> {
+    signed_unary("abs", SignedOp::Abs, ("input", input))
+}
+
+/// `e^x` of each element (`torch.exp`); integer and bool inputs give float32.
+///
+/// ```
+/// let t = torchfn::tensor([0i64, 1])?;
+/// let e = torchfn::exp(&t)?;
+/// assert_eq!(e.dtype()?, torchfn::DType::Float32);
+/// assert_eq!(e.to_vec::<f32>()?, [1.0, std::f32::consts::E]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn exp(input: &Tensor) -> Result<Tensor> {
+    float_unary("exp", FloatOp::Exp, ("input", input))
+}
+
+/// The natural logarithm of each element (`torch.log`): `-inf` at 0, NaN below; integer and
+/// bool inputs give float32.
+#[torch_function(module = "torchfn")]
+pub fn log(input: &Tensor) -> Result<Tensor> {
+    float_unary("log", FloatOp::Log, ("input", input))
+}
+
+/// `log(1 + x)` of each element, accurate for small `x` (`torch.log1p`); `-inf` at -1.
+#[torch_function(module = "torchfn")]
+pub fn log1p(input: &Tensor) -> Result<Tensor> {
+    float_unary("log1p", FloatOp::Log1p, ("input", input))
+}
+
+/// `e^x - 1` of each element, accurate for small `x` (`torch.expm1`).
+#[torch_function(module = "torchfn")]
+pub fn expm1(input: &Tensor) -> Result<Tensor> {
+    float_unary("expm1", FloatOp::Expm1, ("input", input))
+}
+
+/// The square root of each element (`torch.sqrt`): NaN for negative numbers, `-0.0` for `-0.0`.
+#[torch_function(module = "torchfn")]
+pub fn sqrt(input: &Tensor) -> Result<Tensor> {
+    float_unary("sqrt", FloatOp::Sqrt, ("input", input))
+}
+
+/// `1 / sqrt(x)` of each element (`torch.rsqrt`): `inf` at 0, NaN for negative numbers.
+#[torch_function(module = "torchfn")]
+pub fn rsqrt(input: &Tensor) -> Result<Tensor> {
+    float_unary("rsqrt", FloatOp::Rsqrt, ("input", input))
+}
+
+/// The sine of each element, in radians (`torch.sin`); NaN for infinities.
+#[torch_function(module = "torchfn")]
+pub fn sin(input: &Tensor) -> Result<Tensor> {
+    float_unary("sin", FloatOp::Sin, ("input", input))
+}
+
+/// The cosine of each element, in radians (`torch.cos`); NaN for infinities.
+#[torch_function(module = "torchfn")]
+pub fn cos(input: &Tensor) -> Result<Tensor> {
+    float_unary("cos", FloatOp::Cos, ("input", input))
+}
+
+/// The tangent of each element, in radians (`torch.tan`); NaN for infinities.
+#[torch_function(module = "torchfn")]
+pub fn tan(input: &Tensor) -> Result<Tensor> {
+    float_unary("tan", FloatOp::Tan, ("input", input))
+}
+
+/// The hyperbolic tangent of each element (`torch.tanh`); ±1 at ±inf.
+#[torch_function(module = "torchfn")]
+pub fn tanh(input: &Tensor) -> Result<Tensor> {
+    float_unary("tanh", FloatOp::Tanh, ("input", input))
+}
+
+/// The logistic function `1 / (1 + e^-x)` of each element (`torch.sigmoid`): 0 at `-inf`, 1 at
+/// `inf`.
+#[torch_function(module = "torchfn")]
+pub fn sigmoid(input: &Tensor) -> Result<Tensor> {
+    float_unary("sigmoid", FloatOp::Sigmoid, ("input", input))
+}
+
+/// The error function of each element (`torch.erf`), accurate to about 1e-15 before rounding
+/// to the result dtype; ±1 at ±inf.
+///
+/// ```
+/// let t = torchfn::tensor([0.0f64, 1.0, f64::INFINITY])?;
+/// let e = torchfn::erf(&t)?.to_vec::<f64>()?;
+/// assert_eq!(e[0], 0.0);
+/// assert!((e[1] - 0.8427007929497149).abs() < 1e-15);
+/// assert_eq!(e[2], 1.0);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn erf(input: &Tensor) -> Result<Tensor> {
+    float_unary("erf", FloatOp::Erf, ("input", input))
+}
+
+/// `1 / x` of each element (`torch.reciprocal`): `±inf` at `±0`; integer and bool inputs give
+/// float32.
+#[torch_function(module = "torchfn")]
+pub fn reciprocal(input: &Tensor) -> Result<Tensor> {
+    float_unary("reciprocal", FloatOp::Reciprocal, ("input", input))
+}
+
+/// The smallest whole number not below each element (`torch.ceil`); `ceil(-0.5)` is `-0.0`.
+/// Integer tensors come back as a copy; not defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn ceil(input: &Tensor) -> Result<Tensor> {
+    round_impl("ceil", Rounding::Ceil, ("input", input))
+}
+
+/// The largest whole number not above each element (`torch.floor`). Integer tensors come back
+/// as a copy; not defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn floor(input: &Tensor) -> Result<Tensor> {
+    round_impl("floor", Rounding::Floor, ("input", input))
+}
+
+/// Each element rounded to the nearest whole number, halves to even (`torch.round`): 0.5 is 0,
+/// 1.5 and 2.5 are 2. With `decimals`, rounds to that many decimal places (negative: to tens,
+/// hundreds, ...). Integer tensors come back as a copy (`decimals` other than 0 is not
+/// implemented for them); not defined for bool tensors.
+///
+/// ```
+/// let t = torchfn::tensor([0.5f32, 1.5, 2.5, -0.5, 1.2345])?;
+/// assert_eq!(torchfn::round(&t, 0)?.to_vec::<f32>()?, [0.0, 2.0, 2.0, -0.0, 1.0]);
+/// assert_eq!(torchfn::round(&t, 2)?.to_vec::<f32>()?, [0.5, 1.5, 2.5, -0.5, 1.23]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn round(input: &Tensor, #[default(0)] decimals: i64) -> Result<Tensor> {
+    round_impl("round", Rounding::Round(decimals), ("input", input))
+}
+
+/// Each element rounded toward zero (`torch.trunc`). Integer tensors come back as a copy; not
+/// defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn trunc(input: &Tensor) -> Result<Tensor> {
+    round_impl("trunc", Rounding::Trunc, ("input", input))
+}
+
+/// -1, 0 or 1 by the sign of each element, in the input's dtype (`torch.sign`); 0 for NaN and
+/// both zeros; a bool tensor is its own sign.
+#[torch_function(module = "torchfn")]
+pub fn sign(input: &Tensor) -> Result<Tensor> {
+    signed_unary("sign", SignedOp::Sign, ("input", input))
+}
+
+/// `x * x` of each element (`torch.square`), as `pow(input, 2)`: integers keep their dtype
+/// (and wrap on overflow), bools give int64.
+#[torch_function(module = "torchfn")]
+pub fn square(input: &Tensor) -> Result<Tensor> {
+    signed_unary("square", SignedOp::Square, ("input", input))
+}
+
+/// `max(x, 0)` of each element, in the input's dtype (`torch.relu`); NaN stays NaN. Bool
+/// tensors are an error.
+#[torch_function(module = "torchfn")]
+pub fn relu(input: &Tensor) -> Result<Tensor> {
+    signed_unary("relu", SignedOp::Relu, ("input", input))
+}
+
+impl Tensor {
+    /// The absolute values: the method form of [`abs`](crate::abs()).
+    #[torch_function]
+    pub fn abs(&self) -> Result<Tensor> {
+        signed_unary("abs", SignedOp::Abs, ("self", self))
+    }
+
+    /// `e^x`: the method form of [`exp`](crate::exp()).
+    #[torch_function]
+    pub fn exp(&self) -> Result<Tensor> {
+        float_unary("exp", FloatOp::Exp, ("self", self))
+    }
+
+    /// The natural logarithm: the method form of [`log`](crate::log()).
+    #[torch_function]
+    pub fn log(&self) -> Result<Tensor> {
+        float_unary("log", FloatOp::Log, ("self", self))
+    }
+
+    /// `log(1 + x)`: the method form of [`log1p`](crate::log1p()).
+    #[torch_function]
+    pub fn log1p(&self) -> Result<Tensor> {
+        float_unary("log1p", FloatOp::Log1p, ("self", self))
+    }
+
+    /// `e^x - 1`: the method form of [`expm1`](crate::expm1()).
+    #[torch_function]
+    pub fn expm1(&self) -> Result<Tensor> {
+        float_unary("expm1", FloatOp::Expm1, ("self", self))
+    }
+
+    /// The square roots: the method form of [`sqrt`](crate::sqrt()).
+    #[torch_function]
+    pub fn sqrt(&self) -> Result<Tensor> {
+        float_unary("sqrt", FloatOp::Sqrt, ("self", self))
+    }
+
+    /// `1 / sqrt(x)`: the method form of [`rsqrt`](crate::rsqrt()).
+    #[torch_function]
+    pub fn rsqrt(&self) -> Result<Tensor> {
+        float_unary("rsqrt", FloatOp::Rsqrt, ("self", self))
+    }
+
+    /// The sines: the method form of [`sin`](crate::sin()).
+    #[torch_function]
+    pub fn sin(&self) -> Result<Tensor> {
+        float_unary("sin", FloatOp::Sin, ("self", self))
+    }
+
+    /// The cosines: the method form of [`cos`](crate::cos()).
+    #[torch_function]
+    pub fn cos(&self) -> Result<Tensor> {
+        float_unary("cos", FloatOp::Cos, ("self", self))
+    }
+
+    /// The tangents: the method form of [`tan`](crate::tan()).
+    #[torch_function]
+    pub fn tan(&self) -> Result<Tensor> {
+        float_unary("tan", FloatOp::Tan, ("self", self))
+    }
+
+    /// The hyperbolic tangents: the method form of [`tanh`](crate::tanh()).
+    #[torch_function]
+    pub fn tanh(&self) -> Result<Tensor> {
+        float_unary("tanh", FloatOp::Tanh, ("self", self))
+    }
+
+    /// The logistic function: the method form of [`sigmoid`](crate::sigmoid()).
+    #[torch_function]
+    pub fn sigmoid(&self) -> Result<Tensor> {
+        float_unary("sigmoid", FloatOp::Sigmoid, ("self", self))
+    }
+
+    /// The error function: the method form of [`erf`](crate::erf()).
+    #[torch_function]
+    pub fn erf(&self) -> Result<Tensor> {
+        float_unary("erf", FloatOp::Erf, ("self", self))
+    }
+
+    /// `1 / x`: the method form of [`reciprocal`](crate::reciprocal()).
+    #[torch_function]
+    pub fn reciprocal(&self) -> Result<Tensor> {
+        float_unary("reciprocal", FloatOp::Reciprocal, ("self", self))
+    }
+
+    /// Rounded up: the method form of [`ceil`](crate::ceil()).
+    #[torch_function]
+    pub fn ceil(&self) -> Result<Tensor> {
+        round_impl("ceil", Rounding::Ceil, ("self", self))
+    }
+
+    /// Rounded down: the method form of [`floor`](crate::floor()).
+    #[torch_function]
+    pub fn floor(&self) -> Result<Tensor> {
+        round_impl("floor", Rounding::Floor, ("self", self))
+    }
+
+    /// Rounded half to even: the method form of [`round`](crate::round()).
+    #[torch_function]
+    pub fn round(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
+        round_impl("round", Rounding::Round(decimals), ("self", self))
+    }
+
+    /// Rounded toward zero: the method form of [`trunc`](crate::trunc()).
+    #[torch_function]
+    pub fn trunc(&self) -> Result<Tensor> {
+        round_impl("trunc", Rounding::Trunc, ("self", self))
+    }
+
+    /// The signs: the method form of [`sign`](crate::sign()).
+    #[torch_function]
+    pub fn sign(&self) -> Result<Tensor> {
+        signed_unary("sign", SignedOp::Sign, ("self", self))
+    }
+
+    /// `x * x`: the method form of [`square`](crate::square()).
+    #[torch_function]
+    pub fn square(&self) -> Result<Tensor> {
+        signed_unary("square", SignedOp::Square, ("self", self))
+    }
+
+    /// `max(x, 0)`: the method form of [`relu`](crate::relu()).
+    #[torch_function]
+    pub fn relu(&self) -> Result<Tensor> {
+        signed_unary("relu", SignedOp::Relu, ("self", self))
+    }
+}
+
+/// Positive values of `shape`, to keep samples of `log`, `sqrt` and `pow` real.
+pub(super) fn positive(shape: &[usize]) -> Value {
+    Value::Tensor(values(shape, DType::Float32).abs().expect("abs of a float tensor"))
+}
+
+crate::samples! {
+    ABS => [sample([f32s(&[2, 3])]), sample([i64s(&[4])])],
+    EXP => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    LOG => [sample([positive(&[2, 3])])],
+    LOG1P => [sample([positive(&[2, 3])])],
+    EXPM1 => [sample([f32s(&[2, 3])])],
+    SQRT => [sample([positive(&[2, 3])])],
+    RSQRT => [sample([positive(&[4])])],
+    SIN => [sample([f32s(&[2, 3])])],
+    COS => [sample([f32s(&[2, 3])])],
+    TAN => [sample([f32s(&[4])])],
+    TANH => [sample([f32s(&[2, 3])])],
+    SIGMOID => [sample([f32s(&[2, 3])]), sample([bools(&[3])])],
+    ERF => [sample([f32s(&[2, 3])])],
+    RECIPROCAL => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    CEIL => [sample([f32s(&[2, 3])])],
+    FLOOR => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    ROUND => [sample([f32s(&[2, 3])]), sample([f32s(&[4])]).kw("decimals", 1)],
+    TRUNC => [sample([f32s(&[2, 3])])],
+    SIGN => [sample([f32s(&[2, 3])]), sample([bools(&[3])])],
+    SQUARE => [sample([f32s(&[2, 3])]), sample([bools(&[3])])],
+    RELU => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    Tensor::ABS => [sample([f32s(&[3])])],
+    Tensor::EXP => [sample([f32s(&[3])])],
+    Tensor::LOG => [sample([positive(&[3])])],
+    Tensor::LOG1P => [sample([positive(&[3])])],
+    Tensor::EXPM1 => [sample([f32s(&[3])])],
+    Tensor::SQRT => [sample([positive(&[3])])],
+    Tensor::RSQRT => [sample([positive(&[3])])],
+    Tensor::SIN => [sample([f32s(&[3])])],
+    Tensor::COS => [sample([f32s(&[3])])],
+    Tensor::TAN => [sample([f32s(&[3])])],
+    Tensor::TANH => [sample([f32s(&[3])])],
+    Tensor::SIGMOID => [sample([f32s(&[3])])],
+    Tensor::ERF => [sample([f32s(&[3])])],
+    Tensor::RECIPROCAL => [sample([f32s(&[3])])],
+    Tensor::CEIL => [sample([f32s(&[3])])],
+    Tensor::FLOOR => [sample([f32s(&[3])])],
+    Tensor::ROUND => [sample([f32s(&[3])]), sample([f32s(&[3])]).kw("decimals", -1)],
+    Tensor::TRUNC => [sample([f32s(&[3])])],
+    Tensor::SIGN => [sample([i64s(&[3])])],
+    Tensor::SQUARE => [sample([i64s(&[3])])],
+    Tensor::RELU => [sample([f32s(&[3])])],
+}

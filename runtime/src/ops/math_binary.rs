@@ -1,0 +1,272 @@
+//! Binary elementwise math, broadcasting with PyTorch's type promotion: `pow`, `atan2`, `fmod`,
+//! `remainder`, and `clamp` and `where`, which take up to three operands.
+
+use crate::cpu::{self, Float, Signed};
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+use super::math::{float_dtype, no_bool, positive};
+
+/// A binary math operation.
+#[derive(Clone, Copy)]
+enum BinaryOp {
+    Pow,
+    Atan2,
+    Fmod,
+    Remainder,
+}
+
+/// `a op b`, broadcast, in PyTorch's promoted dtype (the default float dtype for `atan2` of
+/// integers).
+fn binary_math(func: &str, op: BinaryOp, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    let common = result_type([x.participant(), y.participant()]);
+    let dense = match op {
+        BinaryOp::Atan2 => match float_dtype(common) {
+            DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, Float::atan2)?,
+            _ => cpu::binary::<f32, f32>(x, y, &shape, Float::atan2)?,
+        },
+        BinaryOp::Pow => power(func, (a_name, x), (b_name, y), &shape, common)?,
+        BinaryOp::Fmod | BinaryOp::Remainder => {
+            let remainder = matches!(op, BinaryOp::Remainder);
+            with_dtype!(common, T => {
+                if !common.is_floating_point() && cpu::any::<T>(y, |q| q == T::default()) {
+                    bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero (argument '{b_name}' has a zero)");
+                }
+                let rem = |p: T, q: T| if remainder { p.remainder(q) } else { p.fmod(q) }.unwrap_or_default();
+                cpu::binary::<T, T>(x, y, &shape, rem)?
+            }, bool => return Err(no_bool(func, a_name)))
+        }
+    };
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `x ** y` in `common`. As PyTorch: integers to a negative integer number (a Python number,
+/// not a tensor) are an error, bools to bools are not defined, and a float to the number 0.5
+/// or -0.5 is a square root (so `-0.0 ** 0.5` is `-0.0` and `-inf ** 0.5` is NaN).
+fn power(
+    func: &str,
+    (base, x): (&str, &Dense),
+    (exp, y): (&str, &Dense),
+    shape: &Shape,
+    common: DType,
+) -> Result<Dense> {
+    let number = y.wrapped_number.then(|| cpu::read_scalar(y));
+    if !x.dtype.is_floating_point()
+        && let Some(Scalar::Int(e @ ..0)) = number
+    {
+        bail!(Runtime, "{func}(): integers to negative integer powers are not allowed (argument '{exp}' is {e})");
+    }
+    if common.is_floating_point()
+        && let Some(Scalar::Float(e)) = number
+        && e.abs() == 0.5
+    {
+        // The number is zero-dimensional, so the result has the base's shape.
+        let root = move |v: f64| if e > 0.0 { v.sqrt() } else { v.sqrt().recip() };
+        return Ok(match common {
+            DType::Float64 => cpu::unary::<f64, f64>(x, root),
+            _ => cpu::unary::<f32, f32>(x, move |v| root(f64::from(v)) as f32),
+        });
+    }
+    Ok(
+        with_dtype!(common, T => cpu::binary::<T, T>(x, y, shape, Signed::pow)?, bool => return Err(no_bool(func, base))),
+    )
+}
+
+/// `min(max(input, min), max)`, broadcast, in the promoted dtype of the three; NaN in the input
+/// or a bound propagates. A `min` above `max` gives `max` everywhere.
+fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    if min.is_none() && max.is_none() {
+        bail!(Runtime, "{func}(): at least one of 'min' or 'max' must not be None");
+    }
+    let lo = min.map(|m| m.data(func, "min")).transpose()?;
+    let hi = max.map(|m| m.data(func, "max")).transpose()?;
+    let common = result_type([Some(x), lo, hi].into_iter().flatten().map(Dense::participant));
+    let mut dense = x.clone();
+    let mut shape = x.layout.shape.clone();
+    for (bound, upper) in [(lo, false), (hi, true)] {
+        let Some(bound) = bound else { continue };
+        shape = broadcast_shapes(&shape, &bound.layout.shape, func)?;
+        dense = with_dtype!(common, T => cpu::binary::<T, T>(&dense, bound, &shape, |v, b| {
+            if v.is_nan() { v } else if b.is_nan() || (if upper { v > b } else { v < b }) { b } else { v }
+        })?, bool => return Err(no_bool(func, name)));
+    }
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `input` where `condition` is true, `other` elsewhere, the three broadcast together.
+fn where_impl(func: &str, condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    let c = condition.data(func, "condition")?;
+    let (x, y) = (input.data(func, "input")?, other.data(func, "other")?);
+    if c.dtype != DType::Bool {
+        bail!(
+            Runtime,
+            "{func}(): expected condition to be a bool tensor, but got a tensor with dtype {}",
+            c.dtype.name()
+        );
+    }
+    let shape = broadcast_shapes(&c.layout.shape, &x.layout.shape, func)?;
+    let shape = broadcast_shapes(&shape, &y.layout.shape, func)?;
+    let common = result_type([x.participant(), y.participant()]);
+    let dense = with_dtype!(common, T => cpu::select::<T>(c, x, y, &shape)?);
+    Ok(Tensor::from_dense(dense))
+}
+
+/// `input ** exponent`, broadcast, in the promoted dtype (`torch.pow`). Either side may be a
+/// Python number ([`Tensor::scalar`]). Integers to a negative integer *number* are an error;
+/// to a negative integer tensor element they give 0 (1 and -1 excepted), as in PyTorch.
+///
+/// ```
+/// let t = torchfn::tensor([1i64, 2, 3])?;
+/// assert_eq!(torchfn::pow(&t, &2.into())?.to_vec::<i64>()?, [1, 4, 9]);
+/// assert_eq!(torchfn::pow(&t, &0.5.into())?.dtype()?, torchfn::DType::Float32);
+/// assert!(torchfn::pow(&t, &(-1).into()).is_err());
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn pow(input: &Tensor, exponent: &Tensor) -> Result<Tensor> {
+    binary_math("pow", BinaryOp::Pow, ("input", input), ("exponent", exponent))
+}
+
+/// The angle of the point `(other, input)` from the positive x axis, in `[-pi, pi]`, broadcast
+/// (`torch.atan2`); integer and bool inputs give float32.
+#[torch_function(module = "torchfn")]
+pub fn atan2(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary_math("atan2", BinaryOp::Atan2, ("input", input), ("other", other))
+}
+
+/// The remainder of `input / other` with the sign of the dividend, as C's `fmod`, broadcast
+/// (`torch.fmod`): `fmod(-7, 3)` is -1. Integer division by zero is an error; float division by
+/// zero gives NaN. Not defined for bool tensors.
+#[torch_function(module = "torchfn")]
+pub fn fmod(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary_math("fmod", BinaryOp::Fmod, ("input", input), ("other", other))
+}
+
+/// The remainder of `input / other` with the sign of the divisor, as Python's `%`, broadcast
+/// (`torch.remainder`): `remainder(-7, 3)` is 2. Integer division by zero is an error; float
+/// division by zero gives NaN. Not defined for bool tensors.
+///
+/// ```
+/// let t = torchfn::tensor([-7i64, 7])?;
+/// assert_eq!(torchfn::remainder(&t, &3.into())?.to_vec::<i64>()?, [2, 1]);
+/// assert_eq!(torchfn::fmod(&t, &3.into())?.to_vec::<i64>()?, [-1, 1]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn remainder(input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    binary_math("remainder", BinaryOp::Remainder, ("input", input), ("other", other))
+}
+
+/// Each element limited to `[min, max]` (`torch.clamp`), with numbers as bounds; either bound
+/// may be `None`, not both. The dtype is promoted with the bounds (an int tensor clamped to 0.5
+/// gives float32); NaN stays NaN, and a `min` above `max` gives `max` everywhere.
+/// [`clamp_tensor`] takes tensor bounds.
+///
+/// ```
+/// use torchfn::Scalar;
+/// let t = torchfn::tensor([-2.0f32, 0.25, 3.0])?;
+/// let c = torchfn::clamp(&t, Some(Scalar::from(-1.0)), Some(Scalar::from(0.5)))?;
+/// assert_eq!(c.to_vec::<f32>()?, [-1.0, 0.25, 0.5]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn clamp(
+    input: &Tensor,
+    #[default(None)] min: Option<Scalar>,
+    #[default(None)] max: Option<Scalar>,
+) -> Result<Tensor> {
+    let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
+    clamp_impl("clamp", ("input", input), min.as_ref(), max.as_ref())
+}
+
+/// Each element limited to the elements of `min` and `max`, broadcast together
+/// (`torch.clamp(input, min: Tensor, max: Tensor)`); see [`clamp`].
+#[torch_function(overload_of = CLAMP)]
+pub fn clamp_tensor(
+    input: &Tensor,
+    #[default(None)] min: Option<&Tensor>,
+    #[default(None)] max: Option<&Tensor>,
+) -> Result<Tensor> {
+    clamp_impl("clamp", ("input", input), min, max)
+}
+
+/// The elements of `input` where `condition` is true and of `other` elsewhere, the three
+/// broadcast together (`torch.where`). `condition` must be a bool tensor; `input` and `other`
+/// may be Python numbers, and the result has their promoted dtype.
+///
+/// ```
+/// let c = torchfn::tensor([true, false, true])?;
+/// let x = torchfn::tensor([1.0f32, 2.0, 3.0])?;
+/// let out = torchfn::r#where(&c, &x, &0.0.into())?;
+/// assert_eq!(out.to_vec::<f32>()?, [1.0, 0.0, 3.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn r#where(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Tensor> {
+    where_impl("where", condition, input, other)
+}
+
+impl Tensor {
+    /// `self ** exponent`: the method form of [`pow`](crate::pow()).
+    #[torch_function]
+    pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
+        binary_math("pow", BinaryOp::Pow, ("self", self), ("exponent", exponent))
+    }
+
+    /// The angle of `(other, self)`: the method form of [`atan2`](crate::atan2()).
+    #[torch_function]
+    pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("atan2", BinaryOp::Atan2, ("self", self), ("other", other))
+    }
+
+    /// The remainder with the dividend's sign: the method form of [`fmod`](crate::fmod()).
+    #[torch_function]
+    pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("fmod", BinaryOp::Fmod, ("self", self), ("other", other))
+    }
+
+    /// The remainder with the divisor's sign: the method form of
+    /// [`remainder`](crate::remainder()).
+    #[torch_function]
+    pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("remainder", BinaryOp::Remainder, ("self", self), ("other", other))
+    }
+
+    /// Limited to `[min, max]`: the method form of [`clamp`](crate::clamp()).
+    #[torch_function]
+    pub fn clamp(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
+        let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
+        clamp_impl("clamp", ("self", self), min.as_ref(), max.as_ref())
+    }
+
+    /// Limited by tensor bounds: the method form of [`clamp_tensor`](crate::clamp_tensor()).
+    #[torch_function(overload_of = Tensor::CLAMP)]
+    pub fn clamp_tensor(
+        &self,
+        #[default(None)] min: Option<&Tensor>,
+        #[default(None)] max: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        clamp_impl("clamp", ("self", self), min, max)
+    }
+}
+
+crate::samples! {
+    POW => [sample([positive(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)]), sample([Value::Float(2.0), f32s(&[3])])],
+    ATAN2 => [sample([f32s(&[2, 3]), f32s(&[2, 1])])],
+    FMOD => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), i64s(&[4])])],
+    REMAINDER => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    CLAMP => [sample([f32s(&[2, 3])]).kw("min", -1.0).kw("max", 0.5), sample([i64s(&[4])]).kw("min", 0),
+        sample([f32s(&[2, 3]), f32s(&[3]), f32s(&[2, 1])])],
+    WHERE => [sample([bools(&[2, 3]), f32s(&[2, 3]), f32s(&[3])]), sample([bools(&[2, 1]), i64s(&[3]), Value::Float(0.5)])],
+    Tensor::POW => [sample([positive(&[3]), f32s(&[3])]), sample([f32s(&[3]), Value::Float(0.5)])],
+    Tensor::ATAN2 => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::FMOD => [sample([f32s(&[3]), Value::Float(1.5)])],
+    Tensor::REMAINDER => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::CLAMP => [sample([f32s(&[3])]).kw("max", 0.0), sample([f32s(&[3])]).kw("min", f32s(&[1]))],
+}
