@@ -30,6 +30,19 @@ fn in_place_arithmetic_writes_into_self_and_returns_it() {
     x.__iadd__(&f(&[10.0, 10.0])).unwrap();
     x.__imul__(&Tensor::scalar(4)).unwrap();
     assert_eq!(x.to_vec::<f32>().unwrap(), [0.0, -1.0]);
+    let mut y = x.clone();
+    y += &f(&[1.0, 1.0]);
+    y *= 3;
+    y -= 1.5;
+    y /= 0.5;
+    assert_eq!(x.to_vec::<f32>().unwrap(), [3.0, -3.0], "the operators write into the shared storage");
+}
+
+#[test]
+#[should_panic(expected = "can't be cast to the desired output type")]
+fn an_assignment_operator_panics_where_its_method_errs() {
+    let mut n = i(&[1]);
+    n += 0.5;
 }
 
 #[test]

@@ -290,7 +290,7 @@ impl Tensor {
         write_into("neg_", self, negate("neg_", ("self", self))?)
     }
 
-    /// The `+=` operator (`Tensor.__iadd__`), which Rust code writes `a.__iadd__(&b)?` or `a.add_(&b, 1)?`.
+    /// The `+=` operator (`Tensor.__iadd__`): `a += &b` calls it and panics on error.
     #[torch_function]
     pub fn __iadd__(&self, other: &Tensor) -> Result<Tensor> {
         in_place("__iadd__", Op::Add(Scalar::Int(1)), self, other)

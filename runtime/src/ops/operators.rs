@@ -5,7 +5,7 @@
 //! panic. A number on either side is a Python-style number ([`Tensor::scalar`]): any
 //! [`Scalar`] on the right, an `f64` or `i64` on the left.
 
-use std::ops::{Add, Div, Mul, Neg, Sub};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
 use crate::error::Result;
 use crate::tensor::{Scalar, Tensor};
@@ -46,6 +46,38 @@ binary_operator!(Add, add, __add__, __radd__);
 binary_operator!(Sub, sub, __sub__, __rsub__);
 binary_operator!(Mul, mul, __mul__, __rmul__);
 binary_operator!(Div, div, __truediv__, __rtruediv__);
+
+macro_rules! assign_operator {
+    ($trait:ident, $method:ident, $dunder:ident, $fallible:literal) => {
+        /// Writes into this tensor's storage (the operator method this calls is overridable).
+        ///
+        /// # Panics
+        ///
+        /// When the operation fails (shapes that do not broadcast to this tensor's, a result
+        /// that cannot be cast to its dtype): an assignment operator cannot return the error.
+        #[doc = concat!("Call `", $fallible, "` to get it as a `Result`.")]
+        impl $trait<&Tensor> for Tensor {
+            fn $method(&mut self, rhs: &Tensor) {
+                if let Err(e) = self.$dunder(rhs) {
+                    panic!("{e}");
+                }
+            }
+        }
+        /// As with a tensor on the right; a number is a Python-style number.
+        impl<S: Into<Scalar>> $trait<S> for Tensor {
+            fn $method(&mut self, rhs: S) {
+                if let Err(e) = self.$dunder(&Tensor::scalar(rhs)) {
+                    panic!("{e}");
+                }
+            }
+        }
+    };
+}
+
+assign_operator!(AddAssign, add_assign, __iadd__, "Tensor::__iadd__ (or add_)");
+assign_operator!(SubAssign, sub_assign, __isub__, "Tensor::__isub__ (or sub_)");
+assign_operator!(MulAssign, mul_assign, __imul__, "Tensor::__imul__ (or mul_)");
+assign_operator!(DivAssign, div_assign, __itruediv__, "Tensor::__itruediv__ (or div_)");
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
