@@ -1,26 +1,80 @@
 //! The CPU backend (layer 3): a few kernel families on ndarray, which see storage and layouts
 //! only. Operations (layer 2) check arguments, work out shapes and dtypes, and call these.
 
+mod indexing;
 mod number;
 mod reduce;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip};
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Dense, Element, Scalar, Shape, with_dtype};
 
+use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
+
+pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use number::Number;
 pub(crate) use reduce::{reduce, scan};
 
-/// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`.
+/// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`. Every layout torchfn makes
+/// reads correctly, expanded (stride-0) and permuted ones included.
 pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> R {
     let buffer = dense.storage.read();
     let data = buffer.as_slice::<T>().expect("a dense tensor's dtype is its storage's");
     let layout = &dense.layout;
-    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
-    let view = ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
-        .expect("a layout stays inside its storage");
-    f(view)
+    // ndarray may refuse overlapping strides, and a stride-0 (expanded) dimension of two or more
+    // elements overlaps: such a dimension is viewed with size one, then broadcast back. The
+    // dimensions left have distinct elements, as every layout torchfn makes but expanded ones.
+    let expanded = |(&n, &s): (&usize, &usize)| s == 0 && n > 1;
+    let collapsed: SmallVec<[usize; 6]> =
+        layout.shape.iter().zip(&layout.strides).map(|d| if expanded(d) { 1 } else { *d.0 }).collect();
+    let any_expanded = collapsed.as_slice() != &layout.shape[..];
+    let start = &data[layout.offset.min(data.len())..];
+    match ArrayViewD::from_shape(IxDyn(&collapsed).strides(IxDyn(&layout.strides)), start) {
+        Ok(view) if !any_expanded => f(view),
+        // Broadcasting a size-one dimension always succeeds unless the shape's element count
+        // exceeds `isize::MAX`, which `expand` refuses.
+        Ok(view) => f(view.broadcast(IxDyn(&layout.shape)).expect("an expanded shape fits in memory")),
+        // Overlapping strides other than zero, or an empty tensor whose shape ndarray cannot
+        // index: the elements are gathered one by one.
+        Err(_) => f(gathered(data, layout).view()),
+    }
+}
+
+/// The elements `layout` addresses in `data`, copied into a standard-layout array.
+fn gathered<T: Element>(data: &[T], layout: &Layout) -> ArrayD<T> {
+    let shape = IxDyn(&layout.shape);
+    if layout.numel() == 0 {
+        return ArrayD::from_shape_vec(shape, Vec::new()).expect("an empty tensor's shape fits in memory");
+    }
+    let elements = ndarray::indices(shape.clone())
+        .into_iter()
+        .map(|index| {
+            let position = index.slice().iter().zip(&layout.strides).fold(layout.offset, |p, (&i, &s)| p + i * s);
+            *data.get(position).expect("a layout stays inside its storage")
+        })
+        .collect();
+    ArrayD::from_shape_vec(shape, elements).expect("one element per position")
+}
+
+/// An empty vector with room for `n` elements, or an error naming `func` when memory runs out
+/// (a huge expanded tensor copied, say): never an abort.
+pub(crate) fn alloc<T>(func: &str, n: usize) -> Result<Vec<T>> {
+    let mut data = Vec::new();
+    data.try_reserve_exact(n).map_err(|_| {
+        Error::runtime_error(format!("{func}(): not enough memory: you tried to allocate {n} elements"))
+    })?;
+    Ok(data)
+}
+
+/// A contiguous copy of `dense` in its own dtype, with a fresh storage.
+pub(crate) fn copy(func: &str, dense: &Dense) -> Result<Dense> {
+    let shape = dense.layout.shape.clone();
+    with_dtype!(dense.dtype, T => read(dense, |v: ArrayViewD<'_, T>| {
+        let mut data = alloc(func, v.len())?;
+        data.extend(v.iter().copied());
+        Ok(Dense::from_vec(data, shape))
+    }))
 }
 
 /// Runs `f` on a view of `dense` as `T`, converting (into a temporary) when its dtype differs.
