@@ -206,3 +206,56 @@ pub(crate) fn matmul<T: Number>(a: &Dense, b: &Dense, batch: &Shape) -> Result<D
         })
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `0..n` as int64, viewed through `shape`, `strides` and `offset`.
+    fn viewed(n: i64, shape: &[usize], strides: &[usize], offset: usize) -> Dense {
+        let base = Dense::from_vec((0..n).collect(), Shape::from([n as usize]));
+        let layout = Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset };
+        Dense { layout, ..base }
+    }
+
+    fn elements(dense: &Dense) -> Vec<i64> {
+        read(dense, |v: ArrayViewD<'_, i64>| v.iter().copied().collect())
+    }
+
+    #[test]
+    fn expanded_dimensions_repeat_their_elements() {
+        // A row [0, 1, 2] repeated twice, a column [1, 2] repeated three times, a scalar as 2 x 2.
+        assert_eq!(elements(&viewed(3, &[2, 3], &[0, 1], 0)), [0, 1, 2, 0, 1, 2]);
+        assert_eq!(elements(&viewed(3, &[2, 3], &[1, 0], 1)), [1, 1, 1, 2, 2, 2]);
+        assert_eq!(elements(&viewed(3, &[2, 2], &[0, 0], 2)), [2, 2, 2, 2]);
+        assert_eq!(elements(&viewed(3, &[0, 3], &[0, 1], 0)), [] as [i64; 0]);
+    }
+
+    #[test]
+    fn permuted_and_overlapping_layouts_read_in_logical_order() {
+        assert_eq!(elements(&viewed(6, &[3, 2], &[1, 3], 0)), [0, 3, 1, 4, 2, 5]);
+        // Sliding windows of two: rows overlap in storage.
+        assert_eq!(elements(&viewed(4, &[3, 2], &[1, 1], 0)), [0, 1, 1, 2, 2, 3]);
+    }
+
+    #[test]
+    fn the_element_by_element_fallback_reads_any_layout() {
+        let data: Vec<i64> = (0..6).collect();
+        let layout = |shape: &[usize], strides: &[usize], offset| Layout {
+            shape: Shape::new(shape),
+            strides: strides.iter().copied().collect(),
+            offset,
+        };
+        let read_back = |l: Layout| gathered(&data, &l).iter().copied().collect::<Vec<_>>();
+        assert_eq!(read_back(layout(&[3, 2], &[1, 1], 1)), [1, 2, 2, 3, 3, 4]);
+        assert_eq!(read_back(layout(&[2, 3], &[0, 2], 0)), [0, 2, 4, 0, 2, 4]);
+        assert_eq!(read_back(layout(&[0, 4], &[4, 1], 6)), [] as [i64; 0]);
+    }
+
+    #[test]
+    fn copies_of_huge_expanded_views_fail_instead_of_aborting() {
+        let huge = viewed(1, &[1 << 40, 1 << 20], &[0, 0], 0);
+        let err = copy("contiguous", &huge).unwrap_err();
+        assert!(err.to_string().starts_with("contiguous(): not enough memory"), "{err}");
+    }
+}

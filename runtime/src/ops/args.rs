@@ -37,6 +37,12 @@ impl From<i64> for IntList {
     }
 }
 
+impl From<i32> for IntList {
+    fn from(i: i32) -> Self {
+        IntList::from(i64::from(i))
+    }
+}
+
 impl<const N: usize> From<[i64; N]> for IntList {
     fn from(items: [i64; N]) -> Self {
         IntList(SmallVec::from_slice(&items))
