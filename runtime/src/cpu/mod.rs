@@ -22,9 +22,10 @@ pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T
     let buffer = dense.storage.read();
     let data = buffer.as_slice::<T>().expect("a dense tensor's dtype is its storage's");
     let layout = &dense.layout;
-    // ndarray may refuse overlapping strides, and a stride-0 (expanded) dimension of two or more
-    // elements overlaps: such a dimension is viewed with size one, then broadcast back. The
-    // dimensions left have distinct elements, as every layout torchfn makes but expanded ones.
+    // A stride-0 (expanded) dimension of two or more elements makes the view overlap, which
+    // ndarray 0.16.0 refuses (0.16.1 accepts it for read-only views): such a dimension is viewed
+    // with size one, then broadcast back. The dimensions left address distinct elements, as in
+    // every layout torchfn makes.
     let expanded = |(&n, &s): (&usize, &usize)| s == 0 && n > 1;
     let collapsed: SmallVec<[usize; 6]> =
         layout.shape.iter().zip(&layout.strides).map(|d| if expanded(d) { 1 } else { *d.0 }).collect();
@@ -35,8 +36,8 @@ pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T
         // Broadcasting a size-one dimension always succeeds unless the shape's element count
         // exceeds `isize::MAX`, which `expand` refuses.
         Ok(view) => f(view.broadcast(IxDyn(&layout.shape)).expect("an expanded shape fits in memory")),
-        // Overlapping strides other than zero, or an empty tensor whose shape ndarray cannot
-        // index: the elements are gathered one by one.
+        // Other overlapping strides (refused by ndarray 0.16.0), or an empty tensor whose
+        // strides ndarray cannot offset by: the elements are gathered one by one.
         Err(_) => f(gathered(data, layout).view()),
     }
 }

@@ -87,7 +87,7 @@ fn stack_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     if let Some(i) = data.iter().position(|x| x.layout.shape != *shape) {
         bail!(
             Runtime,
-            "{func}(): stack expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
+            "{func}(): expects each tensor to be equal size, but got {:?} at entry 0 and {:?} at entry {i}",
             shape.as_ref(),
             data[i].layout.shape.as_ref()
         );
@@ -113,13 +113,13 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     if ndim == 0 {
-        bail!(Runtime, "{func}(): split expects at least a 1-dimensional tensor");
+        bail!(Runtime, "{func}(): expects at least a 1-dimensional tensor");
     }
     let d = normalize_dim(dim, ndim, func)?;
     let size = x.layout.shape[d];
     let sizes: Vec<usize> = match how {
         SplitSize::Size(s) if *s < 0 => {
-            bail!(Runtime, "{func}(): split expects split_size be non-negative, but got split_size={s}")
+            bail!(Runtime, "{func}(): expects split_size be non-negative, but got split_size={s}")
         }
         SplitSize::Size(0) if size > 0 => {
             bail!(
@@ -165,10 +165,10 @@ fn chunk_impl(func: &str, (name, t): (&str, &Tensor), chunks: i64, dim: i64) -> 
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     if ndim == 0 {
-        bail!(Runtime, "{func}(): chunk expects at least a 1-dimensional tensor");
+        bail!(Runtime, "{func}(): expects at least a 1-dimensional tensor");
     }
     if chunks <= 0 {
-        bail!(Runtime, "{func}(): chunk expects `chunks` to be greater than 0, got: {chunks}");
+        bail!(Runtime, "{func}(): expects `chunks` to be greater than 0, got: {chunks}");
     }
     let d = normalize_dim(dim, ndim, func)?;
     let size = x.layout.shape[d];

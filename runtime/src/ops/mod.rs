@@ -3,6 +3,7 @@
 
 mod args;
 mod arithmetic;
+mod copy;
 mod creation;
 mod indexing;
 mod join;
@@ -15,6 +16,7 @@ mod view;
 
 pub use args::{IntList, SplitSize};
 pub use arithmetic::{ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, div, maximum, minimum, mul, neg, sub};
+pub use copy::{CLONE, clone};
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
     full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
@@ -29,6 +31,6 @@ pub use reduction::{
 };
 pub use shape::{RESHAPE, reshape};
 pub use view::{
-    BROADCAST_TO, CLONE, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, clone,
-    flatten, narrow, permute, select, squeeze, squeeze_dim, t, transpose, unsqueeze,
+    BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,
+    permute, select, squeeze, squeeze_dim, t, transpose, unsqueeze,
 };

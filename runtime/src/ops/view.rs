@@ -1,7 +1,7 @@
 //! Views: `flatten`, `squeeze`, `unsqueeze`, `permute`, `transpose`, `t`, `expand`,
-//! `broadcast_to`, `narrow`, `select`, and the methods `contiguous`, `clone` and
-//! `is_contiguous`. Each view shares its input's storage (its `_base` is the root of the view
-//! chain), as PyTorch's do; only `flatten` of a layout that no view can flatten copies.
+//! `broadcast_to`, `narrow` and `select`. Each view shares its input's storage (its `_base` is
+//! the root of the view chain), as PyTorch's do; only `flatten` of a layout that no view can
+//! flatten copies.
 
 use crate::cpu;
 use crate::error::{Result, bail};
@@ -19,7 +19,7 @@ fn view_of(t: &Tensor, x: &Dense, dims: impl IntoIterator<Item = (usize, usize)>
 }
 
 /// The (size, stride) of each dimension of `layout`.
-fn dims_of(layout: &Layout) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub(super) fn dims_of(layout: &Layout) -> impl Iterator<Item = (usize, usize)> + '_ {
     layout.shape.iter().copied().zip(layout.strides.iter().copied())
 }
 
@@ -64,7 +64,11 @@ fn flatten_impl(func: &str, (name, t): (&str, &Tensor), start_dim: i64, end_dim:
         return Ok(view_of(t, x, [(1, 1)], x.layout.offset));
     }
     if start > end {
-        bail!(Runtime, "{func}(): start_dim cannot come after end_dim (got start_dim={start_dim}, end_dim={end_dim})");
+        bail!(
+            Runtime,
+            "{func}(): flatten() has invalid args: start_dim cannot come after end_dim (got start_dim={start_dim}, \
+             end_dim={end_dim})"
+        );
     }
     if start == end {
         return Ok(t.clone());
@@ -218,6 +222,9 @@ fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, len
     if ndim == 0 {
         bail!(Runtime, "{func}(): cannot be applied to a 0-dim tensor");
     }
+    if length < 0 {
+        bail!(Runtime, "{func}(): length must be non-negative (got {length})");
+    }
     let d = normalize_dim(dim, ndim, func)?;
     let size = x.layout.shape[d];
     let first = match wrap(start, size) {
@@ -226,9 +233,6 @@ fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, len
             bail!(Index, "{func}(): start out of range (expected to be in range of [-{size}, {size}], but got {start})")
         }
     };
-    if length < 0 {
-        bail!(Runtime, "{func}(): length must be non-negative (got {length})");
-    }
     let length = usize::try_from(length).unwrap_or(usize::MAX);
     if length > size - first {
         bail!(Runtime, "{func}(): start ({start}) + length ({length}) exceeds dimension size ({size})");
@@ -258,41 +262,6 @@ fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> 
         dims_of(&x.layout).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).collect::<Vec<_>>(),
         offset,
     ))
-}
-
-/// True when `layout` addresses each element of one gap-free block of storage exactly once,
-/// in some order of dimensions (PyTorch's "non-overlapping and dense").
-fn dense_block(layout: &Layout) -> bool {
-    let mut dims: Vec<(usize, usize)> = dims_of(layout).filter(|&(n, _)| n != 1).collect();
-    dims.sort_by_key(|&(_, s)| s);
-    let mut expected = 1usize;
-    for (n, s) in dims {
-        if n == 0 || s != expected {
-            return false;
-        }
-        expected = expected.saturating_mul(n);
-    }
-    true
-}
-
-/// A copy with its own storage. As PyTorch's `preserve_format`, a layout that covers one block
-/// of storage densely (a transposed matrix, say) keeps its strides; any other becomes
-/// contiguous.
-fn clone_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
-    let x = t.data(func, name)?;
-    if x.layout.is_contiguous() || !dense_block(&x.layout) {
-        return Ok(Tensor::from_dense(cpu::copy(func, x)?));
-    }
-    // The block's elements in storage order: the copy, read back through the same strides.
-    let mut order: Vec<usize> = (0..x.layout.ndim()).collect();
-    order.sort_by_key(|&d| std::cmp::Reverse(x.layout.strides[d]));
-    let permuted = Layout {
-        shape: order.iter().map(|&d| x.layout.shape[d]).collect(),
-        strides: order.iter().map(|&d| x.layout.strides[d]).collect(),
-        offset: x.layout.offset,
-    };
-    let block = cpu::copy(func, &Dense { layout: permuted, ..x.clone() })?;
-    Ok(Tensor::from_dense(Dense { layout: Layout { offset: 0, ..x.layout.clone() }, ..block }))
 }
 
 /// The dimensions `start_dim..=end_dim` (negative counting from the end) merged into one
@@ -422,12 +391,6 @@ pub fn select(input: &Tensor, dim: i64, index: i64) -> Result<Tensor> {
     select_impl("select", ("input", input), dim, index)
 }
 
-/// A copy of `input` with its own storage (`torch.clone`); see [`Tensor::copy`].
-#[torch_function(module = "torchfn")]
-pub fn clone(input: &Tensor) -> Result<Tensor> {
-    clone_impl("clone", ("input", input))
-}
-
 impl Tensor {
     /// The dimensions `start_dim..=end_dim` merged: the method form of
     /// [`flatten`](crate::flatten()).
@@ -516,52 +479,6 @@ impl Tensor {
     pub fn select(&self, dim: i64, index: i64) -> Result<Tensor> {
         select_impl("select", ("self", self), dim, index)
     }
-
-    /// This tensor when it is contiguous, else a contiguous copy of it (`Tensor.contiguous`).
-    ///
-    /// ```
-    /// let t = torchfn::tensor([[1i64, 2], [3, 4]])?.t()?;
-    /// assert!(!t.is_contiguous()?);
-    /// let c = t.contiguous()?;
-    /// assert!(c.is_contiguous()? && c.is(&c.contiguous()?));
-    /// assert_eq!(c.to_vec::<i64>()?, [1, 3, 2, 4]);
-    /// # Ok::<(), torchfn::Error>(())
-    /// ```
-    #[torch_function]
-    pub fn contiguous(&self) -> Result<Tensor> {
-        let x = self.data("contiguous", "self")?;
-        if x.layout.is_contiguous() {
-            return Ok(self.clone());
-        }
-        Ok(Tensor::from_dense(cpu::copy("contiguous", x)?))
-    }
-
-    /// A copy with its own storage (`Tensor.clone`, registered under that name; Rust's
-    /// [`Clone::clone`] shares the data instead). A layout that covers its storage densely (a
-    /// transposed matrix, say) keeps its strides, as PyTorch's `preserve_format`; any other
-    /// becomes contiguous.
-    ///
-    /// ```
-    /// use torchfn::Tensor;
-    /// let t = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]])?;
-    /// let c = t.copy()?;
-    /// assert_ne!(c.data_ptr()?, t.data_ptr()?);
-    /// assert_eq!(c.to_vec::<f32>()?, [1.0, 2.0, 3.0, 4.0]);
-    /// assert!(!t.t()?.copy()?.is_contiguous()?); // strides preserved
-    /// assert_eq!(Tensor::COPY.qualified_name(), "Tensor.clone");
-    /// # Ok::<(), torchfn::Error>(())
-    /// ```
-    #[torch_function(name = "clone")]
-    pub fn copy(&self) -> Result<Tensor> {
-        clone_impl("clone", ("self", self))
-    }
-
-    /// True when the elements lie in storage row-major without gaps, sizes of one and empty
-    /// tensors not counting (`Tensor.is_contiguous`).
-    #[torch_function]
-    pub fn is_contiguous(&self) -> Result<bool> {
-        Ok(self.data("is_contiguous", "self")?.layout.is_contiguous())
-    }
 }
 
 crate::samples! {
@@ -574,7 +491,6 @@ crate::samples! {
     BROADCAST_TO => [sample([f32s(&[3, 1]), Value::List(vec![2.into(), 3.into(), 4.into()])])],
     NARROW => [sample([f32s(&[2, 3, 4]), Value::Int(2), Value::Int(1), Value::Int(2)])],
     SELECT => [sample([f32s(&[2, 3, 4]), Value::Int(1), Value::Int(-1)])],
-    CLONE => [sample([f32s(&[2, 3])])],
     Tensor::FLATTEN => [sample([f32s(&[2, 3, 4])]).kw("end_dim", 1)],
     Tensor::SQUEEZE => [sample([f32s(&[1, 3])]), sample([f32s(&[1, 3]), Value::Int(0)])],
     Tensor::UNSQUEEZE => [sample([f32s(&[3]), Value::Int(0)])],
@@ -585,7 +501,4 @@ crate::samples! {
     Tensor::BROADCAST_TO => [sample([f32s(&[3, 1]), Value::Tuple(vec![3.into(), 2.into()])])],
     Tensor::NARROW => [sample([i64s(&[4, 2]), Value::Int(0), Value::Int(-3), Value::Int(2)])],
     Tensor::SELECT => [sample([i64s(&[4, 2]), Value::Int(0), Value::Int(3)])],
-    Tensor::CONTIGUOUS => [sample([f32s(&[2, 3])])],
-    Tensor::COPY => [sample([f32s(&[2, 3])])],
-    Tensor::IS_CONTIGUOUS => [sample([f32s(&[2, 3])])],
 }
