@@ -343,6 +343,7 @@ fn huge_empty_tensors_neither_overflow_nor_panic() {
     assert_eq!(empty.split(1i64 << 61, 1).unwrap().len(), 2);
     assert_eq!(empty.chunk(3, 1).unwrap().len(), 3);
     assert!(empty.chunk(i64::MAX, 0).is_err(), "i64::MAX empty pieces do not fit in memory");
+    assert!(empty.split(1, 1).is_err(), "neither do 2^62 views");
     assert!(empty.transpose(0, 2).unwrap().is_contiguous().unwrap());
 }
 

@@ -117,7 +117,10 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
     }
     let d = normalize_dim(dim, ndim, func)?;
     let size = x.layout.shape[d];
-    let sizes: Vec<usize> = match how {
+    // How many pieces, and the size of piece `i`: pieces of `step` positions (the last one
+    // possibly smaller), or the sections listed. Nothing is allocated per piece before the count
+    // is known to fit in memory.
+    let (count, step, sections): (usize, usize, &[i64]) = match how {
         SplitSize::Size(s) if *s < 0 => {
             bail!(Runtime, "{func}(): expects split_size be non-negative, but got split_size={s}")
         }
@@ -127,10 +130,10 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
                 "{func}(): split_size can only be 0 if dimension size is 0, but got dimension size of {size}"
             )
         }
-        SplitSize::Size(_) if size == 0 => vec![0],
+        SplitSize::Size(_) if size == 0 => (1, 0, &[]),
         SplitSize::Size(s) => {
             let s = usize::try_from(*s).unwrap_or(usize::MAX);
-            (0..size.div_ceil(s)).map(|i| s.min(size - i * s)).collect()
+            (size.div_ceil(s), s, &[])
         }
         SplitSize::Sections(sections) => {
             if sections.iter().any(|&s| s < 0) {
@@ -148,13 +151,17 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
                      dimension {d}), but got split_sizes={sections:?}"
                 );
             }
-            sections.iter().map(|&s| s as usize).collect()
+            (sections.len(), 0, sections.as_slice())
         }
     };
-    let mut start = 0;
     let mut pieces = Vec::new();
-    pieces.try_reserve_exact(sizes.len()).map_err(|_| Error::runtime_error(format!("{func}(): too many pieces")))?;
-    for n in sizes {
+    pieces
+        .try_reserve_exact(count)
+        .map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({count})")))?;
+    let mut start = 0;
+    for i in 0..count {
+        // Sections are non-negative and add up to `size`; fixed steps start below `size`.
+        let n = sections.get(i).map_or_else(|| step.min(size - start), |&s| s as usize);
         pieces.push(t.make_view(x, narrowed(&x.layout, d, start, n)));
         start += n;
     }
