@@ -14,6 +14,7 @@ mod readme;
 mod registry;
 mod subclass;
 mod tensor;
+mod views;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -2,29 +2,83 @@
 //! only. Operations (layer 2) check arguments, work out shapes and dtypes, and call these.
 
 mod elementwise;
+mod indexing;
 mod number;
 mod reduce;
 mod write;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip};
+use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Dense, Element, Scalar, Shape, with_dtype};
+use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
 
 pub(crate) use elementwise::{Float, Signed, select};
+pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use number::Number;
 pub(crate) use reduce::{reduce, scan};
 pub(crate) use write::assign;
 
-/// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`.
+/// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`. Every layout torchfn makes
+/// reads correctly, expanded (stride-0) and permuted ones included.
 pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> R {
     let buffer = dense.storage.read();
     let data = buffer.as_slice::<T>().expect("a dense tensor's dtype is its storage's");
     let layout = &dense.layout;
-    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
-    let view = ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
-        .expect("a layout stays inside its storage");
-    f(view)
+    // A stride-0 (expanded) dimension of two or more elements makes the view overlap, which
+    // ndarray 0.16.0 refuses (0.16.1 accepts it for read-only views): such a dimension is viewed
+    // with size one, then broadcast back. The dimensions left address distinct elements, as in
+    // every layout torchfn makes.
+    let expanded = |(&n, &s): (&usize, &usize)| s == 0 && n > 1;
+    let collapsed: SmallVec<[usize; 6]> =
+        layout.shape.iter().zip(&layout.strides).map(|d| if expanded(d) { 1 } else { *d.0 }).collect();
+    let any_expanded = collapsed.as_slice() != &layout.shape[..];
+    let start = &data[layout.offset.min(data.len())..];
+    match ArrayViewD::from_shape(IxDyn(&collapsed).strides(IxDyn(&layout.strides)), start) {
+        Ok(view) if !any_expanded => f(view),
+        // Broadcasting a size-one dimension always succeeds unless the shape's element count
+        // exceeds `isize::MAX`, which `expand` refuses.
+        Ok(view) => f(view.broadcast(IxDyn(&layout.shape)).expect("an expanded shape fits in memory")),
+        // Other overlapping strides (refused by ndarray 0.16.0), or an empty tensor whose
+        // strides ndarray cannot offset by: the elements are gathered one by one.
+        Err(_) => f(gathered(data, layout).view()),
+    }
+}
+
+/// The elements `layout` addresses in `data`, copied into a standard-layout array.
+fn gathered<T: Element>(data: &[T], layout: &Layout) -> ArrayD<T> {
+    let shape = IxDyn(&layout.shape);
+    if layout.numel() == 0 {
+        return ArrayD::from_shape_vec(shape, Vec::new()).expect("an empty tensor's shape fits in memory");
+    }
+    let elements = ndarray::indices(shape.clone())
+        .into_iter()
+        .map(|index| {
+            let position = index.slice().iter().zip(&layout.strides).fold(layout.offset, |p, (&i, &s)| p + i * s);
+            *data.get(position).expect("a layout stays inside its storage")
+        })
+        .collect();
+    ArrayD::from_shape_vec(shape, elements).expect("one element per position")
+}
+
+/// An empty vector with room for `n` elements, or an error naming `func` when memory runs out
+/// (a huge expanded tensor copied, say): never an abort.
+pub(crate) fn alloc<T>(func: &str, n: usize) -> Result<Vec<T>> {
+    let mut data = Vec::new();
+    data.try_reserve_exact(n).map_err(|_| {
+        Error::runtime_error(format!("{func}(): not enough memory: you tried to allocate {n} elements"))
+    })?;
+    Ok(data)
+}
+
+/// A contiguous copy of `dense` in its own dtype, with a fresh storage.
+pub(crate) fn copy(func: &str, dense: &Dense) -> Result<Dense> {
+    let shape = dense.layout.shape.clone();
+    with_dtype!(dense.dtype, T => read(dense, |v: ArrayViewD<'_, T>| {
+        let mut data = alloc(func, v.len())?;
+        data.extend(v.iter().copied());
+        Ok(Dense::from_vec(data, shape))
+    }))
 }
 
 /// Runs `f` on a view of `dense` as `T`, converting (into a temporary) when its dtype differs.
@@ -155,4 +209,57 @@ pub(crate) fn matmul<T: Number>(a: &Dense, b: &Dense, batch: &Shape) -> Result<D
             Ok(from_array(out))
         })
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `0..n` as int64, viewed through `shape`, `strides` and `offset`.
+    fn viewed(n: i64, shape: &[usize], strides: &[usize], offset: usize) -> Dense {
+        let base = Dense::from_vec((0..n).collect(), Shape::from([n as usize]));
+        let layout = Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset };
+        Dense { layout, ..base }
+    }
+
+    fn elements(dense: &Dense) -> Vec<i64> {
+        read(dense, |v: ArrayViewD<'_, i64>| v.iter().copied().collect())
+    }
+
+    #[test]
+    fn expanded_dimensions_repeat_their_elements() {
+        // A row [0, 1, 2] repeated twice, a column [1, 2] repeated three times, a scalar as 2 x 2.
+        assert_eq!(elements(&viewed(3, &[2, 3], &[0, 1], 0)), [0, 1, 2, 0, 1, 2]);
+        assert_eq!(elements(&viewed(3, &[2, 3], &[1, 0], 1)), [1, 1, 1, 2, 2, 2]);
+        assert_eq!(elements(&viewed(3, &[2, 2], &[0, 0], 2)), [2, 2, 2, 2]);
+        assert_eq!(elements(&viewed(3, &[0, 3], &[0, 1], 0)), [] as [i64; 0]);
+    }
+
+    #[test]
+    fn permuted_and_overlapping_layouts_read_in_logical_order() {
+        assert_eq!(elements(&viewed(6, &[3, 2], &[1, 3], 0)), [0, 3, 1, 4, 2, 5]);
+        // Sliding windows of two: rows overlap in storage.
+        assert_eq!(elements(&viewed(4, &[3, 2], &[1, 1], 0)), [0, 1, 1, 2, 2, 3]);
+    }
+
+    #[test]
+    fn the_element_by_element_fallback_reads_any_layout() {
+        let data: Vec<i64> = (0..6).collect();
+        let layout = |shape: &[usize], strides: &[usize], offset| Layout {
+            shape: Shape::new(shape),
+            strides: strides.iter().copied().collect(),
+            offset,
+        };
+        let read_back = |l: Layout| gathered(&data, &l).iter().copied().collect::<Vec<_>>();
+        assert_eq!(read_back(layout(&[3, 2], &[1, 1], 1)), [1, 2, 2, 3, 3, 4]);
+        assert_eq!(read_back(layout(&[2, 3], &[0, 2], 0)), [0, 2, 4, 0, 2, 4]);
+        assert_eq!(read_back(layout(&[0, 4], &[4, 1], 6)), [] as [i64; 0]);
+    }
+
+    #[test]
+    fn copies_of_huge_expanded_views_fail_instead_of_aborting() {
+        let huge = viewed(1, &[1 << 40, 1 << 20], &[0, 0], 0);
+        let err = copy("contiguous", &huge).unwrap_err();
+        assert!(err.to_string().starts_with("contiguous(): not enough memory"), "{err}");
+    }
 }

@@ -73,8 +73,9 @@ impl Tensor {
                 dst.layout.shape.as_ref()
             );
         }
-        let converted = (&crate::zeros(shape, dst.dtype)? + src)?;
-        cpu::assign("copy_", dst, converted.data("copy_", "src")?)?;
+        let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+        let expanded = super::view::expand_impl("copy_", ("src", src), &sizes)?;
+        cpu::assign("copy_", dst, expanded.data("copy_", "src")?)?;
         Ok(self.clone())
     }
 }

@@ -1,11 +1,15 @@
 //! The operations (layer 2): each is declared once with `#[torch_function]`, checks its
 //! arguments, works out the result's shape and dtype, and calls the kernels.
 
+mod args;
 mod arithmetic;
 mod compare;
 mod convert;
+mod copy;
 mod creation;
+mod indexing;
 mod inplace;
+mod join;
 mod linalg;
 mod math;
 mod math_binary;
@@ -13,7 +17,9 @@ mod operators;
 mod properties;
 mod reduction;
 mod shape;
+mod view;
 
+pub use args::{IntList, SplitSize};
 pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,
@@ -22,10 +28,13 @@ pub use compare::{
     EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan,
     le, logical_and, logical_not, logical_or, logical_xor, lt, ne,
 };
+pub use copy::{CLONE, clone};
 pub use creation::{
     ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
     full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
+pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
+pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
 pub use linalg::{MATMUL, MM, matmul, mm};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
@@ -41,3 +50,7 @@ pub use reduction::{
     mean_dim, min, min_dim, min_other, prod, prod_dim, std, sum, sum_dim, var,
 };
 pub use shape::{RESHAPE, reshape};
+pub use view::{
+    BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,
+    permute, select, squeeze, squeeze_dim, t, transpose, unsqueeze,
+};

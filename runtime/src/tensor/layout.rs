@@ -25,8 +25,12 @@ impl Shape {
         self.checked_numel().unwrap_or(usize::MAX)
     }
 
-    /// The number of elements, or `None` when it does not fit in a `usize`.
+    /// The number of elements, or `None` when it does not fit in a `usize` (a shape with a
+    /// zero dimension has none, however large the others).
     pub fn checked_numel(&self) -> Option<usize> {
+        if self.0.contains(&0) {
+            return Some(0);
+        }
         self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
@@ -184,6 +188,14 @@ mod tests {
         assert_eq!(broadcast_shapes(&s(&[]), &s(&[5]), "add").unwrap(), s(&[5]));
         let err = broadcast_shapes(&s(&[2, 3]), &s(&[4]), "add").unwrap_err();
         assert!(err.to_string().contains("size of tensor a (3) must match the size of tensor b (4)"), "{err}");
+    }
+
+    #[test]
+    fn a_zero_dimension_means_no_elements_however_large_the_others() {
+        assert_eq!(Shape::from([1 << 62, 1 << 62, 0]).checked_numel(), Some(0));
+        assert_eq!(Shape::from([1 << 62, 1 << 62]).checked_numel(), None);
+        let l = Layout { shape: Shape::from([1 << 62, 0]), strides: [1, 1].into_iter().collect(), offset: 0 };
+        assert!(l.is_contiguous());
     }
 
     #[test]
