@@ -39,7 +39,10 @@ pub use protocol::{
     is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit,
     set_recursion_limit,
 };
-pub use tensor::{DType, Device, Dims, Element, Index, IndexItem, Scalar, Shape, Tensor, TensorData};
+pub use tensor::{
+    DEFAULT_SEED, DType, Device, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData,
+    initial_seed, manual_seed, seed,
+};
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 

@@ -9,7 +9,7 @@ use std::fmt;
 
 use crate::error::{Error, Result};
 use crate::protocol::{Func, Relevant};
-use crate::tensor::{DType, Device, Scalar, Shape, Tensor};
+use crate::tensor::{DType, Device, Generator, Scalar, Shape, Tensor};
 
 /// A dynamically typed argument or result, mirroring the Python objects PyTorch passes around.
 #[derive(Clone, Debug, Default)]
@@ -31,6 +31,8 @@ pub enum Value {
     DType(DType),
     /// A `torch.device`.
     Device(Device),
+    /// A `torch.Generator`.
+    Generator(Generator),
     /// A tensor, a tensor subclass instance or a duck tensor.
     Tensor(Tensor),
     /// A `list`.
@@ -55,6 +57,7 @@ impl Value {
             Value::Str(_) => "str",
             Value::DType(_) => "torch.dtype",
             Value::Device(_) => "torch.device",
+            Value::Generator(_) => "torch.Generator",
             Value::Tensor(t) => t.class_of().name(),
             Value::List(_) => "list",
             Value::Tuple(_) => "tuple",
@@ -148,6 +151,7 @@ impl fmt::Display for Value {
             Value::Str(s) => write!(f, "'{s}'"),
             Value::DType(d) => write!(f, "{d}"),
             Value::Device(d) => write!(f, "device(type='{d}')"),
+            Value::Generator(g) => write!(f, "{g:?}"),
             Value::Tensor(t) => write!(f, "{t}"),
             Value::List(items) => seq(f, items, "[", "]"),
             Value::Tuple(items) => seq(f, items, "(", ")"),
@@ -465,6 +469,10 @@ plain_value!(Device, "torch.device", |s| Value::Device(*s), |v| match v {
     Value::Str(s) if s == "cpu" => Some(Device::Cpu),
     _ => None,
 });
+plain_value!(Generator, "torch.Generator", |s| Value::Generator(s.clone()), |v| match v {
+    Value::Generator(g) => Some(g.clone()),
+    _ => None,
+});
 plain_value!(Shape, "tuple of ints", |s| Value::Tuple(s.iter().map(|&d| Value::Int(d as i64)).collect()), |v| {
     v.as_slice()?.iter().map(usize::from_value).collect()
 });
@@ -530,6 +538,7 @@ owned_arg!(
     String,
     DType,
     Device,
+    Generator,
     Shape,
     Value,
     Tensor,
@@ -540,6 +549,7 @@ owned_arg!(
     Option<Scalar>,
     Option<DType>,
     Option<Device>,
+    Option<Generator>,
     Option<String>,
     Option<Tensor>,
     Vec<i64>,

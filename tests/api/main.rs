@@ -10,6 +10,7 @@ mod inplace;
 mod macros;
 mod modes;
 mod protocol;
+mod random;
 mod readme;
 mod registry;
 mod subclass;

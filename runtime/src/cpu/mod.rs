@@ -4,6 +4,7 @@
 mod elementwise;
 mod indexing;
 mod number;
+mod random;
 mod reduce;
 mod write;
 
@@ -16,6 +17,7 @@ use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
 pub(crate) use elementwise::{Float, Signed, select};
 pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use number::Number;
+pub(crate) use random::{Distribution, sample};
 pub(crate) use reduce::{reduce, scan};
 pub(crate) use write::assign;
 

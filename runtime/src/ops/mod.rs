@@ -15,6 +15,7 @@ mod math;
 mod math_binary;
 mod operators;
 mod properties;
+mod random;
 mod reduction;
 mod shape;
 mod view;
@@ -43,6 +44,9 @@ pub use math::{
 };
 pub use math_binary::{
     ATAN2, CLAMP, FMOD, POW, REMAINDER, WHERE, atan2, clamp, clamp_tensor, fmod, pow, remainder, r#where,
+};
+pub use random::{
+    RAND, RAND_LIKE, RANDINT, RANDN, RANDN_LIKE, rand, rand_like, randint, randint_range, randn, randn_like,
 };
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,

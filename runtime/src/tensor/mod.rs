@@ -5,6 +5,7 @@ mod device;
 mod dims;
 mod display;
 mod dtype;
+mod generator;
 mod index;
 mod layout;
 mod scalar;
@@ -18,12 +19,14 @@ pub use data::TensorData;
 pub use device::Device;
 pub use dims::Dims;
 pub use dtype::{DType, Element};
+pub use generator::{DEFAULT_SEED, Generator, initial_seed, manual_seed, seed};
 pub use index::{Index, IndexItem};
 pub use layout::Shape;
 pub use scalar::Scalar;
 
 pub(crate) use dims::normalize_dim;
 pub(crate) use dtype::{Participant, result_type, with_dtype};
+pub(crate) use generator::Draw;
 pub(crate) use layout::{Layout, broadcast_shapes};
 pub(crate) use storage::{Buffer, Storage};
 

@@ -1,0 +1,52 @@
+//! Sampling kernels: fill fresh buffers from a generator's stream.
+
+use crate::error::Result;
+use crate::tensor::{DType, Dense, Draw, Shape, with_dtype};
+
+use super::{alloc, cast};
+
+/// How the values are drawn.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Distribution {
+    /// Uniform on `[low, high)`.
+    Uniform { low: f64, high: f64 },
+    /// Normal with this mean and standard deviation.
+    Normal { mean: f64, std: f64 },
+    /// Integers uniform on `[low, high)`, `low < high`.
+    Integers { low: i64, high: i64 },
+}
+
+/// A contiguous tensor of `shape` and `dtype` drawn from `dist`. Floating dtypes draw in their
+/// own precision for uniforms (float32 samples have 24 random bits, float64 ones 53).
+pub(crate) fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape: Shape, dtype: DType) -> Result<Dense> {
+    let n = shape.checked_numel().unwrap_or(usize::MAX);
+    with_dtype!(dtype, T => {
+        let mut data = alloc::<T>(func, n)?;
+        match dist {
+            Distribution::Uniform { low, high } if dtype == DType::Float32 => {
+                let (low, span) = (low as f32, (high - low) as f32);
+                data.extend((0..n).map(|_| cast::<f32, T>(low + span * draw.uniform_f32())));
+            }
+            Distribution::Uniform { low, high } => {
+                data.extend((0..n).map(|_| cast::<f64, T>(low + (high - low) * draw.uniform_f64())));
+            }
+            Distribution::Normal { mean, std } => {
+                while data.len() < n {
+                    let (a, b) = draw.normal_pair();
+                    data.push(cast::<f64, T>(mean + std * a));
+                    if data.len() < n {
+                        data.push(cast::<f64, T>(mean + std * b));
+                    }
+                }
+            }
+            Distribution::Integers { low, high } => {
+                let range = (i128::from(high) - i128::from(low)) as u64;
+                data.extend((0..n).map(|_| {
+                    let x = (i128::from(low) + i128::from(draw.below(range))) as i64;
+                    cast::<i64, T>(x)
+                }));
+            }
+        }
+        Ok(Dense::from_vec(data, shape))
+    })
+}
