@@ -23,9 +23,9 @@ fn f64s(t: &Tensor) -> Vec<f64> {
 
 #[test]
 fn a_seed_gives_the_same_numbers_and_another_seed_others() {
-    let a = torchfn::rand([100], &seeded(42), None).unwrap().to_vec::<f32>().unwrap();
-    let b = torchfn::rand([100], &seeded(42), None).unwrap().to_vec::<f32>().unwrap();
-    let c = torchfn::rand([100], &seeded(43), None).unwrap().to_vec::<f32>().unwrap();
+    let a = torchfn::rand([100], seeded(42), None).unwrap().to_vec::<f32>().unwrap();
+    let b = torchfn::rand([100], seeded(42), None).unwrap().to_vec::<f32>().unwrap();
+    let c = torchfn::rand([100], seeded(43), None).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(a, b);
     assert_ne!(a, c);
     // A generator's stream moves on: two draws differ, and reseeding replays them.
@@ -46,7 +46,7 @@ fn clones_share_one_stream_and_new_generators_start_from_the_default_seed() {
     let b = torchfn::randint(1000, [8], &h, None).unwrap().to_vec::<i64>().unwrap();
     assert_ne!(a, b, "h continues where g stopped");
     assert_eq!(Generator::new().initial_seed(), torchfn::DEFAULT_SEED);
-    let fresh = |_| torchfn::rand([4], &Generator::new(), None).unwrap().to_vec::<f32>().unwrap();
+    let fresh = |_| torchfn::rand([4], Generator::new(), None).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(fresh(0), fresh(1));
 }
 
@@ -70,7 +70,7 @@ fn state_can_be_saved_and_restored() {
 fn rand_is_uniform_on_zero_one() {
     let n = 200_000;
     for dtype in [DType::Float32, DType::Float64] {
-        let t = torchfn::rand([n], &seeded(5), dtype).unwrap();
+        let t = torchfn::rand([n], seeded(5), dtype).unwrap();
         assert_eq!(t.dtype().unwrap(), dtype);
         let xs = f64s(&t);
         assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
@@ -86,7 +86,7 @@ fn rand_is_uniform_on_zero_one() {
 #[test]
 fn randn_is_standard_normal() {
     let n = 200_000;
-    let xs = f64s(&torchfn::randn([n], &seeded(11), None).unwrap());
+    let xs = f64s(&torchfn::randn([n], seeded(11), None).unwrap());
     let (mean, var) = moments(&xs);
     assert!(mean.abs() < 0.012, "mean {mean}"); // standard error 0.0022
     assert!((var - 1.0).abs() < 0.02, "variance {var}"); // standard error 0.0032
@@ -96,13 +96,13 @@ fn randn_is_standard_normal() {
     let skew = xs.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / n as f64;
     assert!(skew.abs() < 0.03, "skewness {skew}");
     // An odd count uses half of the last pair.
-    assert_eq!(torchfn::randn([3, 3], &seeded(1), DType::Float64).unwrap().shape().unwrap().as_ref(), [3, 3]);
+    assert_eq!(torchfn::randn([3, 3], seeded(1), DType::Float64).unwrap().shape().unwrap().as_ref(), [3, 3]);
 }
 
 #[test]
 fn randint_covers_its_range_evenly() {
     let (n, k) = (100_000usize, 10i64);
-    let xs = torchfn::randint_range(-3, k - 3, [n], &seeded(3), None).unwrap().to_vec::<i64>().unwrap();
+    let xs = torchfn::randint_range(-3, k - 3, [n], seeded(3), None).unwrap().to_vec::<i64>().unwrap();
     let mut counts = vec![0usize; k as usize];
     for x in xs {
         assert!((-3..k - 3).contains(&x));
