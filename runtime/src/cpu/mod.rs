@@ -3,6 +3,7 @@
 
 mod number;
 mod reduce;
+mod window;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip};
 
@@ -11,6 +12,7 @@ use crate::tensor::{DType, Dense, Element, Scalar, Shape, with_dtype};
 
 pub(crate) use number::Number;
 pub(crate) use reduce::{reduce, scan};
+pub(crate) use window::{Window, conv2d, max_pool2d, with_elements};
 
 /// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`.
 pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> R {
