@@ -7,6 +7,7 @@ mod examples;
 mod golden;
 mod macros;
 mod modes;
+mod nn;
 mod protocol;
 mod readme;
 mod registry;

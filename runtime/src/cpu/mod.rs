@@ -19,9 +19,15 @@ pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T
     let buffer = dense.storage.read();
     let data = buffer.as_slice::<T>().expect("a dense tensor's dtype is its storage's");
     let layout = &dense.layout;
-    let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
-    let view = ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
-        .expect("a layout stays inside its storage");
+    // ndarray wants the strides of even an empty view to stay inside the data; an empty
+    // tensor's view reads nothing, so it takes the empty standard layout.
+    let view = if layout.numel() == 0 {
+        ArrayViewD::from_shape(IxDyn(&layout.shape), &data[..0])
+    } else {
+        let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
+        ArrayViewD::from_shape(shape, &data[layout.offset.min(data.len())..])
+    }
+    .expect("a layout stays inside its storage");
     f(view)
 }
 

@@ -38,6 +38,13 @@ fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
     Ok(data)
 }
 
+/// `n` zeros (default values), or a `RuntimeError` when they cannot be had.
+fn zeros<T: Element>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
+    let mut data = buffer(func, n)?;
+    data.resize(n.unwrap_or(0), T::default());
+    Ok(data)
+}
+
 /// Runs `f` on the elements of `dense` as `T`, in row-major order.
 pub(crate) fn with_elements<T: Element, R>(dense: &Dense, f: impl FnOnce(&[T]) -> R) -> R {
     read_as(dense, |v: ArrayViewD<'_, T>| match v.as_slice() {
@@ -66,12 +73,12 @@ pub(crate) fn conv2d<T: Number>(
     let (cg, og) = (c / groups, o / groups);
     let [kh, kw] = win.kernel;
     let [oh, ow] = win.out;
-    let taps = cg * kh * kw;
-    let positions = oh * ow;
-    let mut out = buffer::<T>(func, n.checked_mul(o).and_then(|x| x.checked_mul(positions)))?;
-    out.resize(n * o * positions, T::default());
-    let mut columns = buffer::<T>(func, taps.checked_mul(positions))?;
-    columns.resize(taps * positions, T::default());
+    let too_big = || Error::runtime_error(format!("{func}(): the result is too large to allocate"));
+    let taps = cg.checked_mul(kh).and_then(|x| x.checked_mul(kw)).ok_or_else(too_big)?;
+    let positions = oh.checked_mul(ow).ok_or_else(too_big)?;
+    let total = n.checked_mul(o).and_then(|x| x.checked_mul(positions));
+    let mut out = zeros::<T>(func, total)?;
+    let mut columns = zeros::<T>(func, taps.checked_mul(positions))?;
     with_elements(input, |x: &[T]| {
         with_elements(weight, |wt: &[T]| -> Result<()> {
             for b in 0..n {
@@ -97,8 +104,8 @@ pub(crate) fn conv2d<T: Number>(
                     }
                     let filters = ArrayView2::from_shape((og, taps), &wt[g * og * taps..][..og * taps])
                         .map_err(|_| internal("weight"))?;
-                    let cols = ArrayView2::from_shape((taps, positions), &columns[..])
-                        .map_err(|_| internal("columns"))?;
+                    let cols =
+                        ArrayView2::from_shape((taps, positions), &columns[..]).map_err(|_| internal("columns"))?;
                     let start = (b * o + g * og) * positions;
                     let mut result = ArrayViewMut2::from_shape((og, positions), &mut out[start..][..og * positions])
                         .map_err(|_| internal("output"))?;

@@ -153,12 +153,7 @@ fn inner(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor))
         bail!(Runtime, "{func}(): 1D tensors expected, but got {}D and {}D tensors", xs.len(), ys.len());
     }
     if x.dtype != y.dtype {
-        bail!(
-            Runtime,
-            "{func}(): expected both vectors to have same dtype, but found {} and {}",
-            x.dtype,
-            y.dtype
-        );
+        bail!(Runtime, "{func}(): expected both vectors to have same dtype, but found {} and {}", x.dtype, y.dtype);
     }
     product(func, (a_name, a), (b_name, b), false)
 }

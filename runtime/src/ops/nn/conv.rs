@@ -68,8 +68,13 @@ fn convolve(
             &w.layout.shape[..]
         );
     };
+    if kh == 0 || kw == 0 {
+        bail!(Runtime, "{func}(): the kernel must not be empty, but got weight of size {:?}", &w.layout.shape[..]);
+    }
     let mut geometry = [[0i64; 2]; 3];
-    for (slot, (name, dims)) in geometry.iter_mut().zip([("stride", stride), ("padding", padding), ("dilation", dilation)]) {
+    for (slot, (name, dims)) in
+        geometry.iter_mut().zip([("stride", stride), ("padding", padding), ("dilation", dilation)])
+    {
         *slot = pair(dims).ok_or_else(|| {
             crate::Error::runtime_error(format!(
                 "{func}(): expected {name} to be a single integer value or a list of 2 values to match the \
@@ -155,7 +160,8 @@ fn convolve(
         out[axis] = size(func, (padded[axis] - reach[axis]) / i128::from(stride[axis]) + 1)?;
     }
     let as_usize = |v: [i64; 2]| v.map(|x| x.unsigned_abs() as usize);
-    let win = Window { kernel, stride: as_usize(stride), padding: as_usize(padding), dilation: as_usize(dilation), out };
+    let win =
+        Window { kernel, stride: as_usize(stride), padding: as_usize(padding), dilation: as_usize(dilation), out };
     let dims = [n, c, h, wd];
     let dense = match x.dtype {
         DType::Float64 => Dense::from_vec(cpu::conv2d::<f64>(func, x, dims, w, b, groups, &win)?, Shape::new(&[])),
@@ -231,7 +237,12 @@ fn pool(
         bail!(Runtime, "{func}(): dilation must be either a single int, or a tuple of two ints");
     };
     if kernel.iter().any(|&k| k <= 0) {
-        bail!(Runtime, "{func}(): kernel size should be greater than zero, but got kH: {} kW: {}", kernel[0], kernel[1]);
+        bail!(
+            Runtime,
+            "{func}(): kernel size should be greater than zero, but got kH: {} kW: {}",
+            kernel[0],
+            kernel[1]
+        );
     }
     if stride.iter().any(|&s| s <= 0) {
         bail!(Runtime, "{func}(): stride should be greater than zero, but got dH: {} dW: {}", stride[0], stride[1]);

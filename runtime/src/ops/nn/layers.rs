@@ -16,14 +16,21 @@ fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) ->
     let wt = match w.layout.ndim() {
         1 => w.clone(),
         2 => transposed(w),
-        n => bail!(Runtime, "{func}(): weight must be 1-D or 2-D (out_features, in_features), but it has {n} dimensions"),
+        n => {
+            bail!(Runtime, "{func}(): weight must be 1-D or 2-D (out_features, in_features), but it has {n} dimensions")
+        }
     };
     let out = dense_product(func, ("input", x), ("weight", &wt), false)?;
     let Some(b) = b else {
         return Ok(Tensor::from_dense(out));
     };
     if b.dtype != out.dtype {
-        bail!(Runtime, "{func}(): expected bias to have the dtype of input and weight, {}, but got {}", out.dtype, b.dtype);
+        bail!(
+            Runtime,
+            "{func}(): expected bias to have the dtype of input and weight, {}, but got {}",
+            out.dtype,
+            b.dtype
+        );
     }
     let shape = broadcast_shapes(&out.layout.shape, &b.layout.shape, func)?;
     let dense = with_dtype!(out.dtype, T => cpu::binary::<T, T>(&out, b, &shape, |p, q| p.add(q))?,
@@ -225,7 +232,9 @@ pub fn embedding(
     let rows_out = with_dtype!(w.dtype, T => gather_rows::<T>(w, &indices, rows, dim).map(|v| Dense::from_vec(v, Shape::new(&[]))));
     let data = match rows_out {
         Ok(d) => d,
-        Err(i) => bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)"),
+        Err(i) => {
+            bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)")
+        }
     };
     let shape: Shape = x.layout.shape.iter().copied().chain([dim]).collect();
     Ok(Tensor::from_dense(Dense { layout: crate::tensor::Layout::contiguous(shape), ..data }))

@@ -31,7 +31,9 @@ fn reduction(func: &str, size_average: Option<bool>, reduce: Option<bool>, reduc
         "mean" => Reduction::Mean,
         "sum" => Reduction::Sum,
         "none" => Reduction::None,
-        other => bail!(Value, "{func}(): {other} is not a valid value for reduction (expected 'none', 'mean' or 'sum')"),
+        other => {
+            bail!(Value, "{func}(): {other} is not a valid value for reduction (expected 'none', 'mean' or 'sum')")
+        }
     })
 }
 
@@ -121,10 +123,15 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
         }
     };
     // The shape of the unreduced loss: the input's without the class dimension.
-    let kept: Shape = shape.iter().enumerate().filter(|&(d, _)| d != usize::from(shape.len() > 1)).map(|(_, &n)| n).collect();
+    let kept: Shape =
+        shape.iter().enumerate().filter(|&(d, _)| d != usize::from(shape.len() > 1)).map(|(_, &n)| n).collect();
     if !probabilities {
         if shape.len() > 1 && t.layout.ndim() >= 1 && t.layout.shape[0] != batch {
-            bail!(Value, "{func}(): expected input batch_size ({batch}) to match target batch_size ({}).", t.layout.shape[0]);
+            bail!(
+                Value,
+                "{func}(): expected input batch_size ({batch}) to match target batch_size ({}).",
+                t.layout.shape[0]
+            );
         }
         if t.layout.shape != kept {
             bail!(
@@ -136,7 +143,11 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
             );
         }
         if t.dtype != DType::Int64 {
-            bail!(Runtime, "{func}(): expected scalar type Long (int64) for the target class indices, but found {}", t.dtype);
+            bail!(
+                Runtime,
+                "{func}(): expected scalar type Long (int64) for the target class indices, but found {}",
+                t.dtype
+            );
         }
     }
     let logp = log_probabilities(x, [batch, classes, positions]);
@@ -180,11 +191,8 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
                 };
                 let nll = -weights[c] * logp[at(n, c, s)];
                 total_weight += weights[c];
-                let smooth = if eps > 0.0 {
-                    -(0..classes).map(|k| weights[k] * logp[at(n, k, s)]).sum::<f64>()
-                } else {
-                    0.0
-                };
+                let smooth =
+                    if eps > 0.0 { -(0..classes).map(|k| weights[k] * logp[at(n, k, s)]).sum::<f64>() } else { 0.0 };
                 losses.push((1.0 - eps) * nll + eps / classes as f64 * smooth);
             }
         }
@@ -270,7 +278,12 @@ pub fn mse_loss(
         bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
     }
     let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, FUNC)?;
-    fn squares<T: Element + crate::cpu::Number>(x: &Dense, y: &Dense, shape: &Shape, reduction: Reduction) -> Result<Dense> {
+    fn squares<T: Element + crate::cpu::Number>(
+        x: &Dense,
+        y: &Dense,
+        shape: &Shape,
+        reduction: Reduction,
+    ) -> Result<Dense> {
         let squared = cpu::binary::<T, T>(x, y, shape, |p, q| {
             let d = p.sub(q);
             d.mul(d)
