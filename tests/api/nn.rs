@@ -149,7 +149,7 @@ fn functional_softmax_takes_the_legacy_implicit_dimension() {
     // Three dimensions: dim=None means 0.
     let cube = t32([0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], &[2, 2, 2]);
     assert_eq!(f32s(&F::softmax(&cube, None, 3, None).unwrap()), [0.5; 8]);
-    let logs = F::log_softmax(&m, Some(0), 3, DType::Float64).unwrap();
+    let logs = F::log_softmax(&m, 0, 3, DType::Float64).unwrap();
     assert_eq!(logs.dtype().unwrap(), DType::Float64);
     assert_close(&f64s(&logs), &[0.5f64.ln(); 4], 1e-15);
     // By name, with PyTorch's keywords.

@@ -4,26 +4,68 @@
 
 use crate::cpu;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Element, Layout, Shape, Tensor, normalize_dim};
+use crate::tensor::{DType, Dense, Element, Tensor, normalize_dim};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
-/// `exp(x - max) / sum(exp(x - max))` (or its logarithm) of each lane, computed in `f64`.
-pub(crate) fn normalize_lane<T: Element>(lane: &[T], out: &mut [T], log: bool) {
-    // `f64::max` skips NaN, but a NaN in the lane makes the sum, and so every output, NaN.
-    let max = lane.iter().map(|v| v.to_f64()).fold(f64::NEG_INFINITY, f64::max);
-    let sum: f64 = lane.iter().map(|v| (v.to_f64() - max).exp()).sum();
-    if log {
-        let log_sum = sum.ln();
-        for (o, v) in out.iter_mut().zip(lane) {
-            *o = T::from_f64(v.to_f64() - max - log_sum);
+/// The softmax (or log-softmax) of row-major `data` of shape `[outer, n, inner]` along its
+/// middle dimension, computed in `f64`: `exp(x - max) / sum(exp(x - max))`, or
+/// `x - max - log(sum(exp(x - max)))`. One pass for the maxima, one for the exponentials and
+/// one to normalize, each running along contiguous rows of `inner` elements. A NaN in a lane
+/// makes its sum, and so the whole lane, NaN; so does `+inf` (`inf - inf`).
+pub(crate) fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], log: bool) -> Vec<T> {
+    let mut out = vec![T::default(); data.len()];
+    if data.is_empty() {
+        return out;
+    }
+    if inner == 1 {
+        // Contiguous lanes (the last dimension): each one on its own.
+        for (lane, result) in data.chunks(n).zip(out.chunks_mut(n)) {
+            let max = lane.iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
+            let mut sum = 0.0;
+            for (o, v) in result.iter_mut().zip(lane) {
+                let e = (v.to_f64() - max).exp();
+                sum += e;
+                *o = T::from_f64(e);
+            }
+            if log {
+                let shift = max + sum.ln();
+                result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - shift));
+            } else {
+                result.iter_mut().for_each(|o| *o = T::from_f64(o.to_f64() / sum));
+            }
         }
-    } else {
-        for (o, v) in out.iter_mut().zip(lane) {
-            *o = T::from_f64((v.to_f64() - max).exp() / sum);
+        return out;
+    }
+    let (mut max, mut sum) = (vec![f64::NEG_INFINITY; inner], vec![0.0f64; inner]);
+    for (block, result) in data.chunks(n * inner).zip(out.chunks_mut(n * inner)) {
+        max.fill(f64::NEG_INFINITY);
+        sum.fill(0.0);
+        for row in block.chunks(inner) {
+            for (m, v) in max.iter_mut().zip(row) {
+                *m = m.max(v.to_f64());
+            }
+        }
+        for (row, out_row) in block.chunks(inner).zip(result.chunks_mut(inner)) {
+            for (((o, v), m), s) in out_row.iter_mut().zip(row).zip(&max).zip(sum.iter_mut()) {
+                let e = (v.to_f64() - m).exp();
+                *s += e;
+                if !log {
+                    *o = T::from_f64(e);
+                }
+            }
+        }
+        if log {
+            sum.iter_mut().for_each(|s| *s = s.ln());
+        }
+        for (row, out_row) in block.chunks(inner).zip(result.chunks_mut(inner)) {
+            for (((o, v), m), s) in out_row.iter_mut().zip(row).zip(&max).zip(&sum) {
+                *o = if log { T::from_f64(v.to_f64() - m - s) } else { T::from_f64(o.to_f64() / s) };
+            }
         }
     }
+    out
 }
 
 /// The body of every softmax and log-softmax: along `dim`, in `dtype` (the input's when `None`),
@@ -45,23 +87,19 @@ pub(crate) fn softmax_along(
             dtype
         );
     }
-    let ndim = x.layout.ndim();
-    let dim = normalize_dim(dim, ndim, func)?;
+    let shape = &x.layout.shape;
+    let dim = normalize_dim(dim, shape.len(), func)?;
     // A zero-dimensional tensor is one lane of one element.
-    let scalar;
-    let lanes = if ndim == 0 {
-        let layout = Layout { shape: Shape::from([1]), strides: [1].into_iter().collect(), offset: x.layout.offset };
-        scalar = Dense { layout, ..x.clone() };
-        &scalar
-    } else {
-        x
+    let n = shape.get(dim).copied().unwrap_or(1);
+    let (outer, inner) = (shape.iter().take(dim).product(), shape.iter().skip(dim + 1).product());
+    let sizes = [outer, n, inner];
+    let dense = match dtype {
+        DType::Float64 => {
+            Dense::from_vec(cpu::with_elements(x, |d: &[f64]| softmax_blocks(d, sizes, log)), shape.clone())
+        }
+        _ => Dense::from_vec(cpu::with_elements(x, |d: &[f32]| softmax_blocks(d, sizes, log)), shape.clone()),
     };
-    let out = match dtype {
-        DType::Float64 => cpu::scan::<f64, f64>(lanes, dim, |lane, out| normalize_lane(lane, out, log)),
-        _ => cpu::scan::<f32, f32>(lanes, dim, |lane, out| normalize_lane(lane, out, log)),
-    };
-    let out = if ndim == 0 { Dense { layout: Layout::contiguous(Shape::from([])), ..out } } else { out };
-    Ok(Tensor::from_dense(out))
+    Ok(Tensor::from_dense(dense))
 }
 
 /// The softmax along `dim` (`torch.softmax`): `exp(x) / sum(exp(x))` over each lane of `dim`,

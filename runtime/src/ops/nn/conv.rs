@@ -331,8 +331,8 @@ fn pool(
 /// `padding` (at most half the kernel), its taps `dilation` apart. With `ceil_mode`, the output
 /// size rounds up so the last partial window counts. NaN wins over every number.
 ///
-/// `kernel_size`, `stride`, `padding` and `dilation` are one integer or a pair (height,
-/// width). Floating-point tensors only. `return_indices=True` gives a pair, which this
+/// `kernel_size`, `padding` and `dilation` are one integer or a pair (height, width), and so
+/// is `stride` when given (`Dims::from(2)`, `Dims::from([2, 1])`). Floating-point tensors only. `return_indices=True` gives a pair, which this
 /// function cannot return: call [`max_pool2d_with_indices`] (asking for it here is a
 /// `NotImplementedError`).
 ///

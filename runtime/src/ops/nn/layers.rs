@@ -91,7 +91,8 @@ fn normalize_rows<T: Element>(
 
 /// Layer normalization over the last `normalized_shape.len()` dimensions
 /// (`torch.nn.functional.layer_norm`): each slice is shifted to mean 0 and scaled to variance
-/// 1 (the biased variance, plus `eps`), then multiplied by `weight` and shifted by `bias`
+/// 1 (the biased variance, plus `eps`; a constant slice with `eps = 0` gives NaN, as in
+/// PyTorch), then multiplied by `weight` and shifted by `bias`
 /// elementwise, both of shape `normalized_shape` when given.
 ///
 /// The input's trailing dimensions must equal `normalized_shape`; floating-point tensors only,
@@ -99,9 +100,9 @@ fn normalize_rows<T: Element>(
 ///
 /// ```
 /// use torchfn::nn::functional as F;
-/// let x = torchfn::tensor([[1.0f64, 3.0], [5.0, 5.0]])?;
+/// let x = torchfn::tensor([[1.0f64, 3.0], [4.0, 8.0]])?;
 /// let y = F::layer_norm(&x, [2], None, None, 0.0)?;
-/// assert_eq!(y.to_vec::<f64>()?, [-1.0, 1.0, 0.0, 0.0]);
+/// assert_eq!(y.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]

@@ -2,7 +2,7 @@
 
 use crate::cpu;
 use crate::error::{Result, bail};
-use crate::ops::softmax::normalize_lane;
+use crate::ops::softmax::softmax_blocks;
 use crate::tensor::{DType, Dense, Element, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -48,22 +48,8 @@ fn float_tensor(values: Vec<f64>, shape: Shape, dtype: DType) -> Tensor {
 
 /// The log-probabilities of `x` along its class dimension: `[batch, classes, positions]` in
 /// row-major order (`batch` and `positions` may be 1).
-fn log_probabilities(x: &Dense, [batch, classes, positions]: [usize; 3]) -> Vec<f64> {
-    let mut data = cpu::with_elements(x, |v: &[f64]| v.to_vec());
-    let (mut lane, mut out) = (vec![0.0; classes], vec![0.0; classes]);
-    for n in 0..batch {
-        for s in 0..positions {
-            let at = |c: usize| (n * classes + c) * positions + s;
-            for (c, l) in lane.iter_mut().enumerate() {
-                *l = data[at(c)];
-            }
-            normalize_lane(&lane, &mut out, true);
-            for (c, &o) in out.iter().enumerate() {
-                data[at(c)] = o;
-            }
-        }
-    }
-    data
+fn log_probabilities(x: &Dense, sizes: [usize; 3]) -> Vec<f64> {
+    cpu::with_elements(x, |v: &[f64]| softmax_blocks(v, sizes, true))
 }
 
 /// The arguments of `cross_entropy` past the two tensors.
