@@ -30,8 +30,8 @@ pub(crate) fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], 
                 *o = T::from_f64(e);
             }
             if log {
-                let shift = max + sum.ln();
-                result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - shift));
+                let log_sum = sum.ln();
+                result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - max - log_sum));
             } else {
                 result.iter_mut().for_each(|o| *o = T::from_f64(o.to_f64() / sum));
             }
