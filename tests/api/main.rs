@@ -9,6 +9,7 @@ mod golden;
 mod inplace;
 mod macros;
 mod modes;
+mod nn;
 mod protocol;
 mod random;
 mod readme;

@@ -6,6 +6,7 @@ mod indexing;
 mod number;
 mod random;
 mod reduce;
+mod window;
 mod write;
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder, Zip};
@@ -19,6 +20,7 @@ pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use number::Number;
 pub(crate) use random::{Distribution, sample};
 pub(crate) use reduce::{reduce, scan};
+pub(crate) use window::{Window, conv2d, max_pool2d, with_elements};
 pub(crate) use write::assign;
 
 /// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`. Every layout torchfn makes

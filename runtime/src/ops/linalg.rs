@@ -1,9 +1,10 @@
-//! Matrix products: `mm` and `matmul` in all of its shape cases.
+//! Matrix and vector products: `mm`, `matmul` in all of its shape cases, `bmm`, `mv`, `dot`
+//! and `outer`.
 
-use crate::cpu;
+use crate::cpu::{self, Number};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Layout, Shape, Tensor, broadcast_shapes};
-use crate::testing::{f32s, sample};
+use crate::tensor::{DType, Dense, Layout, Shape, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 
 /// `dense` seen with one more dimension of size one at `at` (no copy).
@@ -21,6 +22,17 @@ fn dims(shape: &Shape) -> String {
     shape.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
 }
 
+/// `dense` with its last two dimensions swapped (no copy); `dense` has at least two.
+pub(crate) fn transposed(dense: &Dense) -> Dense {
+    let mut layout = dense.layout.clone();
+    let n = layout.ndim();
+    let mut shape: Vec<usize> = layout.shape.to_vec();
+    shape.swap(n - 2, n - 1);
+    layout.strides.swap(n - 2, n - 1);
+    layout.shape = Shape::from(shape);
+    Dense { layout, ..dense.clone() }
+}
+
 /// The shared body of `mm`, `matmul` and `@`.
 fn product(
     func: &str,
@@ -29,6 +41,16 @@ fn product(
     matrices_only: bool,
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    Ok(Tensor::from_dense(dense_product(func, (a_name, x), (b_name, y), matrices_only)?))
+}
+
+/// `matmul` on dense operands: the matrix products of every operation (`linear` too).
+pub(crate) fn dense_product(
+    func: &str,
+    (a_name, x): (&str, &Dense),
+    (b_name, y): (&str, &Dense),
+    matrices_only: bool,
+) -> Result<Dense> {
     let (xs, ys) = (&x.layout.shape, &y.layout.shape);
     if matrices_only && (xs.len() != 2 || ys.len() != 2) {
         let which = if xs.len() != 2 { a_name } else { b_name };
@@ -78,7 +100,78 @@ fn product(
     if ys.len() > 1 {
         shape.push(m);
     }
-    Ok(Tensor::from_dense(Dense { layout: Layout::contiguous(Shape::from(shape)), ..out }))
+    Ok(Dense { layout: Layout::contiguous(Shape::from(shape)), ..out })
+}
+
+/// `bmm`: both operands three-dimensional, with the same batch size.
+fn batched(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+    if xs.len() != 3 {
+        bail!(Runtime, "{func}(): batch1 ({a_name}) must be a 3D tensor, but it has {} dimensions", xs.len());
+    }
+    if ys.len() != 3 {
+        bail!(Runtime, "{func}(): batch2 ({b_name}) must be a 3D tensor, but it has {} dimensions", ys.len());
+    }
+    if xs[0] != ys[0] || xs[2] != ys[1] {
+        bail!(
+            Runtime,
+            "{func}(): expected size for first two dimensions of batch2 tensor to be: [{}, {}] but got: [{}, {}].",
+            xs[0],
+            xs[2],
+            ys[0],
+            ys[1]
+        );
+    }
+    product(func, (a_name, a), (b_name, b), false)
+}
+
+/// `mv`: a matrix times a vector.
+fn matrix_vector(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+    if xs.len() != 2 || ys.len() != 1 {
+        bail!(
+            Runtime,
+            "{func}(): vector + matrix @ vector expected, got a {}-D {a_name} and a {}-D {b_name} \
+             ({a_name} must be 2-D and {b_name} 1-D)",
+            xs.len(),
+            ys.len()
+        );
+    }
+    if xs[1] != ys[0] {
+        bail!(Runtime, "{func}(): size mismatch, got {a_name} ({}x{}) and {b_name} ({})", xs[0], xs[1], ys[0]);
+    }
+    product(func, (a_name, a), (b_name, b), false)
+}
+
+/// `dot`: the inner product of two vectors of the same length and dtype.
+fn inner(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+    if xs.len() != 1 || ys.len() != 1 {
+        bail!(Runtime, "{func}(): 1D tensors expected, but got {}D and {}D tensors", xs.len(), ys.len());
+    }
+    if x.dtype != y.dtype {
+        bail!(Runtime, "{func}(): expected both vectors to have same dtype, but found {} and {}", x.dtype, y.dtype);
+    }
+    product(func, (a_name, a), (b_name, b), false)
+}
+
+/// `outer`: `a[i] * b[j]` for every pair, with PyTorch's type promotion (logical and for bools).
+fn outer_product(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    for (name, d) in [(a_name, x), (b_name, y)] {
+        if d.layout.ndim() != 1 {
+            bail!(Runtime, "{func}(): expected 1-D argument {name}, but got {}-D", d.layout.ndim());
+        }
+    }
+    let column = unsqueezed(x, 1);
+    let shape = Shape::from([x.layout.shape[0], y.layout.shape[0]]);
+    let common = result_type([x.participant(), y.participant()]);
+    let dense = with_dtype!(common, T => cpu::binary::<T, T>(&column, y, &shape, |p, q| p.mul(q))?,
+        bool => cpu::binary::<bool, bool>(&column, y, &shape, |p, q| p && q)?);
+    Ok(Tensor::from_dense(dense))
 }
 
 /// The product of two matrices (`torch.mm`): `input` is `n x k`, `mat2` is `k x m`.
@@ -102,7 +195,89 @@ pub fn matmul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
     product("matmul", ("input", input), ("other", other), false)
 }
 
+/// Batched matrix products (`torch.bmm`): `input` is `b x n x k`, `mat2` is `b x k x m`, the
+/// result `b x n x m`. Both must be three-dimensional with the same batch size and dtype; no
+/// broadcasting (use [`matmul`] for that).
+///
+/// ```
+/// let a = torchfn::tensor([[[1.0f32, 2.0]], [[3.0, 4.0]]])?; // 2 x 1 x 2
+/// let b = torchfn::tensor([[[1.0f32], [1.0]], [[2.0], [0.5]]])?; // 2 x 2 x 1
+/// assert_eq!(torchfn::bmm(&a, &b)?.to_vec::<f32>()?, [3.0, 8.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn bmm(input: &Tensor, mat2: &Tensor) -> Result<Tensor> {
+    batched("bmm", ("input", input), ("mat2", mat2))
+}
+
+/// The product of a matrix and a vector (`torch.mv`): `input` is `n x m`, `vec` has `m`
+/// elements, the result `n`. Both must have the same dtype.
+///
+/// ```
+/// let a = torchfn::tensor([[1i64, 2], [3, 4]])?;
+/// let v = torchfn::tensor([1i64, -1])?;
+/// assert_eq!(torchfn::mv(&a, &v)?.to_vec::<i64>()?, [-1, -1]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn mv(input: &Tensor, vec: &Tensor) -> Result<Tensor> {
+    matrix_vector("mv", ("input", input), ("vec", vec))
+}
+
+/// The dot product of two vectors of the same length and dtype, as a zero-dimensional tensor
+/// (`torch.dot`; PyTorch names the second argument `tensor`). Unlike [`matmul`], it accepts
+/// only one-dimensional tensors and never promotes.
+///
+/// ```
+/// let a = torchfn::tensor([1.0f32, 2.0, 3.0])?;
+/// let b = torchfn::tensor([4.0f32, -5.0, 6.0])?;
+/// assert_eq!(torchfn::dot(&a, &b)?.item()?, torchfn::Scalar::Float(12.0));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn dot(input: &Tensor, tensor: &Tensor) -> Result<Tensor> {
+    inner("dot", ("input", input), ("tensor", tensor))
+}
+
+/// The outer product of two vectors (`torch.outer`): `out[i][j] = input[i] * vec2[j]`, with
+/// PyTorch's type promotion (an int64 vector and a float32 vector give float32).
+///
+/// ```
+/// let a = torchfn::tensor([1i64, 2])?;
+/// let b = torchfn::tensor([1i64, 10, 100])?;
+/// assert_eq!(torchfn::outer(&a, &b)?.to_vec::<i64>()?, [1, 10, 100, 2, 20, 200]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn outer(input: &Tensor, vec2: &Tensor) -> Result<Tensor> {
+    outer_product("outer", ("input", input), ("vec2", vec2))
+}
+
 impl Tensor {
+    /// Batched matrix products: the method form of [`bmm`](crate::bmm()).
+    #[torch_function]
+    pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
+        batched("bmm", ("self", self), ("mat2", mat2))
+    }
+
+    /// The matrix-vector product: the method form of [`mv`](crate::mv()).
+    #[torch_function]
+    pub fn mv(&self, vec: &Tensor) -> Result<Tensor> {
+        matrix_vector("mv", ("self", self), ("vec", vec))
+    }
+
+    /// The dot product: the method form of [`dot`](crate::dot()).
+    #[torch_function]
+    pub fn dot(&self, tensor: &Tensor) -> Result<Tensor> {
+        inner("dot", ("self", self), ("tensor", tensor))
+    }
+
+    /// The outer product: the method form of [`outer`](crate::outer()).
+    #[torch_function]
+    pub fn outer(&self, vec2: &Tensor) -> Result<Tensor> {
+        outer_product("outer", ("self", self), ("vec2", vec2))
+    }
+
     /// The matrix product: the method form of [`mm`](crate::mm()).
     #[torch_function]
     pub fn mm(&self, mat2: &Tensor) -> Result<Tensor> {
@@ -125,6 +300,14 @@ impl Tensor {
 crate::samples! {
     MM => [sample([f32s(&[2, 3]), f32s(&[3, 4])])],
     MATMUL => [sample([f32s(&[3]), f32s(&[3])]), sample([f32s(&[2, 3]), f32s(&[3])]), sample([f32s(&[2, 2, 3]), f32s(&[3, 2])])],
+    BMM => [sample([f32s(&[2, 2, 3]), f32s(&[2, 3, 4])]), sample([i64s(&[3, 1, 2]), i64s(&[3, 2, 2])])],
+    MV => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    DOT => [sample([f32s(&[4]), f32s(&[4])]), sample([i64s(&[3]), i64s(&[3])])],
+    OUTER => [sample([f32s(&[3]), f32s(&[2])]), sample([i64s(&[2]), f32s(&[3])]), sample([bools(&[2]), bools(&[2])])],
+    Tensor::BMM => [sample([f32s(&[2, 2, 3]), f32s(&[2, 3, 1])])],
+    Tensor::MV => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    Tensor::DOT => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::OUTER => [sample([f32s(&[3]), f32s(&[2])])],
     Tensor::MM => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
     Tensor::MATMUL => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
     Tensor::__MATMUL__ => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],

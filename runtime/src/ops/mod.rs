@@ -13,11 +13,13 @@ mod join;
 mod linalg;
 mod math;
 mod math_binary;
+pub mod nn;
 mod operators;
 mod properties;
 mod random;
 mod reduction;
 mod shape;
+mod softmax;
 mod view;
 
 pub use args::{IntList, SplitSize};
@@ -36,7 +38,7 @@ pub use creation::{
 };
 pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
 pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
-pub use linalg::{MATMUL, MM, matmul, mm};
+pub use linalg::{BMM, DOT, MATMUL, MM, MV, OUTER, bmm, dot, matmul, mm, mv, outer};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
     SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
@@ -54,6 +56,7 @@ pub use reduction::{
     mean_dim, min, min_dim, min_other, prod, prod_dim, std, sum, sum_dim, var,
 };
 pub use shape::{RESHAPE, reshape};
+pub use softmax::{LOG_SOFTMAX, SOFTMAX, log_softmax, softmax};
 pub use view::{
     BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,
     permute, select, squeeze, squeeze_dim, t, transpose, unsqueeze,

@@ -1,0 +1,414 @@
+//! Sliding-window layers of `torch.nn.functional`: `conv2d`, `max_pool2d` and
+//! `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched) input.
+
+use crate::cpu::{self, Window};
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Dense, Dims, Shape, Tensor};
+use crate::testing::{f32s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// The two values (height, width) of an int-or-pair argument; `None` for another length.
+fn pair(dims: &Dims) -> Option<[i64; 2]> {
+    match *dims.as_slice() {
+        [d] => Some([d, d]),
+        [a, b] => Some([a, b]),
+        _ => None,
+    }
+}
+
+/// The sizes of a 3-D or 4-D input as `[n, c, h, w]` (`n` is 1 unbatched), or `None`.
+fn planes(x: &Dense) -> Option<[usize; 4]> {
+    match x.layout.shape[..] {
+        [n, c, h, w] => Some([n, c, h, w]),
+        [c, h, w] => Some([1, c, h, w]),
+        _ => None,
+    }
+}
+
+/// A size the result of `func` can hold, as `usize`.
+fn size(func: &str, n: i128) -> Result<usize> {
+    match usize::try_from(n) {
+        Ok(n) if i64::try_from(n).is_ok() => Ok(n),
+        _ => bail!(Runtime, "{func}(): the padded input or the result is too large ({n} elements along a dimension)"),
+    }
+}
+
+/// The result shape: `[n, channels, out_h, out_w]`, without `n` for an unbatched input.
+fn result_shape(x: &Dense, n: usize, channels: usize, out: [usize; 2]) -> Shape {
+    let batched = x.layout.ndim() == 4;
+    batched.then_some(n).into_iter().chain([channels, out[0], out[1]]).collect()
+}
+
+/// The shared body of `conv2d`.
+#[allow(clippy::too_many_arguments)]
+fn convolve(
+    func: &str,
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    stride: &Dims,
+    padding: &Dims,
+    dilation: &Dims,
+    groups: i64,
+) -> Result<Tensor> {
+    let (x, w) = (input.data(func, "input")?, weight.data(func, "weight")?);
+    let b = bias.map(|b| b.data(func, "bias")).transpose()?;
+    let Some([n, c, h, wd]) = planes(x) else {
+        bail!(
+            Runtime,
+            "{func}(): expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {:?}",
+            &x.layout.shape[..]
+        );
+    };
+    let &[o, cg, kh, kw] = &w.layout.shape[..] else {
+        bail!(
+            Runtime,
+            "{func}(): expected a 4-D weight [out_channels, in_channels / groups, kH, kW], but got weight of size {:?}",
+            &w.layout.shape[..]
+        );
+    };
+    if kh == 0 || kw == 0 {
+        bail!(Runtime, "{func}(): the kernel must not be empty, but got weight of size {:?}", &w.layout.shape[..]);
+    }
+    let mut geometry = [[0i64; 2]; 3];
+    for (slot, (name, dims)) in
+        geometry.iter_mut().zip([("stride", stride), ("padding", padding), ("dilation", dilation)])
+    {
+        *slot = pair(dims).ok_or_else(|| {
+            crate::Error::runtime_error(format!(
+                "{func}(): expected {name} to be a single integer value or a list of 2 values to match the \
+                 convolution dimensions, but got {name}={:?}",
+                dims.as_slice()
+            ))
+        })?;
+    }
+    let [stride, padding, dilation] = geometry;
+    if stride.iter().any(|&s| s <= 0) {
+        bail!(Runtime, "{func}(): non-positive stride is not supported, got stride={stride:?}");
+    }
+    if padding.iter().any(|&p| p < 0) {
+        bail!(Runtime, "{func}(): negative padding is not supported, got padding={padding:?}");
+    }
+    if dilation.iter().any(|&d| d <= 0) {
+        bail!(Runtime, "{func}(): dilation should be greater than zero, got dilation={dilation:?}");
+    }
+    if groups <= 0 {
+        bail!(Runtime, "{func}(): non-positive groups is not supported, got groups={groups}");
+    }
+    let groups = size(func, i128::from(groups))?;
+    if o % groups != 0 {
+        bail!(
+            Runtime,
+            "{func}(): given groups={groups}, expected weight to be divisible by {groups} at dimension 0, but got \
+             weight of size {:?} instead",
+            &w.layout.shape[..]
+        );
+    }
+    if cg.checked_mul(groups) != Some(c) {
+        bail!(
+            Runtime,
+            "{func}(): given groups={groups}, weight of size {:?}, expected input {:?} to have {} channels, but got \
+             {c} channels instead",
+            &w.layout.shape[..],
+            &x.layout.shape[..],
+            cg.saturating_mul(groups)
+        );
+    }
+    if let Some(b) = b
+        && b.layout.shape != [o]
+    {
+        bail!(
+            Runtime,
+            "{func}(): given weight of size {:?}, expected bias to be 1-dimensional with {o} elements, but got bias \
+             of size {:?} instead",
+            &w.layout.shape[..],
+            &b.layout.shape[..]
+        );
+    }
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    for (name, d) in [("weight", Some(w)), ("bias", b)] {
+        if let Some(d) = d
+            && d.dtype != x.dtype
+        {
+            bail!(Runtime, "{func}(): input type ({}) and {name} type ({}) should be the same", x.dtype, d.dtype);
+        }
+    }
+    let kernel = [kh, kw];
+    let mut out = [0usize; 2];
+    let mut padded = [0i128; 2];
+    let mut reach = [0i128; 2];
+    for axis in 0..2 {
+        padded[axis] = [h, wd][axis] as i128 + 2 * i128::from(padding[axis]);
+        reach[axis] = i128::from(dilation[axis]) * (kernel[axis] as i128 - 1) + 1;
+        size(func, padded[axis])?;
+    }
+    if padded[0] < reach[0] || padded[1] < reach[1] {
+        bail!(
+            Runtime,
+            "{func}(): calculated padded input size per channel: ({} x {}). Kernel size: ({} x {}). Kernel size \
+             can't be greater than actual input size",
+            padded[0],
+            padded[1],
+            reach[0],
+            reach[1]
+        );
+    }
+    for axis in 0..2 {
+        out[axis] = size(func, (padded[axis] - reach[axis]) / i128::from(stride[axis]) + 1)?;
+    }
+    let as_usize = |v: [i64; 2]| v.map(|x| x.unsigned_abs() as usize);
+    let win =
+        Window { kernel, stride: as_usize(stride), padding: as_usize(padding), dilation: as_usize(dilation), out };
+    let dims = [n, c, h, wd];
+    let dense = match x.dtype {
+        DType::Float64 => Dense::from_vec(cpu::conv2d::<f64>(func, x, dims, w, b, groups, &win)?, Shape::new(&[])),
+        _ => Dense::from_vec(cpu::conv2d::<f32>(func, x, dims, w, b, groups, &win)?, Shape::new(&[])),
+    };
+    let layout = crate::tensor::Layout::contiguous(result_shape(x, n, o, out));
+    Ok(Tensor::from_dense(Dense { layout, ..dense }))
+}
+
+/// A 2-D convolution (`torch.nn.functional.conv2d`; a cross-correlation, as in PyTorch) of
+/// `input` (`[N, C, H, W]`, or `[C, H, W]` unbatched) with `weight`
+/// (`[out_channels, C / groups, kH, kW]`), plus `bias` (`[out_channels]`).
+///
+/// `stride`, `padding` (zeros) and `dilation` are one integer for both dimensions or a pair
+/// (height, width); the input channels split into `groups` groups. The result is
+/// `[N, out_channels, H_out, W_out]` with `H_out = (H + 2 * padding - dilation * (kH - 1) - 1)
+/// / stride + 1`. Floating-point tensors of one dtype; bad shapes and arguments are
+/// `RuntimeError`s. The string paddings `"same"` and `"valid"` are not supported yet.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// // A 1x1x3x3 image of ones, a 1x1x2x2 kernel of ones: each output sums a 2x2 window.
+/// let x = torchfn::ones([1, 1, 3, 3], None)?;
+/// let w = torchfn::ones([1, 1, 2, 2], None)?;
+/// let y = F::conv2d(&x, &w, None, 1, 0, 1, 1)?;
+/// assert_eq!(y.shape()?, [1, 1, 2, 2]);
+/// assert_eq!(y.to_vec::<f32>()?, [4.0; 4]);
+/// // With padding 1 and stride 2, the corners see one element of the image.
+/// let y = F::conv2d(&x, &w, None, 2, 1, 1, 1)?;
+/// assert_eq!(y.to_vec::<f32>()?, [1.0, 2.0, 2.0, 4.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(1)] stride: impl Into<Dims>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(1)] dilation: impl Into<Dims>,
+    #[default(1)] groups: i64,
+) -> Result<Tensor> {
+    convolve("conv2d", input, weight, bias, &stride.into(), &padding.into(), &dilation.into(), groups)
+}
+
+/// The shared body of `max_pool2d` and `max_pool2d_with_indices`: the values, the indices and
+/// the result shape.
+fn pool(
+    func: &str,
+    input: &Tensor,
+    kernel_size: &Dims,
+    stride: Option<&Dims>,
+    padding: &Dims,
+    dilation: &Dims,
+    ceil_mode: bool,
+) -> Result<(Dense, Dense)> {
+    let x = input.data(func, "input")?;
+    let Some(kernel) = pair(kernel_size) else {
+        bail!(Runtime, "{func}(): kernel_size must either be a single int, or a tuple of two ints");
+    };
+    let stride = match stride.map(Dims::as_slice) {
+        None | Some([]) => kernel,
+        Some(_) => match stride.and_then(pair) {
+            Some(s) => s,
+            None => bail!(Runtime, "{func}(): stride must either be omitted, a single int, or a tuple of two ints"),
+        },
+    };
+    let Some(padding) = pair(padding) else {
+        bail!(Runtime, "{func}(): padding must either be a single int, or a tuple of two ints");
+    };
+    let Some(dilation) = pair(dilation) else {
+        bail!(Runtime, "{func}(): dilation must be either a single int, or a tuple of two ints");
+    };
+    if kernel.iter().any(|&k| k <= 0) {
+        bail!(
+            Runtime,
+            "{func}(): kernel size should be greater than zero, but got kH: {} kW: {}",
+            kernel[0],
+            kernel[1]
+        );
+    }
+    if stride.iter().any(|&s| s <= 0) {
+        bail!(Runtime, "{func}(): stride should be greater than zero, but got dH: {} dW: {}", stride[0], stride[1]);
+    }
+    if dilation.iter().any(|&d| d <= 0) {
+        bail!(
+            Runtime,
+            "{func}(): dilation should be greater than zero, but got dilationH: {} dilationW: {}",
+            dilation[0],
+            dilation[1]
+        );
+    }
+    let reach: [i128; 2] = [0, 1].map(|a| i128::from(dilation[a]) * (i128::from(kernel[a]) - 1) + 1);
+    for a in 0..2 {
+        if padding[a] < 0 || i128::from(padding[a]) > reach[a] / 2 {
+            bail!(
+                Runtime,
+                "{func}(): pad should be at least zero and at most half of effective kernel size, but got pad={}, \
+                 kernel_size={} and dilation={}",
+                padding[a],
+                kernel[a],
+                dilation[a]
+            );
+        }
+    }
+    let dims = planes(x).filter(|[_, c, h, w]| *c > 0 && *h > 0 && *w > 0);
+    let Some([n, c, h, w]) = dims else {
+        bail!(
+            Runtime,
+            "{func}(): expected 3D or 4D (batch mode) tensor with optional 0 dim batch size for input, but got: {:?}",
+            &x.layout.shape[..]
+        );
+    };
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    let mut out = [0i128; 2];
+    for (a, &extent) in [h, w].iter().enumerate() {
+        let (extent, pad, s) = (extent as i128, i128::from(padding[a]), i128::from(stride[a]));
+        let padded = extent + 2 * pad;
+        size(func, padded)?;
+        let span = padded - reach[a] + if ceil_mode { s - 1 } else { 0 };
+        let mut o = span.div_euclid(s) + 1;
+        // With ceil_mode, the last window must start inside the input or its left padding.
+        if ceil_mode && (o - 1) * s >= extent + pad {
+            o -= 1;
+        }
+        out[a] = o;
+    }
+    if out[0] < 1 || out[1] < 1 {
+        bail!(
+            Runtime,
+            "{func}(): given input size: ({c}x{h}x{w}). Calculated output size: ({c}x{}x{}). Output size is too small",
+            out[0],
+            out[1]
+        );
+    }
+    let out = [size(func, out[0])?, size(func, out[1])?];
+    let as_usize = |v: [i64; 2]| v.map(|x| x.unsigned_abs() as usize);
+    let win = Window {
+        kernel: as_usize(kernel),
+        stride: as_usize(stride),
+        padding: as_usize(padding),
+        dilation: as_usize(dilation),
+        out,
+    };
+    let planes = n * c;
+    let (values, indices) = match x.dtype {
+        DType::Float64 => {
+            let (v, i) = cpu::max_pool2d::<f64>(func, x, [planes, h, w], &win)?;
+            (Dense::from_vec(v, Shape::new(&[])), i)
+        }
+        _ => {
+            let (v, i) = cpu::max_pool2d::<f32>(func, x, [planes, h, w], &win)?;
+            (Dense::from_vec(v, Shape::new(&[])), i)
+        }
+    };
+    let layout = crate::tensor::Layout::contiguous(result_shape(x, n, c, out));
+    let indices = Dense { layout: layout.clone(), ..Dense::from_vec(indices, Shape::new(&[])) };
+    Ok((Dense { layout, ..values }, indices))
+}
+
+/// 2-D max pooling (`torch.nn.functional.max_pool2d`): the largest element of each
+/// `kernel_size` window of each channel of `input` (`[N, C, H, W]` or `[C, H, W]`), the
+/// windows `stride` apart (`kernel_size` when `None`), over an input padded with `-inf` by
+/// `padding` (at most half the kernel), its taps `dilation` apart. With `ceil_mode`, the output
+/// size rounds up so the last partial window counts. NaN wins over every number.
+///
+/// `kernel_size`, `padding` and `dilation` are one integer or a pair (height, width), and so
+/// is `stride` when given (`Dims::from(2)`, `Dims::from([2, 1])`). Floating-point tensors only. `return_indices=True` gives a pair, which this
+/// function cannot return: call [`max_pool2d_with_indices`] (asking for it here is a
+/// `NotImplementedError`).
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[1.0f32, 2.0, 5.0, 0.0], [3.0, 4.0, 1.0, 1.0]]])?; // 1 x 2 x 4
+/// let y = F::max_pool2d(&x, 2, None, 0, 1, false, false)?;
+/// assert_eq!(y.shape()?, [1, 1, 2]);
+/// assert_eq!(y.to_vec::<f32>()?, [4.0, 5.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn max_pool2d(
+    input: &Tensor,
+    kernel_size: impl Into<Dims>,
+    #[default(None)] stride: impl Into<Option<Dims>>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(1)] dilation: impl Into<Dims>,
+    #[default(false)] ceil_mode: bool,
+    #[default(false)] return_indices: bool,
+) -> Result<Tensor> {
+    const FUNC: &str = "max_pool2d";
+    let stride = stride.into();
+    let (values, _) =
+        pool(FUNC, input, &kernel_size.into(), stride.as_ref(), &padding.into(), &dilation.into(), ceil_mode)?;
+    if return_indices {
+        bail!(
+            NotImplemented,
+            "{FUNC}(): return_indices=True returns (values, indices), which this function cannot; call \
+             max_pool2d_with_indices instead"
+        );
+    }
+    Ok(Tensor::from_dense(values))
+}
+
+/// 2-D max pooling with the positions of the maxima (`torch.nn.functional.max_pool2d_with_indices`):
+/// `(values, indices)` as [`max_pool2d`], where each index is `row * W + column` in the
+/// unpadded input plane (int64).
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[1.0f32, 2.0, 5.0, 0.0], [3.0, 4.0, 1.0, 1.0]]])?;
+/// let (values, indices) = F::max_pool2d_with_indices(&x, 2, None, 0, 1, false)?;
+/// assert_eq!(values.to_vec::<f32>()?, [4.0, 5.0]);
+/// assert_eq!(indices.to_vec::<i64>()?, [5, 2]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn max_pool2d_with_indices(
+    input: &Tensor,
+    kernel_size: impl Into<Dims>,
+    #[default(None)] stride: impl Into<Option<Dims>>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(1)] dilation: impl Into<Dims>,
+    #[default(false)] ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let stride = stride.into();
+    let (values, indices) = pool(
+        "max_pool2d_with_indices",
+        input,
+        &kernel_size.into(),
+        stride.as_ref(),
+        &padding.into(),
+        &dilation.into(),
+        ceil_mode,
+    )?;
+    Ok((Tensor::from_dense(values), Tensor::from_dense(indices)))
+}
+
+crate::samples! {
+    CONV2D => [
+        sample([f32s(&[1, 2, 5, 5]), f32s(&[3, 2, 3, 3]), f32s(&[3])]),
+        sample([f32s(&[2, 1, 4, 4]), f32s(&[2, 1, 2, 2])]).kw("stride", 2).kw("padding", 1),
+        sample([f32s(&[4, 5, 6]), f32s(&[2, 2, 3, 2])]).kw("groups", 2).kw("dilation", Value::Tuple(vec![1.into(), 2.into()])),
+    ],
+    MAX_POOL2D => [sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]), sample([f32s(&[2, 5, 5]), Value::Int(3)]).kw("stride", 2).kw("padding", 1).kw("ceil_mode", true)],
+    MAX_POOL2D_WITH_INDICES => [sample([f32s(&[1, 2, 4, 4]), Value::Tuple(vec![2.into(), 1.into()])])],
+}
