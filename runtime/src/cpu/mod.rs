@@ -3,6 +3,7 @@
 
 mod elementwise;
 mod indexing;
+mod map;
 mod number;
 mod random;
 mod reduce;
@@ -17,6 +18,8 @@ use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
 
 pub(crate) use elementwise::{Float, Signed, select};
 pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
+pub(crate) use map::output;
+use map::{Operand, map1, map2};
 pub(crate) use number::Number;
 pub(crate) use random::{Distribution, sample};
 pub(crate) use reduce::{reduce, scan};
@@ -139,36 +142,62 @@ fn internal(what: &str) -> Error {
     Error::runtime_error(format!("internal error in a CPU kernel: {what}"))
 }
 
-/// `f` applied to each element (read as `T`), producing `U`.
-pub(crate) fn unary<T: Element, U: Element>(dense: &Dense, f: impl Fn(T) -> U) -> Dense {
-    read_as(dense, |v: ArrayViewD<'_, T>| from_array(v.mapv(f)))
+/// `f` applied to each element (read as `T`), producing `U`. Contiguous inputs of dtype `T`
+/// take the parallel loop; other layouts and dtypes go through ndarray.
+pub(crate) fn unary<T: Element, U: Element>(dense: &Dense, f: impl Fn(T) -> U + Sync) -> Dense {
+    let shape = &dense.layout.shape;
+    let fast = with_operand(dense, shape, |x: Option<Operand<'_, T>>| match x? {
+        Operand::Slice(x) => {
+            // A result as large as an existing input; running out of memory here aborts, as
+            // the ndarray path below does.
+            let mut out = output::<U>("unary", x.len()).ok()?;
+            map1(x, &mut out, &f);
+            Some(Dense::from_vec(out, shape.clone()))
+        }
+        Operand::Repeat(v) => Some(Dense::from_vec(vec![f(v)], shape.clone())),
+    });
+    fast.unwrap_or_else(|| read_as(dense, |v: ArrayViewD<'_, T>| from_array(v.mapv(f))))
 }
 
-/// The elements of a contiguous `dense` of dtype `T`, without going through ndarray.
-fn contiguous_slice<T: Element, R>(dense: &Dense, f: impl FnOnce(&[T]) -> R) -> Option<R> {
-    if dense.dtype != T::DTYPE || !dense.layout.is_contiguous() {
-        return None;
+/// Runs `f` on `dense` as an operand of an elementwise loop over `shape`: one element
+/// repeated when it has a single element, its contiguous elements when it has `shape` and
+/// dtype `T`, `None` otherwise.
+fn with_operand<T: Element, R>(dense: &Dense, shape: &Shape, f: impl FnOnce(Option<Operand<'_, T>>) -> R) -> R {
+    if dense.layout.numel() == 1 {
+        let value = with_dtype!(dense.dtype, S => read(dense, |v: ArrayViewD<'_, S>| v.iter().next().map(|&x| cast::<S, T>(x))));
+        return f(value.map(Operand::Repeat));
+    }
+    if dense.dtype != T::DTYPE || dense.layout.shape != *shape || !dense.layout.is_contiguous() {
+        return f(None);
     }
     let buffer = dense.storage.read();
-    let data = buffer.as_slice::<T>()?;
-    data.get(dense.layout.offset..dense.layout.offset + dense.layout.numel()).map(f)
+    let slice = buffer
+        .as_slice::<T>()
+        .and_then(|data| data.get(dense.layout.offset..dense.layout.offset + dense.layout.numel()));
+    f(slice.map(Operand::Slice))
 }
 
-/// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`.
+/// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`. Operands of
+/// that shape, contiguous and of dtype `T`, or of one element, take the parallel loop; others
+/// go through ndarray.
 pub(crate) fn binary<T: Element, U: Element>(
     a: &Dense,
     b: &Dense,
     shape: &Shape,
-    f: impl Fn(T, T) -> U,
+    f: impl Fn(T, T) -> U + Sync,
 ) -> Result<Dense> {
-    // The common case, equal contiguous operands of the computation's dtype, in one pass.
-    if a.layout.shape == *shape && b.layout.shape == *shape {
-        let zipped = contiguous_slice(a, |x: &[T]| {
-            contiguous_slice(b, |y: &[T]| x.iter().zip(y).map(|(&p, &q)| f(p, q)).collect::<Vec<U>>())
-        });
-        if let Some(Some(data)) = zipped {
-            return Ok(Dense::from_vec(data, shape.clone()));
-        }
+    let fast = with_operand(a, shape, |x| {
+        with_operand(b, shape, |y| -> Option<Result<Dense>> {
+            let (x, y) = (x?, y?);
+            let n = shape.checked_numel()?;
+            Some(output::<U>("binary", n).map(|mut out| {
+                map2(x, y, &mut out, &f);
+                Dense::from_vec(out, shape.clone())
+            }))
+        })
+    });
+    if let Some(result) = fast {
+        return result;
     }
     read_as(a, |av: ArrayViewD<'_, T>| {
         read_as(b, |bv: ArrayViewD<'_, T>| {

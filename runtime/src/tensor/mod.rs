@@ -8,6 +8,7 @@ mod dtype;
 mod generator;
 mod index;
 mod layout;
+mod pool;
 mod scalar;
 mod storage;
 
@@ -28,6 +29,7 @@ pub(crate) use dims::normalize_dim;
 pub(crate) use dtype::{Participant, result_type, with_dtype};
 pub(crate) use generator::Draw;
 pub(crate) use layout::{Layout, broadcast_shapes};
+pub(crate) use pool::take as take_pooled;
 pub(crate) use storage::{Buffer, Storage};
 
 use crate::error::{Error, Result};

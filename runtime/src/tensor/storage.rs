@@ -58,16 +58,35 @@ impl Buffer {
         self.as_any().downcast_ref::<Vec<T>>().map(Vec::as_slice)
     }
 
-    /// The elements, mutably, when they are of type `T`.
-    pub(crate) fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
-        let any: &mut dyn Any = match self {
+    fn as_any_mut(&mut self) -> &mut dyn Any {
+        match self {
             Buffer::Bool(v) => v,
             Buffer::Int32(v) => v,
             Buffer::Int64(v) => v,
             Buffer::Float32(v) => v,
             Buffer::Float64(v) => v,
-        };
-        any.downcast_mut::<Vec<T>>().map(Vec::as_mut_slice)
+        }
+    }
+
+    /// The elements, mutably, when they are of type `T`.
+    pub(crate) fn as_mut_slice<T: Element>(&mut self) -> Option<&mut [T]> {
+        self.as_any_mut().downcast_mut::<Vec<T>>().map(Vec::as_mut_slice)
+    }
+
+    /// The vector of elements, when they are of type `T`.
+    pub(crate) fn into_vec<T: Element>(mut self) -> Option<Vec<T>> {
+        self.as_any_mut().downcast_mut::<Vec<T>>().map(std::mem::take)
+    }
+
+    /// The number of elements.
+    pub(crate) fn len(&self) -> usize {
+        match self {
+            Buffer::Bool(v) => v.len(),
+            Buffer::Int32(v) => v.len(),
+            Buffer::Int64(v) => v.len(),
+            Buffer::Float32(v) => v.len(),
+            Buffer::Float64(v) => v.len(),
+        }
     }
 }
 
@@ -76,6 +95,13 @@ impl Buffer {
 #[derive(Debug)]
 pub(crate) struct Storage {
     buffer: RwLock<Buffer>,
+}
+
+/// A storage's buffer goes to the pool of large buffers when the last view of it is dropped.
+impl Drop for Storage {
+    fn drop(&mut self) {
+        super::pool::give(std::mem::replace(self.buffer.get_mut(), Buffer::Bool(Vec::new())));
+    }
 }
 
 impl Storage {

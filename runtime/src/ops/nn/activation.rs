@@ -10,9 +10,9 @@ use crate::torch_function;
 use crate::value::Value;
 
 /// `f` applied to each element of a floating-point `input`, computed in `f64`.
-fn float_map(func: &str, (name, t): (&str, &Tensor), f: impl Fn(f64) -> f64) -> Result<Tensor> {
+fn float_map(func: &str, (name, t): (&str, &Tensor), f: impl Fn(f64) -> f64 + Sync) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    fn each<T: Element>(x: &Dense, f: impl Fn(f64) -> f64) -> Dense {
+    fn each<T: Element>(x: &Dense, f: impl Fn(f64) -> f64 + Sync) -> Dense {
         cpu::unary::<T, T>(x, |v| T::from_f64(f(v.to_f64())))
     }
     let dense = match x.dtype {
