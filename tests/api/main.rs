@@ -7,6 +7,7 @@ mod elementwise;
 mod examples;
 mod golden;
 mod inplace;
+mod inplace_math;
 mod macros;
 mod modes;
 mod nn;

@@ -2,9 +2,11 @@
 //! `logical_xor`, `logical_not`) and the tests `isnan`, `isinf`: each gives a bool tensor.
 //! Comparisons broadcast and compare in the promoted dtype of their operands (an int tensor
 //! against 2.5 compares as floats); logic treats every non-zero element, NaN included, as true.
+//! The in-place forms (`eq_`, `logical_and_`, ...) write 1 or 0 into `self`'s own dtype.
 
 use crate::cpu::{self, Signed};
 use crate::error::Result;
+use crate::ops::inplace::write_into;
 use crate::tensor::{Tensor, broadcast_shapes, result_type, with_dtype};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -257,6 +259,84 @@ impl Tensor {
     pub fn isinf(&self) -> Result<Tensor> {
         test_impl("isinf", ("self", self), false)
     }
+
+    /// `self == other`, in place (`Tensor.eq_`): 1 where equal and 0 elsewhere, in `self`'s
+    /// dtype (true and false for a bool tensor); returns `self`. `other` broadcasts to `self`'s
+    /// shape. See [`eq`](crate::eq()).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([1.0f32, 2.0, 3.0])?;
+    /// assert!(t.eq_(&2.into())?.is(&t));
+    /// assert_eq!(t.to_vec::<f32>()?, [0.0, 1.0, 0.0]); // still float32
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn eq_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("eq_", self, compare("eq_", Cmp::Eq, ("self", self), ("other", other))?)
+    }
+
+    /// `self != other`, in place (`Tensor.ne_`), as 1 or 0 in `self`'s dtype. See
+    /// [`ne`](crate::ne()).
+    #[torch_function]
+    pub fn ne_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("ne_", self, compare("ne_", Cmp::Ne, ("self", self), ("other", other))?)
+    }
+
+    /// `self < other`, in place (`Tensor.lt_`), as 1 or 0 in `self`'s dtype. See
+    /// [`lt`](crate::lt()).
+    #[torch_function]
+    pub fn lt_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("lt_", self, compare("lt_", Cmp::Lt, ("self", self), ("other", other))?)
+    }
+
+    /// `self <= other`, in place (`Tensor.le_`), as 1 or 0 in `self`'s dtype. See
+    /// [`le`](crate::le()).
+    #[torch_function]
+    pub fn le_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("le_", self, compare("le_", Cmp::Le, ("self", self), ("other", other))?)
+    }
+
+    /// `self > other`, in place (`Tensor.gt_`), as 1 or 0 in `self`'s dtype. See
+    /// [`gt`](crate::gt()).
+    #[torch_function]
+    pub fn gt_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("gt_", self, compare("gt_", Cmp::Gt, ("self", self), ("other", other))?)
+    }
+
+    /// `self >= other`, in place (`Tensor.ge_`), as 1 or 0 in `self`'s dtype. See
+    /// [`ge`](crate::ge()).
+    #[torch_function]
+    pub fn ge_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("ge_", self, compare("ge_", Cmp::Ge, ("self", self), ("other", other))?)
+    }
+
+    /// Both non-zero, in place (`Tensor.logical_and_`), as 1 or 0 in `self`'s dtype. See
+    /// [`logical_and`](crate::logical_and()).
+    #[torch_function]
+    pub fn logical_and_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("logical_and_", self, logical("logical_and_", Logic::And, ("self", self), ("other", other))?)
+    }
+
+    /// Either non-zero, in place (`Tensor.logical_or_`), as 1 or 0 in `self`'s dtype. See
+    /// [`logical_or`](crate::logical_or()).
+    #[torch_function]
+    pub fn logical_or_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("logical_or_", self, logical("logical_or_", Logic::Or, ("self", self), ("other", other))?)
+    }
+
+    /// Exactly one non-zero, in place (`Tensor.logical_xor_`), as 1 or 0 in `self`'s dtype. See
+    /// [`logical_xor`](crate::logical_xor()).
+    #[torch_function]
+    pub fn logical_xor_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("logical_xor_", self, logical("logical_xor_", Logic::Xor, ("self", self), ("other", other))?)
+    }
+
+    /// Zero elements, in place (`Tensor.logical_not_`), as 1 or 0 in `self`'s dtype. See
+    /// [`logical_not`](crate::logical_not()).
+    #[torch_function]
+    pub fn logical_not_(&self) -> Result<Tensor> {
+        write_into("logical_not_", self, logical_not_impl("logical_not_", ("self", self))?)
+    }
 }
 
 crate::samples! {
@@ -284,4 +364,14 @@ crate::samples! {
     Tensor::LOGICAL_NOT => [sample([i64s(&[3])])],
     Tensor::ISNAN => [sample([f32s(&[3])])],
     Tensor::ISINF => [sample([f32s(&[3])])],
+    Tensor::EQ_ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
+    Tensor::NE_ => [sample([f32s(&[3]), Value::Float(0.5)])],
+    Tensor::LT_ => [sample([f32s(&[3]), f32s(&[3])]), sample([bools(&[3]), i64s(&[3])])],
+    Tensor::LE_ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::GT_ => [sample([i64s(&[2, 3]), f32s(&[3])])],
+    Tensor::GE_ => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::LOGICAL_AND_ => [sample([bools(&[2, 3]), f32s(&[3])])],
+    Tensor::LOGICAL_OR_ => [sample([f32s(&[3]), bools(&[3])])],
+    Tensor::LOGICAL_XOR_ => [sample([i64s(&[3]), bools(&[3])])],
+    Tensor::LOGICAL_NOT_ => [sample([f32s(&[3])]), sample([bools(&[3])])],
 }

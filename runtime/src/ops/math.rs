@@ -1,7 +1,8 @@
 //! Unary elementwise math: the floating-point functions (`exp`, `log`, `sqrt`, `sin`, `erf`,
 //! ...), rounding (`ceil`, `floor`, `round`, `trunc`) and the functions that keep their input's
 //! dtype (`abs`, `sign`, `square`, `relu`), with PyTorch's dtype rules: the floating-point
-//! functions give the default float dtype (float32) for integer and bool inputs.
+//! functions give the default float dtype (float32) for integer and bool inputs. Their in-place
+//! forms (`exp_`, ...) are in `math_inplace`.
 
 use crate::cpu::{self, Float, Number, Signed};
 use crate::error::{Error, Result, bail};
@@ -24,7 +25,7 @@ pub(super) fn float_dtype(dtype: DType) -> DType {
 
 /// A unary floating-point function.
 #[derive(Clone, Copy)]
-enum FloatOp {
+pub(super) enum FloatOp {
     Exp,
     Log,
     Log1p,
@@ -63,7 +64,7 @@ impl FloatOp {
 }
 
 /// `op` on each element, in the input's float dtype or the default float dtype.
-fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let dense = match float_dtype(x.dtype) {
         DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
@@ -74,7 +75,7 @@ fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Te
 
 /// A rounding function.
 #[derive(Clone, Copy)]
-enum Rounding {
+pub(super) enum Rounding {
     Ceil,
     Floor,
     Trunc,
@@ -104,7 +105,7 @@ impl Rounding {
 }
 
 /// Rounds floats; integers are already whole and come back as a copy; bools are an error.
-fn round_impl(func: &str, op: Rounding, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn round_impl(func: &str, op: Rounding, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let dense = match x.dtype {
         DType::Bool => return Err(no_bool(func, name)),
@@ -124,14 +125,14 @@ fn round_impl(func: &str, op: Rounding, (name, t): (&str, &Tensor)) -> Result<Te
 
 /// An operation that keeps its input's dtype.
 #[derive(Clone, Copy)]
-enum SignedOp {
+pub(super) enum SignedOp {
     Abs,
     Sign,
     Square,
     Relu,
 }
 
-fn signed_unary(func: &str, op: SignedOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn signed_unary(func: &str, op: SignedOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let dense = with_dtype!(x.dtype, T => match op {
         SignedOp::Abs => cpu::unary::<T, T>(x, Signed::abs),

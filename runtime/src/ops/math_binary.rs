@@ -1,8 +1,10 @@
 //! Binary elementwise math, broadcasting with PyTorch's type promotion: `pow`, `atan2`, `fmod`,
-//! `remainder`, and `clamp` and `where`, which take up to three operands.
+//! `remainder`, and `clamp` and `where`, which take up to three operands; and the in-place
+//! forms PyTorch has (`pow_`, `atan2_`, `fmod_`, `remainder_`, `clamp_`).
 
 use crate::cpu::{self, Float, Signed};
 use crate::error::{Result, bail};
+use crate::ops::inplace::write_into;
 use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes, result_type, with_dtype};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -254,6 +256,66 @@ impl Tensor {
     ) -> Result<Tensor> {
         clamp_impl("clamp", ("self", self), min, max)
     }
+
+    /// `self ** exponent`, in place (`Tensor.pow_`); returns `self`. The exponent broadcasts
+    /// to `self`'s shape, and the result must be castable to `self`'s dtype: an integer tensor
+    /// to a float power is an error. See [`pow`](crate::pow()).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([1i64, 2, 3])?;
+    /// assert!(t.pow_(&2.into())?.is(&t));
+    /// assert_eq!(t.to_vec::<i64>()?, [1, 4, 9]);
+    /// assert!(t.pow_(&0.5.into()).is_err()); // a float result does not go into an int64 tensor
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
+        write_into("pow_", self, binary_math("pow_", BinaryOp::Pow, ("self", self), ("exponent", exponent))?)
+    }
+
+    /// The angle of `(other, self)`, in place (`Tensor.atan2_`); `self` must be a float tensor.
+    /// See [`atan2`](crate::atan2()).
+    #[torch_function]
+    pub fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("atan2_", self, binary_math("atan2_", BinaryOp::Atan2, ("self", self), ("other", other))?)
+    }
+
+    /// The remainder with the dividend's sign, in place (`Tensor.fmod_`). See
+    /// [`fmod`](crate::fmod()).
+    #[torch_function]
+    pub fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into("fmod_", self, binary_math("fmod_", BinaryOp::Fmod, ("self", self), ("other", other))?)
+    }
+
+    /// The remainder with the divisor's sign, in place (`Tensor.remainder_`). See
+    /// [`remainder`](crate::remainder()).
+    #[torch_function]
+    pub fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
+        write_into(
+            "remainder_",
+            self,
+            binary_math("remainder_", BinaryOp::Remainder, ("self", self), ("other", other))?,
+        )
+    }
+
+    /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float
+    /// bound is an error. See [`clamp`](crate::clamp()).
+    #[torch_function]
+    pub fn clamp_(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
+        let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
+        write_into("clamp_", self, clamp_impl("clamp_", ("self", self), min.as_ref(), max.as_ref())?)
+    }
+
+    /// Limited by tensor bounds, in place (`Tensor.clamp_(min: Tensor, max: Tensor)`); the
+    /// bounds broadcast to `self`'s shape. See [`clamp_tensor`](crate::clamp_tensor()).
+    #[torch_function(overload_of = Tensor::CLAMP_)]
+    pub fn clamp_tensor_(
+        &self,
+        #[default(None)] min: Option<&Tensor>,
+        #[default(None)] max: Option<&Tensor>,
+    ) -> Result<Tensor> {
+        write_into("clamp_", self, clamp_impl("clamp_", ("self", self), min, max)?)
+    }
 }
 
 crate::samples! {
@@ -269,4 +331,10 @@ crate::samples! {
     Tensor::FMOD => [sample([f32s(&[3]), Value::Float(1.5)])],
     Tensor::REMAINDER => [sample([f32s(&[3]), f32s(&[3])])],
     Tensor::CLAMP => [sample([f32s(&[3])]).kw("max", 0.0), sample([f32s(&[3])]).kw("min", f32s(&[1]))],
+    Tensor::POW_ => [sample([positive(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
+    Tensor::ATAN2_ => [sample([f32s(&[2, 3]), f32s(&[2, 1])])],
+    Tensor::FMOD_ => [sample([f32s(&[3]), Value::Float(1.5)]), sample([i64s(&[4]), i64s(&[4])])],
+    Tensor::REMAINDER_ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    Tensor::CLAMP_ => [sample([f32s(&[3])]).kw("min", -1.0).kw("max", 0.5), sample([i64s(&[4])]).kw("min", 0),
+        sample([f32s(&[2, 3]), f32s(&[3]), f32s(&[2, 1])])],
 }

@@ -13,6 +13,7 @@ mod join;
 mod linalg;
 mod math;
 mod math_binary;
+mod math_inplace;
 pub mod nn;
 mod operators;
 mod properties;

@@ -1,0 +1,191 @@
+//! The in-place forms of the unary math in `math` (`Tensor.exp_`, `Tensor.abs_`, ...): each
+//! computes the out-of-place result and writes it into `self`, which keeps its dtype. A result
+//! that cannot be cast to it (a float function of an integer tensor) is an error, as in PyTorch,
+//! and leaves `self` as it was.
+
+use crate::error::Result;
+use crate::ops::inplace::write_into;
+use crate::tensor::Tensor;
+use crate::testing::{f32s, i64s, sample};
+use crate::torch_function;
+
+use super::math::{FloatOp, Rounding, SignedOp, float_unary, positive, round_impl, signed_unary};
+
+impl Tensor {
+    /// The absolute values, in place (`Tensor.abs_`); returns `self`. Integer tensors are
+    /// fine; bool tensors are an error. See [`abs`](crate::abs()).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([-3i64, 4])?;
+    /// assert!(t.abs_()?.is(&t)); // the very same tensor comes back
+    /// assert_eq!(t.to_vec::<i64>()?, [3, 4]);
+    /// assert!(t.exp_().is_err()); // a float result does not go into an int64 tensor
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn abs_(&self) -> Result<Tensor> {
+        write_into("abs_", self, signed_unary("abs_", SignedOp::Abs, ("self", self))?)
+    }
+
+    /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
+    #[torch_function]
+    pub fn exp_(&self) -> Result<Tensor> {
+        write_into("exp_", self, float_unary("exp_", FloatOp::Exp, ("self", self))?)
+    }
+
+    /// The natural logarithm, in place (`Tensor.log_`); `self` must be a float tensor. See
+    /// [`log`](crate::log()).
+    #[torch_function]
+    pub fn log_(&self) -> Result<Tensor> {
+        write_into("log_", self, float_unary("log_", FloatOp::Log, ("self", self))?)
+    }
+
+    /// `log(1 + x)`, in place (`Tensor.log1p_`); `self` must be a float tensor. See
+    /// [`log1p`](crate::log1p()).
+    #[torch_function]
+    pub fn log1p_(&self) -> Result<Tensor> {
+        write_into("log1p_", self, float_unary("log1p_", FloatOp::Log1p, ("self", self))?)
+    }
+
+    /// `e^x - 1`, in place (`Tensor.expm1_`); `self` must be a float tensor. See
+    /// [`expm1`](crate::expm1()).
+    #[torch_function]
+    pub fn expm1_(&self) -> Result<Tensor> {
+        write_into("expm1_", self, float_unary("expm1_", FloatOp::Expm1, ("self", self))?)
+    }
+
+    /// The square roots, in place (`Tensor.sqrt_`); `self` must be a float tensor. See
+    /// [`sqrt`](crate::sqrt()).
+    #[torch_function]
+    pub fn sqrt_(&self) -> Result<Tensor> {
+        write_into("sqrt_", self, float_unary("sqrt_", FloatOp::Sqrt, ("self", self))?)
+    }
+
+    /// `1 / sqrt(x)`, in place (`Tensor.rsqrt_`); `self` must be a float tensor. See
+    /// [`rsqrt`](crate::rsqrt()).
+    #[torch_function]
+    pub fn rsqrt_(&self) -> Result<Tensor> {
+        write_into("rsqrt_", self, float_unary("rsqrt_", FloatOp::Rsqrt, ("self", self))?)
+    }
+
+    /// The sines, in place (`Tensor.sin_`); `self` must be a float tensor. See
+    /// [`sin`](crate::sin()).
+    #[torch_function]
+    pub fn sin_(&self) -> Result<Tensor> {
+        write_into("sin_", self, float_unary("sin_", FloatOp::Sin, ("self", self))?)
+    }
+
+    /// The cosines, in place (`Tensor.cos_`); `self` must be a float tensor. See
+    /// [`cos`](crate::cos()).
+    #[torch_function]
+    pub fn cos_(&self) -> Result<Tensor> {
+        write_into("cos_", self, float_unary("cos_", FloatOp::Cos, ("self", self))?)
+    }
+
+    /// The tangents, in place (`Tensor.tan_`); `self` must be a float tensor. See
+    /// [`tan`](crate::tan()).
+    #[torch_function]
+    pub fn tan_(&self) -> Result<Tensor> {
+        write_into("tan_", self, float_unary("tan_", FloatOp::Tan, ("self", self))?)
+    }
+
+    /// The hyperbolic tangents, in place (`Tensor.tanh_`); `self` must be a float tensor. See
+    /// [`tanh`](crate::tanh()).
+    #[torch_function]
+    pub fn tanh_(&self) -> Result<Tensor> {
+        write_into("tanh_", self, float_unary("tanh_", FloatOp::Tanh, ("self", self))?)
+    }
+
+    /// The logistic function, in place (`Tensor.sigmoid_`); `self` must be a float tensor. See
+    /// [`sigmoid`](crate::sigmoid()).
+    #[torch_function]
+    pub fn sigmoid_(&self) -> Result<Tensor> {
+        write_into("sigmoid_", self, float_unary("sigmoid_", FloatOp::Sigmoid, ("self", self))?)
+    }
+
+    /// The error function, in place (`Tensor.erf_`); `self` must be a float tensor. See
+    /// [`erf`](crate::erf()).
+    #[torch_function]
+    pub fn erf_(&self) -> Result<Tensor> {
+        write_into("erf_", self, float_unary("erf_", FloatOp::Erf, ("self", self))?)
+    }
+
+    /// `1 / x`, in place (`Tensor.reciprocal_`); `self` must be a float tensor. See
+    /// [`reciprocal`](crate::reciprocal()).
+    #[torch_function]
+    pub fn reciprocal_(&self) -> Result<Tensor> {
+        write_into("reciprocal_", self, float_unary("reciprocal_", FloatOp::Reciprocal, ("self", self))?)
+    }
+
+    /// Rounded up, in place (`Tensor.ceil_`); integer tensors stay as they are. See
+    /// [`ceil`](crate::ceil()).
+    #[torch_function]
+    pub fn ceil_(&self) -> Result<Tensor> {
+        write_into("ceil_", self, round_impl("ceil_", Rounding::Ceil, ("self", self))?)
+    }
+
+    /// Rounded down, in place (`Tensor.floor_`); integer tensors stay as they are. See
+    /// [`floor`](crate::floor()).
+    #[torch_function]
+    pub fn floor_(&self) -> Result<Tensor> {
+        write_into("floor_", self, round_impl("floor_", Rounding::Floor, ("self", self))?)
+    }
+
+    /// Rounded half to even at `decimals` decimal places, in place (`Tensor.round_`). See
+    /// [`round`](crate::round()).
+    #[torch_function]
+    pub fn round_(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
+        write_into("round_", self, round_impl("round_", Rounding::Round(decimals), ("self", self))?)
+    }
+
+    /// Rounded toward zero, in place (`Tensor.trunc_`); integer tensors stay as they are. See
+    /// [`trunc`](crate::trunc()).
+    #[torch_function]
+    pub fn trunc_(&self) -> Result<Tensor> {
+        write_into("trunc_", self, round_impl("trunc_", Rounding::Trunc, ("self", self))?)
+    }
+
+    /// The signs, in place (`Tensor.sign_`); any dtype. See [`sign`](crate::sign()).
+    #[torch_function]
+    pub fn sign_(&self) -> Result<Tensor> {
+        write_into("sign_", self, signed_unary("sign_", SignedOp::Sign, ("self", self))?)
+    }
+
+    /// `x * x`, in place (`Tensor.square_`); a bool tensor is an error (its square is int64).
+    /// See [`square`](crate::square()).
+    #[torch_function]
+    pub fn square_(&self) -> Result<Tensor> {
+        write_into("square_", self, signed_unary("square_", SignedOp::Square, ("self", self))?)
+    }
+
+    /// `max(x, 0)`, in place (`Tensor.relu_`); integer tensors are fine. See
+    /// [`relu`](crate::relu()).
+    #[torch_function]
+    pub fn relu_(&self) -> Result<Tensor> {
+        write_into("relu_", self, signed_unary("relu_", SignedOp::Relu, ("self", self))?)
+    }
+}
+
+crate::samples! {
+    Tensor::ABS_ => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    Tensor::EXP_ => [sample([f32s(&[2, 3])])],
+    Tensor::LOG_ => [sample([positive(&[3])])],
+    Tensor::LOG1P_ => [sample([positive(&[3])])],
+    Tensor::EXPM1_ => [sample([f32s(&[3])])],
+    Tensor::SQRT_ => [sample([positive(&[3])])],
+    Tensor::RSQRT_ => [sample([positive(&[3])])],
+    Tensor::SIN_ => [sample([f32s(&[3])])],
+    Tensor::COS_ => [sample([f32s(&[3])])],
+    Tensor::TAN_ => [sample([f32s(&[3])])],
+    Tensor::TANH_ => [sample([f32s(&[3])])],
+    Tensor::SIGMOID_ => [sample([f32s(&[3])])],
+    Tensor::ERF_ => [sample([f32s(&[3])])],
+    Tensor::RECIPROCAL_ => [sample([f32s(&[3])])],
+    Tensor::CEIL_ => [sample([f32s(&[3])])],
+    Tensor::FLOOR_ => [sample([f32s(&[3])]), sample([i64s(&[3])])],
+    Tensor::ROUND_ => [sample([f32s(&[3])]), sample([f32s(&[3])]).kw("decimals", 1)],
+    Tensor::TRUNC_ => [sample([f32s(&[3])])],
+    Tensor::SIGN_ => [sample([f32s(&[3])]), sample([i64s(&[3])])],
+    Tensor::SQUARE_ => [sample([f32s(&[3])]), sample([i64s(&[3])])],
+    Tensor::RELU_ => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+}
