@@ -7,6 +7,7 @@ mod elementwise;
 mod examples;
 mod golden;
 mod inplace;
+mod interop;
 mod macros;
 mod modes;
 mod protocol;

@@ -6,6 +6,7 @@ mod dims;
 mod display;
 mod dtype;
 mod index;
+mod interop;
 mod layout;
 mod scalar;
 mod storage;

@@ -33,6 +33,21 @@ impl Buffer {
         buffer.expect("Element::DTYPE names the element's own type")
     }
 
+    /// The vector of elements, when they are of type `T`.
+    pub(crate) fn into_vec<T: Element>(self) -> Option<Vec<T>> {
+        fn take<S: 'static, T: 'static>(data: Vec<S>) -> Option<Vec<T>> {
+            let mut slot = Some(data);
+            (&mut slot as &mut dyn Any).downcast_mut::<Option<Vec<T>>>().and_then(Option::take)
+        }
+        match self {
+            Buffer::Bool(v) => take(v),
+            Buffer::Int32(v) => take(v),
+            Buffer::Int64(v) => take(v),
+            Buffer::Float32(v) => take(v),
+            Buffer::Float64(v) => take(v),
+        }
+    }
+
     pub(crate) fn dtype(&self) -> DType {
         match self {
             Buffer::Bool(_) => DType::Bool,
@@ -83,6 +98,11 @@ impl Storage {
         Arc::new(Storage { buffer: RwLock::new(buffer) })
     }
 
+    /// The buffer, when no one else holds this storage; the storage back otherwise.
+    pub(crate) fn try_into_buffer(self: Arc<Self>) -> Result<Buffer, Arc<Self>> {
+        Arc::try_unwrap(self).map(|s| s.buffer.into_inner())
+    }
+
     /// The address of the first element.
     pub(crate) fn address(&self) -> usize {
         let buffer = self.read();
@@ -119,6 +139,17 @@ mod tests {
         assert_eq!(b.as_slice::<f64>(), None);
         assert_eq!(Buffer::from_vec(vec![true]).dtype(), DType::Bool);
         assert_eq!(Buffer::from_vec(vec![1i64]).dtype(), DType::Int64);
+        assert_eq!(Buffer::from_vec(vec![1i32, 2]).into_vec::<i32>(), Some(vec![1, 2]));
+        assert_eq!(Buffer::from_vec(vec![1i32, 2]).into_vec::<i64>(), None);
+    }
+
+    #[test]
+    fn only_a_sole_owner_takes_the_buffer() {
+        let s = Storage::new(Buffer::from_vec(vec![1.0f64]));
+        let other = s.clone();
+        let s = s.try_into_buffer().unwrap_err();
+        drop(other);
+        assert_eq!(s.try_into_buffer().ok(), Some(Buffer::from_vec(vec![1.0f64])));
     }
 
     #[test]
