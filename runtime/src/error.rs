@@ -27,6 +27,9 @@ pub enum ErrorKind {
     Runtime,
     /// The operation exists but is not implemented for these inputs.
     NotImplemented,
+    /// The operating system refused a file operation (not found, no permission, disk full);
+    /// the message names the file.
+    Os,
     /// An error of the user's own type, returned by a hook and passed through unchanged.
     User,
 }
@@ -41,6 +44,7 @@ impl ErrorKind {
             ErrorKind::Index => "IndexError",
             ErrorKind::Runtime => "RuntimeError",
             ErrorKind::NotImplemented => "NotImplementedError",
+            ErrorKind::Os => "OSError",
             ErrorKind::User => "UserError",
         }
     }
@@ -91,6 +95,11 @@ impl Error {
     /// A `NotImplementedError`.
     pub fn not_implemented(message: impl Into<String>) -> Self {
         Self::new(ErrorKind::NotImplemented, message)
+    }
+
+    /// An `OSError`: a file operation failed. The message should name the file.
+    pub fn os_error(message: impl Into<String>) -> Self {
+        Self::new(ErrorKind::Os, message)
     }
 
     /// Wraps a user's own error so that it passes through dispatch unchanged.
@@ -193,6 +202,7 @@ mod tests {
     fn kinds_name_python_exceptions() {
         assert_eq!(Error::index_error("i").kind().python_name(), "IndexError");
         assert_eq!(format!("{:?}", Error::value_error("bad")), "ValueError: bad");
+        assert_eq!(Error::os_error("gone").kind().python_name(), "OSError");
     }
 
     #[test]

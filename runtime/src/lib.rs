@@ -23,6 +23,7 @@ extern crate self as torchfn;
 
 mod cpu;
 mod error;
+pub mod npy;
 mod ops;
 pub mod overrides;
 mod protocol;
@@ -31,6 +32,9 @@ pub mod testing;
 mod value;
 
 pub use error::{Error, ErrorKind, Result};
+/// The ndarray version tensors convert to and from (`Tensor::from(array)`,
+/// `Array2::<f32>::try_from(&tensor)`): name array types through it so that the versions match.
+pub use ndarray;
 pub use ops::*;
 pub use protocol::{
     Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor,

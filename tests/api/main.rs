@@ -8,6 +8,7 @@ mod examples;
 mod golden;
 mod inplace;
 mod inplace_math;
+mod interop;
 mod macros;
 mod modes;
 mod nn;

@@ -7,6 +7,7 @@ mod display;
 mod dtype;
 mod generator;
 mod index;
+mod interop;
 mod layout;
 mod pool;
 mod scalar;

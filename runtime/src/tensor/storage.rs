@@ -109,6 +109,11 @@ impl Storage {
         Arc::new(Storage { buffer: RwLock::new(buffer) })
     }
 
+    /// The buffer, when no one else holds this storage; the storage back otherwise.
+    pub(crate) fn try_into_buffer(self: Arc<Self>) -> Result<Buffer, Arc<Self>> {
+        Arc::try_unwrap(self).map(|mut s| std::mem::replace(s.buffer.get_mut(), Buffer::Bool(Vec::new())))
+    }
+
     /// The address of the first element.
     pub(crate) fn address(&self) -> usize {
         let buffer = self.read();
@@ -145,6 +150,17 @@ mod tests {
         assert_eq!(b.as_slice::<f64>(), None);
         assert_eq!(Buffer::from_vec(vec![true]).dtype(), DType::Bool);
         assert_eq!(Buffer::from_vec(vec![1i64]).dtype(), DType::Int64);
+        assert_eq!(Buffer::from_vec(vec![1i32, 2]).into_vec::<i32>(), Some(vec![1, 2]));
+        assert_eq!(Buffer::from_vec(vec![1i32, 2]).into_vec::<i64>(), None);
+    }
+
+    #[test]
+    fn only_a_sole_owner_takes_the_buffer() {
+        let s = Storage::new(Buffer::from_vec(vec![1.0f64]));
+        let other = s.clone();
+        let s = s.try_into_buffer().unwrap_err();
+        drop(other);
+        assert_eq!(s.try_into_buffer().ok(), Some(Buffer::from_vec(vec![1.0f64])));
     }
 
     #[test]
