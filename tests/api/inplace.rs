@@ -160,3 +160,21 @@ fn in_place_operations_dispatch_and_keep_the_subclass() {
         "the out overload dispatches as torchfn.add"
     );
 }
+
+#[test]
+fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
+    // Found by tests/api/no_panic.rs: `copy_` read its 2^40 source values before seeing that the
+    // destination's elements share memory, and the allocation failure aborted the process.
+    let huge = torchfn::zeros([1], None).unwrap().expand([1 << 40]).unwrap();
+    let err = huge.copy_(&f(&[1.0])).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert_eq!(
+        err.to_string(),
+        "copy_(): unsupported operation: more than one element of the written-to tensor refers to a single memory \
+         location"
+    );
+    assert_eq!(huge.fill_(2).unwrap_err().kind(), ErrorKind::Runtime);
+    // An expanded destination without elements takes nothing, and that is fine.
+    let empty = torchfn::zeros([1, 3], None).unwrap().expand([0, 3]).unwrap();
+    assert_eq!(empty.copy_(&f(&[1.0])).unwrap().shape().unwrap(), [0, 3]);
+}

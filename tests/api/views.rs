@@ -360,3 +360,32 @@ fn views_keep_the_subclass_and_its_attributes() {
     let pieces = torchfn::split(&t, 1, 0).unwrap();
     assert!(pieces.iter().all(|p| p.is_instance::<Tagged>()));
 }
+
+#[test]
+fn reductions_take_dim_0_and_minus_1_of_a_zero_dimensional_tensor() {
+    // Found by tests/api/no_panic.rs: these indexed the shape of a tensor that has no dimension.
+    let x = torchfn::tensor(2.5f32).unwrap();
+    for dim in [0, -1] {
+        for keepdim in [false, true] {
+            let sum = torchfn::sum_dim(&x, dim, keepdim).unwrap();
+            assert_eq!((sum.shape().unwrap(), f32s(&sum)), (Shape::default(), vec![2.5]));
+            assert_eq!(f32s(&torchfn::mean_dim(&x, [dim], keepdim).unwrap()), [2.5]);
+            assert_eq!(f32s(&torchfn::prod_dim(&x, dim, keepdim).unwrap()), [2.5]);
+            assert_eq!(f32s(&torchfn::amax(&x, dim, keepdim).unwrap()), [2.5]);
+            assert_eq!(f32s(&torchfn::amin(&x, dim, keepdim).unwrap()), [2.5]);
+            assert_eq!(f32s(&torchfn::logsumexp(&x, dim, keepdim).unwrap()), [2.5]);
+            assert_eq!(i64s(&torchfn::argmax(&x, Some(dim), keepdim).unwrap()), [0]);
+            assert_eq!(i64s(&torchfn::argmin(&x, Some(dim), keepdim).unwrap()), [0]);
+            let (values, indices) = torchfn::max_dim(&x, dim, keepdim).unwrap();
+            assert_eq!((f32s(&values), i64s(&indices)), (vec![2.5], vec![0]));
+            let (values, indices) = torchfn::min_dim(&x, dim, keepdim).unwrap();
+            assert_eq!((f32s(&values), i64s(&indices)), (vec![2.5], vec![0]));
+            assert!(f32s(&torchfn::std(&x, Some(dim.into()), 1, keepdim).unwrap())[0].is_nan());
+            assert_eq!(f32s(&torchfn::var(&x, Some(dim.into()), 0, keepdim).unwrap()), [0.0]);
+            let any = torchfn::any_dim(&x, dim, keepdim).unwrap();
+            assert_eq!(any.to_vec::<bool>().unwrap(), [true]);
+        }
+    }
+    assert_eq!(kind(torchfn::sum_dim(&x, 1, false)), ErrorKind::Index);
+    assert_eq!(kind(torchfn::sum_dim(&x, [0, -1], false)), ErrorKind::Runtime);
+}

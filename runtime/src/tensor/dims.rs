@@ -19,7 +19,8 @@ impl Dims {
     }
 
     /// The dimensions wrapped into `0..ndim`, sorted; an `IndexError` for one out of range, a
-    /// `RuntimeError` for one given twice.
+    /// `RuntimeError` for one given twice. A zero-dimensional tensor accepts `0` and `-1`, as
+    /// PyTorch's do, and has no dimension to give back for them: the list is then empty.
     pub(crate) fn resolve(&self, ndim: usize, func: &str) -> Result<SmallVec<[usize; 4]>> {
         let mut dims: SmallVec<[usize; 4]> = SmallVec::new();
         for &d in &self.0 {
@@ -28,6 +29,9 @@ impl Dims {
                 bail!(Runtime, "{func}(): dim {d} appears multiple times in the list of dims");
             }
             dims.push(d);
+        }
+        if ndim == 0 {
+            dims.clear();
         }
         dims.sort_unstable();
         Ok(dims)
@@ -133,6 +137,15 @@ mod tests {
         assert_eq!(err.to_string(), "sum(): dim 1 appears multiple times in the list of dims");
         let err = Dims::from(3).resolve(3, "sum").unwrap_err();
         assert_eq!(err.to_string(), "sum(): dimension out of range (expected to be in range of [-3, 2], but got 3)");
+    }
+
+    #[test]
+    fn a_zero_dimensional_tensor_accepts_dim_0_and_has_no_dimension_to_give_back() {
+        assert!(Dims::from(0).resolve(0, "sum").unwrap().is_empty());
+        assert!(Dims::from(-1).resolve(0, "sum").unwrap().is_empty());
+        let err = Dims::from([0, -1]).resolve(0, "sum").unwrap_err();
+        assert_eq!(err.to_string(), "sum(): dim 0 appears multiple times in the list of dims");
+        assert!(Dims::from(1).resolve(0, "sum").is_err());
     }
 
     #[test]
