@@ -160,3 +160,20 @@ fn in_place_operations_dispatch_and_keep_the_subclass() {
         "the out overload dispatches as torchfn.add"
     );
 }
+
+#[test]
+fn a_result_that_replaces_the_whole_storage_is_seen_by_every_view() {
+    // Large enough for the parallel loops and the buffer pool.
+    let n = 1 << 19;
+    let base = torchfn::zeros([2, n], None).unwrap();
+    let (row, flat) = (base.get(1).unwrap(), torchfn::flatten(&base, 0, -1).unwrap());
+    base.add_(&Tensor::scalar(1), 1).unwrap();
+    flat.mul_(&Tensor::scalar(3)).unwrap();
+    row.sub_(&Tensor::scalar(1), 1).unwrap();
+    let values = base.to_vec::<f32>().unwrap();
+    assert!(values[..n].iter().all(|&v| v == 3.0) && values[n..].iter().all(|&v| v == 2.0));
+    let out = torchfn::zeros([2, n], None).unwrap();
+    let out_row = out.get(0).unwrap();
+    torchfn::add_out(&base, &base, &out, 1).unwrap();
+    assert_eq!(out_row.to_vec::<f32>().unwrap()[0], 6.0);
+}

@@ -24,7 +24,7 @@ pub(crate) use number::Number;
 pub(crate) use random::{Distribution, sample};
 pub(crate) use reduce::{reduce, scan};
 pub(crate) use window::{Window, conv2d, max_pool2d, with_elements};
-pub(crate) use write::assign;
+pub(crate) use write::{assign, replace};
 
 /// Runs `f` on an ndarray view of `dense`, whose dtype must be `T`. Every layout torchfn makes
 /// reads correctly, expanded (stride-0) and permuted ones included.

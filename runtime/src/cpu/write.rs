@@ -1,5 +1,7 @@
 //! Writing into an existing tensor's storage: the kernel behind in-place operations and `out=`.
 
+use std::sync::Arc;
+
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 
 use crate::error::{Error, Result};
@@ -28,4 +30,22 @@ pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
         view.iter_mut().zip(values).for_each(|(d, s)| *d = s);
         Ok(())
     })
+}
+
+/// Moves the elements of `src` into `dst` by exchanging their buffers, when both tensors are
+/// contiguous, of one dtype, and each covers its whole storage: no element is copied. `src`
+/// must be a fresh result nothing else holds, since it receives `dst`'s old buffer. Returns
+/// false, changing nothing, when the layouts do not allow it.
+pub(crate) fn replace(dst: &Dense, src: &Dense) -> bool {
+    let whole = |d: &Dense, len: usize| d.layout.offset == 0 && d.layout.is_contiguous() && d.layout.numel() == len;
+    if dst.dtype != src.dtype || Arc::ptr_eq(&dst.storage, &src.storage) {
+        return false;
+    }
+    let mut to = dst.storage.write();
+    let mut from = src.storage.write();
+    if !whole(dst, to.len()) || !whole(src, from.len()) {
+        return false;
+    }
+    std::mem::swap(&mut *to, &mut *from);
+    true
 }

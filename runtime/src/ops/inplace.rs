@@ -18,6 +18,10 @@ fn can_cast(from: DType, to: DType) -> bool {
 
 /// Writes `result` into `target` (an in-place operation's `self`, or an `out=` tensor), which
 /// must have the result's shape and a dtype the result can be cast to; returns `target`.
+///
+/// When `target` spans its whole storage contiguously and has the result's dtype, the storage
+/// takes the result's buffer instead of a copy of its elements (every view of `target` sees
+/// the new values; `data_ptr()` changes). Otherwise the elements are copied and converted.
 pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<Tensor> {
     let (dst, src) = (target.data(func, "out")?, result.data(func, "result")?);
     if dst.layout.shape != src.layout.shape {
@@ -31,7 +35,9 @@ pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<
     if !can_cast(src.dtype, dst.dtype) {
         bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
     }
-    cpu::assign(func, dst, src)?;
+    if !(result.is_sole_owner() && cpu::replace(dst, src)) {
+        cpu::assign(func, dst, src)?;
+    }
     Ok(target.clone())
 }
 
