@@ -10,6 +10,7 @@ mod inplace;
 mod macros;
 mod modes;
 mod nn;
+mod nn_layers;
 mod protocol;
 mod random;
 mod readme;
