@@ -16,7 +16,7 @@ use smallvec::SmallVec;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
 
-pub(crate) use elementwise::{Float, Signed, select};
+pub(crate) use elementwise::{Float, Signed, erfc, select};
 pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use map::output;
 use map::{Operand, map1, map2};
