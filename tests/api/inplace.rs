@@ -162,7 +162,53 @@ fn in_place_operations_dispatch_and_keep_the_subclass() {
 }
 
 #[test]
-fn a_result_that_replaces_the_whole_storage_is_seen_by_every_view() {
+fn large_writes_land_in_place_whatever_aliases_the_output() {
+    // Large enough for the parallel loops; every aliasing case gives the plain result.
+    let n = 1 << 18;
+    let ramp = |k: f32| Tensor::from_vec((0..n).map(|i| i as f32 * k).collect::<Vec<_>>(), [n]).unwrap();
+    let expect = |t: &Tensor, f: &dyn Fn(f32) -> f32| {
+        let v = t.to_vec::<f32>().unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == f(i as f32)), "{:?}", &v[..4]);
+    };
+    let (x, y) = (ramp(1.0), ramp(2.0));
+    let ptr = x.data_ptr().unwrap();
+    torchfn::add_out(&x, &y, &x, 1).unwrap(); // out is the first operand
+    expect(&x, &|i| 3.0 * i);
+    torchfn::sub_out(&y, &x, &x, 1).unwrap(); // out is the second operand
+    expect(&x, &|i| -i);
+    x.mul_(&x).unwrap(); // both
+    expect(&x, &|i| i * i);
+    x.exp_().unwrap();
+    x.log_().unwrap();
+    assert_eq!(x.data_ptr().unwrap(), ptr, "in-place operations keep the storage");
+    let out = torchfn::zeros([n], Some(DType::Float64)).unwrap();
+    torchfn::add_out(&y, &y, &out, 1).unwrap(); // converted on the way
+    assert_eq!(out.to_vec::<f64>().unwrap()[5], 20.0);
+    let strided = torchfn::zeros([n, 2], None).unwrap();
+    let column = strided.select(1, 1).unwrap();
+    torchfn::mul_out(&y, &Tensor::scalar(2), &column).unwrap();
+    assert_eq!(strided.to_vec::<f32>().unwrap()[..6], [0.0, 0.0, 0.0, 4.0, 0.0, 8.0]);
+}
+
+#[test]
+fn threads_writing_into_each_other_s_operands_finish() {
+    let n = 1 << 18;
+    let (a, b) = (torchfn::ones([n], None).unwrap(), torchfn::ones([n], None).unwrap());
+    std::thread::scope(|s| {
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            s.spawn(move || {
+                for _ in 0..20 {
+                    x.add_(y, 0).unwrap();
+                    torchfn::mul_out(y, &Tensor::scalar(1), x).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(a.to_vec::<f32>().unwrap()[0], 1.0);
+}
+
+#[test]
+fn writes_into_a_whole_storage_are_seen_by_every_view() {
     // Large enough for the parallel loops and the buffer pool.
     let n = 1 << 19;
     let base = torchfn::zeros([2, n], None).unwrap();

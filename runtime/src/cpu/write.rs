@@ -1,18 +1,20 @@
 //! Writing into an existing tensor's storage: the kernel behind in-place operations and `out=`.
 
-use std::sync::Arc;
-
 use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 
 use crate::error::{Error, Result};
 use crate::tensor::{Dense, with_dtype};
 
-use super::read_as;
+use super::map::{Operand, copy};
+use super::{read_as, shares, with_operand, writable};
 
 /// Writes the elements of `src` (of `dst`'s shape, any dtype) into `dst`'s elements, converting
 /// them to `dst`'s dtype. `src` is read completely before `dst` is locked, so the two may share
 /// storage.
 pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
+    if copied(dst, src) {
+        return Ok(());
+    }
     with_dtype!(dst.dtype, T => {
         let values: Vec<T> = read_as(src, |v: ArrayViewD<'_, T>| v.iter().copied().collect());
         let mut buffer = dst.storage.write();
@@ -32,20 +34,17 @@ pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
     })
 }
 
-/// Moves the elements of `src` into `dst` by exchanging their buffers, when both tensors are
-/// contiguous, of one dtype, and each covers its whole storage: no element is copied. `src`
-/// must be a fresh result nothing else holds, since it receives `dst`'s old buffer. Returns
-/// false, changing nothing, when the layouts do not allow it.
-pub(crate) fn replace(dst: &Dense, src: &Dense) -> bool {
-    let whole = |d: &Dense, len: usize| d.layout.offset == 0 && d.layout.is_contiguous() && d.layout.numel() == len;
-    if dst.dtype != src.dtype || Arc::ptr_eq(&dst.storage, &src.storage) {
-        return false;
-    }
-    let mut to = dst.storage.write();
-    let mut from = src.storage.write();
-    if !whole(dst, to.len()) || !whole(src, from.len()) {
-        return false;
-    }
-    std::mem::swap(&mut *to, &mut *from);
-    true
+/// Copies `src` into `dst` in one parallel pass when both are contiguous, of one dtype, in
+/// different storages (or `src` has one element); false, changing nothing, otherwise.
+fn copied(dst: &Dense, src: &Dense) -> bool {
+    let shape = &dst.layout.shape;
+    !shares(dst, src)
+        && with_dtype!(dst.dtype, T => with_operand(src, shape, |x: Option<Operand<'_, T>>| {
+            match (x, writable::<T>(dst, shape)) {
+                (Some(Operand::Slice(x)), Some(mut out)) => copy(x, &mut out),
+                (Some(Operand::Repeat(v)), Some(mut out)) => out.fill(v),
+                _ => return false,
+            }
+            true
+        }))
 }

@@ -64,11 +64,23 @@ impl FloatOp {
 }
 
 /// `op` on each element, in the input's float dtype or the default float dtype.
-pub(super) fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn float_unary(func: &str, op: FloatOp, input: (&str, &Tensor)) -> Result<Tensor> {
+    float_unary_to(func, op, input, None)
+}
+
+/// As [`float_unary`], computed straight into `out` when the kernels can (see
+/// [`cpu::unary_to`]).
+pub(super) fn float_unary_to(
+    func: &str,
+    op: FloatOp,
+    (name, t): (&str, &Tensor),
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let x = t.data(func, name)?;
+    let out = out.map(|t| t.data(func, "out")).transpose()?;
     let dense = match float_dtype(x.dtype) {
-        DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
-        _ => cpu::unary::<f32, f32>(x, |v| op.apply(v)),
+        DType::Float64 => cpu::unary_to::<f64, f64>(x, out, |v| op.apply(v)),
+        _ => cpu::unary_to::<f32, f32>(x, out, |v| op.apply(v)),
     };
     Ok(Tensor::from_dense(dense))
 }

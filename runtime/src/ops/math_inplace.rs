@@ -9,7 +9,7 @@ use crate::tensor::Tensor;
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 
-use super::math::{FloatOp, Rounding, SignedOp, float_unary, positive, round_impl, signed_unary};
+use super::math::{FloatOp, Rounding, SignedOp, float_unary_to, positive, round_impl, signed_unary};
 
 impl Tensor {
     /// The absolute values, in place (`Tensor.abs_`); returns `self`. Integer tensors are
@@ -30,91 +30,91 @@ impl Tensor {
     /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
     #[torch_function]
     pub fn exp_(&self) -> Result<Tensor> {
-        write_into("exp_", self, float_unary("exp_", FloatOp::Exp, ("self", self))?)
+        write_into("exp_", self, float_unary_to("exp_", FloatOp::Exp, ("self", self), Some(self))?)
     }
 
     /// The natural logarithm, in place (`Tensor.log_`); `self` must be a float tensor. See
     /// [`log`](crate::log()).
     #[torch_function]
     pub fn log_(&self) -> Result<Tensor> {
-        write_into("log_", self, float_unary("log_", FloatOp::Log, ("self", self))?)
+        write_into("log_", self, float_unary_to("log_", FloatOp::Log, ("self", self), Some(self))?)
     }
 
     /// `log(1 + x)`, in place (`Tensor.log1p_`); `self` must be a float tensor. See
     /// [`log1p`](crate::log1p()).
     #[torch_function]
     pub fn log1p_(&self) -> Result<Tensor> {
-        write_into("log1p_", self, float_unary("log1p_", FloatOp::Log1p, ("self", self))?)
+        write_into("log1p_", self, float_unary_to("log1p_", FloatOp::Log1p, ("self", self), Some(self))?)
     }
 
     /// `e^x - 1`, in place (`Tensor.expm1_`); `self` must be a float tensor. See
     /// [`expm1`](crate::expm1()).
     #[torch_function]
     pub fn expm1_(&self) -> Result<Tensor> {
-        write_into("expm1_", self, float_unary("expm1_", FloatOp::Expm1, ("self", self))?)
+        write_into("expm1_", self, float_unary_to("expm1_", FloatOp::Expm1, ("self", self), Some(self))?)
     }
 
     /// The square roots, in place (`Tensor.sqrt_`); `self` must be a float tensor. See
     /// [`sqrt`](crate::sqrt()).
     #[torch_function]
     pub fn sqrt_(&self) -> Result<Tensor> {
-        write_into("sqrt_", self, float_unary("sqrt_", FloatOp::Sqrt, ("self", self))?)
+        write_into("sqrt_", self, float_unary_to("sqrt_", FloatOp::Sqrt, ("self", self), Some(self))?)
     }
 
     /// `1 / sqrt(x)`, in place (`Tensor.rsqrt_`); `self` must be a float tensor. See
     /// [`rsqrt`](crate::rsqrt()).
     #[torch_function]
     pub fn rsqrt_(&self) -> Result<Tensor> {
-        write_into("rsqrt_", self, float_unary("rsqrt_", FloatOp::Rsqrt, ("self", self))?)
+        write_into("rsqrt_", self, float_unary_to("rsqrt_", FloatOp::Rsqrt, ("self", self), Some(self))?)
     }
 
     /// The sines, in place (`Tensor.sin_`); `self` must be a float tensor. See
     /// [`sin`](crate::sin()).
     #[torch_function]
     pub fn sin_(&self) -> Result<Tensor> {
-        write_into("sin_", self, float_unary("sin_", FloatOp::Sin, ("self", self))?)
+        write_into("sin_", self, float_unary_to("sin_", FloatOp::Sin, ("self", self), Some(self))?)
     }
 
     /// The cosines, in place (`Tensor.cos_`); `self` must be a float tensor. See
     /// [`cos`](crate::cos()).
     #[torch_function]
     pub fn cos_(&self) -> Result<Tensor> {
-        write_into("cos_", self, float_unary("cos_", FloatOp::Cos, ("self", self))?)
+        write_into("cos_", self, float_unary_to("cos_", FloatOp::Cos, ("self", self), Some(self))?)
     }
 
     /// The tangents, in place (`Tensor.tan_`); `self` must be a float tensor. See
     /// [`tan`](crate::tan()).
     #[torch_function]
     pub fn tan_(&self) -> Result<Tensor> {
-        write_into("tan_", self, float_unary("tan_", FloatOp::Tan, ("self", self))?)
+        write_into("tan_", self, float_unary_to("tan_", FloatOp::Tan, ("self", self), Some(self))?)
     }
 
     /// The hyperbolic tangents, in place (`Tensor.tanh_`); `self` must be a float tensor. See
     /// [`tanh`](crate::tanh()).
     #[torch_function]
     pub fn tanh_(&self) -> Result<Tensor> {
-        write_into("tanh_", self, float_unary("tanh_", FloatOp::Tanh, ("self", self))?)
+        write_into("tanh_", self, float_unary_to("tanh_", FloatOp::Tanh, ("self", self), Some(self))?)
     }
 
     /// The logistic function, in place (`Tensor.sigmoid_`); `self` must be a float tensor. See
     /// [`sigmoid`](crate::sigmoid()).
     #[torch_function]
     pub fn sigmoid_(&self) -> Result<Tensor> {
-        write_into("sigmoid_", self, float_unary("sigmoid_", FloatOp::Sigmoid, ("self", self))?)
+        write_into("sigmoid_", self, float_unary_to("sigmoid_", FloatOp::Sigmoid, ("self", self), Some(self))?)
     }
 
     /// The error function, in place (`Tensor.erf_`); `self` must be a float tensor. See
     /// [`erf`](crate::erf()).
     #[torch_function]
     pub fn erf_(&self) -> Result<Tensor> {
-        write_into("erf_", self, float_unary("erf_", FloatOp::Erf, ("self", self))?)
+        write_into("erf_", self, float_unary_to("erf_", FloatOp::Erf, ("self", self), Some(self))?)
     }
 
     /// `1 / x`, in place (`Tensor.reciprocal_`); `self` must be a float tensor. See
     /// [`reciprocal`](crate::reciprocal()).
     #[torch_function]
     pub fn reciprocal_(&self) -> Result<Tensor> {
-        write_into("reciprocal_", self, float_unary("reciprocal_", FloatOp::Reciprocal, ("self", self))?)
+        write_into("reciprocal_", self, float_unary_to("reciprocal_", FloatOp::Reciprocal, ("self", self), Some(self))?)
     }
 
     /// Rounded up, in place (`Tensor.ceil_`); integer tensors stay as they are. See

@@ -274,15 +274,6 @@ impl Tensor {
         }
     }
 
-    /// True when this handle is the only one to its data and its storage: a fresh result that
-    /// can give its buffer away without anyone seeing.
-    pub(crate) fn is_sole_owner(&self) -> bool {
-        match &*self.body {
-            Body::Dense(dense) => Arc::strong_count(&self.body) == 1 && Arc::strong_count(&dense.storage) == 1,
-            Body::Duck(_) => false,
-        }
-    }
-
     #[cold]
     fn not_a_tensor(&self, func: &str, arg: &str) -> Error {
         Error::type_error(format!("{func}(): argument '{arg}' must be Tensor, not {}", self.class_of().name()))
