@@ -223,3 +223,23 @@ fn writes_into_a_whole_storage_are_seen_by_every_view() {
     torchfn::add_out(&base, &base, &out, 1).unwrap();
     assert_eq!(out_row.to_vec::<f32>().unwrap()[0], 6.0);
 }
+
+#[test]
+fn float_functions_write_into_out() {
+    let out = torchfn::zeros([3], None).unwrap();
+    assert!(torchfn::exp_out(&i(&[0, 1, 2]), &out).unwrap().is(&out));
+    let e = std::f32::consts::E;
+    assert_eq!(out.to_vec::<f32>().unwrap(), [1.0, e, 2f32.exp()]);
+    torchfn::sqrt_out(&f(&[4.0, 9.0, 16.0]), &out).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0]);
+    let wide = torchfn::zeros([3], Some(DType::Float64)).unwrap();
+    torchfn::reciprocal_out(&f(&[2.0, 4.0, 8.0]), &wide).unwrap();
+    assert_eq!(wide.to_vec::<f64>().unwrap(), [0.5, 0.25, 0.125]);
+    let err = torchfn::exp_out(&f(&[1.0]), &i(&[0])).unwrap_err();
+    assert!(err.to_string().starts_with("exp(): result type"), "{err}");
+    let err = torchfn::sin_out(&f(&[1.0, 2.0]), &out).unwrap_err();
+    assert!(err.to_string().contains("output with shape [3]"), "{err}");
+    let by_name = torchfn::TANH.call(&[(&f(&[0.0, 0.0, 0.0])).into()], &Kwargs::from([("out", Value::from(&out))]));
+    assert!(by_name.unwrap().to::<Tensor>().unwrap().is(&out));
+    assert_eq!(out.to_vec::<f32>().unwrap(), [0.0; 3]);
+}

@@ -1,4 +1,5 @@
-//! The in-place forms of the unary math in `math` (`Tensor.exp_`, `Tensor.abs_`, ...): each
+//! The `out=` forms of the float functions in `math` (`exp_out`, ...), written straight into
+//! `out`, and the in-place forms (`Tensor.exp_`, `Tensor.abs_`, ...): each
 //! computes the out-of-place result and writes it into `self`, which keeps its dtype. A result
 //! that cannot be cast to it (a float function of an integer tensor) is an error, as in PyTorch,
 //! and leaves `self` as it was.
@@ -10,6 +11,105 @@ use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 
 use super::math::{FloatOp, Rounding, SignedOp, float_unary_to, positive, round_impl, signed_unary};
+
+/// [`exp`](crate::exp()) written into `out` (`torch.exp(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+///
+/// ```
+/// let x = torchfn::tensor([0.0f32, 1.0])?;
+/// let out = torchfn::zeros([2], None)?;
+/// assert!(torchfn::exp_out(&x, &out)?.is(&out));
+/// assert_eq!(out.to_vec::<f32>()?, [1.0, std::f32::consts::E]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(overload_of = super::math::EXP)]
+pub fn exp_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("exp", out, float_unary_to("exp", FloatOp::Exp, ("input", input), Some(out))?)
+}
+
+/// [`log`](crate::log()) written into `out` (`torch.log(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::LOG)]
+pub fn log_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("log", out, float_unary_to("log", FloatOp::Log, ("input", input), Some(out))?)
+}
+
+/// [`log1p`](crate::log1p()) written into `out` (`torch.log1p(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::LOG1P)]
+pub fn log1p_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("log1p", out, float_unary_to("log1p", FloatOp::Log1p, ("input", input), Some(out))?)
+}
+
+/// [`expm1`](crate::expm1()) written into `out` (`torch.expm1(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::EXPM1)]
+pub fn expm1_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("expm1", out, float_unary_to("expm1", FloatOp::Expm1, ("input", input), Some(out))?)
+}
+
+/// [`sqrt`](crate::sqrt()) written into `out` (`torch.sqrt(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::SQRT)]
+pub fn sqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("sqrt", out, float_unary_to("sqrt", FloatOp::Sqrt, ("input", input), Some(out))?)
+}
+
+/// [`rsqrt`](crate::rsqrt()) written into `out` (`torch.rsqrt(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::RSQRT)]
+pub fn rsqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("rsqrt", out, float_unary_to("rsqrt", FloatOp::Rsqrt, ("input", input), Some(out))?)
+}
+
+/// [`sin`](crate::sin()) written into `out` (`torch.sin(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::SIN)]
+pub fn sin_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("sin", out, float_unary_to("sin", FloatOp::Sin, ("input", input), Some(out))?)
+}
+
+/// [`cos`](crate::cos()) written into `out` (`torch.cos(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::COS)]
+pub fn cos_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("cos", out, float_unary_to("cos", FloatOp::Cos, ("input", input), Some(out))?)
+}
+
+/// [`tan`](crate::tan()) written into `out` (`torch.tan(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::TAN)]
+pub fn tan_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("tan", out, float_unary_to("tan", FloatOp::Tan, ("input", input), Some(out))?)
+}
+
+/// [`tanh`](crate::tanh()) written into `out` (`torch.tanh(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::TANH)]
+pub fn tanh_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("tanh", out, float_unary_to("tanh", FloatOp::Tanh, ("input", input), Some(out))?)
+}
+
+/// [`sigmoid`](crate::sigmoid()) written into `out` (`torch.sigmoid(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::SIGMOID)]
+pub fn sigmoid_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("sigmoid", out, float_unary_to("sigmoid", FloatOp::Sigmoid, ("input", input), Some(out))?)
+}
+
+/// [`erf`](crate::erf()) written into `out` (`torch.erf(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::ERF)]
+pub fn erf_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("erf", out, float_unary_to("erf", FloatOp::Erf, ("input", input), Some(out))?)
+}
+
+/// [`reciprocal`](crate::reciprocal()) written into `out` (`torch.reciprocal(input, out=out)`), which must have
+/// `input`'s shape and a float dtype; returns `out`.
+#[torch_function(overload_of = super::math::RECIPROCAL)]
+pub fn reciprocal_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    write_into("reciprocal", out, float_unary_to("reciprocal", FloatOp::Reciprocal, ("input", input), Some(out))?)
+}
 
 impl Tensor {
     /// The absolute values, in place (`Tensor.abs_`); returns `self`. Integer tensors are
