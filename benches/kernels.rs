@@ -22,6 +22,7 @@ const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
     ("kernels/baseline_read", "baseline: parallel loop sum(a)", 4.0 * N as f64, "GB/s", "", ""),
     ("kernels/add_out", "add into a preallocated output", 12.0 * N as f64, "GB/s", ">= 90% of add baseline", "21.4"),
     ("kernels/add_alloc", "add allocating its result", 12.0 * N as f64, "GB/s", ">= 15.4 (2x PyTorch)", "7.7"),
+    ("kernels/exp_out", "exp into a preallocated output", 8.0 * N as f64, "GB/s", ">= 90% of copy baseline", "19.6"),
     ("kernels/exp_alloc", "exp allocating its result", 8.0 * N as f64, "GB/s", "", ""),
     ("kernels/sum", "sum", 4.0 * N as f64, "GB/s", ">= 90% of read baseline", "23.2"),
     ("kernels/matmul_1024", "matmul float32 1024", 2.0 * 1024.0 * 1024.0 * 1024.0, "GFLOP/s", ">= 212", "235"),
@@ -68,6 +69,7 @@ fn benches(c: &mut Criterion) {
     });
     g.bench_function("add_out", |x| x.iter(|| torchfn::add_out(&a, &b, &out, 1).unwrap()));
     g.bench_function("add_alloc", |x| x.iter(|| torchfn::add(&a, &b, 1).unwrap()));
+    g.bench_function("exp_out", |x| x.iter(|| torchfn::exp_out(&a, &out).unwrap()));
     g.bench_function("exp_alloc", |x| x.iter(|| torchfn::exp(&a).unwrap()));
     g.bench_function("sum", |x| x.iter(|| torchfn::sum(&a).unwrap()));
     g.sample_size(10);

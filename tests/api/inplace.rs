@@ -162,6 +162,89 @@ fn in_place_operations_dispatch_and_keep_the_subclass() {
 }
 
 #[test]
+fn large_writes_land_in_place_whatever_aliases_the_output() {
+    // Large enough for the parallel loops; every aliasing case gives the plain result.
+    let n = 1 << 18;
+    let ramp = |k: f32| Tensor::from_vec((0..n).map(|i| i as f32 * k).collect::<Vec<_>>(), [n]).unwrap();
+    let expect = |t: &Tensor, f: &dyn Fn(f32) -> f32| {
+        let v = t.to_vec::<f32>().unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == f(i as f32)), "{:?}", &v[..4]);
+    };
+    let (x, y) = (ramp(1.0), ramp(2.0));
+    let ptr = x.data_ptr().unwrap();
+    torchfn::add_out(&x, &y, &x, 1).unwrap(); // out is the first operand
+    expect(&x, &|i| 3.0 * i);
+    torchfn::sub_out(&y, &x, &x, 1).unwrap(); // out is the second operand
+    expect(&x, &|i| -i);
+    x.mul_(&x).unwrap(); // both
+    expect(&x, &|i| i * i);
+    x.exp_().unwrap();
+    x.log_().unwrap();
+    assert_eq!(x.data_ptr().unwrap(), ptr, "in-place operations keep the storage");
+    let out = torchfn::zeros([n], Some(DType::Float64)).unwrap();
+    torchfn::add_out(&y, &y, &out, 1).unwrap(); // converted on the way
+    assert_eq!(out.to_vec::<f64>().unwrap()[5], 20.0);
+    let strided = torchfn::zeros([n, 2], None).unwrap();
+    let column = strided.select(1, 1).unwrap();
+    torchfn::mul_out(&y, &Tensor::scalar(2), &column).unwrap();
+    assert_eq!(strided.to_vec::<f32>().unwrap()[..6], [0.0, 0.0, 0.0, 4.0, 0.0, 8.0]);
+}
+
+#[test]
+fn threads_writing_into_each_other_s_operands_finish() {
+    let n = 1 << 18;
+    let (a, b) = (torchfn::ones([n], None).unwrap(), torchfn::ones([n], None).unwrap());
+    std::thread::scope(|s| {
+        for (x, y) in [(&a, &b), (&b, &a)] {
+            s.spawn(move || {
+                for _ in 0..20 {
+                    x.add_(y, 0).unwrap();
+                    torchfn::mul_out(y, &Tensor::scalar(1), x).unwrap();
+                }
+            });
+        }
+    });
+    assert_eq!(a.to_vec::<f32>().unwrap()[0], 1.0);
+}
+
+#[test]
+fn writes_into_a_whole_storage_are_seen_by_every_view() {
+    // Large enough for the parallel loops and the buffer pool.
+    let n = 1 << 19;
+    let base = torchfn::zeros([2, n], None).unwrap();
+    let (row, flat) = (base.get(1).unwrap(), torchfn::flatten(&base, 0, -1).unwrap());
+    base.add_(&Tensor::scalar(1), 1).unwrap();
+    flat.mul_(&Tensor::scalar(3)).unwrap();
+    row.sub_(&Tensor::scalar(1), 1).unwrap();
+    let values = base.to_vec::<f32>().unwrap();
+    assert!(values[..n].iter().all(|&v| v == 3.0) && values[n..].iter().all(|&v| v == 2.0));
+    let out = torchfn::zeros([2, n], None).unwrap();
+    let out_row = out.get(0).unwrap();
+    torchfn::add_out(&base, &base, &out, 1).unwrap();
+    assert_eq!(out_row.to_vec::<f32>().unwrap()[0], 6.0);
+}
+
+#[test]
+fn float_functions_write_into_out() {
+    let out = torchfn::zeros([3], None).unwrap();
+    assert!(torchfn::exp_out(&i(&[0, 1, 2]), &out).unwrap().is(&out));
+    let e = std::f32::consts::E;
+    assert_eq!(out.to_vec::<f32>().unwrap(), [1.0, e, 2f32.exp()]);
+    torchfn::sqrt_out(&f(&[4.0, 9.0, 16.0]), &out).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0]);
+    let wide = torchfn::zeros([3], Some(DType::Float64)).unwrap();
+    torchfn::reciprocal_out(&f(&[2.0, 4.0, 8.0]), &wide).unwrap();
+    assert_eq!(wide.to_vec::<f64>().unwrap(), [0.5, 0.25, 0.125]);
+    let err = torchfn::exp_out(&f(&[1.0]), &i(&[0])).unwrap_err();
+    assert!(err.to_string().starts_with("exp(): result type"), "{err}");
+    let err = torchfn::sin_out(&f(&[1.0, 2.0]), &out).unwrap_err();
+    assert!(err.to_string().contains("output with shape [3]"), "{err}");
+    let by_name = torchfn::TANH.call(&[(&f(&[0.0, 0.0, 0.0])).into()], &Kwargs::from([("out", Value::from(&out))]));
+    assert!(by_name.unwrap().to::<Tensor>().unwrap().is(&out));
+    assert_eq!(out.to_vec::<f32>().unwrap(), [0.0; 3]);
+}
+
+#[test]
 fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
     // Found by tests/api/no_panic.rs: `copy_` read its 2^40 source values before seeing that the
     // destination's elements share memory, and the allocation failure aborted the process.

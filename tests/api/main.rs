@@ -12,6 +12,7 @@ mod interop;
 mod macros;
 mod modes;
 mod nn;
+mod nn_layers;
 mod no_panic;
 mod protocol;
 mod random;

@@ -1,38 +1,38 @@
 //! Linear algebra (`bmm`, `mv`, `dot`, `outer`), the softmax family and
-//! `torch.nn.functional`: values computed by hand or from PyTorch's documented formulas, the
-//! errors PyTorch raises, and no panics on bad input.
+//! `torch.nn.functional` (activations and layers are in `nn_layers`): values computed by hand or
+//! from PyTorch's documented formulas, the errors PyTorch raises, and no panics on bad input.
 
 use torchfn::nn::functional as F;
 use torchfn::prelude::*;
 use torchfn::{Dims, ErrorKind};
 
-fn f32s(t: &Tensor) -> Vec<f32> {
+pub(super) fn f32s(t: &Tensor) -> Vec<f32> {
     t.to_vec::<f32>().unwrap()
 }
 
-fn f64s(t: &Tensor) -> Vec<f64> {
+pub(super) fn f64s(t: &Tensor) -> Vec<f64> {
     t.to_vec::<f64>().unwrap()
 }
 
-fn t32<const N: usize>(data: [f32; N], shape: &[usize]) -> Tensor {
+pub(super) fn t32<const N: usize>(data: [f32; N], shape: &[usize]) -> Tensor {
     Tensor::from_vec(data.to_vec(), shape.to_vec()).unwrap()
 }
 
-fn t64<const N: usize>(data: [f64; N], shape: &[usize]) -> Tensor {
+pub(super) fn t64<const N: usize>(data: [f64; N], shape: &[usize]) -> Tensor {
     Tensor::from_vec(data.to_vec(), shape.to_vec()).unwrap()
 }
 
-fn ints<const N: usize>(data: [i64; N], shape: &[usize]) -> Tensor {
+pub(super) fn ints<const N: usize>(data: [i64; N], shape: &[usize]) -> Tensor {
     Tensor::from_vec(data.to_vec(), shape.to_vec()).unwrap()
 }
 
 /// The kind of the error and its message.
-fn error<T: std::fmt::Debug>(r: Result<T>) -> (ErrorKind, String) {
+pub(super) fn error<T: std::fmt::Debug>(r: Result<T>) -> (ErrorKind, String) {
     let err = r.unwrap_err();
     (err.kind(), err.to_string())
 }
 
-fn assert_close(got: &[f64], want: &[f64], tol: f64) {
+pub(super) fn assert_close(got: &[f64], want: &[f64], tol: f64) {
     assert_eq!(got.len(), want.len(), "{got:?} against {want:?}");
     for (g, w) in got.iter().zip(want) {
         assert!((g.is_nan() && w.is_nan()) || (g - w).abs() <= tol, "{got:?} against {want:?}");
@@ -155,151 +155,6 @@ fn functional_softmax_takes_the_legacy_implicit_dimension() {
     // By name, with PyTorch's keywords.
     let out = F::SOFTMAX.call(&[m.clone().into()], &Kwargs::from([("dim", Value::Int(0))])).unwrap();
     assert_eq!(f32s(out.as_tensor().unwrap()), [0.5; 4]);
-}
-
-// ---- activations ----------------------------------------------------------------------------
-
-#[test]
-fn activations_follow_their_formulas() {
-    let x = t64([-1.0, 0.0, 1.0, 3.0], &[4]);
-    assert_eq!(f64s(&F::relu(&x, false).unwrap()), [0.0, 0.0, 1.0, 3.0]);
-    assert_eq!(F::relu(&ints([-2, 5], &[2]), false).unwrap().to_vec::<i64>().unwrap(), [0, 5]);
-    assert!(f32s(&F::relu(&t32([f32::NAN], &[1]), false).unwrap())[0].is_nan());
-
-    // gelu(x) = x * Φ(x); Φ(1) = 0.841344746068542948..., Φ(3) = 0.998650101968369905...
-    let phi1 = 0.841_344_746_068_542_9;
-    let phi3 = 0.998_650_101_968_369_9;
-    assert_close(&f64s(&F::gelu(&x, "none").unwrap()), &[-(1.0 - phi1), 0.0, phi1, 3.0 * phi3], 1e-15);
-    // The tanh approximation, from its documented formula.
-    let tanh_gelu =
-        |v: f64| 0.5 * v * (1.0 + ((2.0 / std::f64::consts::PI).sqrt() * (v + 0.044715 * v.powi(3))).tanh());
-    let want: Vec<f64> = [-1.0, 0.0, 1.0, 3.0].into_iter().map(tanh_gelu).collect();
-    assert_close(&f64s(&F::gelu(&x, "tanh").unwrap()), &want, 1e-15);
-    // Far out in the left tail the exact form is tiny, not a cancelled zero: -10 * Φ(-10).
-    let tail = f64s(&F::gelu(&t64([-10.0], &[1]), "none").unwrap())[0];
-    assert!((tail - -10.0 * 7.619_853_024_160_527e-24).abs() < 1e-35, "{tail}");
-
-    // silu(x) = x * sigmoid(x) = x / (1 + exp(-x)).
-    let want = [-1.0 / (1.0 + 1f64.exp()), 0.0, 1.0 / (1.0 + (-1f64).exp()), 3.0 / (1.0 + (-3f64).exp())];
-    assert_close(&f64s(&F::silu(&x, false).unwrap()), &want, 1e-15);
-    assert_eq!(f32s(&F::silu(&t32([-1000.0], &[1]), false).unwrap()), [-0.0]);
-}
-
-#[test]
-fn activations_refuse_what_pytorch_refuses() {
-    let x = t32([1.0], &[1]);
-    let (kind, msg) = error(F::gelu(&x, "fast"));
-    assert_eq!(kind, ErrorKind::Runtime);
-    assert!(msg.contains("approximate argument must be either none or tanh"), "{msg}");
-    assert_eq!(error(F::gelu(&ints([1], &[1]), "none")).0, ErrorKind::Runtime);
-    assert_eq!(error(F::silu(&ints([1], &[1]), false)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::relu(&torchfn::tensor([true]).unwrap(), false)).0, ErrorKind::Runtime);
-    let (kind, msg) = error(F::relu(&x, true));
-    assert_eq!(kind, ErrorKind::NotImplemented);
-    assert!(msg.contains("inplace=True is not supported"), "{msg}");
-}
-
-// ---- layers ---------------------------------------------------------------------------------
-
-#[test]
-fn linear_is_a_matrix_product_with_the_weight_transposed_plus_bias() {
-    // [1, 2] @ [[1, 1, 0], [0, 1, -1]] + [0.5, 0.5, 0.5]
-    let x = t32([1.0, 2.0], &[1, 2]);
-    let w = t32([1.0, 0.0, 1.0, 1.0, 0.0, -1.0], &[3, 2]);
-    let b = t32([0.5, 0.5, 0.5], &[3]);
-    assert_eq!(f32s(&F::linear(&x, &w, Some(&b)).unwrap()), [1.5, 3.5, -1.5]);
-    assert_eq!(f32s(&F::linear(&x, &w, None).unwrap()), [1.0, 3.0, -2.0]);
-    // Leading dimensions are kept; a vector weight drops the last dimension.
-    let batch = t32([1.0, 2.0, 3.0, 4.0], &[2, 1, 2]);
-    assert_eq!(F::linear(&batch, &w, None).unwrap().shape().unwrap(), [2, 1, 3]);
-    let v = F::linear(&batch, &t32([1.0, -1.0], &[2]), Some(&t32([10.0], &[]))).unwrap();
-    assert_eq!(v.shape().unwrap(), [2, 1]);
-    assert_eq!(f32s(&v), [9.0, 9.0]);
-
-    let (kind, msg) = error(F::linear(&x, &t32([1.0; 3], &[3, 1]), None));
-    assert_eq!(kind, ErrorKind::Runtime);
-    assert!(msg.contains("mat1 and mat2 shapes cannot be multiplied (1x2 and 1x3)"), "{msg}");
-    assert_eq!(error(F::linear(&x, &t32([1.0; 4], &[1, 2, 2]), None)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::linear(&x, &w, Some(&t64([0.0; 3], &[3])))).0, ErrorKind::Runtime);
-    assert_eq!(error(F::linear(&x, &w, Some(&t32([0.0; 2], &[2])))).0, ErrorKind::Runtime);
-}
-
-#[test]
-fn layer_norm_normalizes_the_trailing_dimensions() {
-    // Rows [1, 3] and [4, 8]: means 2 and 6, variances 1 and 4.
-    let x = t64([1.0, 3.0, 4.0, 8.0], &[2, 2]);
-    assert_eq!(f64s(&F::layer_norm(&x, [2], None, None, 0.0).unwrap()), [-1.0, 1.0, -1.0, 1.0]);
-    // eps joins the variance: (x - 2) / sqrt(1 + 3) and (x - 6) / sqrt(4 + 3).
-    let r7 = 7f64.sqrt();
-    assert_close(&f64s(&F::layer_norm(&x, [2], None, None, 3.0).unwrap()), &[-0.5, 0.5, -2.0 / r7, 2.0 / r7], 1e-15);
-    let w = t64([2.0, 3.0], &[2]);
-    let b = t64([1.0, -1.0], &[2]);
-    assert_eq!(f64s(&F::layer_norm(&x, [2], Some(&w), Some(&b), 0.0).unwrap()), [-1.0, 2.0, -1.0, 2.0]);
-    // Over both dimensions: the mean is 4, the variance (9 + 1 + 0 + 16) / 4 = 6.5.
-    let all = f64s(&F::layer_norm(&x, [2, 2], None, None, 0.0).unwrap());
-    let s = 6.5f64.sqrt();
-    assert_close(&all, &[-3.0 / s, -1.0 / s, 0.0, 4.0 / s], 1e-15);
-    // A constant row is all zeros with the default eps (0 / 0 is NaN with eps = 0, as in PyTorch).
-    assert_eq!(f32s(&F::layer_norm(&t32([5.0; 3], &[3]), [3], None, None, 1e-5).unwrap()), [0.0; 3]);
-    // By name, with the shape as a list.
-    let out = F::LAYER_NORM
-        .call(&[x.clone().into(), Value::List(vec![2.into()])], &Kwargs::from([("eps", Value::Float(0.0))]))
-        .unwrap();
-    assert_eq!(f64s(out.as_tensor().unwrap()), [-1.0, 1.0, -1.0, 1.0]);
-
-    let (kind, msg) = error(F::layer_norm(&x, [3], None, None, 1e-5));
-    assert_eq!(kind, ErrorKind::Runtime);
-    assert!(msg.contains("expected input with shape [*, 3], but got input of size [2, 2]"), "{msg}");
-    assert_eq!(error(F::layer_norm(&x, [1, 2, 2], None, None, 1e-5)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::layer_norm(&x, [2], Some(&t64([1.0; 3], &[3])), None, 1e-5)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::layer_norm(&x, [2], None, Some(&t32([1.0; 2], &[2])), 1e-5)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::layer_norm(&ints([1, 2], &[2]), [2], None, None, 1e-5)).0, ErrorKind::Runtime);
-}
-
-#[test]
-fn embedding_looks_up_rows() {
-    let weight = t32([0.0, 0.5, 1.0, 1.5, 2.0, 2.5], &[3, 2]);
-    let idx = ints([2, 0, 1, 2], &[2, 2]);
-    let out = F::embedding(&idx, &weight, None, None, 2.0, false, false).unwrap();
-    assert_eq!(out.shape().unwrap(), [2, 2, 2]);
-    assert_eq!(f32s(&out), [2.0, 2.5, 0.0, 0.5, 1.0, 1.5, 2.0, 2.5]);
-    let small = Tensor::from_vec(vec![1i32], Vec::<usize>::new()).unwrap();
-    assert_eq!(f32s(&F::embedding(&small, &weight, Some(-1), None, 2.0, false, false).unwrap()), [1.0, 1.5]);
-
-    for bad in [3, -1] {
-        let (kind, msg) = error(F::embedding(&ints([0, bad], &[2]), &weight, None, None, 2.0, false, false));
-        assert_eq!(kind, ErrorKind::Index);
-        assert!(msg.contains(&format!("index {bad} is out of range")), "{msg}");
-    }
-    assert_eq!(error(F::embedding(&t32([0.0], &[1]), &weight, None, None, 2.0, false, false)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::embedding(&idx, &t32([0.0; 3], &[3]), None, None, 2.0, false, false)).0, ErrorKind::Runtime);
-    assert_eq!(error(F::embedding(&idx, &weight, Some(3), None, 2.0, false, false)).0, ErrorKind::Value);
-    assert_eq!(error(F::embedding(&idx, &weight, None, Some(1.0), 2.0, false, false)).0, ErrorKind::NotImplemented);
-}
-
-#[test]
-fn dropout_is_the_identity_outside_training_and_honest_inside() {
-    let x = t32([1.0, f32::NAN, -2.0], &[3]);
-    let same = F::dropout(&x, 0.5, false, false).unwrap();
-    assert_eq!(same.data_ptr().unwrap(), x.data_ptr().unwrap(), "the input itself, not a copy");
-    assert_eq!(F::dropout(&x, 0.0, true, false).unwrap().data_ptr().unwrap(), x.data_ptr().unwrap());
-    // p = 1 multiplies by zero: NaN stays NaN.
-    let zeroed = f32s(&F::dropout(&x, 1.0, true, false).unwrap());
-    assert_eq!(zeroed[0], 0.0);
-    assert!(zeroed[1].is_nan());
-    assert_eq!(zeroed[2], 0.0);
-
-    let (kind, msg) = error(F::dropout(&x, 0.5, true, false));
-    assert_eq!(kind, ErrorKind::NotImplemented);
-    assert!(msg.contains("needs a random number generator"), "{msg}");
-    for p in [-0.1, 1.5, f64::NAN] {
-        let (kind, msg) = error(F::dropout(&x, p, false, false));
-        assert_eq!(kind, ErrorKind::Value);
-        assert!(msg.contains("dropout probability has to be between 0 and 1"), "{msg}");
-    }
-    assert_eq!(error(F::dropout(&x, 1.0, true, true)).0, ErrorKind::NotImplemented);
-    // By name, PyTorch's defaults: p=0.5, training=True.
-    assert_eq!(error(F::DROPOUT.call(&[x.into()], &Kwargs::new())).0, ErrorKind::NotImplemented);
 }
 
 // ---- losses ---------------------------------------------------------------------------------
@@ -581,7 +436,7 @@ fn no_bad_input_panics() {
             for &sb in &shapes {
                 let a = torchfn::ones(sa, dtype).unwrap();
                 let b = torchfn::ones(sb, dtype).unwrap();
-                let calls: [Result<Tensor>; 21] = [
+                let calls: [Result<Tensor>; 25] = [
                     torchfn::bmm(&a, &b),
                     torchfn::mv(&a, &b),
                     torchfn::dot(&a, &b),
@@ -592,7 +447,7 @@ fn no_bad_input_panics() {
                     F::gelu(&a, "tanh"),
                     F::silu(&a, false),
                     F::linear(&a, &b, Some(&b)),
-                    F::layer_norm(&a, sb.to_vec(), Some(&b), None, 1e-5),
+                    F::layer_norm(&a, torchfn::Shape::from(sb), Some(&b), None, 1e-5),
                     F::embedding(&a, &b, None, None, 2.0, false, false),
                     F::dropout(&a, 1.0, true, false),
                     F::cross_entropy(&a, &b, Some(&b), None, -100, None, "mean", 0.1),
@@ -603,10 +458,15 @@ fn no_bad_input_panics() {
                     F::max_pool2d(&a, 2, None, 1, 1, true, false),
                     F::max_pool2d(&a, [3, 1], Dims::from(2), 0, 1, false, false),
                     F::max_pool2d_with_indices(&a, 1, None, 0, 1, true).map(|(v, _)| v),
+                    F::dropout(&a, 0.5, true, false),
+                    // The in-place ones last: they change `a` and `b`.
+                    F::embedding(&a, &b, None, Some(1.0), 2.0, false, false),
+                    F::relu(&a, true),
+                    F::dropout(&a, 0.25, true, true),
                 ];
                 outcomes += calls.len();
             }
         }
     }
-    assert_eq!(outcomes, 5 * 7 * 7 * 21);
+    assert_eq!(outcomes, 5 * 7 * 7 * 25);
 }

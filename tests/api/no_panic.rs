@@ -169,8 +169,7 @@ impl Run {
         }
     }
 
-    /// Calls every function; the places where calls panicked, each with its calls, except the
-    /// [`KNOWN`] ones (printed to stderr).
+    /// Calls every function; the places where calls panicked, each with its calls.
     fn go(&self) -> Vec<String> {
         quiet_panics();
         let funcs = functions();
@@ -182,13 +181,7 @@ impl Run {
                 self.fuzz(func, &mut found);
             }
         }
-        let (known, new): (Vec<_>, Vec<_>) = found.iter().partition(|(place, p)| {
-            KNOWN.iter().any(|(file, message)| place.contains(file) && p.message.contains(message))
-        });
-        for (place, p) in known {
-            eprintln!("known panic, not yet fixed:\n{}\n", report(place, p));
-        }
-        new.into_iter().map(|(place, p)| report(place, p)).collect()
+        found.iter().map(|(place, p)| report(place, p)).collect()
     }
 
     /// Calls `func` with random arguments, recording the panics in `found`.
@@ -234,21 +227,6 @@ impl Run {
         }
     }
 }
-
-/// Panics known to be left, each as its file and a part of its message, with a reproducer:
-/// their fixes belong in the CPU kernels and the reductions, which were being changed elsewhere
-/// when this test was written. The test prints them and passes; delete an entry once its panic
-/// is fixed, so that it cannot come back. Any other panic fails the test.
-const KNOWN: [(&str, &str); 2] = [
-    // ndarray's debug assertion in `mapv`/`to_owned` (`cpu::read_as`, `cpu::convert`, `cpu::unary`)
-    // on an empty view of a non-empty storage with strides that are not contiguous ones:
-    // `torchfn::ceil(&torchfn::tensor([[1i64, 2]])?.narrow(0, 0, 0)?)`. `cpu::read` gives such
-    // views to ndarray; it could give the gathered (standard-layout) copy when `numel() == 0`.
-    ("runtime/src/cpu/mod.rs", "can_index_slice"),
-    // `unreachable!` in `cumulative`: `torchfn::cumsum(&torchfn::tensor([1i64])?, 0, Some(DType::Bool))`
-    // (PyTorch gives int64 sums, or refuses the dtype).
-    ("runtime/src/ops/reduction.rs", "sums accumulate in int64"),
-];
 
 /// How a traced call starts its line.
 const CALL: &str = "call: ";

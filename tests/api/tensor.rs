@@ -218,6 +218,29 @@ fn matrix_products_cover_every_shape_case() {
 }
 
 #[test]
+fn large_matrix_products_match_a_plain_triple_loop() {
+    // Sizes that take the blocked, threaded kernels, with a transposed left operand and a
+    // broadcast batch, in both float dtypes; integer entries keep every sum exact.
+    let (m, k, n) = (67, 300, 129);
+    let entries = |len: usize, seed: usize| (0..len).map(|i| ((i * 7 + seed) % 11) as f64 - 5.0).collect::<Vec<_>>();
+    let (a, b) = (entries(k * m, 1), entries(k * n, 2));
+    let mut expect = vec![0.0; m * n];
+    for i in 0..m {
+        for j in 0..n {
+            expect[i * n + j] = (0..k).map(|p| a[p * m + i] * b[p * n + j]).sum();
+        }
+    }
+    let at = Tensor::from_vec(a, [k, m]).unwrap().t().unwrap(); // m x k, column-major
+    let bt = Tensor::from_vec(b, [k, n]).unwrap();
+    let product = torchfn::matmul(&at, &bt).unwrap();
+    assert_eq!(product.to_vec::<f64>().unwrap(), expect);
+    let (a32, b32) = (at.to(DType::Float32, false, false).unwrap(), bt.to(DType::Float32, false, false).unwrap());
+    let batched = torchfn::matmul(&a32.unsqueeze(0).unwrap().expand([3, m as i64, k as i64]).unwrap(), &b32).unwrap();
+    let got = batched.to_vec::<f32>().unwrap();
+    assert!(got.chunks(m * n).all(|c| c.iter().zip(&expect).all(|(&x, &y)| f64::from(x) == y)));
+}
+
+#[test]
 fn matrix_product_errors_show_the_shapes() {
     let a = torchfn::ones([2, 3], DType::Float32).unwrap();
     assert_eq!(

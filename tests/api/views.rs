@@ -389,3 +389,25 @@ fn reductions_take_dim_0_and_minus_1_of_a_zero_dimensional_tensor() {
     assert_eq!(kind(torchfn::sum_dim(&x, 1, false)), ErrorKind::Index);
     assert_eq!(kind(torchfn::sum_dim(&x, [0, -1], false)), ErrorKind::Runtime);
 }
+
+#[test]
+fn empty_views_with_any_strides_go_through_every_kernel() {
+    // Found by tests/api/no_panic.rs: ndarray's debug checks refused an empty view of a
+    // non-empty storage with strides that are not standard ones.
+    let empty = torchfn::tensor([[1i64, 2]]).unwrap().narrow(0, 0, 0).unwrap();
+    assert_eq!(torchfn::ceil(&empty).unwrap().shape().unwrap(), [0, 2]);
+    assert_eq!(torchfn::neg(&empty.t().unwrap()).unwrap().shape().unwrap(), [2, 0]);
+    assert_eq!(empty.to(DType::Float32, false, false).unwrap().to_vec::<f32>().unwrap(), [] as [f32; 0]);
+}
+
+#[test]
+fn cumulative_ops_into_bool_run_on_the_input_as_bools() {
+    // Found by tests/api/no_panic.rs (it was an `unreachable!`). PyTorch: a running "or" for
+    // cumsum, a running "and" for cumprod, of the input made bool.
+    let x = torchfn::tensor([2i64, -2, 0, 3]).unwrap();
+    let sum = torchfn::cumsum(&x, 0, Some(DType::Bool)).unwrap();
+    assert_eq!(sum.dtype().unwrap(), DType::Bool);
+    assert_eq!(sum.to_vec::<bool>().unwrap(), [true, true, true, true]);
+    let prod = torchfn::cumprod(&x, 0, Some(DType::Bool)).unwrap();
+    assert_eq!(prod.to_vec::<bool>().unwrap(), [true, true, false, false]);
+}

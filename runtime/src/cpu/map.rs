@@ -77,6 +77,24 @@ pub(crate) fn map2<T: Element, U: Element>(
     });
 }
 
+/// `out[i] = f(out[i])`.
+pub(crate) fn map1_in_place<T: Element>(out: &mut [T], f: impl Fn(T) -> T + Sync) {
+    chunked(out, |_, out| out.iter_mut().for_each(|o| *o = f(*o)));
+}
+
+/// `out[i] = f(out[i], b[i])`; a slice `b` has `out`'s length.
+pub(crate) fn map2_in_place<T: Element>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T + Sync) {
+    chunked(out, |start, out| match b.part(start, out.len()) {
+        Operand::Slice(b) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(*o, q)),
+        Operand::Repeat(q) => out.iter_mut().for_each(|o| *o = f(*o, q)),
+    });
+}
+
+/// Copies `x` into `out`, of the same length.
+pub(crate) fn copy<T: Element>(x: &[T], out: &mut [T]) {
+    chunked(out, |start, out| out.copy_from_slice(&x[start..start + out.len()]));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -93,5 +111,11 @@ mod tests {
         let mut halves = vec![0.0f64; n];
         map1(&x, &mut halves, |v| v as f64 / 2.0);
         assert_eq!(halves[n - 1], (n - 1) as f64 / 2.0);
+        map1_in_place(&mut halves, |v| v * 2.0);
+        map2_in_place(&mut halves, Operand::Repeat(1.0), |p, q| p + q);
+        assert!(halves.iter().enumerate().all(|(i, &v)| v == i as f64 + 1.0));
+        let mut copied = vec![0i64; n];
+        copy(&x, &mut copied);
+        assert_eq!(copied, x);
     }
 }

@@ -16,13 +16,13 @@ use smallvec::SmallVec;
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, with_dtype};
 
-pub(crate) use elementwise::{Float, Signed, select};
+pub(crate) use elementwise::{Float, Signed, erfc, select};
 pub(crate) use indexing::{concat, flip, gather, index_select, roll, triangle};
 pub(crate) use map::output;
-use map::{Operand, map1, map2};
+use map::{Operand, map1, map1_in_place, map2, map2_in_place};
 pub(crate) use number::Number;
 pub(crate) use random::{Distribution, sample};
-pub(crate) use reduce::{reduce, scan};
+pub(crate) use reduce::{fold, reduce, scan, sum_f64};
 pub(crate) use window::{Window, conv2d, max_pool2d, with_elements};
 pub(crate) use write::assign;
 
@@ -32,6 +32,11 @@ pub(crate) fn read<T: Element, R>(dense: &Dense, f: impl FnOnce(ArrayViewD<'_, T
     let buffer = dense.storage.read();
     let data = buffer.as_slice::<T>().expect("a dense tensor's dtype is its storage's");
     let layout = &dense.layout;
+    // An empty view is given in standard layout: ndarray's `mapv` and `to_owned` assume
+    // (in debug builds) that an empty view with other strides could index its slice.
+    if layout.numel() == 0 {
+        return f(gathered(data, layout).view());
+    }
     // A stride-0 (expanded) dimension of two or more elements makes the view overlap, which
     // ndarray 0.16.0 refuses (0.16.1 accepts it for read-only views): such a dimension is viewed
     // with size one, then broadcast back. The dimensions left address distinct elements, as in
@@ -163,18 +168,108 @@ pub(crate) fn unary<T: Element, U: Element>(dense: &Dense, f: impl Fn(T) -> U + 
 /// repeated when it has a single element, its contiguous elements when it has `shape` and
 /// dtype `T`, `None` otherwise.
 fn with_operand<T: Element, R>(dense: &Dense, shape: &Shape, f: impl FnOnce(Option<Operand<'_, T>>) -> R) -> R {
-    if dense.layout.numel() == 1 {
-        let value = with_dtype!(dense.dtype, S => read(dense, |v: ArrayViewD<'_, S>| v.iter().next().map(|&x| cast::<S, T>(x))));
+    // Never waits for the lock: a caller may hold another storage's (see `binary_to`).
+    let Some(buffer) = dense.storage.try_read() else { return f(None) };
+    let (offset, n) = (dense.layout.offset, dense.layout.numel());
+    if n == 1 {
+        let value =
+            with_dtype!(dense.dtype, S => buffer.as_slice::<S>().and_then(|d| d.get(offset)).map(|&x| cast::<S, T>(x)));
         return f(value.map(Operand::Repeat));
     }
     if dense.dtype != T::DTYPE || dense.layout.shape != *shape || !dense.layout.is_contiguous() {
         return f(None);
     }
-    let buffer = dense.storage.read();
-    let slice = buffer
-        .as_slice::<T>()
-        .and_then(|data| data.get(dense.layout.offset..dense.layout.offset + dense.layout.numel()));
-    f(slice.map(Operand::Slice))
+    f(buffer.as_slice::<T>().and_then(|data| data.get(offset..offset + n)).map(Operand::Slice))
+}
+
+/// The elements `out` covers, locked for writing, when it is a contiguous tensor of dtype `T`
+/// and `shape`, and no one else holds its storage's lock; `None` otherwise.
+fn writable<'a, T: Element>(out: &'a Dense, shape: &Shape) -> Option<impl std::ops::DerefMut<Target = [T]> + 'a> {
+    if out.dtype != T::DTYPE || out.layout.shape != *shape || !out.layout.is_contiguous() {
+        return None;
+    }
+    let range = out.layout.offset..out.layout.offset + out.layout.numel();
+    let guard = out.storage.try_write()?;
+    parking_lot::RwLockWriteGuard::try_map(guard, |buffer| buffer.as_mut_slice::<T>()?.get_mut(range)).ok()
+}
+
+/// True when `a` and `b` are views of one storage.
+fn shares(a: &Dense, b: &Dense) -> bool {
+    std::sync::Arc::ptr_eq(&a.storage, &b.storage)
+}
+
+/// As [`unary`], written into `out` when it can be: `out` contiguous, of dtype `U` and `x`'s
+/// shape, and either `x` itself (same storage, layout and dtype, as an in-place operation's
+/// `self`) or a storage `x` does not share. Returns `out` when it was written, a new tensor otherwise.
+pub(crate) fn unary_to<T: Element, U: Element>(x: &Dense, out: Option<&Dense>, f: impl Fn(T) -> U + Sync) -> Dense {
+    let shape = &x.layout.shape;
+    let written = out.is_some_and(|out| {
+        if shares(x, out) {
+            x.layout == out.layout
+                && (x.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
+                && writable::<T>(out, shape).is_some_and(|mut o| {
+                    map1_in_place(&mut o, |v| cast::<U, T>(f(v)));
+                    true
+                })
+        } else {
+            with_operand(x, shape, |operand: Option<Operand<'_, T>>| match (operand, writable::<U>(out, shape)) {
+                (Some(Operand::Slice(x)), Some(mut o)) => {
+                    map1(x, &mut o, &f);
+                    true
+                }
+                (Some(Operand::Repeat(v)), Some(mut o)) => {
+                    o.fill(f(v));
+                    true
+                }
+                _ => false,
+            })
+        }
+    });
+    match out {
+        Some(out) if written => out.clone(),
+        _ => unary(x, f),
+    }
+}
+
+/// As [`binary`], written into `out` when it can be: `out` contiguous, of dtype `U` and
+/// `shape`, and either `a` itself (same storage, layout and dtype, as an in-place operation's
+/// `self`) while `b` is elsewhere, or a storage neither operand shares. Returns `out` when it was
+/// written, a new tensor otherwise. Locks are only tried while another is held, so two threads
+/// writing into each other's operands fall back instead of deadlocking.
+pub(crate) fn binary_to<T: Element, U: Element>(
+    a: &Dense,
+    b: &Dense,
+    shape: &Shape,
+    out: Option<&Dense>,
+    f: impl Fn(T, T) -> U + Sync,
+) -> Result<Dense> {
+    let written = out.is_some_and(|out| {
+        if shares(b, out) {
+            false
+        } else if shares(a, out) {
+            a.layout == out.layout
+                && (a.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
+                && writable::<T>(out, shape).is_some_and(|mut o| {
+                    with_operand(b, shape, |y: Option<Operand<'_, T>>| {
+                        y.map(|y| map2_in_place(&mut o, y, |p, q| cast::<U, T>(f(p, q)))).is_some()
+                    })
+                })
+        } else {
+            with_operand(a, shape, |x| {
+                with_operand(b, shape, |y| match (x, y, writable::<U>(out, shape)) {
+                    (Some(x), Some(y), Some(mut o)) => {
+                        map2(x, y, &mut o, &f);
+                        true
+                    }
+                    _ => false,
+                })
+            })
+        }
+    });
+    match out {
+        Some(out) if written => Ok(out.clone()),
+        _ => binary(a, b, shape, f),
+    }
 }
 
 /// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`. Operands of
@@ -247,6 +342,22 @@ pub(crate) fn matmul<T: Number>(a: &Dense, b: &Dense, batch: &Shape) -> Result<D
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn results_go_straight_into_outputs_that_allow_it() {
+        let dense = |v: Vec<f32>| Dense::from_vec(v, Shape::from([3]));
+        let (a, b, out) = (dense(vec![1.0, 2.0, 3.0]), dense(vec![10.0; 3]), dense(vec![0.0; 3]));
+        let shape = Shape::from([3]);
+        let into =
+            |x: &Dense, y: &Dense, o: &Dense| binary_to::<f32, f32>(x, y, &shape, Some(o), |p, q| p + q).unwrap();
+        assert!(shares(&into(&a, &b, &out), &out), "a separate output");
+        assert!(shares(&into(&a, &b, &a), &a), "the first operand, in place");
+        assert!(!shares(&into(&a, &b, &b), &b), "the second operand: a new tensor");
+        assert!(shares(&unary_to::<f32, f32>(&a, Some(&a), |v| v * 2.0), &a));
+        assert!(!shares(&unary_to::<f32, f64>(&a, Some(&a), f64::from), &a), "another dtype");
+        let _held = out.storage.read();
+        assert!(!shares(&into(&a, &b, &out), &out), "a locked output is not waited for");
+    }
 
     /// `0..n` as int64, viewed through `shape`, `strides` and `offset`.
     fn viewed(n: i64, shape: &[usize], strides: &[usize], offset: usize) -> Dense {

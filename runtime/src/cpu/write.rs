@@ -5,7 +5,8 @@ use ndarray::{ArrayViewD, ArrayViewMutD, IxDyn, ShapeBuilder};
 use crate::error::{Error, Result};
 use crate::tensor::{Dense, with_dtype};
 
-use super::{alloc, read_as};
+use super::map::{Operand, copy};
+use super::{alloc, read_as, shares, with_operand, writable};
 
 /// Writes the elements of `src` (of `dst`'s shape, any dtype) into `dst`'s elements, converting
 /// them to `dst`'s dtype. `src` is read completely before `dst` is locked, so the two may share
@@ -17,6 +18,9 @@ pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
     let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
     if expanded && layout.numel() > 0 {
         return Err(overlapping(func));
+    }
+    if copied(dst, src) {
+        return Ok(());
     }
     with_dtype!(dst.dtype, T => {
         let values: Vec<T> = read_as(src, |v: ArrayViewD<'_, T>| -> Result<Vec<T>> {
@@ -42,4 +46,19 @@ fn overlapping(func: &str) -> Error {
         "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single memory \
          location"
     ))
+}
+
+/// Copies `src` into `dst` in one parallel pass when both are contiguous, of one dtype, in
+/// different storages (or `src` has one element); false, changing nothing, otherwise.
+fn copied(dst: &Dense, src: &Dense) -> bool {
+    let shape = &dst.layout.shape;
+    !shares(dst, src)
+        && with_dtype!(dst.dtype, T => with_operand(src, shape, |x: Option<Operand<'_, T>>| {
+            match (x, writable::<T>(dst, shape)) {
+                (Some(Operand::Slice(x)), Some(mut out)) => copy(x, &mut out),
+                (Some(Operand::Repeat(v)), Some(mut out)) => out.fill(v),
+                _ => return false,
+            }
+            true
+        }))
 }

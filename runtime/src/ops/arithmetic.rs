@@ -38,9 +38,17 @@ fn rounding(func: &str, mode: Option<&str>) -> Result<Option<Rounding>> {
 }
 
 /// The body shared by every binary arithmetic function, method and operator: `a op b`, where
-/// `a` is named `a_name` in error messages.
-fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+/// `a` is named `a_name` in error messages, computed straight into `out` when the kernels can
+/// (see [`cpu::binary_to`]).
+fn arithmetic(
+    func: &str,
+    op: Op,
+    (a_name, a): (&str, &Tensor),
+    (b_name, b): (&str, &Tensor),
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let out = out.map(|t| t.data(func, "out")).transpose()?;
     let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
     let dense = match op {
@@ -62,24 +70,24 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
             with_dtype!(common, T => {
                 let alpha = T::from_scalar(alpha);
                 if subtract {
-                    cpu::binary::<T, T>(x, y, &shape, |p, q| p.sub(alpha.mul(q)))?
+                    cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.sub(alpha.mul(q)))?
                 } else {
-                    cpu::binary::<T, T>(x, y, &shape, |p, q| p.add(alpha.mul(q)))?
+                    cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.add(alpha.mul(q)))?
                 }
             }, bool => {
                 let alpha = alpha.to_i64() != 0;
-                cpu::binary::<bool, bool>(x, y, &shape, |p, q| p || (alpha && q))?
+                cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| p || (alpha && q))?
             })
         }
-        Op::Mul => with_dtype!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| p.mul(q))?,
-            bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| p && q)?),
-        Op::Extreme(larger) => with_dtype!(common, T => cpu::binary::<T, T>(x, y, &shape, |p, q| {
+        Op::Mul => with_dtype!(common, T => cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.mul(q))?,
+            bool => cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| p && q)?),
+        Op::Extreme(larger) => with_dtype!(common, T => cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| {
             let nan = |v: T| v.to_f64().is_nan();
             if nan(p) || nan(q) { T::from_f64(f64::NAN) } else if (p > q) == larger { p } else { q }
-        })?, bool => cpu::binary::<bool, bool>(x, y, &shape, |p, q| if larger { p || q } else { p && q })?),
+        })?, bool => cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| if larger { p || q } else { p && q })?),
         Op::Div(None) => match common {
-            DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, |p, q| p / q)?,
-            _ => cpu::binary::<f32, f32>(x, y, &shape, |p, q| p / q)?,
+            DType::Float64 => cpu::binary_to::<f64, f64>(x, y, &shape, out, |p, q| p / q)?,
+            _ => cpu::binary_to::<f32, f32>(x, y, &shape, out, |p, q| p / q)?,
         },
         Op::Div(Some(mode)) => {
             let divide = |dtype: DType| -> Result<_> {
@@ -92,7 +100,7 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
                         Rounding::Floor => Number::div_floor(p, q),
                     }
                     .unwrap_or_default();
-                    cpu::binary::<T, T>(x, y, &shape, rounded)
+                    cpu::binary_to::<T, T>(x, y, &shape, out, rounded)
                 }, bool => unreachable!("bool division is promoted to int64"))
             };
             divide(if common == DType::Bool { DType::Int64 } else { common })?
@@ -103,12 +111,12 @@ fn arithmetic(func: &str, op: Op, (a_name, a): (&str, &Tensor), (b_name, b): (&s
 
 /// `target op= other`: the operation, written back into `target`.
 fn in_place(func: &str, op: Op, target: &Tensor, other: &Tensor) -> Result<Tensor> {
-    write_into(func, target, arithmetic(func, op, ("self", target), ("other", other))?)
+    write_into(func, target, arithmetic(func, op, ("self", target), ("other", other), Some(target))?)
 }
 
 /// `input op other` written into `out` (PyTorch's `out=`), which must have the result's shape.
 fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    write_into(func, out, arithmetic(func, op, ("input", input), ("other", other))?)
+    write_into(func, out, arithmetic(func, op, ("input", input), ("other", other), Some(out))?)
 }
 
 /// `-a`.
@@ -137,13 +145,13 @@ fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn add(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-    arithmetic("add", Op::Add(alpha.into()), ("input", input), ("other", other))
+    arithmetic("add", Op::Add(alpha.into()), ("input", input), ("other", other), None)
 }
 
 /// `input - alpha * other`, broadcasting the two (`torch.sub`). Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn sub(input: &Tensor, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-    arithmetic("sub", Op::Sub(alpha.into()), ("input", input), ("other", other))
+    arithmetic("sub", Op::Sub(alpha.into()), ("input", input), ("other", other), None)
 }
 
 /// `input + alpha * other` written into `out` (`torch.add(input, other, alpha=alpha, out=out)`),
@@ -179,7 +187,7 @@ pub fn div_out(
 /// `input * other`, broadcasting the two (`torch.mul`); logical and for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn mul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    arithmetic("mul", Op::Mul, ("input", input), ("other", other))
+    arithmetic("mul", Op::Mul, ("input", input), ("other", other), None)
 }
 
 /// `input / other` (`torch.div`). Without `rounding_mode` the division is true division and
@@ -187,19 +195,19 @@ pub fn mul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// negative infinity, keeping integer dtypes (integer division by zero is an error).
 #[torch_function(module = "torchfn")]
 pub fn div(input: &Tensor, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
-    arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("input", input), ("other", other))
+    arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("input", input), ("other", other), None)
 }
 
 /// The elementwise larger of `input` and `other`, broadcast; NaN propagates (`torch.maximum`).
 #[torch_function(module = "torchfn")]
 pub fn maximum(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    arithmetic("maximum", Op::Extreme(true), ("input", input), ("other", other))
+    arithmetic("maximum", Op::Extreme(true), ("input", input), ("other", other), None)
 }
 
 /// The elementwise smaller of `input` and `other`, broadcast; NaN propagates (`torch.minimum`).
 #[torch_function(module = "torchfn")]
 pub fn minimum(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    arithmetic("minimum", Op::Extreme(false), ("input", input), ("other", other))
+    arithmetic("minimum", Op::Extreme(false), ("input", input), ("other", other), None)
 }
 
 /// `-input` (`torch.neg`). Not defined for bool tensors.
@@ -212,37 +220,37 @@ impl Tensor {
     /// `self + alpha * other`: the method form of [`add`](crate::add()).
     #[torch_function]
     pub fn add(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-        arithmetic("add", Op::Add(alpha.into()), ("self", self), ("other", other))
+        arithmetic("add", Op::Add(alpha.into()), ("self", self), ("other", other), None)
     }
 
     /// `self - alpha * other`: the method form of [`sub`](crate::sub()).
     #[torch_function]
     pub fn sub(&self, other: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
-        arithmetic("sub", Op::Sub(alpha.into()), ("self", self), ("other", other))
+        arithmetic("sub", Op::Sub(alpha.into()), ("self", self), ("other", other), None)
     }
 
     /// `self * other`: the method form of [`mul`](crate::mul()).
     #[torch_function]
     pub fn mul(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("mul", Op::Mul, ("self", self), ("other", other))
+        arithmetic("mul", Op::Mul, ("self", self), ("other", other), None)
     }
 
     /// `self / other`: the method form of [`div`](crate::div()).
     #[torch_function]
     pub fn div(&self, other: &Tensor, #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
-        arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("self", self), ("other", other))
+        arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("self", self), ("other", other), None)
     }
 
     /// The elementwise larger: the method form of [`maximum`](crate::maximum()).
     #[torch_function]
     pub fn maximum(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("maximum", Op::Extreme(true), ("self", self), ("other", other))
+        arithmetic("maximum", Op::Extreme(true), ("self", self), ("other", other), None)
     }
 
     /// The elementwise smaller: the method form of [`minimum`](crate::minimum()).
     #[torch_function]
     pub fn minimum(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("minimum", Op::Extreme(false), ("self", self), ("other", other))
+        arithmetic("minimum", Op::Extreme(false), ("self", self), ("other", other), None)
     }
 
     /// `-self`: the method form of [`neg`](crate::neg()).
@@ -317,49 +325,49 @@ impl Tensor {
     /// The `+` operator (`self + other`).
     #[torch_function]
     pub fn __add__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__add__", Op::Add(Scalar::Int(1)), ("self", self), ("other", other))
+        arithmetic("__add__", Op::Add(Scalar::Int(1)), ("self", self), ("other", other), None)
     }
 
     /// The reflected `+` operator (`other + self`), used when the left operand is a number.
     #[torch_function]
     pub fn __radd__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__radd__", Op::Add(Scalar::Int(1)), ("other", other), ("self", self))
+        arithmetic("__radd__", Op::Add(Scalar::Int(1)), ("other", other), ("self", self), None)
     }
 
     /// The `-` operator (`self - other`).
     #[torch_function]
     pub fn __sub__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__sub__", Op::Sub(Scalar::Int(1)), ("self", self), ("other", other))
+        arithmetic("__sub__", Op::Sub(Scalar::Int(1)), ("self", self), ("other", other), None)
     }
 
     /// The reflected `-` operator (`other - self`).
     #[torch_function]
     pub fn __rsub__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__rsub__", Op::Sub(Scalar::Int(1)), ("other", other), ("self", self))
+        arithmetic("__rsub__", Op::Sub(Scalar::Int(1)), ("other", other), ("self", self), None)
     }
 
     /// The `*` operator (`self * other`).
     #[torch_function]
     pub fn __mul__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__mul__", Op::Mul, ("self", self), ("other", other))
+        arithmetic("__mul__", Op::Mul, ("self", self), ("other", other), None)
     }
 
     /// The reflected `*` operator (`other * self`).
     #[torch_function]
     pub fn __rmul__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__rmul__", Op::Mul, ("other", other), ("self", self))
+        arithmetic("__rmul__", Op::Mul, ("other", other), ("self", self), None)
     }
 
     /// The `/` operator (`self / other`, true division).
     #[torch_function]
     pub fn __truediv__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__truediv__", Op::Div(None), ("self", self), ("other", other))
+        arithmetic("__truediv__", Op::Div(None), ("self", self), ("other", other), None)
     }
 
     /// The reflected `/` operator (`other / self`).
     #[torch_function]
     pub fn __rtruediv__(&self, other: &Tensor) -> Result<Tensor> {
-        arithmetic("__rtruediv__", Op::Div(None), ("other", other), ("self", self))
+        arithmetic("__rtruediv__", Op::Div(None), ("other", other), ("self", self), None)
     }
 
     /// The unary `-` operator.

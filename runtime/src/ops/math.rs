@@ -64,11 +64,23 @@ impl FloatOp {
 }
 
 /// `op` on each element, in the input's float dtype or the default float dtype.
-pub(super) fn float_unary(func: &str, op: FloatOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn float_unary(func: &str, op: FloatOp, input: (&str, &Tensor)) -> Result<Tensor> {
+    float_unary_to(func, op, input, None)
+}
+
+/// As [`float_unary`], computed straight into `out` when the kernels can (see
+/// [`cpu::unary_to`]).
+pub(super) fn float_unary_to(
+    func: &str,
+    op: FloatOp,
+    (name, t): (&str, &Tensor),
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let x = t.data(func, name)?;
+    let out = out.map(|t| t.data(func, "out")).transpose()?;
     let dense = match float_dtype(x.dtype) {
-        DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
-        _ => cpu::unary::<f32, f32>(x, |v| op.apply(v)),
+        DType::Float64 => cpu::unary_to::<f64, f64>(x, out, |v| op.apply(v)),
+        _ => cpu::unary_to::<f32, f32>(x, out, |v| op.apply(v)),
     };
     Ok(Tensor::from_dense(dense))
 }
@@ -455,19 +467,19 @@ pub(super) fn positive(shape: &[usize]) -> Value {
 
 crate::samples! {
     ABS => [sample([f32s(&[2, 3])]), sample([i64s(&[4])])],
-    EXP => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
-    LOG => [sample([positive(&[2, 3])])],
-    LOG1P => [sample([positive(&[2, 3])])],
-    EXPM1 => [sample([f32s(&[2, 3])])],
-    SQRT => [sample([positive(&[2, 3])])],
-    RSQRT => [sample([positive(&[4])])],
-    SIN => [sample([f32s(&[2, 3])])],
-    COS => [sample([f32s(&[2, 3])])],
-    TAN => [sample([f32s(&[4])])],
-    TANH => [sample([f32s(&[2, 3])])],
-    SIGMOID => [sample([f32s(&[2, 3])]), sample([bools(&[3])])],
-    ERF => [sample([f32s(&[2, 3])])],
-    RECIPROCAL => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    EXP => [sample([f32s(&[2, 3])]), sample([i64s(&[3])]), sample([f32s(&[3])]).kw("out", f32s(&[3]))],
+    LOG => [sample([positive(&[2, 3])]), sample([positive(&[2, 3])]).kw("out", positive(&[2, 3]))],
+    LOG1P => [sample([positive(&[2, 3])]), sample([positive(&[2, 3])]).kw("out", positive(&[2, 3]))],
+    EXPM1 => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    SQRT => [sample([positive(&[2, 3])]), sample([positive(&[2, 3])]).kw("out", positive(&[2, 3]))],
+    RSQRT => [sample([positive(&[4])]), sample([positive(&[4])]).kw("out", positive(&[4]))],
+    SIN => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    COS => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    TAN => [sample([f32s(&[4])]), sample([f32s(&[4])]).kw("out", f32s(&[4]))],
+    TANH => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    SIGMOID => [sample([f32s(&[2, 3])]), sample([bools(&[3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    ERF => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
+    RECIPROCAL => [sample([f32s(&[2, 3])]), sample([i64s(&[3])]), sample([f32s(&[2, 3])]).kw("out", f32s(&[2, 3]))],
     CEIL => [sample([f32s(&[2, 3])])],
     FLOOR => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
     ROUND => [sample([f32s(&[2, 3])]), sample([f32s(&[4])]).kw("decimals", 1)],

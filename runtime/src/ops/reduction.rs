@@ -34,15 +34,20 @@ fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
 
 /// Sums (`product` false) or multiplies each lane in `dtype`.
 fn fold(x: &Dense, dims: &[usize], keepdim: bool, dtype: DType, product: bool) -> Dense {
-    with_dtype!(dtype, T => cpu::reduce::<T, T>(x, dims, keepdim, |lane| {
-        if product {
-            lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b))
-        } else if T::DTYPE.is_floating_point() {
-            T::from_f64(lane.iter().map(|v| v.to_f64()).sum())
-        } else {
-            lane.iter().fold(T::default(), |a, &b| a.add(b))
-        }
-    }), bool => cpu::reduce::<bool, bool>(x, dims, keepdim, |lane| if product { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) }))
+    with_dtype!(dtype, T => {
+        let lane = |lane: &[T]| {
+            if product {
+                lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b))
+            } else if T::DTYPE.is_floating_point() {
+                T::from_f64(cpu::sum_f64(lane))
+            } else {
+                lane.iter().fold(T::default(), |a, &b| a.add(b))
+            }
+        };
+        cpu::fold::<T>(x, dims, keepdim, lane, |a, b| if product { a.mul(b) } else { a.add(b) })
+    }, bool => cpu::fold::<bool>(x, dims, keepdim,
+        |lane| if product { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) },
+        |a, b| if product { a && b } else { a || b }))
 }
 
 fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
@@ -66,7 +71,7 @@ fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: b
         );
     }
     let dense = with_dtype!(dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| {
-        T::from_f64(lane.iter().map(|v| v.to_f64()).sum::<f64>() / lane.len() as f64)
+        T::from_f64(cpu::sum_f64(lane) / lane.len() as f64)
     }), bool => unreachable!("mean is computed in a floating-point dtype"));
     Ok(Tensor::from_dense(dense))
 }
@@ -166,13 +171,21 @@ fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DT
     if x.layout.ndim() == 0 {
         return Ok(Tensor::from_dense(cpu::convert(x, accumulation(x, dtype))));
     }
-    let dense = with_dtype!(accumulation(x, dtype), T => cpu::scan::<T, T>(x, dim, |lane, out| {
-        let mut acc = if product { T::from_i64(1) } else { T::default() };
-        for (o, &v) in out.iter_mut().zip(lane) {
-            acc = if product { acc.mul(v) } else { acc.add(v) };
-            *o = acc;
-        }
-    }), bool => unreachable!("sums accumulate in int64"));
+    // A bool result (`dtype=torch.bool`) is the int64 scan of the input as bools, made bool:
+    // a running "or" for sums, a running "and" for products, as in PyTorch.
+    let scan = |x: &Dense, dtype: DType| {
+        with_dtype!(dtype, T => cpu::scan::<T, T>(x, dim, |lane, out| {
+            let mut acc = if product { T::from_i64(1) } else { T::default() };
+            for (o, &v) in out.iter_mut().zip(lane) {
+                acc = if product { acc.mul(v) } else { acc.add(v) };
+                *o = acc;
+            }
+        }), bool => unreachable!("bool scans run in int64"))
+    };
+    let dense = match accumulation(x, dtype) {
+        DType::Bool => cpu::convert(&scan(&cpu::convert(x, DType::Bool), DType::Int64), DType::Bool),
+        dtype => scan(x, dtype),
+    };
     Ok(Tensor::from_dense(dense))
 }
 

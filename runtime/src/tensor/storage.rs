@@ -132,6 +132,17 @@ impl Storage {
         self.buffer.write()
     }
 
+    /// Exclusive access if no one reads or writes now: kernels that hold other locks take this,
+    /// never wait, and fall back to computing a new tensor when it fails.
+    pub(crate) fn try_write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
+        self.buffer.try_write()
+    }
+
+    /// Shared access if no one writes now (for kernels that hold other locks).
+    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
+        self.buffer.try_read_recursive()
+    }
+
     /// Shared access. Recursive, so one thread may read the same storage twice (`x + x`).
     pub(crate) fn read(&self) -> RwLockReadGuard<'_, Buffer> {
         self.buffer.read_recursive()

@@ -391,7 +391,7 @@ impl Gen {
             6 => Arg::of(Value::DType(self.dtype())),
             7 => Arg::of(Value::Device(Device::Cpu)),
             8 => Arg::new(Value::Generator(Generator::new().manual_seed(self.rng.next())), "Generator::new()"),
-            9 | 10 | 11 => self.tensor(),
+            9..=11 => self.tensor(),
             12 => self.int_list(),
             13 => self.tensor_list(),
             14 => self.index(1),

@@ -3,6 +3,7 @@
 
 use crate::cpu;
 use crate::error::{Result, bail};
+use crate::ops::inplace::write_into;
 use crate::ops::softmax::softmax_along;
 use crate::tensor::{DType, Dense, Element, Tensor, with_dtype};
 use crate::testing::{f32s, i64s, sample};
@@ -23,87 +24,36 @@ fn float_map(func: &str, (name, t): (&str, &Tensor), f: impl Fn(f64) -> f64 + Sy
     Ok(Tensor::from_dense(dense))
 }
 
-/// Refuses `inplace=True`: torchfn tensors cannot be written in place yet.
-pub(super) fn not_in_place(func: &str, inplace: bool) -> Result<()> {
-    if inplace {
-        bail!(
-            NotImplemented,
-            "{func}(): inplace=True is not supported: torchfn has no in-place operations yet; \
-             use the returned tensor (inplace=False)"
-        );
-    }
-    Ok(())
-}
-
-/// The error function, accurate to a few units in the last place of `f64`: its Maclaurin
-/// series below 2, one minus [`erfc`] above.
-fn erf(x: f64) -> f64 {
-    let a = x.abs();
-    if a.is_nan() {
-        return f64::NAN;
-    }
-    let value = if a < 2.0 {
-        // erf(a) = 2/sqrt(pi) * sum_n (-1)^n a^(2n+1) / (n! (2n+1))
-        let (square, mut power, mut sum) = (a * a, a, a);
-        for n in 1..100 {
-            power *= -square / n as f64;
-            let term = power / (2 * n + 1) as f64;
-            sum += term;
-            if term.abs() <= 1e-17 * sum.abs() {
-                break;
-            }
-        }
-        std::f64::consts::FRAC_2_SQRT_PI * sum
-    } else {
-        1.0 - erfc_large(a)
-    };
-    value.copysign(x)
-}
-
-/// `1 - erf(x)` for `x >= 2`, from its continued fraction
-/// `exp(-x^2) / sqrt(pi) / (x + (1/2) / (x + 1 / (x + (3/2) / (x + ...))))`, evaluated from
-/// its sixtieth term back (converged to `f64` precision from 2 on).
-fn erfc_large(x: f64) -> f64 {
-    if x > 27.0 {
-        return 0.0;
-    }
-    let mut tail = x;
-    for k in (1..=60).rev() {
-        tail = x + (k as f64 * 0.5) / tail;
-    }
-    (-x * x).exp() / (std::f64::consts::PI.sqrt() * tail)
-}
-
-/// `1 - erf(x)`, without cancellation for large positive `x`.
-fn erfc(x: f64) -> f64 {
-    if x >= 2.0 {
-        erfc_large(x)
-    } else if x <= -2.0 {
-        2.0 - erfc_large(-x)
-    } else {
-        1.0 - erf(x)
-    }
+/// The result of an operation with an `inplace` flag: `result` itself, or, with
+/// `inplace=True`, `input` after `result` is written into it (through views too, with the cast
+/// rules of in-place operations), as PyTorch returns its argument then.
+pub(super) fn in_place_or_new(func: &str, input: &Tensor, result: Tensor, inplace: bool) -> Result<Tensor> {
+    if inplace { write_into(func, input, result) } else { Ok(result) }
 }
 
 /// The rectified linear unit, `max(input, 0)` elementwise (`torch.nn.functional.relu`), for
 /// floating-point and integer tensors (not bool). NaN stays NaN.
 ///
-/// `inplace=True` is refused (`NotImplementedError`): torchfn has no in-place operations yet.
+/// With `inplace=True` the result is written into `input` (through a view, into its base) and
+/// `input` itself is returned, as in PyTorch.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
 /// let t = torchfn::tensor([-1.5f32, 0.0, 2.0])?;
 /// assert_eq!(F::relu(&t, false)?.to_vec::<f32>()?, [0.0, 0.0, 2.0]);
+/// assert_eq!(t.to_vec::<f32>()?, [-1.5, 0.0, 2.0]);
+/// let same = F::relu(&t, true)?;
+/// assert!(same.is(&t));
+/// assert_eq!(t.to_vec::<f32>()?, [0.0, 0.0, 2.0]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
     let x = input.data("relu", "input")?;
-    not_in_place("relu", inplace)?;
     let dense = with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, |v| {
         if v > T::default() || v.to_f64().is_nan() { v } else { T::default() }
     }), bool => bail!(Runtime, "relu(): boolean inputs are not supported"));
-    Ok(Tensor::from_dense(dense))
+    in_place_or_new("relu", input, Tensor::from_dense(dense), inplace)
 }
 
 /// The Gaussian error linear unit (`torch.nn.functional.gelu`): `x * Φ(x)`, with `Φ` the
@@ -122,7 +72,7 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tensor> {
     match approximate {
-        "none" => float_map("gelu", ("input", input), |x| 0.5 * x * erfc(-x * std::f64::consts::FRAC_1_SQRT_2)),
+        "none" => float_map("gelu", ("input", input), |x| 0.5 * x * cpu::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)),
         "tanh" => float_map("gelu", ("input", input), |x| {
             let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
             0.5 * x * (1.0 + inner.tanh())
@@ -132,7 +82,8 @@ pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tens
 }
 
 /// The sigmoid linear unit, `x * sigmoid(x)` (`torch.nn.functional.silu`, also called swish).
-/// Floating-point tensors only; `inplace=True` is refused (`NotImplementedError`).
+/// Floating-point tensors only. With `inplace=True` the result is written into `input` and
+/// `input` itself is returned.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -144,9 +95,8 @@ pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tens
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    input.data("silu", "input")?;
-    not_in_place("silu", inplace)?;
-    float_map("silu", ("input", input), |x| x / (1.0 + (-x).exp()))
+    let result = float_map("silu", ("input", input), |x| x / (1.0 + (-x).exp()))?;
+    in_place_or_new("silu", input, result, inplace)
 }
 
 /// The dimension PyTorch's softmax family picks when `dim` is `None` (a legacy rule, with a
@@ -192,38 +142,16 @@ pub fn log_softmax(
 }
 
 crate::samples! {
-    RELU => [sample([f32s(&[2, 3])]), sample([i64s(&[4])]).kw("inplace", false)],
+    RELU => [
+        sample([f32s(&[2, 3])]),
+        sample([i64s(&[4])]).kw("inplace", false),
+        sample([f32s(&[3])]).kw("inplace", true),
+    ],
     GELU => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("approximate", "tanh")],
-    SILU => [sample([f32s(&[2, 3])])],
-    SOFTMAX => [sample([f32s(&[2, 3, 2])]).kw("dim", 1), sample([f32s(&[4]), Value::Int(0)]).kw("dtype", DType::Float64)],
+    SILU => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 2]), Value::Bool(true)])],
+    SOFTMAX => [
+        sample([f32s(&[2, 3, 2])]).kw("dim", 1),
+        sample([f32s(&[4]), Value::Int(0)]).kw("dtype", DType::Float64),
+    ],
     LOG_SOFTMAX => [sample([f32s(&[2, 3, 2])]).kw("dim", 1), sample([f32s(&[3, 4])])],
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn erf_matches_known_values() {
-        // Values from Abramowitz and Stegun, table 7.1, and erfc from the same tables.
-        let cases = [
-            (0.0, 0.0),
-            (0.1, 0.1124629160182849),
-            (0.5, 0.5204998778130465),
-            (1.0, 0.8427007929497149),
-            (1.5, 0.9661051464753108),
-            (2.0, 0.9953222650189527),
-            (2.5, 0.999_593_047_982_555),
-            (3.0, 0.9999779095030014),
-        ];
-        for (x, want) in cases {
-            assert!((erf(x) - want).abs() <= 1e-15, "erf({x}) = {}, expected {want}", erf(x));
-            assert!((erf(-x) + want).abs() <= 1e-15);
-        }
-        assert!((erfc(3.0) - 2.209049699858544e-05).abs() <= 1e-18);
-        assert!((erfc(5.0) - 1.537_459_794_428_035e-12).abs() <= 1e-25);
-        assert!((erfc(-5.0) - (2.0 - 1.537_459_794_428_035e-12)).abs() <= 1e-15);
-        assert_eq!(erf(f64::INFINITY), 1.0);
-        assert!(erf(f64::NAN).is_nan());
-    }
 }

@@ -332,9 +332,11 @@ fn pool(
 /// size rounds up so the last partial window counts. NaN wins over every number.
 ///
 /// `kernel_size`, `padding` and `dilation` are one integer or a pair (height, width), and so
-/// is `stride` when given (`Dims::from(2)`, `Dims::from([2, 1])`). Floating-point tensors only. `return_indices=True` gives a pair, which this
-/// function cannot return: call [`max_pool2d_with_indices`] (asking for it here is a
-/// `NotImplementedError`).
+/// is `stride` when given (`Dims::from(2)`, `Dims::from([2, 1])`). Floating-point tensors only.
+///
+/// `return_indices=True` makes PyTorch's `max_pool2d` return a pair, which a function returning
+/// one tensor cannot: call [`max_pool2d_with_indices`] for `(values, indices)` (asking for it
+/// here is a `NotImplementedError` that says so).
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -362,8 +364,9 @@ pub fn max_pool2d(
     if return_indices {
         bail!(
             NotImplemented,
-            "{FUNC}(): return_indices=True returns (values, indices), which this function cannot; call \
-             max_pool2d_with_indices instead"
+            "{FUNC}(): return_indices=True asks for a (values, indices) pair, which max_pool2d returns as one \
+             tensor only; call max_pool2d_with_indices(input, kernel_size, stride, padding, dilation, ceil_mode) \
+             for the pair"
         );
     }
     Ok(Tensor::from_dense(values))
@@ -407,8 +410,13 @@ crate::samples! {
     CONV2D => [
         sample([f32s(&[1, 2, 5, 5]), f32s(&[3, 2, 3, 3]), f32s(&[3])]),
         sample([f32s(&[2, 1, 4, 4]), f32s(&[2, 1, 2, 2])]).kw("stride", 2).kw("padding", 1),
-        sample([f32s(&[4, 5, 6]), f32s(&[2, 2, 3, 2])]).kw("groups", 2).kw("dilation", Value::Tuple(vec![1.into(), 2.into()])),
+        sample([f32s(&[4, 5, 6]), f32s(&[2, 2, 3, 2])])
+            .kw("groups", 2)
+            .kw("dilation", Value::Tuple(vec![1.into(), 2.into()])),
     ],
-    MAX_POOL2D => [sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]), sample([f32s(&[2, 5, 5]), Value::Int(3)]).kw("stride", 2).kw("padding", 1).kw("ceil_mode", true)],
+    MAX_POOL2D => [
+        sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]),
+        sample([f32s(&[2, 5, 5]), Value::Int(3)]).kw("stride", 2).kw("padding", 1).kw("ceil_mode", true),
+    ],
     MAX_POOL2D_WITH_INDICES => [sample([f32s(&[1, 2, 4, 4]), Value::Tuple(vec![2.into(), 1.into()])])],
 }

@@ -1,9 +1,10 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
-use crate::cpu::{self, Number};
+use crate::cpu::{self, Float, Number};
 use crate::error::{Result, bail};
+use crate::ops::IntList;
 use crate::ops::linalg::{dense_product, transposed};
-use crate::tensor::{DType, Dense, Element, Shape, Tensor, broadcast_shapes, with_dtype};
+use crate::tensor::{DType, Dense, Element, Generator, Layout, Shape, Tensor, broadcast_shapes, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -95,38 +96,42 @@ fn normalize_rows<T: Element>(
 /// PyTorch), then multiplied by `weight` and shifted by `bias`
 /// elementwise, both of shape `normalized_shape` when given.
 ///
-/// The input's trailing dimensions must equal `normalized_shape`; floating-point tensors only,
-/// `weight` and `bias` of the input's dtype. Computed in `f64`.
+/// `normalized_shape` is an int or a list of ints, as in PyTorch: `4` means `[4]`. The input's
+/// trailing dimensions must equal it; floating-point tensors only, `weight` and `bias` of the
+/// input's dtype. Computed in `f64`.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
 /// let x = torchfn::tensor([[1.0f64, 3.0], [4.0, 8.0]])?;
 /// let y = F::layer_norm(&x, [2], None, None, 0.0)?;
 /// assert_eq!(y.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
+/// assert_eq!(F::layer_norm(&x, 2, None, None, 0.0)?.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn layer_norm(
     input: &Tensor,
-    normalized_shape: impl Into<Shape>,
+    normalized_shape: impl Into<IntList>,
     #[default(None)] weight: Option<&Tensor>,
     #[default(None)] bias: Option<&Tensor>,
     #[default(1e-5)] eps: f64,
 ) -> Result<Tensor> {
     const FUNC: &str = "layer_norm";
-    let normalized: Shape = normalized_shape.into();
+    let sizes = normalized_shape.into();
     let x = input.data(FUNC, "input")?;
     let shape = &x.layout.shape;
-    let k = normalized.len();
-    if k > shape.len() || shape[shape.len() - k..] != normalized[..] {
+    // A negative size matches no input, as in PyTorch's check.
+    let normalized: Option<Shape> = sizes.as_slice().iter().map(|&d| usize::try_from(d).ok()).collect();
+    let k = sizes.as_slice().len();
+    let Some(normalized) = normalized.filter(|n| k <= shape.len() && shape[shape.len() - k..] == n[..]) else {
         bail!(
             Runtime,
             "{FUNC}(): given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
-            &normalized[..],
-            normalized.iter().map(usize::to_string).collect::<Vec<_>>().join(", "),
+            sizes.as_slice(),
+            sizes.as_slice().iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
             &shape[..]
         );
-    }
+    };
     if !x.dtype.is_floating_point() {
         bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
@@ -160,18 +165,89 @@ pub fn layer_norm(
     Ok(Tensor::from_dense(dense))
 }
 
-/// The rows of `weight` (`[rows, dim]`, row-major) at `indices`, or the first index out of range.
-fn gather_rows<T: Element>(weight: &Dense, indices: &[i64], rows: usize, dim: usize) -> Result<Vec<T>, i64> {
+/// The rows of `weight` (`[rows, dim]`) at `indices` (each below `rows`), row-major.
+fn gather_rows<T: Element>(func: &str, weight: &Dense, indices: &[usize], dim: usize) -> Result<Vec<T>> {
+    let mut out = cpu::alloc(func, indices.len().saturating_mul(dim))?;
     cpu::with_elements(weight, |w: &[T]| {
-        let mut out = Vec::with_capacity(indices.len().saturating_mul(dim));
         for &i in indices {
-            match usize::try_from(i).ok().filter(|&i| i < rows) {
-                Some(i) => out.extend_from_slice(&w[i * dim..][..dim]),
-                None => return Err(i),
-            }
+            out.extend_from_slice(&w[i * dim..][..dim]);
         }
-        Ok(out)
-    })
+    });
+    Ok(out)
+}
+
+/// The `p`-norm of `values`, as `torch.norm`: the largest absolute value for `inf`, the smallest
+/// for `-inf`, the count of non-zero values for 0, `(sum |x|^p)^(1/p)` otherwise.
+fn p_norm(values: impl Iterator<Item = f64>, p: f64) -> f64 {
+    let abs = values.map(f64::abs);
+    if p == f64::INFINITY {
+        abs.fold(0.0, |m, v| if v.is_nan() || v > m { v } else { m })
+    } else if p == f64::NEG_INFINITY {
+        abs.fold(f64::INFINITY, |m, v| if v.is_nan() || v < m { v } else { m })
+    } else if p == 0.0 {
+        abs.filter(|&v| v != 0.0).count() as f64
+    } else if p == 1.0 {
+        abs.sum()
+    } else if p == 2.0 {
+        abs.map(|v| v * v).sum::<f64>().sqrt()
+    } else {
+        abs.map(|v| v.powf(p)).sum::<f64>().powf(1.0 / p)
+    }
+}
+
+/// PyTorch's `embedding_renorm_`: scales, in place, each distinct row of the 2-D `weight` named
+/// by `indices` (all in range) whose `norm_type`-norm exceeds `max_norm`, by
+/// `max_norm / (norm + 1e-7)` (converted to the weight's dtype, as PyTorch's `row *= scale`).
+/// Only those rows are written, through views of them.
+fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, norm_type: f64) -> Result<()> {
+    let (&[rows, dim], &[row_stride, column_stride]) = (&weight.layout.shape[..], &weight.layout.strides[..]) else {
+        bail!(Runtime, "{func}(): 'weight' must be 2-D, but it has {} dimensions", weight.layout.ndim());
+    };
+    if !weight.dtype.is_floating_point() {
+        bail!(
+            Runtime,
+            "{func}(): max_norm renormalizes the rows of weight, which must be a floating point tensor, not {}",
+            weight.dtype
+        );
+    }
+    if (rows > 1 && row_stride == 0) || (dim > 1 && column_stride == 0) {
+        bail!(
+            Runtime,
+            "{func}(): max_norm writes into weight, but more than one of its elements refers to a single memory \
+             location (an expanded tensor); pass weight.clone()"
+        );
+    }
+    let mut looked_up = indices.to_vec();
+    looked_up.sort_unstable();
+    looked_up.dedup();
+    for row in looked_up {
+        let layout = Layout {
+            shape: Shape::new(&[dim]),
+            strides: [column_stride].into_iter().collect(),
+            offset: weight.layout.offset + row * row_stride,
+        };
+        let view = Dense { layout, ..weight.clone() };
+        let scaled = match weight.dtype {
+            DType::Float64 => scaled_row::<f64>(&view, max_norm, norm_type),
+            _ => scaled_row::<f32>(&view, max_norm, norm_type),
+        };
+        if let Some(scaled) = scaled {
+            cpu::assign(func, &view, &scaled)?;
+        }
+    }
+    Ok(())
+}
+
+/// `row` scaled to norm `max_norm` (about), when its norm exceeds `max_norm`.
+fn scaled_row<T: Float>(row: &Dense, max_norm: f64, norm_type: f64) -> Option<Dense> {
+    let values = cpu::with_elements(row, |v: &[T]| v.to_vec());
+    let norm = p_norm(values.iter().map(|v| v.to_f64()), norm_type);
+    // A NaN norm or max_norm compares as not greater: that row is left alone, as in PyTorch.
+    if norm.partial_cmp(&max_norm) != Some(std::cmp::Ordering::Greater) {
+        return None;
+    }
+    let scale = T::from_f64(max_norm / (norm + 1e-7));
+    Some(Dense::from_vec(values.into_iter().map(|v| v.mul(scale)).collect(), row.layout.shape.clone()))
 }
 
 /// A lookup table (`torch.nn.functional.embedding`): row `input[...]` of `weight` for each
@@ -180,8 +256,14 @@ fn gather_rows<T: Element>(weight: &Dense, indices: &[i64], rows: usize, dim: us
 /// `input` holds int64 or int32 indices into the first dimension of the 2-D `weight`; an index
 /// out of range is an `IndexError`. `padding_idx` (which must name a row, negative counting from
 /// the end), `scale_grad_by_freq` and `sparse` only affect gradients, which torchfn does not
-/// compute: they are checked and otherwise ignored. `max_norm` renormalizes `weight` in place in
-/// PyTorch, which torchfn cannot do yet: giving it is a `NotImplementedError`.
+/// compute: they are checked and otherwise ignored.
+///
+/// With `max_norm`, as in PyTorch, each row of `weight` that `input` looks up and whose
+/// `norm_type`-norm (2 by default; `inf` is the largest absolute value, 0 the count of non-zero
+/// elements) exceeds `max_norm` is first scaled, in place, by `max_norm / (norm + 1e-7)`; then
+/// the rows are looked up. `weight` must then be floating point; the norms are computed in
+/// `f64`. Unlike PyTorch, every index is checked before any row changes, so an index out of
+/// range leaves `weight` as it was.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -189,6 +271,14 @@ fn gather_rows<T: Element>(weight: &Dense, indices: &[i64], rows: usize, dim: us
 /// let idx = torchfn::tensor([2i64, 0])?;
 /// let out = F::embedding(&idx, &weight, None, None, 2.0, false, false)?;
 /// assert_eq!(out.to_vec::<f32>()?, [2.0, 2.5, 0.0, 0.5]);
+///
+/// // max_norm rescales the rows it looks up, in weight itself: row 0 has norm 5.
+/// let weight = torchfn::tensor([[3.0f64, 4.0], [30.0, 40.0]])?;
+/// let out = F::embedding(&torchfn::tensor([0i64])?, &weight, None, Some(1.0), 2.0, false, false)?;
+/// let row = weight.to_vec::<f64>()?;
+/// assert!((row[0] - 0.6).abs() < 1e-7 && (row[1] - 0.8).abs() < 1e-7);
+/// assert_eq!(row[2..], [30.0, 40.0]); // not looked up, not changed
+/// assert_eq!(out.to_vec::<f64>()?, row[..2]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[allow(clippy::too_many_arguments)]
@@ -203,7 +293,7 @@ pub fn embedding(
     #[default(false)] sparse: bool,
 ) -> Result<Tensor> {
     const FUNC: &str = "embedding";
-    let _ = (norm_type, scale_grad_by_freq, sparse);
+    let _ = (scale_grad_by_freq, sparse);
     let (x, w) = (input.data(FUNC, "input")?, weight.data(FUNC, "weight")?);
     let &[rows, dim] = &w.layout.shape[..] else {
         bail!(Runtime, "{FUNC}(): 'weight' must be 2-D, but it has {} dimensions", w.layout.ndim());
@@ -222,38 +312,53 @@ pub fn embedding(
             bail!(Value, "{FUNC}(): padding_idx must be within num_embeddings ({rows}), but got {p}");
         }
     }
-    if max_norm.is_some() {
-        bail!(
-            NotImplemented,
-            "{FUNC}(): max_norm renormalizes the rows of weight in place, and torchfn has no in-place \
-             operations yet; leave max_norm=None"
-        );
-    }
-    let indices = cpu::with_elements(x, |v: &[i64]| v.to_vec());
-    let rows_out = with_dtype!(w.dtype, T => gather_rows::<T>(w, &indices, rows, dim).map(|v| Dense::from_vec(v, Shape::new(&[]))));
-    let data = match rows_out {
-        Ok(d) => d,
+    // Every index is checked before max_norm writes into any row.
+    let indices = cpu::with_elements(x, |v: &[i64]| {
+        v.iter().map(|&i| usize::try_from(i).ok().filter(|&i| i < rows).ok_or(i)).collect::<Result<Vec<_>, i64>>()
+    });
+    let indices = match indices {
+        Ok(indices) => indices,
         Err(i) => {
             bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)")
         }
     };
+    if let Some(max_norm) = max_norm {
+        renormalize(FUNC, w, &indices, max_norm, norm_type)?;
+    }
     let shape: Shape = x.layout.shape.iter().copied().chain([dim]).collect();
-    Ok(Tensor::from_dense(Dense { layout: crate::tensor::Layout::contiguous(shape), ..data }))
+    let dense = with_dtype!(w.dtype, T => Dense::from_vec(gather_rows::<T>(FUNC, w, &indices, dim)?, shape));
+    Ok(Tensor::from_dense(dense))
 }
 
 /// Dropout (`torch.nn.functional.dropout`): with `training`, each element is zeroed with
 /// probability `p` and the others scaled by `1 / (1 - p)`; without, the input itself.
 ///
-/// `p` outside `[0, 1]` is a `ValueError`. `training=False` or `p = 0` give the input
-/// unchanged (the same data); `p = 1` gives zeros (`input * 0`, so NaN stays NaN). Random
-/// dropout (`training=True`, `0 < p < 1`) needs a random number generator, which torchfn does
-/// not have yet: it is a `NotImplementedError`, as is `inplace=True` where data would change.
+/// `p` outside `[0, 1]` is a `ValueError`. `training=False`, `p = 0` or an empty input give the
+/// input itself (the same data). `p = 1` gives `input * 0` (any dtype; NaN stays NaN).
+///
+/// For `0 < p < 1` the elements to keep are drawn from the default generator (PyTorch's
+/// `F.dropout` takes no generator; [`manual_seed`](crate::manual_seed) makes the draw
+/// repeatable): one `f64` uniform `u` on `[0, 1)` per element, in row-major order, keeps the
+/// element when `u < 1 - p`, as PyTorch's CPU `bernoulli_`. As in PyTorch the result is
+/// `input * noise`, where `noise` is `1 / (1 - p)` (computed in the input's dtype) for the kept
+/// elements and 0 for the others: a dropped NaN or infinity gives NaN, a dropped negative
+/// number -0.0. The input must then be floating point (PyTorch cannot cast the scale into an
+/// integer one either).
+///
+/// With `inplace=True` the result is written into `input` and `input` itself is returned.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
 /// let x = torchfn::tensor([1.0f32, -2.0])?;
 /// assert_eq!(F::dropout(&x, 0.5, false, false)?.to_vec::<f32>()?, [1.0, -2.0]);
 /// assert_eq!(F::dropout(&x, 1.0, true, false)?.to_vec::<f32>()?, [0.0, -0.0]);
+///
+/// // Training: each element is 0 or doubled (p = 0.5), drawn at random.
+/// let ones = torchfn::ones([1000], None)?;
+/// let y = F::dropout(&ones, 0.5, true, false)?.to_vec::<f32>()?;
+/// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
+/// let kept = y.iter().filter(|&&v| v == 2.0).count();
+/// assert!((400..600).contains(&kept), "{kept} of 1000 kept");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
@@ -271,17 +376,36 @@ pub fn dropout(
     if !training || p == 0.0 || x.layout.numel() == 0 {
         return Ok(input.clone());
     }
-    if p < 1.0 {
-        bail!(
-            NotImplemented,
-            "{FUNC}(): random dropout (training=True with 0 < p < 1) needs a random number generator, \
-             which torchfn does not have yet; pass training=False for evaluation"
-        );
+    let dense = if p == 1.0 {
+        with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, |v| v.mul(T::default())),
+            bool => cpu::unary::<bool, bool>(x, |_| false))
+    } else {
+        match x.dtype {
+            DType::Float32 => dropped::<f32>(FUNC, x, p)?,
+            DType::Float64 => dropped::<f64>(FUNC, x, p)?,
+            other => bail!(
+                Runtime,
+                "{FUNC}(): with training=True and 0 < p < 1 the kept elements are scaled by 1 / (1 - p), which \
+                 a {other} input cannot hold; expected a floating point tensor"
+            ),
+        }
+    };
+    super::activation::in_place_or_new(FUNC, input, Tensor::from_dense(dense), inplace)
+}
+
+/// `x * noise`: `noise` is `1 / (1 - p)` with probability `1 - p` and 0 otherwise, one uniform
+/// from the default generator per element, in row-major order.
+fn dropped<T: Float>(func: &str, x: &Dense, p: f64) -> Result<Dense> {
+    let (n, keep) = (x.layout.numel(), 1.0 - p);
+    let scale = T::from_f64(1.0).div(T::from_f64(keep));
+    let mut noise = cpu::alloc::<T>(func, n)?;
+    let generator = Generator::default_generator();
+    {
+        let mut draw = generator.draw();
+        noise.extend((0..n).map(|_| if draw.uniform_f64() < keep { scale } else { T::default() }));
     }
-    super::activation::not_in_place(FUNC, inplace)?;
-    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, |v| v.mul(T::default())),
-        bool => cpu::unary::<bool, bool>(x, |_| false));
-    Ok(Tensor::from_dense(dense))
+    let shape = &x.layout.shape;
+    cpu::binary::<T, T>(x, &Dense::from_vec(noise, shape.clone()), shape, |v, m| v.mul(m))
 }
 
 /// An int64 tensor of these indices, as a sample argument.
@@ -290,8 +414,26 @@ fn indices(data: &[i64], shape: &[usize]) -> Value {
 }
 
 crate::samples! {
-    LINEAR => [sample([f32s(&[2, 3]), f32s(&[4, 3]), f32s(&[4])]), sample([f32s(&[2, 2, 3]), f32s(&[4, 3])]), sample([f32s(&[3]), f32s(&[3])]).kw("bias", f32s(&[]))],
-    LAYER_NORM => [sample([f32s(&[2, 4]), Value::List(vec![4.into()])]), sample([f32s(&[2, 2, 3]), Value::List(vec![2.into(), 3.into()]), f32s(&[2, 3]), f32s(&[2, 3])]).kw("eps", 1e-3)],
-    EMBEDDING => [sample([indices(&[0, 2, 1, 1], &[2, 2]), f32s(&[3, 4])]).kw("padding_idx", 0), sample([indices(&[1], &[]), f32s(&[2, 3])])],
-    DROPOUT => [sample([f32s(&[2, 3])]).kw("training", false), sample([f32s(&[2, 3]), Value::Float(1.0)]), sample([f32s(&[4])]).kw("p", 0.0)],
+    LINEAR => [
+        sample([f32s(&[2, 3]), f32s(&[4, 3]), f32s(&[4])]),
+        sample([f32s(&[2, 2, 3]), f32s(&[4, 3])]),
+        sample([f32s(&[3]), f32s(&[3])]).kw("bias", f32s(&[])),
+    ],
+    LAYER_NORM => [
+        sample([f32s(&[2, 4]), Value::List(vec![4.into()])]),
+        sample([f32s(&[3, 2]), Value::Int(2)]),
+        sample([f32s(&[2, 2, 3]), Value::List(vec![2.into(), 3.into()]), f32s(&[2, 3]), f32s(&[2, 3])]).kw("eps", 1e-3),
+    ],
+    EMBEDDING => [
+        sample([indices(&[0, 2, 1, 1], &[2, 2]), f32s(&[3, 4])]).kw("padding_idx", 0),
+        sample([indices(&[1], &[]), f32s(&[2, 3])]),
+        sample([indices(&[1, 0, 1], &[3]), f32s(&[2, 3])]).kw("max_norm", 1.0).kw("norm_type", 1.0),
+    ],
+    DROPOUT => [
+        sample([f32s(&[2, 3])]).kw("training", false),
+        sample([f32s(&[2, 3]), Value::Float(1.0)]),
+        sample([f32s(&[4])]).kw("p", 0.0),
+        sample([f32s(&[3, 4])]),
+        sample([f32s(&[8]), Value::Float(0.25)]).kw("inplace", true),
+    ],
 }
