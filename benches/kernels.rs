@@ -38,7 +38,7 @@ fn ramp(shape: &[usize]) -> Tensor {
 fn benches(c: &mut Criterion) {
     let (va, vb) = (vec![1.0f32; N], vec![2.0f32; N]);
     let mut vc = vec![0.0f32; N];
-    let (a, b, out) = (ramp(&[N]), ramp(&[N]), torchfn::zeros([N], None).unwrap());
+    let (a, b, out) = (ramp(&[N]), ramp(&[N]), torchfn::zeros([N], None, None).unwrap());
     let (m1024, m2048) = (ramp(&[1024, 1024]), ramp(&[2048, 2048]));
     let (one, two) = (torchfn::tensor([1.0f32]).unwrap(), torchfn::tensor([2.0f32]).unwrap());
 

@@ -25,7 +25,7 @@ impl ScalarTensor {
 
     /// The dense tensor it stands for.
     pub fn tensor(&self) -> Result<Tensor> {
-        &torchfn::eye(self.n, None, DType::Float32)? * self.value
+        &torchfn::eye(self.n, None, DType::Float32, None)? * self.value
     }
 }
 

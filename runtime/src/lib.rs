@@ -21,6 +21,7 @@
 // Generated code names `::torchfn`; inside the runtime that is the runtime itself.
 extern crate self as torchfn;
 
+pub mod backend;
 mod cpu;
 mod error;
 pub mod npy;
@@ -31,6 +32,7 @@ mod tensor;
 pub mod testing;
 mod value;
 
+pub use backend::Device;
 pub use error::{Error, ErrorKind, Result};
 /// The ndarray version tensors convert to and from (`Tensor::from(array)`,
 /// `Array2::<f32>::try_from(&tensor)`): name array types through it so that the versions match.
@@ -44,8 +46,8 @@ pub use protocol::{
     set_recursion_limit,
 };
 pub use tensor::{
-    DEFAULT_SEED, DType, Device, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData,
-    initial_seed, manual_seed, seed,
+    DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData, initial_seed,
+    manual_seed, seed,
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};

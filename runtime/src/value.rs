@@ -7,9 +7,10 @@
 
 use std::fmt;
 
+use crate::backend::Device;
 use crate::error::{Error, Result};
 use crate::protocol::{Func, Relevant};
-use crate::tensor::{DType, Device, Generator, Scalar, Shape, Tensor};
+use crate::tensor::{DType, Generator, Scalar, Shape, Tensor};
 
 /// A dynamically typed argument or result, mirroring the Python objects PyTorch passes around.
 #[derive(Clone, Debug, Default)]
@@ -466,7 +467,7 @@ plain_value!(DType, "torch.dtype", |s| Value::DType(*s), |v| match v {
 });
 plain_value!(Device, "torch.device", |s| Value::Device(*s), |v| match v {
     Value::Device(d) => Some(*d),
-    Value::Str(s) if s == "cpu" => Some(Device::Cpu),
+    Value::Str(s) => Device::parse(s).ok(),
     _ => None,
 });
 plain_value!(Generator, "torch.Generator", |s| Value::Generator(s.clone()), |v| match v {

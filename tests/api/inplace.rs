@@ -55,7 +55,7 @@ fn a_tensor_may_be_updated_from_itself() {
 
 #[test]
 fn writes_through_a_view_reach_the_base() {
-    let base = torchfn::zeros([2, 3], None).unwrap();
+    let base = torchfn::zeros([2, 3], None, None).unwrap();
     let row = base.get(1).unwrap();
     row.add_(&f(&[1.0, 2.0, 3.0]), 1).unwrap();
     base.get(0).unwrap().fill_(7).unwrap();
@@ -84,14 +84,14 @@ fn the_result_keeps_self_s_dtype_when_it_can_be_cast() {
 fn self_must_have_the_broadcast_shape() {
     let x = f(&[1.0, 2.0]);
     x.add_(&Tensor::scalar(1), 1).unwrap();
-    let err = x.add_(&torchfn::ones([3, 2], None).unwrap(), 1).unwrap_err();
+    let err = x.add_(&torchfn::ones([3, 2], None, None).unwrap(), 1).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Runtime);
     assert_eq!(err.to_string(), "add_(): output with shape [2] doesn't match the broadcast shape [3, 2]");
 }
 
 #[test]
 fn out_receives_the_result_and_is_returned() {
-    let out = torchfn::zeros([2], Some(DType::Float64)).unwrap();
+    let out = torchfn::zeros([2], Some(DType::Float64), None).unwrap();
     let returned = torchfn::add_out(&f(&[1.0, 2.0]), &i(&[10, 20]), &out, 1).unwrap();
     assert_eq!(out.to_vec::<f64>().unwrap(), [11.0, 22.0]);
     returned.fill_(0).unwrap();
@@ -104,7 +104,7 @@ fn out_receives_the_result_and_is_returned() {
 
 #[test]
 fn by_name_the_out_keyword_picks_the_out_overload() {
-    let out = torchfn::zeros([2], None).unwrap();
+    let out = torchfn::zeros([2], None, None).unwrap();
     let kwargs = Kwargs::from([("out", Value::from(&out)), ("alpha", Value::Int(3))]);
     let returned = torchfn::ADD.call(&[(&f(&[1.0, 1.0])).into(), (&f(&[1.0, 2.0])).into()], &kwargs).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), [4.0, 7.0]);
@@ -113,7 +113,7 @@ fn by_name_the_out_keyword_picks_the_out_overload() {
 
 #[test]
 fn copy_broadcasts_and_converts_the_source() {
-    let x = torchfn::zeros([2, 2], Some(DType::Int64)).unwrap();
+    let x = torchfn::zeros([2, 2], Some(DType::Int64), None).unwrap();
     x.copy_(&f(&[1.9, -2.9])).unwrap();
     assert_eq!(x.to_vec::<i64>().unwrap(), [1, -2, 1, -2]);
     let err = x.copy_(&f(&[1.0, 2.0, 3.0])).unwrap_err();
@@ -181,10 +181,10 @@ fn large_writes_land_in_place_whatever_aliases_the_output() {
     x.exp_().unwrap();
     x.log_().unwrap();
     assert_eq!(x.data_ptr().unwrap(), ptr, "in-place operations keep the storage");
-    let out = torchfn::zeros([n], Some(DType::Float64)).unwrap();
+    let out = torchfn::zeros([n], Some(DType::Float64), None).unwrap();
     torchfn::add_out(&y, &y, &out, 1).unwrap(); // converted on the way
     assert_eq!(out.to_vec::<f64>().unwrap()[5], 20.0);
-    let strided = torchfn::zeros([n, 2], None).unwrap();
+    let strided = torchfn::zeros([n, 2], None, None).unwrap();
     let column = strided.select(1, 1).unwrap();
     torchfn::mul_out(&y, &Tensor::scalar(2), &column).unwrap();
     assert_eq!(strided.to_vec::<f32>().unwrap()[..6], [0.0, 0.0, 0.0, 4.0, 0.0, 8.0]);
@@ -193,7 +193,7 @@ fn large_writes_land_in_place_whatever_aliases_the_output() {
 #[test]
 fn threads_writing_into_each_other_s_operands_finish() {
     let n = 1 << 18;
-    let (a, b) = (torchfn::ones([n], None).unwrap(), torchfn::ones([n], None).unwrap());
+    let (a, b) = (torchfn::ones([n], None, None).unwrap(), torchfn::ones([n], None, None).unwrap());
     std::thread::scope(|s| {
         for (x, y) in [(&a, &b), (&b, &a)] {
             s.spawn(move || {
@@ -211,14 +211,14 @@ fn threads_writing_into_each_other_s_operands_finish() {
 fn writes_into_a_whole_storage_are_seen_by_every_view() {
     // Large enough for the parallel loops and the buffer pool.
     let n = 1 << 19;
-    let base = torchfn::zeros([2, n], None).unwrap();
+    let base = torchfn::zeros([2, n], None, None).unwrap();
     let (row, flat) = (base.get(1).unwrap(), torchfn::flatten(&base, 0, -1).unwrap());
     base.add_(&Tensor::scalar(1), 1).unwrap();
     flat.mul_(&Tensor::scalar(3)).unwrap();
     row.sub_(&Tensor::scalar(1), 1).unwrap();
     let values = base.to_vec::<f32>().unwrap();
     assert!(values[..n].iter().all(|&v| v == 3.0) && values[n..].iter().all(|&v| v == 2.0));
-    let out = torchfn::zeros([2, n], None).unwrap();
+    let out = torchfn::zeros([2, n], None, None).unwrap();
     let out_row = out.get(0).unwrap();
     torchfn::add_out(&base, &base, &out, 1).unwrap();
     assert_eq!(out_row.to_vec::<f32>().unwrap()[0], 6.0);
@@ -226,13 +226,13 @@ fn writes_into_a_whole_storage_are_seen_by_every_view() {
 
 #[test]
 fn float_functions_write_into_out() {
-    let out = torchfn::zeros([3], None).unwrap();
+    let out = torchfn::zeros([3], None, None).unwrap();
     assert!(torchfn::exp_out(&i(&[0, 1, 2]), &out).unwrap().is(&out));
     let e = std::f32::consts::E;
     assert_eq!(out.to_vec::<f32>().unwrap(), [1.0, e, 2f32.exp()]);
     torchfn::sqrt_out(&f(&[4.0, 9.0, 16.0]), &out).unwrap();
     assert_eq!(out.to_vec::<f32>().unwrap(), [2.0, 3.0, 4.0]);
-    let wide = torchfn::zeros([3], Some(DType::Float64)).unwrap();
+    let wide = torchfn::zeros([3], Some(DType::Float64), None).unwrap();
     torchfn::reciprocal_out(&f(&[2.0, 4.0, 8.0]), &wide).unwrap();
     assert_eq!(wide.to_vec::<f64>().unwrap(), [0.5, 0.25, 0.125]);
     let err = torchfn::exp_out(&f(&[1.0]), &i(&[0])).unwrap_err();
@@ -248,7 +248,7 @@ fn float_functions_write_into_out() {
 fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
     // Found by tests/api/no_panic.rs: `copy_` read its 2^40 source values before seeing that the
     // destination's elements share memory, and the allocation failure aborted the process.
-    let huge = torchfn::zeros([1], None).unwrap().expand([1 << 40]).unwrap();
+    let huge = torchfn::zeros([1], None, None).unwrap().expand([1 << 40]).unwrap();
     let err = huge.copy_(&f(&[1.0])).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Runtime);
     assert_eq!(
@@ -258,6 +258,6 @@ fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
     );
     assert_eq!(huge.fill_(2).unwrap_err().kind(), ErrorKind::Runtime);
     // An expanded destination without elements takes nothing, and that is fine.
-    let empty = torchfn::zeros([1, 3], None).unwrap().expand([0, 3]).unwrap();
+    let empty = torchfn::zeros([1, 3], None, None).unwrap().expand([0, 3]).unwrap();
     assert_eq!(empty.copy_(&f(&[1.0])).unwrap().shape().unwrap(), [0, 3]);
 }

@@ -179,14 +179,14 @@ fn a_result_that_cannot_be_cast_to_self_s_dtype_is_refused_and_self_is_left_alon
 
 #[test]
 fn the_other_operand_broadcasts_to_self_but_self_does_not_grow() {
-    let x = torchfn::ones([2, 3], Some(DType::Float64)).unwrap();
+    let x = torchfn::ones([2, 3], Some(DType::Float64), None).unwrap();
     x.mul_(&num(2)).unwrap().pow_(&f64s(&[0.0, 1.0, 2.0])).unwrap();
     assert_eq!(x.to_vec::<f64>().unwrap(), [1.0, 2.0, 4.0, 1.0, 2.0, 4.0]);
     x.lt_(&f64s(&[1.5, 3.0]).reshape(&[2, 1]).unwrap()).unwrap();
     assert_eq!(x.to_vec::<f64>().unwrap(), [1.0, 0.0, 0.0, 1.0, 1.0, 0.0]);
 
     let row = f64s(&[1.0, 2.0, 3.0]);
-    let grown = torchfn::ones([2, 3], Some(DType::Float64)).unwrap();
+    let grown = torchfn::ones([2, 3], Some(DType::Float64), None).unwrap();
     assert_eq!(
         runtime_error(row.pow_(&grown)),
         "pow_(): output with shape [3] doesn't match the broadcast shape [2, 3]"
@@ -200,7 +200,7 @@ fn the_other_operand_broadcasts_to_self_but_self_does_not_grow() {
 
 #[test]
 fn writes_through_views_reach_the_base() {
-    let base = torchfn::zeros([2, 3], None).unwrap();
+    let base = torchfn::zeros([2, 3], None, None).unwrap();
     base.get(1).unwrap().exp_().unwrap();
     assert_eq!(base.to_vec::<f32>().unwrap(), [0.0, 0.0, 0.0, 1.0, 1.0, 1.0]);
     // A strided column of the transpose.

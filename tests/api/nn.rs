@@ -434,8 +434,8 @@ fn no_bad_input_panics() {
     for dtype in DType::ALL {
         for &sa in &shapes {
             for &sb in &shapes {
-                let a = torchfn::ones(sa, dtype).unwrap();
-                let b = torchfn::ones(sb, dtype).unwrap();
+                let a = torchfn::ones(sa, dtype, None).unwrap();
+                let b = torchfn::ones(sb, dtype, None).unwrap();
                 let calls: [Result<Tensor>; 25] = [
                     torchfn::bmm(&a, &b),
                     torchfn::mv(&a, &b),

@@ -316,7 +316,7 @@ fn dropout_in_training_zeroes_a_fraction_p_and_scales_the_rest() {
     assert_ne!(f64s(&F::dropout(&x, 0.75, true, false).unwrap()), y);
 
     // float32, p = 0.3: the scale is 1 / 0.7 in float32, as PyTorch's noise.div_(1 - p).
-    let x = torchfn::full([N], 3.0, DType::Float32).unwrap();
+    let x = torchfn::full([N], 3.0, DType::Float32, None).unwrap();
     let y = f32s(&F::dropout(&x, 0.3, true, false).unwrap());
     let kept = 3.0f32 * (1.0f32 / 0.7f32);
     assert!(y.iter().all(|&v| v == 0.0 || v == kept), "{:?}", &y[..4]);
@@ -324,7 +324,7 @@ fn dropout_in_training_zeroes_a_fraction_p_and_scales_the_rest() {
     assert!((zeroed - 0.3).abs() < 6.0 * (0.3f64 * 0.7 / N as f64).sqrt(), "{zeroed} zeroed");
 
     // By name, PyTorch's defaults: p = 0.5, training = True.
-    let x = torchfn::ones([1000], DType::Float64).unwrap();
+    let x = torchfn::ones([1000], DType::Float64, None).unwrap();
     let out = F::DROPOUT.call(&[x.clone().into()], &Kwargs::new()).unwrap();
     let y = f64s(out.as_tensor().unwrap());
     assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
@@ -339,7 +339,7 @@ fn dropout_in_training_zeroes_a_fraction_p_and_scales_the_rest() {
 
 #[test]
 fn dropout_in_place_writes_into_the_input() {
-    let x = torchfn::ones([1000], DType::Float64).unwrap();
+    let x = torchfn::ones([1000], DType::Float64, None).unwrap();
     let y = F::dropout(&x, 0.5, true, true).unwrap();
     assert!(y.is(&x), "dropout(inplace=True) returns the input itself");
     let values = f64s(&x);
@@ -347,7 +347,7 @@ fn dropout_in_place_writes_into_the_input() {
     assert!((0.35..0.65).contains(&zero_fraction(&values)), "{}", zero_fraction(&values));
 
     // Through a view: only the viewed row of the base changes.
-    let base = torchfn::ones([2, 500], DType::Float64).unwrap();
+    let base = torchfn::ones([2, 500], DType::Float64, None).unwrap();
     F::dropout(&base.get(1).unwrap(), 0.5, true, true).unwrap();
     let values = f64s(&base);
     assert!(values[..500].iter().all(|&v| v == 1.0));

@@ -244,15 +244,7 @@ fn no_call_by_name_panics_whatever_its_arguments() {
 /// a failed allocation aborts the process, which no `catch_unwind` can catch, so the calls run
 /// in a child process (this test binary again), which prints each call before making it. A
 /// child that dies, or runs too long, is reported with its last call.
-///
-/// Ignored for now: the CPU kernels copy and convert whole views with infallible allocations
-/// (`ArrayBase::mapv`, `to_owned`, `map_collect`, `collect` in `cpu::read_as`, `cpu::convert`,
-/// `cpu::unary`, `cpu::binary`, `cpu::reduce` and `cpu::with_elements`), so that
-/// `torchfn::neg(&torchfn::zeros([1], None)?.expand([1 << 40])?)` aborts with "memory
-/// allocation of 4398046511104 bytes failed". Run it with `--ignored` once they use
-/// `cpu::alloc`.
 #[test]
-#[ignore = "the CPU kernels abort on huge expanded tensors: see the comment"]
 fn huge_tensors_give_errors_not_aborts() {
     if std::env::var_os(CHILD).is_some() {
         let places = Run::new(HUGE_CALLS, true).go();

@@ -23,18 +23,18 @@ fn f64s(t: &Tensor) -> Vec<f64> {
 
 #[test]
 fn a_seed_gives_the_same_numbers_and_another_seed_others() {
-    let a = torchfn::rand([100], seeded(42), None).unwrap().to_vec::<f32>().unwrap();
-    let b = torchfn::rand([100], seeded(42), None).unwrap().to_vec::<f32>().unwrap();
-    let c = torchfn::rand([100], seeded(43), None).unwrap().to_vec::<f32>().unwrap();
+    let a = torchfn::rand([100], seeded(42), None, None).unwrap().to_vec::<f32>().unwrap();
+    let b = torchfn::rand([100], seeded(42), None, None).unwrap().to_vec::<f32>().unwrap();
+    let c = torchfn::rand([100], seeded(43), None, None).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(a, b);
     assert_ne!(a, c);
     // A generator's stream moves on: two draws differ, and reseeding replays them.
     let g = seeded(7);
-    let first = torchfn::randn([10], &g, None).unwrap().to_vec::<f32>().unwrap();
-    let second = torchfn::randn([10], &g, None).unwrap().to_vec::<f32>().unwrap();
+    let first = torchfn::randn([10], &g, None, None).unwrap().to_vec::<f32>().unwrap();
+    let second = torchfn::randn([10], &g, None, None).unwrap().to_vec::<f32>().unwrap();
     assert_ne!(first, second);
     assert_eq!(g.manual_seed(7).initial_seed(), 7);
-    assert_eq!(torchfn::randn([10], &g, None).unwrap().to_vec::<f32>().unwrap(), first);
+    assert_eq!(torchfn::randn([10], &g, None, None).unwrap().to_vec::<f32>().unwrap(), first);
 }
 
 #[test]
@@ -42,11 +42,11 @@ fn clones_share_one_stream_and_new_generators_start_from_the_default_seed() {
     let g = seeded(1);
     let h = g.clone();
     assert!(g.is(&h));
-    let a = torchfn::randint(1000, [8], &g, None).unwrap().to_vec::<i64>().unwrap();
-    let b = torchfn::randint(1000, [8], &h, None).unwrap().to_vec::<i64>().unwrap();
+    let a = torchfn::randint(1000, [8], &g, None, None).unwrap().to_vec::<i64>().unwrap();
+    let b = torchfn::randint(1000, [8], &h, None, None).unwrap().to_vec::<i64>().unwrap();
     assert_ne!(a, b, "h continues where g stopped");
     assert_eq!(Generator::new().initial_seed(), torchfn::DEFAULT_SEED);
-    let fresh = |_| torchfn::rand([4], Generator::new(), None).unwrap().to_vec::<f32>().unwrap();
+    let fresh = |_| torchfn::rand([4], Generator::new(), None, None).unwrap().to_vec::<f32>().unwrap();
     assert_eq!(fresh(0), fresh(1));
 }
 
@@ -54,23 +54,23 @@ fn clones_share_one_stream_and_new_generators_start_from_the_default_seed() {
 fn state_can_be_saved_and_restored() {
     let g = seeded(99);
     let state = g.get_state();
-    let a = torchfn::rand([5], &g, DType::Float64).unwrap().to_vec::<f64>().unwrap();
+    let a = torchfn::rand([5], &g, DType::Float64, None).unwrap().to_vec::<f64>().unwrap();
     g.set_state(&state).unwrap();
-    assert_eq!(torchfn::rand([5], &g, DType::Float64).unwrap().to_vec::<f64>().unwrap(), a);
+    assert_eq!(torchfn::rand([5], &g, DType::Float64, None).unwrap().to_vec::<f64>().unwrap(), a);
     assert_eq!(g.initial_seed(), 99);
-    for bad in [torchfn::zeros([5], None).unwrap(), torchfn::zeros([4], DType::Int64).unwrap()] {
+    for bad in [torchfn::zeros([5], None, None).unwrap(), torchfn::zeros([4], DType::Int64, None).unwrap()] {
         let err = g.set_state(&bad).unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Runtime);
         assert!(err.to_string().contains("get_state()"), "{err}");
     }
-    assert!(g.set_state(&torchfn::zeros([5], DType::Int64).unwrap()).is_err(), "the all-zero state is refused");
+    assert!(g.set_state(&torchfn::zeros([5], DType::Int64, None).unwrap()).is_err(), "the all-zero state is refused");
 }
 
 #[test]
 fn rand_is_uniform_on_zero_one() {
     let n = 200_000;
     for dtype in [DType::Float32, DType::Float64] {
-        let t = torchfn::rand([n], seeded(5), dtype).unwrap();
+        let t = torchfn::rand([n], seeded(5), dtype, None).unwrap();
         assert_eq!(t.dtype().unwrap(), dtype);
         let xs = f64s(&t);
         assert!(xs.iter().all(|x| (0.0..1.0).contains(x)));
@@ -86,7 +86,7 @@ fn rand_is_uniform_on_zero_one() {
 #[test]
 fn randn_is_standard_normal() {
     let n = 200_000;
-    let xs = f64s(&torchfn::randn([n], seeded(11), None).unwrap());
+    let xs = f64s(&torchfn::randn([n], seeded(11), None, None).unwrap());
     let (mean, var) = moments(&xs);
     assert!(mean.abs() < 0.012, "mean {mean}"); // standard error 0.0022
     assert!((var - 1.0).abs() < 0.02, "variance {var}"); // standard error 0.0032
@@ -96,13 +96,13 @@ fn randn_is_standard_normal() {
     let skew = xs.iter().map(|x| (x - mean).powi(3)).sum::<f64>() / n as f64;
     assert!(skew.abs() < 0.03, "skewness {skew}");
     // An odd count uses half of the last pair.
-    assert_eq!(torchfn::randn([3, 3], seeded(1), DType::Float64).unwrap().shape().unwrap().as_ref(), [3, 3]);
+    assert_eq!(torchfn::randn([3, 3], seeded(1), DType::Float64, None).unwrap().shape().unwrap().as_ref(), [3, 3]);
 }
 
 #[test]
 fn randint_covers_its_range_evenly() {
     let (n, k) = (100_000usize, 10i64);
-    let xs = torchfn::randint_range(-3, k - 3, [n], seeded(3), None).unwrap().to_vec::<i64>().unwrap();
+    let xs = torchfn::randint_range(-3, k - 3, [n], seeded(3), None, None).unwrap().to_vec::<i64>().unwrap();
     let mut counts = vec![0usize; k as usize];
     for x in xs {
         assert!((-3..k - 3).contains(&x));
@@ -116,21 +116,21 @@ fn randint_covers_its_range_evenly() {
 #[test]
 fn randint_takes_the_dtype_and_checks_its_bounds() {
     let g = seeded(8);
-    let t = torchfn::randint(2, [1000], &g, DType::Bool).unwrap();
+    let t = torchfn::randint(2, [1000], &g, DType::Bool, None).unwrap();
     let bools = t.to_vec::<bool>().unwrap();
     assert!(bools.contains(&true) && bools.contains(&false));
-    let t = torchfn::randint(5, [100], &g, DType::Float32).unwrap();
+    let t = torchfn::randint(5, [100], &g, DType::Float32, None).unwrap();
     assert!(t.to_vec::<f32>().unwrap().iter().all(|x| x.fract() == 0.0 && (0.0..5.0).contains(x)));
-    let wide = torchfn::randint_range(i64::MIN, i64::MAX, [1000], &g, None).unwrap().to_vec::<i64>().unwrap();
+    let wide = torchfn::randint_range(i64::MIN, i64::MAX, [1000], &g, None, None).unwrap().to_vec::<i64>().unwrap();
     assert!(wide.iter().any(|&x| x < 0) && wide.iter().any(|&x| x > 0));
-    let int32 = torchfn::randint_range(-5, 5, [10], &g, DType::Int32).unwrap();
+    let int32 = torchfn::randint_range(-5, 5, [10], &g, DType::Int32, None).unwrap();
     assert_eq!(int32.dtype().unwrap(), DType::Int32);
 
     for (result, needle) in [
-        (torchfn::randint(3, [2], &g, DType::Bool), "out of bounds for dtype torch.bool"),
-        (torchfn::randint_range(0, 1 << 40, [2], &g, DType::Int32), "out of bounds for dtype torch.int32"),
-        (torchfn::randint_range(5, 5, [2], &g, None), "expected 'low' to be less than 'high'"),
-        (torchfn::randint(0, [2], &g, None), "low=0 >= high=0"),
+        (torchfn::randint(3, [2], &g, DType::Bool, None), "out of bounds for dtype torch.bool"),
+        (torchfn::randint_range(0, 1 << 40, [2], &g, DType::Int32, None), "out of bounds for dtype torch.int32"),
+        (torchfn::randint_range(5, 5, [2], &g, None, None), "expected 'low' to be less than 'high'"),
+        (torchfn::randint(0, [2], &g, None, None), "low=0 >= high=0"),
     ] {
         let err = result.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Runtime);
@@ -140,14 +140,14 @@ fn randint_takes_the_dtype_and_checks_its_bounds() {
 
 #[test]
 fn continuous_distributions_refuse_integer_dtypes() {
-    for result in [torchfn::rand([2], None, DType::Int64), torchfn::randn([2], None, DType::Bool)] {
+    for result in [torchfn::rand([2], None, DType::Int64, None), torchfn::randn([2], None, DType::Bool, None)] {
         let err = result.unwrap_err();
         assert_eq!(err.kind(), ErrorKind::Runtime);
         assert!(err.to_string().contains("argument 'dtype' must be a floating point dtype"), "{err}");
     }
     let err = torchfn::rand_like(&torchfn::tensor([1i64, 2]).unwrap(), None).unwrap_err();
     assert!(err.to_string().starts_with("rand_like(): "), "{err}");
-    assert!(torchfn::zeros([2], DType::Int64).unwrap().uniform_(0.0, 1.0, None).is_err());
+    assert!(torchfn::zeros([2], DType::Int64, None).unwrap().uniform_(0.0, 1.0, None).is_err());
 }
 
 #[test]
@@ -163,7 +163,7 @@ fn by_name_the_arguments_pick_the_randint_overload_and_the_generator() {
     assert!(err.to_string().contains("invalid combination of arguments"), "{err}");
     assert_eq!(
         torchfn::RAND.signature().to_string(),
-        "(size, generator=None, dtype=None)",
+        "(size, generator=None, dtype=None, device=None)",
         "the generator is an argument like any other"
     );
     // Random constructors take no tensor: nothing can override them, as in PyTorch.
@@ -176,7 +176,7 @@ fn by_name_the_arguments_pick_the_randint_overload_and_the_generator() {
 #[test]
 fn in_place_sampling_fills_views_and_keeps_the_rest() {
     let g = seeded(4);
-    let w = torchfn::zeros([4, 1000], DType::Float64).unwrap();
+    let w = torchfn::zeros([4, 1000], DType::Float64, None).unwrap();
     w.get(1).unwrap().uniform_(-2.0, 2.0, &g).unwrap();
     w.get(2).unwrap().normal_(10.0, 0.5, &g).unwrap();
     let rows: Vec<Vec<f64>> = (0..4).map(|r| w.get(r).unwrap().to_vec::<f64>().unwrap()).collect();

@@ -28,11 +28,11 @@ fn creation_follows_the_rust_element_type() {
     let nested = torchfn::tensor(vec![vec![[1i64, 2], [3, 4]], vec![[5, 6], [7, 8]]]).unwrap();
     assert_eq!(nested.shape().unwrap(), [2, 2, 2]);
     assert_eq!(nested.ndim().unwrap(), 3);
-    assert_eq!(nested.device().unwrap(), Device::Cpu);
+    assert_eq!(nested.device().unwrap(), Device::CPU);
     assert_eq!(torchfn::tensor(3.5f32).unwrap().shape().unwrap(), Shape::from([]));
-    assert_eq!(torchfn::zeros([2, 2], DType::Int64).unwrap().to_vec::<i64>().unwrap(), [0; 4]);
-    assert_eq!(torchfn::ones([3], DType::Bool).unwrap().to_vec::<bool>().unwrap(), [true; 3]);
-    assert_eq!(f32s(&torchfn::eye(2, None, DType::Float32).unwrap()), [1.0, 0.0, 0.0, 1.0]);
+    assert_eq!(torchfn::zeros([2, 2], DType::Int64, None).unwrap().to_vec::<i64>().unwrap(), [0; 4]);
+    assert_eq!(torchfn::ones([3], DType::Bool, None).unwrap().to_vec::<bool>().unwrap(), [true; 3]);
+    assert_eq!(f32s(&torchfn::eye(2, None, DType::Float32, None).unwrap()), [1.0, 0.0, 0.0, 1.0]);
 }
 
 #[test]
@@ -41,11 +41,11 @@ fn bad_creation_arguments_are_errors() {
     assert_eq!(err.to_string(), "tensor(): expected sequence of length 2 at dim 1 (got 1)");
     let err = Tensor::from_vec(vec![1.0f32, 2.0, 3.0], [2, 2]).unwrap_err();
     assert_eq!(err.to_string(), "from_vec(): shape [2, 2] holds 4 elements, but 3 were given");
-    let err = torchfn::zeros([usize::MAX, 4], DType::Float32).unwrap_err();
+    let err = torchfn::zeros([usize::MAX, 4], DType::Float32, None).unwrap_err();
     assert!(err.to_string().starts_with("zeros(): a tensor of shape [18446744073709551615, 4] is too large"), "{err}");
     let err = Tensor::from_vec(vec![1.0f32], [3, 12297829382473034411]).unwrap_err();
     assert!(err.to_string().contains("holds more than usize::MAX elements"), "{err}");
-    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], DType::Float32).unwrap();
+    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], DType::Float32, None).unwrap();
     assert_eq!(empty.shape().unwrap(), [0, 1 << 62, 1 << 62]);
     assert!(empty.reshape(&[0, 1 << 62, 1 << 62]).is_ok());
     assert!(empty.reshape(&[-1, 1 << 62, 1 << 62]).is_err());
@@ -139,7 +139,7 @@ fn division_modes_round_like_pytorch() {
     assert_eq!(torchfn::div(&n, &d, Some("trunc")).unwrap().to_vec::<i64>().unwrap(), [3, -3, -3, 3]);
     assert_eq!(f32s(&torchfn::div(&n, &d, None).unwrap()), [3.5, -3.5, -3.5, 3.5]);
     let x = torchfn::tensor([1.0f32, -1.0, 0.0]).unwrap();
-    let zero = torchfn::zeros([3], DType::Float32).unwrap();
+    let zero = torchfn::zeros([3], DType::Float32, None).unwrap();
     let q = f32s(&(&x / &zero).unwrap());
     assert!(q[0] == f32::INFINITY && q[1] == f32::NEG_INFINITY && q[2].is_nan());
 }
@@ -159,7 +159,7 @@ fn arithmetic_errors_name_the_function_and_what_was_wrong() {
     let ints = torchfn::tensor([1i64]).unwrap();
     assert!(kind_and_message(torchfn::add(&ints, &ints, 0.5)).1.contains("alpha must not be a floating point number"));
     assert!(
-        kind_and_message(torchfn::div(&ints, &torchfn::zeros([1], DType::Int64).unwrap(), Some("floor")))
+        kind_and_message(torchfn::div(&ints, &torchfn::zeros([1], DType::Int64, None).unwrap(), Some("floor")))
             .1
             .contains("ZeroDivisionError")
     );
@@ -189,7 +189,7 @@ fn reductions_give_zero_dimensional_tensors() {
     let (kind, message) = kind_and_message(torchfn::tensor([1i64]).unwrap().mean());
     assert_eq!(kind, ErrorKind::NotImplemented, "as PyTorch 2.15 raises");
     assert!(message.contains("Input dtype must be either a floating point or complex dtype. Got: int64"), "{message}");
-    let empty = torchfn::zeros([0], DType::Float32).unwrap();
+    let empty = torchfn::zeros([0], DType::Float32, None).unwrap();
     assert!(matches!(empty.mean().unwrap().item().unwrap(), Scalar::Float(x) if x.is_nan()));
 }
 
@@ -208,8 +208,8 @@ fn matrix_products_cover_every_shape_case() {
     let col = torchfn::tensor([[1.0f32], [10.0]]).unwrap();
     let bc = torchfn::matmul(&batch, &col).unwrap();
     assert_eq!((bc.shape().unwrap(), f32s(&bc)), (Shape::from([2, 2, 1]), vec![21.0, 43.0, 10.0, 1.0]));
-    let left = torchfn::ones([2, 1, 4, 3], DType::Float32).unwrap();
-    let right = torchfn::ones([5, 3, 2], DType::Float32).unwrap();
+    let left = torchfn::ones([2, 1, 4, 3], DType::Float32, None).unwrap();
+    let right = torchfn::ones([5, 3, 2], DType::Float32, None).unwrap();
     let broadcast = torchfn::matmul(&left, &right).unwrap();
     assert_eq!(broadcast.shape().unwrap(), [2, 5, 4, 2]);
     assert!(f32s(&broadcast).iter().all(|&x| x == 3.0));
@@ -242,14 +242,14 @@ fn large_matrix_products_match_a_plain_triple_loop() {
 
 #[test]
 fn matrix_product_errors_show_the_shapes() {
-    let a = torchfn::ones([2, 3], DType::Float32).unwrap();
+    let a = torchfn::ones([2, 3], DType::Float32, None).unwrap();
     assert_eq!(
         kind_and_message(torchfn::mm(&a, &a)).1,
         "mm(): mat1 and mat2 shapes cannot be multiplied (2x3 and 2x3)"
     );
-    let v = torchfn::ones([3], DType::Float32).unwrap();
+    let v = torchfn::ones([3], DType::Float32, None).unwrap();
     assert!(kind_and_message(torchfn::mm(&v, &a)).1.starts_with("mm(): input must be a matrix"));
-    let w = torchfn::ones([4], DType::Float32).unwrap();
+    let w = torchfn::ones([4], DType::Float32, None).unwrap();
     assert!(
         kind_and_message(torchfn::matmul(&v, &w))
             .1
@@ -261,9 +261,9 @@ fn matrix_product_errors_show_the_shapes() {
             .1
             .contains("both arguments need to be at least 1D, but they are 0D and 1D")
     );
-    let d = torchfn::ones([3, 2], DType::Float64).unwrap();
+    let d = torchfn::ones([3, 2], DType::Float64, None).unwrap();
     assert!(kind_and_message(torchfn::mm(&a, &d)).1.contains("same dtype, but got: torch.float32 != torch.float64"));
-    let b = torchfn::ones([2, 2], DType::Bool).unwrap();
+    let b = torchfn::ones([2, 2], DType::Bool, None).unwrap();
     assert!(kind_and_message(b.mm(&b)).1.contains("not implemented for bool tensors"));
 }
 
@@ -274,8 +274,8 @@ fn no_bad_input_panics() {
     for dtype in DType::ALL {
         for &sa in &shapes {
             for &sb in &shapes {
-                let a = torchfn::ones(sa, dtype).unwrap();
-                let b = torchfn::zeros(sb, dtype).unwrap();
+                let a = torchfn::ones(sa, dtype, None).unwrap();
+                let b = torchfn::zeros(sb, dtype, None).unwrap();
                 let calls: [Result<Tensor>; 12] = [
                     &a + &b,
                     &a - &b,

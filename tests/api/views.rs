@@ -116,7 +116,7 @@ fn expanded_views_read_correctly_everywhere() {
     assert_eq!(f32s(&torchfn::amax(&e, [0], false).unwrap()), [3.0; 4]);
     assert_eq!(f32s(&torchfn::cumsum(&e, 1, None).unwrap())[..4], [1.0, 2.0, 3.0, 4.0]);
     // Matrix products, copies and joins.
-    let ones = torchfn::ones([4], None).unwrap();
+    let ones = torchfn::ones([4], None, None).unwrap();
     assert_eq!(f32s(&torchfn::matmul(&e, &ones).unwrap()), [4.0, 8.0, 12.0]);
     assert_eq!(f32s(&e.contiguous().unwrap()), f32s(&e));
     assert_eq!(f32s(&e.reshape(&[12]).unwrap())[4..6], [2.0, 2.0]);
@@ -150,7 +150,7 @@ fn view_shapes_and_values() {
     let t = range(&[2, 3, 4]);
     assert_eq!(torchfn::flatten(&t, 1, 2).unwrap().shape().unwrap(), [2, 12]);
     assert_eq!(torchfn::flatten(&torchfn::tensor(5i64).unwrap(), 0, -1).unwrap().shape().unwrap(), [1]);
-    let ones = torchfn::zeros([1, 3, 1], None).unwrap();
+    let ones = torchfn::zeros([1, 3, 1], None, None).unwrap();
     assert_eq!(torchfn::squeeze(&ones).unwrap().shape().unwrap(), [3]);
     assert_eq!(torchfn::squeeze_dim(&ones, [0, 2]).unwrap().shape().unwrap(), [3]);
     assert_eq!(torchfn::squeeze_dim(&ones, 1).unwrap().shape().unwrap(), [1, 3, 1]);
@@ -160,7 +160,7 @@ fn view_shapes_and_values() {
     assert_eq!(i64s(&t.select(1, 1).unwrap().select(0, 1).unwrap()), [16, 17, 18, 19]);
     assert_eq!(torchfn::t(&range(&[3])).unwrap().shape().unwrap(), [3]);
     assert_eq!(t.expand(vec![2, -1, -1, 4]).unwrap().shape().unwrap(), [2, 2, 3, 4]);
-    let empty = torchfn::zeros([0, 1], None).unwrap();
+    let empty = torchfn::zeros([0, 1], None, None).unwrap();
     assert_eq!(empty.expand([0, 5]).unwrap().shape().unwrap(), [0, 5]);
 }
 
@@ -172,7 +172,7 @@ fn joins_and_splits() {
     assert_eq!(c.dtype().unwrap(), DType::Float32, "cat promotes");
     assert_eq!(f32s(&c), [0.0, 1.0, 2.0, 3.0, 0.5, 1.5]);
     // Empty one-dimensional tensors are skipped.
-    let skipped = torchfn::cat(&[a.clone(), torchfn::zeros([0], DType::Int64).unwrap(), a.clone()], 1).unwrap();
+    let skipped = torchfn::cat(&[a.clone(), torchfn::zeros([0], DType::Int64, None).unwrap(), a.clone()], 1).unwrap();
     assert_eq!(i64s(&skipped), [0, 1, 0, 1, 2, 3, 2, 3]);
     assert_eq!(torchfn::concatenate(&[a.clone(), a.clone()], -1).unwrap().shape().unwrap(), [2, 4]);
     let s = torchfn::stack(&[a.clone(), a.clone()], 2).unwrap();
@@ -190,7 +190,7 @@ fn joins_and_splits() {
     assert_eq!(i64s(&pieces[2]), [8, 9]);
     assert_eq!(torchfn::chunk(&t, 2, 1).unwrap().len(), 2);
     assert_eq!(torchfn::chunk(&t, 4, 0).unwrap().len(), 3, "chunks of ceil(5 / 4) = 2");
-    assert_eq!(torchfn::chunk(&torchfn::zeros([0], None).unwrap(), 3, 0).unwrap().len(), 3);
+    assert_eq!(torchfn::chunk(&torchfn::zeros([0], None, None).unwrap(), 3, 0).unwrap().len(), 3);
 }
 
 #[test]
@@ -335,7 +335,7 @@ fn bad_sizes_are_runtime_errors() {
 
 #[test]
 fn huge_empty_tensors_neither_overflow_nor_panic() {
-    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], None).unwrap();
+    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], None, None).unwrap();
     assert_eq!(empty.flatten(0, -1).unwrap().shape().unwrap(), [0]);
     assert_eq!(empty.narrow(2, 1 << 61, 1).unwrap().shape().unwrap(), [0, 1 << 62, 1]);
     assert_eq!(empty.select(1, -1).unwrap().shape().unwrap(), [0, 1 << 62]);

@@ -1,13 +1,8 @@
-//! Elementwise math on the element types: the floating-point functions (`exp`, `erf`, ...), the
-//! signed operations that keep integers integer (`abs`, `sign`, `pow`, `fmod`, `remainder`),
-//! and the three-operand selection kernel behind `where`.
+//! Elementwise math on the element types: the floating-point functions (`exp`, `erf`, ...) and
+//! the signed operations that keep integers integer (`abs`, `sign`, `pow`, `fmod`,
+//! `remainder`).
 
-use ndarray::{ArrayViewD, IxDyn, Zip};
-
-use crate::error::Result;
-use crate::tensor::{Dense, Element, Shape};
-
-use super::{Number, from_array, internal, read_as};
+use super::Number;
 
 /// A floating-point element type (`f32`, `f64`): the functions of the unary float operations.
 pub(crate) trait Float: Number {
@@ -279,22 +274,6 @@ macro_rules! signed_int {
 }
 signed_int!(i32);
 signed_int!(i64);
-
-/// `input` where `condition` is true, `other` elsewhere, the three broadcast to `shape`
-/// (`condition` read as bool, the others as `T`).
-pub(crate) fn select<T: Element>(condition: &Dense, input: &Dense, other: &Dense, shape: &Shape) -> Result<Dense> {
-    let shape = IxDyn(shape);
-    read_as(condition, |c: ArrayViewD<'_, bool>| {
-        read_as(input, |x: ArrayViewD<'_, T>| {
-            read_as(other, |y: ArrayViewD<'_, T>| {
-                let c = c.broadcast(shape.clone()).ok_or_else(|| internal("condition does not broadcast"))?;
-                let x = x.broadcast(shape.clone()).ok_or_else(|| internal("input does not broadcast"))?;
-                let y = y.broadcast(shape).ok_or_else(|| internal("other does not broadcast"))?;
-                Ok(from_array(Zip::from(&c).and(&x).and(&y).map_collect(|&c, &x, &y| if c { x } else { y })))
-            })
-        })
-    })
-}
 
 #[cfg(test)]
 mod tests {

@@ -1,13 +1,14 @@
-//! Copying kernels that move elements around: concatenation, selection along a dimension,
-//! gathering, flipping, rolling and triangles. The operations have checked their arguments;
-//! these only fail when memory runs out.
+//! Copying kernels that move elements around: concatenation, selection along a dimension
+//! and gathering. The operations have checked their arguments (indices are in range); these
+//! only fail when memory runs out.
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, IxDyn, Slice};
 
+use crate::backend::Array;
 use crate::error::{Error, Result};
-use crate::tensor::{Dense, Element};
+use crate::tensor::{Element, Shape, with_dtype};
 
-use super::{alloc, from_array, read, read_as};
+use super::{alloc, elements, internal, read, read_as};
 
 /// An array of `shape` filled with `T::default()`, allocated without aborting.
 fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
@@ -20,146 +21,88 @@ fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
     ArrayD::from_shape_vec(IxDyn(shape), data).map_err(|_| too_big())
 }
 
+/// A host array holding a standard-layout ndarray array.
+fn finished<T: Element>(out: ArrayD<T>) -> Array {
+    let shape = Shape::from(out.shape());
+    let (data, _) = out.into_raw_vec_and_offset();
+    super::array(data, shape)
+}
+
+/// The positions an integer index array holds (the operation checked they are in range).
+fn positions(func: &str, index: &Array, size: usize) -> Result<Vec<usize>> {
+    let raw = elements::<i64>(func, index)?;
+    raw.into_iter()
+        .map(|i| usize::try_from(i).ok().filter(|&i| i < size).ok_or_else(|| internal("an index out of range")))
+        .collect()
+}
+
 /// `pieces` (read as `T`) joined along `dim` into a tensor of `shape`; every piece has the
 /// result's sizes except along `dim`, whose sizes add up to the result's.
-pub(crate) fn concat<T: Element>(func: &str, pieces: &[&Dense], dim: usize, shape: &[usize]) -> Result<Dense> {
-    let mut out = filled::<T>(func, shape)?;
+pub(super) fn concat<T: Element>(pieces: &[&Array], dim: usize, shape: &Shape) -> Result<Array> {
+    let mut out = filled::<T>("cat", shape)?;
     let mut at = 0;
     for piece in pieces {
         let n = piece.layout.shape[dim];
         read_as(piece, |v: ArrayViewD<'_, T>| {
             out.slice_axis_mut(Axis(dim), Slice::from(at..at + n)).assign(&v);
-        });
+        })?;
         at += n;
     }
-    Ok(from_array(out))
+    Ok(finished(out))
 }
 
-/// The positions `positions` (all in range) of dimension `dim` of `dense`, in that order.
-pub(crate) fn index_select<T: Element>(func: &str, dense: &Dense, dim: usize, positions: &[usize]) -> Result<Dense> {
-    let mut shape = dense.layout.shape.to_vec();
+/// The positions `index` (all in range) of dimension `dim` of `x`, in that order.
+pub(super) fn index_select(x: &Array, dim: usize, index: &Array) -> Result<Array> {
+    let positions = positions("index_select", index, x.layout.shape[dim])?;
+    let mut shape = x.layout.shape.to_vec();
     shape[dim] = positions.len();
-    let mut out = filled::<T>(func, &shape)?;
-    read(dense, |v: ArrayViewD<'_, T>| {
-        for (j, &p) in positions.iter().enumerate() {
-            out.index_axis_mut(Axis(dim), j).assign(&v.index_axis(Axis(dim), p));
-        }
-    });
-    Ok(from_array(out))
-}
-
-/// `out[i] = dense[i with its dim-th coordinate replaced by index[i]]` for every position `i`
-/// of the int64 `index`, whose other sizes are at most `dense`'s (both have the same number of
-/// dimensions, at least one). A position out of range is an error naming it.
-pub(crate) fn gather<T: Element>(func: &str, dense: &Dense, dim: usize, index: &Dense) -> Result<Dense> {
-    let size = dense.layout.shape[dim];
-    read(index, |idx: ArrayViewD<'_, i64>| {
-        read(dense, |v: ArrayViewD<'_, T>| {
-            let mut data = alloc(func, idx.len())?;
-            let mut at = vec![0; idx.ndim()];
-            for (position, &i) in idx.indexed_iter() {
-                let Some(i) = usize::try_from(i).ok().filter(|&i| i < size) else {
-                    return Err(Error::runtime_error(format!(
-                        "{func}(): index {i} is out of bounds for dimension {dim} with size {size}"
-                    )));
-                };
-                at.copy_from_slice(position.slice());
-                at[dim] = i;
-                data.push(v[IxDyn(&at)]);
+    with_dtype!(x.dtype, T => {
+        let mut out = filled::<T>("index_select", &shape)?;
+        read(x, |v: ArrayViewD<'_, T>| {
+            for (j, &p) in positions.iter().enumerate() {
+                out.index_axis_mut(Axis(dim), j).assign(&v.index_axis(Axis(dim), p));
             }
-            Ok(Dense::from_vec(data, index.layout.shape.clone()))
-        })
+        })?;
+        Ok(finished(out))
     })
 }
 
-/// A copy of `dense` with the order of positions reversed along each of `dims`.
-pub(crate) fn flip<T: Element>(func: &str, dense: &Dense, dims: &[usize]) -> Result<Dense> {
-    read(dense, |mut v: ArrayViewD<'_, T>| {
-        for &d in dims {
-            v.invert_axis(Axis(d));
+/// `out[i] = x[i with its dim-th coordinate replaced by index[i]]` for every position `i` of
+/// `index` (all in range).
+pub(super) fn gather(x: &Array, dim: usize, index: &Array) -> Result<Array> {
+    let size = x.layout.shape[dim];
+    let targets = positions("gather", index, size)?;
+    with_dtype!(x.dtype, T => read(x, |v: ArrayViewD<'_, T>| -> Result<Array> {
+        let mut data = alloc("gather", targets.len())?;
+        let mut at = vec![0; index.layout.ndim()];
+        for (position, &i) in ndarray::indices(IxDyn(&index.layout.shape)).into_iter().zip(&targets) {
+            at.copy_from_slice(position.slice());
+            at[dim] = i;
+            data.push(v[IxDyn(&at)]);
         }
-        let mut data = alloc(func, v.len())?;
-        data.extend(v.iter().copied());
-        Ok(Dense::from_vec(data, dense.layout.shape.clone()))
-    })
-}
-
-/// `view` with its positions along `dim` moved `shift` places forward, wrapping around.
-fn rolled<T: Element>(func: &str, view: ArrayViewD<'_, T>, dim: usize, shift: i64) -> Result<ArrayD<T>> {
-    let mut out = filled::<T>(func, view.shape())?;
-    let n = view.len_of(Axis(dim));
-    if n > 0 {
-        // `n` fits in i64 (a dimension's size fits in isize), and the remainder is below `n`.
-        let s = shift.rem_euclid(n as i64) as usize;
-        out.slice_axis_mut(Axis(dim), Slice::from(s..)).assign(&view.slice_axis(Axis(dim), Slice::from(..n - s)));
-        out.slice_axis_mut(Axis(dim), Slice::from(..s)).assign(&view.slice_axis(Axis(dim), Slice::from(n - s..)));
-    }
-    Ok(out)
-}
-
-/// A copy of `dense` rolled by `shifts[k]` along `dims[k]`, for each `k` in turn.
-pub(crate) fn roll<T: Element>(func: &str, dense: &Dense, shifts: &[i64], dims: &[usize]) -> Result<Dense> {
-    let mut out: Option<ArrayD<T>> = None;
-    for (&shift, &dim) in shifts.iter().zip(dims) {
-        out = Some(match &out {
-            Some(array) => rolled(func, array.view(), dim, shift)?,
-            None => read(dense, |v: ArrayViewD<'_, T>| rolled(func, v, dim, shift))?,
-        });
-    }
-    match out {
-        Some(array) => Ok(from_array(array)),
-        None => super::copy(func, dense),
-    }
-}
-
-/// A copy of `dense` (at least two-dimensional) with the elements off the triangle zeroed: the
-/// triangle keeps, in each matrix of the last two dimensions, the element at row `i`, column
-/// `j` when `j - i <= diagonal` (`lower`) or `j - i >= diagonal` (upper).
-pub(crate) fn triangle<T: Element>(func: &str, dense: &Dense, diagonal: i64, lower: bool) -> Result<Dense> {
-    let ndim = dense.layout.ndim();
-    read(dense, |v: ArrayViewD<'_, T>| {
-        let mut data = alloc(func, v.len())?;
-        data.extend(v.indexed_iter().map(|(at, &x)| {
-            // Positions fit in isize, so their difference fits in i64.
-            let offset = at[ndim - 1] as i64 - at[ndim - 2] as i64;
-            let kept = if lower { offset <= diagonal } else { offset >= diagonal };
-            if kept { x } else { T::default() }
-        }));
-        Ok(Dense::from_vec(data, dense.layout.shape.clone()))
-    })
+        Ok(super::array(data, index.layout.shape.clone()))
+    })?)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tensor::Shape;
+    use crate::cpu::array;
 
-    fn matrix() -> Dense {
-        Dense::from_vec((1..=6i64).collect(), Shape::from([2, 3]))
+    fn matrix() -> Array {
+        array((1..=6i64).collect::<Vec<_>>(), Shape::from([2, 3]))
     }
 
-    fn values(d: &Dense) -> Vec<i64> {
-        read(d, |v: ArrayViewD<'_, i64>| v.iter().copied().collect())
-    }
-
-    #[test]
-    fn rolling_moves_positions_forward_and_wraps() {
-        assert_eq!(values(&roll::<i64>("roll", &matrix(), &[1], &[1]).unwrap()), [3, 1, 2, 6, 4, 5]);
-        assert_eq!(values(&roll::<i64>("roll", &matrix(), &[-1, 1], &[1, 0]).unwrap()), [5, 6, 4, 2, 3, 1]);
+    fn values(x: &Array) -> Vec<i64> {
+        elements::<i64>("test", x).unwrap()
     }
 
     #[test]
-    fn triangles_keep_their_side_of_the_diagonal() {
-        assert_eq!(values(&triangle::<i64>("tril", &matrix(), 0, true).unwrap()), [1, 0, 0, 4, 5, 0]);
-        assert_eq!(values(&triangle::<i64>("triu", &matrix(), 1, false).unwrap()), [0, 2, 3, 0, 0, 6]);
-        assert_eq!(values(&triangle::<i64>("triu", &matrix(), i64::MIN, false).unwrap()), [1, 2, 3, 4, 5, 6]);
-    }
-
-    #[test]
-    fn gathering_out_of_range_is_an_error() {
-        let index = Dense::from_vec(vec![0i64, 3], Shape::from([1, 2]));
-        let err = gather::<i64>("gather", &matrix(), 1, &index).unwrap_err();
-        assert_eq!(err.to_string(), "gather(): index 3 is out of bounds for dimension 1 with size 3");
+    fn selection_and_gathering_pick_positions() {
+        let index = array(vec![2i64, 0], Shape::from([2]));
+        assert_eq!(values(&index_select(&matrix(), 1, &index).unwrap()), [3, 1, 6, 4]);
+        let index = array(vec![0i32, 2, 1, 1], Shape::from([2, 2]));
+        assert_eq!(values(&gather(&matrix(), 1, &index).unwrap()), [1, 3, 5, 5]);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Sampling kernels: fill fresh buffers from a generator's stream.
 
+use crate::backend::Buffer;
 use crate::error::Result;
-use crate::tensor::{DType, Dense, Draw, Shape, with_dtype};
+use crate::tensor::{DType, Draw, Shape, with_dtype};
 
 use super::{alloc, cast};
 
@@ -16,9 +17,17 @@ pub(crate) enum Distribution {
     Integers { low: i64, high: i64 },
 }
 
-/// A contiguous tensor of `shape` and `dtype` drawn from `dist`. Floating dtypes draw in their
-/// own precision for uniforms (float32 samples have 24 random bits, float64 ones 53).
-pub(crate) fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape: Shape, dtype: DType) -> Result<Dense> {
+/// The elements of a tensor of `shape` and `dtype` drawn from `dist`, in host memory (every
+/// device draws its random numbers here, so a seed gives the same tensor on any device).
+/// Floating dtypes draw in their own precision for uniforms (float32 samples have 24 random
+/// bits, float64 ones 53).
+pub(crate) fn sample(
+    func: &str,
+    draw: &mut Draw<'_>,
+    dist: Distribution,
+    shape: &Shape,
+    dtype: DType,
+) -> Result<Buffer> {
     let n = shape.checked_numel().unwrap_or(usize::MAX);
     with_dtype!(dtype, T => {
         let mut data = alloc::<T>(func, n)?;
@@ -47,6 +56,6 @@ pub(crate) fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape:
                 }));
             }
         }
-        Ok(Dense::from_vec(data, shape))
+        Ok(Buffer::from_vec(data))
     })
 }

@@ -1,87 +1,77 @@
-//! Reductions and scans along dimensions: the reduced dimensions are moved last, so each output
-//! element reduces one contiguous lane.
+//! Reductions ([`Reduce`]) and scans ([`Scan`]) along dimensions on the CPU: the reduced
+//! dimensions are moved last, so each output element reduces one contiguous lane.
 
 use ndarray::{ArrayD, ArrayViewD, IxDyn};
 use rayon::prelude::*;
 
-use crate::tensor::{Dense, Element, Shape};
+use crate::backend::{Array, Reduce, Scan};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Element, Shape};
 
-use super::{from_array, read_as};
+use super::{Number, alloc, array, internal, read_as};
 
 /// Lanes of at least this many elements are split across threads by [`fold`].
 const GRAIN: usize = 1 << 16;
 
-/// Runs `body` on the elements of `dense` (as `T`) with the `reduced` dimensions (sorted) moved
-/// last, with the length of one lane of them and the shape of the other dimensions. A
-/// contiguous tensor of dtype `T` whose reduced dimensions already come last is read in place;
-/// any other is copied in that order first.
-fn with_lanes<T: Element, R>(dense: &Dense, reduced: &[usize], body: impl FnOnce(&[T], usize, Vec<usize>) -> R) -> R {
-    let shape = &dense.layout.shape;
-    let kept: Vec<usize> = (0..shape.len()).filter(|d| !reduced.contains(d)).collect();
-    let lane: usize = reduced.iter().map(|&d| shape[d]).product();
-    let kept_shape: Vec<usize> = kept.iter().map(|&d| shape[d]).collect();
-    let trailing = reduced.iter().enumerate().all(|(i, &d)| d == shape.len() - reduced.len() + i);
-    if trailing && dense.dtype == T::DTYPE && dense.layout.is_contiguous() {
-        let buffer = dense.storage.read();
-        let (offset, n) = (dense.layout.offset, dense.layout.numel());
-        if let Some(data) = buffer.as_slice::<T>().and_then(|data| data.get(offset..offset + n)) {
-            return body(data, lane, kept_shape);
+/// `op` over the dimensions `dims` of `x`, read as `dtype`; the result has the other dimensions.
+pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+    match (op, dtype) {
+        (Reduce::All, _) => lanes::<bool, bool>(x, dims, |lane| lane.iter().all(|&b| b)),
+        (Reduce::Any, _) => lanes::<bool, bool>(x, dims, |lane| lane.iter().any(|&b| b)),
+        (_, DType::Float32) => numeric::<f32>(x, dims, op),
+        (_, DType::Float64) => numeric::<f64>(x, dims, op),
+        (_, DType::Int32) => numeric::<i32>(x, dims, op),
+        (_, DType::Int64) => numeric::<i64>(x, dims, op),
+        (_, DType::Bool) => boolean(x, dims, op),
+    }
+}
+
+#[cold]
+fn undefined(op: Reduce, dtype: DType) -> Error {
+    Error::runtime_error(format!("internal error in a CPU kernel: {op:?} is not defined for {dtype}"))
+}
+
+fn numeric<T: Number>(x: &Array, dims: &[usize], op: Reduce) -> Result<Array> {
+    let floating = T::DTYPE.is_floating_point();
+    match op {
+        Reduce::Sum if floating => fold::<T>(x, dims, |lane| T::from_f64(sum_f64(lane)), Number::add),
+        Reduce::Sum => fold::<T>(x, dims, |lane| lane.iter().fold(T::default(), |a, &b| a.add(b)), Number::add),
+        Reduce::Prod => fold::<T>(x, dims, |lane| lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b)), Number::mul),
+        Reduce::Mean if floating => lanes::<T, T>(x, dims, |lane| T::from_f64(sum_f64(lane) / lane.len() as f64)),
+        Reduce::Max => lanes::<T, T>(x, dims, |lane| pick(lane, true).1),
+        Reduce::Min => lanes::<T, T>(x, dims, |lane| pick(lane, false).1),
+        Reduce::ArgMax => lanes::<T, i64>(x, dims, |lane| pick(lane, true).0 as i64),
+        Reduce::ArgMin => lanes::<T, i64>(x, dims, |lane| pick(lane, false).0 as i64),
+        _ => Err(undefined(op, T::DTYPE)),
+    }
+}
+
+fn boolean(x: &Array, dims: &[usize], op: Reduce) -> Result<Array> {
+    match op {
+        Reduce::Sum | Reduce::Max => lanes::<bool, bool>(x, dims, |lane| lane.iter().any(|&b| b)),
+        Reduce::Prod | Reduce::Min => lanes::<bool, bool>(x, dims, |lane| lane.iter().all(|&b| b)),
+        Reduce::ArgMax => lanes::<bool, i64>(x, dims, |lane| pick(lane, true).0 as i64),
+        Reduce::ArgMin => lanes::<bool, i64>(x, dims, |lane| pick(lane, false).0 as i64),
+        _ => Err(undefined(op, DType::Bool)),
+    }
+}
+
+/// The position and value of the first largest (or smallest) element of a lane; a NaN wins,
+/// as in PyTorch. An empty lane (which operations refuse) gives the default.
+fn pick<T: Element>(lane: &[T], largest: bool) -> (usize, T) {
+    let Some(&first) = lane.first() else { return (0, T::default()) };
+    let nan = |x: T| x.to_f64().is_nan();
+    let mut best = (0, first);
+    for (i, &v) in lane.iter().enumerate().skip(1) {
+        if nan(best.1) {
+            break;
+        }
+        let better = if largest { v > best.1 } else { v < best.1 };
+        if nan(v) || better {
+            best = (i, v);
         }
     }
-    let order: Vec<usize> = kept.iter().chain(reduced).copied().collect();
-    let data: Vec<T> = read_as(dense, |v: ArrayViewD<'_, T>| v.permuted_axes(IxDyn(&order)).iter().copied().collect());
-    body(&data, lane, kept_shape)
-}
-
-/// The shape of a reduction's result: the `reduced` dimensions kept as size one with
-/// `keepdim`, dropped otherwise.
-fn reduced_shape(dense: &Dense, reduced: &[usize], keepdim: bool, kept: Vec<usize>) -> Shape {
-    if keepdim {
-        dense.layout.shape.iter().enumerate().map(|(d, &n)| if reduced.contains(&d) { 1 } else { n }).collect()
-    } else {
-        kept.into_iter().collect()
-    }
-}
-
-/// `f` applied to each lane of the `reduced` dimensions (lanes in parallel when there are many
-/// elements); the result keeps them as size one with `keepdim`, and drops them otherwise.
-pub(crate) fn reduce<T: Element, A: Element>(
-    dense: &Dense,
-    reduced: &[usize],
-    keepdim: bool,
-    f: impl Fn(&[T]) -> A + Sync,
-) -> Dense {
-    with_lanes(dense, reduced, |data, lane, kept| {
-        let out: Vec<A> = if lane == 0 {
-            (0..kept.iter().product::<usize>()).map(|_| f(&[])).collect()
-        } else if data.len() >= 2 * GRAIN {
-            data.par_chunks(lane).map(&f).collect()
-        } else {
-            data.chunks(lane).map(&f).collect()
-        };
-        Dense::from_vec(out, reduced_shape(dense, reduced, keepdim, kept))
-    })
-}
-
-/// As [`reduce`], for an `f` that can work on parts of a lane: `f(lane)` equals
-/// `combine(f(first part), f(rest))`, as sums, products and extremes do. Long lanes (a full
-/// reduction of a large tensor) are split across threads.
-pub(crate) fn fold<T: Element>(
-    dense: &Dense,
-    reduced: &[usize],
-    keepdim: bool,
-    f: impl Fn(&[T]) -> T + Sync,
-    combine: impl Fn(T, T) -> T + Sync,
-) -> Dense {
-    let lane: usize = reduced.iter().map(|&d| dense.layout.shape[d]).product();
-    if lane < 2 * GRAIN {
-        return reduce(dense, reduced, keepdim, f);
-    }
-    with_lanes(dense, reduced, |data, lane, kept| {
-        let split = |lane: &[T]| lane.par_chunks(GRAIN).map(&f).reduce_with(&combine).unwrap_or_else(|| f(&[]));
-        let out: Vec<T> = data.chunks(lane).map(split).collect();
-        Dense::from_vec(out, reduced_shape(dense, reduced, keepdim, kept))
-    })
+    best
 }
 
 /// The sum of `x` in `f64`, in eight interleaved partial sums: the compiler vectorises it, and
@@ -96,20 +86,109 @@ pub(crate) fn sum_f64<T: Element>(x: &[T]) -> f64 {
     partial.iter().sum::<f64>() + rest
 }
 
-/// `f` applied along dimension `dim`: each lane is replaced by what `f` writes for it (a
-/// cumulative sum, say); the result has the input's shape.
-pub(crate) fn scan<T: Element, A: Element>(dense: &Dense, dim: usize, f: impl Fn(&[T], &mut [A])) -> Dense {
-    let (out, kept) = with_lanes::<T, _>(dense, &[dim], |data, lane, kept| {
-        let mut out = vec![A::default(); data.len()];
+/// Runs `body` on the elements of `x` (as `T`) with the `reduced` dimensions (sorted) moved
+/// last, with the length of one lane of them and the shape of the other dimensions. A
+/// contiguous array of dtype `T` whose reduced dimensions already come last is read in place;
+/// any other is copied in that order first.
+fn with_lanes<T: Element, R>(x: &Array, reduced: &[usize], body: impl FnOnce(&[T], usize, Shape) -> R) -> Result<R> {
+    let shape = &x.layout.shape;
+    let kept: Vec<usize> = (0..shape.len()).filter(|d| !reduced.contains(d)).collect();
+    let lane: usize = reduced.iter().map(|&d| shape[d]).product();
+    let kept_shape: Shape = kept.iter().map(|&d| shape[d]).collect();
+    let trailing = reduced.iter().enumerate().all(|(i, &d)| d == shape.len() - reduced.len() + i);
+    if trailing && x.dtype == T::DTYPE && x.layout.is_contiguous() {
+        let buffer = x.storage.read().ok_or_else(|| internal("a reduction of memory not on the host"))?;
+        let (offset, n) = (x.layout.offset, x.layout.numel());
+        if let Some(data) = buffer.as_slice::<T>().and_then(|data| data.get(offset..offset + n)) {
+            return Ok(body(data, lane, kept_shape));
+        }
+    }
+    let order: Vec<usize> = kept.iter().chain(reduced).copied().collect();
+    let data = read_as(x, |v: ArrayViewD<'_, T>| -> Result<Vec<T>> {
+        let v = v.permuted_axes(IxDyn(&order));
+        let mut data = alloc("reduce", v.len())?;
+        data.extend(v.iter().copied());
+        Ok(data)
+    })??;
+    Ok(body(&data, lane, kept_shape))
+}
+
+/// `f` applied to each lane of the `reduced` dimensions (lanes in parallel when there are many
+/// elements).
+fn lanes<T: Element, A: Element>(x: &Array, reduced: &[usize], f: impl Fn(&[T]) -> A + Sync) -> Result<Array> {
+    with_lanes(x, reduced, |data, lane, kept| -> Result<Array> {
+        let count = kept.checked_numel().ok_or_else(|| internal("a reduction's result is too large"))?;
+        let mut out: Vec<A> = alloc("reduce", count)?;
+        if lane == 0 {
+            out.resize(count, f(&[]));
+        } else if data.len() >= 2 * GRAIN {
+            data.par_chunks(lane).map(&f).collect_into_vec(&mut out);
+        } else {
+            out.extend(data.chunks(lane).map(&f));
+        }
+        Ok(array(out, kept))
+    })?
+}
+
+/// As [`lanes`], for an `f` that can work on parts of a lane: `f(lane)` equals
+/// `combine(f(first part), f(rest))`, as sums and products do. Long lanes (a full reduction of
+/// a large tensor) are split across threads.
+fn fold<T: Element>(
+    x: &Array,
+    reduced: &[usize],
+    f: impl Fn(&[T]) -> T + Sync,
+    combine: impl Fn(T, T) -> T + Sync,
+) -> Result<Array> {
+    let lane: usize = reduced.iter().map(|&d| x.layout.shape[d]).product();
+    if lane < 2 * GRAIN {
+        return lanes(x, reduced, f);
+    }
+    with_lanes(x, reduced, |data, lane, kept| -> Result<Array> {
+        let split = |lane: &[T]| lane.par_chunks(GRAIN).map(&f).reduce_with(&combine).unwrap_or_else(|| f(&[]));
+        let mut out = alloc("reduce", data.len() / lane)?;
+        out.extend(data.chunks(lane).map(split));
+        Ok(array(out, kept))
+    })?
+}
+
+/// The running `op` along `dim` of `x`, read as `dtype`; the result has `x`'s shape.
+pub(super) fn scan(x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
+    fn running<T: Number>(x: &Array, dim: usize, op: Scan) -> Result<Array> {
+        let (start, step): (T, fn(T, T) -> T) = match op {
+            Scan::Sum => (T::default(), Number::add),
+            Scan::Prod => (T::from_i64(1), Number::mul),
+        };
+        scan_with::<T>(x, dim, |lane, out| {
+            let mut acc = start;
+            for (o, &v) in out.iter_mut().zip(lane) {
+                acc = step(acc, v);
+                *o = acc;
+            }
+        })
+    }
+    match dtype {
+        DType::Float32 => running::<f32>(x, dim, op),
+        DType::Float64 => running::<f64>(x, dim, op),
+        DType::Int32 => running::<i32>(x, dim, op),
+        DType::Int64 => running::<i64>(x, dim, op),
+        DType::Bool => Err(Error::runtime_error("internal error in a CPU kernel: a scan of bools")),
+    }
+}
+
+/// `f` applied along dimension `dim`: each lane is replaced by what `f` writes for it.
+fn scan_with<T: Element>(x: &Array, dim: usize, f: impl Fn(&[T], &mut [T])) -> Result<Array> {
+    let (out, kept) = with_lanes::<T, _>(x, &[dim], |data, lane, kept| -> Result<(Vec<T>, Shape)> {
+        let mut out = alloc("scan", data.len())?;
+        out.resize(data.len(), T::default());
         if lane > 0 {
             data.chunks(lane).zip(out.chunks_mut(lane)).for_each(|(x, y)| f(x, y));
         }
-        (out, kept)
-    });
+        Ok((out, kept))
+    })??;
     // Back from (kept..., dim) to the input's order of dimensions.
-    let permuted: Vec<usize> = kept.iter().copied().chain([dense.layout.shape[dim]]).collect();
-    let array = ArrayD::from_shape_vec(IxDyn(&permuted), out).expect("the lanes hold every element");
-    let ndim = dense.layout.ndim();
+    let permuted: Vec<usize> = kept.iter().copied().chain([x.layout.shape[dim]]).collect();
+    let lanes = ArrayD::from_shape_vec(IxDyn(&permuted), out).map_err(|_| internal("the lanes hold every element"))?;
+    let ndim = x.layout.ndim();
     let back: Vec<usize> = (0..ndim)
         .map(|d| {
             if d < dim {
@@ -121,39 +200,54 @@ pub(crate) fn scan<T: Element, A: Element>(dense: &Dense, dim: usize, f: impl Fn
             }
         })
         .collect();
-    from_array(array.permuted_axes(IxDyn(&back)))
+    let ordered = lanes.permuted_axes(IxDyn(&back));
+    let mut data = alloc("scan", ordered.len())?;
+    data.extend(ordered.iter().copied());
+    Ok(array(data, x.layout.shape.clone()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cpu::elements;
     use crate::tensor::Layout;
 
-    fn ramp(n: usize, shape: &[usize]) -> Dense {
-        Dense {
-            layout: Layout::contiguous(Shape::new(shape)),
-            ..Dense::from_vec((0..n as i64).collect(), Shape::from([n]))
-        }
+    fn ramp(n: usize, shape: &[usize]) -> Array {
+        array((0..n as i64).collect::<Vec<_>>(), Shape::from([n])).with_layout(Layout::contiguous(Shape::new(shape)))
     }
 
-    fn ints(d: &Dense) -> Vec<i64> {
-        read_as(d, |v: ArrayViewD<'_, i64>| v.iter().copied().collect())
+    fn ints(x: &Array) -> Vec<i64> {
+        elements::<i64>("test", x).unwrap()
     }
 
     #[test]
     fn long_lanes_split_across_threads_give_the_whole_lane_s_result() {
         let n = 5 * GRAIN + 7;
         let sum = |x: &[i64]| x.iter().sum::<i64>();
-        let all = fold(&ramp(n, &[n]), &[0], false, sum, |a, b| a + b);
+        let all = reduce(&ramp(n, &[n]), &[0], Reduce::Sum, DType::Int64).unwrap();
         assert_eq!(ints(&all), [(n as i64 - 1) * n as i64 / 2]);
-        let rows = fold(&ramp(2 * n, &[2, n]), &[1], true, sum, |a, b| a + b);
+        let rows = reduce(&ramp(2 * n, &[2, n]), &[1], Reduce::Sum, DType::Int64).unwrap();
         assert_eq!(
             ints(&rows),
             [sum(&(0..n as i64).collect::<Vec<_>>()), sum(&(n as i64..2 * n as i64).collect::<Vec<_>>())]
         );
         // A leading reduced dimension is read through a permuted copy.
-        let columns = fold(&ramp(2 * n, &[2, n]), &[0], false, sum, |a, b| a + b);
+        let columns = reduce(&ramp(2 * n, &[2, n]), &[0], Reduce::Sum, DType::Int64).unwrap();
         assert_eq!(ints(&columns)[..2], [n as i64, n as i64 + 2]);
+    }
+
+    #[test]
+    fn extremes_take_the_first_and_nan_wins() {
+        assert_eq!(pick(&[1, 3, 3, 2], true), (1, 3));
+        assert_eq!(pick(&[1.0, f64::NAN, 5.0], true).0, 1);
+        assert_eq!(pick::<i64>(&[], false), (0, 0));
+    }
+
+    #[test]
+    fn scans_run_along_any_dimension() {
+        let x = ramp(6, &[2, 3]);
+        assert_eq!(ints(&scan(&x, 0, Scan::Sum, DType::Int64).unwrap()), [0, 1, 2, 3, 5, 7]);
+        assert_eq!(ints(&scan(&x, 1, Scan::Prod, DType::Int64).unwrap()), [0, 0, 0, 3, 12, 60]);
     }
 
     #[test]

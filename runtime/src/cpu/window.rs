@@ -2,32 +2,13 @@
 //! data: convolution (im2col, then one matrix product per batch element and group) and max
 //! pooling. The operations check every size; these only compute.
 
-use ndarray::{ArrayView2, ArrayViewD, ArrayViewMut2};
+use ndarray::{ArrayView2, ArrayViewMut2};
 
+use crate::backend::{Array, Window};
 use crate::error::{Error, Result};
-use crate::tensor::{Dense, Element};
+use crate::tensor::{Element, Shape};
 
-use super::{Number, read_as};
-
-/// Where a window sits: kernel size, stride, padding and dilation (height, width), and the
-/// output size they give. Every value fits the input: the operation checked them.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Window {
-    pub(crate) kernel: [usize; 2],
-    pub(crate) stride: [usize; 2],
-    pub(crate) padding: [usize; 2],
-    pub(crate) dilation: [usize; 2],
-    pub(crate) out: [usize; 2],
-}
-
-impl Window {
-    /// The input position (row or column, `axis` 0 or 1) that kernel tap `tap` of output
-    /// position `at` reads, or `None` when it falls in the padding.
-    #[inline(always)]
-    fn source(&self, axis: usize, at: usize, tap: usize, size: usize) -> Option<usize> {
-        (at * self.stride[axis] + tap * self.dilation[axis]).checked_sub(self.padding[axis]).filter(|&i| i < size)
-    }
-}
+use super::{Number, array, with_elements};
 
 /// An empty vector with room for `n` elements, or a `RuntimeError` when they cannot be had.
 fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
@@ -45,30 +26,23 @@ fn zeros<T: Element>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
     Ok(data)
 }
 
-/// Runs `f` on the elements of `dense` as `T`, in row-major order.
-pub(crate) fn with_elements<T: Element, R>(dense: &Dense, f: impl FnOnce(&[T]) -> R) -> R {
-    read_as(dense, |v: ArrayViewD<'_, T>| match v.as_slice() {
-        Some(data) => f(data),
-        None => f(&v.iter().copied().collect::<Vec<T>>()),
-    })
-}
-
 fn internal(what: &str) -> Error {
     Error::runtime_error(format!("internal error in the convolution kernel: {what}"))
 }
 
-/// The 2-D convolution (cross-correlation, as PyTorch's) of `input`, whose row-major elements
-/// have shape `[n, c, h, w]`, with `weight` of shape `[o, c / groups, kh, kw]`, plus `bias`
-/// (`o` elements): the row-major elements of the `[n, o, out_h, out_w]` result.
-pub(crate) fn conv2d<T: Number>(
-    func: &str,
-    input: &Dense,
-    [n, c, h, w]: [usize; 4],
-    weight: &Dense,
-    bias: Option<&Dense>,
+/// The 2-D convolution (cross-correlation, as PyTorch's) of `input` (`[n, c, h, w]`) with
+/// `weight` (`[o, c / groups, kh, kw]`), plus `bias` (`o` elements): the `[n, o, out_h, out_w]`
+/// result.
+pub(super) fn conv2d<T: Number>(
+    input: &Array,
+    weight: &Array,
+    bias: Option<&Array>,
     groups: usize,
     win: &Window,
-) -> Result<Vec<T>> {
+) -> Result<Array> {
+    let func = "conv2d";
+    let (n, c) = (input.layout.shape[0], input.layout.shape[1]);
+    let [h, w] = win.input;
     let o = weight.layout.shape.first().copied().unwrap_or(0);
     let (cg, og) = (c / groups, o / groups);
     let [kh, kw] = win.kernel;
@@ -91,9 +65,9 @@ pub(crate) fn conv2d<T: Number>(
                             for j in 0..kw {
                                 let row = &mut columns[((ch * kh + i) * kw + j) * positions..][..positions];
                                 for y in 0..oh {
-                                    let source = win.source(0, y, i, h);
+                                    let source = win.source(0, y, i);
                                     for (z, slot) in row[y * ow..][..ow].iter_mut().enumerate() {
-                                        *slot = match (source, win.source(1, z, j, w)) {
+                                        *slot = match (source, win.source(1, z, j)) {
                                             (Some(r), Some(s)) => plane[r * w + s],
                                             _ => T::default(),
                                         };
@@ -114,37 +88,34 @@ pub(crate) fn conv2d<T: Number>(
             }
             Ok(())
         })
-    })?;
+    })???;
     if let Some(bias) = bias {
         with_elements(bias, |bs: &[T]| {
             for (plane, &add) in out.chunks_mut(positions.max(1)).zip(bs.iter().cycle()) {
                 plane.iter_mut().for_each(|v| *v = v.add(add));
             }
-        });
+        })?;
     }
-    Ok(out)
+    Ok(array(out, Shape::from([n, o, oh, ow])))
 }
 
-/// Max pooling of `input`, whose row-major elements are `planes` planes of `h x w`: the
-/// largest element of each window (NaN wins, as in PyTorch) and its position in its plane
-/// (`row * w + column`), both in row-major `[planes, out_h, out_w]` order.
-pub(crate) fn max_pool2d<T: Element>(
-    func: &str,
-    input: &Dense,
-    [planes, h, w]: [usize; 3],
-    win: &Window,
-) -> Result<(Vec<T>, Vec<i64>)> {
+/// Max pooling of `input` (`[planes, h, w]`): the largest element of each window (NaN wins, as
+/// in PyTorch) and its position in its plane (`row * w + column`), both `[planes, out_h, out_w]`.
+pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Array, Array)> {
+    let func = "max_pool2d";
+    let planes = input.layout.shape[0];
+    let [h, w] = win.input;
     let [kh, kw] = win.kernel;
     let [oh, ow] = win.out;
     let total = planes.checked_mul(oh).and_then(|x| x.checked_mul(ow));
     let (mut values, mut indices) = (buffer::<T>(func, total)?, buffer::<i64>(func, total)?);
     with_elements(input, |x: &[T]| {
-        for plane in x.chunks(h * w).take(planes) {
+        for plane in x.chunks((h * w).max(1)).take(planes) {
             for y in 0..oh {
                 for z in 0..ow {
                     let mut best: Option<(f64, T, usize)> = None;
-                    for r in (0..kh).filter_map(|i| win.source(0, y, i, h)) {
-                        for s in (0..kw).filter_map(|j| win.source(1, z, j, w)) {
+                    for r in (0..kh).filter_map(|i| win.source(0, y, i)) {
+                        for s in (0..kw).filter_map(|j| win.source(1, z, j)) {
                             let at = r * w + s;
                             let v = plane[at];
                             let f = v.to_f64();
@@ -159,6 +130,7 @@ pub(crate) fn max_pool2d<T: Element>(
                 }
             }
         }
-    });
-    Ok((values, indices))
+    })?;
+    let shape = Shape::from([planes, oh, ow]);
+    Ok((array(values, shape.clone()), array(indices, shape)))
 }

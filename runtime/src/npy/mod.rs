@@ -37,9 +37,10 @@ use ndarray::ArrayViewD;
 
 use self::codec::Codec;
 use self::header::{Header, MAGIC, Problem};
+use crate::backend::{Array, Buffer, Storage};
 use crate::cpu;
 use crate::error::{Error, Result};
-use crate::tensor::{Buffer, Dense, Layout, Shape, Storage, Tensor, with_dtype};
+use crate::tensor::{Dense, Layout, Shape, Tensor, with_dtype};
 
 crate::overrides::ignored! {
     "torchfn.npy.load": "reads a file, without dispatch",
@@ -217,8 +218,7 @@ impl Ctx<'_> {
             header.shape.contiguous_strides()
         };
         let layout = Layout { shape: header.shape, strides, offset: 0 };
-        let storage = Storage::new(buffer);
-        Ok(Tensor::from_dense(Dense { storage, layout, dtype, base: None, wrapped_number: false }))
+        Ok(Tensor::from_array(Array { storage: Storage::host(buffer), layout, dtype }))
     }
 
     /// The header, and the number of bytes read up to its end.
@@ -363,10 +363,10 @@ impl Ctx<'_> {
                 shape.len()
             ))
         })?;
-        let result = writer.write_all(&header).and_then(|()| {
-            with_dtype!(dense.dtype, T => cpu::read(dense, |view: ArrayViewD<'_, T>| write_elements(writer, view)))
-        });
-        result.map_err(|e| self.os("cannot write", e))
+        writer.write_all(&header).map_err(|e| self.os("cannot write", e))?;
+        let host = crate::ops::device::on_host(dense)?;
+        with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| write_elements(writer, view)))?
+            .map_err(|e| self.os("cannot write", e))
     }
 }
 

@@ -1,13 +1,16 @@
 //! Elementwise arithmetic: `add`, `sub`, `mul`, `div`, `neg`, as functions, methods and
 //! operators, with broadcasting and PyTorch's type promotion.
 
-use crate::cpu::{self, Number};
-use crate::error::{Error, Result, bail};
+use crate::backend::{Binary, Reduce, Unary};
+use crate::error::{Result, bail};
+use crate::ops::device::{backend_of, scalar_of};
 use crate::ops::inplace::write_into;
-use crate::tensor::{DType, Element, Scalar, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
+
+use super::math::float_dtype;
 
 /// A binary arithmetic operation.
 #[derive(Clone, Copy)]
@@ -37,9 +40,18 @@ fn rounding(func: &str, mode: Option<&str>) -> Result<Option<Rounding>> {
     }
 }
 
+/// Whether any element of `y`, read as `dtype`, is zero: integer division by it is an error.
+pub(super) fn any_zero(func: &str, (name, y): (&str, &Dense), dtype: DType) -> Result<bool> {
+    let backend = backend_of(func, &[(name, y)])?;
+    let zero = Dense::from_vec(vec![0i64], Default::default());
+    let zeros = backend.binary(y, &zero, &y.layout.shape, Binary::Eq, dtype, None)?;
+    let dims: Vec<usize> = (0..zeros.layout.ndim()).collect();
+    Ok(scalar_of(&backend.reduce(&zeros, &dims, Reduce::Any, DType::Bool)?)?.to_i64() != 0)
+}
+
 /// The body shared by every binary arithmetic function, method and operator: `a op b`, where
 /// `a` is named `a_name` in error messages, computed straight into `out` when the kernels can
-/// (see [`cpu::binary_to`]).
+/// (see [`Backend::binary`](crate::backend::Backend::binary)).
 fn arithmetic(
     func: &str,
     op: Op,
@@ -49,9 +61,10 @@ fn arithmetic(
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
     let out = out.map(|t| t.data(func, "out")).transpose()?;
+    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
     let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
-    let dense = match op {
+    let (kernel, dtype) = match op {
         Op::Add(alpha) | Op::Sub(alpha) => {
             let subtract = matches!(op, Op::Sub(_));
             if subtract && (x.dtype == DType::Bool || y.dtype == DType::Bool) {
@@ -67,46 +80,22 @@ fn arithmetic(
                     "{func}(): for integral input tensors, argument alpha must not be a floating point number"
                 );
             }
-            with_dtype!(common, T => {
-                let alpha = T::from_scalar(alpha);
-                if subtract {
-                    cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.sub(alpha.mul(q)))?
-                } else {
-                    cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.add(alpha.mul(q)))?
-                }
-            }, bool => {
-                let alpha = alpha.to_i64() != 0;
-                cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| p || (alpha && q))?
-            })
+            (if subtract { Binary::Sub(alpha) } else { Binary::Add(alpha) }, common)
         }
-        Op::Mul => with_dtype!(common, T => cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| p.mul(q))?,
-            bool => cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| p && q)?),
-        Op::Extreme(larger) => with_dtype!(common, T => cpu::binary_to::<T, T>(x, y, &shape, out, |p, q| {
-            let nan = |v: T| v.to_f64().is_nan();
-            if nan(p) || nan(q) { T::from_f64(f64::NAN) } else if (p > q) == larger { p } else { q }
-        })?, bool => cpu::binary_to::<bool, bool>(x, y, &shape, out, |p, q| if larger { p || q } else { p && q })?),
-        Op::Div(None) => match common {
-            DType::Float64 => cpu::binary_to::<f64, f64>(x, y, &shape, out, |p, q| p / q)?,
-            _ => cpu::binary_to::<f32, f32>(x, y, &shape, out, |p, q| p / q)?,
-        },
+        Op::Mul => (Binary::Mul, common),
+        Op::Extreme(larger) => (if larger { Binary::Maximum } else { Binary::Minimum }, common),
+        Op::Div(None) => (Binary::Div, float_dtype(common)),
         Op::Div(Some(mode)) => {
-            let divide = |dtype: DType| -> Result<_> {
-                with_dtype!(dtype, T => {
-                    if !dtype.is_floating_point() && cpu::any::<T>(y, |q| q == T::default()) {
-                        bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero");
-                    }
-                    let rounded = |p: T, q: T| match mode {
-                        Rounding::Trunc => Number::div_trunc(p, q),
-                        Rounding::Floor => Number::div_floor(p, q),
-                    }
-                    .unwrap_or_default();
-                    cpu::binary_to::<T, T>(x, y, &shape, out, rounded)
-                }, bool => unreachable!("bool division is promoted to int64"))
-            };
-            divide(if common == DType::Bool { DType::Int64 } else { common })?
+            // Bools divide as int64, as in PyTorch.
+            let dtype = if common == DType::Bool { DType::Int64 } else { common };
+            if !dtype.is_floating_point() && any_zero(func, (b_name, y), dtype)? {
+                bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero");
+            }
+            (if matches!(mode, Rounding::Trunc) { Binary::DivTrunc } else { Binary::DivFloor }, dtype)
         }
     };
-    Ok(Tensor::from_dense(dense))
+    let out = out.map(|o| &o.array);
+    Ok(Tensor::from_array(backend.binary(x, y, &shape, kernel, dtype, out)?))
 }
 
 /// `target op= other`: the operation, written back into `target`.
@@ -122,13 +111,14 @@ fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) ->
 /// `-a`.
 fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
     let x = a.data(func, name)?;
-    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, Number::neg), bool => {
-        return Err(Error::runtime_error(format!(
+    if x.dtype == DType::Bool {
+        bail!(
+            Runtime,
             "{func}(): negation, the `-` operator, on a bool tensor is not supported; \
              to invert a mask use the `logical_not()` operator instead"
-        )));
-    });
-    Ok(Tensor::from_dense(dense))
+        );
+    }
+    Ok(Tensor::from_array(x.device().backend().unary(x, Unary::Neg, x.dtype, None)?))
 }
 
 /// `input + alpha * other`, broadcasting the two (`torch.add`).

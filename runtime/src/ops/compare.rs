@@ -4,78 +4,51 @@
 //! against 2.5 compares as floats); logic treats every non-zero element, NaN included, as true.
 //! The in-place forms (`eq_`, `logical_and_`, ...) write 1 or 0 into `self`'s own dtype.
 
-use crate::cpu::{self, Signed};
+use crate::backend::{Binary, Unary};
 use crate::error::Result;
+use crate::ops::device::backend_of;
 use crate::ops::inplace::write_into;
-use crate::tensor::{Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::tensor::{DType, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
-/// A comparison.
-#[derive(Clone, Copy)]
-enum Cmp {
-    Eq,
-    Ne,
-    Lt,
-    Le,
-    Gt,
-    Ge,
-}
-
-impl Cmp {
-    /// IEEE comparison: NaN is unequal to everything, itself included, and unordered.
-    #[inline(always)]
-    fn test<T: PartialOrd>(self, a: T, b: T) -> bool {
-        match self {
-            Cmp::Eq => a == b,
-            Cmp::Ne => a != b,
-            Cmp::Lt => a < b,
-            Cmp::Le => a <= b,
-            Cmp::Gt => a > b,
-            Cmp::Ge => a >= b,
-        }
-    }
-}
-
-fn compare(func: &str, op: Cmp, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+/// A comparison (`op` is `Eq` ... `Ge`) in the operands' promoted dtype; IEEE rules: NaN is
+/// unequal to everything, itself included, and unordered. Or, with `dtype` bool, a logical
+/// operation (`And`, `Or`, `Xor`): reading as bool makes every non-zero element (NaN included)
+/// true.
+fn binary_test(
+    func: &str,
+    op: Binary,
+    (a_name, a): (&str, &Tensor),
+    (b_name, b): (&str, &Tensor),
+    logic: bool,
+) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
     let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
-    let common = result_type([x.participant(), y.participant()]);
-    let dense = with_dtype!(common, T => cpu::binary::<T, bool>(x, y, &shape, |p, q| op.test(p, q))?);
-    Ok(Tensor::from_dense(dense))
+    let dtype = if logic { DType::Bool } else { result_type([x.participant(), y.participant()]) };
+    Ok(Tensor::from_array(backend.binary(x, y, &shape, op, dtype, None)?))
 }
 
-/// A binary logical operation.
-#[derive(Clone, Copy)]
-enum Logic {
-    And,
-    Or,
-    Xor,
+fn compare(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Result<Tensor> {
+    binary_test(func, op, a, b, false)
 }
 
-fn logical(func: &str, op: Logic, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
-    let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
-    // Reading as bool makes every non-zero element (NaN included) true.
-    let dense = cpu::binary::<bool, bool>(x, y, &shape, |p, q| match op {
-        Logic::And => p && q,
-        Logic::Or => p || q,
-        Logic::Xor => p != q,
-    })?;
-    Ok(Tensor::from_dense(dense))
+fn logical(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Result<Tensor> {
+    binary_test(func, op, a, b, true)
 }
 
 fn logical_not_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
-    Ok(Tensor::from_dense(cpu::unary::<bool, bool>(t.data(func, name)?, |b| !b)))
+    let x = t.data(func, name)?;
+    Ok(Tensor::from_array(x.device().backend().unary(x, Unary::Not, DType::Bool, None)?))
 }
 
 /// Which elements are NaN (`nan` true) or infinite; never for integers and bools.
 fn test_impl(func: &str, (name, t): (&str, &Tensor), nan: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, bool>(x, |v| if nan { v.is_nan() } else { v.is_infinite() }),
-        bool => cpu::unary::<bool, bool>(x, |_| false));
-    Ok(Tensor::from_dense(dense))
+    let op = if nan { Unary::IsNan } else { Unary::IsInf };
+    Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?))
 }
 
 /// `input == other` elementwise, broadcast, as a bool tensor (`torch.eq`); `other` may be a
@@ -90,14 +63,14 @@ fn test_impl(func: &str, (name, t): (&str, &Tensor), nan: bool) -> Result<Tensor
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn eq(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("eq", Cmp::Eq, ("input", input), ("other", other))
+    compare("eq", Binary::Eq, ("input", input), ("other", other))
 }
 
 /// `input != other` elementwise, broadcast, as a bool tensor (`torch.ne`); NaN is unequal to
 /// everything.
 #[torch_function(module = "torchfn")]
 pub fn ne(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("ne", Cmp::Ne, ("input", input), ("other", other))
+    compare("ne", Binary::Ne, ("input", input), ("other", other))
 }
 
 /// `input < other` elementwise, broadcast, as a bool tensor (`torch.lt`); false where either
@@ -111,28 +84,28 @@ pub fn ne(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn lt(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("lt", Cmp::Lt, ("input", input), ("other", other))
+    compare("lt", Binary::Lt, ("input", input), ("other", other))
 }
 
 /// `input <= other` elementwise, broadcast, as a bool tensor (`torch.le`); false where either
 /// is NaN.
 #[torch_function(module = "torchfn")]
 pub fn le(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("le", Cmp::Le, ("input", input), ("other", other))
+    compare("le", Binary::Le, ("input", input), ("other", other))
 }
 
 /// `input > other` elementwise, broadcast, as a bool tensor (`torch.gt`); false where either
 /// is NaN.
 #[torch_function(module = "torchfn")]
 pub fn gt(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("gt", Cmp::Gt, ("input", input), ("other", other))
+    compare("gt", Binary::Gt, ("input", input), ("other", other))
 }
 
 /// `input >= other` elementwise, broadcast, as a bool tensor (`torch.ge`); false where either
 /// is NaN.
 #[torch_function(module = "torchfn")]
 pub fn ge(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    compare("ge", Cmp::Ge, ("input", input), ("other", other))
+    compare("ge", Binary::Ge, ("input", input), ("other", other))
 }
 
 /// Whether both elements are non-zero, broadcast, as a bool tensor (`torch.logical_and`); any
@@ -146,19 +119,19 @@ pub fn ge(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn logical_and(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical("logical_and", Logic::And, ("input", input), ("other", other))
+    logical("logical_and", Binary::And, ("input", input), ("other", other))
 }
 
 /// Whether either element is non-zero, broadcast, as a bool tensor (`torch.logical_or`).
 #[torch_function(module = "torchfn")]
 pub fn logical_or(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical("logical_or", Logic::Or, ("input", input), ("other", other))
+    logical("logical_or", Binary::Or, ("input", input), ("other", other))
 }
 
 /// Whether exactly one element is non-zero, broadcast, as a bool tensor (`torch.logical_xor`).
 #[torch_function(module = "torchfn")]
 pub fn logical_xor(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    logical("logical_xor", Logic::Xor, ("input", input), ("other", other))
+    logical("logical_xor", Binary::Xor, ("input", input), ("other", other))
 }
 
 /// Whether each element is zero, as a bool tensor (`torch.logical_not`); NaN is non-zero.
@@ -191,55 +164,55 @@ impl Tensor {
     /// `self == other`: the method form of [`eq`](crate::eq()).
     #[torch_function]
     pub fn eq(&self, other: &Tensor) -> Result<Tensor> {
-        compare("eq", Cmp::Eq, ("self", self), ("other", other))
+        compare("eq", Binary::Eq, ("self", self), ("other", other))
     }
 
     /// `self != other`: the method form of [`ne`](crate::ne()).
     #[torch_function]
     pub fn ne(&self, other: &Tensor) -> Result<Tensor> {
-        compare("ne", Cmp::Ne, ("self", self), ("other", other))
+        compare("ne", Binary::Ne, ("self", self), ("other", other))
     }
 
     /// `self < other`: the method form of [`lt`](crate::lt()).
     #[torch_function]
     pub fn lt(&self, other: &Tensor) -> Result<Tensor> {
-        compare("lt", Cmp::Lt, ("self", self), ("other", other))
+        compare("lt", Binary::Lt, ("self", self), ("other", other))
     }
 
     /// `self <= other`: the method form of [`le`](crate::le()).
     #[torch_function]
     pub fn le(&self, other: &Tensor) -> Result<Tensor> {
-        compare("le", Cmp::Le, ("self", self), ("other", other))
+        compare("le", Binary::Le, ("self", self), ("other", other))
     }
 
     /// `self > other`: the method form of [`gt`](crate::gt()).
     #[torch_function]
     pub fn gt(&self, other: &Tensor) -> Result<Tensor> {
-        compare("gt", Cmp::Gt, ("self", self), ("other", other))
+        compare("gt", Binary::Gt, ("self", self), ("other", other))
     }
 
     /// `self >= other`: the method form of [`ge`](crate::ge()).
     #[torch_function]
     pub fn ge(&self, other: &Tensor) -> Result<Tensor> {
-        compare("ge", Cmp::Ge, ("self", self), ("other", other))
+        compare("ge", Binary::Ge, ("self", self), ("other", other))
     }
 
     /// Both non-zero: the method form of [`logical_and`](crate::logical_and()).
     #[torch_function]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
-        logical("logical_and", Logic::And, ("self", self), ("other", other))
+        logical("logical_and", Binary::And, ("self", self), ("other", other))
     }
 
     /// Either non-zero: the method form of [`logical_or`](crate::logical_or()).
     #[torch_function]
     pub fn logical_or(&self, other: &Tensor) -> Result<Tensor> {
-        logical("logical_or", Logic::Or, ("self", self), ("other", other))
+        logical("logical_or", Binary::Or, ("self", self), ("other", other))
     }
 
     /// Exactly one non-zero: the method form of [`logical_xor`](crate::logical_xor()).
     #[torch_function]
     pub fn logical_xor(&self, other: &Tensor) -> Result<Tensor> {
-        logical("logical_xor", Logic::Xor, ("self", self), ("other", other))
+        logical("logical_xor", Binary::Xor, ("self", self), ("other", other))
     }
 
     /// Zero elements: the method form of [`logical_not`](crate::logical_not()).
@@ -272,63 +245,63 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn eq_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("eq_", self, compare("eq_", Cmp::Eq, ("self", self), ("other", other))?)
+        write_into("eq_", self, compare("eq_", Binary::Eq, ("self", self), ("other", other))?)
     }
 
     /// `self != other`, in place (`Tensor.ne_`), as 1 or 0 in `self`'s dtype. See
     /// [`ne`](crate::ne()).
     #[torch_function]
     pub fn ne_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("ne_", self, compare("ne_", Cmp::Ne, ("self", self), ("other", other))?)
+        write_into("ne_", self, compare("ne_", Binary::Ne, ("self", self), ("other", other))?)
     }
 
     /// `self < other`, in place (`Tensor.lt_`), as 1 or 0 in `self`'s dtype. See
     /// [`lt`](crate::lt()).
     #[torch_function]
     pub fn lt_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("lt_", self, compare("lt_", Cmp::Lt, ("self", self), ("other", other))?)
+        write_into("lt_", self, compare("lt_", Binary::Lt, ("self", self), ("other", other))?)
     }
 
     /// `self <= other`, in place (`Tensor.le_`), as 1 or 0 in `self`'s dtype. See
     /// [`le`](crate::le()).
     #[torch_function]
     pub fn le_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("le_", self, compare("le_", Cmp::Le, ("self", self), ("other", other))?)
+        write_into("le_", self, compare("le_", Binary::Le, ("self", self), ("other", other))?)
     }
 
     /// `self > other`, in place (`Tensor.gt_`), as 1 or 0 in `self`'s dtype. See
     /// [`gt`](crate::gt()).
     #[torch_function]
     pub fn gt_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("gt_", self, compare("gt_", Cmp::Gt, ("self", self), ("other", other))?)
+        write_into("gt_", self, compare("gt_", Binary::Gt, ("self", self), ("other", other))?)
     }
 
     /// `self >= other`, in place (`Tensor.ge_`), as 1 or 0 in `self`'s dtype. See
     /// [`ge`](crate::ge()).
     #[torch_function]
     pub fn ge_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("ge_", self, compare("ge_", Cmp::Ge, ("self", self), ("other", other))?)
+        write_into("ge_", self, compare("ge_", Binary::Ge, ("self", self), ("other", other))?)
     }
 
     /// Both non-zero, in place (`Tensor.logical_and_`), as 1 or 0 in `self`'s dtype. See
     /// [`logical_and`](crate::logical_and()).
     #[torch_function]
     pub fn logical_and_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("logical_and_", self, logical("logical_and_", Logic::And, ("self", self), ("other", other))?)
+        write_into("logical_and_", self, logical("logical_and_", Binary::And, ("self", self), ("other", other))?)
     }
 
     /// Either non-zero, in place (`Tensor.logical_or_`), as 1 or 0 in `self`'s dtype. See
     /// [`logical_or`](crate::logical_or()).
     #[torch_function]
     pub fn logical_or_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("logical_or_", self, logical("logical_or_", Logic::Or, ("self", self), ("other", other))?)
+        write_into("logical_or_", self, logical("logical_or_", Binary::Or, ("self", self), ("other", other))?)
     }
 
     /// Exactly one non-zero, in place (`Tensor.logical_xor_`), as 1 or 0 in `self`'s dtype. See
     /// [`logical_xor`](crate::logical_xor()).
     #[torch_function]
     pub fn logical_xor_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("logical_xor_", self, logical("logical_xor_", Logic::Xor, ("self", self), ("other", other))?)
+        write_into("logical_xor_", self, logical("logical_xor_", Binary::Xor, ("self", self), ("other", other))?)
     }
 
     /// Zero elements, in place (`Tensor.logical_not_`), as 1 or 0 in `self`'s dtype. See

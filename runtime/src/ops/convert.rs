@@ -1,27 +1,49 @@
-//! Dtype conversion: `Tensor.to(dtype)`.
+//! Conversions: `Tensor.to(dtype)`, `Tensor.to(device)` and `Tensor.cpu()`.
 
+use crate::backend::{Array, Buffer, Device};
 use crate::cpu;
 use crate::error::Result;
-use crate::tensor::{DType, Tensor};
+use crate::ops::device::{check_dtype, on_host};
+use crate::tensor::{DType, Tensor, with_dtype};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
-/// The tensor converted to `dtype`; the very same tensor when it already has that dtype and no
-/// `copy` is asked for.
-fn to_impl(func: &str, (name, t): (&str, &Tensor), dtype: DType, copy: bool) -> Result<Tensor> {
+/// `x` copied to `device` as `dtype`, through host memory. Moving to a device that cannot hold
+/// `dtype` (float64 to most GPUs) is an error that says so: nothing is narrowed silently.
+pub(crate) fn transfer(func: &str, x: &Array, device: Device, dtype: DType) -> Result<Array> {
+    check_dtype(func, device, dtype)?;
+    let host = on_host(x)?;
+    let data = with_dtype!(dtype, T => Buffer::from_vec(cpu::elements::<T>(func, &host)?));
+    device.backend().upload(device, data, x.layout.shape.clone())
+}
+
+/// The tensor on `device` (when given) as `dtype` (when given); the very same tensor when
+/// nothing changes and no `copy` is asked for.
+fn to_impl(
+    func: &str,
+    (name, t): (&str, &Tensor),
+    device: Option<Device>,
+    dtype: Option<DType>,
+    copy: bool,
+) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    if x.dtype == dtype && !copy {
-        return Ok(t.clone());
+    let (device, dtype) = (device.unwrap_or(x.device()), dtype.unwrap_or(x.dtype));
+    if device == x.device() {
+        if x.dtype == dtype && !copy {
+            return Ok(t.clone());
+        }
+        check_dtype(func, device, dtype)?;
+        return Ok(Tensor::from_array(device.backend().copy(x, dtype)?));
     }
-    Ok(Tensor::from_dense(cpu::convert(x, dtype)))
+    Ok(Tensor::from_array(transfer(func, x, device, dtype)?))
 }
 
 impl Tensor {
     /// This tensor converted to `dtype` (`Tensor.to(dtype)`): floats truncate toward zero into
     /// integers (NaN and out-of-range values saturate), anything non-zero (NaN included) is
     /// `true`. With the dtype it already has and `copy` false, the very same tensor comes
-    /// back; `non_blocking` has no effect on the CPU.
+    /// back; `non_blocking` has no effect. See [`to_device`](Tensor::to_device) to move it.
     ///
     /// ```
     /// use torchfn::DType;
@@ -39,10 +61,48 @@ impl Tensor {
         #[default(false)] copy: bool,
     ) -> Result<Tensor> {
         let _ = non_blocking;
-        to_impl("to", ("self", self), dtype, copy)
+        to_impl("to", ("self", self), None, Some(dtype), copy)
+    }
+
+    /// This tensor on `device`, converted to `dtype` when given (`Tensor.to(device, dtype)`):
+    /// a copy through host memory, or the very same tensor when it is already there (and of
+    /// that dtype) and no `copy` is asked for. Moving float64 or int64 to a device without
+    /// them (most GPUs) is an error: convert to float32 or int32 first.
+    ///
+    /// ```
+    /// use torchfn::{DType, Device};
+    /// let t = torchfn::tensor([1.5f32, 2.0])?;
+    /// assert!(t.to_device(Device::CPU, None, false, false)?.is(&t));
+    /// let i = t.to_device(Device::CPU, Some(DType::Int32), false, false)?;
+    /// assert_eq!(i.to_vec::<i32>()?, [1, 2]);
+    /// if let Ok(gpu) = Device::wgpu() {
+    ///     let g = t.to_device(gpu, None, false, false)?;
+    ///     assert_eq!(g.device()?, gpu);
+    ///     assert_eq!((&g * 2.0)?.cpu()?.to_vec::<f32>()?, [3.0, 4.0]);
+    /// }
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function(overload_of = Tensor::TO)]
+    pub fn to_device(
+        &self,
+        device: Device,
+        #[default(None)] dtype: Option<DType>,
+        #[default(false)] non_blocking: bool,
+        #[default(false)] copy: bool,
+    ) -> Result<Tensor> {
+        let _ = non_blocking;
+        to_impl("to", ("self", self), Some(device), dtype, copy)
+    }
+
+    /// This tensor in host memory (`Tensor.cpu`): itself when it is already there.
+    #[torch_function]
+    pub fn cpu(&self) -> Result<Tensor> {
+        to_impl("cpu", ("self", self), Some(Device::CPU), None, false)
     }
 }
 
 crate::samples! {
-    Tensor::TO => [sample([f32s(&[3]), Value::DType(DType::Int64)]), sample([i64s(&[3]), Value::DType(DType::Bool)]).kw("copy", true)],
+    Tensor::TO => [sample([f32s(&[3]), Value::DType(DType::Int64)]), sample([i64s(&[3]), Value::DType(DType::Bool)]).kw("copy", true),
+        sample([f32s(&[3]), Value::Device(Device::CPU)]).kw("dtype", DType::Float64)],
+    Tensor::CPU => [sample([f32s(&[3])])],
 }

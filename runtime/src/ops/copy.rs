@@ -1,9 +1,8 @@
 //! Copies and contiguity: `clone` (the function and the method) and the methods `contiguous`
 //! and `is_contiguous`.
 
-use crate::cpu;
 use crate::error::Result;
-use crate::tensor::{Dense, Layout, Tensor};
+use crate::tensor::{Layout, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 
@@ -29,8 +28,9 @@ fn dense_block(layout: &Layout) -> bool {
 /// contiguous.
 fn clone_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
+    let backend = x.device().backend();
     if x.layout.is_contiguous() || !dense_block(&x.layout) {
-        return Ok(Tensor::from_dense(cpu::copy(func, x)?));
+        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
     }
     // The block's elements in storage order: the copy, read back through the same strides.
     let mut order: Vec<usize> = (0..x.layout.ndim()).collect();
@@ -40,8 +40,8 @@ fn clone_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
         strides: order.iter().map(|&d| x.layout.strides[d]).collect(),
         offset: x.layout.offset,
     };
-    let block = cpu::copy(func, &Dense { layout: permuted, ..x.clone() })?;
-    Ok(Tensor::from_dense(Dense { layout: Layout { offset: 0, ..x.layout.clone() }, ..block }))
+    let block = backend.copy(&x.with_layout(permuted), x.dtype)?;
+    Ok(Tensor::from_array(block.with_layout(Layout { offset: 0, ..x.layout.clone() })))
 }
 
 /// A copy of `input` with its own storage (`torch.clone`); see [`Tensor::copy`].
@@ -67,7 +67,7 @@ impl Tensor {
         if x.layout.is_contiguous() {
             return Ok(self.clone());
         }
-        Ok(Tensor::from_dense(cpu::copy("contiguous", x)?))
+        Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?))
     }
 
     /// A copy with its own storage (`Tensor.clone`, registered under that name; Rust's

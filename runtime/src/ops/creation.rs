@@ -2,8 +2,10 @@
 //! listed by `get_ignored_functions`, as PyTorch's are) but still have handles, to call them by
 //! name; the `*_like` ones take a tensor and are overridable.
 
+use crate::backend::{Buffer, Device};
 use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
+use crate::ops::device::check_dtype;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -24,11 +26,31 @@ fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>>
     Ok(data)
 }
 
-/// A tensor of `shape` filled with `value` converted to `dtype`.
-fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType) -> Result<Tensor> {
-    let dense =
-        with_dtype!(dtype, T => Dense::from_vec(filled_vec(func, &shape, cast::<f64, T>(value.to_f64()))?, shape));
-    Ok(Tensor::from_dense(dense))
+/// The device a constructor makes its tensor on (the CPU unless given), and the dtype: the
+/// one given, which the device must hold, or `default` (int64 defaults to the device's index
+/// dtype where it has no int64).
+fn placed(func: &str, device: Option<Device>, dtype: Option<DType>, default: DType) -> Result<(Device, DType)> {
+    let device = device.unwrap_or(Device::CPU);
+    let dtype = match dtype {
+        Some(dtype) => dtype,
+        None if default == DType::Int64 => device.index_dtype(),
+        None => default,
+    };
+    check_dtype(func, device, dtype)?;
+    Ok((device, dtype))
+}
+
+/// A tensor of `shape` on `device` filled with `value` converted to `dtype`.
+fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+    if shape.checked_numel().is_none() {
+        bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
+    }
+    Ok(Tensor::from_array(device.backend().fill(device, &shape, value, dtype)?))
+}
+
+/// Host elements of a new tensor moved to `device`.
+fn uploaded<T: Element>(data: Vec<T>, shape: Shape, device: Device) -> Result<Tensor> {
+    Ok(Tensor::from_array(device.backend().upload(device, Buffer::from_vec(data), shape)?))
 }
 
 /// The dtype PyTorch gives a tensor made from `value`: bool, int64 or the default float.
@@ -57,23 +79,35 @@ pub fn tensor<D: TensorData>(data: D) -> Result<Tensor> {
     Ok(Tensor::from_dense(Dense::from_vec(flat, Shape::from(dims))))
 }
 
-/// A tensor of zeros (`torch.zeros`), float32 unless `dtype` says otherwise.
+/// A tensor of zeros (`torch.zeros`), float32 unless `dtype` says otherwise, on the CPU unless
+/// `device` says otherwise.
 ///
 /// ```
 /// use torchfn::DType;
-/// assert_eq!(torchfn::zeros([2, 3], DType::Int64)?.to_vec::<i64>()?, [0; 6]);
-/// assert_eq!(torchfn::zeros([2], None)?.to_string(), "tensor([0., 0.])");
+/// assert_eq!(torchfn::zeros([2, 3], DType::Int64, None)?.to_vec::<i64>()?, [0; 6]);
+/// assert_eq!(torchfn::zeros([2], None, None)?.to_string(), "tensor([0., 0.])");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
-pub fn zeros(size: impl Into<Shape>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    filled("zeros", size.into(), Scalar::Int(0), dtype.into().unwrap_or_default())
+pub fn zeros(
+    size: impl Into<Shape>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
+) -> Result<Tensor> {
+    let (device, dtype) = placed("zeros", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    filled("zeros", size.into(), Scalar::Int(0), dtype, device)
 }
 
-/// A tensor of ones (`torch.ones`), float32 unless `dtype` says otherwise.
+/// A tensor of ones (`torch.ones`), float32 unless `dtype` says otherwise, on the CPU unless
+/// `device` says otherwise.
 #[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
-pub fn ones(size: impl Into<Shape>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    filled("ones", size.into(), Scalar::Int(1), dtype.into().unwrap_or_default())
+pub fn ones(
+    size: impl Into<Shape>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
+) -> Result<Tensor> {
+    let (device, dtype) = placed("ones", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    filled("ones", size.into(), Scalar::Int(1), dtype, device)
 }
 
 /// A tensor filled with `fill_value` (`torch.full`); its dtype follows the value (float32,
@@ -83,16 +117,18 @@ pub fn full(
     size: impl Into<Shape>,
     fill_value: impl Into<Scalar>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
     let value = fill_value.into();
-    filled("full", size.into(), value, dtype.into().unwrap_or(dtype_of(value)))
+    let (device, dtype) = placed("full", device.into(), dtype.into(), dtype_of(value))?;
+    filled("full", size.into(), value, dtype, device)
 }
 
 /// The `n x m` identity matrix (`m` defaults to `n`), float32 unless `dtype` says otherwise
 /// (`torch.eye`).
 ///
 /// ```
-/// let i = torchfn::eye(2, None, None)?;
+/// let i = torchfn::eye(2, None, None, None)?;
 /// assert_eq!(i.to_string(), "tensor([[1., 0.],\n        [0., 1.]])");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
@@ -101,23 +137,28 @@ pub fn eye(
     n: usize,
     #[default(None)] m: Option<usize>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
+    let (device, dtype) = placed("eye", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
     let m = m.unwrap_or(n);
     let shape = Shape::from([n, m]);
-    let dense = with_dtype!(dtype.into().unwrap_or_default(), T => {
+    with_dtype!(dtype, T => {
         let mut data = filled_vec("eye", &shape, T::default())?;
         for i in 0..n.min(m) {
             data[i * m + i] = cast::<f64, T>(1.0);
         }
-        Dense::from_vec(data, shape)
-    });
-    Ok(Tensor::from_dense(dense))
+        uploaded(data, shape, device)
+    })
 }
 
 /// `0, 1, ..., end - 1` (`torch.arange(end)`); int64 for an integer `end`, float32 for a float.
 #[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
-pub fn arange(end: impl Into<Scalar>, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    range("arange", Scalar::Int(0), end.into(), Scalar::Int(1), dtype.into())
+pub fn arange(
+    end: impl Into<Scalar>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
+) -> Result<Tensor> {
+    range("arange", Scalar::Int(0), end.into(), Scalar::Int(1), dtype.into(), device.into())
 }
 
 /// `start, start + step, ...` up to `end` excluded (`torch.arange(start, end, step)`).
@@ -127,13 +168,22 @@ pub fn arange_range(
     end: impl Into<Scalar>,
     #[default(1)] step: impl Into<Scalar>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    range("arange", start.into(), end.into(), step.into(), dtype.into())
+    range("arange", start.into(), end.into(), step.into(), dtype.into(), device.into())
 }
 
-fn range(func: &str, start: Scalar, end: Scalar, step: Scalar, dtype: Option<DType>) -> Result<Tensor> {
+fn range(
+    func: &str,
+    start: Scalar,
+    end: Scalar,
+    step: Scalar,
+    dtype: Option<DType>,
+    device: Option<Device>,
+) -> Result<Tensor> {
     let floating = [start, end, step].iter().any(|s| s.is_floating_point());
-    let dtype = dtype.unwrap_or(if floating { DType::DEFAULT_FLOAT } else { DType::Int64 });
+    let default = if floating { DType::DEFAULT_FLOAT } else { DType::Int64 };
+    let (device, dtype) = placed(func, device, dtype, default)?;
     let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
     if s == 0.0 {
         bail!(Runtime, "{func}(): step must be nonzero");
@@ -146,7 +196,7 @@ fn range(func: &str, start: Scalar, end: Scalar, step: Scalar, dtype: Option<DTy
     }
     let n = ((b - a) / s).ceil().max(0.0) as usize;
     let shape = Shape::from([n]);
-    let dense = with_dtype!(dtype, T => {
+    with_dtype!(dtype, T => {
         let mut data = filled_vec(func, &shape, T::default())?;
         for (i, x) in data.iter_mut().enumerate() {
             *x = if floating || T::DTYPE.is_floating_point() {
@@ -155,9 +205,8 @@ fn range(func: &str, start: Scalar, end: Scalar, step: Scalar, dtype: Option<DTy
                 T::from_i64(start.to_i64() + i as i64 * step.to_i64())
             };
         }
-        Dense::from_vec(data, shape)
-    });
-    Ok(Tensor::from_dense(dense))
+        uploaded(data, shape, device)
+    })
 }
 
 /// `steps` values from `start` to `end`, both included, evenly spaced (`torch.linspace`).
@@ -167,11 +216,13 @@ pub fn linspace(
     end: impl Into<Scalar>,
     steps: usize,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
+    let (device, dtype) = placed("linspace", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
     let (a, b) = (start.into().to_f64(), end.into().to_f64());
     let shape = Shape::from([steps]);
     let step = if steps > 1 { (b - a) / (steps - 1) as f64 } else { 0.0 };
-    let dense = with_dtype!(dtype.into().unwrap_or_default(), T => {
+    with_dtype!(dtype, T => {
         let mut data = filled_vec("linspace", &shape, T::default())?;
         // From both ends toward the middle, as PyTorch computes it.
         let half = steps / 2;
@@ -179,24 +230,23 @@ pub fn linspace(
             let v = if i < half { a + step * i as f64 } else { b - step * (steps - 1 - i) as f64 };
             *x = cast::<f64, T>(v);
         }
-        Dense::from_vec(data, shape)
-    });
-    Ok(Tensor::from_dense(dense))
+        uploaded(data, shape, device)
+    })
 }
 
-/// Zeros with the shape (and dtype, unless given) of `input` (`torch.zeros_like`).
+/// Zeros with the shape, device and dtype (unless given) of `input` (`torch.zeros_like`).
 #[torch_function(module = "torchfn")]
 pub fn zeros_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
     like("zeros_like", input, Scalar::Int(0), dtype.into())
 }
 
-/// Ones with the shape (and dtype, unless given) of `input` (`torch.ones_like`).
+/// Ones with the shape, device and dtype (unless given) of `input` (`torch.ones_like`).
 #[torch_function(module = "torchfn")]
 pub fn ones_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
     like("ones_like", input, Scalar::Int(1), dtype.into())
 }
 
-/// `fill_value` with the shape (and dtype, unless given) of `input` (`torch.full_like`).
+/// `fill_value` with the shape, device and dtype (unless given) of `input` (`torch.full_like`).
 #[torch_function(module = "torchfn")]
 pub fn full_like(
     input: &Tensor,
@@ -208,7 +258,9 @@ pub fn full_like(
 
 fn like(func: &str, input: &Tensor, value: Scalar, dtype: Option<DType>) -> Result<Tensor> {
     let x = input.data(func, "input")?;
-    filled(func, x.layout.shape.clone(), value, dtype.unwrap_or(x.dtype))
+    let dtype = dtype.unwrap_or(x.dtype);
+    check_dtype(func, x.device(), dtype)?;
+    filled(func, x.layout.shape.clone(), value, dtype, x.device())
 }
 
 crate::samples! {

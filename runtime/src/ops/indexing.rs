@@ -1,18 +1,63 @@
 //! Indexing and rearranging copies: `index_select`, `gather`, `flip`, `roll`, `repeat`,
 //! `tril` and `triu`. Each returns a tensor with its own storage.
 
-use crate::cpu;
+use crate::backend::{Array, Binary, Buffer, Device, Reduce};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Dims, Layout, Shape, Tensor, normalize_dim, with_dtype};
+use crate::ops::device::{backend_of, scalar_of};
+use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
 use super::IntList;
 
+/// The integer positions `values` as an index vector on `device`, in its index dtype.
+pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i64>) -> Result<Array> {
+    let shape = Shape::from([values.len()]);
+    let data = match device.index_dtype() {
+        DType::Int64 => {
+            let mut data = crate::cpu::alloc("positions", values.len())?;
+            data.extend(values);
+            Buffer::from_vec(data)
+        }
+        _ => {
+            let mut data = crate::cpu::alloc("positions", values.len())?;
+            data.extend(values.map(|v| v as i32));
+            Buffer::from_vec(data)
+        }
+    };
+    device.backend().upload(device, data, shape)
+}
+
+/// The first index in `index` outside `0..size`, if any (its smallest or largest element),
+/// found on `index`'s device.
+pub(crate) fn out_of_range(func: &str, index: &Dense, size: usize) -> Result<Option<i64>> {
+    if index.layout.numel() == 0 {
+        return Ok(None);
+    }
+    let backend = backend_of(func, &[("index", index)])?;
+    let all: Vec<usize> = (0..index.layout.ndim()).collect();
+    let min = scalar_of(&backend.reduce(index, &all, Reduce::Min, index.dtype)?)?.to_i64();
+    let max = scalar_of(&backend.reduce(index, &all, Reduce::Max, index.dtype)?)?.to_i64();
+    Ok(if min < 0 {
+        Some(min)
+    } else if usize::try_from(max).is_ok_and(|m| m >= size) {
+        Some(max)
+    } else {
+        None
+    })
+}
+
+/// `x` with dimension `dim` put in the order of `order` (a permutation of its positions, or
+/// any selection of them).
+fn reordered(x: &Array, dim: usize, order: impl ExactSizeIterator<Item = i64>) -> Result<Array> {
+    x.device().backend().index_select(x, dim, &positions(x.device(), order)?)
+}
+
 fn index_select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let idx = index.data(func, "index")?;
+    let backend = backend_of(func, &[(name, x), ("index", idx)])?;
     if idx.layout.ndim() > 1 {
         bail!(Index, "{func}(): Index is supposed to be a vector, but it has {} dimensions", idx.layout.ndim());
     }
@@ -21,37 +66,33 @@ fn index_select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &T
     }
     let ndim = x.layout.ndim();
     let d = normalize_dim(dim, ndim, func)?;
-    let positions: Vec<i64> = cpu::read_as(idx, |v: ndarray::ArrayViewD<'_, i64>| v.iter().copied().collect());
     let size = if ndim == 0 { 1 } else { x.layout.shape[d] };
-    if ndim == 0 && positions.len() != 1 {
-        bail!(Runtime, "{func}(): Index to scalar can have only 1 value, got {} value(s)", positions.len());
+    if ndim == 0 && idx.layout.numel() != 1 {
+        bail!(Runtime, "{func}(): Index to scalar can have only 1 value, got {} value(s)", idx.layout.numel());
     }
-    let positions =
-        positions.iter().map(|&p| usize::try_from(p).ok().filter(|&p| p < size)).collect::<Option<Vec<usize>>>();
-    let Some(positions) = positions else {
+    if out_of_range(func, idx, size)?.is_some() {
         bail!(Index, "{func}(): index out of range in self (dimension {d} has size {size})");
-    };
-    if ndim == 0 {
-        return Ok(Tensor::from_dense(cpu::copy(func, x)?));
     }
-    Ok(Tensor::from_dense(with_dtype!(x.dtype, T => cpu::index_select::<T>(func, x, d, &positions)?)))
+    if ndim == 0 {
+        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
+    }
+    let vector = at_least_1d(idx);
+    Ok(Tensor::from_array(backend.index_select(x, d, &vector)?))
 }
 
-/// `dense` seen as one-dimensional when it has no dimension (a view of its one element).
-fn at_least_1d(dense: &Dense) -> Dense {
-    if dense.layout.ndim() > 0 {
-        return dense.clone();
+/// `x` seen as one-dimensional when it has no dimension (a view of its one element).
+fn at_least_1d(x: &Array) -> Array {
+    if x.layout.ndim() > 0 {
+        return x.clone();
     }
-    Dense {
-        layout: Layout { shape: Shape::from([1]), strides: [1].into_iter().collect(), offset: dense.layout.offset },
-        ..dense.clone()
-    }
+    x.with_layout(Layout { shape: Shape::from([1]), strides: [1].into_iter().collect(), offset: x.layout.offset })
 }
 
 fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let idx = index.data(func, "index")?;
-    if idx.dtype != DType::Int64 {
+    let backend = backend_of(func, &[(name, x), ("index", idx)])?;
+    if idx.dtype != DType::Int64 && idx.dtype != idx.device().index_dtype() {
         bail!(Runtime, "{func}(): Expected dtype int64 for index, but got {}", idx.dtype);
     }
     let d = normalize_dim(dim, x.layout.ndim(), func)?;
@@ -74,9 +115,12 @@ fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor)
             x.layout.shape.as_ref()
         );
     }
-    let out = with_dtype!(x.dtype, T => cpu::gather::<T>(func, &input, d, &indices)?);
+    if let Some(bad) = out_of_range(func, idx, xs[d])? {
+        bail!(Runtime, "{func}(): index {bad} is out of bounds for dimension {d} with size {}", xs[d]);
+    }
+    let out = backend.gather(&input, d, &indices)?;
     // The result has the index's shape (zero-dimensional for a zero-dimensional index).
-    Ok(Tensor::from_dense(Dense { layout: Layout::contiguous(idx.layout.shape.clone()), ..out }))
+    Ok(Tensor::from_array(out.with_layout(Layout::contiguous(idx.layout.shape.clone()))))
 }
 
 fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tensor> {
@@ -85,30 +129,47 @@ fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tens
     if x.layout.ndim() == 0 {
         dims.clear();
     }
-    Ok(Tensor::from_dense(with_dtype!(x.dtype, T => cpu::flip::<T>(func, x, &dims)?)))
+    let mut out = x.device().backend().copy(x, x.dtype)?;
+    for d in dims {
+        let n = out.layout.shape[d];
+        out = reordered(&out, d, (0..n).rev().map(|i| i as i64))?;
+    }
+    Ok(Tensor::from_array(out))
+}
+
+/// The order that rolls `n` positions forward by `shift`, wrapping around.
+fn rolled(n: usize, shift: i64) -> impl ExactSizeIterator<Item = i64> {
+    let shift = if n == 0 { 0 } else { shift.rem_euclid(n as i64) };
+    (0..n).map(move |i| (i as i64 - shift).rem_euclid(n as i64))
 }
 
 fn roll_impl(func: &str, (name, t): (&str, &Tensor), shifts: &[i64], dims: Option<&[i64]>) -> Result<Tensor> {
     let x = t.data(func, name)?;
+    let backend = x.device().backend();
     let dims = dims.unwrap_or_default();
     if shifts.is_empty() {
         bail!(Runtime, "{func}(): `shifts` required");
     }
     if dims.is_empty() && shifts.len() == 1 {
         // Rolled as one flat sequence, then given its shape back.
-        let flat = Dense { layout: Layout::contiguous(Shape::from([x.layout.numel()])), ..cpu::copy(func, x)? };
-        let rolled = with_dtype!(x.dtype, T => cpu::roll::<T>(func, &flat, shifts, &[0])?);
-        return Ok(Tensor::from_dense(Dense { layout: Layout::contiguous(x.layout.shape.clone()), ..rolled }));
+        let n = x.layout.numel();
+        let flat = backend.copy(x, x.dtype)?.with_layout(Layout::contiguous(Shape::from([n])));
+        let out = reordered(&flat, 0, rolled(n, shifts[0]))?;
+        return Ok(Tensor::from_array(out.with_layout(Layout::contiguous(x.layout.shape.clone()))));
     }
     if shifts.len() != dims.len() {
         bail!(Runtime, "{func}(): shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
     }
     let ndim = x.layout.ndim();
     let dims = dims.iter().map(|&d| normalize_dim(d, ndim, func)).collect::<Result<Vec<usize>>>()?;
+    let mut out = backend.copy(x, x.dtype)?;
     if ndim == 0 {
-        return Ok(Tensor::from_dense(cpu::copy(func, x)?));
+        return Ok(Tensor::from_array(out));
     }
-    Ok(Tensor::from_dense(with_dtype!(x.dtype, T => cpu::roll::<T>(func, x, shifts, &dims)?)))
+    for (&shift, &d) in shifts.iter().zip(&dims) {
+        out = reordered(&out, d, rolled(out.layout.shape[d], shift))?;
+    }
+    Ok(Tensor::from_array(out))
 }
 
 fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Result<Tensor> {
@@ -148,16 +209,32 @@ fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Resul
     }
     let (sizes, strides): (Vec<usize>, Vec<usize>) = dims.into_iter().unzip();
     let tiled = Layout { shape: Shape::from(sizes), strides: strides.into_iter().collect(), offset: x.layout.offset };
-    let copy = cpu::copy(func, &Dense { layout: tiled, ..x.clone() })?;
-    Ok(Tensor::from_dense(Dense { layout: Layout::contiguous(Shape::from(shape)), ..copy }))
+    let copy = x.device().backend().copy(&x.with_layout(tiled), x.dtype)?;
+    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(Shape::from(shape)))))
 }
 
+/// The elements on one side of a diagonal of each matrix (the last two dimensions), zeros
+/// elsewhere: those at row `i`, column `j` with `j - i <= diagonal` (`lower`) or
+/// `j - i >= diagonal`.
 fn triangle_impl(func: &str, (name, t): (&str, &Tensor), diagonal: i64, lower: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    if x.layout.ndim() < 2 {
-        bail!(Runtime, "{func}(): input tensor must have at least 2 dimensions, but it has {}", x.layout.ndim());
+    let ndim = x.layout.ndim();
+    if ndim < 2 {
+        bail!(Runtime, "{func}(): input tensor must have at least 2 dimensions, but it has {ndim}");
     }
-    Ok(Tensor::from_dense(with_dtype!(x.dtype, T => cpu::triangle::<T>(func, x, diagonal, lower)?)))
+    let (device, backend) = (x.device(), x.device().backend());
+    let (n, m) = (x.layout.shape[ndim - 2], x.layout.shape[ndim - 1]);
+    // Offsets beyond the matrix keep everything or nothing: clamped, they fit in any index dtype.
+    let reach = (n + m) as i64;
+    let diagonal = Dense::from_vec(vec![diagonal.clamp(-reach, reach)], Shape::from([]));
+    let rows = positions(device, (0..n).map(|i| i as i64))?.with_layout(Layout::contiguous(Shape::from([n, 1])));
+    let columns = positions(device, (0..m).map(|i| i as i64))?;
+    let offsets =
+        backend.binary(&columns, &rows, &Shape::from([n, m]), Binary::Sub(Scalar::Int(1)), rows.dtype, None)?;
+    let side = if lower { Binary::Le } else { Binary::Ge };
+    let kept = backend.binary(&offsets, &diagonal, &offsets.layout.shape, side, offsets.dtype, None)?;
+    let zero = Dense::from_vec(vec![false], Shape::from([]));
+    Ok(Tensor::from_array(backend.select(&kept, x, &zero, &x.layout.shape, x.dtype)?))
 }
 
 /// The positions `index` (a vector of int64 or int32, each in range) of dimension `dim`, in
@@ -219,7 +296,7 @@ pub fn roll(input: &Tensor, shifts: impl Into<IntList>, #[default(None)] dims: O
 /// (`torch.tril`): element `(i, j)` is kept when `j - i <= diagonal`.
 ///
 /// ```
-/// let t = torchfn::ones([2, 3], torchfn::DType::Int64)?;
+/// let t = torchfn::ones([2, 3], torchfn::DType::Int64, None)?;
 /// assert_eq!(torchfn::tril(&t, 0)?.to_vec::<i64>()?, [1, 0, 0, 1, 1, 0]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
@@ -232,7 +309,7 @@ pub fn tril(input: &Tensor, #[default(0)] diagonal: i64) -> Result<Tensor> {
 /// (`torch.triu`): element `(i, j)` is kept when `j - i >= diagonal`.
 ///
 /// ```
-/// let t = torchfn::ones([2, 3], torchfn::DType::Int64)?;
+/// let t = torchfn::ones([2, 3], torchfn::DType::Int64, None)?;
 /// assert_eq!(torchfn::triu(&t, 1)?.to_vec::<i64>()?, [0, 1, 1, 0, 0, 1]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```

@@ -1,11 +1,9 @@
 //! Writing results into existing tensors: the rules of in-place operations and `out=`, and the
 //! in-place operations that are not arithmetic (`zero_`, `fill_`, `copy_`).
 
-use std::sync::Arc;
-
-use crate::cpu;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes};
+use crate::ops::device::device_of;
+use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -16,6 +14,27 @@ fn can_cast(from: DType, to: DType) -> bool {
     let float_into_non_float = from.is_floating_point() && !to.is_floating_point();
     let non_bool_into_bool = from != DType::Bool && to == DType::Bool;
     !float_into_non_float && !non_bool_into_bool
+}
+
+/// Writes the elements of `src` (of `dst`'s shape) into `dst`, converting them to `dst`'s
+/// dtype and moving them from `src`'s device. A `dst` whose elements overlap in memory (an
+/// expanded tensor) is refused, as in PyTorch.
+pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
+    let layout = &dst.layout;
+    let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
+    if expanded && layout.numel() > 0 {
+        bail!(
+            Runtime,
+            "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single \
+             memory location"
+        );
+    }
+    let device = dst.device();
+    if src.device() == device {
+        return device.backend().assign(dst, src);
+    }
+    let moved = super::convert::transfer(func, src, device, dst.dtype)?;
+    device.backend().assign(dst, &moved)
 }
 
 /// Writes `result` into `target` (an in-place operation's `self`, or an `out=` tensor), which
@@ -31,11 +50,12 @@ pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<
             src.layout.shape.as_ref()
         );
     }
+    device_of(func, &[("out", dst), ("result", src)])?;
     if !can_cast(src.dtype, dst.dtype) {
         bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
     }
-    if !(Arc::ptr_eq(&dst.storage, &src.storage) && dst.layout == src.layout) {
-        cpu::assign(func, dst, src)?;
+    if !(dst.shares(src) && dst.layout == src.layout) {
+        assign(func, dst, src)?;
     }
     Ok(target.clone())
 }
@@ -51,7 +71,7 @@ impl Tensor {
     /// (`Tensor.fill_`); returns `self`.
     ///
     /// ```
-    /// let t = torchfn::zeros([2, 2], None)?;
+    /// let t = torchfn::zeros([2, 2], None, None)?;
     /// let view = t.get(0)?;
     /// view.fill_(7)?;
     /// assert_eq!(t.to_vec::<f32>()?, [7.0, 7.0, 0.0, 0.0]); // the write went through the view
@@ -60,8 +80,9 @@ impl Tensor {
     #[torch_function]
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
-        let filled = crate::full(dst.layout.shape.clone(), value, dst.dtype)?;
-        write_into("fill_", self, filled)
+        let value = value.into();
+        let filled = dst.device().backend().fill(dst.device(), &dst.layout.shape, value, dst.dtype)?;
+        write_into("fill_", self, Tensor::from_array(filled))
     }
 
     /// Copies `src` into this tensor, in place, broadcasting and converting it
@@ -80,7 +101,7 @@ impl Tensor {
         }
         let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
         let expanded = super::view::expand_impl("copy_", ("src", src), &sizes)?;
-        cpu::assign("copy_", dst, expanded.data("copy_", "src")?)?;
+        assign("copy_", dst, expanded.data("copy_", "src")?)?;
         Ok(self.clone())
     }
 }

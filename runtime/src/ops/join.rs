@@ -1,9 +1,10 @@
 //! Joins and splits: `cat` (also `concat` and `concatenate`), `stack`, `split` and `chunk`.
 //! Joins copy, promoting their inputs to one dtype; splits return views.
 
-use crate::cpu;
+use crate::backend::Array;
 use crate::error::{Error, Result, bail};
-use crate::tensor::{DType, Dense, Layout, Participant, Shape, Tensor, normalize_dim, result_type, with_dtype};
+use crate::ops::device::device_of;
+use crate::tensor::{DType, Dense, Layout, Participant, Scalar, Shape, Tensor, normalize_dim, result_type};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -41,11 +42,13 @@ fn join(func: &str, pieces: &[&Dense], dim: i64, dtype: DType) -> Result<Tensor>
     if let Some(i) = pieces.iter().position(|x| x.layout.ndim() == 0) {
         bail!(Runtime, "{func}(): zero-dimensional tensor (at position {i}) cannot be concatenated");
     }
+    let named: Vec<(&str, &Dense)> = pieces.iter().map(|&x| ("tensors", x)).collect();
+    let device = device_of(func, &named)?;
     let kept: Vec<(usize, &Dense)> =
         pieces.iter().copied().enumerate().filter(|(_, x)| x.layout.shape != [0]).collect();
     let Some(&(_, first)) = kept.first() else {
         normalize_dim(dim, 1, func)?;
-        return Ok(Tensor::from_dense(with_dtype!(dtype, T => Dense::from_vec(Vec::<T>::new(), Shape::from([0])))));
+        return Ok(Tensor::from_array(device.backend().fill(device, &Shape::from([0]), Scalar::Int(0), dtype)?));
     };
     let ndim = first.layout.ndim();
     let dim = normalize_dim(dim, ndim, func)?;
@@ -71,9 +74,8 @@ fn join(func: &str, pieces: &[&Dense], dim: i64, dtype: DType) -> Result<Tensor>
     }
     let mut shape = first.layout.shape.to_vec();
     shape[dim] = total;
-    let pieces: Vec<&Dense> = kept.into_iter().map(|(_, x)| x).collect();
-    let dense = with_dtype!(dtype, T => cpu::concat::<T>(func, &pieces, dim, &shape)?);
-    Ok(Tensor::from_dense(dense))
+    let pieces: Vec<&Array> = kept.into_iter().map(|(_, x)| &x.array).collect();
+    Ok(Tensor::from_array(device.backend().concat(&pieces, dim, &Shape::from(shape), dtype)?))
 }
 
 fn cat_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
@@ -102,7 +104,7 @@ fn stack_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
             let mut strides = x.layout.strides.clone();
             shape.insert(at, 1);
             strides.insert(at, 1);
-            Dense { layout: Layout { shape: Shape::from(shape), strides, offset: x.layout.offset }, ..(*x).clone() }
+            Dense::new(x.with_layout(Layout { shape: Shape::from(shape), strides, offset: x.layout.offset }))
         })
         .collect();
     let pieces: Vec<&Dense> = unsqueezed.iter().collect();
@@ -241,7 +243,7 @@ pub fn stack(tensors: &[Tensor], #[default(0)] dim: i64) -> Result<Tensor> {
 /// piece per entry when it lists sizes, which must add up to the dimension's size.
 ///
 /// ```
-/// let t = torchfn::arange(5, None)?;
+/// let t = torchfn::arange(5, None, None)?;
 /// let sizes = |pieces: Vec<torchfn::Tensor>| pieces.iter().map(|p| p.shape().unwrap()[0]).collect::<Vec<_>>();
 /// assert_eq!(sizes(torchfn::split(&t, 2, 0)?), [2, 2, 1]);
 /// assert_eq!(sizes(torchfn::split(&t, [1, 4], 0)?), [1, 4]);
@@ -260,7 +262,7 @@ pub fn split(
 /// `ceil(size / chunks)` positions but the last, so there may be fewer than `chunks`.
 ///
 /// ```
-/// let t = torchfn::arange(5, None)?;
+/// let t = torchfn::arange(5, None, None)?;
 /// let pieces = torchfn::chunk(&t, 3, 0)?;
 /// assert_eq!(pieces.iter().map(|p| p.shape().unwrap()[0]).collect::<Vec<_>>(), [2, 2, 1]);
 /// # Ok::<(), torchfn::Error>(())

@@ -4,9 +4,9 @@
 //! functions give the default float dtype (float32) for integer and bool inputs. Their in-place
 //! forms (`exp_`, ...) are in `math_inplace`.
 
-use crate::cpu::{self, Float, Number, Signed};
+use crate::backend::Unary;
 use crate::error::{Error, Result, bail};
-use crate::tensor::{DType, Tensor, with_dtype};
+use crate::tensor::{DType, Tensor};
 use crate::testing::{bools, f32s, i64s, sample, values};
 use crate::torch_function;
 use crate::value::Value;
@@ -23,143 +23,57 @@ pub(super) fn float_dtype(dtype: DType) -> DType {
     if dtype.is_floating_point() { dtype } else { DType::DEFAULT_FLOAT }
 }
 
-/// A unary floating-point function.
-#[derive(Clone, Copy)]
-pub(super) enum FloatOp {
-    Exp,
-    Log,
-    Log1p,
-    Expm1,
-    Sqrt,
-    Rsqrt,
-    Sin,
-    Cos,
-    Tan,
-    Tanh,
-    Sigmoid,
-    Erf,
-    Reciprocal,
-}
-
-impl FloatOp {
-    #[inline(always)]
-    fn apply<F: Float>(self, x: F) -> F {
-        let one = F::from_f64(1.0);
-        match self {
-            FloatOp::Exp => x.exp(),
-            FloatOp::Log => x.ln(),
-            FloatOp::Log1p => x.ln_1p(),
-            FloatOp::Expm1 => x.exp_m1(),
-            FloatOp::Sqrt => x.sqrt(),
-            FloatOp::Rsqrt => x.sqrt().recip(),
-            FloatOp::Sin => x.sin(),
-            FloatOp::Cos => x.cos(),
-            FloatOp::Tan => x.tan(),
-            FloatOp::Tanh => x.tanh(),
-            FloatOp::Sigmoid => one.add(x.neg().exp()).recip(),
-            FloatOp::Erf => x.erf(),
-            FloatOp::Reciprocal => x.recip(),
-        }
-    }
-}
-
-/// `op` on each element, in the input's float dtype or the default float dtype.
-pub(super) fn float_unary(func: &str, op: FloatOp, input: (&str, &Tensor)) -> Result<Tensor> {
+/// `op` (a floating-point function) on each element, in the input's float dtype or the default
+/// float dtype.
+pub(super) fn float_unary(func: &str, op: Unary, input: (&str, &Tensor)) -> Result<Tensor> {
     float_unary_to(func, op, input, None)
 }
 
 /// As [`float_unary`], computed straight into `out` when the kernels can (see
-/// [`cpu::unary_to`]).
+/// [`Backend::unary`](crate::backend::Backend::unary)).
 pub(super) fn float_unary_to(
     func: &str,
-    op: FloatOp,
+    op: Unary,
     (name, t): (&str, &Tensor),
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let out = out.map(|t| t.data(func, "out")).transpose()?;
-    let dense = match float_dtype(x.dtype) {
-        DType::Float64 => cpu::unary_to::<f64, f64>(x, out, |v| op.apply(v)),
-        _ => cpu::unary_to::<f32, f32>(x, out, |v| op.apply(v)),
-    };
-    Ok(Tensor::from_dense(dense))
+    let backend = x.device().backend();
+    Ok(Tensor::from_array(backend.unary(x, op, float_dtype(x.dtype), out.map(|o| &o.array))?))
 }
 
-/// A rounding function.
-#[derive(Clone, Copy)]
-pub(super) enum Rounding {
-    Ceil,
-    Floor,
-    Trunc,
-    /// Half to even, at `decimals` decimal places (negative: to tens, hundreds, ...).
-    Round(i64),
-}
-
-impl Rounding {
-    fn apply<F: Float>(self, x: F) -> F {
-        match self {
-            Rounding::Ceil => x.ceil(),
-            Rounding::Floor => x.floor(),
-            Rounding::Trunc => x.trunc(),
-            Rounding::Round(0) => x.round_ties_even(),
-            Rounding::Round(decimals) => {
-                // As PyTorch: scale by 10^|decimals|, round, scale back. The clamp keeps the
-                // power finite in i32; beyond it the scale is 0 or infinite anyway.
-                let scale = F::from_f64(10f64.powi(decimals.unsigned_abs().min(400) as i32));
-                if decimals > 0 {
-                    x.mul(scale).round_ties_even().div(scale)
-                } else {
-                    x.div(scale).round_ties_even().mul(scale)
-                }
-            }
-        }
-    }
-}
-
-/// Rounds floats; integers are already whole and come back as a copy; bools are an error.
-pub(super) fn round_impl(func: &str, op: Rounding, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// Rounds floats (`op` is `Ceil`, `Floor`, `Trunc` or `Round`); integers are already whole and
+/// come back as a copy; bools are an error.
+pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let dense = match x.dtype {
-        DType::Bool => return Err(no_bool(func, name)),
+    match x.dtype {
+        DType::Bool => Err(no_bool(func, name)),
         DType::Int32 | DType::Int64 => {
-            if let Rounding::Round(decimals) = op
+            if let Unary::Round(decimals) = op
                 && decimals != 0
             {
                 bail!(NotImplemented, "{func}(): decimals={decimals} is not implemented for integer tensors");
             }
-            cpu::convert(x, x.dtype)
+            Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?))
         }
-        DType::Float32 => cpu::unary::<f32, f32>(x, |v| op.apply(v)),
-        DType::Float64 => cpu::unary::<f64, f64>(x, |v| op.apply(v)),
-    };
-    Ok(Tensor::from_dense(dense))
+        DType::Float32 | DType::Float64 => Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?)),
+    }
 }
 
-/// An operation that keeps its input's dtype.
-#[derive(Clone, Copy)]
-pub(super) enum SignedOp {
-    Abs,
-    Sign,
-    Square,
-    Relu,
-}
-
-pub(super) fn signed_unary(func: &str, op: SignedOp, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// An operation that keeps its input's dtype (`Abs`, `Sign`, `Square`, `Relu`).
+pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let dense = with_dtype!(x.dtype, T => match op {
-        SignedOp::Abs => cpu::unary::<T, T>(x, Signed::abs),
-        SignedOp::Sign => cpu::unary::<T, T>(x, Signed::sign),
-        SignedOp::Square => cpu::unary::<T, T>(x, |v| v.mul(v)),
-        // NaN propagates, as PyTorch's `clamp_min(input, 0)`.
-        SignedOp::Relu => cpu::unary::<T, T>(x, |v| if v.is_nan() || v > T::default() { v } else { T::default() }),
-    }, bool => match op {
-        SignedOp::Sign => cpu::convert(x, DType::Bool),
+    let backend = x.device().backend();
+    let array = match (x.dtype, op) {
+        (DType::Bool, Unary::Sign) => backend.copy(x, DType::Bool)?,
         // `square` is `pow(input, 2)`, and a bool tensor with an int gives int64.
-        SignedOp::Square => cpu::unary::<i64, i64>(x, |v| v * v),
-        SignedOp::Relu => bail!(Runtime, "{func}(): bool inputs are not supported (argument '{name}')"),
-        SignedOp::Abs => return Err(no_bool(func, name)),
-    });
-    Ok(Tensor::from_dense(dense))
+        (DType::Bool, Unary::Square) => backend.unary(x, op, DType::Int64, None)?,
+        (DType::Bool, Unary::Relu) => bail!(Runtime, "{func}(): bool inputs are not supported (argument '{name}')"),
+        (DType::Bool, _) => return Err(no_bool(func, name)),
+        (dtype, _) => backend.unary(x, op, dtype, None)?,
+    };
+    Ok(Tensor::from_array(array))
 }
 
 /// The absolute value of each element (`torch.abs`); integers keep their dtype (the most
@@ -172,7 +86,7 @@ pub(super) fn signed_unary(func: &str, op: SignedOp, (name, t): (&str, &Tensor))
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn abs(input: &Tensor) -> Result<Tensor> {
-    signed_unary("abs", SignedOp::Abs, ("input", input))
+    signed_unary("abs", Unary::Abs, ("input", input))
 }
 
 /// `e^x` of each element (`torch.exp`); integer and bool inputs give float32.
@@ -186,69 +100,69 @@ pub fn abs(input: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn exp(input: &Tensor) -> Result<Tensor> {
-    float_unary("exp", FloatOp::Exp, ("input", input))
+    float_unary("exp", Unary::Exp, ("input", input))
 }
 
 /// The natural logarithm of each element (`torch.log`): `-inf` at 0, NaN below; integer and
 /// bool inputs give float32.
 #[torch_function(module = "torchfn")]
 pub fn log(input: &Tensor) -> Result<Tensor> {
-    float_unary("log", FloatOp::Log, ("input", input))
+    float_unary("log", Unary::Log, ("input", input))
 }
 
 /// `log(1 + x)` of each element, accurate for small `x` (`torch.log1p`); `-inf` at -1.
 #[torch_function(module = "torchfn")]
 pub fn log1p(input: &Tensor) -> Result<Tensor> {
-    float_unary("log1p", FloatOp::Log1p, ("input", input))
+    float_unary("log1p", Unary::Log1p, ("input", input))
 }
 
 /// `e^x - 1` of each element, accurate for small `x` (`torch.expm1`).
 #[torch_function(module = "torchfn")]
 pub fn expm1(input: &Tensor) -> Result<Tensor> {
-    float_unary("expm1", FloatOp::Expm1, ("input", input))
+    float_unary("expm1", Unary::Expm1, ("input", input))
 }
 
 /// The square root of each element (`torch.sqrt`): NaN for negative numbers, `-0.0` for `-0.0`.
 #[torch_function(module = "torchfn")]
 pub fn sqrt(input: &Tensor) -> Result<Tensor> {
-    float_unary("sqrt", FloatOp::Sqrt, ("input", input))
+    float_unary("sqrt", Unary::Sqrt, ("input", input))
 }
 
 /// `1 / sqrt(x)` of each element (`torch.rsqrt`): `inf` at 0, NaN for negative numbers.
 #[torch_function(module = "torchfn")]
 pub fn rsqrt(input: &Tensor) -> Result<Tensor> {
-    float_unary("rsqrt", FloatOp::Rsqrt, ("input", input))
+    float_unary("rsqrt", Unary::Rsqrt, ("input", input))
 }
 
 /// The sine of each element, in radians (`torch.sin`); NaN for infinities.
 #[torch_function(module = "torchfn")]
 pub fn sin(input: &Tensor) -> Result<Tensor> {
-    float_unary("sin", FloatOp::Sin, ("input", input))
+    float_unary("sin", Unary::Sin, ("input", input))
 }
 
 /// The cosine of each element, in radians (`torch.cos`); NaN for infinities.
 #[torch_function(module = "torchfn")]
 pub fn cos(input: &Tensor) -> Result<Tensor> {
-    float_unary("cos", FloatOp::Cos, ("input", input))
+    float_unary("cos", Unary::Cos, ("input", input))
 }
 
 /// The tangent of each element, in radians (`torch.tan`); NaN for infinities.
 #[torch_function(module = "torchfn")]
 pub fn tan(input: &Tensor) -> Result<Tensor> {
-    float_unary("tan", FloatOp::Tan, ("input", input))
+    float_unary("tan", Unary::Tan, ("input", input))
 }
 
 /// The hyperbolic tangent of each element (`torch.tanh`); ±1 at ±inf.
 #[torch_function(module = "torchfn")]
 pub fn tanh(input: &Tensor) -> Result<Tensor> {
-    float_unary("tanh", FloatOp::Tanh, ("input", input))
+    float_unary("tanh", Unary::Tanh, ("input", input))
 }
 
 /// The logistic function `1 / (1 + e^-x)` of each element (`torch.sigmoid`): 0 at `-inf`, 1 at
 /// `inf`.
 #[torch_function(module = "torchfn")]
 pub fn sigmoid(input: &Tensor) -> Result<Tensor> {
-    float_unary("sigmoid", FloatOp::Sigmoid, ("input", input))
+    float_unary("sigmoid", Unary::Sigmoid, ("input", input))
 }
 
 /// The error function of each element (`torch.erf`), accurate to about 1e-15 before rounding
@@ -264,28 +178,28 @@ pub fn sigmoid(input: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn erf(input: &Tensor) -> Result<Tensor> {
-    float_unary("erf", FloatOp::Erf, ("input", input))
+    float_unary("erf", Unary::Erf, ("input", input))
 }
 
 /// `1 / x` of each element (`torch.reciprocal`): `±inf` at `±0`; integer and bool inputs give
 /// float32.
 #[torch_function(module = "torchfn")]
 pub fn reciprocal(input: &Tensor) -> Result<Tensor> {
-    float_unary("reciprocal", FloatOp::Reciprocal, ("input", input))
+    float_unary("reciprocal", Unary::Reciprocal, ("input", input))
 }
 
 /// The smallest whole number not below each element (`torch.ceil`); `ceil(-0.5)` is `-0.0`.
 /// Integer tensors come back as a copy; not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn ceil(input: &Tensor) -> Result<Tensor> {
-    round_impl("ceil", Rounding::Ceil, ("input", input))
+    round_impl("ceil", Unary::Ceil, ("input", input))
 }
 
 /// The largest whole number not above each element (`torch.floor`). Integer tensors come back
 /// as a copy; not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn floor(input: &Tensor) -> Result<Tensor> {
-    round_impl("floor", Rounding::Floor, ("input", input))
+    round_impl("floor", Unary::Floor, ("input", input))
 }
 
 /// Each element rounded to the nearest whole number, halves to even (`torch.round`): 0.5 is 0,
@@ -301,162 +215,162 @@ pub fn floor(input: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn round(input: &Tensor, #[default(0)] decimals: i64) -> Result<Tensor> {
-    round_impl("round", Rounding::Round(decimals), ("input", input))
+    round_impl("round", Unary::Round(decimals), ("input", input))
 }
 
 /// Each element rounded toward zero (`torch.trunc`). Integer tensors come back as a copy; not
 /// defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn trunc(input: &Tensor) -> Result<Tensor> {
-    round_impl("trunc", Rounding::Trunc, ("input", input))
+    round_impl("trunc", Unary::Trunc, ("input", input))
 }
 
 /// -1, 0 or 1 by the sign of each element, in the input's dtype (`torch.sign`); 0 for NaN and
 /// both zeros; a bool tensor is its own sign.
 #[torch_function(module = "torchfn")]
 pub fn sign(input: &Tensor) -> Result<Tensor> {
-    signed_unary("sign", SignedOp::Sign, ("input", input))
+    signed_unary("sign", Unary::Sign, ("input", input))
 }
 
 /// `x * x` of each element (`torch.square`), as `pow(input, 2)`: integers keep their dtype
 /// (and wrap on overflow), bools give int64.
 #[torch_function(module = "torchfn")]
 pub fn square(input: &Tensor) -> Result<Tensor> {
-    signed_unary("square", SignedOp::Square, ("input", input))
+    signed_unary("square", Unary::Square, ("input", input))
 }
 
 /// `max(x, 0)` of each element, in the input's dtype (`torch.relu`); NaN stays NaN. Bool
 /// tensors are an error.
 #[torch_function(module = "torchfn")]
 pub fn relu(input: &Tensor) -> Result<Tensor> {
-    signed_unary("relu", SignedOp::Relu, ("input", input))
+    signed_unary("relu", Unary::Relu, ("input", input))
 }
 
 impl Tensor {
     /// The absolute values: the method form of [`abs`](crate::abs()).
     #[torch_function]
     pub fn abs(&self) -> Result<Tensor> {
-        signed_unary("abs", SignedOp::Abs, ("self", self))
+        signed_unary("abs", Unary::Abs, ("self", self))
     }
 
     /// `e^x`: the method form of [`exp`](crate::exp()).
     #[torch_function]
     pub fn exp(&self) -> Result<Tensor> {
-        float_unary("exp", FloatOp::Exp, ("self", self))
+        float_unary("exp", Unary::Exp, ("self", self))
     }
 
     /// The natural logarithm: the method form of [`log`](crate::log()).
     #[torch_function]
     pub fn log(&self) -> Result<Tensor> {
-        float_unary("log", FloatOp::Log, ("self", self))
+        float_unary("log", Unary::Log, ("self", self))
     }
 
     /// `log(1 + x)`: the method form of [`log1p`](crate::log1p()).
     #[torch_function]
     pub fn log1p(&self) -> Result<Tensor> {
-        float_unary("log1p", FloatOp::Log1p, ("self", self))
+        float_unary("log1p", Unary::Log1p, ("self", self))
     }
 
     /// `e^x - 1`: the method form of [`expm1`](crate::expm1()).
     #[torch_function]
     pub fn expm1(&self) -> Result<Tensor> {
-        float_unary("expm1", FloatOp::Expm1, ("self", self))
+        float_unary("expm1", Unary::Expm1, ("self", self))
     }
 
     /// The square roots: the method form of [`sqrt`](crate::sqrt()).
     #[torch_function]
     pub fn sqrt(&self) -> Result<Tensor> {
-        float_unary("sqrt", FloatOp::Sqrt, ("self", self))
+        float_unary("sqrt", Unary::Sqrt, ("self", self))
     }
 
     /// `1 / sqrt(x)`: the method form of [`rsqrt`](crate::rsqrt()).
     #[torch_function]
     pub fn rsqrt(&self) -> Result<Tensor> {
-        float_unary("rsqrt", FloatOp::Rsqrt, ("self", self))
+        float_unary("rsqrt", Unary::Rsqrt, ("self", self))
     }
 
     /// The sines: the method form of [`sin`](crate::sin()).
     #[torch_function]
     pub fn sin(&self) -> Result<Tensor> {
-        float_unary("sin", FloatOp::Sin, ("self", self))
+        float_unary("sin", Unary::Sin, ("self", self))
     }
 
     /// The cosines: the method form of [`cos`](crate::cos()).
     #[torch_function]
     pub fn cos(&self) -> Result<Tensor> {
-        float_unary("cos", FloatOp::Cos, ("self", self))
+        float_unary("cos", Unary::Cos, ("self", self))
     }
 
     /// The tangents: the method form of [`tan`](crate::tan()).
     #[torch_function]
     pub fn tan(&self) -> Result<Tensor> {
-        float_unary("tan", FloatOp::Tan, ("self", self))
+        float_unary("tan", Unary::Tan, ("self", self))
     }
 
     /// The hyperbolic tangents: the method form of [`tanh`](crate::tanh()).
     #[torch_function]
     pub fn tanh(&self) -> Result<Tensor> {
-        float_unary("tanh", FloatOp::Tanh, ("self", self))
+        float_unary("tanh", Unary::Tanh, ("self", self))
     }
 
     /// The logistic function: the method form of [`sigmoid`](crate::sigmoid()).
     #[torch_function]
     pub fn sigmoid(&self) -> Result<Tensor> {
-        float_unary("sigmoid", FloatOp::Sigmoid, ("self", self))
+        float_unary("sigmoid", Unary::Sigmoid, ("self", self))
     }
 
     /// The error function: the method form of [`erf`](crate::erf()).
     #[torch_function]
     pub fn erf(&self) -> Result<Tensor> {
-        float_unary("erf", FloatOp::Erf, ("self", self))
+        float_unary("erf", Unary::Erf, ("self", self))
     }
 
     /// `1 / x`: the method form of [`reciprocal`](crate::reciprocal()).
     #[torch_function]
     pub fn reciprocal(&self) -> Result<Tensor> {
-        float_unary("reciprocal", FloatOp::Reciprocal, ("self", self))
+        float_unary("reciprocal", Unary::Reciprocal, ("self", self))
     }
 
     /// Rounded up: the method form of [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil(&self) -> Result<Tensor> {
-        round_impl("ceil", Rounding::Ceil, ("self", self))
+        round_impl("ceil", Unary::Ceil, ("self", self))
     }
 
     /// Rounded down: the method form of [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor(&self) -> Result<Tensor> {
-        round_impl("floor", Rounding::Floor, ("self", self))
+        round_impl("floor", Unary::Floor, ("self", self))
     }
 
     /// Rounded half to even: the method form of [`round`](crate::round()).
     #[torch_function]
     pub fn round(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        round_impl("round", Rounding::Round(decimals), ("self", self))
+        round_impl("round", Unary::Round(decimals), ("self", self))
     }
 
     /// Rounded toward zero: the method form of [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc(&self) -> Result<Tensor> {
-        round_impl("trunc", Rounding::Trunc, ("self", self))
+        round_impl("trunc", Unary::Trunc, ("self", self))
     }
 
     /// The signs: the method form of [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign(&self) -> Result<Tensor> {
-        signed_unary("sign", SignedOp::Sign, ("self", self))
+        signed_unary("sign", Unary::Sign, ("self", self))
     }
 
     /// `x * x`: the method form of [`square`](crate::square()).
     #[torch_function]
     pub fn square(&self) -> Result<Tensor> {
-        signed_unary("square", SignedOp::Square, ("self", self))
+        signed_unary("square", Unary::Square, ("self", self))
     }
 
     /// `max(x, 0)`: the method form of [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu(&self) -> Result<Tensor> {
-        signed_unary("relu", SignedOp::Relu, ("self", self))
+        signed_unary("relu", Unary::Relu, ("self", self))
     }
 }
 

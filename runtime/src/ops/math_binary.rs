@@ -2,81 +2,68 @@
 //! `remainder`, and `clamp` and `where`, which take up to three operands; and the in-place
 //! forms PyTorch has (`pow_`, `atan2_`, `fmod_`, `remainder_`, `clamp_`).
 
-use crate::cpu::{self, Float, Signed};
+use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
+use crate::ops::device::{backend_of, scalar_of};
 use crate::ops::inplace::write_into;
-use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes, result_type, with_dtype};
+use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
+use super::arithmetic::any_zero;
 use super::math::{float_dtype, no_bool, positive};
 
-/// A binary math operation.
-#[derive(Clone, Copy)]
-enum BinaryOp {
-    Pow,
-    Atan2,
-    Fmod,
-    Remainder,
-}
-
-/// `a op b`, broadcast, in PyTorch's promoted dtype (the default float dtype for `atan2` of
-/// integers).
-fn binary_math(func: &str, op: BinaryOp, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
+/// `a op b` (`Pow`, `Atan2`, `Fmod` or `Remainder`), broadcast, in PyTorch's promoted dtype
+/// (the default float dtype for `atan2` of integers).
+fn binary_math(func: &str, op: Binary, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
     let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
-    let dense = match op {
-        BinaryOp::Atan2 => match float_dtype(common) {
-            DType::Float64 => cpu::binary::<f64, f64>(x, y, &shape, Float::atan2)?,
-            _ => cpu::binary::<f32, f32>(x, y, &shape, Float::atan2)?,
-        },
-        BinaryOp::Pow => power(func, (a_name, x), (b_name, y), &shape, common)?,
-        BinaryOp::Fmod | BinaryOp::Remainder => {
-            let remainder = matches!(op, BinaryOp::Remainder);
-            with_dtype!(common, T => {
-                if !common.is_floating_point() && cpu::any::<T>(y, |q| q == T::default()) {
-                    bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero (argument '{b_name}' has a zero)");
-                }
-                let rem = |p: T, q: T| if remainder { p.remainder(q) } else { p.fmod(q) }.unwrap_or_default();
-                cpu::binary::<T, T>(x, y, &shape, rem)?
-            }, bool => return Err(no_bool(func, a_name)))
+    let dtype = match op {
+        Binary::Atan2 => float_dtype(common),
+        Binary::Pow => return power(func, (a_name, x), (b_name, y), common),
+        _ => {
+            if common == DType::Bool {
+                return Err(no_bool(func, a_name));
+            }
+            if !common.is_floating_point() && any_zero(func, (b_name, y), common)? {
+                bail!(
+                    Runtime,
+                    "{func}(): ZeroDivisionError: integer division by zero (argument '{b_name}' has a zero)"
+                );
+            }
+            common
         }
     };
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(backend.binary(x, y, &shape, op, dtype, None)?))
 }
 
 /// `x ** y` in `common`. As PyTorch: integers to a negative integer number (a Python number,
 /// not a tensor) are an error, bools to bools are not defined, and a float to the number 0.5
 /// or -0.5 is a square root (so `-0.0 ** 0.5` is `-0.0` and `-inf ** 0.5` is NaN).
-fn power(
-    func: &str,
-    (base, x): (&str, &Dense),
-    (exp, y): (&str, &Dense),
-    shape: &Shape,
-    common: DType,
-) -> Result<Dense> {
-    let number = y.wrapped_number.then(|| cpu::read_scalar(y));
+fn power(func: &str, (base, x): (&str, &Dense), (exp, y): (&str, &Dense), common: DType) -> Result<Tensor> {
+    let backend = backend_of(func, &[(base, x), (exp, y)])?;
+    let number = if y.wrapped_number { Some(scalar_of(y)?) } else { None };
     if !x.dtype.is_floating_point()
         && let Some(Scalar::Int(e @ ..0)) = number
     {
         bail!(Runtime, "{func}(): integers to negative integer powers are not allowed (argument '{exp}' is {e})");
+    }
+    if common == DType::Bool {
+        return Err(no_bool(func, base));
     }
     if common.is_floating_point()
         && let Some(Scalar::Float(e)) = number
         && e.abs() == 0.5
     {
         // The number is zero-dimensional, so the result has the base's shape.
-        let root = move |v: f64| if e > 0.0 { v.sqrt() } else { v.sqrt().recip() };
-        return Ok(match common {
-            DType::Float64 => cpu::unary::<f64, f64>(x, root),
-            _ => cpu::unary::<f32, f32>(x, move |v| root(f64::from(v)) as f32),
-        });
+        let root = if e > 0.0 { Unary::Sqrt } else { Unary::Rsqrt };
+        return Ok(Tensor::from_array(backend.unary(x, root, common, None)?));
     }
-    Ok(
-        with_dtype!(common, T => cpu::binary::<T, T>(x, y, shape, Signed::pow)?, bool => return Err(no_bool(func, base))),
-    )
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    Ok(Tensor::from_array(backend.binary(x, y, &shape, Binary::Pow, common, None)?))
 }
 
 /// `min(max(input, min), max)`, broadcast, in the promoted dtype of the three; NaN in the input
@@ -88,17 +75,20 @@ fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max:
     }
     let lo = min.map(|m| m.data(func, "min")).transpose()?;
     let hi = max.map(|m| m.data(func, "max")).transpose()?;
-    let common = result_type([Some(x), lo, hi].into_iter().flatten().map(Dense::participant));
-    let mut dense = x.clone();
-    let mut shape = x.layout.shape.clone();
-    for (bound, upper) in [(lo, false), (hi, true)] {
-        let Some(bound) = bound else { continue };
-        shape = broadcast_shapes(&shape, &bound.layout.shape, func)?;
-        dense = with_dtype!(common, T => cpu::binary::<T, T>(&dense, bound, &shape, |v, b| {
-            if v.is_nan() { v } else if b.is_nan() || (if upper { v > b } else { v < b }) { b } else { v }
-        })?, bool => return Err(no_bool(func, name)));
+    let operands: Vec<(&str, &Dense)> =
+        [Some((name, x)), lo.map(|l| ("min", l)), hi.map(|h| ("max", h))].into_iter().flatten().collect();
+    let backend = backend_of(func, &operands)?;
+    let common = result_type(operands.iter().map(|(_, d)| d.participant()));
+    if common == DType::Bool {
+        return Err(no_bool(func, name));
     }
-    Ok(Tensor::from_dense(dense))
+    let mut result = x.array.clone();
+    for (bound, op) in [(lo, Binary::ClampMin), (hi, Binary::ClampMax)] {
+        let Some(bound) = bound else { continue };
+        let shape = broadcast_shapes(&result.layout.shape, &bound.layout.shape, func)?;
+        result = backend.binary(&result, bound, &shape, op, common, None)?;
+    }
+    Ok(Tensor::from_array(result))
 }
 
 /// `input` where `condition` is true, `other` elsewhere, the three broadcast together.
@@ -112,11 +102,11 @@ fn where_impl(func: &str, condition: &Tensor, input: &Tensor, other: &Tensor) ->
             c.dtype.name()
         );
     }
+    let backend = backend_of(func, &[("condition", c), ("input", x), ("other", y)])?;
     let shape = broadcast_shapes(&c.layout.shape, &x.layout.shape, func)?;
     let shape = broadcast_shapes(&shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
-    let dense = with_dtype!(common, T => cpu::select::<T>(c, x, y, &shape)?);
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(backend.select(c, x, y, &shape, common)?))
 }
 
 /// `input ** exponent`, broadcast, in the promoted dtype (`torch.pow`). Either side may be a
@@ -132,14 +122,14 @@ fn where_impl(func: &str, condition: &Tensor, input: &Tensor, other: &Tensor) ->
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn pow(input: &Tensor, exponent: &Tensor) -> Result<Tensor> {
-    binary_math("pow", BinaryOp::Pow, ("input", input), ("exponent", exponent))
+    binary_math("pow", Binary::Pow, ("input", input), ("exponent", exponent))
 }
 
 /// The angle of the point `(other, input)` from the positive x axis, in `[-pi, pi]`, broadcast
 /// (`torch.atan2`); integer and bool inputs give float32.
 #[torch_function(module = "torchfn")]
 pub fn atan2(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary_math("atan2", BinaryOp::Atan2, ("input", input), ("other", other))
+    binary_math("atan2", Binary::Atan2, ("input", input), ("other", other))
 }
 
 /// The remainder of `input / other` with the sign of the dividend, as C's `fmod`, broadcast
@@ -147,7 +137,7 @@ pub fn atan2(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// zero gives NaN. Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn fmod(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary_math("fmod", BinaryOp::Fmod, ("input", input), ("other", other))
+    binary_math("fmod", Binary::Fmod, ("input", input), ("other", other))
 }
 
 /// The remainder of `input / other` with the sign of the divisor, as Python's `%`, broadcast
@@ -162,7 +152,7 @@ pub fn fmod(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn remainder(input: &Tensor, other: &Tensor) -> Result<Tensor> {
-    binary_math("remainder", BinaryOp::Remainder, ("input", input), ("other", other))
+    binary_math("remainder", Binary::Remainder, ("input", input), ("other", other))
 }
 
 /// Each element limited to `[min, max]` (`torch.clamp`), with numbers as bounds; either bound
@@ -218,26 +208,26 @@ impl Tensor {
     /// `self ** exponent`: the method form of [`pow`](crate::pow()).
     #[torch_function]
     pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
-        binary_math("pow", BinaryOp::Pow, ("self", self), ("exponent", exponent))
+        binary_math("pow", Binary::Pow, ("self", self), ("exponent", exponent))
     }
 
     /// The angle of `(other, self)`: the method form of [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
-        binary_math("atan2", BinaryOp::Atan2, ("self", self), ("other", other))
+        binary_math("atan2", Binary::Atan2, ("self", self), ("other", other))
     }
 
     /// The remainder with the dividend's sign: the method form of [`fmod`](crate::fmod()).
     #[torch_function]
     pub fn fmod(&self, other: &Tensor) -> Result<Tensor> {
-        binary_math("fmod", BinaryOp::Fmod, ("self", self), ("other", other))
+        binary_math("fmod", Binary::Fmod, ("self", self), ("other", other))
     }
 
     /// The remainder with the divisor's sign: the method form of
     /// [`remainder`](crate::remainder()).
     #[torch_function]
     pub fn remainder(&self, other: &Tensor) -> Result<Tensor> {
-        binary_math("remainder", BinaryOp::Remainder, ("self", self), ("other", other))
+        binary_math("remainder", Binary::Remainder, ("self", self), ("other", other))
     }
 
     /// Limited to `[min, max]`: the method form of [`clamp`](crate::clamp()).
@@ -270,32 +260,28 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
-        write_into("pow_", self, binary_math("pow_", BinaryOp::Pow, ("self", self), ("exponent", exponent))?)
+        write_into("pow_", self, binary_math("pow_", Binary::Pow, ("self", self), ("exponent", exponent))?)
     }
 
     /// The angle of `(other, self)`, in place (`Tensor.atan2_`); `self` must be a float tensor.
     /// See [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("atan2_", self, binary_math("atan2_", BinaryOp::Atan2, ("self", self), ("other", other))?)
+        write_into("atan2_", self, binary_math("atan2_", Binary::Atan2, ("self", self), ("other", other))?)
     }
 
     /// The remainder with the dividend's sign, in place (`Tensor.fmod_`). See
     /// [`fmod`](crate::fmod()).
     #[torch_function]
     pub fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("fmod_", self, binary_math("fmod_", BinaryOp::Fmod, ("self", self), ("other", other))?)
+        write_into("fmod_", self, binary_math("fmod_", Binary::Fmod, ("self", self), ("other", other))?)
     }
 
     /// The remainder with the divisor's sign, in place (`Tensor.remainder_`). See
     /// [`remainder`](crate::remainder()).
     #[torch_function]
     pub fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into(
-            "remainder_",
-            self,
-            binary_math("remainder_", BinaryOp::Remainder, ("self", self), ("other", other))?,
-        )
+        write_into("remainder_", self, binary_math("remainder_", Binary::Remainder, ("self", self), ("other", other))?)
     }
 
     /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float

@@ -1,8 +1,8 @@
 //! Properties and data access: `shape`, `dtype`, `device`, `ndim`, `_base`, `data_ptr`, `item`.
 
-use crate::cpu;
+use crate::backend::Device;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Device, Scalar, Shape, Tensor};
+use crate::tensor::{DType, Scalar, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 
@@ -22,8 +22,7 @@ impl Tensor {
     /// Where the data lives (`Tensor.device`).
     #[torch_function(property)]
     pub fn device(&self) -> Result<Device> {
-        self.data("device", "self")?;
-        Ok(Device::Cpu)
+        Ok(self.data("device", "self")?.device())
     }
 
     /// The number of dimensions (`Tensor.ndim`).
@@ -55,7 +54,7 @@ impl Tensor {
         if n != 1 {
             bail!(Runtime, "item(): a Tensor with {n} elements cannot be converted to Scalar");
         }
-        Ok(cpu::read_scalar(x))
+        crate::ops::device::scalar_of(x)
     }
 }
 

@@ -3,8 +3,10 @@
 //! Each draws from the generator it is given, or from the default one
 //! ([`manual_seed`](crate::manual_seed) reseeds it).
 
+use crate::backend::Device;
 use crate::cpu::{self, Distribution};
 use crate::error::{Result, bail};
+use crate::ops::device::check_dtype;
 use crate::tensor::{DType, Generator, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -12,11 +14,19 @@ use crate::value::Value;
 
 use super::inplace::write_into;
 
-/// Draws a tensor of `shape` and `dtype` from `dist`, with `generator` or the default one.
-fn drawn(func: &str, generator: Option<Generator>, dist: Distribution, shape: Shape, dtype: DType) -> Result<Tensor> {
+/// Draws a tensor of `shape` and `dtype` from `dist`, with `generator` or the default one, on
+/// the host (so a seed gives the same numbers on every device), and moves it to `device`.
+fn drawn(
+    func: &str,
+    generator: Option<Generator>,
+    dist: Distribution,
+    (shape, dtype): (Shape, DType),
+    device: Device,
+) -> Result<Tensor> {
+    check_dtype(func, device, dtype)?;
     let generator = generator.unwrap_or_else(Generator::default_generator);
-    let dense = cpu::sample(func, &mut generator.draw(), dist, shape, dtype)?;
-    Ok(Tensor::from_dense(dense))
+    let data = cpu::sample(func, &mut generator.draw(), dist, &shape, dtype)?;
+    Ok(Tensor::from_array(device.backend().upload(device, data, shape)?))
 }
 
 /// The floating dtype a continuous distribution is drawn in: `dtype`, float32 by default.
@@ -32,7 +42,7 @@ fn floating(func: &str, dtype: Option<DType>) -> Result<DType> {
 /// ```
 /// let g = torchfn::Generator::new();
 /// g.manual_seed(1);
-/// let t = torchfn::rand([2, 3], &g, torchfn::DType::Float64)?;
+/// let t = torchfn::rand([2, 3], &g, torchfn::DType::Float64, None)?;
 /// assert!(t.to_vec::<f64>()?.iter().all(|x| (0.0..1.0).contains(x)));
 /// # Ok::<(), torchfn::Error>(())
 /// ```
@@ -41,16 +51,18 @@ pub fn rand(
     size: impl Into<Shape>,
     #[default(None)] generator: impl Into<Option<Generator>>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
     let dtype = floating("rand", dtype.into())?;
-    drawn("rand", generator.into(), Distribution::Uniform { low: 0.0, high: 1.0 }, size.into(), dtype)
+    let device = device.into().unwrap_or(Device::CPU);
+    drawn("rand", generator.into(), Distribution::Uniform { low: 0.0, high: 1.0 }, (size.into(), dtype), device)
 }
 
 /// Standard normal samples of `size` (`torch.randn`), float32 unless `dtype` says otherwise.
 ///
 /// ```
 /// torchfn::manual_seed(3);
-/// let t = torchfn::randn([10_000], None, None)?;
+/// let t = torchfn::randn([10_000], None, None, None)?;
 /// assert!(t.mean()?.item()?.to_f64().abs() < 0.05);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
@@ -59,9 +71,11 @@ pub fn randn(
     size: impl Into<Shape>,
     #[default(None)] generator: impl Into<Option<Generator>>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
     let dtype = floating("randn", dtype.into())?;
-    drawn("randn", generator.into(), Distribution::Normal { mean: 0.0, std: 1.0 }, size.into(), dtype)
+    let device = device.into().unwrap_or(Device::CPU);
+    drawn("randn", generator.into(), Distribution::Normal { mean: 0.0, std: 1.0 }, (size.into(), dtype), device)
 }
 
 /// Integers drawn uniformly from `[low, high)`, checked to fit `dtype`.
@@ -70,12 +84,13 @@ fn integers(
     (low, high): (i64, i64),
     size: Shape,
     generator: Option<Generator>,
-    dtype: Option<DType>,
+    (dtype, device): (Option<DType>, Option<Device>),
 ) -> Result<Tensor> {
     if low >= high {
         bail!(Runtime, "{func}(): expected 'low' to be less than 'high', but got low={low} >= high={high}");
     }
-    let dtype = dtype.unwrap_or(DType::Int64);
+    let device = device.unwrap_or(Device::CPU);
+    let dtype = dtype.unwrap_or(device.index_dtype());
     let (min, max) = match dtype {
         DType::Bool => (0, 1),
         DType::Int32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
@@ -90,14 +105,14 @@ fn integers(
             "{func}(): the range [{low}, {high}) is out of bounds for dtype {dtype} (which holds {min} to {max})"
         );
     }
-    drawn(func, generator, Distribution::Integers { low, high }, size, dtype)
+    drawn(func, generator, Distribution::Integers { low, high }, (size, dtype), device)
 }
 
 /// Integers drawn uniformly from `[0, high)` (`torch.randint(high, size)`), int64 unless `dtype`
 /// says otherwise. [`randint_range`] takes a lower bound too.
 ///
 /// ```
-/// let t = torchfn::randint(6, [100], None, None)?;
+/// let t = torchfn::randint(6, [100], None, None, None)?;
 /// assert!(t.to_vec::<i64>()?.iter().all(|x| (0..6).contains(x)));
 /// # Ok::<(), torchfn::Error>(())
 /// ```
@@ -107,8 +122,9 @@ pub fn randint(
     size: impl Into<Shape>,
     #[default(None)] generator: impl Into<Option<Generator>>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    integers("randint", (0, high), size.into(), generator.into(), dtype.into())
+    integers("randint", (0, high), size.into(), generator.into(), (dtype.into(), device.into()))
 }
 
 /// Integers drawn uniformly from `[low, high)` (`torch.randint(low, high, size)`).
@@ -119,8 +135,9 @@ pub fn randint_range(
     size: impl Into<Shape>,
     #[default(None)] generator: impl Into<Option<Generator>>,
     #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    integers("randint", (low, high), size.into(), generator.into(), dtype.into())
+    integers("randint", (low, high), size.into(), generator.into(), (dtype.into(), device.into()))
 }
 
 /// The dtype of a `*_like` result: `dtype`, or `input`'s, which must be floating.
@@ -133,8 +150,8 @@ fn like_dtype(func: &str, input: &Tensor, dtype: Option<DType>) -> Result<DType>
 #[torch_function(module = "torchfn")]
 pub fn rand_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
     let dtype = like_dtype("rand_like", input, dtype.into())?;
-    let shape = input.data("rand_like", "input")?.layout.shape.clone();
-    drawn("rand_like", None, Distribution::Uniform { low: 0.0, high: 1.0 }, shape, dtype)
+    let x = input.data("rand_like", "input")?;
+    drawn("rand_like", None, Distribution::Uniform { low: 0.0, high: 1.0 }, (x.layout.shape.clone(), dtype), x.device())
 }
 
 /// Standard normal samples with the shape (and dtype, unless given) of `input`
@@ -142,8 +159,8 @@ pub fn rand_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>
 #[torch_function(module = "torchfn")]
 pub fn randn_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
     let dtype = like_dtype("randn_like", input, dtype.into())?;
-    let shape = input.data("randn_like", "input")?.layout.shape.clone();
-    drawn("randn_like", None, Distribution::Normal { mean: 0.0, std: 1.0 }, shape, dtype)
+    let x = input.data("randn_like", "input")?;
+    drawn("randn_like", None, Distribution::Normal { mean: 0.0, std: 1.0 }, (x.layout.shape.clone(), dtype), x.device())
 }
 
 impl Tensor {
@@ -151,7 +168,7 @@ impl Tensor {
     /// (`Tensor.uniform_`); returns `self`.
     ///
     /// ```
-    /// let w = torchfn::zeros([3, 3], None)?;
+    /// let w = torchfn::zeros([3, 3], None, None)?;
     /// w.uniform_(-0.1, 0.1, None)?;
     /// assert!(w.to_vec::<f32>()?.iter().all(|x| (-0.1..0.1).contains(x)));
     /// # Ok::<(), torchfn::Error>(())
@@ -169,7 +186,8 @@ impl Tensor {
         let x = self.data("uniform_", "self")?;
         let dtype = floating("uniform_", Some(x.dtype))?;
         let dist = Distribution::Uniform { low: from, high: to };
-        write_into("uniform_", self, drawn("uniform_", generator.into(), dist, x.layout.shape.clone(), dtype)?)
+        let drawn = drawn("uniform_", generator.into(), dist, (x.layout.shape.clone(), dtype), x.device())?;
+        write_into("uniform_", self, drawn)
     }
 
     /// Fills this floating tensor with normal samples of mean `mean` and standard deviation
@@ -187,7 +205,8 @@ impl Tensor {
         let x = self.data("normal_", "self")?;
         let dtype = floating("normal_", Some(x.dtype))?;
         let dist = Distribution::Normal { mean, std };
-        write_into("normal_", self, drawn("normal_", generator.into(), dist, x.layout.shape.clone(), dtype)?)
+        let drawn = drawn("normal_", generator.into(), dist, (x.layout.shape.clone(), dtype), x.device())?;
+        write_into("normal_", self, drawn)
     }
 }
 

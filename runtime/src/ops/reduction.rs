@@ -4,9 +4,9 @@
 
 use smallvec::SmallVec;
 
-use crate::cpu::{self, Number};
+use crate::backend::{Array, Binary, Reduce, Scan, Unary};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Dims, Element, Scalar, Tensor, normalize_dim, with_dtype};
+use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -26,54 +26,52 @@ fn reduced<'t>(
     Ok((x, dims))
 }
 
+/// The shape of `x` with the `dims` kept as size one.
+fn kept_shape(x: &Array, dims: &[usize]) -> Shape {
+    x.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect()
+}
+
+/// A reduction's result (the other dimensions of `x`) with the reduced `dims` kept as size
+/// one when `keepdim` asks for them (a view).
+fn kept(result: Array, x: &Array, dims: &[usize], keepdim: bool) -> Array {
+    if !keepdim {
+        return result;
+    }
+    result.with_layout(Layout::contiguous(kept_shape(x, dims)))
+}
+
+/// `op` over `dims` of `x` in `dtype`, with or without the reduced dimensions kept.
+fn reduce(x: &Array, dims: &[usize], keepdim: bool, op: Reduce, dtype: DType) -> Result<Array> {
+    let result = x.device().backend().reduce(x, dims, op, dtype)?;
+    Ok(kept(result, x, dims, keepdim))
+}
+
 /// The dtype a sum or product accumulates in: int64 for integers and bools, else the input's
 /// (or the one asked for).
 fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
     dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
 }
 
-/// Sums (`product` false) or multiplies each lane in `dtype`.
-fn fold(x: &Dense, dims: &[usize], keepdim: bool, dtype: DType, product: bool) -> Dense {
-    with_dtype!(dtype, T => {
-        let lane = |lane: &[T]| {
-            if product {
-                lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b))
-            } else if T::DTYPE.is_floating_point() {
-                T::from_f64(cpu::sum_f64(lane))
-            } else {
-                lane.iter().fold(T::default(), |a, &b| a.add(b))
-            }
-        };
-        cpu::fold::<T>(x, dims, keepdim, lane, |a, b| if product { a.mul(b) } else { a.add(b) })
-    }, bool => cpu::fold::<bool>(x, dims, keepdim,
-        |lane| if product { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) },
-        |a, b| if product { a && b } else { a || b }))
-}
-
 fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    Ok(Tensor::from_dense(fold(x, &dims, keepdim, accumulation(x, None), false)))
+    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Sum, accumulation(x, None))?))
 }
 
 fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
-    Ok(Tensor::from_dense(fold(x, &dims, keepdim, accumulation(x, None), true)))
+    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Prod, accumulation(x, None))?))
 }
 
 fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    let dtype = x.dtype;
-    if !dtype.is_floating_point() {
+    if !x.dtype.is_floating_point() {
         bail!(
             NotImplemented,
             "{func}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
             x.dtype.name()
         );
     }
-    let dense = with_dtype!(dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| {
-        T::from_f64(cpu::sum_f64(lane) / lane.len() as f64)
-    }), bool => unreachable!("mean is computed in a floating-point dtype"));
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Mean, x.dtype)?))
 }
 
 /// `amax` (`largest`) or `amin`: NaN propagates, as in PyTorch.
@@ -88,26 +86,8 @@ fn extreme_impl(
     if let Some(&d) = dims.iter().find(|&&d| x.layout.shape[d] == 0) {
         bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
     }
-    let dense = with_dtype!(x.dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| pick(lane, largest).1),
-        bool => cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| if largest { lane.iter().any(|&b| b) } else { lane.iter().all(|&b| b) }));
-    Ok(Tensor::from_dense(dense))
-}
-
-/// The position and value of the first largest (or smallest) element of a non-empty lane; a
-/// NaN wins, as in PyTorch.
-fn pick<T: Element>(lane: &[T], largest: bool) -> (usize, T) {
-    let mut best = (0, lane[0]);
-    for (i, &v) in lane.iter().enumerate().skip(1) {
-        let nan = |x: T| x.to_f64().is_nan();
-        if nan(best.1) {
-            break;
-        }
-        let better = if largest { v > best.1 } else { v < best.1 };
-        if nan(v) || better {
-            best = (i, v);
-        }
-    }
-    best
+    let op = if largest { Reduce::Max } else { Reduce::Min };
+    Ok(Tensor::from_array(reduce(x, &dims, keepdim, op, x.dtype)?))
 }
 
 /// The positions (`argmax`/`argmin`), or the values and positions (`max(dim)`/`min(dim)`), of
@@ -118,31 +98,60 @@ fn arg_extreme(
     dim: Option<i64>,
     keepdim: bool,
     largest: bool,
-) -> Result<(Dense, Dense)> {
+) -> Result<(Array, Array)> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
     if x.layout.numel() == 0 || dims.iter().any(|&d| x.layout.shape[d] == 0) {
         bail!(Index, "{func}(): Expected reduction dim to be specified for input.numel() == 0.");
     }
     let keepdim = keepdim && dim.is_some();
-    let indices = with_dtype!(x.dtype, T => cpu::reduce::<T, i64>(x, &dims, keepdim, |lane| pick(lane, largest).0 as i64),
-        bool => cpu::reduce::<bool, i64>(x, &dims, keepdim, |lane| pick(lane, largest).0 as i64));
-    let values = with_dtype!(x.dtype, T => cpu::reduce::<T, T>(x, &dims, keepdim, |lane| pick(lane, largest).1),
-        bool => cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| pick(lane, largest).1));
-    Ok((values, indices))
+    let (value, position) = if largest { (Reduce::Max, Reduce::ArgMax) } else { (Reduce::Min, Reduce::ArgMin) };
+    // Over everything, the position in the lane is the position in the flattened tensor.
+    Ok((reduce(x, &dims, keepdim, value, x.dtype)?, reduce(x, &dims, keepdim, position, x.dtype)?))
 }
 
+/// `x` as the floating-point dtype `dtype` (a copy only when it is of another dtype).
+fn as_float(x: &Array, dtype: DType) -> Result<Array> {
+    if x.dtype == dtype { Ok(x.clone()) } else { x.device().backend().copy(x, dtype) }
+}
+
+/// A zero-dimensional host tensor holding `value`: a scalar operand of a kernel.
+fn number(value: impl Into<Scalar>) -> Array {
+    match value.into() {
+        Scalar::Bool(b) => Dense::from_vec(vec![b], Shape::from([])).array,
+        Scalar::Int(i) => Dense::from_vec(vec![i], Shape::from([])).array,
+        Scalar::Float(f) => Dense::from_vec(vec![f], Shape::from([])).array,
+    }
+}
+
+/// `log(sum(exp(x)))` over `dims`, stably: the lane's maximum (0 where it is infinite) comes
+/// out first, `m + log(sum(exp(x - m)))`. An empty lane gives `-inf`.
 fn logsumexp_impl(func: &str, input: (&str, &Tensor), dims: &Dims, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, Some(dims))?;
     let dtype = if x.dtype.is_floating_point() { x.dtype } else { DType::DEFAULT_FLOAT };
-    let lse = |lane: &[f64]| {
-        let max = lane.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        if max.is_infinite() { max } else { max + lane.iter().map(|v| (v - max).exp()).sum::<f64>().ln() }
-    };
-    let dense = cpu::reduce::<f64, f64>(x, &dims, keepdim, lse);
-    Ok(Tensor::from_dense(cpu::convert(&dense, dtype)))
+    let backend = x.device().backend();
+    let x = as_float(x, dtype)?;
+    if dims.iter().any(|&d| x.layout.shape[d] == 0) {
+        let shape = if keepdim { kept_shape(&x, &dims) } else { reduced_shape(&x, &dims) };
+        return Ok(Tensor::from_array(backend.fill(x.device(), &shape, Scalar::Float(f64::NEG_INFINITY), dtype)?));
+    }
+    let max = reduce(&x, &dims, true, Reduce::Max, dtype)?;
+    let infinite = backend.unary(&max, Unary::IsInf, dtype, None)?;
+    let shift = backend.select(&infinite, &number(0.0), &max, &max.layout.shape, dtype)?;
+    let shifted = backend.binary(&x, &shift, &x.layout.shape, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let exps = backend.unary(&shifted, Unary::Exp, dtype, None)?;
+    let sums = reduce(&exps, &dims, true, Reduce::Sum, dtype)?;
+    let logs = backend.unary(&sums, Unary::Log, dtype, None)?;
+    let out = backend.binary(&logs, &shift, &logs.layout.shape, Binary::Add(Scalar::Int(1)), dtype, None)?;
+    Ok(Tensor::from_array(if keepdim { out } else { out.with_layout(Layout::contiguous(reduced_shape(&out, &dims))) }))
 }
 
-/// `var` (`root` false) or `std`, dividing by `n - correction`.
+/// The shape of `x` without the `dims`.
+fn reduced_shape(x: &Array, dims: &[usize]) -> Shape {
+    x.layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).collect()
+}
+
+/// `var` (`root` false) or `std`, dividing by `n - correction` (clamped at 0): the mean comes
+/// out first, then the squared deviations are summed.
 fn spread(
     func: &str,
     input: (&str, &Tensor),
@@ -155,42 +164,40 @@ fn spread(
     if !x.dtype.is_floating_point() {
         bail!(Runtime, "{func}(): expected a floating point input, got {}", x.dtype);
     }
-    let dense = cpu::reduce::<f64, f64>(x, &dims, keepdim, |lane| {
-        let n = lane.len() as f64;
-        let mean = lane.iter().sum::<f64>() / n;
-        let var = lane.iter().map(|v| (v - mean) * (v - mean)).sum::<f64>() / (n - correction).max(0.0);
-        if root { var.sqrt() } else { var }
-    });
-    Ok(Tensor::from_dense(cpu::convert(&dense, x.dtype)))
+    let (backend, dtype) = (x.device().backend(), x.dtype);
+    let n: usize = dims.iter().map(|&d| x.layout.shape[d]).product();
+    let mean = reduce(x, &dims, true, Reduce::Mean, dtype)?;
+    let deviations = backend.binary(x, &mean, &x.layout.shape, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let squares = backend.unary(&deviations, Unary::Square, dtype, None)?;
+    let sums = reduce(&squares, &dims, keepdim, Reduce::Sum, dtype)?;
+    let divisor = number((n as f64 - correction).max(0.0));
+    let var = backend.binary(&sums, &divisor, &sums.layout.shape, Binary::Div, dtype, None)?;
+    Ok(Tensor::from_array(if root { backend.unary(&var, Unary::Sqrt, dtype, None)? } else { var }))
 }
 
 /// `cumsum` (`product` false) or `cumprod` along `dim`.
 fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DType>, product: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
+    let backend = x.device().backend();
     let dim = normalize_dim(dim, x.layout.ndim(), func)?;
     if x.layout.ndim() == 0 {
-        return Ok(Tensor::from_dense(cpu::convert(x, accumulation(x, dtype))));
+        return Ok(Tensor::from_array(backend.copy(x, accumulation(x, dtype))?));
     }
+    let op = if product { Scan::Prod } else { Scan::Sum };
     // A bool result (`dtype=torch.bool`) is the int64 scan of the input as bools, made bool:
     // a running "or" for sums, a running "and" for products, as in PyTorch.
-    let scan = |x: &Dense, dtype: DType| {
-        with_dtype!(dtype, T => cpu::scan::<T, T>(x, dim, |lane, out| {
-            let mut acc = if product { T::from_i64(1) } else { T::default() };
-            for (o, &v) in out.iter_mut().zip(lane) {
-                acc = if product { acc.mul(v) } else { acc.add(v) };
-                *o = acc;
-            }
-        }), bool => unreachable!("bool scans run in int64"))
+    let array = match accumulation(x, dtype) {
+        DType::Bool => {
+            let bools = backend.copy(x, DType::Bool)?;
+            backend.copy(&backend.scan(&bools, dim, op, DType::Int64)?, DType::Bool)?
+        }
+        dtype => backend.scan(x, dim, op, dtype)?,
     };
-    let dense = match accumulation(x, dtype) {
-        DType::Bool => cpu::convert(&scan(&cpu::convert(x, DType::Bool), DType::Int64), DType::Bool),
-        dtype => scan(x, dtype),
-    };
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(array))
 }
 
-fn pair(values: Dense, indices: Dense) -> (Tensor, Tensor) {
-    (Tensor::from_dense(values), Tensor::from_dense(indices))
+fn pair(values: Array, indices: Array) -> (Tensor, Tensor) {
+    (Tensor::from_array(values), Tensor::from_array(indices))
 }
 
 /// The sum of all elements, as a zero-dimensional tensor (`torch.sum`). Integer and bool
@@ -284,23 +291,21 @@ pub fn any_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: 
 
 fn all_any(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, every: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    let dense = cpu::reduce::<bool, bool>(x, &dims, keepdim, |lane| {
-        if every { lane.iter().all(|&b| b) } else { lane.iter().any(|&b| b) }
-    });
-    Ok(Tensor::from_dense(dense))
+    let op = if every { Reduce::All } else { Reduce::Any };
+    Ok(Tensor::from_array(reduce(x, &dims, keepdim, op, DType::Bool)?))
 }
 
 /// The position of the first largest element, over everything (flattened) or along `dim`
 /// (`torch.argmax`).
 #[torch_function(module = "torchfn")]
 pub fn argmax(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    Ok(Tensor::from_dense(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1))
+    Ok(Tensor::from_array(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1))
 }
 
 /// The position of the first smallest element (`torch.argmin`).
 #[torch_function(module = "torchfn")]
 pub fn argmin(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    Ok(Tensor::from_dense(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1))
+    Ok(Tensor::from_array(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1))
 }
 
 /// The largest element (`torch.max(input)`); see [`max_dim`] and [`max_other`].

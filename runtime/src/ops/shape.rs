@@ -1,6 +1,5 @@
 //! Shapes and views: `reshape` and indexing.
 
-use crate::cpu;
 use crate::error::{Result, bail};
 use crate::tensor::{Index, Layout, Shape, Tensor};
 use crate::testing::{f32s, sample};
@@ -35,8 +34,8 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
         let layout = Layout { offset: x.layout.offset, ..Layout::contiguous(shape) };
         return Ok(t.make_view(x, layout));
     }
-    let copy = cpu::convert(x, x.dtype);
-    Ok(Tensor::from_dense(crate::tensor::Dense { layout: Layout::contiguous(shape), ..copy }))
+    let copy = x.device().backend().copy(x, x.dtype)?;
+    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(shape))))
 }
 
 fn select(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {

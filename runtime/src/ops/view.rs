@@ -3,7 +3,6 @@
 //! the root of the view chain), as PyTorch's do; only `flatten` of a layout that no view can
 //! flatten copies.
 
-use crate::cpu;
 use crate::error::{Result, bail};
 use crate::tensor::{Dense, Dims, Layout, Shape, Tensor, normalize_dim};
 use crate::testing::{f32s, i64s, sample};
@@ -81,10 +80,10 @@ fn flatten_impl(func: &str, (name, t): (&str, &Tensor), start_dim: i64, end_dim:
         return Ok(view_of(t, x, flat(&x.layout, one), x.layout.offset));
     }
     // The copy holds every element, so the merged size fits.
-    let copy = cpu::copy(func, x)?;
+    let copy = x.device().backend().copy(x, x.dtype)?;
     let size = Shape::new(&x.layout.shape[start..=end]).checked_numel().unwrap_or(usize::MAX);
     let shape = flat(&copy.layout, (size, 1)).into_iter().map(|(n, _)| n).collect();
-    Ok(Tensor::from_dense(Dense { layout: Layout::contiguous(shape), ..copy }))
+    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(shape))))
 }
 
 fn squeeze_impl(func: &str, (name, t): (&str, &Tensor), dims: Option<&Dims>) -> Result<Tensor> {
@@ -271,7 +270,7 @@ fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> 
 /// for a contiguous tensor), a copy otherwise; with `start_dim == end_dim`, the input itself.
 ///
 /// ```
-/// let t = torchfn::zeros([2, 3, 4], None)?;
+/// let t = torchfn::zeros([2, 3, 4], None, None)?;
 /// assert_eq!(torchfn::flatten(&t, 0, -1)?.shape()?, [24]);
 /// assert_eq!(torchfn::flatten(&t, 1, -1)?.shape()?, [2, 12]);
 /// # Ok::<(), torchfn::Error>(())
@@ -284,7 +283,7 @@ pub fn flatten(input: &Tensor, #[default(0)] start_dim: i64, #[default(-1)] end_
 /// A view without the dimensions of size one (`torch.squeeze(input)`); see [`squeeze_dim`].
 ///
 /// ```
-/// let t = torchfn::zeros([1, 3, 1], None)?;
+/// let t = torchfn::zeros([1, 3, 1], None, None)?;
 /// assert_eq!(torchfn::squeeze(&t)?.shape()?, [3]);
 /// assert_eq!(torchfn::squeeze_dim(&t, 0)?.shape()?, [3, 1]);
 /// assert_eq!(torchfn::squeeze_dim(&t, 1)?.shape()?, [1, 3, 1]); // size 3: left alone
@@ -306,7 +305,7 @@ pub fn squeeze_dim(input: &Tensor, dim: impl Into<Dims>) -> Result<Tensor> {
 /// (`torch.unsqueeze`).
 ///
 /// ```
-/// let t = torchfn::zeros([2, 3], None)?;
+/// let t = torchfn::zeros([2, 3], None, None)?;
 /// assert_eq!(torchfn::unsqueeze(&t, 1)?.shape()?, [2, 1, 3]);
 /// assert_eq!(torchfn::unsqueeze(&t, -1)?.shape()?, [2, 3, 1]);
 /// # Ok::<(), torchfn::Error>(())
@@ -320,7 +319,7 @@ pub fn unsqueeze(input: &Tensor, dim: i64) -> Result<Tensor> {
 /// the input (`torch.permute`). `dims` must name every dimension once.
 ///
 /// ```
-/// let t = torchfn::zeros([2, 3, 4], None)?;
+/// let t = torchfn::zeros([2, 3, 4], None, None)?;
 /// assert_eq!(torchfn::permute(&t, [2, 0, 1])?.shape()?, [4, 2, 3]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```

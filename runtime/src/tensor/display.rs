@@ -48,6 +48,9 @@ fn render(dense: &Dense, prefix: &str) -> String {
     let indent = prefix.len() + 1;
     let shape = &dense.layout.shape;
     let mut suffixes = Vec::new();
+    if !dense.device().is_cpu() {
+        suffixes.push(format!("device='{}'", dense.device()));
+    }
     let body = if shape.numel() == 0 {
         if shape.len() != 1 {
             let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
@@ -62,7 +65,10 @@ fn render(dense: &Dense, prefix: &str) -> String {
         if !matches!(dense.dtype, DType::DEFAULT_FLOAT | DType::Int64 | DType::Bool) {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
-        with_dtype!(dense.dtype, T => cpu::read(dense, |view: ArrayViewD<'_, T>| body_str(view, indent)))
+        let text = crate::ops::device::on_host(dense).and_then(
+            |host| with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent))),
+        );
+        text.unwrap_or_else(|e| format!("<elements not readable: {e}>"))
     };
     let mut out = format!("{prefix}({body}");
     let mut last_line = out.len() - out.rfind('\n').map_or(0, |i| i + 1) + 1;

@@ -104,9 +104,9 @@ impl Draw<'_> {
 /// use torchfn::Generator;
 /// let g = Generator::new();
 /// g.manual_seed(7);
-/// let a = torchfn::rand([3], &g, None)?;
+/// let a = torchfn::rand([3], &g, None, None)?;
 /// g.manual_seed(7);
-/// assert_eq!(torchfn::rand([3], &g, None)?.to_vec::<f32>()?, a.to_vec::<f32>()?);
+/// assert_eq!(torchfn::rand([3], &g, None, None)?.to_vec::<f32>()?, a.to_vec::<f32>()?);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[derive(Clone)]
@@ -213,9 +213,9 @@ impl From<&Generator> for Option<Generator> {
 ///
 /// ```
 /// torchfn::manual_seed(0);
-/// let a = torchfn::randn([4], None, None)?;
+/// let a = torchfn::randn([4], None, None, None)?;
 /// torchfn::manual_seed(0);
-/// assert_eq!(torchfn::randn([4], None, None)?.to_vec::<f32>()?, a.to_vec::<f32>()?);
+/// assert_eq!(torchfn::randn([4], None, None, None)?.to_vec::<f32>()?, a.to_vec::<f32>()?);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub fn manual_seed(seed: u64) -> Generator {

@@ -53,13 +53,11 @@ impl<T: Element, D: Dimension> From<Array<T, D>> for Tensor {
                     // An empty array addresses nothing.
                     None => Layout::contiguous(shape),
                 };
-                Dense {
-                    storage: Storage::new(Buffer::from_vec(data)),
+                Dense::new(crate::backend::Array {
+                    storage: Storage::host(Buffer::from_vec(data)),
                     layout,
                     dtype: T::DTYPE,
-                    base: None,
-                    wrapped_number: false,
-                }
+                })
             }
             None => Dense::from_vec(array.iter().copied().collect(), shape),
         };
@@ -127,9 +125,12 @@ impl<T: Element, D: Dimension> TryFrom<Tensor> for Array<T, D> {
             return copied(&dense, &func);
         }
         let layout = dense.layout.clone();
-        let data = match dense.storage.try_into_buffer() {
+        let Dense { array: crate::backend::Array { storage, dtype, .. }, .. } = dense;
+        let data = match storage.try_into_buffer() {
             Ok(buffer) => buffer.into_vec::<T>(),
-            Err(storage) => return copied(&Dense { storage, ..dense }, &func),
+            Err(storage) => {
+                return copied(&Dense::new(crate::backend::Array { storage, layout, dtype }), &func);
+            }
         };
         let shape = IxDyn(&layout.shape).strides(IxDyn(&layout.strides));
         data.and_then(|data| ArrayD::from_shape_vec(shape, data).ok())
@@ -165,7 +166,7 @@ impl Tensor {
     pub fn with_ndarray_view<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
         let dense = self.data("with_ndarray_view", "self")?;
         check_dtype::<T>(dense.dtype, "with_ndarray_view")?;
-        Ok(cpu::read(dense, f))
+        cpu::read(&*crate::ops::device::on_host(dense)?, f)
     }
 }
 
@@ -227,11 +228,11 @@ fn check_dtype<T: Element>(dtype: DType, func: &str) -> Result<()> {
 
 /// A row-major copy of `dense` (whose dtype is `T` and ndim `D`'s) as an array.
 fn copied<T: Element, D: Dimension>(dense: &Dense, func: &str) -> Result<Array<T, D>> {
-    let data = cpu::read(dense, |v: ArrayViewD<'_, T>| {
+    let data = cpu::read(&*crate::ops::device::on_host(dense)?, |v: ArrayViewD<'_, T>| {
         let mut data = cpu::alloc(func, v.len())?;
         data.extend(v.iter().copied());
         Ok::<_, Error>(data)
-    })?;
+    })??;
     ArrayD::from_shape_vec(IxDyn(&dense.layout.shape), data)
         .ok()
         .and_then(|array| array.into_dimensionality::<D>().ok())

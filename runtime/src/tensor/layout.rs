@@ -105,33 +105,40 @@ impl fmt::Display for Shape {
 }
 
 /// Element strides, one per dimension. Never negative, as in PyTorch.
-pub(crate) type Strides = SmallVec<[usize; INLINE_DIMS]>;
+pub type Strides = SmallVec<[usize; INLINE_DIMS]>;
 
-/// Shape, strides and offset of a dense tensor: the view of a storage it represents.
+/// Shape, strides and offset of a dense tensor: which elements of a storage it is, in what
+/// order. Element `[i, j, ...]` lives at `offset + i * strides[0] + j * strides[1] + ...`.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Layout {
-    pub(crate) shape: Shape,
-    pub(crate) strides: Strides,
-    pub(crate) offset: usize,
+pub struct Layout {
+    /// The size of each dimension.
+    pub shape: Shape,
+    /// The step in storage, in elements, between neighbours along each dimension (0 for an
+    /// expanded dimension).
+    pub strides: Strides,
+    /// Where element `[0, 0, ...]` lives in storage.
+    pub offset: usize,
 }
 
 impl Layout {
     /// The contiguous layout of a fresh tensor of this shape.
-    pub(crate) fn contiguous(shape: Shape) -> Self {
+    pub fn contiguous(shape: Shape) -> Self {
         let strides = shape.contiguous_strides();
         Layout { shape, strides, offset: 0 }
     }
 
-    pub(crate) fn numel(&self) -> usize {
+    /// The number of elements.
+    pub fn numel(&self) -> usize {
         self.shape.numel()
     }
 
-    pub(crate) fn ndim(&self) -> usize {
+    /// The number of dimensions.
+    pub fn ndim(&self) -> usize {
         self.shape.len()
     }
 
     /// True when the elements are laid out row-major without gaps (always, with no elements).
-    pub(crate) fn is_contiguous(&self) -> bool {
+    pub fn is_contiguous(&self) -> bool {
         if self.numel() == 0 {
             return true;
         }

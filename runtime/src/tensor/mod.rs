@@ -1,7 +1,6 @@
 //! The tensor handle: shared storage, layout, dtype and class (plain, subclass or duck).
 
 mod data;
-mod device;
 mod dims;
 mod display;
 mod dtype;
@@ -9,30 +8,27 @@ mod generator;
 mod index;
 mod interop;
 mod layout;
-mod pool;
 mod scalar;
-mod storage;
 
 use std::any::Any;
 use std::fmt;
+use std::ops::Deref;
 use std::sync::Arc;
 
 pub use data::TensorData;
-pub use device::Device;
 pub use dims::Dims;
 pub use dtype::{DType, Element};
 pub use generator::{DEFAULT_SEED, Generator, initial_seed, manual_seed, seed};
 pub use index::{Index, IndexItem};
-pub use layout::Shape;
+pub use layout::{Layout, Shape, Strides};
 pub use scalar::Scalar;
 
 pub(crate) use dims::normalize_dim;
 pub(crate) use dtype::{Participant, result_type, with_dtype};
 pub(crate) use generator::Draw;
-pub(crate) use layout::{Layout, broadcast_shapes};
-pub(crate) use pool::take as take_pooled;
-pub(crate) use storage::{Buffer, Storage};
+pub(crate) use layout::broadcast_shapes;
 
+use crate::backend::{Array, Buffer, Storage};
 use crate::error::{Error, Result};
 use crate::protocol::{Class, DuckTensor, TensorLike, TensorSubclass};
 use crate::value::{FromValue, ToValue, Value};
@@ -87,33 +83,41 @@ enum Body {
 trait DuckObject: Any + fmt::Debug + Send + Sync {}
 impl<T: DuckTensor> DuckObject for T {}
 
-/// The data of a dense tensor: a view (layout) of a shared storage.
+/// The data of a dense tensor: an array (a view of a shared storage on some device), and what
+/// the tensor adds to it.
 #[derive(Clone, Debug)]
 pub(crate) struct Dense {
-    pub(crate) storage: Arc<Storage>,
-    pub(crate) layout: Layout,
-    pub(crate) dtype: DType,
+    pub(crate) array: Array,
     /// The tensor this one is a view of (the root of the view chain), as `Tensor._base`.
     pub(crate) base: Option<Tensor>,
     /// A Python number converted to a tensor: it does not upcast other operands.
     pub(crate) wrapped_number: bool,
 }
 
+/// A dense tensor is its array to the kernels: `dense.layout`, `dense.dtype`, `&dense` as an
+/// `&Array`.
+impl Deref for Dense {
+    type Target = Array;
+    #[inline(always)]
+    fn deref(&self) -> &Array {
+        &self.array
+    }
+}
+
 impl Dense {
-    /// A fresh contiguous tensor owning `buffer`.
-    pub(crate) fn new(buffer: Buffer, shape: Shape) -> Dense {
+    /// A tensor's data that is no view.
+    pub(crate) fn new(array: Array) -> Dense {
+        Dense { array, base: None, wrapped_number: false }
+    }
+
+    /// A fresh contiguous host tensor owning `buffer`.
+    pub(crate) fn host(buffer: Buffer, shape: Shape) -> Dense {
         let dtype = buffer.dtype();
-        Dense {
-            storage: Storage::new(buffer),
-            layout: Layout::contiguous(shape),
-            dtype,
-            base: None,
-            wrapped_number: false,
-        }
+        Dense::new(Array::contiguous(Storage::host(buffer), shape, dtype))
     }
 
     pub(crate) fn from_vec<T: Element>(data: Vec<T>, shape: Shape) -> Dense {
-        Dense::new(Buffer::from_vec(data), shape)
+        Dense::host(Buffer::from_vec(data), shape)
     }
 
     /// How this operand takes part in type promotion.
@@ -133,11 +137,17 @@ impl Tensor {
         Tensor { class: &TENSOR_CLASS, attrs: None, body: Arc::new(Body::Dense(dense)) }
     }
 
+    /// A plain tensor holding a kernel's result.
+    #[inline]
+    pub(crate) fn from_array(array: Array) -> Tensor {
+        Tensor::from_dense(Dense::new(array))
+    }
+
     /// A new plain tensor viewing `layout` of this tensor's storage; its `_base` is the root
     /// of the view chain.
     pub(crate) fn make_view(&self, dense: &Dense, layout: Layout) -> Tensor {
         let base = dense.base.clone().unwrap_or_else(|| self.clone());
-        Tensor::from_dense(Dense { layout, base: Some(base), wrapped_number: false, ..dense.clone() })
+        Tensor::from_dense(Dense { array: dense.with_layout(layout), base: Some(base), wrapped_number: false })
     }
 
     /// A tensor from a vector of elements in row-major order and a shape.
@@ -292,7 +302,7 @@ impl Tensor {
                 T::DTYPE
             )));
         }
-        Ok(crate::cpu::read(dense, |view: ndarray::ArrayViewD<'_, T>| view.iter().copied().collect()))
+        crate::cpu::elements::<T>("to_vec", &*crate::ops::device::on_host(dense)?)
     }
 }
 
@@ -302,8 +312,9 @@ impl ToValue for Tensor {
     fn to_value(&self) -> Value {
         if let Body::Dense(d) = &*self.body
             && d.wrapped_number
+            && let Ok(number) = crate::cpu::read_scalar(d)
         {
-            return crate::cpu::read_scalar(d).to_value();
+            return number.to_value();
         }
         Value::Tensor(self.clone())
     }

@@ -58,8 +58,8 @@ fn every_dtype_and_shape_round_trips() {
         torchfn::tensor([[true, false], [false, true]]).unwrap(),
         torchfn::tensor(7.5f64).unwrap(),
         torchfn::tensor(true).unwrap(),
-        torchfn::zeros([0], DType::Float32).unwrap(),
-        torchfn::zeros([2, 0, 3], DType::Int32).unwrap(),
+        torchfn::zeros([0], DType::Float32, None).unwrap(),
+        torchfn::zeros([2, 0, 3], DType::Int32, None).unwrap(),
     ];
     for t in &tensors {
         let back = round_trip(t);
@@ -114,7 +114,7 @@ fn writing_gives_the_bytes_numpy_writes() {
             b"\x01\x00\x01",
         ),
         (
-            torchfn::zeros([0, 3], DType::Int32).unwrap(),
+            torchfn::zeros([0, 3], DType::Int32, None).unwrap(),
             "{'descr': '<i4', 'fortran_order': False, 'shape': (0, 3), }",
             58,
             b"",
@@ -247,7 +247,7 @@ fn truncated_or_corrupted_files_are_errors_never_panics() {
         Tensor::from_vec((0..6i64).collect(), [2, 3]).unwrap(),
         torchfn::tensor([true, false, true]).unwrap(),
         torchfn::tensor(1.5f32).unwrap(),
-        torchfn::zeros([0, 2], DType::Float64).unwrap(),
+        torchfn::zeros([0, 2], DType::Float64, None).unwrap(),
     ] {
         let mut bytes = Vec::new();
         npy::write(&mut bytes, &t).unwrap();

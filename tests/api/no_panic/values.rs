@@ -389,7 +389,7 @@ impl Gen {
             4 => self.float_arg(),
             5 => self.string_arg(),
             6 => Arg::of(Value::DType(self.dtype())),
-            7 => Arg::of(Value::Device(Device::Cpu)),
+            7 => Arg::of(Value::Device(Device::CPU)),
             8 => Arg::new(Value::Generator(Generator::new().manual_seed(self.rng.next())), "Generator::new()"),
             9..=11 => self.tensor(),
             12 => self.int_list(),
@@ -425,7 +425,7 @@ impl Gen {
             "str" => self.string_arg(),
             "torch.dtype" => Arg::of(Value::DType(self.dtype())),
             "torch.Generator" => Arg::new(Value::Generator(Generator::new()), "Generator::new()"),
-            "torch.device" => Arg::of(Value::Device(Device::Cpu)),
+            "torch.device" => Arg::of(Value::Device(Device::CPU)),
             _ => self.any(0),
         }
     }

@@ -23,7 +23,7 @@ mod ops {
 
     #[torch_function(dispatcher = crate::dispatchers::variadic)]
     pub fn total(#[variadic] tensors: &[Tensor], #[default(1.0)] scale: f64) -> Result<Tensor> {
-        let mut sum = torchfn::zeros([], torchfn::DType::Float32)?;
+        let mut sum = torchfn::zeros([], torchfn::DType::Float32, None)?;
         for t in tensors {
             sum = (&sum + &t.sum()?)?;
         }

@@ -1,27 +1,23 @@
 //! Activation functions of `torch.nn.functional`: `relu`, `gelu`, `silu`, `softmax` and
 //! `log_softmax`.
 
-use crate::cpu;
+use crate::backend::Unary;
 use crate::error::{Result, bail};
 use crate::ops::inplace::write_into;
 use crate::ops::softmax::softmax_along;
-use crate::tensor::{DType, Dense, Element, Tensor, with_dtype};
+use crate::tensor::{DType, Tensor};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
-/// `f` applied to each element of a floating-point `input`, computed in `f64`.
-fn float_map(func: &str, (name, t): (&str, &Tensor), f: impl Fn(f64) -> f64 + Sync) -> Result<Tensor> {
+/// `op` (an activation computed in the input's float dtype) on each element of a
+/// floating-point `input`.
+fn activation(func: &str, (name, t): (&str, &Tensor), op: Unary) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    fn each<T: Element>(x: &Dense, f: impl Fn(f64) -> f64 + Sync) -> Dense {
-        cpu::unary::<T, T>(x, |v| T::from_f64(f(v.to_f64())))
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
-    let dense = match x.dtype {
-        DType::Float32 => each::<f32>(x, f),
-        DType::Float64 => each::<f64>(x, f),
-        other => bail!(Runtime, "{func}(): not implemented for {other} inputs; expected a floating point tensor"),
-    };
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?))
 }
 
 /// The result of an operation with an `inplace` flag: `result` itself, or, with
@@ -50,10 +46,11 @@ pub(super) fn in_place_or_new(func: &str, input: &Tensor, result: Tensor, inplac
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
     let x = input.data("relu", "input")?;
-    let dense = with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, |v| {
-        if v > T::default() || v.to_f64().is_nan() { v } else { T::default() }
-    }), bool => bail!(Runtime, "relu(): boolean inputs are not supported"));
-    in_place_or_new("relu", input, Tensor::from_dense(dense), inplace)
+    if x.dtype == DType::Bool {
+        bail!(Runtime, "relu(): boolean inputs are not supported");
+    }
+    let result = Tensor::from_array(x.device().backend().unary(x, Unary::Relu, x.dtype, None)?);
+    in_place_or_new("relu", input, result, inplace)
 }
 
 /// The Gaussian error linear unit (`torch.nn.functional.gelu`): `x * Φ(x)`, with `Φ` the
@@ -72,11 +69,8 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tensor> {
     match approximate {
-        "none" => float_map("gelu", ("input", input), |x| 0.5 * x * cpu::erfc(-x * std::f64::consts::FRAC_1_SQRT_2)),
-        "tanh" => float_map("gelu", ("input", input), |x| {
-            let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
-            0.5 * x * (1.0 + inner.tanh())
-        }),
+        "none" => activation("gelu", ("input", input), Unary::Gelu),
+        "tanh" => activation("gelu", ("input", input), Unary::GeluTanh),
         other => bail!(Runtime, "gelu(): approximate argument must be either none or tanh, but got '{other}'"),
     }
 }
@@ -95,7 +89,7 @@ pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tens
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    let result = float_map("silu", ("input", input), |x| x / (1.0 + (-x).exp()))?;
+    let result = activation("silu", ("input", input), Unary::Silu)?;
     in_place_or_new("silu", input, result, inplace)
 }
 

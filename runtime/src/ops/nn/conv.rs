@@ -1,9 +1,10 @@
 //! Sliding-window layers of `torch.nn.functional`: `conv2d`, `max_pool2d` and
 //! `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched) input.
 
-use crate::cpu::{self, Window};
+use crate::backend::{Array, Window};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Dims, Shape, Tensor};
+use crate::ops::device::backend_of;
+use crate::tensor::{Dense, Dims, Layout, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -32,6 +33,13 @@ fn size(func: &str, n: i128) -> Result<usize> {
         Ok(n) if i64::try_from(n).is_ok() => Ok(n),
         _ => bail!(Runtime, "{func}(): the padded input or the result is too large ({n} elements along a dimension)"),
     }
+}
+
+/// `x` seen with the contiguous layout of `shape` (a view when `x` is contiguous, else a copy).
+fn reshaped(x: &Array, shape: Shape) -> Result<Array> {
+    let x = if x.layout.is_contiguous() { x.clone() } else { x.device().backend().copy(x, x.dtype)? };
+    let offset = x.layout.offset;
+    Ok(x.with_layout(Layout { offset, ..Layout::contiguous(shape) }))
 }
 
 /// The result shape: `[n, channels, out_h, out_w]`, without `n` for an unbatched input.
@@ -160,15 +168,20 @@ fn convolve(
         out[axis] = size(func, (padded[axis] - reach[axis]) / i128::from(stride[axis]) + 1)?;
     }
     let as_usize = |v: [i64; 2]| v.map(|x| x.unsigned_abs() as usize);
-    let win =
-        Window { kernel, stride: as_usize(stride), padding: as_usize(padding), dilation: as_usize(dilation), out };
-    let dims = [n, c, h, wd];
-    let dense = match x.dtype {
-        DType::Float64 => Dense::from_vec(cpu::conv2d::<f64>(func, x, dims, w, b, groups, &win)?, Shape::new(&[])),
-        _ => Dense::from_vec(cpu::conv2d::<f32>(func, x, dims, w, b, groups, &win)?, Shape::new(&[])),
+    let win = Window {
+        kernel,
+        stride: as_usize(stride),
+        padding: as_usize(padding),
+        dilation: as_usize(dilation),
+        input: [h, wd],
+        out,
     };
-    let layout = crate::tensor::Layout::contiguous(result_shape(x, n, o, out));
-    Ok(Tensor::from_dense(Dense { layout, ..dense }))
+    let mut operands = vec![("input", x), ("weight", w)];
+    operands.extend(b.map(|b| ("bias", b)));
+    let backend = backend_of(func, &operands)?;
+    let batched = reshaped(x, Shape::from([n, c, h, wd]))?;
+    let result = backend.conv2d(&batched, w, b.map(|b| &b.array), groups, &win)?;
+    Ok(Tensor::from_array(result.with_layout(Layout::contiguous(result_shape(x, n, o, out)))))
 }
 
 /// A 2-D convolution (`torch.nn.functional.conv2d`; a cross-correlation, as in PyTorch) of
@@ -184,8 +197,8 @@ fn convolve(
 /// ```
 /// use torchfn::nn::functional as F;
 /// // A 1x1x3x3 image of ones, a 1x1x2x2 kernel of ones: each output sums a 2x2 window.
-/// let x = torchfn::ones([1, 1, 3, 3], None)?;
-/// let w = torchfn::ones([1, 1, 2, 2], None)?;
+/// let x = torchfn::ones([1, 1, 3, 3], None, None)?;
+/// let w = torchfn::ones([1, 1, 2, 2], None, None)?;
 /// let y = F::conv2d(&x, &w, None, 1, 0, 1, 1)?;
 /// assert_eq!(y.shape()?, [1, 1, 2, 2]);
 /// assert_eq!(y.to_vec::<f32>()?, [4.0; 4]);
@@ -218,7 +231,7 @@ fn pool(
     padding: &Dims,
     dilation: &Dims,
     ceil_mode: bool,
-) -> Result<(Dense, Dense)> {
+) -> Result<(Array, Array)> {
     let x = input.data(func, "input")?;
     let Some(kernel) = pair(kernel_size) else {
         bail!(Runtime, "{func}(): kernel_size must either be a single int, or a tuple of two ints");
@@ -307,22 +320,13 @@ fn pool(
         stride: as_usize(stride),
         padding: as_usize(padding),
         dilation: as_usize(dilation),
+        input: [h, w],
         out,
     };
-    let planes = n * c;
-    let (values, indices) = match x.dtype {
-        DType::Float64 => {
-            let (v, i) = cpu::max_pool2d::<f64>(func, x, [planes, h, w], &win)?;
-            (Dense::from_vec(v, Shape::new(&[])), i)
-        }
-        _ => {
-            let (v, i) = cpu::max_pool2d::<f32>(func, x, [planes, h, w], &win)?;
-            (Dense::from_vec(v, Shape::new(&[])), i)
-        }
-    };
-    let layout = crate::tensor::Layout::contiguous(result_shape(x, n, c, out));
-    let indices = Dense { layout: layout.clone(), ..Dense::from_vec(indices, Shape::new(&[])) };
-    Ok((Dense { layout, ..values }, indices))
+    let planes = reshaped(x, Shape::from([n * c, h, w]))?;
+    let (values, indices) = x.device().backend().max_pool2d(&planes, &win)?;
+    let layout = Layout::contiguous(result_shape(x, n, c, out));
+    Ok((values.with_layout(layout.clone()), indices.with_layout(layout)))
 }
 
 /// 2-D max pooling (`torch.nn.functional.max_pool2d`): the largest element of each
@@ -369,7 +373,7 @@ pub fn max_pool2d(
              for the pair"
         );
     }
-    Ok(Tensor::from_dense(values))
+    Ok(Tensor::from_array(values))
 }
 
 /// 2-D max pooling with the positions of the maxima (`torch.nn.functional.max_pool2d_with_indices`):
@@ -403,7 +407,7 @@ pub fn max_pool2d_with_indices(
         &dilation.into(),
         ceil_mode,
     )?;
-    Ok((Tensor::from_dense(values), Tensor::from_dense(indices)))
+    Ok((Tensor::from_array(values), Tensor::from_array(indices)))
 }
 
 crate::samples! {

@@ -1,10 +1,14 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
-use crate::cpu::{self, Float, Number};
+use crate::backend::{Array, Binary, Buffer, Reduce, Unary};
+use crate::cpu;
 use crate::error::{Result, bail};
 use crate::ops::IntList;
+use crate::ops::device::{backend_of, on_host};
+use crate::ops::indexing::out_of_range;
+use crate::ops::inplace::assign;
 use crate::ops::linalg::{dense_product, transposed};
-use crate::tensor::{DType, Dense, Element, Generator, Layout, Shape, Tensor, broadcast_shapes, with_dtype};
+use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -15,15 +19,15 @@ fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) ->
     let w = weight.data(func, "weight")?;
     let b = bias.map(|b| b.data(func, "bias")).transpose()?;
     let wt = match w.layout.ndim() {
-        1 => w.clone(),
+        1 => w.array.clone(),
         2 => transposed(w),
         n => {
             bail!(Runtime, "{func}(): weight must be 1-D or 2-D (out_features, in_features), but it has {n} dimensions")
         }
     };
-    let out = dense_product(func, ("input", x), ("weight", &wt), false)?;
+    let out = dense_product(func, ("input", x), ("weight", &Dense::new(wt)), false)?;
     let Some(b) = b else {
-        return Ok(Tensor::from_dense(out));
+        return Ok(Tensor::from_array(out));
     };
     if b.dtype != out.dtype {
         bail!(
@@ -33,10 +37,9 @@ fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) ->
             b.dtype
         );
     }
+    let backend = backend_of(func, &[("input", x), ("bias", b)])?;
     let shape = broadcast_shapes(&out.layout.shape, &b.layout.shape, func)?;
-    let dense = with_dtype!(out.dtype, T => cpu::binary::<T, T>(&out, b, &shape, |p, q| p.add(q))?,
-        bool => bail!(Runtime, "{func}(): not implemented for bool tensors"));
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(backend.binary(&out, b, &shape, Binary::Add(Scalar::Int(1)), out.dtype, None)?))
 }
 
 /// A linear (fully connected) layer, `input @ weight.T + bias` (`torch.nn.functional.linear`).
@@ -58,38 +61,6 @@ pub fn linear(input: &Tensor, weight: &Tensor, #[default(None)] bias: Option<&Te
     affine("linear", input, weight, bias)
 }
 
-/// Normalizes each row of `data` (rows of `inner` elements): `(x - mean) / sqrt(var + eps)`,
-/// with the biased variance, then `* weight + bias` elementwise along the row.
-fn normalize_rows<T: Element>(
-    x: &Dense,
-    inner: usize,
-    weight: Option<&[f64]>,
-    bias: Option<&[f64]>,
-    eps: f64,
-) -> Dense {
-    let data = cpu::with_elements(x, |data: &[T]| {
-        let mut out = Vec::with_capacity(data.len());
-        for row in data.chunks(inner.max(1)) {
-            let n = row.len() as f64;
-            let mean = row.iter().map(|v| v.to_f64()).sum::<f64>() / n;
-            let var = row.iter().map(|v| (v.to_f64() - mean).powi(2)).sum::<f64>() / n;
-            let scale = 1.0 / (var + eps).sqrt();
-            for (i, v) in row.iter().enumerate() {
-                let mut y = (v.to_f64() - mean) * scale;
-                if let Some(w) = weight.and_then(|w| w.get(i)) {
-                    y *= w;
-                }
-                if let Some(b) = bias.and_then(|b| b.get(i)) {
-                    y += b;
-                }
-                out.push(T::from_f64(y));
-            }
-        }
-        out
-    });
-    Dense::from_vec(data, x.layout.shape.clone())
-}
-
 /// Layer normalization over the last `normalized_shape.len()` dimensions
 /// (`torch.nn.functional.layer_norm`): each slice is shifted to mean 0 and scaled to variance
 /// 1 (the biased variance, plus `eps`; a constant slice with `eps = 0` gives NaN, as in
@@ -98,7 +69,8 @@ fn normalize_rows<T: Element>(
 ///
 /// `normalized_shape` is an int or a list of ints, as in PyTorch: `4` means `[4]`. The input's
 /// trailing dimensions must equal it; floating-point tensors only, `weight` and `bias` of the
-/// input's dtype. Computed in `f64`.
+/// input's dtype. Computed in the input's dtype: the mean first, then the mean square of the
+/// deviations.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -135,12 +107,9 @@ pub fn layer_norm(
     if !x.dtype.is_floating_point() {
         bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
-    let mut affine = Vec::new();
+    let mut operands = vec![("input", x)];
     for (name, t) in [("weight", weight), ("bias", bias)] {
-        let Some(t) = t else {
-            affine.push(None);
-            continue;
-        };
+        let Some(t) = t else { continue };
         let d = t.data(FUNC, name)?;
         if d.layout.shape != normalized {
             bail!(
@@ -154,26 +123,27 @@ pub fn layer_norm(
         if d.dtype != x.dtype {
             bail!(Runtime, "{FUNC}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
         }
-        affine.push(Some(cpu::with_elements(d, |v: &[f64]| v.to_vec())));
+        operands.push((name, d));
     }
-    let (w, b) = (affine.first().and_then(Option::as_deref), affine.get(1).and_then(Option::as_deref));
-    let inner = normalized.numel();
-    let dense = match x.dtype {
-        DType::Float64 => normalize_rows::<f64>(x, inner, w, b, eps),
-        _ => normalize_rows::<f32>(x, inner, w, b, eps),
+    let backend = backend_of(FUNC, &operands)?;
+    let (dtype, one) = (x.dtype, Scalar::Int(1));
+    let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
+    let mean = |a: &Array| -> Result<Array> {
+        let m = backend.reduce(a, &dims, Reduce::Mean, dtype)?;
+        let kept = a.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+        Ok(m.with_layout(Layout::contiguous(kept)))
     };
-    Ok(Tensor::from_dense(dense))
-}
-
-/// The rows of `weight` (`[rows, dim]`) at `indices` (each below `rows`), row-major.
-fn gather_rows<T: Element>(func: &str, weight: &Dense, indices: &[usize], dim: usize) -> Result<Vec<T>> {
-    let mut out = cpu::alloc(func, indices.len().saturating_mul(dim))?;
-    cpu::with_elements(weight, |w: &[T]| {
-        for &i in indices {
-            out.extend_from_slice(&w[i * dim..][..dim]);
-        }
-    });
-    Ok(out)
+    let deviations = backend.binary(x, &mean(x)?, shape, Binary::Sub(one), dtype, None)?;
+    let variance = mean(&backend.unary(&deviations, Unary::Square, dtype, None)?)?;
+    let eps = Dense::from_vec(vec![eps], Shape::from([])).array;
+    let shifted = backend.binary(&variance, &eps, &variance.layout.shape, Binary::Add(one), dtype, None)?;
+    let scale = backend.unary(&shifted, Unary::Rsqrt, dtype, None)?;
+    let mut y = backend.binary(&deviations, &scale, shape, Binary::Mul, dtype, None)?;
+    for (name, d) in &operands[1..] {
+        let op = if *name == "weight" { Binary::Mul } else { Binary::Add(one) };
+        y = backend.binary(&y, d, shape, op, dtype, None)?;
+    }
+    Ok(Tensor::from_array(y))
 }
 
 /// The `p`-norm of `values`, as `torch.norm`: the largest absolute value for `inf`, the smallest
@@ -226,28 +196,28 @@ fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, nor
             strides: [column_stride].into_iter().collect(),
             offset: weight.layout.offset + row * row_stride,
         };
-        let view = Dense { layout, ..weight.clone() };
+        let view = Dense::new(weight.with_layout(layout));
         let scaled = match weight.dtype {
-            DType::Float64 => scaled_row::<f64>(&view, max_norm, norm_type),
-            _ => scaled_row::<f32>(&view, max_norm, norm_type),
+            DType::Float64 => scaled_row::<f64>(&view, max_norm, norm_type)?,
+            _ => scaled_row::<f32>(&view, max_norm, norm_type)?,
         };
         if let Some(scaled) = scaled {
-            cpu::assign(func, &view, &scaled)?;
+            assign(func, &view, &scaled)?;
         }
     }
     Ok(())
 }
 
-/// `row` scaled to norm `max_norm` (about), when its norm exceeds `max_norm`.
-fn scaled_row<T: Float>(row: &Dense, max_norm: f64, norm_type: f64) -> Option<Dense> {
-    let values = cpu::with_elements(row, |v: &[T]| v.to_vec());
+/// `row` scaled to norm `max_norm` (about), in host memory, when its norm exceeds `max_norm`.
+fn scaled_row<T: cpu::Float>(row: &Dense, max_norm: f64, norm_type: f64) -> Result<Option<Dense>> {
+    let values = cpu::elements::<T>("embedding", &*on_host(row)?)?;
     let norm = p_norm(values.iter().map(|v| v.to_f64()), norm_type);
     // A NaN norm or max_norm compares as not greater: that row is left alone, as in PyTorch.
     if norm.partial_cmp(&max_norm) != Some(std::cmp::Ordering::Greater) {
-        return None;
+        return Ok(None);
     }
     let scale = T::from_f64(max_norm / (norm + 1e-7));
-    Some(Dense::from_vec(values.into_iter().map(|v| v.mul(scale)).collect(), row.layout.shape.clone()))
+    Ok(Some(Dense::from_vec(values.into_iter().map(|v| v.mul(scale)).collect(), row.layout.shape.clone())))
 }
 
 /// A lookup table (`torch.nn.functional.embedding`): row `input[...]` of `weight` for each
@@ -312,22 +282,20 @@ pub fn embedding(
             bail!(Value, "{FUNC}(): padding_idx must be within num_embeddings ({rows}), but got {p}");
         }
     }
+    let backend = backend_of(FUNC, &[("input", x), ("weight", w)])?;
     // Every index is checked before max_norm writes into any row.
-    let indices = cpu::with_elements(x, |v: &[i64]| {
-        v.iter().map(|&i| usize::try_from(i).ok().filter(|&i| i < rows).ok_or(i)).collect::<Result<Vec<_>, i64>>()
-    });
-    let indices = match indices {
-        Ok(indices) => indices,
-        Err(i) => {
-            bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)")
-        }
-    };
-    if let Some(max_norm) = max_norm {
-        renormalize(FUNC, w, &indices, max_norm, norm_type)?;
+    if let Some(i) = out_of_range(FUNC, x, rows)? {
+        bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)");
     }
+    if let Some(max_norm) = max_norm {
+        let looked_up = cpu::elements::<i64>(FUNC, &*on_host(x)?)?;
+        renormalize(FUNC, w, &looked_up.iter().map(|&i| i as usize).collect::<Vec<_>>(), max_norm, norm_type)?;
+    }
+    let n = x.layout.numel();
+    let flat = backend.copy(x, x.dtype)?.with_layout(Layout::contiguous(Shape::from([n])));
+    let rows = backend.index_select(w, 0, &flat)?;
     let shape: Shape = x.layout.shape.iter().copied().chain([dim]).collect();
-    let dense = with_dtype!(w.dtype, T => Dense::from_vec(gather_rows::<T>(FUNC, w, &indices, dim)?, shape));
-    Ok(Tensor::from_dense(dense))
+    Ok(Tensor::from_array(rows.with_layout(Layout::contiguous(shape))))
 }
 
 /// Dropout (`torch.nn.functional.dropout`): with `training`, each element is zeroed with
@@ -354,7 +322,7 @@ pub fn embedding(
 /// assert_eq!(F::dropout(&x, 1.0, true, false)?.to_vec::<f32>()?, [0.0, -0.0]);
 ///
 /// // Training: each element is 0 or doubled (p = 0.5), drawn at random.
-/// let ones = torchfn::ones([1000], None)?;
+/// let ones = torchfn::ones([1000], None, None)?;
 /// let y = F::dropout(&ones, 0.5, true, false)?.to_vec::<f32>()?;
 /// assert!(y.iter().all(|&v| v == 0.0 || v == 2.0));
 /// let kept = y.iter().filter(|&&v| v == 2.0).count();
@@ -376,36 +344,35 @@ pub fn dropout(
     if !training || p == 0.0 || x.layout.numel() == 0 {
         return Ok(input.clone());
     }
-    let dense = if p == 1.0 {
-        with_dtype!(x.dtype, T => cpu::unary::<T, T>(x, |v| v.mul(T::default())),
-            bool => cpu::unary::<bool, bool>(x, |_| false))
+    let backend = x.device().backend();
+    let noise = if p == 1.0 {
+        Dense::from_vec(vec![0i64], Shape::from([])).array
     } else {
-        match x.dtype {
-            DType::Float32 => dropped::<f32>(FUNC, x, p)?,
-            DType::Float64 => dropped::<f64>(FUNC, x, p)?,
-            other => bail!(
+        if !x.dtype.is_floating_point() {
+            bail!(
                 Runtime,
                 "{FUNC}(): with training=True and 0 < p < 1 the kept elements are scaled by 1 / (1 - p), which \
-                 a {other} input cannot hold; expected a floating point tensor"
-            ),
+                 a {} input cannot hold; expected a floating point tensor",
+                x.dtype
+            );
         }
+        let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(FUNC, x.layout.numel(), p)?));
+        backend.upload(x.device(), noise, x.layout.shape.clone())?
     };
-    super::activation::in_place_or_new(FUNC, input, Tensor::from_dense(dense), inplace)
+    let dropped = backend.binary(x, &noise, &x.layout.shape, Binary::Mul, x.dtype, None)?;
+    super::activation::in_place_or_new(FUNC, input, Tensor::from_array(dropped), inplace)
 }
 
-/// `x * noise`: `noise` is `1 / (1 - p)` with probability `1 - p` and 0 otherwise, one uniform
-/// from the default generator per element, in row-major order.
-fn dropped<T: Float>(func: &str, x: &Dense, p: f64) -> Result<Dense> {
-    let (n, keep) = (x.layout.numel(), 1.0 - p);
-    let scale = T::from_f64(1.0).div(T::from_f64(keep));
+/// The multipliers of dropout: `1 / (1 - p)` (in `T`) with probability `1 - p`, 0 otherwise,
+/// one uniform from the default generator per element, in row-major order.
+fn noise<T: Element>(func: &str, n: usize, p: f64) -> Result<Vec<T>> {
+    let keep = 1.0 - p;
+    let scale = T::from_f64(T::from_f64(1.0).to_f64() / T::from_f64(keep).to_f64());
     let mut noise = cpu::alloc::<T>(func, n)?;
     let generator = Generator::default_generator();
-    {
-        let mut draw = generator.draw();
-        noise.extend((0..n).map(|_| if draw.uniform_f64() < keep { scale } else { T::default() }));
-    }
-    let shape = &x.layout.shape;
-    cpu::binary::<T, T>(x, &Dense::from_vec(noise, shape.clone()), shape, |v, m| v.mul(m))
+    let mut draw = generator.draw();
+    noise.extend((0..n).map(|_| if draw.uniform_f64() < keep { scale } else { T::default() }));
+    Ok(noise)
 }
 
 /// An int64 tensor of these indices, as a sample argument.

@@ -1,9 +1,10 @@
 //! Loss functions of `torch.nn.functional`: `cross_entropy` and `mse_loss`.
 
-use crate::cpu;
+use crate::backend::{Array, Backend, Binary, Reduce, Unary};
 use crate::error::{Result, bail};
-use crate::ops::softmax::softmax_blocks;
-use crate::tensor::{DType, Dense, Element, Shape, Tensor, broadcast_shapes, result_type};
+use crate::ops::device::backend_of;
+use crate::ops::indexing::out_of_range;
+use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -37,19 +38,49 @@ fn reduction(func: &str, size_average: Option<bool>, reduce: Option<bool>, reduc
     })
 }
 
-/// A floating-point tensor of `dtype` from values computed in `f64`.
-fn float_tensor(values: Vec<f64>, shape: Shape, dtype: DType) -> Tensor {
-    let dense = match dtype {
-        DType::Float64 => Dense::from_vec(values, shape),
-        _ => Dense::from_vec(values.into_iter().map(|v| v as f32).collect(), shape),
-    };
-    Tensor::from_dense(dense)
+/// A zero-dimensional host tensor holding `value`: a scalar operand of a kernel.
+fn number(value: f64) -> Array {
+    Dense::from_vec(vec![value], Shape::from([])).array
 }
 
-/// The log-probabilities of `x` along its class dimension: `[batch, classes, positions]` in
-/// row-major order (`batch` and `positions` may be 1).
-fn log_probabilities(x: &Dense, sizes: [usize; 3]) -> Vec<f64> {
-    cpu::with_elements(x, |v: &[f64]| softmax_blocks(v, sizes, true))
+/// The arithmetic of a loss on one backend, in one float dtype.
+struct Losses {
+    backend: &'static dyn Backend,
+    dtype: DType,
+}
+
+impl Losses {
+    fn binary(&self, a: &Array, b: &Array, op: Binary) -> Result<Array> {
+        let shape = broadcast_shapes(&a.layout.shape, &b.layout.shape, "loss")?;
+        self.backend.binary(a, b, &shape, op, self.dtype, None)
+    }
+
+    fn mul(&self, a: &Array, b: &Array) -> Result<Array> {
+        self.binary(a, b, Binary::Mul)
+    }
+
+    fn add(&self, a: &Array, b: &Array) -> Result<Array> {
+        self.binary(a, b, Binary::Add(Scalar::Int(1)))
+    }
+
+    fn neg(&self, a: &Array) -> Result<Array> {
+        self.backend.unary(a, Unary::Neg, self.dtype, None)
+    }
+
+    /// The sum over `dim` (or everything), the dimension dropped.
+    fn sum(&self, a: &Array, dim: Option<usize>) -> Result<Array> {
+        let dims: Vec<usize> = dim.map_or_else(|| (0..a.layout.ndim()).collect(), |d| vec![d]);
+        self.backend.reduce(a, &dims, Reduce::Sum, self.dtype)
+    }
+
+    /// `losses` reduced as asked: kept, summed, or summed and divided by `total`.
+    fn reduced(&self, losses: Array, reduction: Reduction, total: impl FnOnce() -> Result<Array>) -> Result<Array> {
+        match reduction {
+            Reduction::None => Ok(losses),
+            Reduction::Sum => self.sum(&losses, None),
+            Reduction::Mean => self.binary(&self.sum(&losses, None)?, &total()?, Binary::Div),
+        }
+    }
 }
 
 /// The arguments of `cross_entropy` past the two tensors.
@@ -91,9 +122,8 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
     // Classes along dimension 1 (0 for an unbatched input); the dimensions after it are positions.
     let (batch, classes) = if shape.len() == 1 { (1, shape[0]) } else { (shape[0], shape[1]) };
     let positions: usize = shape.iter().skip(2).product();
-    let weights = match weight {
-        None => vec![1.0; classes],
-        Some(w) => {
+    if let Some(w) = weight {
+        {
             if w.layout.shape != [classes] {
                 bail!(
                     Runtime,
@@ -105,9 +135,8 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
             if w.dtype != x.dtype {
                 bail!(Runtime, "{func}(): expected weight to have the input's dtype, {}, but got {}", x.dtype, w.dtype);
             }
-            cpu::with_elements(w, |v: &[f64]| v.to_vec())
         }
-    };
+    }
     // The shape of the unreduced loss: the input's without the class dimension.
     let kept: Shape =
         shape.iter().enumerate().filter(|&(d, _)| d != usize::from(shape.len() > 1)).map(|(_, &n)| n).collect();
@@ -128,7 +157,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
                 &t.layout.shape[..]
             );
         }
-        if t.dtype != DType::Int64 {
+        if t.dtype != DType::Int64 && t.dtype != t.device().index_dtype() {
             bail!(
                 Runtime,
                 "{func}(): expected scalar type Long (int64) for the target class indices, but found {}",
@@ -136,61 +165,65 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
             );
         }
     }
-    let logp = log_probabilities(x, [batch, classes, positions]);
-    let at = |n: usize, c: usize, s: usize| (n * classes + c) * positions + s;
-    let count = batch * positions;
-    let mut losses = Vec::with_capacity(count);
-    let dtype;
-    let loss = if probabilities {
-        dtype = x.dtype.promote(t.dtype);
-        let target = cpu::with_elements(t, |v: &[f64]| v.to_vec());
-        for n in 0..batch {
-            for s in 0..positions {
-                let loss: f64 = (0..classes)
-                    .map(|c| {
-                        let p = target[at(n, c, s)] * (1.0 - eps) + eps / classes as f64;
-                        -weights[c] * p * logp[at(n, c, s)]
-                    })
-                    .sum();
-                losses.push(loss);
-            }
-        }
-        match args.reduction {
-            Reduction::None => return Ok(float_tensor(losses, kept, dtype)),
-            Reduction::Sum => losses.iter().sum(),
-            Reduction::Mean if count == 0 => f64::NAN,
-            Reduction::Mean => losses.iter().sum::<f64>() / count as f64,
-        }
-    } else {
-        dtype = x.dtype;
-        let target = cpu::with_elements(t, |v: &[i64]| v.to_vec());
-        let mut total_weight = 0.0;
-        for n in 0..batch {
-            for s in 0..positions {
-                let class = target[n * positions + s];
-                if class == args.ignore_index {
-                    losses.push(0.0);
-                    continue;
-                }
-                let Some(c) = usize::try_from(class).ok().filter(|&c| c < classes) else {
-                    bail!(Index, "{func}(): Target {class} is out of bounds (the input has {classes} classes).");
-                };
-                let nll = -weights[c] * logp[at(n, c, s)];
-                total_weight += weights[c];
-                let smooth =
-                    if eps > 0.0 { -(0..classes).map(|k| weights[k] * logp[at(n, k, s)]).sum::<f64>() } else { 0.0 };
-                losses.push((1.0 - eps) * nll + eps / classes as f64 * smooth);
-            }
-        }
-        match args.reduction {
-            Reduction::None => return Ok(float_tensor(losses, kept, dtype)),
-            Reduction::Sum => losses.iter().sum(),
-            // Both the likelihood and the smoothing term are normalized by the total weight of
-            // the counted targets (NaN when every target is ignored), as in PyTorch.
-            Reduction::Mean => losses.iter().sum::<f64>() / total_weight,
-        }
+    let class_dim = usize::from(shape.len() > 1);
+    let mut operands = vec![("input", x), ("target", t)];
+    operands.extend(weight.map(|w| ("weight", w)));
+    let backend = backend_of(func, &operands)?;
+    let dtype = if probabilities { x.dtype.promote(t.dtype) } else { x.dtype };
+    let f = Losses { backend, dtype };
+    let logp = backend.softmax(x, class_dim, true, x.dtype)?;
+    // The weights seen along the class dimension: `[C, 1, ...]` for a batched input.
+    let weights = weight.map(|w| {
+        let trailing = shape.len() - class_dim - 1;
+        let along = Shape::from([classes].into_iter().chain(std::iter::repeat_n(1, trailing)).collect::<Vec<_>>());
+        let strides = [w.layout.strides[0]].into_iter().chain(std::iter::repeat_n(0, trailing)).collect();
+        w.with_layout(Layout { shape: along, strides, offset: w.layout.offset })
+    });
+    let weighted = |a: Array| -> Result<Array> { weights.as_ref().map_or(Ok(a.clone()), |w| f.mul(&a, w)) };
+    let smoothed = |eps: f64, a: &Array, b: &Array| -> Result<Array> {
+        // (1 - eps) * a + eps / C * b
+        f.add(&f.mul(a, &number(1.0 - eps))?, &f.mul(b, &number(eps / classes as f64))?)
     };
-    Ok(float_tensor(vec![loss], Shape::from([]), dtype))
+    let count = batch * positions;
+    let loss = if probabilities {
+        let p = f.add(&f.mul(t, &number(1.0 - eps))?, &number(eps / classes as f64))?;
+        let losses = f.neg(&f.sum(&weighted(f.mul(&p, &logp)?)?, Some(class_dim))?)?;
+        f.reduced(losses, args.reduction, || Ok(number(if count == 0 { f64::NAN } else { count as f64 })))?
+    } else {
+        let ignore = Dense::from_vec(vec![args.ignore_index], Shape::from([])).array;
+        let counted = backend.binary(t, &ignore, &t.layout.shape, Binary::Ne, t.dtype, None)?;
+        let zero = Dense::from_vec(vec![0i64], Shape::from([])).array;
+        let target = backend.select(&counted, t, &zero, &t.layout.shape, t.dtype)?;
+        if let Some(class) = out_of_range(func, &Dense::new(target.clone()), classes)? {
+            bail!(Index, "{func}(): Target {class} is out of bounds (the input has {classes} classes).");
+        }
+        // The target's class picked from each lane: gathered along the class dimension.
+        let mut at: Vec<usize> = target.layout.shape.to_vec();
+        at.insert(class_dim, 1);
+        let index = target.with_layout(Layout::contiguous(Shape::from(at)));
+        let picked = backend.gather(&logp, class_dim, &index)?.with_layout(Layout::contiguous(kept.clone()));
+        let n = target.layout.numel();
+        let target_weights = match weight {
+            Some(w) => {
+                let flat = target.with_layout(Layout::contiguous(Shape::from([n])));
+                backend.index_select(w, 0, &flat)?.with_layout(Layout::contiguous(kept.clone()))
+            }
+            None => backend.fill(x.device(), &kept, Scalar::Int(1), dtype)?,
+        };
+        let target_weights = backend.select(&counted, &target_weights, &number(0.0), &kept, dtype)?;
+        let nll = f.neg(&f.mul(&target_weights, &picked)?)?;
+        let losses = if eps > 0.0 {
+            let smooth = f.neg(&f.sum(&weighted(logp.clone())?, Some(class_dim))?)?;
+            let smooth = backend.select(&counted, &smooth, &number(0.0), &kept, dtype)?;
+            smoothed(eps, &nll, &smooth)?
+        } else {
+            nll
+        };
+        // Both the likelihood and the smoothing term are normalized by the total weight of the
+        // counted targets (NaN when every target is ignored), as in PyTorch.
+        f.reduced(losses, args.reduction, || f.sum(&target_weights, None))?
+    };
+    Ok(Tensor::from_array(loss))
 }
 
 /// The cross-entropy loss between logits and targets (`torch.nn.functional.cross_entropy`):
@@ -263,31 +296,13 @@ pub fn mse_loss(
     if !dtype.is_floating_point() {
         bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
     }
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, FUNC)?;
-    fn squares<T: Element + crate::cpu::Number>(
-        x: &Dense,
-        y: &Dense,
-        shape: &Shape,
-        reduction: Reduction,
-    ) -> Result<Dense> {
-        let squared = cpu::binary::<T, T>(x, y, shape, |p, q| {
-            let d = p.sub(q);
-            d.mul(d)
-        })?;
-        if reduction == Reduction::None {
-            return Ok(squared);
-        }
-        let all: Vec<usize> = (0..shape.len()).collect();
-        Ok(cpu::reduce::<T, T>(&squared, &all, false, |lane| {
-            let sum: f64 = lane.iter().map(|v| v.to_f64()).sum();
-            T::from_f64(if reduction == Reduction::Mean { sum / lane.len() as f64 } else { sum })
-        }))
-    }
-    let dense = match dtype {
-        DType::Float64 => squares::<f64>(x, y, &shape, reduction)?,
-        _ => squares::<f32>(x, y, &shape, reduction)?,
-    };
-    Ok(Tensor::from_dense(dense))
+    let backend = backend_of(FUNC, &[("input", x), ("target", y)])?;
+    let f = Losses { backend, dtype };
+    let differences = f.binary(x, y, Binary::Sub(Scalar::Int(1)))?;
+    let squares = backend.unary(&differences, Unary::Square, dtype, None)?;
+    let count = squares.layout.numel();
+    let loss = f.reduced(squares, reduction, || Ok(number(if count == 0 { f64::NAN } else { count as f64 })))?;
+    Ok(Tensor::from_array(loss))
 }
 
 /// An int64 tensor of class indices, as a sample argument.

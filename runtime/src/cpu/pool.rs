@@ -5,8 +5,8 @@
 
 use parking_lot::Mutex;
 
-use super::dtype::Element;
-use super::storage::Buffer;
+use crate::backend::Buffer;
+use crate::tensor::Element;
 
 /// Buffers smaller than this are left to the allocator, which recycles them well.
 const MIN_BYTES: usize = 1 << 20;
@@ -37,7 +37,7 @@ pub(crate) fn give(buffer: Buffer) {
 /// A vector of exactly `n` elements of type `T`, taken from the pool when it holds one of at
 /// least `n` and at most twice `n` elements (the smallest such). Its elements are what the
 /// buffer held before: the caller overwrites every one.
-pub(crate) fn take<T: Element>(n: usize) -> Option<Vec<T>> {
+pub(super) fn take<T: Element>(n: usize) -> Option<Vec<T>> {
     if n * std::mem::size_of::<T>() < MIN_BYTES {
         return None;
     }

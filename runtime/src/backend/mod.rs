@@ -1,0 +1,168 @@
+//! Layer 3's contract: the few kernel families every backend implements, the memory tensors
+//! live in, and the table of backends.
+//!
+//! Operations (layer 2) check their arguments, work out shapes and dtypes, and then call one
+//! of the families below on the [`Backend`] of their operands' [`Device`]. A backend sees
+//! [`Array`]s only (a storage, a layout and a dtype), never tensors, classes or hooks, as
+//! ATen's kernels do. The CPU and wgpu backends register themselves in [`BACKENDS`], a
+//! [`linkme`] distributed slice, and a separate crate can add a backend the same way:
+//!
+//! ```text
+//! #[linkme::distributed_slice(torchfn::backend::BACKENDS)]
+//! static MINE: &dyn torchfn::backend::Backend = &MyBackend; // MyBackend: impl Backend
+//! ```
+//!
+//! (`linkme` works on Linux, macOS, Windows, iOS, Android and the BSDs; not on wasm.)
+//!
+//! Every family takes its inputs as arrays of any layout (strided, expanded, offset) and
+//! returns a fresh contiguous array, except where it says otherwise. Inputs are read as the
+//! `dtype` the operation computes in (converted on the fly); results are of that dtype unless
+//! the family says otherwise (comparisons give bool, `argmax` the device's index dtype).
+//!
+//! A backend that cannot hold a dtype (64-bit types on most GPUs) says so through
+//! [`Backend::supports`]; operations then refuse such tensors with an error, or compute
+//! integer results PyTorch gives as int64 (indices, integer sums) in int32 (see
+//! [`Device::index_dtype`]).
+
+mod array;
+mod device;
+mod kernel;
+mod storage;
+
+pub use array::Array;
+pub use device::Device;
+pub use kernel::{Binary, Reduce, Scan, Unary, Window};
+pub use storage::{Buffer, Storage};
+
+pub use crate::tensor::{Layout, Strides};
+
+use crate::error::Result;
+use crate::tensor::{DType, Scalar, Shape};
+
+/// Every backend linked into the program: torchfn's CPU and wgpu backends, and any a
+/// dependency adds with `#[linkme::distributed_slice(BACKENDS)]`.
+#[linkme::distributed_slice]
+pub static BACKENDS: [&'static dyn Backend];
+
+/// The backend registered under `name` (`"cpu"`, `"wgpu"`).
+pub fn backend(name: &str) -> Option<&'static dyn Backend> {
+    BACKENDS.iter().copied().find(|b| b.name() == name)
+}
+
+/// A kind of device and the kernels that run on it.
+///
+/// Each method is one kernel family. The operation calling it has checked every argument
+/// (shapes broadcast, dims in range, indices in bounds, dtypes supported by this backend), so
+/// a backend only fails when its device does (memory exhausted, a device lost, a shader that
+/// does not compile): those errors must come back as [`Error`](crate::Error)s, never panics.
+///
+/// Arrays passed in are on this backend's device, except that a one-element host array may
+/// stand for a scalar operand of `binary` and `select` (a Python number, a zero-dimensional
+/// CPU tensor), as PyTorch allows with CUDA tensors.
+pub trait Backend: Send + Sync + 'static {
+    /// The device type's name, as in `Device`'s text (`"cpu"`, `"wgpu"`).
+    fn name(&self) -> &'static str;
+
+    /// How many devices of this kind the machine has (adapters, for wgpu).
+    fn device_count(&self) -> usize;
+
+    /// The device used when none is named: its index.
+    fn default_index(&self) -> Result<usize>;
+
+    /// A description of device `index` for people (`"NVIDIA H100 (Vulkan)"`).
+    fn describe(&self, index: usize) -> String;
+
+    /// Whether tensors of `dtype` can live on this backend's devices.
+    fn supports(&self, dtype: DType) -> bool;
+
+    /// Waits until every kernel launched on device `index` has finished.
+    fn synchronize(&self, index: usize) -> Result<()>;
+
+    /// Host elements (row-major, of `shape`) copied to `device`.
+    fn upload(&self, device: Device, data: Buffer, shape: Shape) -> Result<Array>;
+
+    /// The elements of `x`, in row-major order of its layout, copied to host memory.
+    fn download(&self, x: &Array) -> Result<Buffer>;
+
+    /// A tensor of `shape` on `device` with every element `value`, converted to `dtype` as
+    /// `Tensor.to` converts.
+    fn fill(&self, device: Device, shape: &Shape, value: Scalar, dtype: DType) -> Result<Array>;
+
+    /// A contiguous copy of `x` converted to `dtype` (floats truncate toward zero into integers,
+    /// saturating; anything non-zero is `true`).
+    fn copy(&self, x: &Array, dtype: DType) -> Result<Array>;
+
+    /// Writes the elements of `src` (of `dst`'s shape) into `dst`'s memory through `dst`'s
+    /// layout, converted to `dst`'s dtype. `src` is read completely first, so the two may
+    /// share storage. `dst` addresses each element once (the operation checked it).
+    fn assign(&self, dst: &Array, src: &Array) -> Result<()>;
+
+    /// `op` on each element of `x`, computed in `dtype` (which `op` accepts). With `out` (an
+    /// in-place operation's `self`, or `out=`), the result may be written straight into `out`
+    /// when it is contiguous, of the result's shape and dtype, and does not share storage with
+    /// `x` other than being `x` itself; `out` is then returned. Otherwise a fresh array.
+    fn unary(&self, x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array>;
+
+    /// `op` on the elements of `a` and `b`, broadcast to `shape`, computed in `dtype`; `out` as
+    /// for [`unary`](Backend::unary), with `a` in the role of `x` (`b` must not share `out`'s
+    /// storage).
+    fn binary(
+        &self,
+        a: &Array,
+        b: &Array,
+        shape: &Shape,
+        op: Binary,
+        dtype: DType,
+        out: Option<&Array>,
+    ) -> Result<Array>;
+
+    /// `a` where `condition` (bool) is true, `b` elsewhere, all three broadcast to `shape`, in
+    /// `dtype`.
+    fn select(&self, condition: &Array, a: &Array, b: &Array, shape: &Shape, dtype: DType) -> Result<Array>;
+
+    /// `op` over the dimensions `dims` (sorted, distinct) of `x`, read as `dtype`: the result
+    /// has `x`'s other dimensions, in order. An empty lane gives the operation's identity
+    /// (the operation refuses empty lanes for those that have none).
+    fn reduce(&self, x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array>;
+
+    /// The running `op` along `dim` of `x`, in `dtype`; the result has `x`'s shape.
+    fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array>;
+
+    /// `a @ b` in `dtype` for `a` of shape `[..., n, k]` and `b` of shape `[..., k, m]`, both
+    /// with `batch.len() + 2` dimensions whose leading sizes broadcast to `batch`; the result
+    /// is `[*batch, n, m]`.
+    fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array>;
+
+    /// The positions `index` (an integer vector, each in range) of dimension `dim` of `x`.
+    fn index_select(&self, x: &Array, dim: usize, index: &Array) -> Result<Array>;
+
+    /// `out[i] = x[i with coordinate dim replaced by index[i]]` for every position `i` of
+    /// `index` (integers in range, as many dimensions as `x`, no size larger than `x`'s
+    /// except along `dim`); the result has `index`'s shape and `x`'s dtype.
+    fn gather(&self, x: &Array, dim: usize, index: &Array) -> Result<Array>;
+
+    /// `pieces` (read as `dtype`) joined along `dim` into an array of `shape`: each piece has
+    /// `shape`'s sizes except along `dim`, where the sizes add up.
+    fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array>;
+
+    /// The softmax (`log` false) or log-softmax of `x` along `dim`, in the float `dtype`,
+    /// stable (each lane's maximum subtracted first); a lane holding NaN or `+inf` is NaN.
+    fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array>;
+
+    /// The 2-D cross-correlation of `input` (`[n, c, h, w]`) with `weight`
+    /// (`[o, c / groups, kh, kw]`) plus `bias` (`[o]`), in the input's float dtype: the
+    /// `[n, o, out_h, out_w]` result of `window`.
+    fn conv2d(
+        &self,
+        input: &Array,
+        weight: &Array,
+        bias: Option<&Array>,
+        groups: usize,
+        window: &Window,
+    ) -> Result<Array>;
+
+    /// Max pooling of `input` (`[planes, h, w]`, a float dtype): the largest element of each
+    /// window (NaN wins) and its position in its plane (`row * w + column`, in the device's
+    /// index dtype), both `[planes, out_h, out_w]`.
+    fn max_pool2d(&self, input: &Array, window: &Window) -> Result<(Array, Array)>;
+}

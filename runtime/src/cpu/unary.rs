@@ -1,0 +1,144 @@
+//! The elementwise functions of one operand ([`Unary`]) on the CPU: each becomes one
+//! monomorphised loop, chosen once per call (never per element).
+
+use crate::backend::{Array, Unary};
+use crate::error::{Error, Result};
+use crate::tensor::DType;
+
+use super::elementwise::{Float, Signed, erfc};
+use super::map::unary_to;
+use super::Number;
+
+/// `op` on each element of `x`, computed in `dtype` (see [`Backend::unary`](crate::backend::Backend::unary)).
+pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    match dtype {
+        DType::Float32 => float::<f32>(x, op, out),
+        DType::Float64 => float::<f64>(x, op, out),
+        DType::Int32 => integer::<i32>(x, op, out),
+        DType::Int64 => integer::<i64>(x, op, out),
+        DType::Bool => boolean(x, op, out),
+    }
+}
+
+#[cold]
+fn undefined(op: Unary, dtype: DType) -> Error {
+    Error::runtime_error(format!("internal error in a CPU kernel: {op:?} is not defined for {dtype}"))
+}
+
+/// `x * Φ(x)`, with the exact normal distribution function.
+fn gelu(x: f64) -> f64 {
+    0.5 * x * erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+}
+
+/// The tanh approximation of [`gelu`].
+fn gelu_tanh(x: f64) -> f64 {
+    let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
+    0.5 * x * (1.0 + inner.tanh())
+}
+
+/// Rounds half to even at `decimals` decimal places, as PyTorch: scale by 10^|decimals|,
+/// round, scale back. The clamp keeps the power finite in i32; beyond it the scale is 0 or
+/// infinite anyway.
+fn round<F: Float>(x: F, decimals: i64) -> F {
+    if decimals == 0 {
+        return x.round_ties_even();
+    }
+    let scale = F::from_f64(10f64.powi(decimals.unsigned_abs().min(400) as i32));
+    if decimals > 0 { x.mul(scale).round_ties_even().div(scale) } else { x.div(scale).round_ties_even().mul(scale) }
+}
+
+fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+    let one = F::from_f64(1.0);
+    let zero = F::default();
+    // Computed in f64 and rounded once, for float32's accuracy.
+    let wide = |f: fn(f64) -> f64| unary_to::<F, F>(x, out, move |v| F::from_f64(f(v.to_f64())));
+    match op {
+        Unary::Exp => unary_to::<F, F>(x, out, F::exp),
+        Unary::Log => unary_to::<F, F>(x, out, F::ln),
+        Unary::Log1p => unary_to::<F, F>(x, out, F::ln_1p),
+        Unary::Expm1 => unary_to::<F, F>(x, out, F::exp_m1),
+        Unary::Sqrt => unary_to::<F, F>(x, out, F::sqrt),
+        Unary::Rsqrt => unary_to::<F, F>(x, out, |v| v.sqrt().recip()),
+        Unary::Sin => unary_to::<F, F>(x, out, F::sin),
+        Unary::Cos => unary_to::<F, F>(x, out, F::cos),
+        Unary::Tan => unary_to::<F, F>(x, out, F::tan),
+        Unary::Tanh => unary_to::<F, F>(x, out, F::tanh),
+        Unary::Sigmoid => unary_to::<F, F>(x, out, move |v| one.add(v.neg().exp()).recip()),
+        Unary::Erf => unary_to::<F, F>(x, out, F::erf),
+        Unary::Reciprocal => unary_to::<F, F>(x, out, F::recip),
+        Unary::Gelu => wide(gelu),
+        Unary::GeluTanh => wide(gelu_tanh),
+        Unary::Silu => wide(|v| v / (1.0 + (-v).exp())),
+        Unary::Ceil => unary_to::<F, F>(x, out, F::ceil),
+        Unary::Floor => unary_to::<F, F>(x, out, F::floor),
+        Unary::Trunc => unary_to::<F, F>(x, out, F::trunc),
+        Unary::Round(decimals) => unary_to::<F, F>(x, out, move |v| round(v, decimals)),
+        Unary::Neg => unary_to::<F, F>(x, out, Number::neg),
+        Unary::Abs => unary_to::<F, F>(x, out, Signed::abs),
+        Unary::Sign => unary_to::<F, F>(x, out, Signed::sign),
+        Unary::Square => unary_to::<F, F>(x, out, |v| v.mul(v)),
+        Unary::Relu => unary_to::<F, F>(x, out, move |v| if v.is_nan() || v > zero { v } else { zero }),
+        Unary::IsNan => unary_to::<F, bool>(x, out, Signed::is_nan),
+        Unary::IsInf => unary_to::<F, bool>(x, out, Signed::is_infinite),
+        Unary::Not => Err(undefined(op, F::DTYPE)),
+    }
+}
+
+fn integer<I: Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+    let zero = I::default();
+    match op {
+        Unary::Neg => unary_to::<I, I>(x, out, Number::neg),
+        Unary::Abs => unary_to::<I, I>(x, out, Signed::abs),
+        Unary::Sign => unary_to::<I, I>(x, out, Signed::sign),
+        Unary::Square => unary_to::<I, I>(x, out, |v| v.mul(v)),
+        Unary::Relu => unary_to::<I, I>(x, out, move |v| if v > zero { v } else { zero }),
+        Unary::IsNan | Unary::IsInf => unary_to::<I, bool>(x, out, |_| false),
+        // Integers are already whole.
+        Unary::Ceil | Unary::Floor | Unary::Trunc | Unary::Round(0) => unary_to::<I, I>(x, out, |v| v),
+        _ => Err(undefined(op, I::DTYPE)),
+    }
+}
+
+fn boolean(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+    match op {
+        Unary::Not => unary_to::<bool, bool>(x, out, |b| !b),
+        Unary::IsNan | Unary::IsInf => unary_to::<bool, bool>(x, out, |_| false),
+        Unary::Sign | Unary::Abs | Unary::Relu => unary_to::<bool, bool>(x, out, |b| b),
+        _ => Err(undefined(op, DType::Bool)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::{array, elements};
+    use crate::tensor::Shape;
+
+    fn apply(op: Unary, values: Vec<f64>) -> Vec<f64> {
+        let x = array(values, Shape::from([3]));
+        elements::<f64>("test", &unary(&x, op, DType::Float64, None).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn rounding_keeps_ties_even_at_any_decimal_place() {
+        assert_eq!(apply(Unary::Round(0), vec![0.5, 1.5, -2.5]), [0.0, 2.0, -2.0]);
+        assert_eq!(apply(Unary::Round(1), vec![0.25, 0.35, -1.05]), [0.2, 0.4, -1.0]);
+        assert_eq!(apply(Unary::Round(-1), vec![15.0, 25.0, -4.0]), [20.0, 20.0, -0.0]);
+    }
+
+    #[test]
+    fn activations_match_their_definitions() {
+        let y = apply(Unary::Gelu, vec![0.0, 1.0, -1.0]);
+        assert!((y[1] - 0.841_344_746_068_542_9).abs() < 1e-15 && (y[2] + 0.158_655_253_931_457_05).abs() < 1e-15);
+        let s = apply(Unary::Silu, vec![0.0, 2.0, -2.0]);
+        assert!((s[1] - 2.0 / (1.0 + (-2.0f64).exp())).abs() < 1e-15);
+        assert!(apply(Unary::Relu, vec![f64::NAN, -1.0, 2.0])[0].is_nan());
+    }
+
+    #[test]
+    fn functions_a_dtype_lacks_are_errors() {
+        let x = array(vec![1i64, 2], Shape::from([2]));
+        assert!(unary(&x, Unary::Exp, DType::Int64, None).is_err());
+        assert!(unary(&x, Unary::Not, DType::Float32, None).is_err());
+    }
+}

@@ -1,0 +1,82 @@
+//! Where an operation runs: the device its tensors share, and the checks that they do.
+
+use std::borrow::Cow;
+
+use crate::backend::{Array, Backend, Device};
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Dense, Scalar};
+
+/// True for a tensor that may join an operation on any device: a one-element CPU tensor
+/// without dimensions (a Python number, a zero-dimensional tensor), as PyTorch lets CPU
+/// scalars join CUDA operations.
+fn joins_any(x: &Dense) -> bool {
+    x.layout.ndim() == 0 && x.device().is_cpu()
+}
+
+/// The device an operation on `operands` (name, data) runs on: the one they are all on. A
+/// zero-dimensional CPU tensor joins any device. Two devices are an error naming both.
+pub(crate) fn device_of(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
+    // The device so far, the argument that set it, and whether only CPU scalars were seen.
+    let mut found: Option<(Device, &str, bool)> = None;
+    for &(name, x) in operands {
+        let (device, scalar) = (x.device(), joins_any(x));
+        found = match found {
+            None => Some((device, name, scalar)),
+            Some((d, first, only_scalars)) if d == device => Some((d, first, only_scalars && scalar)),
+            Some((_, _, true)) => Some((device, name, scalar)),
+            Some(kept) if scalar => Some(kept),
+            Some((d, first, false)) => bail!(
+                Runtime,
+                "{func}(): Expected all tensors to be on the same device, but found at least two devices, {d} \
+                 (argument '{first}') and {device} (argument '{name}')!"
+            ),
+        };
+    }
+    Ok(found.map_or(Device::CPU, |(d, ..)| d))
+}
+
+/// The backend of [`device_of`].
+pub(crate) fn backend_of(func: &str, operands: &[(&str, &Dense)]) -> Result<&'static dyn Backend> {
+    Ok(device_of(func, operands)?.backend())
+}
+
+/// An error unless `device` holds `dtype`: float64 and int64 on most GPUs.
+pub(crate) fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()> {
+    if !device.supports(dtype) {
+        bail!(
+            Runtime,
+            "{func}(): {dtype} is not supported on {device} ({}): use {} instead, or compute on the CPU",
+            device.describe(),
+            if dtype.is_floating_point() { DType::Float32 } else { DType::Int32 }
+        );
+    }
+    Ok(())
+}
+
+/// `array` in host memory: itself on the CPU, else a contiguous copy downloaded from its device.
+pub(crate) fn on_host(array: &Array) -> Result<Cow<'_, Array>> {
+    if array.device().is_cpu() {
+        return Ok(Cow::Borrowed(array));
+    }
+    let data = array.device().backend().download(array)?;
+    Ok(Cow::Owned(Device::CPU.backend().upload(Device::CPU, data, array.layout.shape.clone())?))
+}
+
+/// The value of a one-element tensor, read on the host.
+pub(crate) fn scalar_of(array: &Array) -> Result<Scalar> {
+    crate::cpu::read_scalar(&*on_host(array)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tensor::Shape;
+
+    #[test]
+    fn operations_on_the_cpu_run_on_the_cpu() {
+        let x = Dense::from_vec(vec![1.0f32, 2.0], Shape::from([2]));
+        let s = Dense::from_vec(vec![3.0f32], Shape::from([]));
+        assert_eq!(device_of("add", &[("input", &x), ("other", &s)]).unwrap(), Device::CPU);
+        assert_eq!(device_of("zeros", &[]).unwrap(), Device::CPU);
+    }
+}
