@@ -31,6 +31,7 @@ mod protocol;
 mod tensor;
 pub mod testing;
 mod value;
+pub mod wgpu;
 
 pub use backend::Device;
 pub use error::{Error, ErrorKind, Result};

@@ -5,9 +5,9 @@ use crate::backend::{Array, Unary};
 use crate::error::{Error, Result};
 use crate::tensor::DType;
 
+use super::Number;
 use super::elementwise::{Float, Signed, erfc};
 use super::map::unary_to;
-use super::Number;
 
 /// `op` on each element of `x`, computed in `dtype` (see [`Backend::unary`](crate::backend::Backend::unary)).
 pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {

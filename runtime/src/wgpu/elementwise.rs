@@ -1,0 +1,722 @@
+//! The elementwise family on the GPU (`gpu-shaders/elementwise.wgsl`): unary and binary
+//! operations, `where`, copies and casts, fills, and writes into strided destinations (which
+//! also make concatenation). One template, specialised by operation and dtypes.
+
+use std::sync::Arc;
+
+use crate::backend::{Array, Binary, Device, Unary};
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Scalar, Shape};
+
+use super::context::Context;
+use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::memory::{memory_of, storage};
+
+const TEMPLATE: &str = include_str!("../../../gpu-shaders/elementwise.wgsl");
+
+/// How the GPU holds and computes a dtype: float32, int32, or bool (stored one per 32-bit
+/// word, computed as WGSL's `bool`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Kind {
+    F32,
+    I32,
+    Bool,
+}
+
+impl Kind {
+    /// The kind a dtype computes in on the GPU: 64-bit types narrow to their 32-bit forms (the
+    /// operation refused 64-bit tensors; this only concerns the dtype it computes in).
+    pub(crate) fn of(dtype: DType) -> Kind {
+        match dtype {
+            DType::Float32 | DType::Float64 => Kind::F32,
+            DType::Int32 | DType::Int64 => Kind::I32,
+            DType::Bool => Kind::Bool,
+        }
+    }
+
+    /// The dtype of a tensor of this kind.
+    pub(crate) fn dtype(self) -> DType {
+        match self {
+            Kind::F32 => DType::Float32,
+            Kind::I32 => DType::Int32,
+            Kind::Bool => DType::Bool,
+        }
+    }
+
+    /// The WGSL type of an element in memory.
+    pub(crate) fn stored(self) -> &'static str {
+        match self {
+            Kind::F32 => "f32",
+            Kind::I32 => "i32",
+            Kind::Bool => "u32",
+        }
+    }
+
+    /// The WGSL type values of this kind compute in.
+    pub(crate) fn computed(self) -> &'static str {
+        match self {
+            Kind::F32 => "f32",
+            Kind::I32 => "i32",
+            Kind::Bool => "bool",
+        }
+    }
+
+    /// The word that holds `value` converted to this kind (as `Tensor.to` converts).
+    pub(crate) fn word(self, value: Scalar) -> u32 {
+        match self {
+            Kind::F32 => (value.to_f64() as f32).to_bits(),
+            Kind::I32 => match value {
+                Scalar::Float(x) => x as i32 as u32,
+                other => other.to_i64() as i32 as u32,
+            },
+            Kind::Bool => u32::from(value.to_f64() != 0.0),
+        }
+    }
+}
+
+/// WGSL converting `value`, a stored element of kind `from`, to a computed value of kind `to`.
+fn converted(value: &str, from: Kind, to: Kind) -> String {
+    match (from, to) {
+        (Kind::F32, Kind::F32) | (Kind::I32, Kind::I32) => value.to_string(),
+        (Kind::Bool, Kind::Bool) => format!("({value} != 0u)"),
+        (_, Kind::F32) => format!("f32({value})"),
+        (_, Kind::I32) => format!("i32({value})"),
+        (Kind::F32, Kind::Bool) => format!("({value} != 0.0)"),
+        (Kind::I32, Kind::Bool) => format!("({value} != 0)"),
+    }
+}
+
+/// WGSL storing a computed value `r` of kind `from` as an element of kind `to`.
+fn stored(from: Kind, to: Kind) -> String {
+    match (from, to) {
+        (Kind::Bool, Kind::Bool) => "select(0u, 1u, r)".to_string(),
+        (Kind::Bool, _) => format!("{}(select(0u, 1u, r))", to.stored()),
+        (_, Kind::Bool) => format!("select(0u, 1u, {})", converted("r", from, Kind::Bool)),
+        (_, _) => converted("r", from, to),
+    }
+}
+
+/// One operand of an elementwise launch.
+enum Operand<'a> {
+    /// A tensor in GPU memory, read through its layout (broadcast to the shape).
+    Tensor(&'a Array),
+    /// A value held in the parameters, of this kind.
+    Scalar(u32, Kind),
+}
+
+impl<'a> Operand<'a> {
+    /// `x` as an operand on `context`'s device: a tensor there, or a one-element host tensor
+    /// (a Python number) as a scalar.
+    fn of(x: &'a Array, context: &Context) -> Result<Operand<'a>> {
+        if x.device().is_cpu() {
+            if x.numel() != 1 {
+                return Err(unsupported("elementwise", "a host tensor of more than one element"));
+            }
+            let kind = Kind::of(x.dtype);
+            return Ok(Operand::Scalar(kind.word(crate::ops::device::scalar_of(x)?), kind));
+        }
+        if x.device().index() != context.index {
+            return Err(unsupported("elementwise", format!("a tensor on {}", x.device())));
+        }
+        Ok(Operand::Tensor(x))
+    }
+
+    fn kind(&self) -> Kind {
+        match self {
+            Operand::Tensor(x) => Kind::of(x.dtype),
+            Operand::Scalar(_, kind) => *kind,
+        }
+    }
+}
+
+/// Where the result goes.
+enum Target<'a> {
+    /// A new contiguous tensor of this kind.
+    New(Kind),
+    /// The elements of an existing tensor on the device, through its layout.
+    Into(&'a Array),
+}
+
+/// One elementwise launch: `expr` (over `a`, `b`, `c` and the scalars `s0`, ...) computed in
+/// `compute`, giving a value of `result`, for every element of `shape`.
+struct Launch<'a> {
+    operands: Vec<Operand<'a>>,
+    scalars: Vec<(u32, Kind)>,
+    compute: Kind,
+    result: Kind,
+    expr: String,
+    shape: Shape,
+}
+
+/// The strides of `x` broadcast to `shape` (0 along broadcast dimensions).
+fn broadcast_strides(x: &Array, shape: &Shape) -> Vec<usize> {
+    let (n, m) = (shape.len(), x.layout.ndim());
+    (0..n)
+        .map(|d| match (d + m).checked_sub(n) {
+            Some(k) if x.layout.shape[k] == shape[d] => x.layout.strides[k],
+            _ => 0,
+        })
+        .collect()
+}
+
+/// `shape` and every operand's strides with size-one dimensions dropped and neighbouring
+/// dimensions merged where every operand steps through them as one: fewer dimensions to walk.
+fn coalesce(shape: &Shape, strides: &mut [Vec<usize>]) -> Vec<usize> {
+    let mut sizes: Vec<usize> = Vec::new();
+    let mut merged: Vec<Vec<usize>> = vec![Vec::new(); strides.len()];
+    for d in 0..shape.len() {
+        if shape[d] == 1 {
+            continue;
+        }
+        let joins = sizes
+            .last()
+            .is_some_and(|_| strides.iter().zip(&merged).all(|(s, m)| *m.last().unwrap_or(&0) == s[d] * shape[d]));
+        if joins {
+            let last = sizes.len() - 1;
+            sizes[last] *= shape[d];
+            for (m, s) in merged.iter_mut().zip(strides.iter()) {
+                let k = m.len() - 1;
+                m[k] = s[d];
+            }
+        } else {
+            sizes.push(shape[d]);
+            for (m, s) in merged.iter_mut().zip(strides.iter()) {
+                m.push(s[d]);
+            }
+        }
+    }
+    for (s, m) in strides.iter_mut().zip(merged) {
+        *s = m;
+    }
+    sizes
+}
+
+/// A parameter word, or an error for a value a 32-bit word cannot hold.
+fn word(value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        crate::Error::runtime_error(format!(
+            "a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
+        ))
+    })
+}
+
+/// What the text of one elementwise kernel depends on.
+struct Spec<'e> {
+    /// The kind of each operand (`a`, `b`, `c`), and whether it is a scalar parameter.
+    operands: Vec<(Kind, bool)>,
+    /// The kinds of the extra scalars `s0`, `s1`, ...
+    scalars: Vec<Kind>,
+    compute: Kind,
+    result: Kind,
+    out: Kind,
+    expr: &'e str,
+    /// Whether every tensor (and the output) is contiguous over the shape.
+    fast: bool,
+}
+
+/// WGSL reading parameter word `at` as a value of `kind`.
+fn parameter(at: &str, kind: Kind) -> String {
+    match kind {
+        Kind::F32 => format!("bitcast<f32>({at})"),
+        Kind::I32 => format!("bitcast<i32>({at})"),
+        Kind::Bool => at.to_string(),
+    }
+}
+
+impl Spec<'_> {
+    fn kernel(&self) -> Kernel {
+        let tensors = self.operands.iter().filter(|(_, scalar)| !scalar).count();
+        let position = |k: usize| {
+            if self.fast {
+                format!("params[operand({k}u, ndim) + ndim] + i")
+            } else {
+                format!("position(i, ndim, 2u, operand({k}u, ndim), params[operand({k}u, ndim) + ndim])")
+            }
+        };
+        let scalar_at = |j: usize| format!("params[operand({}u, ndim) + {j}u]", tensors + 1);
+        let (mut loads, mut bindings) = (Vec::new(), Vec::new());
+        let (mut tensor, mut scalar) = (0, 0);
+        for (&(kind, is_scalar), name) in self.operands.iter().zip(["a", "b", "c"]) {
+            let value = if is_scalar {
+                scalar += 1;
+                parameter(&scalar_at(scalar - 1), kind)
+            } else {
+                tensor += 1;
+                bindings.push(format!(
+                    "@group(0) @binding({tensor}) var<storage, read> in_{name}: array<{}>;",
+                    kind.stored()
+                ));
+                format!("in_{name}[{}]", position(tensor - 1))
+            };
+            // `where`'s condition, `c`, is always read as a bool.
+            let to = if name == "c" { Kind::Bool } else { self.compute };
+            loads.push(format!("let {name}: {} = {};", to.computed(), converted(&value, kind, to)));
+        }
+        for (j, &kind) in self.scalars.iter().enumerate() {
+            let value = parameter(&scalar_at(scalar + j), kind);
+            loads.push(format!("let s{j}: {} = {};", self.compute.computed(), converted(&value, kind, self.compute)));
+        }
+        Kernel {
+            name: "elementwise",
+            template: TEMPLATE,
+            defines: vec![
+                ("BINDINGS", bindings.join("\n")),
+                ("OUT_BINDING", (tensors + 1).to_string()),
+                ("OUT", self.out.stored().to_string()),
+                ("LOADS", loads.join("\n    ")),
+                ("EXPR", self.expr.to_string()),
+                ("STORE", stored(self.result, self.out)),
+                ("TARGET", position(tensors)),
+            ],
+            writes: std::iter::repeat_n(false, tensors).chain([true]).collect(),
+        }
+    }
+}
+
+impl Launch<'_> {
+    /// Records the launch, writing into `target`; returns the array written.
+    fn run(self, context: &Arc<Context>, device: Device, target: Target<'_>) -> Result<Array> {
+        let n = self.shape.checked_numel().ok_or_else(|| unsupported("elementwise", "a shape too large"))?;
+        let memory = match target {
+            Target::New(_) => Some(context.alloc("elementwise", n)?),
+            Target::Into(_) => None,
+        };
+        let (out, out_strides, out_offset) = match target {
+            Target::New(kind) => (kind, self.shape.contiguous_strides().to_vec(), 0),
+            Target::Into(dst) => (Kind::of(dst.dtype), dst.layout.strides.to_vec(), dst.layout.offset),
+        };
+        let tensors: Vec<&Array> = self
+            .operands
+            .iter()
+            .filter_map(|o| match o {
+                Operand::Tensor(x) => Some(*x),
+                Operand::Scalar(..) => None,
+            })
+            .collect();
+        let mut strides: Vec<Vec<usize>> = tensors.iter().map(|x| broadcast_strides(x, &self.shape)).collect();
+        strides.push(out_strides);
+        let sizes = coalesce(&self.shape, &mut strides);
+        let fast = sizes.len() <= 1 && strides.iter().all(|s| s.iter().all(|&x| x == 1));
+        let mut params = vec![word(n)?, word(sizes.len())?];
+        for &size in &sizes {
+            params.push(word(size)?);
+        }
+        let offsets = tensors.iter().map(|x| x.layout.offset).chain([out_offset]);
+        for (s, offset) in strides.iter().zip(offsets) {
+            for &stride in s {
+                params.push(word(stride)?);
+            }
+            params.push(word(offset)?);
+        }
+        for operand in &self.operands {
+            if let Operand::Scalar(bits, _) = operand {
+                params.push(*bits);
+            }
+        }
+        params.extend(self.scalars.iter().map(|(bits, _)| *bits));
+        let spec = Spec {
+            operands: self.operands.iter().map(|o| (o.kind(), matches!(o, Operand::Scalar(..)))).collect(),
+            scalars: self.scalars.iter().map(|&(_, kind)| kind).collect(),
+            compute: self.compute,
+            result: self.result,
+            out,
+            expr: &self.expr,
+            fast,
+        };
+        let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
+        for x in &tensors {
+            buffers.push(memory_of(&x.storage)?.buffer());
+        }
+        match (&memory, &target) {
+            (Some(memory), _) => buffers.push(memory.buffer()),
+            (None, Target::Into(dst)) => buffers.push(memory_of(&dst.storage)?.buffer()),
+            (None, Target::New(_)) => return Err(unsupported("elementwise", "no output")),
+        }
+        context.launch(&spec.kernel(), &params, &buffers, groups_for(n, GROUP)?)?;
+        match (memory, target) {
+            (Some(memory), _) => Ok(Array::contiguous(storage(device, memory), self.shape, out.dtype())),
+            (None, Target::Into(dst)) => Ok(dst.clone()),
+            (None, Target::New(_)) => Err(unsupported("elementwise", "no output")),
+        }
+    }
+}
+
+/// The WGSL of `op` computed in `kind`, the kind of its result, and its extra scalars.
+fn unary_expr(op: Unary, kind: Kind) -> Result<(String, Kind, Vec<(u32, Kind)>)> {
+    let same = |e: &str| Ok((e.to_string(), kind, Vec::new()));
+    let test = |e: &str| Ok((e.to_string(), Kind::Bool, Vec::new()));
+    match (kind, op) {
+        (_, Unary::IsNan) if kind != Kind::F32 => test("false"),
+        (_, Unary::IsInf) if kind != Kind::F32 => test("false"),
+        (Kind::F32, Unary::IsNan) => test("is_nan(a)"),
+        (Kind::F32, Unary::IsInf) => test("is_inf(a)"),
+        (Kind::F32, Unary::Round(d)) if d != 0 => {
+            let scale = (10f64.powi(d.unsigned_abs().min(400) as i32) as f32).to_bits();
+            let e = if d > 0 { "round(a * s0) / s0" } else { "round(a / s0) * s0" };
+            Ok((e.to_string(), kind, vec![(scale, Kind::F32)]))
+        }
+        (Kind::F32, _) => same(match op {
+            Unary::Exp => "exp(a)",
+            Unary::Log => "log(a)",
+            Unary::Log1p => "log1p_(a)",
+            Unary::Expm1 => "expm1_(a)",
+            Unary::Sqrt => "sqrt(a)",
+            Unary::Rsqrt => "1.0 / sqrt(a)",
+            Unary::Sin => "sin(a)",
+            Unary::Cos => "cos(a)",
+            Unary::Tan => "tan(a)",
+            Unary::Tanh => "tanh_(a)",
+            Unary::Sigmoid => "1.0 / (1.0 + exp(-a))",
+            Unary::Erf => "erf_(a)",
+            Unary::Reciprocal => "1.0 / a",
+            Unary::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
+            Unary::GeluTanh => "0.5 * a * (1.0 + tanh_(0.79788456080286536 * (a + 0.044715 * a * a * a)))",
+            Unary::Silu => "a / (1.0 + exp(-a))",
+            Unary::Ceil => "ceil(a)",
+            Unary::Floor => "floor(a)",
+            Unary::Trunc => "trunc(a)",
+            Unary::Round(_) => "round(a)",
+            Unary::Neg => "-a",
+            Unary::Abs => "abs(a)",
+            Unary::Sign => "sign_f32(a)",
+            Unary::Square => "a * a",
+            Unary::Relu => "select(0.0, a, a > 0.0 || is_nan(a))",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of float32"))),
+        }),
+        (Kind::I32, _) => same(match op {
+            Unary::Neg => "-a",
+            Unary::Abs => "abs(a)",
+            Unary::Sign => "sign(a)",
+            Unary::Square => "a * a",
+            Unary::Relu => "max(a, 0)",
+            Unary::Ceil | Unary::Floor | Unary::Trunc | Unary::Round(0) => "a",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
+        }),
+        (Kind::Bool, _) => same(match op {
+            Unary::Not => "!a",
+            Unary::Sign | Unary::Abs | Unary::Relu => "a",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of bool"))),
+        }),
+    }
+}
+
+/// The WGSL of `op` computed in `kind`, the kind of its result, and its extra scalars.
+fn binary_expr(op: Binary, kind: Kind) -> Result<(String, Kind, Vec<(u32, Kind)>)> {
+    let comparison = match op {
+        Binary::Eq => Some("a == b"),
+        Binary::Ne => Some("!(a == b)"),
+        Binary::Lt => Some("a < b"),
+        Binary::Le => Some("a <= b"),
+        Binary::Gt => Some("a > b"),
+        Binary::Ge => Some("a >= b"),
+        _ => None,
+    };
+    if let Some(e) = comparison {
+        let e = match (kind, op) {
+            (Kind::Bool, Binary::Lt) => "!a && b",
+            (Kind::Bool, Binary::Le) => "!a || b",
+            (Kind::Bool, Binary::Gt) => "a && !b",
+            (Kind::Bool, Binary::Ge) => "a || !b",
+            _ => e,
+        };
+        return Ok((e.to_string(), Kind::Bool, Vec::new()));
+    }
+    let same = |e: &str| Ok((e.to_string(), kind, Vec::new()));
+    let alpha = |e: &str, alpha: Scalar| Ok((e.to_string(), kind, vec![(kind.word(alpha), kind)]));
+    match (kind, op) {
+        (Kind::Bool, Binary::Add(a)) => alpha("a || (s0 && b)", a),
+        (_, Binary::Add(a)) => alpha("a + s0 * b", a),
+        (Kind::Bool, Binary::Sub(_)) => Err(unsupported("elementwise", "subtraction of bools")),
+        (_, Binary::Sub(a)) => alpha("a - s0 * b", a),
+        (Kind::Bool, _) => same(match op {
+            Binary::Mul | Binary::Minimum | Binary::And => "a && b",
+            Binary::Maximum | Binary::Or => "a || b",
+            Binary::Xor => "a != b",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of bools"))),
+        }),
+        (_, Binary::And | Binary::Or | Binary::Xor) => {
+            Err(unsupported("elementwise", format!("{op:?} computed in {kind:?} (logic runs on bools)")))
+        }
+        (Kind::F32, _) => same(match op {
+            Binary::Mul => "a * b",
+            Binary::Div => "a / b",
+            Binary::DivTrunc => "trunc(a / b)",
+            Binary::DivFloor => "floor(a / b)",
+            Binary::Maximum => "extreme_f32(a, b, true)",
+            Binary::Minimum => "extreme_f32(a, b, false)",
+            Binary::Pow => "pow_f32(a, b)",
+            Binary::Atan2 => "atan2(a, b)",
+            Binary::Fmod => "a % b",
+            Binary::Remainder => "remainder_f32(a, b)",
+            Binary::ClampMin => "clamp_f32(a, b, false)",
+            Binary::ClampMax => "clamp_f32(a, b, true)",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of float32"))),
+        }),
+        (Kind::I32, _) => same(match op {
+            Binary::Mul => "a * b",
+            Binary::DivTrunc => "a / b",
+            Binary::DivFloor => "div_floor_i32(a, b)",
+            Binary::Maximum | Binary::ClampMin => "max(a, b)",
+            Binary::Minimum | Binary::ClampMax => "min(a, b)",
+            Binary::Pow => "pow_i32(a, b)",
+            Binary::Fmod => "a % b",
+            Binary::Remainder => "remainder_i32(a, b)",
+            _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
+        }),
+    }
+}
+
+/// True when a result of `shape` and `kind` can be written straight into `out`: contiguous,
+/// of that shape and dtype, and sharing no memory with the operands (a kernel cannot bind one
+/// buffer for reading and writing at once).
+fn writable(out: Option<&Array>, shape: &Shape, kind: Kind, operands: &[&Array]) -> bool {
+    out.is_some_and(|o| {
+        o.layout.is_contiguous()
+            && o.layout.shape == *shape
+            && o.dtype == kind.dtype()
+            && operands.iter().all(|x| !x.shares(o))
+    })
+}
+
+/// `op` on each element of `x`, computed in `dtype`.
+pub(crate) fn unary(
+    context: &Arc<Context>,
+    device: Device,
+    x: &Array,
+    op: Unary,
+    dtype: DType,
+    out: Option<&Array>,
+) -> Result<Array> {
+    let compute = Kind::of(dtype);
+    let (expr, result, scalars) = unary_expr(op, compute)?;
+    let launch = Launch {
+        operands: vec![Operand::of(x, context)?],
+        scalars,
+        compute,
+        result,
+        expr,
+        shape: x.layout.shape.clone(),
+    };
+    let target = match out {
+        Some(o) if writable(out, &x.layout.shape, result, &[x]) => Target::Into(o),
+        _ => Target::New(result),
+    };
+    launch.run(context, device, target)
+}
+
+/// `op` on the elements of `a` and `b` broadcast to `shape`, computed in `dtype`.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn binary(
+    context: &Arc<Context>,
+    device: Device,
+    (a, b): (&Array, &Array),
+    shape: &Shape,
+    op: Binary,
+    dtype: DType,
+    out: Option<&Array>,
+) -> Result<Array> {
+    let compute = Kind::of(dtype);
+    let (expr, result, scalars) = binary_expr(op, compute)?;
+    let operands = vec![Operand::of(a, context)?, Operand::of(b, context)?];
+    let launch = Launch { operands, scalars, compute, result, expr, shape: shape.clone() };
+    let target = match out {
+        Some(o) if writable(out, shape, result, &[a, b]) => Target::Into(o),
+        _ => Target::New(result),
+    };
+    launch.run(context, device, target)
+}
+
+/// `a` where `condition` is true, `b` elsewhere, broadcast to `shape`, in `dtype`.
+pub(crate) fn select(
+    context: &Arc<Context>,
+    device: Device,
+    (condition, a, b): (&Array, &Array, &Array),
+    shape: &Shape,
+    dtype: DType,
+) -> Result<Array> {
+    let compute = Kind::of(dtype);
+    let operands = vec![Operand::of(a, context)?, Operand::of(b, context)?, Operand::of(condition, context)?];
+    let launch = Launch {
+        operands,
+        scalars: Vec::new(),
+        compute,
+        result: compute,
+        expr: "select(b, a, c)".into(),
+        shape: shape.clone(),
+    };
+    launch.run(context, device, Target::New(compute))
+}
+
+/// The identity launch: `x`'s elements converted to `kind`.
+fn identity<'a>(context: &Context, x: &'a Array, kind: Kind) -> Result<Launch<'a>> {
+    Ok(Launch {
+        operands: vec![Operand::of(x, context)?],
+        scalars: Vec::new(),
+        compute: kind,
+        result: kind,
+        expr: "a".into(),
+        shape: x.layout.shape.clone(),
+    })
+}
+
+/// A contiguous copy of `x` converted to `dtype`.
+pub(crate) fn copy(context: &Arc<Context>, device: Device, x: &Array, dtype: DType) -> Result<Array> {
+    let kind = Kind::of(dtype);
+    identity(context, x, kind)?.run(context, device, Target::New(kind))
+}
+
+/// Writes `src` (of `dst`'s shape) into `dst` through its layout, converted to its dtype. A
+/// source sharing the destination's memory is copied first.
+pub(crate) fn assign(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -> Result<()> {
+    let copied;
+    let src = if src.shares(dst) {
+        copied = copy(context, device, src, src.dtype)?;
+        &copied
+    } else {
+        src
+    };
+    if src.layout.shape != dst.layout.shape {
+        bail!(Runtime, "internal error: assigning {:?} into {:?}", src.layout.shape, dst.layout.shape);
+    }
+    identity(context, src, Kind::of(dst.dtype))?.run(context, device, Target::Into(dst)).map(|_| ())
+}
+
+/// A tensor of `shape` filled with `value` converted to `dtype`.
+pub(crate) fn fill(
+    context: &Arc<Context>,
+    device: Device,
+    shape: &Shape,
+    value: Scalar,
+    dtype: DType,
+) -> Result<Array> {
+    let kind = Kind::of(dtype);
+    let launch = Launch {
+        operands: Vec::new(),
+        scalars: vec![(kind.word(value), kind)],
+        compute: kind,
+        result: kind,
+        expr: "s0".into(),
+        shape: shape.clone(),
+    };
+    launch.run(context, device, Target::New(kind))
+}
+
+/// `pieces` joined along `dim` into a new tensor of `shape`: each piece written into its slice.
+pub(crate) fn concat(
+    context: &Arc<Context>,
+    device: Device,
+    pieces: &[&Array],
+    dim: usize,
+    shape: &Shape,
+    dtype: DType,
+) -> Result<Array> {
+    let kind = Kind::of(dtype);
+    let memory = context.alloc("cat", shape.numel())?;
+    let out = Array::contiguous(storage(device, memory), shape.clone(), kind.dtype());
+    let mut at = 0;
+    for piece in pieces {
+        let n = piece.layout.shape[dim];
+        let mut layout = out.layout.clone();
+        layout.offset = at * layout.strides[dim];
+        layout.shape = layout.shape.iter().enumerate().map(|(d, &s)| if d == dim { n } else { s }).collect();
+        if layout.numel() > 0 {
+            let slice = out.with_layout(layout);
+            identity(context, piece, kind)?.run(context, device, Target::Into(&slice))?;
+        }
+        at += n;
+    }
+    Ok(out)
+}
+
+/// Every specialisation this family can make, for the shader validation test: each operation
+/// in each kind, with tensor and scalar operands, strided and contiguous, and every cast.
+#[cfg(test)]
+pub(crate) fn variants() -> Vec<Kernel> {
+    let kinds = [Kind::F32, Kind::I32, Kind::Bool];
+    let mut specs: Vec<(Vec<(Kind, bool)>, Kind, (String, Kind, Vec<(u32, Kind)>), Kind)> = Vec::new();
+    let unaries = [
+        Unary::Exp,
+        Unary::Log,
+        Unary::Log1p,
+        Unary::Expm1,
+        Unary::Sqrt,
+        Unary::Rsqrt,
+        Unary::Sin,
+        Unary::Cos,
+        Unary::Tan,
+        Unary::Tanh,
+        Unary::Sigmoid,
+        Unary::Erf,
+        Unary::Reciprocal,
+        Unary::Gelu,
+        Unary::GeluTanh,
+        Unary::Silu,
+        Unary::Ceil,
+        Unary::Floor,
+        Unary::Trunc,
+        Unary::Round(0),
+        Unary::Round(2),
+        Unary::Round(-1),
+        Unary::Neg,
+        Unary::Abs,
+        Unary::Sign,
+        Unary::Square,
+        Unary::Relu,
+        Unary::Not,
+        Unary::IsNan,
+        Unary::IsInf,
+    ];
+    let binaries = [
+        Binary::Add(Scalar::Int(2)),
+        Binary::Sub(Scalar::Int(1)),
+        Binary::Mul,
+        Binary::Div,
+        Binary::DivTrunc,
+        Binary::DivFloor,
+        Binary::Maximum,
+        Binary::Minimum,
+        Binary::Pow,
+        Binary::Atan2,
+        Binary::Fmod,
+        Binary::Remainder,
+        Binary::ClampMin,
+        Binary::ClampMax,
+        Binary::Eq,
+        Binary::Ne,
+        Binary::Lt,
+        Binary::Le,
+        Binary::Gt,
+        Binary::Ge,
+        Binary::And,
+        Binary::Or,
+        Binary::Xor,
+    ];
+    for kind in kinds {
+        for op in unaries {
+            if let Ok(e) = unary_expr(op, kind) {
+                specs.push((vec![(kind, false)], kind, e.clone(), e.1));
+            }
+        }
+        for op in binaries {
+            if let Ok(e) = binary_expr(op, kind) {
+                specs.push((vec![(kind, false), (kind, false)], kind, e.clone(), e.1));
+                specs.push((vec![(Kind::I32, false), (Kind::F32, true)], kind, e.clone(), e.1));
+            }
+        }
+        for from in kinds {
+            specs.push((vec![(from, false)], kind, ("a".into(), kind, Vec::new()), kind));
+        }
+        let choose = ("select(b, a, c)".to_string(), kind, Vec::new());
+        specs.push((vec![(kind, false), (Kind::I32, true), (Kind::Bool, false)], kind, choose, kind));
+        specs.push((Vec::new(), kind, ("s0".into(), kind, vec![(0, Kind::F32)]), kind));
+    }
+    let mut kernels = Vec::new();
+    for (operands, compute, (expr, result, extra), out) in specs {
+        for fast in [false, true] {
+            let scalars = extra.iter().map(|&(_, k)| k).collect();
+            let spec = Spec { operands: operands.clone(), scalars, compute, result, out, expr: &expr, fast };
+            kernels.push(spec.kernel());
+        }
+    }
+    kernels
+}

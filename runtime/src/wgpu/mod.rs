@@ -1,0 +1,234 @@
+//! The GPU backend, on [wgpu](https://wgpu.rs): the same operations on Vulkan, Metal and DX12.
+//!
+//! ```
+//! use torchfn::Device;
+//! // On a machine with a GPU (or Mesa's software Vulkan driver), `wgpu` is its default adapter.
+//! if let Ok(gpu) = Device::wgpu() {
+//!     let x = torchfn::tensor([1.0f32, 2.0, 3.0])?.to_device(gpu, None, false, false)?;
+//!     let y = (&x * &x)?.sum()?;
+//!     assert_eq!(y.device()?, gpu);
+//!     assert_eq!(y.item()?.to_f64(), 14.0);
+//! }
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+//!
+//! Tensors on a wgpu device hold float32, int32 or bool (one per 32-bit word); moving a float64
+//! or int64 tensor there is an error. Results PyTorch gives as int64 (indices, integer sums)
+//! are int32 there. Each adapter gets one context, created on first use, with a cache of
+//! compiled pipelines, a pool of freed buffers by size class, and a batch that records many
+//! launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
+//! printing) submits the batch and waits for it.
+
+mod context;
+mod elementwise;
+mod index;
+mod launch;
+mod matmul;
+mod memory;
+mod reduce;
+#[cfg(test)]
+mod shaders;
+mod window;
+
+use std::borrow::Cow;
+use std::sync::Arc;
+
+use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
+use crate::error::Result;
+use crate::tensor::{DType, Scalar, Shape};
+
+pub use context::{AdapterInfo, Preference, adapters};
+pub use launch::set_batch_limit;
+
+use context::{Context, adapter_count, context, preferred};
+use memory::{buffer_of, memory_of, storage};
+
+/// The wgpu backend.
+pub(crate) struct Wgpu;
+
+static WGPU: Wgpu = Wgpu;
+
+#[linkme::distributed_slice(crate::backend::BACKENDS)]
+static REGISTERED: &'static dyn Backend = &WGPU;
+
+impl Device {
+    /// The GPU wgpu prefers for `preference` (a discrete GPU for high performance, an
+    /// integrated one for low power), unless `TORCHFN_WGPU_ADAPTER` names one.
+    pub fn wgpu_preferring(preference: Preference) -> Result<Device> {
+        Device::new("wgpu", Some(preferred(preference)?))
+    }
+}
+
+/// The context of `device`'s adapter.
+fn context_of(device: Device) -> Result<Arc<Context>> {
+    context(device.index())
+}
+
+/// The wgpu device among `arrays` (the others are host scalars), and its context.
+fn placed<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<(Device, Arc<Context>)> {
+    let device =
+        arrays.into_iter().map(Array::device).find(|d| !d.is_cpu()).ok_or_else(|| {
+            crate::Error::runtime_error("internal error: the wgpu backend was given only host tensors")
+        })?;
+    Ok((device, context_of(device)?))
+}
+
+/// `x` in `device`'s memory: itself, or a host tensor (a scalar joining the operation) moved
+/// there.
+fn resident<'a>(device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
+    if !x.device().is_cpu() {
+        return Ok(Cow::Borrowed(x));
+    }
+    let data = match Kind::of(x.dtype) {
+        Kind::F32 => Buffer::Float32(crate::cpu::elements::<f32>("to", x)?),
+        Kind::I32 => Buffer::Int32(crate::cpu::elements::<i32>("to", x)?),
+        Kind::Bool => Buffer::Bool(crate::cpu::elements::<bool>("to", x)?),
+    };
+    Ok(Cow::Owned(WGPU.upload(device, data, x.layout.shape.clone())?))
+}
+
+use elementwise::Kind;
+
+impl Backend for Wgpu {
+    fn name(&self) -> &'static str {
+        "wgpu"
+    }
+
+    fn device_count(&self) -> usize {
+        adapter_count()
+    }
+
+    fn default_index(&self) -> Result<usize> {
+        preferred(Preference::HighPerformance)
+    }
+
+    fn describe(&self, index: usize) -> String {
+        adapters().get(index).map_or_else(|| "no such adapter".into(), |a| format!("{} ({})", a.name, a.api))
+    }
+
+    fn supports(&self, dtype: DType) -> bool {
+        matches!(dtype, DType::Float32 | DType::Int32 | DType::Bool)
+    }
+
+    fn synchronize(&self, index: usize) -> Result<()> {
+        let context = context(index)?;
+        context.flush()?;
+        context.idle()
+    }
+
+    fn upload(&self, device: Device, data: Buffer, shape: Shape) -> Result<Array> {
+        let context = context_of(device)?;
+        let dtype = data.dtype();
+        let memory = context.upload("to", &data)?;
+        Ok(Array::contiguous(storage(device, memory), shape, dtype))
+    }
+
+    fn download(&self, x: &Array) -> Result<Buffer> {
+        let (device, context) = placed([x])?;
+        let contiguous;
+        let x = if x.layout.is_contiguous() {
+            x
+        } else {
+            contiguous = elementwise::copy(&context, device, x, x.dtype)?;
+            &contiguous
+        };
+        let words = context.download(memory_of(&x.storage)?, x.layout.offset, x.numel())?;
+        buffer_of(words, x.dtype)
+    }
+
+    fn fill(&self, device: Device, shape: &Shape, value: Scalar, dtype: DType) -> Result<Array> {
+        elementwise::fill(&context_of(device)?, device, shape, value, dtype)
+    }
+
+    fn copy(&self, x: &Array, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([x])?;
+        elementwise::copy(&context, device, x, dtype)
+    }
+
+    fn assign(&self, dst: &Array, src: &Array) -> Result<()> {
+        let (device, context) = placed([dst])?;
+        elementwise::assign(&context, device, dst, src)
+    }
+
+    fn unary(&self, x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+        let (device, context) = placed([x])?;
+        elementwise::unary(&context, device, x, op, dtype, out)
+    }
+
+    fn binary(
+        &self,
+        a: &Array,
+        b: &Array,
+        shape: &Shape,
+        op: Binary,
+        dtype: DType,
+        out: Option<&Array>,
+    ) -> Result<Array> {
+        let (device, context) = placed([a, b])?;
+        elementwise::binary(&context, device, (a, b), shape, op, dtype, out)
+    }
+
+    fn select(&self, condition: &Array, a: &Array, b: &Array, shape: &Shape, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([condition, a, b])?;
+        elementwise::select(&context, device, (condition, a, b), shape, dtype)
+    }
+
+    fn reduce(&self, x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([x])?;
+        reduce::reduce(&context, device, x, dims, op, dtype)
+    }
+
+    fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([x])?;
+        reduce::scan(&context, device, x, dim, op, dtype)
+    }
+
+    fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([a, b])?;
+        let (a, b) = (resident(device, a)?, resident(device, b)?);
+        matmul::matmul(&context, device, &a, &b, batch, dtype)
+    }
+
+    fn index_select(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
+        let (device, context) = placed([x, index])?;
+        let (x, index) = (resident(device, x)?, resident(device, index)?);
+        index::index_select(&context, device, &x, dim, &index)
+    }
+
+    fn gather(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
+        let (device, context) = placed([x, index])?;
+        let (x, index) = (resident(device, x)?, resident(device, index)?);
+        index::gather(&context, device, &x, dim, &index)
+    }
+
+    fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
+        let (device, context) = placed(pieces.iter().copied())?;
+        let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| resident(device, p)).collect::<Result<_>>()?;
+        let pieces: Vec<&Array> = pieces.iter().map(|p| &**p).collect();
+        elementwise::concat(&context, device, &pieces, dim, shape, dtype)
+    }
+
+    fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+        let (device, context) = placed([x])?;
+        reduce::softmax(&context, device, x, dim, log, dtype)
+    }
+
+    fn conv2d(
+        &self,
+        input: &Array,
+        weight: &Array,
+        bias: Option<&Array>,
+        groups: usize,
+        win: &Window,
+    ) -> Result<Array> {
+        let (device, context) = placed([input, weight].into_iter().chain(bias))?;
+        let (input, weight) = (resident(device, input)?, resident(device, weight)?);
+        let bias = bias.map(|b| resident(device, b)).transpose()?;
+        window::conv2d(&context, device, &input, &weight, bias.as_deref(), groups, win)
+    }
+
+    fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
+        let (device, context) = placed([input])?;
+        window::max_pool2d(&context, device, input, win)
+    }
+}
