@@ -1,11 +1,13 @@
 //! The conformance suite: every case of `tests/golden/ops.json` (PyTorch 2.15's results; see
-//! the README beside it) through the registry's by-name call.
+//! the README beside it) through the registry's by-name call, on the CPU, and on the GPU for
+//! the dtypes it holds (see `gpu.rs`).
 
 use serde_json::Value as Json;
+use torchfn::Device;
 use torchfn::overrides::find_function;
 use torchfn::prelude::*;
 
-fn cases() -> Vec<Json> {
+pub(crate) fn cases() -> Vec<Json> {
     let path = format!("{}/tests/golden/ops.json", env!("CARGO_MANIFEST_DIR"));
     let json: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     json["cases"].as_array().unwrap().clone()
@@ -70,12 +72,51 @@ fn elements(t: &Tensor) -> Vec<f64> {
     }
 }
 
-fn compare(expect: &Json, got: &Value, tol: Option<f64>) -> Result<(), String> {
+/// Where a case runs: on the CPU as given, or on a GPU with its int64 tensors as int32 (the
+/// GPU's integers), where results PyTorch gives as int64 are int32 too.
+#[derive(Clone, Copy)]
+pub(crate) enum Place {
+    Cpu,
+    Gpu(Device),
+}
+
+impl Place {
+    /// The dtype a result PyTorch gives as `dtype` has here.
+    fn dtype(self, dtype: DType) -> DType {
+        match (self, dtype) {
+            (Place::Gpu(_), DType::Int64) => DType::Int32,
+            _ => dtype,
+        }
+    }
+
+    /// An argument moved here: tensors to the GPU (int64 as int32, and int64 dtype arguments
+    /// likewise), the rest as it is.
+    fn argument(self, value: Value) -> Value {
+        let Place::Gpu(device) = self else { return value };
+        match value {
+            Value::DType(dtype) => Value::DType(self.dtype(dtype)),
+            Value::Tensor(t) => {
+                let dtype = self.dtype(t.dtype().unwrap());
+                Value::Tensor(t.to_device(device, Some(dtype), false, false).unwrap())
+            }
+            Value::List(items) => Value::List(items.into_iter().map(|v| self.argument(v)).collect()),
+            Value::Tuple(items) => Value::Tuple(items.into_iter().map(|v| self.argument(v)).collect()),
+            other => other,
+        }
+    }
+}
+
+fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place) -> Result<(), String> {
     let (kind, inner) = expect.as_object().unwrap().iter().next().unwrap();
     match (kind.as_str(), got) {
         ("tensor", Value::Tensor(t)) => {
             let want = tensor(inner);
-            let (wd, gd) = (want.dtype().unwrap(), t.dtype().map_err(|e| e.to_string())?);
+            if let Place::Gpu(device) = place
+                && t.device().map_err(|e| e.to_string())? != device
+            {
+                return Err(format!("the result is on {}, not on {device}", t.device().unwrap()));
+            }
+            let (wd, gd) = (place.dtype(want.dtype().unwrap()), t.dtype().map_err(|e| e.to_string())?);
             if wd != gd {
                 return Err(format!("dtype {gd}, expected {wd}"));
             }
@@ -101,7 +142,7 @@ fn compare(expect: &Json, got: &Value, tol: Option<f64>) -> Result<(), String> {
             if wants.len() != items.len() {
                 return Err(format!("{} items, expected {}", items.len(), wants.len()));
             }
-            wants.iter().zip(items).try_for_each(|(w, g)| compare(w, g, tol))
+            wants.iter().zip(items).try_for_each(|(w, g)| compare(w, g, tol, place))
         }
         ("int", v) if v.as_int() == inner.as_i64() => Ok(()),
         ("bool", Value::Bool(b)) if Some(*b) == inner.as_bool() => Ok(()),
@@ -113,19 +154,46 @@ fn compare(expect: &Json, got: &Value, tol: Option<f64>) -> Result<(), String> {
     }
 }
 
-/// Runs one case; `Err` says what went wrong.
+/// The dtypes of the tensors in a case's arguments and expected result.
+pub(crate) fn dtypes(case: &Json) -> Vec<DType> {
+    fn walk(v: &Json, out: &mut Vec<DType>) {
+        match v {
+            Json::Object(map) => {
+                if let Some(spec) = map.get("tensor") {
+                    out.push(DType::from_name(spec["dtype"].as_str().unwrap()).unwrap());
+                }
+                map.values().for_each(|v| walk(v, out));
+            }
+            Json::Array(items) => items.iter().for_each(|v| walk(v, out)),
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    for key in ["args", "kwargs", "expect"] {
+        walk(&case[key], &mut out);
+    }
+    out
+}
+
+/// Runs one case on the CPU; `Err` says what went wrong.
 fn run(case: &Json) -> Result<(), String> {
+    run_at(case, Place::Cpu)
+}
+
+/// Runs one case at `place`; `Err` says what went wrong.
+pub(crate) fn run_at(case: &Json, place: Place) -> Result<(), String> {
     let name = torchfn_name(case["func"].as_str().unwrap());
     let func = find_function(&name).ok_or_else(|| format!("{name} is not registered"))?;
-    let args: Vec<Value> = case["args"].as_array().unwrap().iter().map(value).collect();
-    let kwargs: Kwargs = case["kwargs"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), value(v))).collect();
+    let args: Vec<Value> = case["args"].as_array().unwrap().iter().map(|v| place.argument(value(v))).collect();
+    let kwargs: Kwargs =
+        case["kwargs"].as_object().unwrap().iter().map(|(k, v)| (k.clone(), place.argument(value(v)))).collect();
     let result = func.call(&args, &kwargs);
     match (case.get("error").and_then(Json::as_str), result) {
         (Some(want), Err(e)) if e.kind().python_name() == want => Ok(()),
         (Some(want), Err(e)) => Err(format!("raised {:?}, expected a {want}", e)),
         (Some(want), Ok(v)) => Err(format!("returned {v}, expected a {want}")),
         (None, Err(e)) => Err(format!("raised {e:?}")),
-        (None, Ok(v)) => compare(&case["expect"], &v, case.get("tol").and_then(Json::as_f64)),
+        (None, Ok(v)) => compare(&case["expect"], &v, case.get("tol").and_then(Json::as_f64), place),
     }
 }
 

@@ -6,6 +6,7 @@ mod coverage;
 mod elementwise;
 mod examples;
 mod golden;
+mod gpu;
 mod inplace;
 mod inplace_math;
 mod interop;

@@ -22,12 +22,14 @@ use super::{BACKENDS, Backend, backend};
 #[derive(Clone, Copy)]
 pub struct Device {
     backend: &'static dyn Backend,
+    /// The backend's name, kept here so that comparing devices costs no virtual call.
+    kind: &'static str,
     index: usize,
 }
 
 impl Device {
     /// The CPU (host memory, computed with ndarray and rayon).
-    pub const CPU: Device = Device { backend: &crate::cpu::CPU, index: 0 };
+    pub const CPU: Device = Device { backend: &crate::cpu::CPU, kind: "cpu", index: 0 };
 
     /// Device `index` of the backend named `kind`, or its default device when `index` is
     /// `None`: for wgpu, the adapter `TORCHFN_WGPU_ADAPTER` names, else the high-performance
@@ -52,7 +54,15 @@ impl Device {
                 if count > 0 { format!(" ({kind}:0 to {kind}:{})", count - 1) } else { String::new() }
             )));
         }
-        Ok(Device { backend, index })
+        Ok(Device { backend, kind: backend.name(), index })
+    }
+
+    /// Device `index` of `backend`, without looking the backend up in [`BACKENDS`] (the
+    /// runtime's own unit tests link two copies of the runtime, whose slices linkme refuses to
+    /// read).
+    #[cfg(test)]
+    pub(crate) fn on(backend: &'static dyn Backend, index: usize) -> Device {
+        Device { backend, kind: backend.name(), index }
     }
 
     /// Parses PyTorch's device text: `"cpu"`, `"wgpu"` (the default adapter), `"wgpu:1"`.
@@ -78,7 +88,7 @@ impl Device {
 
     /// The kind of device: `"cpu"`, `"wgpu"` (`torch.device.type`).
     pub fn kind(self) -> &'static str {
-        self.backend.name()
+        self.kind
     }
 
     /// The index of the device among those of its kind (`torch.device.index`).
@@ -125,8 +135,9 @@ impl Default for Device {
 }
 
 impl PartialEq for Device {
+    #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.index == other.index && self.backend.name() == other.backend.name()
+        self.index == other.index && (std::ptr::eq(self.kind, other.kind) || self.kind == other.kind)
     }
 }
 
@@ -134,7 +145,7 @@ impl Eq for Device {}
 
 impl Hash for Device {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.backend.name().hash(state);
+        self.kind.hash(state);
         self.index.hash(state);
     }
 }

@@ -155,6 +155,9 @@ impl Layout {
 
 /// The shape two shapes broadcast to, NumPy style, or an error naming both.
 pub(crate) fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
+    if a == b {
+        return Ok(a.clone());
+    }
     let n = a.len().max(b.len());
     let dim = |s: &Shape, i: usize| if i + s.len() >= n { s[i + s.len() - n] } else { 1 };
     (0..n)

@@ -108,19 +108,22 @@ pub(crate) fn preferred(preference: Preference) -> Result<usize> {
             ))
         });
     }
-    let power = match preference {
-        Preference::HighPerformance => wgpu::PowerPreference::HighPerformance,
-        Preference::LowPower => wgpu::PowerPreference::LowPower,
+    // wgpu's choice for each preference, asked once.
+    static CHOSEN: [OnceLock<usize>; 2] = [OnceLock::new(), OnceLock::new()];
+    let (slot, power) = match preference {
+        Preference::HighPerformance => (&CHOSEN[0], wgpu::PowerPreference::HighPerformance),
+        Preference::LowPower => (&CHOSEN[1], wgpu::PowerPreference::LowPower),
     };
-    let options = wgpu::RequestAdapterOptions {
-        power_preference: power,
-        force_fallback_adapter: false,
-        compatible_surface: None,
-        apply_limit_buckets: false,
-    };
-    let chosen = pollster::block_on(all.instance.request_adapter(&options)).map(|a| a.get_info());
-    let index = chosen.ok().and_then(|info| all.adapters.iter().position(|a| a.get_info() == info));
-    Ok(index.unwrap_or(0))
+    Ok(*slot.get_or_init(|| {
+        let options = wgpu::RequestAdapterOptions {
+            power_preference: power,
+            force_fallback_adapter: false,
+            compatible_surface: None,
+            apply_limit_buckets: false,
+        };
+        let chosen = pollster::block_on(all.instance.request_adapter(&options)).map(|a| a.get_info());
+        chosen.ok().and_then(|info| all.adapters.iter().position(|a| a.get_info() == info)).unwrap_or(0)
+    }))
 }
 
 /// The error for a machine without a GPU wgpu can use.
@@ -218,16 +221,18 @@ impl Context {
         Ok(())
     }
 
+    /// A context of its own for adapter `index`, apart from the shared one (for tests that
+    /// break it).
+    #[cfg(test)]
+    pub(crate) fn separate(index: usize) -> Result<Arc<Context>> {
+        let adapter = found().adapters.get(index).ok_or_else(no_adapter)?;
+        Context::new(index, adapter).map(Arc::new).map_err(Error::runtime_error)
+    }
+
     /// Marks the device as lost, as the device-lost callback does (for tests of that path).
     #[cfg(test)]
     pub(crate) fn simulate_loss(&self, reason: &str) {
         *self.lost.lock() = Some(reason.to_string());
-    }
-
-    /// Forgets a simulated loss.
-    #[cfg(test)]
-    pub(crate) fn recover(&self) {
-        *self.lost.lock() = None;
     }
 
     /// Runs `f` inside an error scope for `filter`, turning what wgpu reports there into an

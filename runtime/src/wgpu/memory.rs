@@ -34,6 +34,12 @@ impl GpuMemory {
     }
 }
 
+impl std::fmt::Debug for GpuMemory {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "GpuMemory({} words on wgpu:{})", self.words, self.context.index)
+    }
+}
+
 impl Drop for GpuMemory {
     fn drop(&mut self) {
         if let Some(buffer) = self.buffer.take() {

@@ -89,6 +89,47 @@ fn resident<'a>(device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
 
 use elementwise::Kind;
 
+/// Helpers for the kernel tests of this module: a GPU to run on, and moving arrays to and from
+/// it. Without an adapter the tests return early (`gpu()` is `None`), unless
+/// `TORCHFN_REQUIRE_GPU=1` asks for one.
+#[cfg(test)]
+pub(crate) mod testing {
+    use super::*;
+
+    /// The default wgpu device, or `None` (with one line saying why) on a machine without one.
+    /// Built without the backend table, which this test binary cannot read (see `Device::on`).
+    pub(crate) fn gpu() -> Option<Device> {
+        match preferred(Preference::HighPerformance) {
+            Ok(index) => Some(Device::on(&WGPU, index)),
+            Err(e) if std::env::var("TORCHFN_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+                panic!("TORCHFN_REQUIRE_GPU=1 but there is no GPU: {e}")
+            }
+            Err(e) => {
+                eprintln!("skipping a GPU test: {e}");
+                None
+            }
+        }
+    }
+
+    /// A host array copied to `device` (float32, int32 or bool).
+    pub(crate) fn to_gpu(device: Device, x: &Array) -> Array {
+        let data = crate::cpu::CPU.download(x).expect("a host array reads");
+        WGPU.upload(device, data, x.layout.shape.clone()).expect("the GPU takes the array")
+    }
+
+    /// A GPU array copied to the host.
+    pub(crate) fn to_host(x: &Array) -> Array {
+        let data = WGPU.download(x).expect("the GPU array reads back");
+        crate::cpu::CPU.upload(Device::CPU, data, x.layout.shape.clone()).expect("host memory")
+    }
+
+    /// The elements of a host or GPU array as `f64`, in row-major order.
+    pub(crate) fn values(x: &Array) -> Vec<f64> {
+        let host = if x.device().is_cpu() { x.clone() } else { to_host(x) };
+        crate::cpu::elements::<f64>("test", &host).expect("host elements")
+    }
+}
+
 impl Backend for Wgpu {
     fn name(&self) -> &'static str {
         "wgpu"
@@ -230,5 +271,46 @@ impl Backend for Wgpu {
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
         let (device, context) = placed([input])?;
         window::max_pool2d(&context, device, input, win)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::launch::Kernel;
+    use super::testing::gpu;
+    use super::*;
+
+    #[test]
+    fn a_shader_that_does_not_compile_is_an_error_and_the_device_goes_on() {
+        let Some(device) = gpu() else { return };
+        let context = Context::separate(device.index()).unwrap();
+        let template = "@compute @workgroup_size(1) fn main() { let x: f32 = 1u; }";
+        let kernel = Kernel { name: "broken", template, defines: Vec::new(), writes: Vec::new() };
+        let err = context.launch(&kernel, &[0], &[], 1).unwrap_err();
+        assert!(err.to_string().contains("failed building the broken kernel"), "{err}");
+        let memory = context.upload("test", &Buffer::Float32(vec![1.0, 2.0])).unwrap();
+        assert_eq!(context.download(&memory, 0, 2).unwrap(), [1.0f32.to_bits(), 2.0f32.to_bits()]);
+    }
+
+    #[test]
+    fn a_lost_device_makes_every_operation_fail_with_an_error() {
+        let Some(device) = gpu() else { return };
+        let context = Context::separate(device.index()).unwrap();
+        let memory = context.upload("test", &Buffer::Int32(vec![1, 2])).unwrap();
+        context.simulate_loss("the driver was reset");
+        let err = context.download(&memory, 0, 2).unwrap_err();
+        assert!(err.to_string().contains("was lost (the driver was reset)"), "{err}");
+        assert!(context.alloc("test", 4).is_ok(), "allocation needs no device round trip");
+        assert!(context.upload("test", &Buffer::Int32(vec![1])).is_err());
+    }
+
+    #[test]
+    fn buffers_larger_than_the_device_allows_are_an_error() {
+        let Some(device) = gpu() else { return };
+        let context = context_of(device).unwrap();
+        let too_many = (context.max_bytes() / memory::WORD + 1) as usize;
+        let err = context.alloc("zeros", too_many).unwrap_err();
+        assert!(err.to_string().starts_with("zeros(): a tensor of"), "{err}");
+        assert!(err.to_string().contains("is larger than wgpu"), "{err}");
     }
 }

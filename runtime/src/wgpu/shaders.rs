@@ -21,7 +21,7 @@ fn problems(kernel: &Kernel) -> Option<String> {
     };
     let mut validator =
         naga::valid::Validator::new(naga::valid::ValidationFlags::all(), naga::valid::Capabilities::empty());
-    validator.validate(&module).err().map(|e| format!("{}", e.emit_to_string(&source)))
+    validator.validate(&module).err().map(|e| e.emit_to_string(&source))
 }
 
 #[test]

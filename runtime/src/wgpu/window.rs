@@ -1,30 +1,318 @@
-//! PLACEHOLDER (being written): conv2d and max_pool2d on the GPU.
+//! Sliding-window kernels on the GPU (`gpu-shaders/window.wgsl`): 2-D convolution and max
+//! pooling over the last two dimensions, one thread per output element, reading their inputs
+//! through any layout. Both compute in float32; pooling's indices are int32, the GPU's index
+//! dtype.
 
 use std::sync::Arc;
 
 use crate::backend::{Array, Device, Window};
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Shape};
 
 use super::context::Context;
-use super::launch::unsupported;
+use super::elementwise::Kind;
+use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::memory::{memory_of, storage};
 
-pub(crate) fn conv2d(
-    _: &Arc<Context>,
-    _: Device,
-    _: &Array,
-    _: &Array,
-    _: Option<&Array>,
-    _: usize,
-    _: &Window,
-) -> Result<Array> {
-    Err(unsupported("window", "conv2d"))
+/// The template file: the conv2d shader, then, from [`POOL_MARKER`] on, the max_pool2d one.
+const TEMPLATE: &str = include_str!("../../../gpu-shaders/window.wgsl");
+
+/// The line that starts the max_pool2d shader in [`TEMPLATE`].
+const POOL_MARKER: &str = "// ---- max_pool2d ----";
+
+/// The two window operations.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Op {
+    /// 2-D convolution (cross-correlation), with an optional bias.
+    Conv2d,
+    /// 2-D max pooling, with the positions of the maxima.
+    MaxPool2d,
 }
 
-pub(crate) fn max_pool2d(_: &Arc<Context>, _: Device, _: &Array, _: &Window) -> Result<(Array, Array)> {
-    Err(unsupported("window", "max_pool2d"))
+impl Op {
+    /// The operation's kernel: its part of the template, and its bindings (conv2d: input,
+    /// weight, bias, out; max_pool2d: input, values, indices).
+    fn kernel(self) -> Result<Kernel> {
+        let (conv, pool) = TEMPLATE
+            .split_once(POOL_MARKER)
+            .ok_or_else(|| unsupported("window", "window.wgsl lacks its max_pool2d part"))?;
+        let (name, template, writes) = match self {
+            Op::Conv2d => ("conv2d", conv, vec![false, false, false, true]),
+            Op::MaxPool2d => ("max_pool2d", pool, vec![false, true, true]),
+        };
+        Ok(Kernel { name, template, defines: Vec::new(), writes })
+    }
+}
+
+/// A parameter word, or an error for a value a 32-bit word cannot hold.
+fn word(func: &str, value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        Error::runtime_error(format!(
+            "{func}(): a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
+        ))
+    })
+}
+
+/// The words of `win`: input size, output size, kernel size, stride, padding and dilation.
+fn window_words(func: &str, win: &Window) -> Result<Vec<u32>> {
+    [win.input, win.out, win.kernel, win.stride, win.padding, win.dilation]
+        .iter()
+        .flatten()
+        .map(|&v| word(func, v))
+        .collect()
+}
+
+/// An error unless `x` holds float32 on the GPU.
+fn float32(func: &str, x: &Array, name: &str) -> Result<()> {
+    if Kind::of(x.dtype) != Kind::F32 {
+        return Err(unsupported(func, format!("a {} {name}", x.dtype)));
+    }
+    Ok(())
+}
+
+/// The words of `x`'s strides and offset.
+fn layout_words(func: &str, x: &Array) -> Result<Vec<u32>> {
+    x.layout.strides.iter().chain([&x.layout.offset]).map(|&v| word(func, v)).collect()
+}
+
+/// The 2-D cross-correlation of `input` (`[n, c, h, w]`) with `weight`
+/// (`[o, c / groups, kh, kw]`) plus `bias` (`[o]`), in float32: a new `[n, o, out_h, out_w]`
+/// array.
+pub(crate) fn conv2d(
+    context: &Arc<Context>,
+    device: Device,
+    input: &Array,
+    weight: &Array,
+    bias: Option<&Array>,
+    groups: usize,
+    win: &Window,
+) -> Result<Array> {
+    let func = "conv2d";
+    float32(func, input, "input")?;
+    float32(func, weight, "weight")?;
+    if let Some(bias) = bias {
+        float32(func, bias, "bias")?;
+    }
+    let mismatch = || {
+        let (i, w) = (&input.layout.shape, &weight.layout.shape);
+        unsupported(func, format!("{groups} groups of input {i:?} and weight {w:?} with the window {win:?}"))
+    };
+    let (&[n, c, h, w], &[o, per_group, kh, kw]) = (&input.layout.shape[..], &weight.layout.shape[..]) else {
+        return Err(mismatch());
+    };
+    let fits = groups > 0 && per_group.checked_mul(groups) == Some(c) && o % groups == 0;
+    if !fits || [h, w] != win.input || [kh, kw] != win.kernel {
+        return Err(mismatch());
+    }
+    let shape = Shape::from([n, o, win.out[0], win.out[1]]);
+    let total = shape.checked_numel().ok_or_else(|| unsupported(func, "a result too large"))?;
+    let memory = context.alloc(func, total)?;
+    if total > 0 {
+        let (bias_buffer, bias_words) = match bias {
+            Some(bias) => (memory_of(&bias.storage)?.buffer(), layout_words(func, bias)?),
+            None => (memory_of(&weight.storage)?.buffer(), vec![0, 0]),
+        };
+        let mut params =
+            [total, c, o, per_group, o / groups].iter().map(|&v| word(func, v)).collect::<Result<Vec<_>>>()?;
+        params.extend(window_words(func, win)?);
+        params.extend(layout_words(func, input)?);
+        params.extend(layout_words(func, weight)?);
+        params.extend(bias_words);
+        params.push(u32::from(bias.is_some()));
+        let buffers =
+            [memory_of(&input.storage)?.buffer(), memory_of(&weight.storage)?.buffer(), bias_buffer, memory.buffer()];
+        context.launch(&Op::Conv2d.kernel()?, &params, &buffers, groups_for(total, GROUP)?)?;
+    }
+    Ok(Array::contiguous(storage(device, memory), shape, DType::Float32))
+}
+
+/// Max pooling of `input` (`[planes, h, w]`, float32): the largest element of each window and
+/// its position in its plane (int32), both new `[planes, out_h, out_w]` arrays.
+pub(crate) fn max_pool2d(
+    context: &Arc<Context>,
+    device: Device,
+    input: &Array,
+    win: &Window,
+) -> Result<(Array, Array)> {
+    let func = "max_pool2d";
+    float32(func, input, "input")?;
+    let &[planes, h, w] = &input.layout.shape[..] else {
+        return Err(unsupported(func, format!("an input of shape {:?}", input.layout.shape)));
+    };
+    if [h, w] != win.input {
+        return Err(unsupported(func, format!("an input of shape {:?} for the window {win:?}", input.layout.shape)));
+    }
+    let shape = Shape::from([planes, win.out[0], win.out[1]]);
+    let total = shape.checked_numel().ok_or_else(|| unsupported(func, "a result too large"))?;
+    let values = context.alloc(func, total)?;
+    let indices = context.alloc(func, total)?;
+    if total > 0 {
+        let mut params = vec![word(func, total)?];
+        params.extend(window_words(func, win)?);
+        params.extend(layout_words(func, input)?);
+        let buffers = [memory_of(&input.storage)?.buffer(), values.buffer(), indices.buffer()];
+        context.launch(&Op::MaxPool2d.kernel()?, &params, &buffers, groups_for(total, GROUP)?)?;
+    }
+    Ok((
+        Array::contiguous(storage(device, values), shape.clone(), DType::Float32),
+        Array::contiguous(storage(device, indices), shape, DType::Int32),
+    ))
+}
+
+/// Every specialisation this family can make, for the shader validation test: one per
+/// operation.
+#[cfg(test)]
+pub(crate) fn variants() -> Vec<Kernel> {
+    [Op::Conv2d, Op::MaxPool2d].into_iter().map(|op| op.kernel().expect("the template has both parts")).collect()
 }
 
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<super::launch::Kernel> {
-    Vec::new()
+mod tests {
+    use super::super::WGPU;
+    use super::super::testing::{gpu, to_gpu, values};
+    use super::*;
+    use crate::backend::{Backend, Layout};
+
+    /// `count` numbers in [-1, 1), the same every run.
+    fn numbers(count: usize) -> Vec<f32> {
+        let mut state = 0x9e37_79b9_u32;
+        (0..count)
+            .map(|_| {
+                state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+                (state >> 8) as f32 / (1u32 << 23) as f32 - 1.0
+            })
+            .collect()
+    }
+
+    /// The same view of `data`, `shape` with `strides` from `offset`, on the host and the GPU.
+    fn viewed(device: Device, data: Vec<f32>, shape: &[usize], strides: &[usize], offset: usize) -> (Array, Array) {
+        let count = data.len();
+        let host = crate::cpu::array(data, Shape::from([count]));
+        let layout = Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset };
+        (host.with_layout(layout.clone()), to_gpu(device, &host).with_layout(layout))
+    }
+
+    /// A contiguous view of fresh numbers, from `offset` on.
+    fn fresh(device: Device, shape: &[usize], offset: usize) -> (Array, Array) {
+        let shape = Shape::new(shape);
+        viewed(device, numbers(offset + shape.numel()), &shape, &shape.contiguous_strides(), offset)
+    }
+
+    /// The window of `kernel`, `stride`, `padding` and `dilation` over an `input`-sized plane.
+    fn window(
+        input: [usize; 2],
+        kernel: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+    ) -> Window {
+        let out = [0, 1].map(|a| (input[a] + 2 * padding[a] - dilation[a] * (kernel[a] - 1) - 1) / stride[a] + 1);
+        Window { kernel, stride, padding, dilation, input, out }
+    }
+
+    /// Checks the GPU's convolution against the CPU's.
+    fn check_conv(
+        input: &(Array, Array),
+        weight: &(Array, Array),
+        bias: Option<&(Array, Array)>,
+        groups: usize,
+        win: &Window,
+    ) {
+        let expected = crate::cpu::CPU.conv2d(&input.0, &weight.0, bias.map(|b| &b.0), groups, win).unwrap();
+        let got = WGPU.conv2d(&input.1, &weight.1, bias.map(|b| &b.1), groups, win).unwrap();
+        assert_eq!(got.layout.shape, expected.layout.shape);
+        for (i, (g, e)) in values(&got).into_iter().zip(values(&expected)).enumerate() {
+            assert!((g - e).abs() <= 1e-5 * (1.0 + e.abs()), "element {i}: {g} != {e}");
+        }
+    }
+
+    #[test]
+    fn convolutions_match_the_cpu() {
+        let Some(device) = gpu() else { return };
+        let (n, c, h, w) = (2, 4, 9, 11);
+        let input = fresh(device, &[n, c, h, w], 3);
+        // Stride, padding, dilation, two groups and a bias.
+        let win = window([h, w], [3, 2], [2, 1], [1, 2], [1, 2]);
+        let weight = fresh(device, &[6, 2, 3, 2], 1);
+        let bias = fresh(device, &[6], 0);
+        check_conv(&input, &weight, Some(&bias), 2, &win);
+        // One group, no bias, a 1 x 1 kernel; depthwise (a group per channel).
+        check_conv(&input, &fresh(device, &[5, 4, 1, 1], 0), None, 1, &window([h, w], [1, 1], [1, 1], [0, 0], [1, 1]));
+        let win = window([h, w], [3, 3], [1, 1], [1, 1], [1, 1]);
+        check_conv(&input, &fresh(device, &[8, 1, 3, 3], 0), Some(&fresh(device, &[8], 2)), 4, &win);
+    }
+
+    #[test]
+    fn convolutions_read_any_layout() {
+        let Some(device) = gpu() else { return };
+        let (c, h, w) = (3, 6, 7);
+        // A channels-last input of one image, a transposed kernel, a strided bias.
+        let input = viewed(device, numbers(1 + h * w * c), &[1, c, h, w], &[h * w * c, 1, w * c, c], 1);
+        let weight = viewed(device, numbers(4 * c * 4), &[4, c, 2, 2], &[c * 4, 4, 1, 2], 0);
+        let bias = viewed(device, numbers(9), &[4], &[2], 1);
+        check_conv(&input, &weight, Some(&bias), 1, &window([h, w], [2, 2], [1, 2], [0, 1], [2, 1]));
+        // An expanded input (every channel the same plane) and an empty batch.
+        let input = viewed(device, numbers(h * w), &[2, c, h, w], &[0, 0, w, 1], 0);
+        check_conv(&input, &weight, None, 1, &window([h, w], [2, 2], [1, 1], [1, 1], [1, 1]));
+        let empty = fresh(device, &[0, c, h, w], 0);
+        check_conv(&empty, &weight, Some(&bias), 1, &window([h, w], [2, 2], [1, 1], [0, 0], [1, 1]));
+    }
+
+    /// Checks the GPU's max pooling against the CPU's: the same values (NaN where it is NaN)
+    /// and the same indices.
+    fn check_pool(input: &(Array, Array), win: &Window) {
+        let (values_cpu, indices_cpu) = crate::cpu::CPU.max_pool2d(&input.0, win).unwrap();
+        let (got, indices) = WGPU.max_pool2d(&input.1, win).unwrap();
+        assert_eq!(got.layout.shape, values_cpu.layout.shape);
+        assert_eq!(indices.dtype, DType::Int32);
+        for (g, e) in values(&got).into_iter().zip(values(&values_cpu)) {
+            assert!(g == e || (g.is_nan() && e.is_nan()), "{g} != {e}");
+        }
+        assert_eq!(values(&indices), values(&indices_cpu));
+    }
+
+    #[test]
+    fn max_pooling_matches_the_cpu() {
+        let Some(device) = gpu() else { return };
+        let (planes, h, w) = (3, 9, 8);
+        let input = fresh(device, &[planes, h, w], 2);
+        check_pool(&input, &window([h, w], [3, 3], [2, 2], [1, 1], [1, 1]));
+        check_pool(&input, &window([h, w], [2, 3], [1, 2], [1, 0], [2, 3]));
+        // A transposed (strided) input, and an empty one.
+        let transposed = viewed(device, numbers(planes * h * w), &[planes, w, h], &[h * w, 1, w], 0);
+        check_pool(&transposed, &window([w, h], [2, 2], [2, 2], [0, 1], [1, 1]));
+        check_pool(&fresh(device, &[0, h, w], 0), &window([h, w], [2, 2], [2, 2], [0, 0], [1, 1]));
+    }
+
+    #[test]
+    fn pooling_keeps_the_first_maximum_and_lets_nan_win() {
+        let Some(device) = gpu() else { return };
+        let mut data = vec![1.0f32; 16];
+        data[5] = f32::NAN;
+        data[10] = f32::NAN;
+        data[15] = f32::INFINITY;
+        let input = viewed(device, data, &[1, 4, 4], &[16, 4, 1], 0);
+        let win = window([4, 4], [2, 2], [2, 2], [1, 1], [1, 1]);
+        check_pool(&input, &win);
+        let (got, indices) = WGPU.max_pool2d(&input.1, &win).unwrap();
+        // Windows of ties give their first position; NaN wins (the later of two), inf over ones.
+        assert_eq!(values(&indices), [0.0, 1.0, 3.0, 4.0, 10.0, 7.0, 12.0, 13.0, 15.0]);
+        assert!(values(&got)[4].is_nan());
+        assert_eq!(values(&got)[8], f64::INFINITY);
+    }
+
+    #[test]
+    fn integer_inputs_and_mismatched_windows_are_errors() {
+        let Some(device) = gpu() else { return };
+        let host = crate::cpu::array(vec![1i32; 4], Shape::from([1, 2, 2]));
+        let win = window([2, 2], [1, 1], [1, 1], [0, 0], [1, 1]);
+        let err = WGPU.max_pool2d(&to_gpu(device, &host), &win).unwrap_err();
+        assert!(err.to_string().contains("a torch.int32 input"), "{err}");
+        let (_, input) = fresh(device, &[1, 2, 2, 2], 0);
+        let (_, weight) = fresh(device, &[1, 2, 2, 2], 0);
+        let err = WGPU.conv2d(&input, &weight, None, 1, &win).unwrap_err();
+        assert!(err.to_string().contains("internal error in the wgpu conv2d kernel"), "{err}");
+        let err = WGPU.conv2d(&input, &weight, None, 2, &window([2, 2], [2, 2], [1, 1], [0, 0], [1, 1])).unwrap_err();
+        assert!(err.to_string().contains("2 groups of input torch.Size([1, 2, 2, 2])"), "{err}");
+    }
 }

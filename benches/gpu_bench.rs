@@ -1,0 +1,118 @@
+//! The wgpu backend's throughput and launch overhead (issue 4).
+//!
+//! `cargo bench --bench gpu_bench` runs the criterion benchmarks on the default adapter
+//! (`TORCHFN_WGPU_ADAPTER` picks another), then prints a table with the device's name:
+//! elementwise `add` (into a preallocated output and allocating) and `exp` bandwidth, `sum`
+//! bandwidth, a plain copy as the bandwidth baseline, float32 matmul GFLOP/s at 1024, 2048 and
+//! 4096, and the time of one small operation with launches batched (64 per submission) and
+//! submitted one by one.
+//!
+//! GPU work is asynchronous: each measurement launches `iters` operations and waits once for
+//! the device, so the time is the device's, not the launch latency's (except for the launch
+//! rows, which measure exactly that). On Mesa's software Vulkan driver the numbers mean
+//! nothing; they are for real GPUs.
+
+use std::time::{Duration, Instant};
+
+use criterion::Criterion;
+use torchfn::prelude::*;
+use torchfn::{Device, Tensor};
+
+const N: usize = 10_000_000;
+
+/// (criterion id, what, bytes or flops per call, unit).
+const ROWS: &[(&str, &str, f64, &str)] = &[
+    ("gpu/copy", "baseline: contiguous copy (x.clone())", 8.0 * N as f64, "GB/s"),
+    ("gpu/add_out", "add into a preallocated output", 12.0 * N as f64, "GB/s"),
+    ("gpu/add", "add allocating its result", 12.0 * N as f64, "GB/s"),
+    ("gpu/exp", "exp", 8.0 * N as f64, "GB/s"),
+    ("gpu/sum", "sum", 4.0 * N as f64, "GB/s"),
+    ("gpu/matmul_1024", "matmul float32 1024", 2.0 * 1024.0 * 1024.0 * 1024.0, "GFLOP/s"),
+    ("gpu/matmul_2048", "matmul float32 2048", 2.0 * 2048.0 * 2048.0 * 2048.0, "GFLOP/s"),
+    ("gpu/matmul_4096", "matmul float32 4096", 2.0 * 4096.0 * 4096.0 * 4096.0, "GFLOP/s"),
+    ("gpu/launch_batched", "small add, 64 launches per submission", 0.0, "us"),
+    ("gpu/launch_unbatched", "small add, one submission per launch", 0.0, "us"),
+];
+
+fn ramp(shape: &[usize], gpu: Device) -> Tensor {
+    let n = shape.iter().product();
+    let host = Tensor::from_vec((0..n).map(|i| (i % 1000) as f32 * 1e-3).collect::<Vec<f32>>(), shape).unwrap();
+    host.to_device(gpu, None, false, false).unwrap()
+}
+
+/// Times `iters` calls of `f` and one wait for the device at the end.
+fn timed(gpu: Device, iters: u64, mut f: impl FnMut()) -> Duration {
+    gpu.synchronize().unwrap();
+    let start = Instant::now();
+    for _ in 0..iters {
+        f();
+    }
+    gpu.synchronize().unwrap();
+    start.elapsed()
+}
+
+fn benches(c: &mut Criterion, gpu: Device) {
+    let (a, b, out) = (ramp(&[N], gpu), ramp(&[N], gpu), torchfn::zeros([N], None, gpu).unwrap());
+    let mut g = c.benchmark_group("gpu");
+    g.sample_size(20);
+    g.bench_function("copy", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(a.copy().unwrap()))));
+    g.bench_function("add_out", |x| {
+        x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::add_out(&a, &b, &out, 1).unwrap())))
+    });
+    g.bench_function("add", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::add(&a, &b, 1).unwrap()))));
+    g.bench_function("exp", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::exp(&a).unwrap()))));
+    g.bench_function("sum", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::sum(&a).unwrap()))));
+    g.sample_size(10);
+    for n in [1024, 2048, 4096] {
+        let m = ramp(&[n, n], gpu);
+        g.bench_function(format!("matmul_{n}"), |x| {
+            x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::matmul(&m, &m).unwrap())))
+        });
+    }
+    g.sample_size(50);
+    let (one, two) = (ramp(&[4], gpu), ramp(&[4], gpu));
+    for (name, limit) in [("launch_batched", 64), ("launch_unbatched", 1)] {
+        torchfn::wgpu::set_batch_limit(limit);
+        g.bench_function(name, |x| {
+            x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::add(&one, &two, 1).unwrap())))
+        });
+    }
+    torchfn::wgpu::set_batch_limit(64);
+    g.finish();
+}
+
+/// The mean time per call of a benchmark, in nanoseconds, from criterion's estimates.
+fn mean_ns(id: &str) -> f64 {
+    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
+    let estimates = std::fs::read_to_string(format!("{dir}/criterion/{id}/new/estimates.json")).ok();
+    let json: Option<serde_json::Value> = estimates.and_then(|text| serde_json::from_str(&text).ok());
+    json.and_then(|j| j["mean"]["point_estimate"].as_f64()).unwrap_or(f64::NAN)
+}
+
+fn print_table(gpu: Device) {
+    println!("\n{gpu}: {}\n", gpu.describe());
+    println!("| operation | time | rate |");
+    println!("|---|---:|---:|");
+    for &(id, what, amount, unit) in ROWS {
+        let t = mean_ns(id);
+        let (time, rate) = match unit {
+            "us" => (format!("{:.1} us", t / 1e3), String::new()),
+            _ => (format!("{:.3} ms", t / 1e6), format!("{:.1} {unit}", amount / t)),
+        };
+        println!("| {what} | {time} | {rate} |");
+    }
+}
+
+fn main() {
+    let gpu = match Device::wgpu() {
+        Ok(gpu) => gpu,
+        Err(e) => {
+            eprintln!("gpu_bench: {e}");
+            std::process::exit(1);
+        }
+    };
+    let mut c = Criterion::default().configure_from_args();
+    benches(&mut c, gpu);
+    c.final_summary();
+    print_table(gpu);
+}

@@ -1,0 +1,353 @@
+//! The GPU backend through the public API: devices and moving tensors, the parity suite (every
+//! operation's samples give the CPU's results on wgpu), the golden cases on wgpu, overrides of
+//! GPU tensors, and faults that must come back as errors.
+//!
+//! Without a GPU (no Vulkan, Metal or DX12 adapter) these tests print one line saying so and
+//! pass, unless `TORCHFN_REQUIRE_GPU=1` (as CI sets, on Mesa's software Vulkan driver), which
+//! makes them fail.
+
+use std::io::Write;
+use std::sync::Once;
+
+use torchfn::overrides::get_overridable_functions;
+use torchfn::prelude::*;
+use torchfn::testing::samples;
+use torchfn::{Device, ErrorKind};
+
+use super::golden::{Place, cases, dtypes, run_at};
+
+/// The GPU the tests run on: the default wgpu adapter, or `None` on a machine without one.
+pub(crate) fn gpu() -> Option<Device> {
+    match Device::wgpu() {
+        Ok(device) => Some(device),
+        Err(e) if std::env::var("TORCHFN_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
+            panic!("TORCHFN_REQUIRE_GPU=1, but the GPU tests found no GPU: {e}")
+        }
+        Err(e) => {
+            static SKIP: Once = Once::new();
+            // Written to the process's stderr (not the test's captured output): one line, once.
+            SKIP.call_once(|| {
+                let _ =
+                    writeln!(std::io::stderr(), "GPU tests skipped (set TORCHFN_REQUIRE_GPU=1 to fail instead): {e}");
+            });
+            None
+        }
+    }
+}
+
+/// `t` on `device`.
+fn on(t: Tensor, device: Device) -> Tensor {
+    t.to_device(device, None, false, false).unwrap()
+}
+
+#[test]
+fn devices_print_and_parse_like_pytorch() {
+    let Some(gpu) = gpu() else { return };
+    assert_eq!(Device::parse(&gpu.to_string()).unwrap(), gpu);
+    assert_eq!(gpu.to_string(), format!("wgpu:{}", gpu.index()));
+    assert_eq!(format!("{gpu:?}"), format!("device(type='wgpu', index={})", gpu.index()));
+    assert_eq!(Device::parse("wgpu").unwrap(), gpu, "the default adapter");
+    assert!(!gpu.describe().is_empty());
+    let count = torchfn::wgpu::adapters().len();
+    let err = Device::parse(&format!("wgpu:{count}")).unwrap_err();
+    assert!(err.to_string().contains(&format!("this machine has {count} wgpu device")), "{err}");
+    let err = Device::parse("wgpu:x").unwrap_err();
+    assert!(err.to_string().contains("Invalid device string"), "{err}");
+    assert_eq!(gpu.index_dtype(), DType::Int32);
+    assert!(!gpu.supports(DType::Float64) && !gpu.supports(DType::Int64) && gpu.supports(DType::Bool));
+    // By name, a device is a `torch.device` or its text.
+    let t = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let moved = Tensor::TO.call(&[t.into(), Value::Str("wgpu".into())], &Kwargs::new()).unwrap();
+    assert_eq!(moved.to::<Tensor>().unwrap().device().unwrap(), gpu);
+}
+
+#[test]
+fn tensors_move_between_devices_and_keep_their_values() {
+    let Some(gpu) = gpu() else { return };
+    let f = torchfn::tensor([[1.5f32, -2.0], [f32::NAN, f32::INFINITY]]).unwrap();
+    let g = on(f.clone(), gpu);
+    assert_eq!(g.device().unwrap(), gpu);
+    assert_eq!(g.shape().unwrap(), [2, 2]);
+    let back = g.cpu().unwrap();
+    assert!(back.device().unwrap().is_cpu());
+    let values = back.to_vec::<f32>().unwrap();
+    assert_eq!(values[..2], [1.5, -2.0]);
+    assert!(values[2].is_nan() && values[3] == f32::INFINITY);
+    assert!(g.to_device(gpu, None, false, false).unwrap().is(&g), "already there: the same tensor");
+    let i = on(torchfn::tensor([i32::MIN, 0, i32::MAX]).unwrap(), gpu);
+    assert_eq!(i.to_vec::<i32>().unwrap(), [i32::MIN, 0, i32::MAX]);
+    let b = on(torchfn::tensor([true, false, true]).unwrap(), gpu);
+    assert_eq!(b.to_vec::<bool>().unwrap(), [true, false, true]);
+    // A view moves as its elements.
+    let transposed = on(f.t().unwrap(), gpu).to_vec::<f32>().unwrap();
+    assert_eq!((transposed[0], transposed[2], transposed[3]), (1.5, -2.0, f32::INFINITY));
+    assert!(transposed[1].is_nan());
+    // 64-bit tensors do not fit: an error says so, and a dtype given converts on the way.
+    for t in [torchfn::tensor([1.0f64]).unwrap(), torchfn::tensor([1i64]).unwrap()] {
+        let err = t.to_device(gpu, None, false, false).unwrap_err();
+        assert_eq!(err.kind(), ErrorKind::Runtime);
+        assert!(err.to_string().contains("is not supported on wgpu"), "{err}");
+    }
+    let narrowed = torchfn::tensor([7i64, -8]).unwrap().to_device(gpu, Some(DType::Int32), false, false).unwrap();
+    assert_eq!(narrowed.to_vec::<i32>().unwrap(), [7, -8]);
+    assert_eq!(g.to(DType::Int32, false, false).unwrap().device().unwrap(), gpu);
+    assert!(g.to(DType::Float64, false, false).is_err(), "float64 has no place on the GPU");
+}
+
+#[test]
+fn operations_on_two_devices_are_an_error_naming_both() {
+    let Some(gpu) = gpu() else { return };
+    let cpu = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let g = on(cpu.clone(), gpu);
+    let err = torchfn::add(&cpu, &g, 1).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    let message = err.to_string();
+    assert!(message.contains("cpu") && message.contains(&gpu.to_string()), "{message}");
+    assert!(message.contains("'input'") && message.contains("'other'"), "{message}");
+    assert!(torchfn::matmul(&g, &cpu).is_err());
+    assert!(torchfn::cat(&[g.clone(), cpu.clone()], 0).is_err());
+    // A Python number, or a zero-dimensional CPU tensor, joins the GPU as PyTorch's do.
+    let scaled = (&g * 3.0).unwrap();
+    assert_eq!(scaled.device().unwrap(), gpu);
+    assert_eq!(scaled.to_vec::<f32>().unwrap(), [3.0, 6.0]);
+    let zero_dim = torchfn::tensor(2.0f32).unwrap();
+    assert_eq!(torchfn::add(&g, &zero_dim, 1).unwrap().to_vec::<f32>().unwrap(), [3.0, 4.0]);
+    // copy_ moves across devices, as PyTorch's does.
+    let target = torchfn::zeros([2], None, gpu).unwrap();
+    target.copy_(&cpu).unwrap();
+    assert_eq!(target.to_vec::<f32>().unwrap(), [1.0, 2.0]);
+}
+
+#[test]
+fn creation_functions_take_a_device() {
+    let Some(gpu) = gpu() else { return };
+    let z = torchfn::zeros([2, 3], None, gpu).unwrap();
+    assert_eq!((z.device().unwrap(), z.dtype().unwrap()), (gpu, DType::Float32));
+    assert_eq!(z.to_vec::<f32>().unwrap(), [0.0; 6]);
+    assert_eq!(torchfn::ones([3], DType::Bool, gpu).unwrap().to_vec::<bool>().unwrap(), [true; 3]);
+    assert_eq!(
+        torchfn::full([2], 7, None, gpu).unwrap().to_vec::<i32>().unwrap(),
+        [7, 7],
+        "int defaults to int32 there"
+    );
+    assert_eq!(torchfn::eye(2, None, None, gpu).unwrap().to_vec::<f32>().unwrap(), [1.0, 0.0, 0.0, 1.0]);
+    let r = torchfn::arange(4, None, gpu).unwrap();
+    assert_eq!((r.dtype().unwrap(), r.to_vec::<i32>().unwrap()), (DType::Int32, vec![0, 1, 2, 3]));
+    assert_eq!(torchfn::linspace(0.0, 1.0, 3, None, gpu).unwrap().to_vec::<f32>().unwrap(), [0.0, 0.5, 1.0]);
+    let err = torchfn::zeros([2], DType::Float64, gpu).unwrap_err();
+    assert!(err.to_string().contains("torch.float64 is not supported on wgpu"), "{err}");
+    // Random numbers are drawn on the host: a seed gives the same tensor on every device.
+    torchfn::manual_seed(5);
+    let cpu = torchfn::randn([4], None, None, None).unwrap();
+    torchfn::manual_seed(5);
+    let there = torchfn::randn([4], None, None, gpu).unwrap();
+    assert_eq!(there.device().unwrap(), gpu);
+    assert_eq!(there.to_vec::<f32>().unwrap(), cpu.to_vec::<f32>().unwrap());
+    let ints = torchfn::randint(5, [100], None, None, gpu).unwrap();
+    assert_eq!(ints.dtype().unwrap(), DType::Int32);
+    assert!(ints.to_vec::<i32>().unwrap().iter().all(|x| (0..5).contains(x)));
+    let like = torchfn::zeros_like(&ints, None).unwrap();
+    assert_eq!(like.device().unwrap(), gpu, "*_like follow their input");
+}
+
+#[test]
+fn gpu_tensors_print_their_device() {
+    let Some(gpu) = gpu() else { return };
+    let t = on(torchfn::tensor([1.0f32, 2.0]).unwrap(), gpu);
+    assert_eq!(t.to_string(), format!("tensor([1., 2.], device='{gpu}')"));
+    let i = on(torchfn::tensor([1i32]).unwrap(), gpu);
+    assert_eq!(i.to_string(), format!("tensor([1], device='{gpu}', dtype=torch.int32)"));
+}
+
+#[test]
+fn tensors_too_large_for_the_device_are_an_error_not_a_crash() {
+    let Some(gpu) = gpu() else { return };
+    let err = torchfn::zeros([1 << 20, 1 << 20], None, gpu).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert!(err.to_string().contains("is larger than wgpu"), "{err}");
+    // The device still works afterwards.
+    assert_eq!(torchfn::ones([2], None, gpu).unwrap().sum().unwrap().item().unwrap().to_f64(), 2.0);
+}
+
+/// A subclass that carries a unit: through GPU operations it keeps its class and attributes.
+#[derive(TensorSubclass)]
+struct Meters(&'static str);
+
+/// A mode that records the functions it sees.
+struct Recorder(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl TorchFunctionMode for Recorder {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        self.0.lock().unwrap().push(func.qualified_name().to_string());
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn overrides_work_unchanged_for_gpu_tensors() {
+    let Some(gpu) = gpu() else { return };
+    let d = on(torchfn::tensor([1.0f32, 2.0]).unwrap(), gpu).as_subclass(Meters("m")).unwrap();
+    let e = (&(&d + &d).unwrap() * 3.0).unwrap().sum().unwrap();
+    assert!(e.is_instance::<Meters>());
+    assert_eq!(e.attrs::<Meters>().unwrap().0, "m");
+    assert_eq!(e.device().unwrap(), gpu);
+    assert_eq!(e.item().unwrap().to_f64(), 18.0);
+    assert!(e.to_string().starts_with("Meters(18., device='wgpu:"), "{e}");
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    {
+        let _mode = push_mode(Recorder(seen.clone()));
+        let x = on(torchfn::tensor([1.0f32, -1.0]).unwrap(), gpu);
+        let y = torchfn::relu(&x).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [1.0, 0.0]);
+    }
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().any(|f| f == "torchfn.relu"), "{seen:?}");
+    assert!(seen.iter().any(|f| f == "Tensor.to"), "{seen:?}");
+}
+
+/// A sample argument as the parity suite gives it to the GPU: float64 tensors and dtypes as
+/// float32, int64 as int32 (the dtypes a GPU holds), moved to `device`.
+fn prepared(value: &Value, device: Device) -> Value {
+    let narrow = |d: DType| match d {
+        DType::Float64 => DType::Float32,
+        DType::Int64 => DType::Int32,
+        d => d,
+    };
+    match value {
+        Value::Tensor(t) if !t.is_duck() => {
+            let dtype = narrow(t.dtype().unwrap());
+            Value::Tensor(t.to_device(device, Some(dtype), false, true).unwrap())
+        }
+        Value::DType(d) => Value::DType(narrow(*d)),
+        Value::List(items) => Value::List(items.iter().map(|v| prepared(v, device)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| prepared(v, device)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The elements of a tensor as `f64`.
+fn elements(t: &Tensor) -> Vec<f64> {
+    match t.dtype().unwrap() {
+        DType::Float32 => t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
+        DType::Float64 => t.to_vec::<f64>().unwrap(),
+        DType::Int64 => t.to_vec::<i64>().unwrap().into_iter().map(|x| x as f64).collect(),
+        DType::Int32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
+        DType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(|b| f64::from(u8::from(b))).collect(),
+    }
+}
+
+/// Whether the GPU's result matches the CPU's: the same structure, tensors of the same shape
+/// and dtype (64-bit on the CPU is 32-bit on the GPU) on the GPU, values within the golden
+/// tolerances of float32 (rtol 1e-5, atol 1e-6; NaN matches NaN).
+fn same(cpu: &Value, gpu: &Value, device: Device, moves: bool) -> Result<(), String> {
+    match (cpu, gpu) {
+        (Value::Tensor(c), Value::Tensor(g)) => {
+            if !moves && g.device().unwrap() != device {
+                return Err(format!("the result is on {}, not {device}", g.device().unwrap()));
+            }
+            let (cd, gd) = (c.dtype().unwrap(), g.dtype().unwrap());
+            let narrowed = matches!((cd, gd), (DType::Int64, DType::Int32) | (DType::Float64, DType::Float32));
+            if !(cd == gd || narrowed) {
+                return Err(format!("dtype {gd} on the GPU, {cd} on the CPU"));
+            }
+            if c.shape().unwrap() != g.shape().unwrap() {
+                return Err(format!("shape {:?} on the GPU, {:?} on the CPU", g.shape().unwrap(), c.shape().unwrap()));
+            }
+            for (i, (w, x)) in elements(c).into_iter().zip(elements(g)).enumerate() {
+                let close = (w.is_nan() && x.is_nan()) || w == x || (x - w).abs() <= 1e-6 + 1e-5 * w.abs();
+                if !close {
+                    return Err(format!("element {i} is {x} on the GPU, {w} on the CPU:\nGPU: {g}\nCPU: {c}"));
+                }
+            }
+            Ok(())
+        }
+        (Value::List(a) | Value::Tuple(a), Value::List(b) | Value::Tuple(b)) if a.len() == b.len() => {
+            a.iter().zip(b).try_for_each(|(a, b)| same(a, b, device, moves))
+        }
+        (Value::Device(_), Value::Device(d)) if *d == device => Ok(()),
+        (Value::Float(a), Value::Float(b)) if (a - b).abs() <= 1e-6 + 1e-5 * a.abs() || (a.is_nan() && b.is_nan()) => {
+            Ok(())
+        }
+        (a, b) if a.to_string() == b.to_string() => Ok(()),
+        (a, b) => Err(format!("{b} on the GPU, {a} on the CPU")),
+    }
+}
+
+/// The functions whose results are not comparable across devices: addresses.
+const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
+
+/// The functions whose results may leave the GPU: moves.
+const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu"];
+
+#[test]
+fn every_operation_gives_the_cpu_s_results_on_the_gpu() {
+    let Some(device) = gpu() else { return };
+    let mut failures = Vec::new();
+    let mut compared = 0;
+    let operations = get_overridable_functions()
+        .into_iter()
+        .filter(|(ns, _)| *ns == "Tensor" || *ns == "torchfn" || ns.starts_with("torchfn."))
+        .flat_map(|(_, funcs)| funcs);
+    for func in operations {
+        let name = func.qualified_name();
+        for (k, sample) in samples(func).iter().enumerate() {
+            // Random operations draw the same numbers on both devices from the same seed.
+            torchfn::manual_seed(42);
+            let cpu = func.call(&sample.args, &sample.kwargs);
+            // The sample again (in-place operations changed the first one's tensors), on the GPU.
+            let sample = &samples(func)[k];
+            let args: Vec<Value> = sample.args.iter().map(|v| prepared(v, device)).collect();
+            let kwargs: Kwargs = sample.kwargs.iter().map(|(n, v)| (n.to_string(), prepared(v, device))).collect();
+            torchfn::manual_seed(42);
+            let gpu = func.call(&args, &kwargs);
+            let verdict = match (&cpu, &gpu) {
+                (Ok(_), Ok(_)) if INCOMPARABLE.contains(&name.as_str()) => Ok(()),
+                (Ok(c), Ok(g)) => same(c, g, device, MOVES.contains(&name.as_str())),
+                (Err(c), Err(g)) if c.kind() == g.kind() => Ok(()),
+                (Err(c), Err(g)) => Err(format!("the GPU raised {g:?}, the CPU {c:?}")),
+                (Ok(c), Err(g)) => Err(format!("the GPU raised {g:?}; the CPU gave {c}")),
+                (Err(c), Ok(g)) => Err(format!("the GPU gave {g}; the CPU raised {c:?}")),
+            };
+            compared += 1;
+            if let Err(why) = verdict {
+                failures.push(format!("{name} sample {k}: {why}"));
+            }
+        }
+    }
+    assert!(compared > 300, "only {compared} samples compared");
+    assert!(
+        failures.is_empty(),
+        "{} of {compared} samples differ on {device}:\n\n{}",
+        failures.len(),
+        failures.join("\n\n")
+    );
+}
+
+#[test]
+fn the_golden_cases_pass_on_the_gpu_for_its_dtypes() {
+    let Some(device) = gpu() else { return };
+    let cases = cases();
+    // Cases with tensors the GPU holds (float32, int32, bool; int64 inputs run as int32), and
+    // at least one tensor argument: constructors without one run on the CPU.
+    let eligible: Vec<_> = cases
+        .iter()
+        .filter(|c| {
+            let dtypes = dtypes(c);
+            !dtypes.is_empty() && !dtypes.contains(&DType::Float64) && c["args"].to_string().contains("\"tensor\"")
+        })
+        .collect();
+    let failures: Vec<String> = eligible
+        .iter()
+        .filter_map(|case| {
+            run_at(case, Place::Gpu(device)).err().map(|why| format!("{}: {why}", case["id"].as_str().unwrap()))
+        })
+        .collect();
+    assert!(eligible.len() > 150, "only {} golden cases for the GPU", eligible.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} golden cases fail on {device}:\n{}",
+        failures.len(),
+        eligible.len(),
+        failures.join("\n")
+    );
+}
