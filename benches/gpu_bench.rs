@@ -15,7 +15,6 @@
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use torchfn::prelude::*;
 use torchfn::{Device, Tensor};
 
 const N: usize = 10_000_000;

@@ -15,7 +15,7 @@
 // Parameters: [lanes, n (lane length), blocks, kn, in offset, in step (the input stride along
 // the dimension), out step, 0, kept sizes[kn], kept input strides[kn], kept output strides[kn]].
 //
-// Placeholders (filled by runtime/src/wgpu/reduce.rs):
+// Placeholders (filled by runtime/src/wgpu/along.rs):
 //   IN      the element type of the input (f32, i32, or u32 for bools)
 //   ACC     the type the scan runs in (f32 or i32)
 //   OP      `+` or `*`

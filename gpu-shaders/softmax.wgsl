@@ -11,7 +11,7 @@
 // Parameters: [lanes, n (lane length), threads, kn, in offset, in step (the input stride along
 // the dimension), out step, 0, kept sizes[kn], kept input strides[kn], kept output strides[kn]].
 //
-// Placeholders (filled by runtime/src/wgpu/reduce.rs):
+// Placeholders (filled by runtime/src/wgpu/along.rs):
 //   IN    the element type of the input (f32, i32, or u32 for bools)
 //   LOAD  the input element at position `p`, as f32
 //   LOG   true for log-softmax

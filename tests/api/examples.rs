@@ -13,15 +13,15 @@ mod scalar_tensor;
 
 #[allow(dead_code)]
 #[path = "../../examples/metadata_tensor.rs"]
-mod metadata_tensor;
+pub(crate) mod metadata_tensor;
 
 #[allow(dead_code)]
 #[path = "../../examples/logging_tensor.rs"]
-mod logging_tensor;
+pub(crate) mod logging_tensor;
 
 #[allow(dead_code)]
 #[path = "../../examples/subclass.rs"]
-mod subclass;
+pub(crate) mod subclass;
 
 #[allow(dead_code)]
 #[path = "../../examples/registry.rs"]

@@ -205,6 +205,40 @@ fn overrides_work_unchanged_for_gpu_tensors() {
     assert!(seen.iter().any(|f| f == "Tensor.to"), "{seen:?}");
 }
 
+#[test]
+fn the_seeds_examples_work_with_gpu_tensors() {
+    use super::examples::logging_tensor::LoggingTensor;
+    use super::examples::metadata_tensor::MetadataTensor;
+    use super::examples::subclass::SubTensor;
+    let Some(gpu) = gpu() else { return };
+    let suffix = format!(", device='{gpu}', dtype=torch.int32");
+    // MetadataTensor (the "Extending torch" note): a wrapper duck around a GPU tensor keeps its
+    // metadata through GPU operations, from either side.
+    let metadata = std::collections::BTreeMap::from([("owner".to_string(), "Ministry of Silly Walks".to_string())]);
+    let m = MetadataTensor::tensor_like(on(torchfn::tensor([[1i32, 2], [3, 4]]).unwrap(), gpu), metadata);
+    let t = on(torchfn::tensor([[1i32, 2], [1, 2]]).unwrap(), gpu);
+    let sum = torchfn::add(&t, &m, 1).unwrap();
+    assert!(sum.duck::<MetadataTensor>().is_some());
+    let expected = format!(
+        "Metadata:\n{{'owner': 'Ministry of Silly Walks'}}\n\ndata:\ntensor([[2, 4],\n        [4, 6]]{suffix})"
+    );
+    assert_eq!(sum.to_string(), expected);
+    assert!((&(&m * 10).unwrap() + &t).unwrap().to_string().contains("[[11, 22],\n        [31, 42]]"));
+    // LoggingTensor (RFC-0001): the hook sees every call on a GPU tensor, and `super` keeps it.
+    let l = on(torchfn::tensor([1.0f32]).unwrap(), gpu).as_subclass(LoggingTensor).unwrap();
+    let doubled = (&l * 2.0).unwrap().sum().unwrap();
+    assert!(doubled.is_instance::<LoggingTensor>());
+    assert_eq!(doubled.to_string(), format!("LoggingTensor(2., device='{gpu}')"));
+    // SubTensor (RFC-0001): the subclass and its attribute survive functions, methods, indexing
+    // and operators from either side, on the GPU.
+    let s = on(torchfn::tensor([1i32]).unwrap(), gpu).as_subclass(SubTensor { a: 1 }).unwrap();
+    let plain = on(torchfn::tensor([1i32]).unwrap(), gpu);
+    for result in [s.sum().unwrap(), s.get(0).unwrap(), (&s + &plain).unwrap(), (&plain + &s).unwrap()] {
+        assert!(result.is_instance::<SubTensor>() && result.attrs::<SubTensor>().unwrap().a == 1, "{result}");
+        assert_eq!(result.device().unwrap(), gpu);
+    }
+}
+
 /// A sample argument as the parity suite gives it to the GPU: float64 tensors and dtypes as
 /// float32, int64 as int32 (the dtypes a GPU holds), moved to `device`.
 fn prepared(value: &Value, device: Device) -> Value {

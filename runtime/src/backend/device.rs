@@ -22,14 +22,12 @@ use super::{BACKENDS, Backend, backend};
 #[derive(Clone, Copy)]
 pub struct Device {
     backend: &'static dyn Backend,
-    /// The backend's name, kept here so that comparing devices costs no virtual call.
-    kind: &'static str,
     index: usize,
 }
 
 impl Device {
     /// The CPU (host memory, computed with ndarray and rayon).
-    pub const CPU: Device = Device { backend: &crate::cpu::CPU, kind: "cpu", index: 0 };
+    pub const CPU: Device = Device { backend: &crate::cpu::CPU, index: 0 };
 
     /// Device `index` of the backend named `kind`, or its default device when `index` is
     /// `None`: for wgpu, the adapter `TORCHFN_WGPU_ADAPTER` names, else the high-performance
@@ -54,7 +52,7 @@ impl Device {
                 if count > 0 { format!(" ({kind}:0 to {kind}:{})", count - 1) } else { String::new() }
             )));
         }
-        Ok(Device { backend, kind: backend.name(), index })
+        Ok(Device { backend, index })
     }
 
     /// Device `index` of `backend`, without looking the backend up in [`BACKENDS`] (the
@@ -62,7 +60,7 @@ impl Device {
     /// read).
     #[cfg(test)]
     pub(crate) fn on(backend: &'static dyn Backend, index: usize) -> Device {
-        Device { backend, kind: backend.name(), index }
+        Device { backend, index }
     }
 
     /// Parses PyTorch's device text: `"cpu"`, `"wgpu"` (the default adapter), `"wgpu:1"`.
@@ -88,7 +86,7 @@ impl Device {
 
     /// The kind of device: `"cpu"`, `"wgpu"` (`torch.device.type`).
     pub fn kind(self) -> &'static str {
-        self.kind
+        self.backend.name()
     }
 
     /// The index of the device among those of its kind (`torch.device.index`).
@@ -137,7 +135,10 @@ impl Default for Device {
 impl PartialEq for Device {
     #[inline]
     fn eq(&self, other: &Self) -> bool {
-        self.index == other.index && (std::ptr::eq(self.kind, other.kind) || self.kind == other.kind)
+        // The same backend object (address and type) is the same kind; otherwise compare names
+        // (a type's vtable can be duplicated across codegen units).
+        self.index == other.index
+            && (std::ptr::eq(self.backend, other.backend) || self.backend.name() == other.backend.name())
     }
 }
 
@@ -145,7 +146,7 @@ impl Eq for Device {}
 
 impl Hash for Device {
     fn hash<H: Hasher>(&self, state: &mut H) {
-        self.kind.hash(state);
+        self.backend.name().hash(state);
         self.index.hash(state);
     }
 }

@@ -1,6 +1,8 @@
 //! The elementwise family on the GPU (`gpu-shaders/elementwise.wgsl`): unary and binary
 //! operations, `where`, copies and casts, fills, and writes into strided destinations (which
-//! also make concatenation). One template, specialised by operation and dtypes.
+//! also make concatenation). One template, specialised by operation and dtypes; this file holds
+//! the kinds, the operands and the launch machinery, `expressions.rs` the WGSL of each
+//! operation.
 
 use std::sync::Arc;
 
@@ -9,7 +11,8 @@ use crate::error::{Result, bail};
 use crate::tensor::{DType, Scalar, Shape};
 
 use super::context::Context;
-use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::expressions::{CHOOSE, Expression, FILL, IDENTITY, binary_expr, unary_expr};
+use super::launch::{GROUP, Kernel, groups_for, unsupported, word, words};
 use super::memory::{memory_of, storage};
 
 const TEMPLATE: &str = include_str!("../../../gpu-shaders/elementwise.wgsl");
@@ -72,17 +75,19 @@ impl Kind {
             Kind::Bool => u32::from(value.to_f64() != 0.0),
         }
     }
-}
 
-/// WGSL converting `value`, a stored element of kind `from`, to a computed value of kind `to`.
-fn converted(value: &str, from: Kind, to: Kind) -> String {
-    match (from, to) {
-        (Kind::F32, Kind::F32) | (Kind::I32, Kind::I32) => value.to_string(),
-        (Kind::Bool, Kind::Bool) => format!("({value} != 0u)"),
-        (_, Kind::F32) => format!("f32({value})"),
-        (_, Kind::I32) => format!("i32({value})"),
-        (Kind::F32, Kind::Bool) => format!("({value} != 0.0)"),
-        (Kind::I32, Kind::Bool) => format!("({value} != 0)"),
+    /// WGSL converting `value`, an element stored as this kind, to the type `to` computes in.
+    /// Floats are true when non-zero, NaN included, tested on the bits (shifting out the sign
+    /// leaves both zeros false), which no compiler optimisation can fold away.
+    pub(crate) fn convert(self, value: &str, to: Kind) -> String {
+        match (self, to) {
+            (Kind::F32, Kind::F32) | (Kind::I32, Kind::I32) => value.to_string(),
+            (Kind::Bool, Kind::Bool) => format!("({value} != 0u)"),
+            (_, Kind::F32) => format!("f32({value})"),
+            (_, Kind::I32) => format!("i32({value})"),
+            (Kind::F32, Kind::Bool) => format!("((bitcast<u32>({value}) << 1u) != 0u)"),
+            (Kind::I32, Kind::Bool) => format!("({value} != 0)"),
+        }
     }
 }
 
@@ -90,9 +95,10 @@ fn converted(value: &str, from: Kind, to: Kind) -> String {
 fn stored(from: Kind, to: Kind) -> String {
     match (from, to) {
         (Kind::Bool, Kind::Bool) => "select(0u, 1u, r)".to_string(),
-        (Kind::Bool, _) => format!("{}(select(0u, 1u, r))", to.stored()),
-        (_, Kind::Bool) => format!("select(0u, 1u, {})", converted("r", from, Kind::Bool)),
-        (_, _) => converted("r", from, to),
+        // A computed bool is first the word 0 or 1, which converts as a stored bool does.
+        (Kind::Bool, _) => Kind::Bool.convert("select(0u, 1u, r)", to),
+        (_, Kind::Bool) => format!("select(0u, 1u, {})", from.convert("r", Kind::Bool)),
+        (_, _) => from.convert("r", to),
     }
 }
 
@@ -137,14 +143,12 @@ enum Target<'a> {
     Into(&'a Array),
 }
 
-/// One elementwise launch: `expr` (over `a`, `b`, `c` and the scalars `s0`, ...) computed in
-/// `compute`, giving a value of `result`, for every element of `shape`.
+/// One elementwise launch: `expression` (over the operands `a`, `b`, `c` and its scalars `s0`,
+/// ...) computed in `compute`, for every element of `shape`.
 struct Launch<'a> {
     operands: Vec<Operand<'a>>,
-    scalars: Vec<(u32, Kind)>,
     compute: Kind,
-    result: Kind,
-    expr: String,
+    expression: Expression,
     shape: Shape,
 }
 
@@ -191,27 +195,19 @@ fn coalesce(shape: &Shape, strides: &mut [Vec<usize>]) -> Vec<usize> {
     sizes
 }
 
-/// A parameter word, or an error for a value a 32-bit word cannot hold.
-fn word(value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        crate::Error::runtime_error(format!(
-            "a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
-        ))
-    })
-}
-
 /// What the text of one elementwise kernel depends on.
-struct Spec<'e> {
+pub(crate) struct Spec<'e> {
     /// The kind of each operand (`a`, `b`, `c`), and whether it is a scalar parameter.
-    operands: Vec<(Kind, bool)>,
-    /// The kinds of the extra scalars `s0`, `s1`, ...
-    scalars: Vec<Kind>,
-    compute: Kind,
-    result: Kind,
-    out: Kind,
-    expr: &'e str,
+    pub(crate) operands: Vec<(Kind, bool)>,
+    /// The kind the operands and scalars are converted to and the expression computes in.
+    pub(crate) compute: Kind,
+    /// The operation: its text, the kind of its result and the kinds of its scalars (their
+    /// words are parameters, not part of the text).
+    pub(crate) expression: &'e Expression,
+    /// The kind of the output's elements.
+    pub(crate) out: Kind,
     /// Whether every tensor (and the output) is contiguous over the shape.
-    fast: bool,
+    pub(crate) fast: bool,
 }
 
 /// WGSL reading parameter word `at` as a value of `kind`.
@@ -224,7 +220,8 @@ fn parameter(at: &str, kind: Kind) -> String {
 }
 
 impl Spec<'_> {
-    fn kernel(&self) -> Kernel {
+    /// The kernel of this specialisation.
+    pub(crate) fn kernel(&self) -> Kernel {
         let tensors = self.operands.iter().filter(|(_, scalar)| !scalar).count();
         let position = |k: usize| {
             if self.fast {
@@ -250,11 +247,11 @@ impl Spec<'_> {
             };
             // `where`'s condition, `c`, is always read as a bool.
             let to = if name == "c" { Kind::Bool } else { self.compute };
-            loads.push(format!("let {name}: {} = {};", to.computed(), converted(&value, kind, to)));
+            loads.push(format!("let {name}: {} = {};", to.computed(), kind.convert(&value, to)));
         }
-        for (j, &kind) in self.scalars.iter().enumerate() {
+        for (j, &(_, kind)) in self.expression.scalars.iter().enumerate() {
             let value = parameter(&scalar_at(scalar + j), kind);
-            loads.push(format!("let s{j}: {} = {};", self.compute.computed(), converted(&value, kind, self.compute)));
+            loads.push(format!("let s{j}: {} = {};", self.compute.computed(), kind.convert(&value, self.compute)));
         }
         Kernel {
             name: "elementwise",
@@ -264,8 +261,8 @@ impl Spec<'_> {
                 ("OUT_BINDING", (tensors + 1).to_string()),
                 ("OUT", self.out.stored().to_string()),
                 ("LOADS", loads.join("\n    ")),
-                ("EXPR", self.expr.to_string()),
-                ("STORE", stored(self.result, self.out)),
+                ("EXPR", self.expression.text.clone()),
+                ("STORE", stored(self.expression.result, self.out)),
                 ("TARGET", position(tensors)),
             ],
             writes: std::iter::repeat_n(false, tensors).chain([true]).collect(),
@@ -298,29 +295,22 @@ impl Launch<'_> {
         let sizes = coalesce(&self.shape, &mut strides);
         let fast = sizes.len() <= 1 && strides.iter().all(|s| s.iter().all(|&x| x == 1));
         let mut params = vec![word(n)?, word(sizes.len())?];
-        for &size in &sizes {
-            params.push(word(size)?);
-        }
+        params.extend(words(sizes)?);
         let offsets = tensors.iter().map(|x| x.layout.offset).chain([out_offset]);
         for (s, offset) in strides.iter().zip(offsets) {
-            for &stride in s {
-                params.push(word(stride)?);
-            }
-            params.push(word(offset)?);
+            params.extend(words(s.iter().copied().chain([offset]))?);
         }
         for operand in &self.operands {
             if let Operand::Scalar(bits, _) = operand {
                 params.push(*bits);
             }
         }
-        params.extend(self.scalars.iter().map(|(bits, _)| *bits));
+        params.extend(self.expression.scalars.iter().map(|(bits, _)| *bits));
         let spec = Spec {
             operands: self.operands.iter().map(|o| (o.kind(), matches!(o, Operand::Scalar(..)))).collect(),
-            scalars: self.scalars.iter().map(|&(_, kind)| kind).collect(),
             compute: self.compute,
-            result: self.result,
+            expression: &self.expression,
             out,
-            expr: &self.expr,
             fast,
         };
         let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
@@ -338,131 +328,6 @@ impl Launch<'_> {
             (None, Target::Into(dst)) => Ok(dst.clone()),
             (None, Target::New(_)) => Err(unsupported("elementwise", "no output")),
         }
-    }
-}
-
-/// The WGSL of `op` computed in `kind`, the kind of its result, and its extra scalars.
-fn unary_expr(op: Unary, kind: Kind) -> Result<(String, Kind, Vec<(u32, Kind)>)> {
-    let same = |e: &str| Ok((e.to_string(), kind, Vec::new()));
-    let test = |e: &str| Ok((e.to_string(), Kind::Bool, Vec::new()));
-    match (kind, op) {
-        (_, Unary::IsNan) if kind != Kind::F32 => test("false"),
-        (_, Unary::IsInf) if kind != Kind::F32 => test("false"),
-        (Kind::F32, Unary::IsNan) => test("is_nan(a)"),
-        (Kind::F32, Unary::IsInf) => test("is_inf(a)"),
-        (Kind::F32, Unary::Round(d)) if d != 0 => {
-            let scale = (10f64.powi(d.unsigned_abs().min(400) as i32) as f32).to_bits();
-            let e = if d > 0 { "round(a * s0) / s0" } else { "round(a / s0) * s0" };
-            Ok((e.to_string(), kind, vec![(scale, Kind::F32)]))
-        }
-        (Kind::F32, _) => same(match op {
-            Unary::Exp => "exp(a)",
-            Unary::Log => "log(a)",
-            Unary::Log1p => "log1p_(a)",
-            Unary::Expm1 => "expm1_(a)",
-            Unary::Sqrt => "sqrt(a)",
-            Unary::Rsqrt => "1.0 / sqrt(a)",
-            Unary::Sin => "sin(a)",
-            Unary::Cos => "cos(a)",
-            Unary::Tan => "tan(a)",
-            Unary::Tanh => "tanh_(a)",
-            Unary::Sigmoid => "1.0 / (1.0 + exp(-a))",
-            Unary::Erf => "erf_(a)",
-            Unary::Reciprocal => "1.0 / a",
-            Unary::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
-            Unary::GeluTanh => "0.5 * a * (1.0 + tanh_(0.79788456080286536 * (a + 0.044715 * a * a * a)))",
-            Unary::Silu => "a / (1.0 + exp(-a))",
-            Unary::Ceil => "ceil(a)",
-            Unary::Floor => "floor(a)",
-            Unary::Trunc => "trunc(a)",
-            Unary::Round(_) => "round(a)",
-            Unary::Neg => "-a",
-            Unary::Abs => "abs(a)",
-            Unary::Sign => "sign_f32(a)",
-            Unary::Square => "a * a",
-            Unary::Relu => "select(0.0, a, a > 0.0 || is_nan(a))",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of float32"))),
-        }),
-        (Kind::I32, _) => same(match op {
-            Unary::Neg => "-a",
-            Unary::Abs => "abs(a)",
-            Unary::Sign => "sign(a)",
-            Unary::Square => "a * a",
-            Unary::Relu => "max(a, 0)",
-            Unary::Ceil | Unary::Floor | Unary::Trunc | Unary::Round(0) => "a",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
-        }),
-        (Kind::Bool, _) => same(match op {
-            Unary::Not => "!a",
-            Unary::Sign | Unary::Abs | Unary::Relu => "a",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of bool"))),
-        }),
-    }
-}
-
-/// The WGSL of `op` computed in `kind`, the kind of its result, and its extra scalars.
-fn binary_expr(op: Binary, kind: Kind) -> Result<(String, Kind, Vec<(u32, Kind)>)> {
-    let comparison = match op {
-        Binary::Eq => Some("a == b"),
-        Binary::Ne => Some("!(a == b)"),
-        Binary::Lt => Some("a < b"),
-        Binary::Le => Some("a <= b"),
-        Binary::Gt => Some("a > b"),
-        Binary::Ge => Some("a >= b"),
-        _ => None,
-    };
-    if let Some(e) = comparison {
-        let e = match (kind, op) {
-            (Kind::Bool, Binary::Lt) => "!a && b",
-            (Kind::Bool, Binary::Le) => "!a || b",
-            (Kind::Bool, Binary::Gt) => "a && !b",
-            (Kind::Bool, Binary::Ge) => "a || !b",
-            _ => e,
-        };
-        return Ok((e.to_string(), Kind::Bool, Vec::new()));
-    }
-    let same = |e: &str| Ok((e.to_string(), kind, Vec::new()));
-    let alpha = |e: &str, alpha: Scalar| Ok((e.to_string(), kind, vec![(kind.word(alpha), kind)]));
-    match (kind, op) {
-        (Kind::Bool, Binary::Add(a)) => alpha("a || (s0 && b)", a),
-        (_, Binary::Add(a)) => alpha("a + s0 * b", a),
-        (Kind::Bool, Binary::Sub(_)) => Err(unsupported("elementwise", "subtraction of bools")),
-        (_, Binary::Sub(a)) => alpha("a - s0 * b", a),
-        (Kind::Bool, _) => same(match op {
-            Binary::Mul | Binary::Minimum | Binary::And => "a && b",
-            Binary::Maximum | Binary::Or => "a || b",
-            Binary::Xor => "a != b",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of bools"))),
-        }),
-        (_, Binary::And | Binary::Or | Binary::Xor) => {
-            Err(unsupported("elementwise", format!("{op:?} computed in {kind:?} (logic runs on bools)")))
-        }
-        (Kind::F32, _) => same(match op {
-            Binary::Mul => "a * b",
-            Binary::Div => "a / b",
-            Binary::DivTrunc => "trunc(a / b)",
-            Binary::DivFloor => "floor(a / b)",
-            Binary::Maximum => "extreme_f32(a, b, true)",
-            Binary::Minimum => "extreme_f32(a, b, false)",
-            Binary::Pow => "pow_f32(a, b)",
-            Binary::Atan2 => "atan2(a, b)",
-            Binary::Fmod => "a % b",
-            Binary::Remainder => "remainder_f32(a, b)",
-            Binary::ClampMin => "clamp_f32(a, b, false)",
-            Binary::ClampMax => "clamp_f32(a, b, true)",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of float32"))),
-        }),
-        (Kind::I32, _) => same(match op {
-            Binary::Mul => "a * b",
-            Binary::DivTrunc => "a / b",
-            Binary::DivFloor => "div_floor_i32(a, b)",
-            Binary::Maximum | Binary::ClampMin => "max(a, b)",
-            Binary::Minimum | Binary::ClampMax => "min(a, b)",
-            Binary::Pow => "pow_i32(a, b)",
-            Binary::Fmod => "a % b",
-            Binary::Remainder => "remainder_i32(a, b)",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
-        }),
     }
 }
 
@@ -488,15 +353,10 @@ pub(crate) fn unary(
     out: Option<&Array>,
 ) -> Result<Array> {
     let compute = Kind::of(dtype);
-    let (expr, result, scalars) = unary_expr(op, compute)?;
-    let launch = Launch {
-        operands: vec![Operand::of(x, context)?],
-        scalars,
-        compute,
-        result,
-        expr,
-        shape: x.layout.shape.clone(),
-    };
+    let expression = unary_expr(op, compute)?;
+    let result = expression.result;
+    let launch =
+        Launch { operands: vec![Operand::of(x, context)?], compute, expression, shape: x.layout.shape.clone() };
     let target = match out {
         Some(o) if writable(out, &x.layout.shape, result, &[x]) => Target::Into(o),
         _ => Target::New(result),
@@ -516,9 +376,10 @@ pub(crate) fn binary(
     out: Option<&Array>,
 ) -> Result<Array> {
     let compute = Kind::of(dtype);
-    let (expr, result, scalars) = binary_expr(op, compute)?;
+    let expression = binary_expr(op, compute)?;
+    let result = expression.result;
     let operands = vec![Operand::of(a, context)?, Operand::of(b, context)?];
-    let launch = Launch { operands, scalars, compute, result, expr, shape: shape.clone() };
+    let launch = Launch { operands, compute, expression, shape: shape.clone() };
     let target = match out {
         Some(o) if writable(out, shape, result, &[a, b]) => Target::Into(o),
         _ => Target::New(result),
@@ -536,14 +397,7 @@ pub(crate) fn select(
 ) -> Result<Array> {
     let compute = Kind::of(dtype);
     let operands = vec![Operand::of(a, context)?, Operand::of(b, context)?, Operand::of(condition, context)?];
-    let launch = Launch {
-        operands,
-        scalars: Vec::new(),
-        compute,
-        result: compute,
-        expr: "select(b, a, c)".into(),
-        shape: shape.clone(),
-    };
+    let launch = Launch { operands, compute, expression: Expression::new(CHOOSE, compute), shape: shape.clone() };
     launch.run(context, device, Target::New(compute))
 }
 
@@ -551,10 +405,8 @@ pub(crate) fn select(
 fn identity<'a>(context: &Context, x: &'a Array, kind: Kind) -> Result<Launch<'a>> {
     Ok(Launch {
         operands: vec![Operand::of(x, context)?],
-        scalars: Vec::new(),
         compute: kind,
-        result: kind,
-        expr: "a".into(),
+        expression: Expression::new(IDENTITY, kind),
         shape: x.layout.shape.clone(),
     })
 }
@@ -590,14 +442,8 @@ pub(crate) fn fill(
     dtype: DType,
 ) -> Result<Array> {
     let kind = Kind::of(dtype);
-    let launch = Launch {
-        operands: Vec::new(),
-        scalars: vec![(kind.word(value), kind)],
-        compute: kind,
-        result: kind,
-        expr: "s0".into(),
-        shape: shape.clone(),
-    };
+    let fill = Expression { scalars: vec![(kind.word(value), kind)], ..Expression::new(FILL, kind) };
+    let launch = Launch { operands: Vec::new(), compute: kind, expression: fill, shape: shape.clone() };
     launch.run(context, device, Target::New(kind))
 }
 
@@ -626,97 +472,4 @@ pub(crate) fn concat(
         at += n;
     }
     Ok(out)
-}
-
-/// Every specialisation this family can make, for the shader validation test: each operation
-/// in each kind, with tensor and scalar operands, strided and contiguous, and every cast.
-#[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
-    let kinds = [Kind::F32, Kind::I32, Kind::Bool];
-    let mut specs: Vec<(Vec<(Kind, bool)>, Kind, (String, Kind, Vec<(u32, Kind)>), Kind)> = Vec::new();
-    let unaries = [
-        Unary::Exp,
-        Unary::Log,
-        Unary::Log1p,
-        Unary::Expm1,
-        Unary::Sqrt,
-        Unary::Rsqrt,
-        Unary::Sin,
-        Unary::Cos,
-        Unary::Tan,
-        Unary::Tanh,
-        Unary::Sigmoid,
-        Unary::Erf,
-        Unary::Reciprocal,
-        Unary::Gelu,
-        Unary::GeluTanh,
-        Unary::Silu,
-        Unary::Ceil,
-        Unary::Floor,
-        Unary::Trunc,
-        Unary::Round(0),
-        Unary::Round(2),
-        Unary::Round(-1),
-        Unary::Neg,
-        Unary::Abs,
-        Unary::Sign,
-        Unary::Square,
-        Unary::Relu,
-        Unary::Not,
-        Unary::IsNan,
-        Unary::IsInf,
-    ];
-    let binaries = [
-        Binary::Add(Scalar::Int(2)),
-        Binary::Sub(Scalar::Int(1)),
-        Binary::Mul,
-        Binary::Div,
-        Binary::DivTrunc,
-        Binary::DivFloor,
-        Binary::Maximum,
-        Binary::Minimum,
-        Binary::Pow,
-        Binary::Atan2,
-        Binary::Fmod,
-        Binary::Remainder,
-        Binary::ClampMin,
-        Binary::ClampMax,
-        Binary::Eq,
-        Binary::Ne,
-        Binary::Lt,
-        Binary::Le,
-        Binary::Gt,
-        Binary::Ge,
-        Binary::And,
-        Binary::Or,
-        Binary::Xor,
-    ];
-    for kind in kinds {
-        for op in unaries {
-            if let Ok(e) = unary_expr(op, kind) {
-                specs.push((vec![(kind, false)], kind, e.clone(), e.1));
-            }
-        }
-        for op in binaries {
-            if let Ok(e) = binary_expr(op, kind) {
-                specs.push((vec![(kind, false), (kind, false)], kind, e.clone(), e.1));
-                specs.push((vec![(Kind::I32, false), (Kind::F32, true)], kind, e.clone(), e.1));
-            }
-        }
-        for from in kinds {
-            specs.push((vec![(from, false)], kind, ("a".into(), kind, Vec::new()), kind));
-        }
-        let choose = ("select(b, a, c)".to_string(), kind, Vec::new());
-        specs.push((vec![(kind, false), (Kind::I32, true), (Kind::Bool, false)], kind, choose, kind));
-        specs.push((Vec::new(), kind, ("s0".into(), kind, vec![(0, Kind::F32)]), kind));
-    }
-    let mut kernels = Vec::new();
-    for (operands, compute, (expr, result, extra), out) in specs {
-        for fast in [false, true] {
-            let scalars = extra.iter().map(|&(_, k)| k).collect();
-            let spec = Spec { operands: operands.clone(), scalars, compute, result, out, expr: &expr, fast };
-            kernels.push(spec.kernel());
-        }
-    }
-    kernels
 }

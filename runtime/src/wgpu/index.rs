@@ -10,7 +10,7 @@ use crate::tensor::Shape;
 
 use super::context::Context;
 use super::elementwise::Kind;
-use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::launch::{GROUP, Kernel, groups_for, unsupported, words};
 use super::memory::{memory_of, storage};
 
 const TEMPLATE: &str = include_str!("../../../gpu-shaders/index.wgsl");
@@ -23,15 +23,6 @@ fn kernel(kind: Kind) -> Kernel {
         defines: vec![("ELEMENT", kind.stored().to_string())],
         writes: vec![false, false, true],
     }
-}
-
-/// A parameter word, or an error for a value a 32-bit word cannot hold.
-fn word(func: &str, value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        Error::runtime_error(format!(
-            "{func}(): a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
-        ))
-    })
 }
 
 /// The positions `index` (a vector of int32 positions, any strides) of dimension `dim` of `x`:
@@ -117,13 +108,7 @@ fn run(
             (sizes, x_strides, strides) = (vec![1], vec![0], vec![0]);
         }
         let header = [n, sizes.len(), size, x.layout.strides[dim], x.layout.offset, index.layout.offset];
-        let params: Vec<u32> = header
-            .iter()
-            .chain(&sizes)
-            .chain(&x_strides)
-            .chain(&strides)
-            .map(|&v| word(func, v))
-            .collect::<Result<_>>()?;
+        let params = words(header.into_iter().chain(sizes).chain(x_strides).chain(strides))?;
         let buffers = [memory_of(&x.storage)?.buffer(), memory_of(&index.storage)?.buffer(), memory.buffer()];
         context.launch(&kernel(kind), &params, &buffers, groups_for(n, GROUP)?)?;
     }

@@ -267,3 +267,17 @@ pub(crate) fn groups_for(count: usize, per_group: u32) -> Result<u32> {
     u32::try_from(count.div_ceil(per_group as usize))
         .map_err(|_| Error::runtime_error(format!("{count} elements are more than one wgpu dispatch can address")))
 }
+
+/// A parameter word, or an error for a value a 32-bit word cannot hold.
+pub(crate) fn word(value: usize) -> Result<u32> {
+    u32::try_from(value).map_err(|_| {
+        Error::runtime_error(format!(
+            "a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
+        ))
+    })
+}
+
+/// Parameter words of `values`, or an error for the first a 32-bit word cannot hold.
+pub(crate) fn words(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
+    values.into_iter().map(word).collect()
+}

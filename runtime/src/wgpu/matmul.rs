@@ -7,12 +7,12 @@
 use std::sync::Arc;
 
 use crate::backend::{Array, Device};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::{DType, Shape};
 
 use super::context::Context;
 use super::elementwise::Kind;
-use super::launch::{Kernel, unsupported};
+use super::launch::{Kernel, unsupported, word, words};
 use super::memory::{memory_of, storage};
 
 /// The family's WGSL template.
@@ -72,15 +72,6 @@ impl Spec {
 fn along_k((size, stride): (usize, usize), (k_size, k_stride): (usize, usize)) -> bool {
     let effective = |size: usize, stride: usize| if size > 1 { stride } else { usize::MAX };
     effective(k_size, k_stride) <= effective(size, stride)
-}
-
-/// A parameter word, or an error for a value a 32-bit word cannot hold.
-fn word(value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        Error::runtime_error(format!(
-            "matmul(): a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
-        ))
-    })
 }
 
 /// The two matrix dimensions of `x` (sizes and strides), after checking it has `batch`'s
@@ -156,13 +147,13 @@ pub(crate) fn matmul(
             b_k,
             b_cols,
         ];
-        let params = header
-            .into_iter()
-            .chain(batch.iter().copied())
-            .chain(batch_strides(a, batch))
-            .chain(batch_strides(b, batch))
-            .map(word)
-            .collect::<Result<Vec<u32>>>()?;
+        let params = words(
+            header
+                .into_iter()
+                .chain(batch.iter().copied())
+                .chain(batch_strides(a, batch))
+                .chain(batch_strides(b, batch)),
+        )?;
         let buffers = [memory_of(&a.storage)?.buffer(), memory_of(&b.storage)?.buffer(), memory.buffer()];
         context.launch(&spec.kernel(), &params, &buffers, word(groups)?)?;
     }

@@ -19,8 +19,10 @@
 //! launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
 //! printing) submits the batch and waits for it.
 
+mod along;
 mod context;
 mod elementwise;
+mod expressions;
 mod index;
 mod launch;
 mod matmul;
@@ -89,12 +91,14 @@ fn resident<'a>(device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
 
 use elementwise::Kind;
 
-/// Helpers for the kernel tests of this module: a GPU to run on, and moving arrays to and from
-/// it. Without an adapter the tests return early (`gpu()` is `None`), unless
-/// `TORCHFN_REQUIRE_GPU=1` asks for one.
+/// Helpers for the kernel tests of this module: a GPU to run on, moving arrays to and from it,
+/// deterministic test data, views of it, and comparisons with the CPU's results. Without an
+/// adapter the tests return early (`gpu()` is `None`), unless `TORCHFN_REQUIRE_GPU=1` asks for
+/// one.
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
+    use crate::tensor::Layout;
 
     /// The default wgpu device, or `None` (with one line saying why) on a machine without one.
     /// Built without the backend table, which this test binary cannot read (see `Device::on`).
@@ -127,6 +131,75 @@ pub(crate) mod testing {
     pub(crate) fn values(x: &Array) -> Vec<f64> {
         let host = if x.device().is_cpu() { x.clone() } else { to_host(x) };
         crate::cpu::elements::<f64>("test", &host).expect("host elements")
+    }
+
+    /// A deterministic pseudo-random sequence of `n` integers in `0..m`.
+    pub(crate) fn draws(n: usize, m: u64, seed: u64) -> Vec<u64> {
+        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..n)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 11) % m
+            })
+            .collect()
+    }
+
+    /// Small integers as floats, so that sums are exact in any order; many ties.
+    pub(crate) fn small_floats(n: usize, seed: u64) -> Vec<f32> {
+        draws(n, 8, seed).into_iter().map(|d| d as f32 - 3.0).collect()
+    }
+
+    /// Small integers, many of them equal.
+    pub(crate) fn small_ints(n: usize, seed: u64) -> Vec<i32> {
+        draws(n, 8, seed).into_iter().map(|d| d as i32 - 3).collect()
+    }
+
+    /// Bools, false once in `one_in` draws on average.
+    pub(crate) fn bools(n: usize, seed: u64, one_in: u64) -> Vec<bool> {
+        draws(n, one_in, seed).into_iter().map(|d| d != 0).collect()
+    }
+
+    /// Factors whose products stay exact and in range whatever the order: mostly ±1, with at
+    /// most `scarce` twos and `scarce` halves in all.
+    pub(crate) fn gentle_floats(n: usize, seed: u64, scarce: usize) -> Vec<f32> {
+        let (mut twos, mut halves) = (0, 0);
+        draws(n, 64, seed)
+            .into_iter()
+            .map(|d| match d {
+                0 if twos < scarce => {
+                    twos += 1;
+                    2.0
+                }
+                1 if halves < scarce => {
+                    halves += 1;
+                    0.5
+                }
+                d if d < 24 => -1.0,
+                _ => 1.0,
+            })
+            .collect()
+    }
+
+    /// Each pair equal (NaN to NaN, infinities to themselves) or within `tol`, relative to the
+    /// larger magnitude (at least 1).
+    pub(crate) fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+        assert_eq!(got.len(), want.len(), "{what}: lengths");
+        for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
+            let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * g.abs().max(w.abs()).max(1.0);
+            assert!(same, "{what}: element {k} is {g}, the CPU gives {w}");
+        }
+    }
+
+    /// The same view (`layout`) of `base` on the host and on `device`.
+    pub(crate) fn views(device: Device, base: &Array, layout: &Layout) -> (Array, Array) {
+        (base.with_layout(layout.clone()), to_gpu(device, base).with_layout(layout.clone()))
+    }
+
+    /// The layout of `shape` with `strides`, its first element at `offset`.
+    pub(crate) fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+        Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset }
     }
 }
 
@@ -221,7 +294,7 @@ impl Backend for Wgpu {
 
     fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        reduce::scan(&context, device, x, dim, op, dtype)
+        along::scan(&context, device, x, dim, op, dtype)
     }
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
@@ -251,7 +324,7 @@ impl Backend for Wgpu {
 
     fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        reduce::softmax(&context, device, x, dim, log, dtype)
+        along::softmax(&context, device, x, dim, log, dtype)
     }
 
     fn conv2d(

@@ -1,9 +1,8 @@
-//! Reductions, scans and softmax on the GPU: `gpu-shaders/reduce.wgsl`, `scan.wgsl` and
-//! `softmax.wgsl`, each one template specialised by operation and kinds.
+//! Reductions on the GPU (`gpu-shaders/reduce.wgsl`): one template specialised by operation
+//! and kinds.
 //!
-//! Every kernel here works on lanes: a reduction's lane is the elements of the reduced
-//! dimensions at one position of the others; a scan's or a softmax's, the elements along its
-//! dimension. The host permutes the layout's sizes and strides (no copy) so the lane's
+//! Each output element folds one lane: the elements of the reduced dimensions at one position
+//! of the others. The host permutes the layout's sizes and strides (no copy) so the lane's
 //! dimensions come last, drops size-one dimensions and merges neighbours that step as one, and
 //! picks how threads share the lanes so that neighbouring threads read neighbouring elements:
 //! several threads along a lane whose elements are contiguous, one thread a lane (neighbouring
@@ -11,18 +10,17 @@
 
 use std::sync::Arc;
 
-use crate::backend::{Array, Device, Reduce, Scan};
+use crate::backend::{Array, Device, Reduce};
 use crate::error::Result;
 use crate::tensor::{DType, Shape};
 
 use super::context::Context;
 use super::elementwise::Kind;
-use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::launch::{GROUP, Kernel, groups_for, unsupported, words};
 use super::memory::{GpuMemory, memory_of, storage};
 
-const REDUCE: &str = include_str!("../../../gpu-shaders/reduce.wgsl");
-const SCAN: &str = include_str!("../../../gpu-shaders/scan.wgsl");
-const SOFTMAX: &str = include_str!("../../../gpu-shaders/softmax.wgsl");
+/// The family's WGSL template.
+const TEMPLATE: &str = include_str!("../../../gpu-shaders/reduce.wgsl");
 
 /// The most threads that share one lane (the workgroup size).
 const THREADS: usize = GROUP as usize;
@@ -30,38 +28,14 @@ const THREADS: usize = GROUP as usize;
 /// Aim for at least this many threads in one reduction launch when splitting long lanes.
 const OCCUPANCY: usize = 1 << 17;
 
-/// The elements of one block of a block scan (four per thread).
-const BLOCK: usize = 1024;
-
-/// A parameter word, or an error for a value a 32-bit word cannot hold.
-fn word(value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        crate::Error::runtime_error(format!(
-            "a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
-        ))
-    })
-}
-
-/// Parameter words of `values`.
-fn words(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
-    values.into_iter().map(word).collect()
-}
-
-/// WGSL converting `value`, an element stored as `from`, to the type `to` computes in (bools
-/// as the `u32` 0 or 1). Floats are true when non-zero (NaN included), tested on the bits.
+/// WGSL converting `value`, an element stored as `from`, to the type `to` computes in here:
+/// [`Kind::convert`]'s, except that bools compute as the `u32` 0 or 1.
 fn converted(value: &str, from: Kind, to: Kind) -> String {
-    match (from, to) {
-        (Kind::F32, Kind::F32) | (Kind::I32, Kind::I32) => value.to_string(),
-        (Kind::Bool, Kind::Bool) => format!("select(0u, 1u, {value} != 0u)"),
-        (_, Kind::F32) => format!("f32({value})"),
-        (_, Kind::I32) => format!("i32({value})"),
-        (Kind::F32, Kind::Bool) => format!("select(0u, 1u, (bitcast<u32>({value}) << 1u) != 0u)"),
-        (Kind::I32, Kind::Bool) => format!("select(0u, 1u, {value} != 0)"),
+    match to {
+        Kind::Bool => format!("select(0u, 1u, {})", from.convert(value, Kind::Bool)),
+        Kind::F32 | Kind::I32 => from.convert(value, to),
     }
 }
-
-// ---------------------------------------------------------------------------------------------
-// Reductions
 
 /// What a reduction folds with, once the operation and dtype are settled: bools turn sums and
 /// maxima into `Any`, products and minima into `All`; a mean is a sum divided at the end.
@@ -78,6 +52,7 @@ enum Fold {
 }
 
 impl Fold {
+    /// Whether the fold gives a position (argmax, argmin) rather than a value.
     fn is_arg(self) -> bool {
         matches!(self, Fold::ArgMax | Fold::ArgMin)
     }
@@ -104,6 +79,7 @@ fn plan(op: Reduce, kind: Kind) -> Result<(Fold, Kind, bool)> {
 /// What the text of one reduction kernel depends on.
 #[derive(Clone, Copy, Debug)]
 struct ReduceSpec {
+    /// What values fold with.
     fold: Fold,
     /// The kind values fold in.
     acc: Kind,
@@ -120,6 +96,7 @@ struct ReduceSpec {
 }
 
 impl ReduceSpec {
+    /// The kernel of this specialisation.
     fn kernel(&self) -> Kernel {
         let arg = self.fold.is_arg();
         let acc = self.acc;
@@ -203,7 +180,7 @@ impl ReduceSpec {
         };
         Kernel {
             name: "reduce",
-            template: REDUCE,
+            template: TEMPLATE,
             defines: vec![
                 ("BINDINGS", bindings.join("\n")),
                 ("ACC", acc.stored().to_string()),
@@ -381,19 +358,16 @@ pub(crate) fn reduce(
         } else {
             Some((context.alloc(func, slots)?, if arg { Some(context.alloc(func, slots)?) } else { None }))
         };
+        // What this launch reads, then what it writes: the input or the partials before, the
+        // output or the partials after (values, and positions for arg reductions).
         let mut buffers: Vec<&wgpu::Buffer> = Vec::new();
-        match &partials {
-            None => buffers.push(source.buffer()),
-            Some((values, indices)) => {
-                buffers.push(values.buffer());
-                buffers.extend(indices.as_ref().map(GpuMemory::buffer));
-            }
-        }
-        match &next {
-            None => buffers.push(out.buffer()),
-            Some((values, indices)) => {
-                buffers.push(values.buffer());
-                buffers.extend(indices.as_ref().map(GpuMemory::buffer));
+        for (partial, whole) in [(&partials, source), (&next, &out)] {
+            match partial {
+                None => buffers.push(whole.buffer()),
+                Some((values, indices)) => {
+                    buffers.push(values.buffer());
+                    buffers.extend(indices.as_ref().map(GpuMemory::buffer));
+                }
             }
         }
         let total = slots.checked_mul(threads).filter(|&t| geometry.n.saturating_add(t) <= u32::MAX as usize);
@@ -410,208 +384,26 @@ pub(crate) fn reduce(
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Scans and softmax: lanes along one dimension
-
-/// The lanes along one dimension of `x`, for a result contiguous in `x`'s shape: `lanes` of `n`
-/// elements; the other dimensions (size, input stride, output stride), merged where both step
-/// as one; the strides along the dimension.
-#[derive(Clone, Debug)]
-struct Along {
-    lanes: usize,
-    n: usize,
-    offset: usize,
-    in_step: usize,
-    out_step: usize,
-    kept: Vec<[usize; 3]>,
-}
-
-impl Along {
-    fn of(x: &Array, dim: usize) -> Along {
-        let (shape, strides) = (&x.layout.shape, &x.layout.strides);
-        let out_strides = shape.contiguous_strides();
-        if dim >= shape.len() {
-            // A zero-dimensional tensor: one lane of one element.
-            return Along { lanes: 1, n: 1, offset: x.layout.offset, in_step: 0, out_step: 0, kept: Vec::new() };
-        }
-        let mut kept: Vec<[usize; 3]> = Vec::new();
-        for d in (0..shape.len()).filter(|&d| d != dim && shape[d] != 1) {
-            let (size, s, o) = (shape[d], strides[d], out_strides[d]);
-            match kept.last_mut() {
-                Some(last) if last[1] == s * size && last[2] == o * size => *last = [last[0] * size, s, o],
-                _ => kept.push([size, s, o]),
-            }
-        }
-        let lanes = (0..shape.len()).filter(|&d| d != dim).map(|d| shape[d]).product();
-        Along { lanes, n: shape[dim], offset: x.layout.offset, in_step: strides[dim], out_step: out_strides[dim], kept }
-    }
-
-    /// Whether the lane's elements lie closer together than neighbouring lanes do, or there are
-    /// too few lanes to keep the GPU busy one thread a lane.
-    fn along_lanes(&self) -> bool {
-        let nearest = self.kept.iter().map(|k| k[1]).min();
-        self.lanes < 1024 || nearest.is_none_or(|k| self.in_step <= k)
-    }
-
-    /// The launch parameters, with `extra` (blocks or threads) as word 2.
-    fn params(&self, extra: usize) -> Result<Vec<u32>> {
-        let mut params =
-            words([self.lanes, self.n, extra, self.kept.len(), self.offset, self.in_step, self.out_step, 0])?;
-        for field in 0..3 {
-            params.extend(words(self.kept.iter().map(|k| k[field]))?);
-        }
-        Ok(params)
-    }
-}
-
-/// The three ways the scan kernel runs.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
-    Lane,
-    Block,
-    AddPrefix,
-}
-
-fn scan_kernel(op: Scan, acc: Kind, input: Kind, mode: Mode) -> Kernel {
-    Kernel {
-        name: "scan",
-        template: SCAN,
-        defines: vec![
-            ("IN", input.stored().to_string()),
-            ("ACC", acc.stored().to_string()),
-            ("OP", if op == Scan::Sum { "+" } else { "*" }.to_string()),
-            ("ONE", if op == Scan::Sum { "0" } else { "1" }.to_string()),
-            ("LOAD", converted("src[p]", input, acc)),
-            (
-                "MODE",
-                match mode {
-                    Mode::Lane => "lane_scan",
-                    Mode::Block => "block_scan",
-                    Mode::AddPrefix => "add_prefix",
-                }
-                .to_string(),
-            ),
-        ],
-        writes: vec![false, true, true],
-    }
-}
-
-/// The running `op` along `dim` of `x`, in `dtype` (float32 or int32): a contiguous array of
-/// `x`'s shape.
-///
-/// Along a dimension whose lanes are contiguous (or when there are few lanes), each block of
-/// 1024 elements of a lane is scanned by one workgroup; when a lane has more than one block,
-/// the blocks' totals are scanned (by this same function) and each block then combines the
-/// total of the blocks before it. Otherwise one thread runs along each lane.
-pub(crate) fn scan(
-    context: &Arc<Context>,
-    device: Device,
-    x: &Array,
-    dim: usize,
-    op: Scan,
-    dtype: DType,
-) -> Result<Array> {
-    let acc = Kind::of(dtype);
-    if acc == Kind::Bool {
-        return Err(unsupported("scan", "a scan of bools"));
-    }
-    let func = if op == Scan::Sum { "cumsum" } else { "cumprod" };
-    let shape = x.layout.shape.clone();
-    let numel = shape.checked_numel().ok_or_else(|| unsupported("scan", "a shape too large"))?;
-    let out = context.alloc(func, numel)?;
-    let result = Array::contiguous(storage(device, out), shape, acc.dtype());
-    if numel == 0 {
-        return Ok(result);
-    }
-    let along = Along::of(x, dim);
-    let input = Kind::of(x.dtype);
-    let source = memory_of(&x.storage)?.buffer();
-    let target = memory_of(&result.storage)?.buffer();
-    let blocks = along.n.div_ceil(BLOCK);
-    if along.n <= 32 || !along.along_lanes() {
-        let scratch = context.alloc(func, 1)?;
-        let kernel = scan_kernel(op, acc, input, Mode::Lane);
-        let buffers = [source, target, scratch.buffer()];
-        context.launch(&kernel, &along.params(blocks)?, &buffers, groups_for(along.lanes, GROUP)?)?;
-        return Ok(result);
-    }
-    let groups = along.lanes.checked_mul(blocks).ok_or_else(|| unsupported("scan", "too many blocks"))?;
-    let params = along.params(blocks)?;
-    let totals = context.alloc(func, if blocks > 1 { groups } else { 1 })?;
-    let buffers = [source, target, totals.buffer()];
-    context.launch(&scan_kernel(op, acc, input, Mode::Block), &params, &buffers, word(groups)?)?;
-    if blocks > 1 {
-        let totals = Array::contiguous(storage(device, totals), Shape::from([along.lanes, blocks]), acc.dtype());
-        let running = scan(context, device, &totals, 1, op, acc.dtype())?;
-        let buffers = [source, target, memory_of(&running.storage)?.buffer()];
-        let groups = word(along.lanes * (blocks - 1))?;
-        context.launch(&scan_kernel(op, acc, input, Mode::AddPrefix), &params, &buffers, groups)?;
-    }
-    Ok(result)
-}
-
-fn softmax_kernel(input: Kind, log: bool) -> Kernel {
-    Kernel {
-        name: "softmax",
-        template: SOFTMAX,
-        defines: vec![
-            ("IN", input.stored().to_string()),
-            ("LOAD", converted("src[p]", input, Kind::F32)),
-            ("LOG", log.to_string()),
-        ],
-        writes: vec![false, true],
-    }
-}
-
-/// The softmax (`log` false) or log-softmax of `x` along `dim`, in float32: a contiguous array
-/// of `x`'s shape. Each lane is one workgroup's (or, along a dimension that is not the
-/// innermost, one thread's, neighbouring threads on neighbouring lanes).
-pub(crate) fn softmax(
-    context: &Arc<Context>,
-    device: Device,
-    x: &Array,
-    dim: usize,
-    log: bool,
-    dtype: DType,
-) -> Result<Array> {
-    let kind = Kind::of(dtype);
-    if kind != Kind::F32 {
-        return Err(unsupported("softmax", format!("a softmax in {dtype}")));
-    }
-    let func = if log { "log_softmax" } else { "softmax" };
-    let shape = x.layout.shape.clone();
-    let numel = shape.checked_numel().ok_or_else(|| unsupported("softmax", "a shape too large"))?;
-    let out = context.alloc(func, numel)?;
-    let result = Array::contiguous(storage(device, out), shape, DType::Float32);
-    if numel == 0 {
-        return Ok(result);
-    }
-    let along = Along::of(x, dim);
-    let threads = if along.along_lanes() { along.n.next_power_of_two().clamp(1, THREADS) } else { 1 };
-    let total = along.lanes.checked_mul(threads).ok_or_else(|| unsupported("softmax", "too many lanes"))?;
-    let buffers = [memory_of(&x.storage)?.buffer(), memory_of(&result.storage)?.buffer()];
-    let kernel = softmax_kernel(Kind::of(x.dtype), log);
-    context.launch(&kernel, &along.params(threads)?, &buffers, groups_for(total, GROUP)?)?;
-    Ok(result)
-}
+/// Every reduction, for the shader validation test and the kernel tests.
+#[cfg(test)]
+const EVERY_OP: [Reduce; 9] = [
+    Reduce::Sum,
+    Reduce::Prod,
+    Reduce::Mean,
+    Reduce::Max,
+    Reduce::Min,
+    Reduce::ArgMax,
+    Reduce::ArgMin,
+    Reduce::All,
+    Reduce::Any,
+];
 
 /// Every specialisation this family can make, for the shader validation test.
 #[cfg(test)]
 pub(crate) fn variants() -> Vec<Kernel> {
     let kinds = [Kind::F32, Kind::I32, Kind::Bool];
-    let ops = [
-        Reduce::Sum,
-        Reduce::Prod,
-        Reduce::Mean,
-        Reduce::Max,
-        Reduce::Min,
-        Reduce::ArgMax,
-        Reduce::ArgMin,
-        Reduce::All,
-        Reduce::Any,
-    ];
     let mut kernels = Vec::new();
-    for op in ops {
+    for op in EVERY_OP {
         for kind in kinds {
             let Ok((fold, acc, mean)) = plan(op, kind) else { continue };
             for simple in [false, true] {
@@ -626,24 +418,10 @@ pub(crate) fn variants() -> Vec<Kernel> {
             }
         }
     }
-    for op in [Scan::Sum, Scan::Prod] {
-        for acc in [Kind::F32, Kind::I32] {
-            for input in kinds {
-                for mode in [Mode::Lane, Mode::Block, Mode::AddPrefix] {
-                    kernels.push(scan_kernel(op, acc, input, mode));
-                }
-            }
-        }
-    }
-    for input in kinds {
-        for log in [false, true] {
-            kernels.push(softmax_kernel(input, log));
-        }
-    }
     kernels
 }
 
-/// Each kernel against the CPU backend, on whatever adapter the machine has (Mesa's lavapipe
+/// The reduction kernel against the CPU backend, on whatever adapter the machine has (Mesa's lavapipe
 /// without a GPU); skipped where there is none.
 #[cfg(test)]
 mod tests {
@@ -652,87 +430,15 @@ mod tests {
     use crate::cpu::{CPU, array};
     use crate::tensor::Layout;
     use crate::wgpu::context_of;
-    use crate::wgpu::testing::{gpu, to_gpu, values};
+    use crate::wgpu::testing::{
+        assert_close, bools, draws, gentle_floats, gpu, layout, small_floats, small_ints, to_gpu, values, views,
+    };
 
-    const FLOAT_OPS: [Reduce; 9] = [
-        Reduce::Sum,
-        Reduce::Prod,
-        Reduce::Mean,
-        Reduce::Max,
-        Reduce::Min,
-        Reduce::ArgMax,
-        Reduce::ArgMin,
-        Reduce::All,
-        Reduce::Any,
-    ];
+    /// The reductions of float32: all of them.
+    const FLOAT_OPS: [Reduce; 9] = EVERY_OP;
+    /// The reductions of int32 and bool: all but the mean.
     const INT_OPS: [Reduce; 8] =
         [Reduce::Sum, Reduce::Prod, Reduce::Max, Reduce::Min, Reduce::ArgMax, Reduce::ArgMin, Reduce::All, Reduce::Any];
-
-    /// A deterministic pseudo-random sequence of `n` integers in `0..m`.
-    fn draws(n: usize, m: u64, seed: u64) -> Vec<u64> {
-        let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-        (0..n)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                (state >> 11) % m
-            })
-            .collect()
-    }
-
-    /// Small integers as floats, so that sums are exact in any order; many ties.
-    fn small_floats(n: usize, seed: u64) -> Vec<f32> {
-        draws(n, 8, seed).into_iter().map(|d| d as f32 - 3.0).collect()
-    }
-
-    fn small_ints(n: usize, seed: u64) -> Vec<i32> {
-        draws(n, 8, seed).into_iter().map(|d| d as i32 - 3).collect()
-    }
-
-    fn bools(n: usize, seed: u64, one_in: u64) -> Vec<bool> {
-        draws(n, one_in, seed).into_iter().map(|d| d != 0).collect()
-    }
-
-    /// Factors whose products stay exact and in range whatever the order: mostly ±1, with at
-    /// most `scarce` twos and `scarce` halves in all.
-    fn gentle_floats(n: usize, seed: u64, scarce: usize) -> Vec<f32> {
-        let (mut twos, mut halves) = (0, 0);
-        draws(n, 64, seed)
-            .into_iter()
-            .map(|d| match d {
-                0 if twos < scarce => {
-                    twos += 1;
-                    2.0
-                }
-                1 if halves < scarce => {
-                    halves += 1;
-                    0.5
-                }
-                d if d < 24 => -1.0,
-                _ => 1.0,
-            })
-            .collect()
-    }
-
-    /// Each pair equal (NaN to NaN, infinities to themselves) or within `tol`, relative to the
-    /// larger magnitude (at least 1).
-    fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
-        assert_eq!(got.len(), want.len(), "{what}: lengths");
-        for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
-            let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * g.abs().max(w.abs()).max(1.0);
-            assert!(same, "{what}: element {k} is {g}, the CPU gives {w}");
-        }
-    }
-
-    /// The same view (`layout`) of `base` on the host and on `device`.
-    fn views(device: Device, base: &Array, layout: &Layout) -> (Array, Array) {
-        (base.with_layout(layout.clone()), to_gpu(device, base).with_layout(layout.clone()))
-    }
-
-    fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
-        Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset }
-    }
 
     /// `op` over `dims` of the view, on the GPU and on the CPU: same shape, dtype and values.
     fn check_reduce(device: Device, host: &Array, gpu: &Array, dims: &[usize], op: Reduce, dtype: DType, tol: f64) {
@@ -959,116 +665,5 @@ mod tests {
         assert_eq!(arg.shape().unwrap(), [1, 1, 2]);
         assert_eq!(arg.dtype().unwrap(), DType::Int32, "indices are int32 on a wgpu device");
         assert_eq!(arg.cpu().unwrap().to_vec::<i32>().unwrap(), [2, 2]);
-    }
-
-    fn check_scan(device: Device, host: &Array, gpu: &Array, dim: usize, op: Scan, dtype: DType) {
-        let context = context_of(device).unwrap();
-        let what = format!("{op:?} along {dim} of {:?} {:?} as {dtype}", host.dtype, host.layout);
-        let want = CPU.scan(host, dim, op, dtype).unwrap();
-        let got = scan(&context, device, gpu, dim, op, dtype).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(got.layout.shape, host.layout.shape, "{what}: shape");
-        assert_eq!(got.dtype, Kind::of(dtype).dtype(), "{what}: dtype");
-        assert_close(&values(&got), &values(&want), 0.0, &what);
-    }
-
-    #[test]
-    fn scans_along_each_dimension_match_the_cpu() {
-        let Some(device) = gpu() else { return };
-        let n = 5 * 7 * 300;
-        let floats = array(small_floats(n, 13), Shape::from([n]));
-        let gentle = array(gentle_floats(n, 14, 30), Shape::from([n]));
-        let ints = array(small_ints(n, 15), Shape::from([n]));
-        let flags = array(bools(n, 16, 2), Shape::from([n]));
-        let layouts = [
-            Layout::contiguous(Shape::from([5, 7, 300])),
-            layout(&[300, 5, 7], &[1, 2100, 300], 0),
-            layout(&[5, 3, 300], &[2100, 0, 1], 0),
-            layout(&[4, 7, 250], &[2100, 300, 1], 2150),
-        ];
-        for layout in &layouts {
-            let (hf, gf) = views(device, &floats, layout);
-            let (hg, gg) = views(device, &gentle, layout);
-            let (hi, gi) = views(device, &ints, layout);
-            let (hb, gb) = views(device, &flags, layout);
-            for dim in 0..3 {
-                check_scan(device, &hf, &gf, dim, Scan::Sum, DType::Float32);
-                check_scan(device, &hg, &gg, dim, Scan::Prod, DType::Float32);
-                check_scan(device, &hi, &gi, dim, Scan::Sum, DType::Int32);
-                check_scan(device, &hi, &gi, dim, Scan::Prod, DType::Int32);
-                check_scan(device, &hb, &gb, dim, Scan::Sum, DType::Int32);
-                check_scan(device, &hi, &gi, dim, Scan::Sum, DType::Float32);
-            }
-        }
-    }
-
-    #[test]
-    fn long_scans_combine_the_totals_of_their_blocks() {
-        let Some(device) = gpu() else { return };
-        for (shape, dim) in [([3usize, 5000], 1), ([2, 1_100_000], 1), ([5000, 3], 0), ([1, 40], 1)] {
-            let n = shape[0] * shape[1];
-            let layout = Layout::contiguous(Shape::from(shape));
-            let ints = array(small_ints(n, 17), Shape::from([n]));
-            let (h, g) = views(device, &ints, &layout);
-            check_scan(device, &h, &g, dim, Scan::Sum, DType::Int32);
-            check_scan(device, &h, &g, dim, Scan::Prod, DType::Int32);
-            let floats = array(draws(n, 3, 18).into_iter().map(|d| d as f32).collect(), Shape::from([n]));
-            let (h, g) = views(device, &floats, &layout);
-            check_scan(device, &h, &g, dim, Scan::Sum, DType::Float32);
-        }
-        let context = context_of(device).unwrap();
-        let empty = to_gpu(device, &array(Vec::<i32>::new(), Shape::from([0, 3])));
-        assert_eq!(scan(&context, device, &empty, 1, Scan::Sum, DType::Int32).unwrap().layout.shape, [0, 3]);
-    }
-
-    fn check_softmax(device: Device, host: &Array, gpu: &Array, dim: usize, log: bool) {
-        let context = context_of(device).unwrap();
-        let what = format!("softmax (log: {log}) along {dim} of {:?}", host.layout);
-        let want = CPU.softmax(host, dim, log, DType::Float32).unwrap();
-        let got = softmax(&context, device, gpu, dim, log, DType::Float32).unwrap_or_else(|e| panic!("{what}: {e}"));
-        assert_eq!(got.layout.shape, host.layout.shape, "{what}: shape");
-        assert_eq!(got.dtype, DType::Float32);
-        assert_close(&values(&got), &values(&want), 2e-6, &what);
-    }
-
-    #[test]
-    fn softmax_along_every_dimension_matches_the_cpu() {
-        let Some(device) = gpu() else { return };
-        let n = 4 * 6 * 50;
-        let mut data: Vec<f32> = draws(n, 2001, 19).into_iter().map(|d| (d as f32 - 1000.0) / 100.0).collect();
-        // Lanes along the last dimension: one with -inf elements, one with NaN, one with +inf,
-        // one of -inf only, one of large values; the others meet them along other dimensions.
-        data[10] = f32::NEG_INFINITY;
-        data[17] = f32::NEG_INFINITY;
-        data[60] = f32::NAN;
-        data[130] = f32::INFINITY;
-        data[150..200].fill(f32::NEG_INFINITY);
-        for (k, v) in data[200..250].iter_mut().enumerate() {
-            *v = 1000.0 - k as f32 * 0.5;
-        }
-        data[1111] = f32::NEG_INFINITY;
-        let base = array(data, Shape::from([n]));
-        let ints = array(small_ints(n, 20), Shape::from([n]));
-        let layouts = [
-            Layout::contiguous(Shape::from([4, 6, 50])),
-            layout(&[50, 4, 6], &[1, 300, 50], 0),
-            layout(&[4, 3, 50], &[300, 0, 1], 0),
-        ];
-        for layout in &layouts {
-            let (h, g) = views(device, &base, layout);
-            let (hi, gi) = views(device, &ints, layout);
-            for dim in 0..3 {
-                for log in [false, true] {
-                    check_softmax(device, &h, &g, dim, log);
-                    check_softmax(device, &hi, &gi, dim, log);
-                }
-            }
-        }
-        // Long lanes (a workgroup a lane) and many short ones across the innermost dimension.
-        let long = array(draws(20_000, 1000, 21).into_iter().map(|d| d as f32 / 10.0).collect(), Shape::from([20_000]));
-        for (shape, dim) in [([2usize, 10_000], 1), ([2, 10_000], 0), ([2000, 10], 0), ([10, 2000], 1)] {
-            let (h, g) = views(device, &long, &Layout::contiguous(Shape::from(shape)));
-            check_softmax(device, &h, &g, dim, false);
-            check_softmax(device, &h, &g, dim, true);
-        }
     }
 }

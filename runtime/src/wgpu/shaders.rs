@@ -2,14 +2,21 @@
 //! wgpu uses), on any machine: no GPU needed.
 
 use super::launch::Kernel;
-use super::{elementwise, index, matmul, reduce, window};
+use super::{along, expressions, index, matmul, reduce, window};
 
 /// Every specialisation of every kernel family.
 fn every_kernel() -> Vec<Kernel> {
-    [elementwise::variants(), reduce::variants(), matmul::variants(), index::variants(), window::variants()]
-        .into_iter()
-        .flatten()
-        .collect()
+    [
+        expressions::variants(),
+        reduce::variants(),
+        along::variants(),
+        matmul::variants(),
+        index::variants(),
+        window::variants(),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 /// The errors naga reports for `kernel`'s source, if any.

@@ -1,24 +1,24 @@
-//! Sliding-window kernels on the GPU (`gpu-shaders/window.wgsl`): 2-D convolution and max
-//! pooling over the last two dimensions, one thread per output element, reading their inputs
-//! through any layout. Both compute in float32; pooling's indices are int32, the GPU's index
-//! dtype.
+//! Sliding-window kernels on the GPU (`gpu-shaders/conv2d.wgsl` and `max_pool2d.wgsl`): 2-D
+//! convolution and max pooling over the last two dimensions, one thread per output element,
+//! reading their inputs through any layout. Both compute in float32; pooling's indices are
+//! int32, the GPU's index dtype.
 
 use std::sync::Arc;
 
 use crate::backend::{Array, Device, Window};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::{DType, Shape};
 
 use super::context::Context;
 use super::elementwise::Kind;
-use super::launch::{GROUP, Kernel, groups_for, unsupported};
+use super::launch::{GROUP, Kernel, groups_for, unsupported, word, words};
 use super::memory::{memory_of, storage};
 
-/// The template file: the conv2d shader, then, from [`POOL_MARKER`] on, the max_pool2d one.
-const TEMPLATE: &str = include_str!("../../../gpu-shaders/window.wgsl");
+/// The conv2d shader.
+const CONV2D: &str = include_str!("../../../gpu-shaders/conv2d.wgsl");
 
-/// The line that starts the max_pool2d shader in [`TEMPLATE`].
-const POOL_MARKER: &str = "// ---- max_pool2d ----";
+/// The max_pool2d shader.
+const MAX_POOL2D: &str = include_str!("../../../gpu-shaders/max_pool2d.wgsl");
 
 /// The two window operations.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -30,36 +30,20 @@ enum Op {
 }
 
 impl Op {
-    /// The operation's kernel: its part of the template, and its bindings (conv2d: input,
-    /// weight, bias, out; max_pool2d: input, values, indices).
-    fn kernel(self) -> Result<Kernel> {
-        let (conv, pool) = TEMPLATE
-            .split_once(POOL_MARKER)
-            .ok_or_else(|| unsupported("window", "window.wgsl lacks its max_pool2d part"))?;
+    /// The operation's kernel: its shader, and its bindings (conv2d: input, weight, bias, out;
+    /// max_pool2d: input, values, indices).
+    fn kernel(self) -> Kernel {
         let (name, template, writes) = match self {
-            Op::Conv2d => ("conv2d", conv, vec![false, false, false, true]),
-            Op::MaxPool2d => ("max_pool2d", pool, vec![false, true, true]),
+            Op::Conv2d => ("conv2d", CONV2D, vec![false, false, false, true]),
+            Op::MaxPool2d => ("max_pool2d", MAX_POOL2D, vec![false, true, true]),
         };
-        Ok(Kernel { name, template, defines: Vec::new(), writes })
+        Kernel { name, template, defines: Vec::new(), writes }
     }
 }
 
-/// A parameter word, or an error for a value a 32-bit word cannot hold.
-fn word(func: &str, value: usize) -> Result<u32> {
-    u32::try_from(value).map_err(|_| {
-        Error::runtime_error(format!(
-            "{func}(): a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
-        ))
-    })
-}
-
 /// The words of `win`: input size, output size, kernel size, stride, padding and dilation.
-fn window_words(func: &str, win: &Window) -> Result<Vec<u32>> {
-    [win.input, win.out, win.kernel, win.stride, win.padding, win.dilation]
-        .iter()
-        .flatten()
-        .map(|&v| word(func, v))
-        .collect()
+fn window_words(win: &Window) -> Result<Vec<u32>> {
+    words([win.input, win.out, win.kernel, win.stride, win.padding, win.dilation].into_iter().flatten())
 }
 
 /// An error unless `x` holds float32 on the GPU.
@@ -71,8 +55,8 @@ fn float32(func: &str, x: &Array, name: &str) -> Result<()> {
 }
 
 /// The words of `x`'s strides and offset.
-fn layout_words(func: &str, x: &Array) -> Result<Vec<u32>> {
-    x.layout.strides.iter().chain([&x.layout.offset]).map(|&v| word(func, v)).collect()
+fn layout_words(x: &Array) -> Result<Vec<u32>> {
+    words(x.layout.strides.iter().copied().chain([x.layout.offset]))
 }
 
 /// The 2-D cross-correlation of `input` (`[n, c, h, w]`) with `weight`
@@ -109,19 +93,18 @@ pub(crate) fn conv2d(
     let memory = context.alloc(func, total)?;
     if total > 0 {
         let (bias_buffer, bias_words) = match bias {
-            Some(bias) => (memory_of(&bias.storage)?.buffer(), layout_words(func, bias)?),
+            Some(bias) => (memory_of(&bias.storage)?.buffer(), layout_words(bias)?),
             None => (memory_of(&weight.storage)?.buffer(), vec![0, 0]),
         };
-        let mut params =
-            [total, c, o, per_group, o / groups].iter().map(|&v| word(func, v)).collect::<Result<Vec<_>>>()?;
-        params.extend(window_words(func, win)?);
-        params.extend(layout_words(func, input)?);
-        params.extend(layout_words(func, weight)?);
+        let mut params = words([total, c, o, per_group, o / groups])?;
+        params.extend(window_words(win)?);
+        params.extend(layout_words(input)?);
+        params.extend(layout_words(weight)?);
         params.extend(bias_words);
         params.push(u32::from(bias.is_some()));
         let buffers =
             [memory_of(&input.storage)?.buffer(), memory_of(&weight.storage)?.buffer(), bias_buffer, memory.buffer()];
-        context.launch(&Op::Conv2d.kernel()?, &params, &buffers, groups_for(total, GROUP)?)?;
+        context.launch(&Op::Conv2d.kernel(), &params, &buffers, groups_for(total, GROUP)?)?;
     }
     Ok(Array::contiguous(storage(device, memory), shape, DType::Float32))
 }
@@ -147,11 +130,11 @@ pub(crate) fn max_pool2d(
     let values = context.alloc(func, total)?;
     let indices = context.alloc(func, total)?;
     if total > 0 {
-        let mut params = vec![word(func, total)?];
-        params.extend(window_words(func, win)?);
-        params.extend(layout_words(func, input)?);
+        let mut params = vec![word(total)?];
+        params.extend(window_words(win)?);
+        params.extend(layout_words(input)?);
         let buffers = [memory_of(&input.storage)?.buffer(), values.buffer(), indices.buffer()];
-        context.launch(&Op::MaxPool2d.kernel()?, &params, &buffers, groups_for(total, GROUP)?)?;
+        context.launch(&Op::MaxPool2d.kernel(), &params, &buffers, groups_for(total, GROUP)?)?;
     }
     Ok((
         Array::contiguous(storage(device, values), shape.clone(), DType::Float32),
@@ -163,7 +146,7 @@ pub(crate) fn max_pool2d(
 /// operation.
 #[cfg(test)]
 pub(crate) fn variants() -> Vec<Kernel> {
-    [Op::Conv2d, Op::MaxPool2d].into_iter().map(|op| op.kernel().expect("the template has both parts")).collect()
+    [Op::Conv2d, Op::MaxPool2d].into_iter().map(Op::kernel).collect()
 }
 
 #[cfg(test)]
