@@ -15,11 +15,44 @@ use torchfn::prelude::*;
 const N: usize = 10_000_000;
 const CHUNK: usize = 1 << 16;
 
+/// Rounds of the peak-throughput loop per thread, and the flops they make on two threads:
+/// 12 independent 8-lane fused multiply-adds (2 flops each) per round.
+const PEAK_ROUNDS: usize = 20_000_000;
+const PEAK_FLOPS: f64 = 2.0 * (PEAK_ROUNDS * 12 * 8 * 2) as f64;
+
+/// The processor's float32 arithmetic ceiling: 12 independent chains of 8-lane fused
+/// multiply-adds, enough to fill both FMA units whatever their latency. Matmul cannot beat it.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2,fma")]
+fn fma_rounds(rounds: usize) -> f32 {
+    let mut acc = [[1.0f32; 8]; 12];
+    let (m, a) = (black_box([0.999_999_9f32; 8]), black_box([1e-7f32; 8]));
+    for _ in 0..rounds {
+        for chain in acc.iter_mut() {
+            for ((x, m), a) in chain.iter_mut().zip(m).zip(a) {
+                *x = x.mul_add(m, a);
+            }
+        }
+    }
+    acc.iter().flatten().sum()
+}
+
+/// Runs [`fma_rounds`] on both threads.
+fn peak() -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
+        // SAFETY: `fma_rounds` only needs AVX2 and FMA, which the processor has (checked above).
+        return (0..2).into_par_iter().map(|_| unsafe { fma_rounds(PEAK_ROUNDS) }).sum();
+    }
+    f32::NAN
+}
+
 /// (criterion id, what, bytes or flops per call, unit, target, PyTorch 2.15 on this machine).
 const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
     ("kernels/baseline_add", "baseline: parallel loop c = a + b", 12.0 * N as f64, "GB/s", "", "22 (STREAM)"),
     ("kernels/baseline_copy", "baseline: parallel loop c = a", 8.0 * N as f64, "GB/s", "", ""),
     ("kernels/baseline_read", "baseline: parallel loop sum(a)", 4.0 * N as f64, "GB/s", "", ""),
+    ("kernels/baseline_fma", "baseline: peak FMA throughput (AVX2)", PEAK_FLOPS, "GFLOP/s", "", ""),
     ("kernels/add_out", "add into a preallocated output", 12.0 * N as f64, "GB/s", ">= 90% of add baseline", "21.4"),
     ("kernels/add_alloc", "add allocating its result", 12.0 * N as f64, "GB/s", ">= 15.4 (2x PyTorch)", "7.7"),
     ("kernels/exp_out", "exp into a preallocated output", 8.0 * N as f64, "GB/s", ">= 90% of copy baseline", "19.6"),
@@ -67,6 +100,9 @@ fn benches(c: &mut Criterion) {
             )
         })
     });
+    g.sample_size(10);
+    g.bench_function("baseline_fma", |x| x.iter(|| black_box(peak())));
+    g.sample_size(20);
     g.bench_function("add_out", |x| x.iter(|| torchfn::add_out(&a, &b, &out, 1).unwrap()));
     g.bench_function("add_alloc", |x| x.iter(|| torchfn::add(&a, &b, 1).unwrap()));
     g.bench_function("exp_out", |x| x.iter(|| torchfn::exp_out(&a, &out).unwrap()));
@@ -103,7 +139,9 @@ fn print_table() {
                 let r = rate(id, amount);
                 let base = match id {
                     "kernels/add_out" | "kernels/add_alloc" => Some(baseline("add")),
+                    "kernels/exp_out" | "kernels/exp_alloc" => Some(baseline("copy")),
                     "kernels/sum" => Some(baseline("read")),
+                    "kernels/matmul_1024" | "kernels/matmul_2048" => Some(baseline("fma")),
                     _ => None,
                 };
                 (format!("{r:.1} {unit}"), base.map_or(String::new(), |b| format!("{:.0}%", 100.0 * r / b)))
