@@ -31,23 +31,22 @@ pub(crate) trait Float: Number {
 /// call per element, ten times slower): Cephes' `expf`, a degree-6 polynomial on
 /// `[-ln 2 / 2, ln 2 / 2]` after reducing by `n ln 2`, scaled by `2^n` in two steps so that
 /// subnormal results round once. Within 2 ulp of `e^x`; above 88.73 it is `inf`, below -103.97
-/// 0, and NaN stays NaN.
+/// 0, and NaN stays NaN. Its multiply-adds are fused: one instruction each in the loops
+/// [`vectorised`](super::map) compiles for FMA processors (elsewhere, libm's `fmaf`).
 #[inline(always)]
 pub(crate) fn exp_f32(x: f32) -> f32 {
     // 1.5 * 2^23: adding it rounds to a whole number in the low bits (ties to even).
     const ROUND: f32 = 12_582_912.0;
     // Beyond these the result is infinite or zero anyway; NaN stays NaN.
     let x = x.clamp(-104.0, 89.0);
-    let shifted = x * std::f32::consts::LOG2_E + ROUND;
+    let shifted = x.mul_add(std::f32::consts::LOG2_E, ROUND);
     let n = shifted - ROUND;
-    let r = x - n * 0.693_359_4 - n * -2.121_944_4e-4;
-    let z = r * r;
-    let p = (((((1.987_569_1e-4 * r + 1.398_199_9e-3) * r + 8.333_452e-3) * r + 4.166_579_6e-2) * r + 0.166_666_65)
-        * r
-        + 0.5)
-        * z
-        + r
-        + 1.0;
+    let r = n.mul_add(-0.693_359_4, x);
+    let r = n.mul_add(2.121_944_4e-4, r);
+    let p = [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5]
+        .into_iter()
+        .fold(1.987_569_1e-4f32, |p, c| p.mul_add(r, c));
+    let p = p.mul_add(r * r, r) + 1.0;
     let n = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let half = n >> 1;
     let scale = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
