@@ -64,7 +64,7 @@ fn chunked<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
 /// baseline x86-64, whose SSE2 vectors are half as wide), so the loops inlined into it use
 /// 256-bit vectors and `mul_add` is one instruction rather than a call to libm's `fma`.
 #[inline(always)]
-fn vectorised<R>(f: impl FnOnce() -> R) -> R {
+pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
         #[target_feature(enable = "avx2,fma")]

@@ -8,6 +8,7 @@ use crate::backend::{Array, Reduce, Scan};
 use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Shape};
 
+use super::map::vectorised;
 use super::{Number, alloc, array, internal, read_as};
 
 /// Lanes of at least this many elements are split across threads by [`fold`].
@@ -116,6 +117,7 @@ fn with_lanes<T: Element, R>(x: &Array, reduced: &[usize], body: impl FnOnce(&[T
 /// `f` applied to each lane of the `reduced` dimensions (lanes in parallel when there are many
 /// elements).
 fn lanes<T: Element, A: Element>(x: &Array, reduced: &[usize], f: impl Fn(&[T]) -> A + Sync) -> Result<Array> {
+    let f = |lane: &[T]| vectorised(|| f(lane));
     with_lanes(x, reduced, |data, lane, kept| -> Result<Array> {
         let count = kept.checked_numel().ok_or_else(|| internal("a reduction's result is too large"))?;
         let mut out: Vec<A> = alloc("reduce", count)?;
@@ -144,7 +146,8 @@ fn fold<T: Element>(
         return lanes(x, reduced, f);
     }
     with_lanes(x, reduced, |data, lane, kept| -> Result<Array> {
-        let split = |lane: &[T]| lane.par_chunks(GRAIN).map(&f).reduce_with(&combine).unwrap_or_else(|| f(&[]));
+        let part = |part: &[T]| vectorised(|| f(part));
+        let split = |lane: &[T]| lane.par_chunks(GRAIN).map(part).reduce_with(&combine).unwrap_or_else(|| f(&[]));
         let mut out = alloc("reduce", data.len() / lane)?;
         out.extend(data.chunks(lane).map(split));
         Ok(array(out, kept))
