@@ -325,8 +325,8 @@ fn matmul<T: Number>(a: &Array, b: &Array, batch: &Shape) -> Result<Array> {
     let full = |rows: usize, cols: usize| -> Shape { batch.iter().copied().chain([rows, cols]).collect() };
     let shape = full(n, m);
     let total = shape.checked_numel().ok_or_else(|| too_large("matmul", &shape))?;
-    let mut data = alloc("matmul", total)?;
-    data.resize(total, T::default());
+    // A pooled buffer: every product below writes each element of its matrix.
+    let data = map::output::<T>("matmul", total)?;
     let mut out = ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|_| internal("matmul output"))?;
     read_as(a, |av: ArrayViewD<'_, T>| {
         read_as(b, |bv: ArrayViewD<'_, T>| -> Result<()> {
