@@ -145,8 +145,31 @@ fn remainder_i32(a: i32, b: i32) -> i32 {
     return select(r, r + b, r != 0 && ((r < 0) != (b < 0)));
 }
 
+// C's fmod, exact as on the CPU (WGSL's `%` is `a - b * trunc(a / b)`, which is not for large
+// quotients): |a| is reduced by |b| times powers of two, each subtraction exact (Sterbenz), and
+// takes the sign of `a`.
+fn fmod_f32(a: f32, b: f32) -> f32 {
+    let y = abs(b);
+    if (is_nan(a) || is_nan(b) || is_inf(a) || y == 0.0) {
+        return nan();
+    }
+    var r = abs(a);
+    if (!is_inf(y)) {
+        // At most one step per binade between them (277); the bound guards devices that flush
+        // subnormal numbers to zero.
+        for (var step = 0u; step < 280u && r >= y; step++) {
+            var t = ldexp(y, frexp(r).exp - frexp(y).exp);
+            if (t > r) {
+                t = t * 0.5;
+            }
+            r = r - t;
+        }
+    }
+    return bitcast<f32>(bitcast<u32>(r) | (bitcast<u32>(a) & 0x80000000u));
+}
+
 fn remainder_f32(a: f32, b: f32) -> f32 {
-    let r = a % b;
+    let r = fmod_f32(a, b);
     return select(r, r + b, r != 0.0 && ((r < 0.0) != (b < 0.0)));
 }
 

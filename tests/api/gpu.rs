@@ -95,6 +95,30 @@ fn tensors_move_between_devices_and_keep_their_values() {
 }
 
 #[test]
+fn fmod_and_remainder_are_exact_for_large_quotients() {
+    let Some(gpu) = gpu() else { return };
+    let a = torchfn::tensor([1e10f32, -1e10, 3.0e38, 7.5, -0.0, 5.0, f32::INFINITY, 2.0]).unwrap();
+    let b = torchfn::tensor([3.0f32, 3.0, 1e-3, -2.0, 1.0, f32::INFINITY, 1.0, 0.0]).unwrap();
+    // Bit for bit, any NaN as one.
+    let bits = |t: Tensor| -> Vec<u32> {
+        t.to_vec::<f32>().unwrap().iter().map(|v| if v.is_nan() { u32::MAX } else { v.to_bits() }).collect()
+    };
+    for f in [torchfn::fmod, torchfn::remainder] {
+        let got = bits(f(&on(a.clone(), gpu), &on(b.clone(), gpu)).unwrap());
+        assert_eq!(got, bits(f(&a, &b).unwrap()), "the CPU's results");
+    }
+    assert_eq!(bits(torchfn::fmod(&a, &b).unwrap())[..2], [1.0f32.to_bits(), (-1.0f32).to_bits()]);
+}
+
+#[test]
+fn empty_tensors_with_huge_dimensions_compute_nothing() {
+    let Some(gpu) = gpu() else { return };
+    let empty = torchfn::zeros([1usize << 40, 0], None, gpu).unwrap();
+    assert_eq!(empty.neg().unwrap().shape().unwrap(), [1usize << 40, 0]);
+    assert_eq!(torchfn::add(&empty, &empty, 1).unwrap().to_vec::<f32>().unwrap(), Vec::<f32>::new());
+}
+
+#[test]
 fn operations_on_two_devices_are_an_error_naming_both() {
     let Some(gpu) = gpu() else { return };
     let cpu = torchfn::tensor([1.0f32, 2.0]).unwrap();

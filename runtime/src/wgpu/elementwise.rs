@@ -174,7 +174,7 @@ fn coalesce(shape: &Shape, strides: &mut [Vec<usize>]) -> Vec<usize> {
         }
         let joins = sizes
             .last()
-            .is_some_and(|_| strides.iter().zip(&merged).all(|(s, m)| *m.last().unwrap_or(&0) == s[d] * shape[d]));
+            .is_some_and(|_| strides.iter().zip(&merged).all(|(s, m)| m.last().copied() == s[d].checked_mul(shape[d])));
         if joins {
             let last = sizes.len() - 1;
             sizes[last] *= shape[d];
@@ -278,6 +278,16 @@ impl Launch<'_> {
             Target::New(_) => Some(context.alloc("elementwise", n)?),
             Target::Into(_) => None,
         };
+        if n == 0 {
+            // Nothing to compute; the strides of an empty shape may be anything.
+            return match (memory, target) {
+                (Some(memory), Target::New(kind)) => {
+                    Ok(Array::contiguous(storage(device, memory), self.shape, kind.dtype()))
+                }
+                (_, Target::Into(dst)) => Ok(dst.clone()),
+                (None, Target::New(_)) => Err(unsupported("elementwise", "no output")),
+            };
+        }
         let (out, out_strides, out_offset) = match target {
             Target::New(kind) => (kind, self.shape.contiguous_strides().to_vec(), 0),
             Target::Into(dst) => (Kind::of(dst.dtype), dst.layout.strides.to_vec(), dst.layout.offset),

@@ -148,7 +148,7 @@ pub(crate) fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
             Binary::Minimum => "extreme_f32(a, b, false)",
             Binary::Pow => "pow_f32(a, b)",
             Binary::Atan2 => "atan2(a, b)",
-            Binary::Fmod => "a % b",
+            Binary::Fmod => "fmod_f32(a, b)",
             Binary::Remainder => "remainder_f32(a, b)",
             Binary::ClampMin => "clamp_f32(a, b, false)",
             Binary::ClampMax => "clamp_f32(a, b, true)",

@@ -151,6 +151,12 @@ impl Context {
         let align = u64::from(self.limits.min_storage_buffer_offset_alignment).max(4);
         let bytes: &[u8] = bytemuck::cast_slice(params);
         let size = (bytes.len() as u64).max(4);
+        if size > PARAMS_BYTES {
+            return Err(self.failed(
+                &format!("launching the {} kernel", kernel.name),
+                &format!("its {size} bytes of parameters are more than {PARAMS_BYTES} (too many dimensions)"),
+            ));
+        }
         let mut batch = self.batch.lock();
         let start = (batch.params.len() as u64).div_ceil(align) * align;
         if start + size > PARAMS_BYTES {
@@ -213,14 +219,26 @@ impl Context {
     }
 
     /// Records a copy of `bytes` from host memory into `target`, in order with the launches.
+    /// `bytes` is whole words. A device out of memory or lost is an error (wgpu's own
+    /// `create_buffer_init` would panic).
     pub(crate) fn record_upload(&self, bytes: &[u8], target: &wgpu::Buffer) -> Result<()> {
-        use wgpu::util::DeviceExt;
-        let staging = self.device.create_buffer_init(&wgpu::util::BufferInitDescriptor {
-            label: Some("torchfn upload"),
-            contents: bytes,
-            usage: wgpu::BufferUsages::COPY_SRC,
-        });
-        self.record_copy(&staging, 0, target, bytes.len() as u64)
+        self.alive()?;
+        let size = bytes.len() as u64;
+        let staging =
+            self.scoped(wgpu::ErrorFilter::OutOfMemory, &format!("staging {size} bytes to upload"), || {
+                self.device.create_buffer(&wgpu::BufferDescriptor {
+                    label: Some("torchfn upload"),
+                    size,
+                    usage: wgpu::BufferUsages::COPY_SRC,
+                    mapped_at_creation: true,
+                })
+            })?;
+        let mut view =
+            staging.slice(..).get_mapped_range_mut().map_err(|e| self.failed("uploading", &e.to_string()))?;
+        view.copy_from_slice(bytes);
+        drop(view);
+        staging.unmap();
+        self.record_copy(&staging, 0, target, size)
     }
 
     /// Records a copy of `bytes` from `source` at `offset` to the start of `target`.

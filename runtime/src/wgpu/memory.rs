@@ -87,9 +87,12 @@ impl Pool {
 }
 
 impl Context {
-    /// The largest buffer one tensor may have, in bytes.
+    /// The largest buffer one tensor may have, in bytes: whole words (Vulkan and DX12 report
+    /// an odd binding limit, 2^31 - 1, and bindings must be whole words), and at most 2^32 - 1
+    /// of them, so that the shaders' u32 positions never wrap.
     pub(crate) fn max_bytes(&self) -> u64 {
-        self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size)
+        let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
+        limit.min(u64::from(u32::MAX) * WORD) & !(WORD - 1)
     }
 
     /// Memory for `words` elements (their contents undefined), from the pool when it has a
@@ -125,7 +128,10 @@ impl Context {
         };
         let doing = format!("allocating {bytes} bytes for {func}()");
         self.scoped(wgpu::ErrorFilter::OutOfMemory, &doing, || self.device.create_buffer(&descriptor)).or_else(|_| {
+            // Pooled buffers are freed once no recorded or running work uses them.
             self.pool.clear();
+            self.flush()?;
+            self.idle()?;
             self.scoped(wgpu::ErrorFilter::OutOfMemory, &doing, || self.device.create_buffer(&descriptor))
         })
     }
@@ -168,7 +174,7 @@ impl Context {
         let mapped = receiver.recv().map_err(|_| self.failed("reading back", "the map callback never ran"))?;
         mapped.map_err(|e| self.failed("reading back", &e.to_string()))?;
         let view = staging.slice(..).get_mapped_range().map_err(|e| self.failed("reading back", &e.to_string()))?;
-        let words = bytemuck::cast_slice::<u8, u32>(&view).to_vec();
+        let words = bytemuck::pod_collect_to_vec::<u8, u32>(&view);
         drop(view);
         staging.unmap();
         Ok(words)

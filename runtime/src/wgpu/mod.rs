@@ -385,5 +385,19 @@ mod tests {
         let err = context.alloc("zeros", too_many).unwrap_err();
         assert!(err.to_string().starts_with("zeros(): a tensor of"), "{err}");
         assert!(err.to_string().contains("is larger than wgpu"), "{err}");
+        // Whole words (Vulkan reports an odd binding limit), each position a u32.
+        assert_eq!(context.max_bytes() % memory::WORD, 0);
+        assert!(context.max_bytes() <= u64::from(u32::MAX) * memory::WORD);
+    }
+
+    #[test]
+    fn launches_with_too_many_parameters_are_an_error() {
+        let Some(device) = gpu() else { return };
+        let context = context_of(device).unwrap();
+        let template = "@compute @workgroup_size(1) fn main() {}";
+        let kernel = Kernel { name: "wide", template, defines: Vec::new(), writes: Vec::new() };
+        let err = context.launch(&kernel, &vec![0; 20_000], &[], 1).unwrap_err();
+        assert!(err.to_string().contains("bytes of parameters are more than"), "{err}");
+        assert!(context.launch(&kernel, &[0], &[], 1).is_ok(), "the device goes on");
     }
 }

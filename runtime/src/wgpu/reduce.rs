@@ -220,7 +220,9 @@ impl Geometry {
                 continue;
             }
             match kept.last_mut() {
-                Some(last) if last[1] == strides[d] * shape[d] => *last = [last[0] * shape[d], strides[d]],
+                Some(last) if strides[d].checked_mul(shape[d]) == Some(last[1]) => {
+                    *last = [last[0] * shape[d], strides[d]]
+                }
                 _ => kept.push([shape[d], strides[d]]),
             }
         }
