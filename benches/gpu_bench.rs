@@ -12,6 +12,9 @@
 //! rows, which measure exactly that). On Mesa's software Vulkan driver the numbers mean
 //! nothing; they are for real GPUs.
 
+mod common;
+use common::mean_ns;
+
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
@@ -78,14 +81,6 @@ fn benches(c: &mut Criterion, gpu: Device) {
     }
     torchfn::wgpu::set_batch_limit(64);
     g.finish();
-}
-
-/// The mean time per call of a benchmark, in nanoseconds, from criterion's estimates.
-fn mean_ns(id: &str) -> f64 {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let estimates = std::fs::read_to_string(format!("{dir}/criterion/{id}/new/estimates.json")).ok();
-    let json: Option<serde_json::Value> = estimates.and_then(|text| serde_json::from_str(&text).ok());
-    json.and_then(|j| j["mean"]["point_estimate"].as_f64()).unwrap_or(f64::NAN)
 }
 
 fn print_table(gpu: Device) {

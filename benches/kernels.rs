@@ -6,6 +6,9 @@
 //! loops over preallocated vectors on the same thread pool, measured in the same run, which is
 //! the only fair comparison on a noisy machine.
 
+mod common;
+use common::mean_ns;
+
 use std::hint::black_box;
 
 use criterion::Criterion;
@@ -115,14 +118,6 @@ fn benches(c: &mut Criterion) {
     g.sample_size(100);
     g.bench_function("add_1", |x| x.iter(|| torchfn::add(black_box(&one), black_box(&two), 1).unwrap()));
     g.finish();
-}
-
-/// The mean time per call of a benchmark, in nanoseconds, from criterion's estimates.
-fn mean_ns(id: &str) -> f64 {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let estimates = std::fs::read_to_string(format!("{dir}/criterion/{id}/new/estimates.json")).ok();
-    let json: Option<serde_json::Value> = estimates.and_then(|text| serde_json::from_str(&text).ok());
-    json.and_then(|j| j["mean"]["point_estimate"].as_f64()).unwrap_or(f64::NAN)
 }
 
 fn print_table() {

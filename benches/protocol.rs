@@ -6,6 +6,9 @@
 //! own cost shows; and on `add`, a real operation. Compare numbers from one run only: the
 //! machines are noisy.
 
+mod common;
+use common::mean_ns;
+
 use std::hint::black_box;
 use std::sync::LazyLock;
 
@@ -76,14 +79,6 @@ fn benches(c: &mut Criterion) {
         add.bench_function("mode", |x| x.iter(|| black_box(&a).add(black_box(&b), 1).unwrap()));
     }
     add.finish();
-}
-
-/// The mean time per call of a benchmark, in nanoseconds, from criterion's estimates.
-fn mean_ns(id: &str) -> f64 {
-    let dir = std::env::var("CARGO_TARGET_DIR").unwrap_or_else(|_| "target".into());
-    let estimates = std::fs::read_to_string(format!("{dir}/criterion/{id}/new/estimates.json")).ok();
-    let json: Option<serde_json::Value> = estimates.and_then(|text| serde_json::from_str(&text).ok());
-    json.and_then(|j| j["mean"]["point_estimate"].as_f64()).unwrap_or(f64::NAN)
 }
 
 fn print_table() {

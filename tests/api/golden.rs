@@ -62,7 +62,7 @@ fn value(v: &Json) -> Value {
 }
 
 /// The elements of `t` as `f64`, whatever its dtype.
-fn elements(t: &Tensor) -> Vec<f64> {
+pub(crate) fn elements(t: &Tensor) -> Vec<f64> {
     match t.dtype().unwrap() {
         DType::Float32 => t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
         DType::Float64 => t.to_vec::<f64>().unwrap(),

@@ -14,7 +14,7 @@ use torchfn::prelude::*;
 use torchfn::testing::samples;
 use torchfn::{Device, ErrorKind};
 
-use super::golden::{Place, cases, dtypes, run_at};
+use super::golden::{Place, cases, dtypes, elements, run_at};
 
 /// The GPU the tests run on: the default wgpu adapter, or `None` on a machine without one.
 pub(crate) fn gpu() -> Option<Device> {
@@ -280,17 +280,6 @@ fn prepared(value: &Value, device: Device) -> Value {
         Value::List(items) => Value::List(items.iter().map(|v| prepared(v, device)).collect()),
         Value::Tuple(items) => Value::Tuple(items.iter().map(|v| prepared(v, device)).collect()),
         other => other.clone(),
-    }
-}
-
-/// The elements of a tensor as `f64`.
-fn elements(t: &Tensor) -> Vec<f64> {
-    match t.dtype().unwrap() {
-        DType::Float32 => t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
-        DType::Float64 => t.to_vec::<f64>().unwrap(),
-        DType::Int64 => t.to_vec::<i64>().unwrap().into_iter().map(|x| x as f64).collect(),
-        DType::Int32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
-        DType::Bool => t.to_vec::<bool>().unwrap().into_iter().map(|b| f64::from(u8::from(b))).collect(),
     }
 }
 
