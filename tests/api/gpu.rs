@@ -111,6 +111,18 @@ fn fmod_and_remainder_are_exact_for_large_quotients() {
 }
 
 #[test]
+fn integer_division_by_zero_is_an_error_on_the_gpu_too() {
+    let Some(gpu) = gpu() else { return };
+    let a = on(torchfn::tensor([7i32, -7, 3]).unwrap(), gpu);
+    let with_zero = on(torchfn::tensor([2i32, 0, 1]).unwrap(), gpu);
+    let err = torchfn::div(&a, &with_zero, Some("floor")).unwrap_err();
+    assert!(err.to_string().contains("ZeroDivisionError"), "{err}");
+    assert!(torchfn::fmod(&a, &with_zero).is_err());
+    let nonzero = on(torchfn::tensor([2i32, -2, 1]).unwrap(), gpu);
+    assert_eq!(torchfn::div(&a, &nonzero, Some("floor")).unwrap().to_vec::<i32>().unwrap(), [3, 3, 3]);
+}
+
+#[test]
 fn empty_tensors_with_huge_dimensions_compute_nothing() {
     let Some(gpu) = gpu() else { return };
     let empty = torchfn::zeros([1usize << 40, 0], None, gpu).unwrap();

@@ -4,12 +4,12 @@
 use ndarray::{ArrayViewD, IxDyn};
 
 use crate::backend::{Array, Binary};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::{DType, Element, Shape, with_dtype};
 
 use super::elementwise::{Float, Signed};
 use super::map::binary_to;
-use super::{Number, alloc, array, internal, read_as};
+use super::{Number, alloc, array, internal, read_as, undefined};
 
 /// `op` on the elements of `a` and `b` broadcast to `shape`, computed in `dtype` (see
 /// [`Backend::binary`](crate::backend::Backend::binary)).
@@ -28,11 +28,6 @@ pub(super) fn binary(
         DType::Int64 => integer::<i64>(a, b, shape, op, out),
         DType::Bool => boolean(a, b, shape, op, out),
     }
-}
-
-#[cold]
-fn undefined(op: Binary, dtype: DType) -> Error {
-    Error::runtime_error(format!("internal error in a CPU kernel: {op:?} is not defined for {dtype}"))
 }
 
 /// The operations integers and floats share.

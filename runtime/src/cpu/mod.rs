@@ -311,6 +311,13 @@ fn internal(what: &str) -> Error {
     Error::runtime_error(format!("internal error in a CPU kernel: {what}"))
 }
 
+/// The error for a kernel asked for an operation its dtype does not have (layer 2 checks
+/// dtypes first, so reaching this is a bug).
+#[cold]
+fn undefined(op: impl std::fmt::Debug, dtype: DType) -> Error {
+    internal(&format!("{op:?} is not defined for {dtype}"))
+}
+
 /// The matrix at batch position `index` of a batched view.
 fn matrix<'a, T>(view: ArrayViewD<'a, T>, index: &[usize]) -> Result<ndarray::ArrayView2<'a, T>> {
     let m = index.iter().fold(view, |v, &i| v.index_axis_move(Axis(0), i));

@@ -9,7 +9,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Element, Shape};
 
 use super::map::vectorised;
-use super::{Number, alloc, array, internal, read_as};
+use super::{Number, alloc, array, internal, read_as, undefined};
 
 /// Lanes of at least this many elements are split across threads by [`fold`].
 const GRAIN: usize = 1 << 16;
@@ -25,11 +25,6 @@ pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Res
         (_, DType::Int64) => numeric::<i64>(x, dims, op),
         (_, DType::Bool) => boolean(x, dims, op),
     }
-}
-
-#[cold]
-fn undefined(op: Reduce, dtype: DType) -> Error {
-    Error::runtime_error(format!("internal error in a CPU kernel: {op:?} is not defined for {dtype}"))
 }
 
 fn numeric<T: Number>(x: &Array, dims: &[usize], op: Reduce) -> Result<Array> {

@@ -2,12 +2,12 @@
 //! monomorphised loop, chosen once per call (never per element).
 
 use crate::backend::{Array, Unary};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::tensor::DType;
 
-use super::Number;
 use super::elementwise::{Float, Signed, erfc};
 use super::map::unary_to;
+use super::{Number, undefined};
 
 /// `op` on each element of `x`, computed in `dtype` (see [`Backend::unary`](crate::backend::Backend::unary)).
 pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
@@ -18,11 +18,6 @@ pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> 
         DType::Int64 => integer::<i64>(x, op, out),
         DType::Bool => boolean(x, op, out),
     }
-}
-
-#[cold]
-fn undefined(op: Unary, dtype: DType) -> Error {
-    Error::runtime_error(format!("internal error in a CPU kernel: {op:?} is not defined for {dtype}"))
 }
 
 /// `x * Φ(x)`, with the exact normal distribution function.

@@ -40,13 +40,12 @@ fn rounding(func: &str, mode: Option<&str>) -> Result<Option<Rounding>> {
     }
 }
 
-/// Whether any element of `y`, read as `dtype`, is zero: integer division by it is an error.
-pub(super) fn any_zero(func: &str, (name, y): (&str, &Dense), dtype: DType) -> Result<bool> {
+/// Whether any element of the integer or bool divisor `y` is zero: integer division by it is
+/// an error. (Not every element is true, read as bool.)
+pub(super) fn any_zero(func: &str, (name, y): (&str, &Dense)) -> Result<bool> {
     let backend = backend_of(func, &[(name, y)])?;
-    let zero = Dense::from_vec(vec![0i64], Default::default());
-    let zeros = backend.binary(y, &zero, &y.layout.shape, Binary::Eq, dtype, None)?;
-    let dims: Vec<usize> = (0..zeros.layout.ndim()).collect();
-    Ok(scalar_of(&backend.reduce(&zeros, &dims, Reduce::Any, DType::Bool)?)?.to_i64() != 0)
+    let dims: Vec<usize> = (0..y.layout.ndim()).collect();
+    Ok(scalar_of(&backend.reduce(y, &dims, Reduce::All, DType::Bool)?)?.to_i64() == 0)
 }
 
 /// The body shared by every binary arithmetic function, method and operator: `a op b`, where
@@ -88,7 +87,7 @@ fn arithmetic(
         Op::Div(Some(mode)) => {
             // Bools divide as int64, as in PyTorch.
             let dtype = if common == DType::Bool { DType::Int64 } else { common };
-            if !dtype.is_floating_point() && any_zero(func, (b_name, y), dtype)? {
+            if !dtype.is_floating_point() && any_zero(func, (b_name, y))? {
                 bail!(Runtime, "{func}(): ZeroDivisionError: integer division by zero");
             }
             (if matches!(mode, Rounding::Trunc) { Binary::DivTrunc } else { Binary::DivFloor }, dtype)

@@ -129,7 +129,11 @@ fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tens
     if x.layout.ndim() == 0 {
         dims.clear();
     }
-    let mut out = x.device().backend().copy(x, x.dtype)?;
+    if dims.is_empty() {
+        return Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?));
+    }
+    // Each reordering makes a new array, whatever the layout it reads.
+    let mut out = x.array.clone();
     for d in dims {
         let n = out.layout.shape[d];
         out = reordered(&out, d, (0..n).rev().map(|i| i as i64))?;
@@ -162,10 +166,10 @@ fn roll_impl(func: &str, (name, t): (&str, &Tensor), shifts: &[i64], dims: Optio
     }
     let ndim = x.layout.ndim();
     let dims = dims.iter().map(|&d| normalize_dim(d, ndim, func)).collect::<Result<Vec<usize>>>()?;
-    let mut out = backend.copy(x, x.dtype)?;
     if ndim == 0 {
-        return Ok(Tensor::from_array(out));
+        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
     }
+    let mut out = x.array.clone();
     for (&shift, &d) in shifts.iter().zip(&dims) {
         out = reordered(&out, d, rolled(out.layout.shape[d], shift))?;
     }
@@ -226,14 +230,14 @@ fn triangle_impl(func: &str, (name, t): (&str, &Tensor), diagonal: i64, lower: b
     let (n, m) = (x.layout.shape[ndim - 2], x.layout.shape[ndim - 1]);
     // Offsets beyond the matrix keep everything or nothing: clamped, they fit in any index dtype.
     let reach = (n + m) as i64;
-    let diagonal = Dense::from_vec(vec![diagonal.clamp(-reach, reach)], Shape::from([]));
+    let diagonal = Dense::number(diagonal.clamp(-reach, reach));
     let rows = positions(device, (0..n).map(|i| i as i64))?.with_layout(Layout::contiguous(Shape::from([n, 1])));
     let columns = positions(device, (0..m).map(|i| i as i64))?;
     let offsets =
         backend.binary(&columns, &rows, &Shape::from([n, m]), Binary::Sub(Scalar::Int(1)), rows.dtype, None)?;
     let side = if lower { Binary::Le } else { Binary::Ge };
     let kept = backend.binary(&offsets, &diagonal, &offsets.layout.shape, side, offsets.dtype, None)?;
-    let zero = Dense::from_vec(vec![false], Shape::from([]));
+    let zero = Dense::number(false);
     Ok(Tensor::from_array(backend.select(&kept, x, &zero, &x.layout.shape, x.dtype)?))
 }
 

@@ -28,7 +28,7 @@ fn binary_math(func: &str, op: Binary, (a_name, a): (&str, &Tensor), (b_name, b)
             if common == DType::Bool {
                 return Err(no_bool(func, a_name));
             }
-            if !common.is_floating_point() && any_zero(func, (b_name, y), common)? {
+            if !common.is_floating_point() && any_zero(func, (b_name, y))? {
                 bail!(
                     Runtime,
                     "{func}(): ZeroDivisionError: integer division by zero (argument '{b_name}' has a zero)"

@@ -114,13 +114,9 @@ fn as_float(x: &Array, dtype: DType) -> Result<Array> {
     if x.dtype == dtype { Ok(x.clone()) } else { x.device().backend().copy(x, dtype) }
 }
 
-/// A zero-dimensional host tensor holding `value`: a scalar operand of a kernel.
-fn number(value: impl Into<Scalar>) -> Array {
-    match value.into() {
-        Scalar::Bool(b) => Dense::from_vec(vec![b], Shape::from([])).array,
-        Scalar::Int(i) => Dense::from_vec(vec![i], Shape::from([])).array,
-        Scalar::Float(f) => Dense::from_vec(vec![f], Shape::from([])).array,
-    }
+/// A zero-dimensional host array holding `value`: a number operand of a kernel.
+pub(crate) fn number(value: impl Into<Scalar>) -> Array {
+    Dense::number(value).array
 }
 
 /// `log(sum(exp(x)))` over `dims`, stably: the lane's maximum (0 where it is infinite) comes

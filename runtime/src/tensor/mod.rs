@@ -120,6 +120,16 @@ impl Dense {
         Dense::host(Buffer::from_vec(data), shape)
     }
 
+    /// A zero-dimensional host tensor holding `value` (bool, int64 or float64), as operations
+    /// pass numbers to kernels.
+    pub(crate) fn number(value: impl Into<Scalar>) -> Dense {
+        match value.into() {
+            Scalar::Bool(b) => Dense::from_vec(vec![b], Shape::default()),
+            Scalar::Int(i) => Dense::from_vec(vec![i], Shape::default()),
+            Scalar::Float(x) => Dense::from_vec(vec![x], Shape::default()),
+        }
+    }
+
     /// How this operand takes part in type promotion.
     pub(crate) fn participant(&self) -> Participant {
         if self.wrapped_number {
@@ -173,12 +183,7 @@ impl Tensor {
     /// A Python number as a tensor: zero-dimensional, and it does not upcast tensors it is
     /// combined with (`int32_tensor * 2` stays int32), as PyTorch's wrapped numbers.
     pub fn scalar(value: impl Into<Scalar>) -> Tensor {
-        let dense = match value.into() {
-            Scalar::Bool(b) => Dense::from_vec(vec![b], Shape::default()),
-            Scalar::Int(i) => Dense::from_vec(vec![i], Shape::default()),
-            Scalar::Float(x) => Dense::from_vec(vec![x], Shape::default()),
-        };
-        Tensor::from_dense(Dense { wrapped_number: true, ..dense })
+        Tensor::from_dense(Dense { wrapped_number: true, ..Dense::number(value) })
     }
 
     /// Wraps a duck value so it can be passed wherever a tensor is expected. Every operation on

@@ -8,6 +8,7 @@ use crate::ops::device::{backend_of, on_host};
 use crate::ops::indexing::out_of_range;
 use crate::ops::inplace::assign;
 use crate::ops::linalg::{dense_product, transposed};
+use crate::ops::reduction::number;
 use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -135,7 +136,7 @@ pub fn layer_norm(
     };
     let deviations = backend.binary(x, &mean(x)?, shape, Binary::Sub(one), dtype, None)?;
     let variance = mean(&backend.unary(&deviations, Unary::Square, dtype, None)?)?;
-    let eps = Dense::from_vec(vec![eps], Shape::from([])).array;
+    let eps = number(eps);
     let shifted = backend.binary(&variance, &eps, &variance.layout.shape, Binary::Add(one), dtype, None)?;
     let scale = backend.unary(&shifted, Unary::Rsqrt, dtype, None)?;
     let mut y = backend.binary(&deviations, &scale, shape, Binary::Mul, dtype, None)?;
@@ -346,7 +347,7 @@ pub fn dropout(
     }
     let backend = x.device().backend();
     let noise = if p == 1.0 {
-        Dense::from_vec(vec![0i64], Shape::from([])).array
+        number(0i64)
     } else {
         if !x.dtype.is_floating_point() {
             bail!(

@@ -4,6 +4,7 @@ use crate::backend::{Array, Backend, Binary, Reduce, Unary};
 use crate::error::{Result, bail};
 use crate::ops::device::backend_of;
 use crate::ops::indexing::out_of_range;
+use crate::ops::reduction::number;
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -36,11 +37,6 @@ fn reduction(func: &str, size_average: Option<bool>, reduce: Option<bool>, reduc
             bail!(Value, "{func}(): {other} is not a valid value for reduction (expected 'none', 'mean' or 'sum')")
         }
     })
-}
-
-/// A zero-dimensional host tensor holding `value`: a scalar operand of a kernel.
-fn number(value: f64) -> Array {
-    Dense::from_vec(vec![value], Shape::from([])).array
 }
 
 /// The arithmetic of a loss on one backend, in one float dtype.
@@ -190,9 +186,9 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
         let losses = f.neg(&f.sum(&weighted(f.mul(&p, &logp)?)?, Some(class_dim))?)?;
         f.reduced(losses, args.reduction, || Ok(number(if count == 0 { f64::NAN } else { count as f64 })))?
     } else {
-        let ignore = Dense::from_vec(vec![args.ignore_index], Shape::from([])).array;
+        let ignore = number(args.ignore_index);
         let counted = backend.binary(t, &ignore, &t.layout.shape, Binary::Ne, t.dtype, None)?;
-        let zero = Dense::from_vec(vec![0i64], Shape::from([])).array;
+        let zero = number(0i64);
         let target = backend.select(&counted, t, &zero, &t.layout.shape, t.dtype)?;
         if let Some(class) = out_of_range(func, &Dense::new(target.clone()), classes)? {
             bail!(Index, "{func}(): Target {class} is out of bounds (the input has {classes} classes).");
