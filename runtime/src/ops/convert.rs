@@ -13,8 +13,12 @@ use crate::value::Value;
 /// `dtype` (float64 to most GPUs) is an error that says so: nothing is narrowed silently.
 pub(crate) fn transfer(func: &str, x: &Array, device: Device, dtype: DType) -> Result<Array> {
     check_dtype(func, device, dtype)?;
-    let host = on_host(x)?;
-    let data = with_dtype!(dtype, T => Buffer::from_vec(cpu::elements::<T>(func, &host)?));
+    let data = if dtype == x.dtype {
+        x.device().backend().download(x)?
+    } else {
+        let host = on_host(x)?;
+        with_dtype!(dtype, T => Buffer::from_vec(cpu::elements::<T>(func, &host)?))
+    };
     device.backend().upload(device, data, x.layout.shape.clone())
 }
 
