@@ -141,6 +141,17 @@ pub trait Backend: Send + Sync + 'static {
     /// except along `dim`); the result has `index`'s shape and `x`'s dtype.
     fn gather(&self, x: &Array, dim: usize, index: &Array) -> Result<Array>;
 
+    /// A new contiguous array of `shape` (in `src`'s dtype), zero everywhere except that for
+    /// every position `i` of `index`, `out[i with its dim-th coordinate replaced by index[i]]
+    /// += src[i]` (PyTorch's `torch.zeros(shape).scatter_add_(dim, index, src)`, the reverse
+    /// of [`gather`](Backend::gather)). `index` (an integer array, int64 or int32, any layout
+    /// including stride-0 expanded dims, every value already checked to be in
+    /// `0..shape[dim]`) and `src` have the same shape, with as many dimensions as `shape` and
+    /// no size larger than `shape`'s except along `dim`. Repeated indices accumulate (bools
+    /// as logical or). Contributions to one output element are added in increasing order of
+    /// their coordinate along `dim` (so results are deterministic and the two backends agree).
+    fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array>;
+
     /// `pieces` (read as `dtype`) joined along `dim` into an array of `shape`: each piece has
     /// `shape`'s sizes except along `dim`, where the sizes add up.
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array>;

@@ -1,6 +1,6 @@
-//! Copying kernels that move elements around: concatenation, selection along a dimension
-//! and gathering. The operations have checked their arguments (indices are in range); these
-//! only fail when memory runs out.
+//! Copying kernels that move elements around: concatenation, selection along a dimension,
+//! gathering and its reverse, scatter-adding. The operations have checked their arguments
+//! (indices are in range); these only fail when memory runs out.
 
 use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, IxDyn, Slice};
 
@@ -8,7 +8,7 @@ use crate::backend::Array;
 use crate::error::{Error, Result};
 use crate::tensor::{Element, Shape, with_dtype};
 
-use super::{alloc, elements, internal, read, read_as};
+use super::{Number, alloc, elements, internal, read, read_as};
 
 /// An array of `shape` filled with `T::default()`, allocated without aborting.
 fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
@@ -84,10 +84,54 @@ pub(super) fn gather(x: &Array, dim: usize, index: &Array) -> Result<Array> {
     })?)
 }
 
+/// A new array of `shape` in `src`'s dtype, zero except that `src[i]` is added at `i`'s
+/// coordinates with the `dim`-th replaced by `index[i]`, for every position `i` of `index` (all
+/// in range; `src` has `index`'s shape). Contributions are added in row-major order of `index`,
+/// so those to one element in increasing order along `dim`. Bools add as logical or (`true +
+/// true` is `true`, as in PyTorch).
+pub(super) fn scatter_add(shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
+    with_dtype!(
+        src.dtype,
+        T => scatter::<T>((shape, dim), index, src, <T as Number>::add),
+        bool => scatter::<bool>((shape, dim), index, src, |a, b| a | b)
+    )
+}
+
+/// [`scatter_add`] with `add` adding two elements.
+fn scatter<T: Element>(
+    (shape, dim): (&Shape, usize),
+    index: &Array,
+    src: &Array,
+    add: impl Fn(T, T) -> T,
+) -> Result<Array> {
+    const FUNC: &str = "scatter_add";
+    let is = &index.layout.shape;
+    let fits = is.len() == shape.len() && (0..is.len()).all(|d| d == dim || is[d] <= shape[d]);
+    if dim >= shape.len() || !fits || src.layout.shape != *is {
+        let ss = &src.layout.shape;
+        let what = format!("{FUNC} along dimension {dim} into {shape:?} by an index {is:?} and a source {ss:?}");
+        return Err(internal(&what));
+    }
+    let targets = positions(FUNC, index, shape[dim])?;
+    let mut out = filled::<T>(FUNC, shape)?;
+    read(src, |v: ArrayViewD<'_, T>| -> Result<()> {
+        let mut at = vec![0; shape.len()];
+        for ((position, &i), &x) in ndarray::indices(IxDyn(is)).into_iter().zip(&targets).zip(v.iter()) {
+            at.copy_from_slice(position.slice());
+            at[dim] = i;
+            let sum = out.get_mut(IxDyn(&at)).ok_or_else(|| internal("a scatter target out of range"))?;
+            *sum = add(*sum, x);
+        }
+        Ok(())
+    })??;
+    Ok(finished(out))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::cpu::array;
+    use crate::tensor::{DType, Layout};
 
     fn matrix() -> Array {
         array((1..=6i64).collect::<Vec<_>>(), Shape::from([2, 3]))
@@ -103,6 +147,130 @@ mod tests {
         assert_eq!(values(&index_select(&matrix(), 1, &index).unwrap()), [3, 1, 6, 4]);
         let index = array(vec![0i32, 2, 1, 1], Shape::from([2, 2]));
         assert_eq!(values(&gather(&matrix(), 1, &index).unwrap()), [1, 3, 5, 5]);
+    }
+
+    /// `x` seen through `shape` and `strides` from its start.
+    fn view(x: &Array, shape: &[usize], strides: &[usize]) -> Array {
+        x.with_layout(Layout { shape: Shape::from(shape), strides: strides.iter().copied().collect(), offset: 0 })
+    }
+
+    /// `scatter_add` into `shape` along `dim` of int64 `src` by int64 `index`, both of
+    /// `index_shape`: the result's elements.
+    fn scattered(shape: &[usize], dim: usize, (index, src): (&[i64], &[i64]), index_shape: &[usize]) -> Vec<i64> {
+        let index = array(index.to_vec(), Shape::from(index_shape));
+        let src = array(src.to_vec(), Shape::from(index_shape));
+        let out = scatter_add(&Shape::from(shape), dim, &index, &src).unwrap();
+        assert_eq!(out.layout, Layout::contiguous(Shape::from(shape)));
+        values(&out)
+    }
+
+    #[test]
+    fn scatter_add_accumulates_repeated_indices() {
+        assert_eq!(scattered(&[3], 0, (&[0, 2, 0, 0], &[1, 2, 3, 4]), &[4]), [8, 0, 2]);
+        // [[1, 2, 3], [4, 5, 6]] into [3, 3] by rows [[0, 1, 2], [0, 0, 2]]: the reverse of gather.
+        let got = scattered(&[3, 3], 0, (&[0, 1, 2, 0, 0, 2], &[1, 2, 3, 4, 5, 6]), &[2, 3]);
+        assert_eq!(got, [5, 5, 0, 0, 2, 0, 0, 0, 9]);
+        // Along dimension 1, into columns: [[1, 1, 0], [2, 0, 2]].
+        let got = scattered(&[2, 3], 1, (&[1, 1, 0, 2, 0, 2], &[1, 2, 3, 4, 5, 6]), &[2, 3]);
+        assert_eq!(got, [3, 3, 0, 5, 0, 10]);
+    }
+
+    #[test]
+    fn scatter_add_takes_an_index_smaller_than_the_result() {
+        // A [2, 2] index into [3, 4] along 1: row 2 and columns past the index's are zero.
+        assert_eq!(
+            scattered(&[3, 4], 1, (&[3, 3, 0, 1], &[1, 2, 3, 4]), &[2, 2]),
+            [0, 0, 0, 3, 3, 4, 0, 0, 0, 0, 0, 0]
+        );
+        // Larger than the result along dim itself: [1, 5] into [2, 2] along 0.
+        assert_eq!(scattered(&[2, 2], 0, (&[1, 0, 1, 1, 0], &[1, 2, 3, 4, 5]), &[5, 1]), [7, 0, 8, 0]);
+    }
+
+    #[test]
+    fn scatter_add_of_an_empty_index_is_zeros() {
+        assert_eq!(scattered(&[2, 3], 0, (&[], &[]), &[0, 3]), [0; 6]);
+        assert_eq!(scattered(&[2, 3], 0, (&[], &[]), &[2, 0]), [0; 6]);
+        assert_eq!(scattered(&[0, 3], 1, (&[], &[]), &[0, 3]), [0; 0]);
+    }
+
+    #[test]
+    fn scatter_add_reads_an_expanded_index() {
+        // index_select's backward: the index vector [2, 0, 2] (a [3, 3] gradient selected rows
+        // 2, 0, 2 of a [4, 3] input) expanded over the columns, stride 0.
+        let grad = array((1..=9i64).collect::<Vec<_>>(), Shape::from([3, 3]));
+        let vector = array(vec![2i64, 0, 2], Shape::from([3]));
+        let out = scatter_add(&Shape::from([4, 3]), 0, &view(&vector, &[3, 3], &[1, 0]), &grad).unwrap();
+        assert_eq!(values(&out), [4, 5, 6, 0, 0, 0, 8, 10, 12, 0, 0, 0]);
+        // Along the columns, the vector expanded over the rows, in int32; the source permuted.
+        let vector = array(vec![1i32, 1, 0], Shape::from([3]));
+        let grad = view(&grad, &[2, 3], &[1, 3]);
+        let out = scatter_add(&Shape::from([2, 2]), 1, &view(&vector, &[2, 3], &[0, 1]), &grad).unwrap();
+        assert_eq!(values(&out), [7, 5, 8, 7]);
+    }
+
+    #[test]
+    fn scatter_add_along_each_dimension_of_three() {
+        let shape = [3, 4, 5];
+        for dim in 0..3 {
+            // Smaller than the result along the other dimensions, larger along dim.
+            let mut index_shape = [2, 3, 4];
+            index_shape[dim] = 7;
+            let n: usize = index_shape.iter().product();
+            let src: Vec<i64> = (0..n as i64).map(|i| i * 3 - 40).collect();
+            let index: Vec<i64> = (0..n as i64).map(|i| (i * 5 + i / 3) % shape[dim] as i64).collect();
+            // The definition, with one loop per dimension.
+            let mut want = vec![0i64; 60];
+            let mut p = 0;
+            for a in 0..index_shape[0] {
+                for b in 0..index_shape[1] {
+                    for c in 0..index_shape[2] {
+                        let mut at = [a, b, c];
+                        at[dim] = index[p] as usize;
+                        want[at[0] * 20 + at[1] * 5 + at[2]] += src[p];
+                        p += 1;
+                    }
+                }
+            }
+            assert_eq!(scattered(&shape, dim, (&index, &src), &index_shape), want, "along {dim}");
+        }
+    }
+
+    #[test]
+    fn scatter_add_keeps_the_dtype_and_adds_in_order() {
+        let index = array(vec![0i64, 1, 0, 0], Shape::from([4]));
+        let shape = Shape::from([2]);
+        // In increasing order along dim: (0 + 1) + 1e8 rounds to 1e8, less 1e8 is 0 (the
+        // reverse order would give 1).
+        let src = array(vec![1.0f32, 0.5, 1e8, -1e8], Shape::from([4]));
+        let out = scatter_add(&shape, 0, &index, &src).unwrap();
+        assert_eq!((out.dtype, elements::<f32>("test", &out).unwrap()), (DType::Float32, vec![0.0, 0.5]));
+        let src = array(vec![0.25f64, 0.5, 1.0, 2.0], Shape::from([4]));
+        let out = scatter_add(&shape, 0, &index, &src).unwrap();
+        assert_eq!((out.dtype, elements::<f64>("test", &out).unwrap()), (DType::Float64, vec![3.25, 0.5]));
+        // Integers wrap, as PyTorch's do.
+        let src = array(vec![i32::MAX, 7, 1, 2], Shape::from([4]));
+        let out = scatter_add(&shape, 0, &index, &src).unwrap();
+        assert_eq!((out.dtype, elements::<i32>("test", &out).unwrap()), (DType::Int32, vec![i32::MIN + 2, 7]));
+        // Bools add as logical or.
+        let src = array(vec![true, false, true, false], Shape::from([4]));
+        let out = scatter_add(&Shape::from([3]), 0, &index, &src).unwrap();
+        assert_eq!((out.dtype, elements::<bool>("test", &out).unwrap()), (DType::Bool, vec![true, false, false]));
+    }
+
+    #[test]
+    fn scatter_add_of_bad_arguments_is_an_error() {
+        let index = array(vec![0i64, 1, 2, 0], Shape::from([2, 2]));
+        let src = array(vec![1i64, 2, 3, 4], Shape::from([2, 2]));
+        let shape = Shape::from([3, 2]);
+        assert!(scatter_add(&shape, 0, &index, &src).is_ok());
+        assert!(scatter_add(&shape, 1, &index, &src).is_err(), "index 2 out of range");
+        assert!(scatter_add(&shape, 2, &index, &src).is_err(), "no dimension 2");
+        assert!(scatter_add(&Shape::from([3, 1]), 0, &index, &src).is_err(), "index wider than the result");
+        assert!(scatter_add(&Shape::from([6]), 0, &index, &src).is_err(), "fewer dimensions");
+        let other = array(vec![1i64, 2], Shape::from([2, 1]));
+        assert!(scatter_add(&shape, 0, &index, &other).is_err(), "src of another shape");
+        let negative = array(vec![-1i64, 0, 0, 0], Shape::from([2, 2]));
+        assert!(scatter_add(&shape, 0, &negative, &src).is_err(), "a negative index");
     }
 
     #[test]

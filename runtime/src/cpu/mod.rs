@@ -148,6 +148,11 @@ impl Backend for Cpu {
         indexing::gather(x, dim, index)
     }
 
+    fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
+        host([index, src])?;
+        indexing::scatter_add(shape, dim, index, src)
+    }
+
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
         host(pieces.iter().copied())?;
         with_dtype!(dtype, T => indexing::concat::<T>(pieces, dim, shape))

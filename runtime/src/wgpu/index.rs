@@ -1,6 +1,10 @@
 //! `index_select` and `gather` on the GPU (`gpu-shaders/index.wgsl`): one kernel, specialised
 //! by the element kind, that reads `x` at positions an int32 index tensor holds. Selection is
 //! gathering with the index vector expanded (stride 0) to the result's shape.
+//!
+//! `scatter_add`, gathering's reverse (`gpu-shaders/scatter.wgsl`): WGSL has no float atomics,
+//! so one thread per output element finds and adds its own contributions, in order along the
+//! scattered dimension.
 
 use std::sync::Arc;
 
@@ -14,6 +18,7 @@ use super::launch::{GROUP, Kernel, groups_for, unsupported, words};
 use super::memory::{memory_of, storage};
 
 const TEMPLATE: &str = include_str!("../../../gpu-shaders/index.wgsl");
+const SCATTER: &str = include_str!("../../../gpu-shaders/scatter.wgsl");
 
 /// The kernel that copies elements of `kind`.
 fn kernel(kind: Kind) -> Kernel {
@@ -21,6 +26,17 @@ fn kernel(kind: Kind) -> Kernel {
         name: "index",
         template: TEMPLATE,
         defines: vec![("ELEMENT", kind.stored().to_string())],
+        writes: vec![false, false, true],
+    }
+}
+
+/// The kernel that scatter-adds elements of `kind` (bools as logical or).
+fn scatter_kernel(kind: Kind) -> Kernel {
+    let add = if kind == Kind::Bool { "|" } else { "+" };
+    Kernel {
+        name: "scatter_add",
+        template: SCATTER,
+        defines: vec![("ELEMENT", kind.stored().to_string()), ("ADD", add.to_string())],
         writes: vec![false, false, true],
     }
 }
@@ -115,10 +131,85 @@ fn run(
     Ok(Array::contiguous(storage(device, memory), shape, kind.dtype()))
 }
 
-/// Every specialisation this family can make, for the shader validation test: one per kind.
+/// A new contiguous tensor of `shape` in `src`'s kind, zero except that `src[i]` is added at
+/// `i`'s coordinates with the `dim`-th replaced by `index[i]`, for every position `i` of `index`
+/// (int32, any strides, as many dimensions as `shape`, no larger except along `dim`; `src` of
+/// its shape). Each element adds its contributions in increasing order along `dim`; an index
+/// out of range contributes nowhere.
+pub(crate) fn scatter_add(
+    context: &Arc<Context>,
+    device: Device,
+    shape: &Shape,
+    dim: usize,
+    (index, src): (&Array, &Array),
+) -> Result<Array> {
+    const FUNC: &str = "scatter_add";
+    let is = &index.layout.shape;
+    let fits = is.len() == shape.len() && (0..is.len()).all(|d| d == dim || is[d] <= shape[d]);
+    if dim >= shape.len() || !fits || src.layout.shape != *is {
+        let what = format!(
+            "{FUNC} along dimension {dim} into {shape:?} by an index {is:?} and a source {:?}",
+            src.layout.shape
+        );
+        return Err(unsupported("scatter_add", what));
+    }
+    let kind = Kind::of(src.dtype);
+    if Kind::of(index.dtype) != Kind::I32 {
+        return Err(unsupported("scatter_add", format!("{FUNC} by a {} index (int32 expected)", index.dtype)));
+    }
+    for a in [index, src] {
+        if a.device() != device {
+            return Err(unsupported("scatter_add", format!("{FUNC} of a tensor on {} on {device}", a.device())));
+        }
+    }
+    let n = shape.checked_numel().ok_or_else(|| unsupported("scatter_add", format!("{FUNC} to a shape too large")))?;
+    let memory = context.alloc(FUNC, n)?;
+    if n > 0 {
+        let size = shape[dim];
+        if i32::try_from(size).is_err() {
+            return Err(Error::runtime_error(format!(
+                "{FUNC}(): cannot scatter along dimension {dim} of size {size} on a wgpu device (indices are int32)"
+            )));
+        }
+        // An empty index contributes nothing: no step along dim (its other sizes may be zero).
+        let count = if index.numel() == 0 { 0 } else { is[dim] };
+        let inner = shape[dim + 1..].iter().product::<usize>();
+        let along = |strides: &[usize]| -> Vec<usize> {
+            strides.iter().enumerate().map(|(d, &s)| if d == dim { 0 } else { s }).collect()
+        };
+        let limits = (0..shape.len()).map(|d| if d == dim { shape[d] } else { is[d] });
+        let (i_strides, s_strides) = (&index.layout.strides, &src.layout.strides);
+        let header = [
+            n,
+            shape.len(),
+            count,
+            i_strides[dim],
+            s_strides[dim],
+            index.layout.offset,
+            src.layout.offset,
+            inner,
+            size,
+        ];
+        let params = words(
+            header
+                .into_iter()
+                .chain(shape.iter().copied())
+                .chain(limits)
+                .chain(along(i_strides))
+                .chain(along(s_strides)),
+        )?;
+        let buffers = [memory_of(&index.storage)?.buffer(), memory_of(&src.storage)?.buffer(), memory.buffer()];
+        context.launch(&scatter_kernel(kind), &params, &buffers, groups_for(n, GROUP)?)?;
+    }
+    Ok(Array::contiguous(storage(device, memory), shape.clone(), kind.dtype()))
+}
+
+/// Every specialisation this family can make, for the shader validation test: gathering and
+/// scatter-adding, one of each per kind.
 #[cfg(test)]
 pub(crate) fn variants() -> Vec<Kernel> {
-    [Kind::F32, Kind::I32, Kind::Bool].into_iter().map(kernel).collect()
+    let kinds = [Kind::F32, Kind::I32, Kind::Bool];
+    kinds.into_iter().map(kernel).chain(kinds.into_iter().map(scatter_kernel)).collect()
 }
 
 #[cfg(test)]
@@ -305,6 +396,132 @@ mod tests {
         assert_eq!(values(&out), [10.0, 13.0, 12.0, 10.0, 13.0]);
         let out = WGPU.gather(&x, 0, &index).expect("the GPU kernel runs");
         assert_eq!(values(&out), [10.0, 13.0, 12.0, 10.0, 13.0]);
+    }
+
+    /// Runs `scatter_add` into `shape` along `dim` on the GPU and on the CPU (the same views
+    /// of the same index and source) and asserts the results are identical, bit for bit.
+    fn check_scatter(device: Device, shape: &[usize], dim: usize, (index, src): (&Array, &Array), views: Views<'_>) {
+        let seen = |a: &Array, v: View<'_>| match v {
+            Some((shape, strides, offset)) => view(a, shape, strides, offset),
+            None => a.clone(),
+        };
+        let (gi, gs) = (seen(&to_gpu(device, index), views.0), seen(&to_gpu(device, src), views.1));
+        let (ci, cs) = (seen(index, views.0), seen(src, views.1));
+        let shape = Shape::from(shape);
+        let got = WGPU.scatter_add(&shape, dim, &gi, &gs).expect("the GPU kernel runs");
+        let want = CPU.scatter_add(&shape, dim, &ci, &cs).expect("the CPU kernel runs");
+        let case =
+            format!("scatter_add into {shape:?} along {dim} of {:?} {:?} by {:?}", cs.dtype, cs.layout, ci.layout);
+        assert_eq!(got.layout, Layout::contiguous(shape.clone()), "{case}");
+        assert_eq!((got.dtype, want.dtype), (cs.dtype, cs.dtype), "{case}");
+        let (got, want) = (values(&got), values(&want));
+        let same = got.iter().zip(&want).all(|(a, b)| a.to_bits() == b.to_bits() || (a.is_nan() && b.is_nan()));
+        assert!(same && got.len() == want.len(), "{case}:\n got {got:?}\nwant {want:?}");
+    }
+
+    #[test]
+    fn scatter_add_along_each_dimension_of_each_kind() {
+        let Some(device) = gpu() else { return };
+        for dtype in DTYPES {
+            for dim in 0..3 {
+                let n: i32 = [3, 4, 5][dim];
+                // Smaller than the result along the other dimensions, larger along dim (repeated
+                // indices), and the same shape as the result.
+                let mut shape = [2, 3, 4];
+                shape[dim] = 7;
+                let count: usize = shape.iter().product();
+                let index: Vec<i32> = (0..count as i32).map(|i| (i * 5 + i / 3) % n).collect();
+                let src = host(dtype, &shape);
+                check_scatter(device, &[3, 4, 5], dim, (&indices(&index, &shape), &src), (None, None));
+                let reversed: Vec<i32> = (0..60).map(|i| (n - 1) - ((i / [20, 5, 1][dim]) % n)).collect();
+                let src = host(dtype, &[3, 4, 5]);
+                check_scatter(device, &[3, 4, 5], dim, (&indices(&reversed, &[3, 4, 5]), &src), (None, None));
+                // Empty: along dim, and along another dimension.
+                shape[dim] = 0;
+                check_scatter(device, &[3, 4, 5], dim, (&indices(&[], &shape), &host(dtype, &shape)), (None, None));
+                let mut shape = [3, 4, 5];
+                shape[(dim + 1) % 3] = 0;
+                check_scatter(device, &[3, 4, 5], dim, (&indices(&[], &shape), &host(dtype, &shape)), (None, None));
+            }
+        }
+    }
+
+    #[test]
+    fn scatter_add_reads_any_layout() {
+        let Some(device) = gpu() else { return };
+        for dtype in DTYPES {
+            let src = host(dtype, &[80]);
+            let index = indices(&(0..40).map(|i| (i * 7) % 3).collect::<Vec<_>>(), &[40]);
+            // The index: [3, 2, 4] permuted and offset; expanded along two dimensions; [3, 4]
+            // as index_select's backward passes it (a vector expanded over the other
+            // dimension), along each. The source: [3, 2, 4] permuted and offset; expanded.
+            let index_views: [(&[usize], &[usize], usize); 3] =
+                [(&[3, 2, 4], &[1, 12, 3], 5), (&[3, 2, 4], &[0, 4, 1], 0), (&[3, 2, 4], &[0, 1, 0], 30)];
+            let src_views: [(&[usize], &[usize], usize); 2] =
+                [(&[3, 2, 4], &[1, 24, 3], 7), (&[3, 2, 4], &[8, 0, 1], 2)];
+            for index_view in index_views {
+                for src_view in src_views {
+                    for dim in 0..3 {
+                        let views = (Some(index_view), Some(src_view));
+                        check_scatter(device, &[3, 3, 5], dim, (&index, &src), views);
+                    }
+                }
+            }
+            let selected = indices(&[2, 0, 2, 1], &[4]);
+            let grad = host(dtype, &[12]);
+            check_scatter(
+                device,
+                &[3, 3],
+                0,
+                (&selected, &grad),
+                (Some((&[4, 3], &[1, 0], 0)), Some((&[4, 3], &[3, 1], 0))),
+            );
+            check_scatter(
+                device,
+                &[3, 3],
+                1,
+                (&selected, &grad),
+                (Some((&[3, 4], &[0, 1], 0)), Some((&[3, 4], &[1, 3], 0))),
+            );
+        }
+    }
+
+    #[test]
+    fn scatter_add_over_many_workgroups_adds_in_order() {
+        let Some(device) = gpu() else { return };
+        let src = host(DType::Float32, &[37, 41, 29]);
+        for dim in 0..3 {
+            let n = [37, 41, 29][dim];
+            let index: Vec<i32> = (0..37 * 41 * 29).map(|i| (i * 13) % n).collect();
+            check_scatter(device, &[37, 41, 29], dim, (&indices(&index, &[37, 41, 29]), &src), (None, None));
+        }
+        // (0 + 1) + 1e8 rounds to 1e8, less 1e8 is 0; in the other order it would be 1.
+        let src = array(vec![1.0f32, 0.5, 1e8, -1e8], Shape::from([4]));
+        let index = indices(&[0, 1, 0, 0], &[4]);
+        check_scatter(device, &[2], 0, (&index, &src), (None, None));
+        let out = WGPU.scatter_add(&Shape::from([2]), 0, &to_gpu(device, &index), &to_gpu(device, &src));
+        assert_eq!(values(&out.expect("the GPU kernel runs")), [0.0, 0.5]);
+    }
+
+    #[test]
+    fn scatter_add_of_bad_arguments_is_an_error() {
+        let Some(device) = gpu() else { return };
+        let index = to_gpu(device, &indices(&[0, 1, 2, 0], &[2, 2]));
+        let src = to_gpu(device, &host(DType::Float32, &[2, 2]));
+        let shape = Shape::from([3, 2]);
+        assert!(WGPU.scatter_add(&shape, 0, &index, &src).is_ok());
+        assert!(WGPU.scatter_add(&shape, 2, &index, &src).is_err(), "no dimension 2");
+        assert!(WGPU.scatter_add(&Shape::from([3, 1]), 0, &index, &src).is_err(), "index wider than the result");
+        assert!(WGPU.scatter_add(&Shape::from([6]), 0, &index, &src).is_err(), "fewer dimensions");
+        let other = to_gpu(device, &host(DType::Float32, &[2, 1]));
+        assert!(WGPU.scatter_add(&shape, 0, &index, &other).is_err(), "src of another shape");
+        let floats = to_gpu(device, &host(DType::Float32, &[2, 2]));
+        assert!(WGPU.scatter_add(&shape, 0, &floats, &src).is_err(), "float indices");
+        // Indices out of range contribute nowhere (the operation refuses them first).
+        let wild = to_gpu(device, &indices(&[-1, 1, 3, i32::MAX], &[2, 2]));
+        let ones = to_gpu(device, &array(vec![1i32; 4], Shape::from([2, 2])));
+        let out = WGPU.scatter_add(&shape, 0, &wild, &ones).expect("the GPU kernel runs");
+        assert_eq!(values(&out), [0.0, 0.0, 0.0, 1.0, 0.0, 0.0]);
     }
 
     #[test]

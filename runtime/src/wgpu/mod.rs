@@ -315,6 +315,12 @@ impl Backend for Wgpu {
         index::gather(&context, device, &x, dim, &index)
     }
 
+    fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
+        let (device, context) = placed([index, src])?;
+        let (index, src) = (resident(device, index)?, resident(device, src)?);
+        index::scatter_add(&context, device, shape, dim, (&index, &src))
+    }
+
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed(pieces.iter().copied())?;
         let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| resident(device, p)).collect::<Result<_>>()?;
