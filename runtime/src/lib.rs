@@ -21,12 +21,14 @@
 // Generated code names `::torchfn`; inside the runtime that is the runtime itself.
 extern crate self as torchfn;
 
+pub mod autograd;
 pub mod backend;
 mod cpu;
 mod error;
 pub mod npy;
 mod ops;
 pub mod overrides;
+mod primitive;
 mod protocol;
 mod tensor;
 pub mod testing;

@@ -460,6 +460,19 @@ plain_value!(
         _ => None,
     }
 );
+impl ToValue for () {
+    fn to_value(&self) -> Value {
+        Value::None
+    }
+}
+impl FromValue for () {
+    fn type_name() -> String {
+        "None".into()
+    }
+    fn from_value(v: &Value) -> Option<Self> {
+        matches!(v, Value::None).then_some(())
+    }
+}
 plain_value!(String, "str", |s| Value::Str(s.clone()), |v| v.as_str().map(str::to_owned));
 plain_value!(DType, "torch.dtype", |s| Value::DType(*s), |v| match v {
     Value::DType(d) => Some(*d),
@@ -554,7 +567,8 @@ owned_arg!(
     Option<String>,
     Option<Tensor>,
     Vec<i64>,
-    Vec<Tensor>
+    Vec<Tensor>,
+    Option<Vec<Tensor>>
 );
 
 impl<'a> Arg<'a> for &'a Tensor {

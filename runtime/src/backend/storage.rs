@@ -3,6 +3,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -114,6 +115,9 @@ impl Buffer {
 pub struct Storage {
     device: Device,
     memory: Memory,
+    /// How many in-place writes this memory has had (PyTorch's version counter, shared by
+    /// every view): autograd checks that tensors it saved were not modified since.
+    version: AtomicU64,
 }
 
 enum Memory {
@@ -140,19 +144,30 @@ impl Drop for Storage {
 impl Storage {
     /// Host memory holding `buffer`, for the CPU.
     pub fn host(buffer: Buffer) -> Arc<Storage> {
-        Arc::new(Storage { device: Device::CPU, memory: Memory::Host(RwLock::new(buffer)) })
+        Arc::new(Storage { device: Device::CPU, memory: Memory::Host(RwLock::new(buffer)), version: AtomicU64::new(0) })
     }
 
     /// A backend's own memory on `device` (a GPU buffer): the backend gets it back with
     /// [`memory`](Storage::memory).
     pub fn new(device: Device, memory: impl Any + Send + Sync) -> Arc<Storage> {
-        Arc::new(Storage { device, memory: Memory::Device(Box::new(memory)) })
+        Arc::new(Storage { device, memory: Memory::Device(Box::new(memory)), version: AtomicU64::new(0) })
     }
 
     /// The device this memory is on.
     #[inline]
     pub fn device(&self) -> Device {
         self.device
+    }
+
+    /// How many in-place writes this memory has had.
+    #[inline]
+    pub fn version(&self) -> u64 {
+        self.version.load(Ordering::Acquire)
+    }
+
+    /// Counts one more in-place write.
+    pub(crate) fn bump_version(&self) {
+        self.version.fetch_add(1, Ordering::AcqRel);
     }
 
     /// The backend's memory, when it is of type `M`.

@@ -4,7 +4,7 @@
 mod args;
 mod arithmetic;
 mod compare;
-mod convert;
+pub(crate) mod convert;
 mod copy;
 mod creation;
 pub(crate) mod device;

@@ -74,6 +74,20 @@ pub struct Tensor {
 /// rarely, and a thin pointer keeps the handle, and every `Value`, small).
 type Attrs = Arc<Box<dyn Any + Send + Sync>>;
 
+/// A tensor handle that does not keep the tensor alive (hooks that refer back to their tensor).
+pub(crate) struct WeakTensor {
+    class: &'static Class,
+    attrs: Option<Attrs>,
+    body: std::sync::Weak<Body>,
+}
+
+impl WeakTensor {
+    /// The tensor, while some handle keeps it alive.
+    pub(crate) fn upgrade(&self) -> Option<Tensor> {
+        Some(Tensor { class: self.class, attrs: self.attrs.clone(), body: self.body.upgrade()? })
+    }
+}
+
 enum Body {
     Dense(Dense),
     Duck(Box<dyn DuckObject>),
@@ -85,13 +99,20 @@ impl<T: DuckTensor> DuckObject for T {}
 
 /// The data of a dense tensor: an array (a view of a shared storage on some device), and what
 /// the tensor adds to it.
-#[derive(Clone, Debug)]
 pub(crate) struct Dense {
     pub(crate) array: Array,
     /// The tensor this one is a view of (the root of the view chain), as `Tensor._base`.
     pub(crate) base: Option<Tensor>,
     /// A Python number converted to a tensor: it does not upcast other operands.
     pub(crate) wrapped_number: bool,
+    /// Whether it requires grad, its history and its gradient.
+    pub(crate) meta: crate::autograd::Meta,
+}
+
+impl fmt::Debug for Dense {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Dense").field("array", &self.array).field("wrapped_number", &self.wrapped_number).finish()
+    }
 }
 
 /// A dense tensor is its array to the kernels: `dense.layout`, `dense.dtype`, `&dense` as an
@@ -107,7 +128,12 @@ impl Deref for Dense {
 impl Dense {
     /// A tensor's data that is no view.
     pub(crate) fn new(array: Array) -> Dense {
-        Dense { array, base: None, wrapped_number: false }
+        Dense::with_meta(array, crate::autograd::Meta::default())
+    }
+
+    /// A tensor's data that is no view, with its autograd state.
+    pub(crate) fn with_meta(array: Array, meta: crate::autograd::Meta) -> Dense {
+        Dense { array, base: None, wrapped_number: false, meta }
     }
 
     /// A fresh contiguous host tensor owning `buffer`.
@@ -157,7 +183,49 @@ impl Tensor {
     /// of the view chain.
     pub(crate) fn make_view(&self, dense: &Dense, layout: Layout) -> Tensor {
         let base = dense.base.clone().unwrap_or_else(|| self.clone());
-        Tensor::from_dense(Dense { array: dense.with_layout(layout), base: Some(base), wrapped_number: false })
+        Tensor::from_dense(Dense { base: Some(base), ..Dense::new(dense.with_layout(layout)) })
+    }
+
+    /// The data, for a dense tensor.
+    #[inline]
+    pub(crate) fn dense(&self) -> Option<&Dense> {
+        match &*self.body {
+            Body::Dense(dense) => Some(dense),
+            Body::Duck(_) => None,
+        }
+    }
+
+    /// Another tensor over the same memory, class and attributes, with its own autograd state
+    /// (`detach`, and saved outputs given back their history). A duck stays itself.
+    pub(crate) fn alias(&self, meta: crate::autograd::Meta) -> Tensor {
+        match &*self.body {
+            Body::Dense(d) => Tensor {
+                class: self.class,
+                attrs: self.attrs.clone(),
+                body: Arc::new(Body::Dense(Dense {
+                    array: d.array.clone(),
+                    base: d.base.clone(),
+                    wrapped_number: d.wrapped_number,
+                    meta,
+                })),
+            },
+            Body::Duck(_) => self.clone(),
+        }
+    }
+
+    /// How many in-place writes this tensor's memory has had (0 for a duck).
+    pub(crate) fn version(&self) -> u64 {
+        self.dense().map_or(0, |d| d.storage.version())
+    }
+
+    /// The tensor this one is a view of (the root of the view chain).
+    pub(crate) fn base_tensor(&self) -> Option<Tensor> {
+        self.dense()?.base.clone()
+    }
+
+    /// A handle that does not keep the tensor alive.
+    pub(crate) fn downgrade(&self) -> WeakTensor {
+        WeakTensor { class: self.class, attrs: self.attrs.clone(), body: Arc::downgrade(&self.body) }
     }
 
     /// A tensor from a vector of elements in row-major order and a shape.

@@ -1,0 +1,275 @@
+//! Runs a graph backward: from the roots' gradients to every leaf (or to the inputs asked
+//! for), each node once, after every node that feeds it, latest recorded first.
+
+use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::sync::Arc;
+
+use super::graph::{Edge, Kind, Node};
+use super::meta;
+use crate::error::{Error, Result, bail};
+use crate::primitive;
+use crate::tensor::Tensor;
+
+/// What to do with the gradients that reach the targets.
+pub(crate) struct Run {
+    /// Keep saved tensors, so the graph can run backward again.
+    pub(crate) retain_graph: bool,
+    /// Record the backward itself, for higher-order gradients.
+    pub(crate) create_graph: bool,
+    /// `Some`: return the gradients of these tensors (`autograd.grad`), or, with
+    /// `accumulate`, accumulate only into them (`backward(inputs=...)`).
+    pub(crate) inputs: Option<Vec<Tensor>>,
+    /// Accumulate into `grad` (backward) rather than return (`autograd.grad`).
+    pub(crate) accumulate: bool,
+    /// With `inputs`: an input the outputs do not reach is not an error.
+    pub(crate) allow_unused: bool,
+}
+
+fn key(node: &Arc<Node>) -> *const Node {
+    Arc::as_ptr(node)
+}
+
+/// The edge gradients of `t` flow into when it is a target: its history, or its accumulator.
+fn target_edge(t: &Tensor, position: usize) -> Result<Edge> {
+    meta::gradient_edge(t).ok_or_else(|| {
+        Error::runtime_error(format!("grad(): input {position} does not require grad and does not have a grad_fn"))
+    })
+}
+
+/// Backward from `roots` (each an output's history and the gradient for it).
+pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Tensor>>> {
+    let targets: Vec<Edge> = match &run.inputs {
+        Some(inputs) => inputs.iter().enumerate().map(|(i, t)| target_edge(t, i)).collect::<Result<_>>()?,
+        None => Vec::new(),
+    };
+    let target_keys: HashSet<(*const Node, usize)> = targets.iter().map(|e| (key(&e.node), e.output_nr)).collect();
+
+    // Every node the roots reach, and (with targets) which of them lead to one.
+    let mut nodes: HashMap<*const Node, Arc<Node>> = HashMap::new();
+    let mut order: Vec<Arc<Node>> = Vec::new();
+    let mut stack: Vec<Arc<Node>> = roots.iter().map(|(e, _)| e.node.clone()).collect();
+    while let Some(node) = stack.pop() {
+        if nodes.insert(key(&node), node.clone()).is_some() {
+            continue;
+        }
+        order.push(node.clone());
+        stack.extend(node.next.iter().flatten().map(|e| e.node.clone()));
+    }
+    let needed: HashSet<*const Node> = if run.inputs.is_some() {
+        let target_nodes: HashSet<*const Node> = targets.iter().map(|e| key(&e.node)).collect();
+        // Later nodes only feed earlier ones, so one pass from the oldest settles it.
+        order.sort_by_key(|n| n.sequence);
+        let mut needed = HashSet::new();
+        for node in &order {
+            if target_nodes.contains(&key(node)) || node.next.iter().flatten().any(|e| needed.contains(&key(&e.node)))
+            {
+                needed.insert(key(node));
+            }
+        }
+        needed
+    } else {
+        nodes.keys().copied().collect()
+    };
+    let mut dependencies: HashMap<*const Node, usize> = HashMap::new();
+    for node in nodes.values().filter(|n| needed.contains(&key(n))) {
+        for edge in node.next.iter().flatten().filter(|e| needed.contains(&key(&e.node))) {
+            *dependencies.entry(key(&edge.node)).or_default() += 1;
+        }
+    }
+
+    let _mode = super::set_grad_enabled(run.create_graph);
+    let mut buffers: HashMap<*const Node, Vec<Option<Tensor>>> = HashMap::new();
+    for (edge, grad) in roots {
+        if needed.contains(&key(&edge.node)) {
+            add_into(&mut buffers, &edge, grad)?;
+        }
+    }
+    let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
+    for (k, node) in &nodes {
+        if needed.contains(k) && !dependencies.contains_key(k) {
+            ready.push(Ready(node.clone()));
+        }
+    }
+    let mut captured: HashMap<(*const Node, usize), Tensor> = HashMap::new();
+    while let Some(Ready(node)) = ready.pop() {
+        let k = key(&node);
+        let mut grads = buffers.remove(&k).unwrap_or_default();
+        grads.resize(node.outputs.len(), None);
+        let hooks = node.pre_hooks.lock().clone();
+        for (nr, hook) in hooks {
+            if let Some(g) = &grads[nr]
+                && let Some(replaced) = hook(g)?
+            {
+                grads[nr] = Some(replaced);
+            }
+        }
+        for (nr, grad) in grads.iter().enumerate() {
+            if let Some(g) = grad
+                && target_keys.contains(&(k, nr))
+            {
+                captured.insert((k, nr), g.clone());
+            }
+        }
+        let is_target = targets.iter().any(|e| key(&e.node) == k);
+        let backward = match &node.kind {
+            Kind::AccumulateGrad(leaf) => {
+                if let Some(grad) = grads.pop().flatten()
+                    && run.accumulate
+                    && (run.inputs.is_none() || is_target)
+                {
+                    accumulate(leaf, grad, run.create_graph)?;
+                }
+                continue;
+            }
+            // A target's gradient is captured; the graph behind it runs only for other targets.
+            Kind::Function(_) if is_target && !has_needed_next(&node, &needed) => continue,
+            Kind::Function(backward) => backward,
+        };
+        let grads: Vec<Tensor> = grads
+            .into_iter()
+            .zip(&node.outputs)
+            .map(|(g, out)| match g {
+                Some(g) => Ok(g),
+                None => primitive::zeros(&out.shape, out.dtype, out.device),
+            })
+            .collect::<Result<_>>()?;
+        let saved = node.unpack()?;
+        let results = backward.apply(&node, grads, saved)?;
+        if !run.retain_graph {
+            node.release();
+        }
+        if results.len() != node.next.len() {
+            bail!(
+                Runtime,
+                "function {} returned an incorrect number of gradients (expected {}, got {})",
+                node.name(),
+                node.next.len(),
+                results.len()
+            );
+        }
+        for (edge, grad) in node.next.iter().zip(results) {
+            let Some(edge) = edge else { continue };
+            let ek = key(&edge.node);
+            if !needed.contains(&ek) {
+                continue;
+            }
+            if let Some(grad) = grad {
+                check_gradient(&node, edge, &grad)?;
+                add_into(&mut buffers, edge, grad)?;
+            }
+            let left = dependencies.get_mut(&ek).expect("every needed edge was counted");
+            *left -= 1;
+            if *left == 0 {
+                ready.push(Ready(edge.node.clone()));
+            }
+        }
+    }
+    if run.accumulate {
+        // Non-leaf inputs of `backward(inputs=...)` accumulate what reached them.
+        for (t, e) in run.inputs.iter().flatten().zip(&targets) {
+            if let (Kind::Function(_), Some(g)) = (&e.node.kind, captured.remove(&(key(&e.node), e.output_nr))) {
+                accumulate(t, g, run.create_graph)?;
+            }
+        }
+    } else {
+        return targets
+            .iter()
+            .enumerate()
+            .map(|(i, e)| match captured.remove(&(key(&e.node), e.output_nr)) {
+                Some(g) => Ok(Some(g)),
+                None if run.allow_unused => Ok(None),
+                None => Err(Error::runtime_error(format!(
+                    "grad(): one of the differentiated Tensors (input {i}) appears to not have been used in the \
+                     graph. Set allow_unused=true if this is the desired behavior."
+                ))),
+            })
+            .collect();
+    }
+    Ok(Vec::new())
+}
+
+fn has_needed_next(node: &Node, needed: &HashSet<*const Node>) -> bool {
+    node.next.iter().flatten().any(|e| needed.contains(&key(&e.node)))
+}
+
+/// A gradient a node computed must have the shape and dtype of the input it is for.
+fn check_gradient(node: &Node, edge: &Edge, grad: &Tensor) -> Result<()> {
+    let want = &edge.node.outputs[edge.output_nr];
+    let (shape, dtype) = (grad.shape()?, grad.dtype()?);
+    if shape != want.shape {
+        bail!(
+            Runtime,
+            "Function {} returned an invalid gradient at index {} - got {:?} but expected shape compatible with {:?}",
+            node.name(),
+            edge.output_nr,
+            shape.as_ref(),
+            want.shape.as_ref()
+        );
+    }
+    if dtype != want.dtype {
+        bail!(
+            Runtime,
+            "Function {} returned an invalid gradient - expected dtype {} but got {dtype}",
+            node.name(),
+            want.dtype
+        );
+    }
+    Ok(())
+}
+
+/// Adds `grad` to what `edge`'s node has received for that output.
+fn add_into(buffers: &mut HashMap<*const Node, Vec<Option<Tensor>>>, edge: &Edge, grad: Tensor) -> Result<()> {
+    let slots = buffers.entry(key(&edge.node)).or_default();
+    if slots.len() <= edge.output_nr {
+        slots.resize(edge.output_nr + 1, None);
+    }
+    let slot = &mut slots[edge.output_nr];
+    *slot = Some(match slot.take() {
+        Some(old) => primitive::add(&old, &grad)?,
+        None => grad,
+    });
+    Ok(())
+}
+
+/// A leaf's gradient: its hooks run, then it is added to `grad` (a fresh contiguous tensor the
+/// first time, so the leaf owns its gradient).
+fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()> {
+    for hook in meta::leaf_hooks(leaf) {
+        if let Some(replaced) = hook(&grad)? {
+            grad = replaced;
+        }
+    }
+    let sum = match meta::take_grad(leaf) {
+        Some(old) => {
+            let sum = primitive::add(&old, &grad);
+            if sum.is_err() {
+                meta::set_grad(leaf, Some(old));
+            }
+            sum?
+        }
+        None if create_graph => grad,
+        None => primitive::copy(&grad, grad.dtype()?)?,
+    };
+    meta::set_grad(leaf, Some(sum));
+    Ok(())
+}
+
+/// A node ready to run; the heap gives the latest recorded first.
+struct Ready(Arc<Node>);
+
+impl PartialEq for Ready {
+    fn eq(&self, other: &Self) -> bool {
+        self.0.sequence == other.0.sequence
+    }
+}
+impl Eq for Ready {}
+impl PartialOrd for Ready {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
+impl Ord for Ready {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        self.0.sequence.cmp(&other.0.sequence)
+    }
+}

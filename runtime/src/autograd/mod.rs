@@ -1,0 +1,184 @@
+//! Reverse-mode automatic differentiation, as PyTorch's `torch.autograd`.
+//!
+//! Operations on tensors that require grad record a graph: each result remembers the node
+//! that made it (its [`grad_fn`](crate::Tensor::grad_fn)), and each node the tensors it saved
+//! and where its inputs' gradients go. [`Tensor::backward`](crate::Tensor::backward) and
+//! [`grad`] run the graph backward. Recording happens in one place, the primitives every
+//! public operation is built from, whose derivatives are declared in one table; so every
+//! differentiable operation differentiates, on every device.
+//!
+//! ```
+//! let x = torchfn::tensor([1.0f64, 2.0, 3.0])?.requires_grad_(true)?;
+//! let y = (&x * &x)?.sum()?;
+//! assert_eq!(y.grad_fn().unwrap().name(), "SumBackward0");
+//! y.backward()?;
+//! assert_eq!(x.grad()?.unwrap().to_vec::<f64>()?, [2.0, 4.0, 6.0]);
+//!
+//! // Higher order: the backward is itself differentiable.
+//! let x = torchfn::tensor([3.0f64])?.requires_grad_(true)?;
+//! let y = x.pow(&torchfn::Tensor::scalar(3))?;
+//! let dy = torchfn::autograd::grad(&[y], &[x.clone()], None, None, true, false)?;
+//! let dy = dy[0].clone().unwrap();
+//! assert_eq!(dy.to_vec::<f64>()?, [27.0]); // 3x²
+//! let d2y = torchfn::autograd::grad(&[dy], &[x], None, None, false, false)?;
+//! assert_eq!(d2y[0].as_ref().unwrap().to_vec::<f64>()?, [18.0]); // 6x
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+//!
+//! Grad mode ([`no_grad`], [`enable_grad`], [`set_grad_enabled`]) is per thread; see
+//! [`is_grad_enabled`] for how it behaves across threads.
+
+mod engine;
+pub(crate) mod graph;
+pub(crate) mod meta;
+mod mode;
+
+use std::borrow::Cow;
+use std::fmt;
+use std::sync::Arc;
+
+pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};
+pub(crate) use meta::Meta;
+pub use mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
+
+use crate::error::{Result, bail};
+use crate::tensor::Tensor;
+
+/// A node of the recorded graph, as PyTorch's `grad_fn` objects: the operation that made a
+/// tensor (`MulBackward0`), or a leaf's gradient accumulator (`AccumulateGrad`).
+#[derive(Clone)]
+pub struct GradFn(pub(crate) Arc<Node>);
+
+impl GradFn {
+    /// The node's name, as PyTorch's: `MulBackward0`, `AccumulateGrad`.
+    pub fn name(&self) -> Cow<'static, str> {
+        self.0.name()
+    }
+
+    /// Where the node sends its inputs' gradients, one entry per input: the next node and
+    /// which of its outputs the input was, or `None` for an input that needs no gradient.
+    pub fn next_functions(&self) -> Vec<Option<(GradFn, usize)>> {
+        self.0.next.iter().map(|e| e.as_ref().map(|e| (GradFn(e.node.clone()), e.output_nr))).collect()
+    }
+
+    /// The leaf of an `AccumulateGrad` node (PyTorch's `variable`).
+    pub fn variable(&self) -> Option<Tensor> {
+        match &self.0.kind {
+            graph::Kind::AccumulateGrad(t) => Some(t.clone()),
+            graph::Kind::Function(_) => None,
+        }
+    }
+
+    /// Whether both are the same node.
+    pub fn ptr_eq(&self, other: &GradFn) -> bool {
+        Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for GradFn {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "<{} object>", self.name())
+    }
+}
+
+/// The root gradients of `outputs`: `grad_outputs` where given (checked against each output's
+/// shape), else an implicit 1 for one-element outputs.
+fn roots(func: &str, outputs: &[Tensor], grad_outputs: Option<&[Tensor]>) -> Result<Vec<(Edge, Tensor)>> {
+    if let Some(g) = grad_outputs
+        && g.len() != outputs.len()
+    {
+        bail!(Runtime, "{func}(): grad can be given for each output: got {} tensors for {} outputs", g.len(), outputs.len());
+    }
+    let mut roots = Vec::new();
+    for (i, out) in outputs.iter().enumerate() {
+        let x = out.data(func, "tensors")?;
+        let Some(edge) = meta::gradient_edge(out) else {
+            bail!(Runtime, "{func}(): element {i} of tensors does not require grad and does not have a grad_fn");
+        };
+        let grad = match grad_outputs.map(|g| &g[i]) {
+            Some(g) => {
+                let gd = g.data(func, "grad_tensors")?;
+                if gd.layout.shape != x.layout.shape {
+                    bail!(
+                        Runtime,
+                        "{func}(): Mismatch in shape: grad_output[{i}] has a shape of {:?} and output[{i}] has a \
+                         shape of {:?}.",
+                        gd.layout.shape.as_ref(),
+                        x.layout.shape.as_ref()
+                    );
+                }
+                if gd.dtype.is_floating_point() != x.dtype.is_floating_point() || gd.device() != x.device() {
+                    bail!(
+                        Runtime,
+                        "{func}(): For invalid gradient at index {i} - expected {} on {}, but got {} on {}",
+                        x.dtype,
+                        x.device(),
+                        gd.dtype,
+                        gd.device()
+                    );
+                }
+                if gd.dtype == x.dtype { g.clone() } else { crate::primitive::copy(g, x.dtype)? }
+            }
+            None if x.layout.numel() == 1 => crate::primitive::ones(&x.layout.shape, x.dtype, x.device())?,
+            None => bail!(Runtime, "{func}(): grad can be implicitly created only for scalar outputs"),
+        };
+        roots.push((edge, grad));
+    }
+    Ok(roots)
+}
+
+/// Computes the gradients of `tensors` with respect to the graph's leaves and accumulates them
+/// into the leaves' `grad` (`torch.autograd.backward`). `grad_tensors` gives each output's
+/// gradient (may be omitted for one-element outputs); without `retain_graph` (default:
+/// `create_graph`) the saved tensors are freed; `create_graph` records the backward for
+/// higher-order gradients; `inputs` limits accumulation to those tensors.
+pub fn backward(
+    tensors: &[Tensor],
+    grad_tensors: Option<&[Tensor]>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    inputs: Option<&[Tensor]>,
+) -> Result<()> {
+    if inputs.is_some_and(<[Tensor]>::is_empty) {
+        bail!(Runtime, "backward(): 'inputs' argument to backward() cannot be empty.");
+    }
+    let roots = roots("backward", tensors, grad_tensors)?;
+    engine::run(
+        roots,
+        engine::Run {
+            retain_graph: retain_graph.unwrap_or(create_graph),
+            create_graph,
+            inputs: inputs.map(<[Tensor]>::to_vec),
+            accumulate: true,
+            allow_unused: true,
+        },
+    )?;
+    Ok(())
+}
+
+/// The gradients of `outputs` with respect to `inputs`, returned rather than accumulated
+/// (`torch.autograd.grad`). `grad_outputs` as `backward`'s `grad_tensors`; an input the outputs
+/// do not depend on is an error unless `allow_unused`, and then its gradient is `None`.
+pub fn grad(
+    outputs: &[Tensor],
+    inputs: &[Tensor],
+    grad_outputs: Option<&[Tensor]>,
+    retain_graph: Option<bool>,
+    create_graph: bool,
+    allow_unused: bool,
+) -> Result<Vec<Option<Tensor>>> {
+    if inputs.is_empty() {
+        bail!(Runtime, "grad(): grad requires non-empty inputs.");
+    }
+    let roots = roots("grad", outputs, grad_outputs)?;
+    engine::run(
+        roots,
+        engine::Run {
+            retain_graph: retain_graph.unwrap_or(create_graph),
+            create_graph,
+            inputs: Some(inputs.to_vec()),
+            accumulate: false,
+            allow_unused,
+        },
+    )
+}

@@ -1,0 +1,686 @@
+//! The derivatives table: for each primitive, what its node saves and the gradients of its
+//! inputs, written with primitives (so that with `create_graph` the backward records too and
+//! differentiates again). Public operations differentiate through the primitives they are
+//! made of; tie and singular-point rules follow PyTorch's (see the README's autograd notes).
+
+use std::borrow::Cow;
+use std::f64::consts::{FRAC_2_SQRT_PI, PI, SQRT_2};
+
+use super::{Keep, reshape, sum_keepdim};
+use crate::autograd::{Backward, Edge, Node, OutputMeta, meta};
+use crate::backend::{Binary, Reduce, Scan, Unary, Window};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Layout, Scalar, Shape, Tensor};
+
+/// A recorded primitive and what its backward needs besides the saved tensors.
+pub(crate) enum Op {
+    Unary(Unary),
+    /// `number`: the second operand was a Python number (clamp's tie rule differs).
+    Binary { op: Binary, number: bool },
+    Select,
+    Reduce { op: Reduce, dims: Vec<usize> },
+    Scan { op: Scan, dim: usize },
+    Matmul,
+    IndexSelect { dim: usize },
+    Gather { dim: usize },
+    ScatterAdd { dim: usize },
+    Concat { dim: usize, sizes: Vec<usize> },
+    Softmax { dim: usize, log: bool },
+    Conv2d { groups: usize, window: Window },
+    MaxPool2d { input: Shape },
+    Copy,
+    Transfer,
+    View { input: Shape, relative: Layout },
+    Embed { relative: Layout },
+    /// An in-place write into a view: the base's new history (inputs: the base before, the
+    /// written values).
+    CopySlices { relative: Layout },
+}
+
+/// What `op`'s node saves: its input (position 0) or its output.
+pub(super) fn unary_keeps(op: Unary) -> Keep<'static> {
+    use Unary::*;
+    match op {
+        Exp | Expm1 | Sqrt | Rsqrt | Tan | Tanh | Sigmoid | Reciprocal | Relu => {
+            Keep { output: true, ..Keep::default() }
+        }
+        Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu | Abs | Square => Keep { inputs: &[0], ..Keep::default() },
+        _ => Keep::default(),
+    }
+}
+
+/// What a binary node saves: both operands where a gradient reads them, and `pow`'s output.
+pub(super) fn binary_keeps(op: Binary) -> Keep<'static> {
+    use Binary::*;
+    match op {
+        Pow => Keep { inputs: &[0, 1], output: true, ..Keep::default() },
+        Mul | Div | Maximum | Minimum | Atan2 | Fmod | Remainder | ClampMin | ClampMax => {
+            Keep { inputs: &[0, 1], ..Keep::default() }
+        }
+        _ => Keep::default(),
+    }
+}
+
+impl Backward for Op {
+    fn name(&self) -> Cow<'static, str> {
+        let name: &str = match self {
+            Op::Unary(op) => return Cow::Owned(format!("{}Backward0", unary_name(*op))),
+            Op::Binary { op, number } => match op {
+                Binary::Add(_) => "AddBackward0",
+                Binary::Sub(_) => "SubBackward0",
+                Binary::Mul => "MulBackward0",
+                Binary::Div => "DivBackward0",
+                Binary::DivTrunc | Binary::DivFloor => "DivBackward1",
+                Binary::Maximum => "MaximumBackward0",
+                Binary::Minimum => "MinimumBackward0",
+                Binary::Pow if *number => "PowBackward0",
+                Binary::Pow => "PowBackward1",
+                Binary::Atan2 => "Atan2Backward0",
+                Binary::Fmod => "FmodBackward0",
+                Binary::Remainder => "RemainderBackward0",
+                Binary::ClampMin => "ClampMinBackward0",
+                Binary::ClampMax => "ClampMaxBackward0",
+                _ => "NotDifferentiable",
+            },
+            Op::Select => "WhereBackward0",
+            Op::Reduce { op, .. } => match op {
+                Reduce::Sum => "SumBackward0",
+                Reduce::Mean => "MeanBackward0",
+                Reduce::Prod => "ProdBackward0",
+                Reduce::Max => "MaxBackward1",
+                Reduce::Min => "MinBackward1",
+                _ => "NotDifferentiable",
+            },
+            Op::Scan { op: Scan::Sum, .. } => "CumsumBackward0",
+            Op::Scan { .. } => "CumprodBackward0",
+            Op::Matmul => "MmBackward0",
+            Op::IndexSelect { .. } => "IndexSelectBackward0",
+            Op::Gather { .. } => "GatherBackward0",
+            Op::ScatterAdd { .. } => "ScatterAddBackward0",
+            Op::Concat { .. } => "CatBackward0",
+            Op::Softmax { log: false, .. } => "SoftmaxBackward0",
+            Op::Softmax { log: true, .. } => "LogSoftmaxBackward0",
+            Op::Conv2d { .. } => "ConvolutionBackward0",
+            Op::MaxPool2d { .. } => "MaxPool2DWithIndicesBackward0",
+            Op::Copy => "CloneBackward0",
+            Op::Transfer => "ToCopyBackward0",
+            Op::View { .. } => "ViewBackward0",
+            Op::Embed { .. } => "AsStridedScatterBackward0",
+            Op::CopySlices { .. } => "CopySlices",
+        };
+        Cow::Borrowed(name)
+    }
+
+    fn apply(&self, node: &Node, grads: Vec<Tensor>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        let g = grads.into_iter().next().ok_or_else(|| Error::runtime_error("backward: no gradient for the output"))?;
+        let inputs: Vec<Option<&OutputMeta>> =
+            node.next.iter().map(|e| e.as_ref().map(|e| &e.node.outputs[e.output_nr])).collect();
+        let raw = self.gradients(&g, &saved, &inputs)?;
+        raw.into_iter().zip(&inputs).map(|(grad, want)| Ok(match (grad, want) {
+            (Some(grad), Some(want)) => Some(fit(grad, want)?),
+            _ => None,
+        })).collect()
+    }
+}
+
+fn unary_name(op: Unary) -> &'static str {
+    use Unary::*;
+    match op {
+        Exp => "Exp",
+        Log => "Log",
+        Log1p => "Log1P",
+        Expm1 => "Expm1",
+        Sqrt => "Sqrt",
+        Rsqrt => "Rsqrt",
+        Sin => "Sin",
+        Cos => "Cos",
+        Tan => "Tan",
+        Tanh => "Tanh",
+        Sigmoid => "Sigmoid",
+        Erf => "Erf",
+        Reciprocal => "Reciprocal",
+        Gelu | GeluTanh => "Gelu",
+        Silu => "Silu",
+        Ceil => "Ceil",
+        Floor => "Floor",
+        Trunc => "Trunc",
+        Round(_) => "Round",
+        Neg => "Neg",
+        Abs => "Abs",
+        Sign => "Sign",
+        Square => "Pow",
+        Relu => "Relu",
+        _ => "NotDifferentiable",
+    }
+}
+
+/// A gradient computed in the node's dtype, brought to its input's shape (summing what was
+/// broadcast), dtype and device.
+fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
+    let mut grad = grad;
+    if grad.device()? != want.device {
+        grad = super::transfer(&grad, want.device, grad.dtype()?)?;
+    }
+    if grad.shape()? != want.shape {
+        grad = sum_to(&grad, &want.shape)?;
+    }
+    if grad.dtype()? != want.dtype {
+        grad = super::copy(&grad, want.dtype)?;
+    }
+    Ok(grad)
+}
+
+// The formulas' vocabulary: primitives in the promoted dtype, as the operations use them.
+
+fn dtype(t: &Tensor) -> Result<DType> {
+    t.dtype()
+}
+
+fn bin(a: &Tensor, b: &Tensor, op: Binary) -> Result<Tensor> {
+    super::binary(a, b, op, super::promoted(a, b)?, None)
+}
+
+fn mul(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bin(a, b, Binary::Mul)
+}
+
+fn div(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bin(a, b, Binary::Div)
+}
+
+fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bin(a, b, Binary::Add(Scalar::Int(1)))
+}
+
+fn sub(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    bin(a, b, Binary::Sub(Scalar::Int(1)))
+}
+
+fn scale(a: &Tensor, factor: f64) -> Result<Tensor> {
+    mul(a, &Tensor::scalar(factor))
+}
+
+fn plus(a: &Tensor, value: f64) -> Result<Tensor> {
+    add(a, &Tensor::scalar(value))
+}
+
+/// `value - a`.
+fn minus_from(value: f64, a: &Tensor) -> Result<Tensor> {
+    add(&scale(a, -1.0)?, &Tensor::scalar(value))
+}
+
+fn un(a: &Tensor, op: Unary) -> Result<Tensor> {
+    super::unary(a, op, dtype(a)?, None)
+}
+
+fn neg(a: &Tensor) -> Result<Tensor> {
+    un(a, Unary::Neg)
+}
+
+/// `a op b` as 0/1 in `like`'s dtype.
+fn indicator(a: &Tensor, b: &Tensor, op: Binary, like: &Tensor) -> Result<Tensor> {
+    super::copy(&bin(a, b, op)?, dtype(like)?)
+}
+
+fn zeros_like(t: &Tensor) -> Result<Tensor> {
+    super::zeros(&t.shape()?, dtype(t)?, t.device()?)
+}
+
+/// `g` where `c`, zero elsewhere.
+fn only_where(c: &Tensor, g: &Tensor) -> Result<Tensor> {
+    super::select(c, g, &Tensor::scalar(0.0), dtype(g)?)
+}
+
+/// `g` broadcast to `shape` (a view).
+fn expand(g: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let shape = shape.clone();
+    super::view(g, move |l| {
+        let missing = shape.len() - l.ndim();
+        let strides = (0..shape.len())
+            .map(|d| if d < missing || l.shape[d - missing] != shape[d] { 0 } else { l.strides[d - missing] })
+            .collect();
+        Ok(Layout { shape: shape.clone(), strides, offset: l.offset })
+    })
+}
+
+/// The reduced result `g` (dimensions `dims` of `shape` dropped) broadcast back to `shape`.
+fn expand_back(g: &Tensor, dims: &[usize], shape: &Shape) -> Result<Tensor> {
+    let kept: Shape = shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+    expand(&reshape(g, &kept)?, shape)
+}
+
+/// `g` summed down to `shape` (undoing broadcasting).
+pub(super) fn sum_to(g: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let have = g.shape()?;
+    let extra = have.len() - shape.len();
+    let dims: Vec<usize> =
+        (0..have.len()).filter(|&d| d < extra || (shape[d - extra] == 1 && have[d] != 1)).collect();
+    if dims.is_empty() {
+        return reshape(g, shape);
+    }
+    let summed = super::reduce(g, &dims, Reduce::Sum, dtype(g)?)?;
+    reshape(&summed, shape)
+}
+
+/// `x` with its dimensions in `order`.
+fn permute(x: &Tensor, order: &[usize]) -> Result<Tensor> {
+    let order = order.to_vec();
+    super::view(x, move |l| {
+        Ok(Layout {
+            shape: order.iter().map(|&d| l.shape[d]).collect(),
+            strides: order.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        })
+    })
+}
+
+/// `x` with its last two dimensions swapped.
+fn transpose_last(x: &Tensor) -> Result<Tensor> {
+    let n = x.shape()?.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.swap(n - 2, n - 1);
+    permute(x, &order)
+}
+
+/// `length` positions of dimension `dim` from `start`.
+fn narrow(x: &Tensor, dim: usize, start: usize, length: usize) -> Result<Tensor> {
+    super::view(x, move |l| {
+        let mut shape = l.shape.to_vec();
+        shape[dim] = length;
+        let offset = if length == 0 { l.offset } else { l.offset + start * l.strides[dim] };
+        Ok(Layout { shape: Shape::from(shape), strides: l.strides.clone(), offset })
+    })
+}
+
+/// The integer positions `positions` as an index vector on `device`.
+fn positions(positions: Vec<i64>, device: crate::backend::Device) -> Result<Tensor> {
+    let n = positions.len();
+    let data = match device.index_dtype() {
+        DType::Int32 => crate::backend::Buffer::from_vec(positions.into_iter().map(|p| p as i32).collect()),
+        _ => crate::backend::Buffer::from_vec(positions),
+    };
+    super::upload(device, data, Shape::from([n]))
+}
+
+/// `x` reversed along `dim`.
+fn flip(x: &Tensor, dim: usize) -> Result<Tensor> {
+    let n = x.shape()?[dim];
+    let index = positions((0..n as i64).rev().collect(), x.device()?)?;
+    super::index_select(x, dim, &index)
+}
+
+/// The running sums of `x` along `dim` taken from the end.
+fn reverse_cumsum(x: &Tensor, dim: usize) -> Result<Tensor> {
+    flip(&super::scan(&flip(x, dim)?, dim, Scan::Sum, dtype(x)?)?, dim)
+}
+
+/// The products of all other elements of each lane of `x` along its last dimension (exact
+/// with zeros: the product of the elements before times the product of those after).
+fn products_of_others(x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape()?;
+    let last = shape.len() - 1;
+    let k = shape[last];
+    if k <= 1 {
+        return super::ones(&shape, dtype(x)?, x.device()?);
+    }
+    let mut one_shape = shape.to_vec();
+    one_shape[last] = 1;
+    let ones = super::ones(&Shape::from(one_shape), dtype(x)?, x.device()?)?;
+    let exclusive = |t: &Tensor| -> Result<Tensor> {
+        let shifted = super::concat(&[ones.clone(), narrow(t, last, 0, k - 1)?], last, &shape, dtype(t)?)?;
+        super::scan(&shifted, last, Scan::Prod, dtype(t)?)
+    };
+    let before = exclusive(x)?;
+    let after = flip(&exclusive(&flip(x, last)?)?, last)?;
+    mul(&before, &after)
+}
+
+impl Op {
+    /// The gradient of each input, in the node's dtype and the broadcast shape (`fit` brings
+    /// them to the inputs'), `None` where an input needs none.
+    fn gradients(&self, g: &Tensor, saved: &[Tensor], inputs: &[Option<&OutputMeta>]) -> Result<Vec<Option<Tensor>>> {
+        let needs = |i: usize| inputs.get(i).is_some_and(Option::is_some);
+        let input_shape = |i: usize| inputs[i].map(|m| m.shape.clone()).unwrap_or_default();
+        let out = || saved.last().ok_or_else(|| Error::runtime_error("backward: the output was not saved"));
+        let x = || saved.first().ok_or_else(|| Error::runtime_error("backward: the input was not saved"));
+        Ok(match self {
+            Op::Unary(op) => vec![Some(unary_gradient(*op, g, saved)?)],
+            Op::Binary { op, number } => binary_gradients(*op, *number, g, saved, [needs(0), needs(1)])?,
+            Op::Select => {
+                let c = &saved[0];
+                let a = if needs(1) { Some(only_where(c, g)?) } else { None };
+                let b = if needs(2) { Some(super::select(c, &Tensor::scalar(0.0), g, dtype(g)?)?) } else { None };
+                vec![None, a, b]
+            }
+            Op::Reduce { op, dims } => {
+                let shape = input_shape(0);
+                let back = expand_back(g, dims, &shape)?;
+                vec![Some(match op {
+                    Reduce::Sum => back,
+                    Reduce::Mean => {
+                        let count: usize = dims.iter().map(|&d| shape[d]).product();
+                        scale(&back, 1.0 / count as f64)?
+                    }
+                    Reduce::Max | Reduce::Min => {
+                        let (x, y) = (x()?, out()?);
+                        let mask = indicator(x, &expand_back(y, dims, &shape)?, Binary::Eq, g)?;
+                        let count = sum_keepdim(&mask, dims)?;
+                        div(&mul(&back, &mask)?, &count)?
+                    }
+                    Reduce::Prod => {
+                        // Move the reduced dimensions last, flattened into one, and take the
+                        // product of the others in each lane.
+                        let rest: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+                        let order: Vec<usize> = rest.iter().chain(dims).copied().collect();
+                        let moved = permute(x()?, &order)?;
+                        let lanes: Vec<usize> =
+                            rest.iter().map(|&d| shape[d]).chain([dims.iter().map(|&d| shape[d]).product()]).collect();
+                        let others = products_of_others(&reshape(&moved, &Shape::from(lanes))?)?;
+                        let moved_shape: Shape = order.iter().map(|&d| shape[d]).collect();
+                        let mut inverse = vec![0; order.len()];
+                        for (i, &d) in order.iter().enumerate() {
+                            inverse[d] = i;
+                        }
+                        let others = permute(&reshape(&others, &moved_shape)?, &inverse)?;
+                        mul(&back, &others)?
+                    }
+                    _ => return Err(not_differentiable(self)),
+                })]
+            }
+            Op::Scan { op: Scan::Sum, dim } => vec![Some(reverse_cumsum(g, *dim)?)],
+            Op::Scan { op: Scan::Prod, dim } => {
+                // Σ_{j ≥ i} g_j y_j / x_i (inputs without zeros).
+                let (x, y) = (x()?, out()?);
+                vec![Some(div(&reverse_cumsum(&mul(g, y)?, *dim)?, x)?)]
+            }
+            Op::Matmul => {
+                let (a, b) = (&saved[0], &saved[1]);
+                let ga = if needs(0) { Some(super::matmul(g, &transpose_last(b)?, dtype(g)?)?) } else { None };
+                let gb = if needs(1) { Some(super::matmul(&transpose_last(a)?, g, dtype(g)?)?) } else { None };
+                vec![ga, gb]
+            }
+            Op::IndexSelect { dim } => {
+                let index = &saved[0];
+                let shape = g.shape()?;
+                let d = *dim;
+                let spread = super::view(index, |l| {
+                    let strides = (0..shape.len()).map(|k| if k == d { l.strides[0] } else { 0 }).collect();
+                    Ok(Layout { shape: shape.clone(), strides, offset: l.offset })
+                })?;
+                vec![Some(super::scatter_add(&input_shape(0), d, &spread, g)?)]
+            }
+            Op::Gather { dim } => vec![Some(super::scatter_add(&input_shape(0), *dim, &saved[0], g)?)],
+            Op::ScatterAdd { dim } => vec![Some(super::gather(g, *dim, &saved[0])?)],
+            Op::Concat { dim, sizes } => {
+                let mut start = 0;
+                let mut grads = Vec::new();
+                for (i, &n) in sizes.iter().enumerate() {
+                    grads.push(if needs(i) { Some(narrow(g, *dim, start, n)?) } else { None });
+                    start += n;
+                }
+                grads
+            }
+            Op::Softmax { dim, log } => {
+                let y = out()?;
+                vec![Some(if *log {
+                    sub(g, &mul(&un(y, Unary::Exp)?, &sum_keepdim(g, &[*dim])?)?)?
+                } else {
+                    mul(y, &sub(g, &sum_keepdim(&mul(g, y)?, &[*dim])?)?)?
+                })]
+            }
+            Op::Conv2d { groups, window } => {
+                let (x, w) = (&saved[0], &saved[1]);
+                let gx = if needs(0) { Some(conv2d_input_gradient(g, w, *groups, window)?) } else { None };
+                let gw = if needs(1) { Some(conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)?) } else { None };
+                let gb = if needs(2) { Some(super::reduce(g, &[0, 2, 3], Reduce::Sum, dtype(g)?)?) } else { None };
+                let mut grads = vec![gx, gw];
+                if inputs.len() > 2 {
+                    grads.push(gb);
+                }
+                grads
+            }
+            Op::MaxPool2d { input } => {
+                let (planes, h, w) = (input[0], input[1], input[2]);
+                let (oh, ow) = (g.shape()?[1], g.shape()?[2]);
+                let flat = |t: &Tensor| reshape(t, &Shape::from([planes, oh * ow]));
+                let index = super::view(&saved[0], |l| {
+                    Ok(Layout { offset: l.offset, ..Layout::contiguous(Shape::from([planes, oh * ow])) })
+                })?;
+                let scattered = super::scatter_add(&Shape::from([planes, h * w]), 1, &index, &flat(g)?)?;
+                vec![Some(reshape(&scattered, input)?)]
+            }
+            Op::Copy | Op::Transfer => vec![Some(g.clone())],
+            Op::View { input, relative } => vec![Some(super::embed(g, input, relative)?)],
+            Op::Embed { relative } => vec![Some(super::strided(g, relative.clone())?)],
+            Op::CopySlices { relative } => {
+                let base = if needs(0) {
+                    let shape = g.shape()?;
+                    let mark = super::ones(&relative.shape, DType::Bool, g.device()?)?;
+                    let written = super::embed(&mark, &shape, relative)?;
+                    Some(super::select(&written, &Tensor::scalar(0.0), g, dtype(g)?)?)
+                } else {
+                    None
+                };
+                let src = if needs(1) { Some(super::strided(g, relative.clone())?) } else { None };
+                vec![base, src]
+            }
+        })
+    }
+}
+
+#[cold]
+fn not_differentiable(op: &Op) -> Error {
+    Error::runtime_error(format!("the derivative for '{}' is not implemented", op.name()))
+}
+
+/// The gradient of `op` (recorded with `saved`: its input, or its output) for `g`.
+fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
+    use Unary::*;
+    let s = || saved.first().ok_or_else(|| Error::runtime_error("backward: the saved tensor is missing"));
+    match op {
+        Exp => mul(g, s()?),
+        Expm1 => mul(g, &plus(s()?, 1.0)?),
+        Sqrt => div(g, &scale(s()?, 2.0)?),
+        Rsqrt => {
+            let y = s()?;
+            mul(g, &scale(&mul(y, &mul(y, y)?)?, -0.5)?)
+        }
+        Tan => mul(g, &plus(&mul(s()?, s()?)?, 1.0)?),
+        Tanh => mul(g, &minus_from(1.0, &mul(s()?, s()?)?)?),
+        Sigmoid => mul(g, &mul(s()?, &minus_from(1.0, s()?)?)?),
+        Reciprocal => mul(&neg(g)?, &mul(s()?, s()?)?),
+        Relu => only_where(&bin(s()?, &Tensor::scalar(0.0), Binary::Gt)?, g),
+        Log => div(g, s()?),
+        Log1p => div(g, &plus(s()?, 1.0)?),
+        Sin => mul(g, &un(s()?, Cos)?),
+        Cos => mul(g, &neg(&un(s()?, Sin)?)?),
+        Erf => {
+            let x = s()?;
+            mul(g, &scale(&un(&neg(&mul(x, x)?)?, Exp)?, FRAC_2_SQRT_PI)?)
+        }
+        Gelu => {
+            // Φ(x) + x φ(x)
+            let x = s()?;
+            let cdf = scale(&plus(&un(&scale(x, 1.0 / SQRT_2)?, Erf)?, 1.0)?, 0.5)?;
+            let pdf = scale(&un(&scale(&mul(x, x)?, -0.5)?, Exp)?, 1.0 / (2.0 * PI).sqrt())?;
+            mul(g, &add(&cdf, &mul(x, &pdf)?)?)
+        }
+        GeluTanh => {
+            // 0.5 (1 + t) + 0.5 x (1 - t²) k (1 + 3c x²), t = tanh(k (x + c x³))
+            let (k, c) = ((2.0 / PI).sqrt(), 0.044715);
+            let x = s()?;
+            let x2 = mul(x, x)?;
+            let t = un(&scale(&add(x, &scale(&mul(&x2, x)?, c)?)?, k)?, Tanh)?;
+            let left = scale(&plus(&t, 1.0)?, 0.5)?;
+            let right = mul(&scale(x, 0.5 * k)?, &mul(&minus_from(1.0, &mul(&t, &t)?)?, &plus(&scale(&x2, 3.0 * c)?, 1.0)?)?)?;
+            mul(g, &add(&left, &right)?)
+        }
+        Silu => {
+            let x = s()?;
+            let sig = un(x, Sigmoid)?;
+            mul(g, &mul(&sig, &plus(&mul(x, &minus_from(1.0, &sig)?)?, 1.0)?)?)
+        }
+        Abs => mul(g, &un(s()?, Sign)?),
+        Square => mul(g, &scale(s()?, 2.0)?),
+        Neg => neg(g),
+        Ceil | Floor | Trunc | Round(_) | Sign => zeros_like(g),
+        _ => Err(Error::runtime_error(format!("the derivative for '{}' is not implemented", unary_name(op)))),
+    }
+}
+
+/// The gradients of `a op b` for `g`, where `needs` says which operands need one.
+fn binary_gradients(op: Binary, number: bool, g: &Tensor, saved: &[Tensor], needs: [bool; 2]) -> Result<Vec<Option<Tensor>>> {
+    use Binary::*;
+    let b = || (&saved[0], &saved[1]);
+    let each = |f: &dyn Fn() -> Result<Tensor>, need: bool| if need { f().map(Some) } else { Ok(None) };
+    let half_ties = |above: Binary, below: Binary| -> Result<Vec<Option<Tensor>>> {
+        let (a, b) = (&saved[0], &saved[1]);
+        let ties = || scale(&indicator(a, b, Eq, g)?, 0.5);
+        let ga = each(&|| mul(g, &add(&indicator(a, b, above, g)?, &ties()?)?), needs[0])?;
+        let gb = each(&|| mul(g, &add(&indicator(a, b, below, g)?, &ties()?)?), needs[1])?;
+        Ok(vec![ga, gb])
+    };
+    Ok(match op {
+        Add(alpha) | Sub(alpha) => {
+            let sign = if matches!(op, Sub(_)) { -1.0 } else { 1.0 };
+            let factor = sign * alpha.to_f64();
+            vec![
+                each(&|| Ok(g.clone()), needs[0])?,
+                each(&|| if factor == 1.0 { Ok(g.clone()) } else { scale(g, factor) }, needs[1])?,
+            ]
+        }
+        Mul => vec![each(&|| mul(g, b().1), needs[0])?, each(&|| mul(g, b().0), needs[1])?],
+        Div => {
+            let (a, b) = b();
+            vec![each(&|| div(g, b), needs[0])?, each(&|| neg(&div(&mul(g, a)?, &mul(b, b)?)?), needs[1])?]
+        }
+        DivTrunc | DivFloor => vec![each(&|| zeros_like(g), needs[0])?, each(&|| zeros_like(g), needs[1])?],
+        Maximum => half_ties(Gt, Lt)?,
+        Minimum => half_ties(Lt, Gt)?,
+        ClampMin | ClampMax if number => {
+            let inside = if op == ClampMin { Gt } else { Lt };
+            let (a, b) = b();
+            vec![each(&|| only_where(&bin(a, b, inside)?, g), needs[0])?, None]
+        }
+        ClampMin => half_ties(Gt, Lt)?,
+        ClampMax => half_ties(Lt, Gt)?,
+        Pow => {
+            let (a, b) = b();
+            let y = saved.last().ok_or_else(|| Error::runtime_error("backward: pow's output was not saved"))?;
+            let ga = || {
+                // b a^(b-1), zero where the exponent is zero.
+                let term = mul(b, &bin(a, &plus(b, -1.0)?, Pow)?)?;
+                let term = super::select(&bin(b, &Tensor::scalar(0.0), Eq)?, &Tensor::scalar(0.0), &term, dtype(g)?)?;
+                mul(g, &term)
+            };
+            let gb = || {
+                // y log(a), zero where a is zero and the exponent is not negative.
+                let term = mul(y, &un(a, Unary::Log)?)?;
+                let zero_base = bin(&bin(a, &Tensor::scalar(0.0), Eq)?, &bin(b, &Tensor::scalar(0.0), Ge)?, And)?;
+                mul(g, &super::select(&zero_base, &Tensor::scalar(0.0), &term, dtype(g)?)?)
+            };
+            vec![each(&ga, needs[0])?, each(&gb, needs[1])?]
+        }
+        Atan2 => {
+            let (a, b) = b();
+            let d = || add(&mul(a, a)?, &mul(b, b)?);
+            vec![each(&|| div(&mul(g, b)?, &d()?), needs[0])?, each(&|| neg(&div(&mul(g, a)?, &d()?)?), needs[1])?]
+        }
+        Fmod | Remainder => {
+            let (a, b) = b();
+            let round = if op == Fmod { Unary::Trunc } else { Unary::Floor };
+            vec![each(&|| Ok(g.clone()), needs[0])?, each(&|| neg(&mul(g, &un(&div(a, b)?, round)?)?), needs[1])?]
+        }
+        _ => return Err(Error::runtime_error(format!("the derivative for '{op:?}' is not implemented"))),
+    })
+}
+
+/// The gradient of conv2d's input: the transposed convolution of `g` with `w`, as a
+/// convolution of `g` spread by the stride and padded with `w` flipped and its channels swapped.
+fn conv2d_input_gradient(g: &Tensor, w: &Tensor, groups: usize, win: &Window) -> Result<Tensor> {
+    let (gs, ws) = (g.shape()?, w.shape()?);
+    let (n, o, oh, ow) = (gs[0], gs[1], gs[2], gs[3]);
+    let (cg, kh, kw) = (ws[1], ws[2], ws[3]);
+    let c = cg * groups;
+    // The spread gradient's plane: a convolution of kernel extent d (k - 1) + 1 over it gives
+    // the input's plane. Output position i lands at row `pad + i s`.
+    let extent = |axis: usize, k: usize| win.dilation[axis] * (k - 1);
+    let (eh, ew) = (extent(0, kh), extent(1, kw));
+    let (zh, zw) = (win.input[0] + eh, win.input[1] + ew);
+    // Rows of g that land inside the plane (with much padding, the first ones fall before it).
+    let span = |axis: usize, e: usize, count: usize, size: usize| -> (usize, usize, usize) {
+        let (s, p) = (win.stride[axis] as i64, win.padding[axis] as i64);
+        let at = |i: i64| e as i64 - p + i * s;
+        let first = (0..count as i64).find(|&i| at(i) >= 0).unwrap_or(count as i64);
+        let last = (0..count as i64).rev().find(|&i| at(i) < size as i64).map_or(first, |i| i + 1);
+        let len = (last - first).max(0) as usize;
+        (first as usize, len, if len == 0 { 0 } else { at(first) as usize })
+    };
+    let (r0, rn, rat) = span(0, eh, oh, zh);
+    let (c0, cn, cat) = span(1, ew, ow, zw);
+    let inner = narrow(&narrow(g, 2, r0, rn)?, 3, c0, cn)?;
+    let relative = Layout {
+        shape: Shape::from([n, o, rn, cn]),
+        strides: [o * zh * zw, zh * zw, win.stride[0] * zw, win.stride[1]].into_iter().collect(),
+        offset: rat * zw + cat,
+    };
+    let spread = super::embed(&inner, &Shape::from([n, o, zh, zw]), &relative)?;
+    // w [o, c/g, kh, kw] → [c, o/g, kh, kw], flipped in both spatial dimensions.
+    let og = o / groups;
+    let swapped = permute(&reshape(w, &Shape::from([groups, og, cg, kh, kw]))?, &[0, 2, 1, 3, 4])?;
+    let swapped = reshape(&super::contiguous(&swapped)?.into_owned(), &Shape::from([c, og, kh, kw]))?;
+    let flipped = flip(&flip(&swapped, 2)?, 3)?;
+    let window = Window { stride: [1, 1], padding: [0, 0], input: [zh, zw], out: win.input, ..*win };
+    super::conv2d(&spread, &flipped, None, groups, &window)
+}
+
+/// The gradient of conv2d's weight: a convolution of the input (batch and channels swapped)
+/// with `g` as the kernel, stride and dilation exchanged, cut to the kernel's size.
+fn conv2d_weight_gradient(g: &Tensor, x: &Tensor, weight: &Shape, groups: usize, win: &Window) -> Result<Tensor> {
+    let (gs, xs) = (g.shape()?, x.shape()?);
+    let (n, o, oh, ow) = (gs[0], gs[1], gs[2], gs[3]);
+    let (c, h, w) = (xs[1], xs[2], xs[3]);
+    let cg = c / groups;
+    // x [n, c, h, w] → [c/g, g·n, h, w]: channel k·(c/g) + j of sample m is plane k·n + m of batch j.
+    let spread = permute(&reshape(x, &Shape::from([n, groups, cg, h, w]))?, &[2, 1, 0, 3, 4])?;
+    let spread = reshape(&super::contiguous(&spread)?.into_owned(), &Shape::from([cg, groups * n, h, w]))?;
+    // g [n, o, oh, ow] → [o, n, oh, ow].
+    let kernel = super::contiguous(&permute(g, &[1, 0, 2, 3])?)?.into_owned();
+    let full = |axis: usize| (win.input[axis] + 2 * win.padding[axis] - win.stride[axis] * ([oh, ow][axis] - 1) - 1) / win.dilation[axis] + 1;
+    let (fh, fw) = (full(0), full(1));
+    let window = Window {
+        kernel: [oh, ow],
+        stride: win.dilation,
+        dilation: win.stride,
+        padding: win.padding,
+        input: [h, w],
+        out: [fh, fw],
+    };
+    let result = super::conv2d(&spread, &kernel, None, groups, &window)?; // [c/g, o, fh, fw]
+    let cut = narrow(&narrow(&result, 2, 0, weight[2])?, 3, 0, weight[3])?;
+    let _ = o;
+    permute(&cut, &[1, 0, 2, 3])
+}
+
+/// An in-place write of `result` into `view` (a view of `base`) recorded: `base` becomes the
+/// output of a `CopySlices` node over its old history and `result`'s, and `view` a view of it.
+pub(super) fn rebase_view(base: &Tensor, view: &Tensor, result: &Tensor) -> Result<()> {
+    let (b, v) = (base.data("in-place", "self")?, view.data("in-place", "self")?);
+    if !b.layout.is_contiguous() {
+        return Err(Error::runtime_error(
+            "an in-place operation on a view of a non-contiguous tensor that requires grad is not supported",
+        ));
+    }
+    let relative = Layout { offset: v.layout.offset - b.layout.offset, ..v.layout.clone() };
+    let next = vec![meta::gradient_edge(base), meta::gradient_edge(result)];
+    let node = Node::function(Op::CopySlices { relative: relative.clone() }, next, Vec::new(), vec![meta::output_meta(b)]);
+    meta::set_history(base, Some(Edge { node: node.clone(), output_nr: 0 }));
+    let view_node = Node::function(
+        Op::View { input: b.layout.shape.clone(), relative },
+        vec![Some(Edge { node, output_nr: 0 })],
+        Vec::new(),
+        vec![meta::output_meta(v)],
+    );
+    meta::set_history(view, Some(Edge { node: view_node, output_nr: 0 }));
+    Ok(())
+}

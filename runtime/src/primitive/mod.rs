@@ -1,0 +1,376 @@
+//! Layer 3, the primitives: one tensor-level function per kernel family, the only code above
+//! the backends that calls them. Each picks the device its operands share, calls the family
+//! on that device's backend, wraps the result as a tensor and, when grad mode is on and an
+//! operand requires grad, records the node whose backward the derivatives table
+//! ([`derivatives`]) declares. Public operations (layer 2, `ops/`) are compositions of these,
+//! so every one of them differentiates, on every device. (A later layer of hooks below
+//! autograd, PyTorch's `__torch_dispatch__`, belongs here too.)
+
+mod derivatives;
+
+use std::borrow::Cow;
+
+use crate::autograd::{self, Edge, Meta, Node, SavedTensor, meta};
+use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
+use crate::error::{Result, bail};
+use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes};
+
+pub(crate) use derivatives::Op;
+
+/// The data of an operand; primitives are called with tensors the operation checked, so a
+/// duck here names the primitive.
+fn data<'t>(t: &'t Tensor, func: &str) -> Result<&'t Dense> {
+    t.data(func, "input")
+}
+
+/// The device of `operands`: the one they share (zero-dimensional CPU tensors join any).
+fn device(func: &str, operands: &[&Dense]) -> Result<Device> {
+    let named: Vec<(&str, &Dense)> = operands.iter().map(|&d| ("input", d)).collect();
+    crate::ops::device::device_of(func, &named)
+}
+
+/// Whether an operation on `inputs` records: grad mode is on and one of them requires grad.
+#[inline]
+fn recording(inputs: &[&Tensor]) -> bool {
+    inputs.iter().any(|t| meta::requires_grad(t)) && autograd::is_grad_enabled()
+}
+
+/// What a node keeps for its backward: some of its inputs (by position), its output, and
+/// tensors of its own (indices).
+#[derive(Default)]
+struct Keep<'a> {
+    inputs: &'a [usize],
+    output: bool,
+    extra: Vec<Tensor>,
+}
+
+/// The result `array` of `op` on `inputs`, with its history when the operation records and the
+/// result is a float (integer and bool results are not differentiable).
+fn finish(op: Op, inputs: &[&Tensor], array: Array, keep: Keep<'_>) -> Tensor {
+    if !array.dtype.is_floating_point() || !recording(inputs) {
+        return Tensor::from_array(array);
+    }
+    let next: Vec<Option<Edge>> = inputs.iter().map(|t| meta::gradient_edge(t)).collect();
+    let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
+    let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
+    saved.extend(keep.extra.iter().map(SavedTensor::input));
+    if keep.output {
+        saved.push(SavedTensor::output(Tensor::from_array(array.clone()), 0));
+    }
+    let node = Node::function(op, next, saved, vec![output]);
+    Tensor::from_dense(Dense::with_meta(array, Meta::with_history(Edge { node, output_nr: 0 })))
+}
+
+/// `out` for a kernel that may write into it: never while recording (the result must be a
+/// fresh tensor that the in-place operation then writes, so saved tensors stay intact).
+fn target<'a>(out: Option<&'a Tensor>, inputs: &[&Tensor]) -> Option<&'a Array> {
+    if recording(inputs) {
+        return None;
+    }
+    out.and_then(|t| t.dense()).map(|d| &d.array)
+}
+
+/// An input of an in-place operation: the tensor itself, or, when the operation records, a
+/// recorded copy (the in-place write must not change what the backward reads).
+pub(crate) fn inplace_source(t: &Tensor, others: &[&Tensor]) -> Result<Tensor> {
+    if meta::requires_grad(t) || others.iter().any(|o| meta::requires_grad(o)) {
+        if autograd::is_grad_enabled() {
+            return copy(t, data(t, "copy")?.dtype);
+        }
+    }
+    Ok(t.clone())
+}
+
+/// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
+pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
+    let a = data(x, "unary")?;
+    let array = a.device().backend().unary(a, op, dtype, target(out, &[x]))?;
+    let keep = derivatives::unary_keeps(op);
+    Ok(finish(Op::Unary(op), &[x], array, keep))
+}
+
+/// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
+pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
+    let (x, y) = (data(a, "binary")?, data(b, "binary")?);
+    let device = device("binary", &[x, y])?;
+    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, "binary")?;
+    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, &[a, b]))?;
+    let keep = derivatives::binary_keeps(op);
+    Ok(finish(Op::Binary { op, number: y.wrapped_number }, &[a, b], array, keep))
+}
+
+/// `a` where `condition` holds, `b` elsewhere, broadcast together, in `dtype`.
+pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
+    let (c, x, y) = (data(condition, "where")?, data(a, "where")?, data(b, "where")?);
+    let device = device("where", &[c, x, y])?;
+    let shape = broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
+    let array = device.backend().select(c, x, y, &shape, dtype)?;
+    Ok(finish(Op::Select, &[condition, a, b], array, Keep { inputs: &[0], ..Keep::default() }))
+}
+
+/// `op` over the dimensions `dims` (sorted, distinct) of `x`, read as `dtype`; the reduced
+/// dimensions are dropped.
+pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Tensor> {
+    let a = data(x, "reduce")?;
+    let array = a.device().backend().reduce(a, dims, op, dtype)?;
+    let keep = match op {
+        Reduce::Prod | Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
+        _ => Keep::default(),
+    };
+    Ok(finish(Op::Reduce { op, dims: dims.to_vec() }, &[x], array, keep))
+}
+
+/// The running `op` along `dim` of `x`, in `dtype`.
+pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Tensor> {
+    let a = data(x, "scan")?;
+    let array = a.device().backend().scan(a, dim, op, dtype)?;
+    let keep = match op {
+        Scan::Prod => Keep { inputs: &[0], output: true, ..Keep::default() },
+        _ => Keep::default(),
+    };
+    Ok(finish(Op::Scan { op, dim }, &[x], array, keep))
+}
+
+/// `a @ b` in `dtype` for `a` of shape `[..., n, k]` and `b` of shape `[..., k, m]` (two or
+/// more dimensions each, the leading ones broadcasting): `[*batch, n, m]`.
+pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
+    let (x, y) = (data(a, "matmul")?, data(b, "matmul")?);
+    let device = device("matmul", &[x, y])?;
+    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+    let batch = broadcast_shapes(&Shape::new(&xs[..xs.len() - 2]), &Shape::new(&ys[..ys.len() - 2]), "matmul")?;
+    let pad = |arr: &Array| -> Array {
+        let l = &arr.layout;
+        let missing = batch.len() + 2 - l.ndim();
+        let shape: Vec<usize> = std::iter::repeat_n(1, missing).chain(l.shape.iter().copied()).collect();
+        let strides: Vec<usize> = std::iter::repeat_n(0, missing).chain(l.strides.iter().copied()).collect();
+        arr.with_layout(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
+    };
+    let array = device.backend().matmul(&pad(x), &pad(y), &batch, dtype)?;
+    Ok(finish(Op::Matmul, &[a, b], array, Keep { inputs: &[0, 1], ..Keep::default() }))
+}
+
+/// The positions `index` (an integer vector in range) of dimension `dim` of `x`.
+pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
+    let (a, i) = (data(x, "index_select")?, data(index, "index_select")?);
+    device("index_select", &[a, i])?;
+    let array = a.device().backend().index_select(a, dim, i)?;
+    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
+    Ok(finish(Op::IndexSelect { dim }, &[x], array, keep))
+}
+
+/// `x` at `index` (integers in range) along `dim`, elementwise.
+pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
+    let (a, i) = (data(x, "gather")?, data(index, "gather")?);
+    device("gather", &[a, i])?;
+    let array = a.device().backend().gather(a, dim, i)?;
+    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
+    Ok(finish(Op::Gather { dim }, &[x], array, keep))
+}
+
+/// `pieces` joined along `dim` into one tensor of `shape`, read as `dtype`.
+pub(crate) fn concat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Tensor> {
+    let arrays: Vec<&Dense> = pieces.iter().map(|p| data(p, "cat")).collect::<Result<_>>()?;
+    let device = device("cat", &arrays)?;
+    let refs: Vec<&Array> = arrays.iter().map(|d| &d.array).collect();
+    let array = device.backend().concat(&refs, dim, shape, dtype)?;
+    let inputs: Vec<&Tensor> = pieces.iter().collect();
+    let sizes = arrays.iter().map(|d| d.layout.shape[dim]).collect();
+    Ok(finish(Op::Concat { dim, sizes }, &inputs, array, Keep::default()))
+}
+
+/// The softmax (or, with `log`, log-softmax) of `x` along `dim`, in the float `dtype`.
+pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Tensor> {
+    let a = data(x, "softmax")?;
+    let array = a.device().backend().softmax(a, dim, log, dtype)?;
+    Ok(finish(Op::Softmax { dim, log }, &[x], array, Keep { output: true, ..Keep::default() }))
+}
+
+/// The 2-D cross-correlation of `input` `[n, c, h, w]` with `weight` `[o, c / groups, kh, kw]`
+/// plus `bias` `[o]`, over `window`.
+pub(crate) fn conv2d(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    groups: usize,
+    window: &Window,
+) -> Result<Tensor> {
+    let input = &contiguous(input)?;
+    let (x, w) = (data(input, "conv2d")?, data(weight, "conv2d")?);
+    let b = bias.map(|b| data(b, "conv2d")).transpose()?;
+    let mut operands = vec![x, w];
+    operands.extend(b);
+    let device = device("conv2d", &operands)?;
+    let array = device.backend().conv2d(x, w, b.map(|b| &b.array), groups, window)?;
+    let mut inputs = vec![input, weight];
+    inputs.extend(bias);
+    Ok(finish(Op::Conv2d { groups, window: *window }, &inputs, array, Keep { inputs: &[0, 1], ..Keep::default() }))
+}
+
+/// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
+/// one's position in its plane.
+pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Tensor)> {
+    let x = data(input, "max_pool2d")?;
+    let (values, indices) = x.device().backend().max_pool2d(x, window)?;
+    let indices = Tensor::from_array(indices);
+    let keep = Keep { extra: vec![indices.clone()], ..Keep::default() };
+    let shape = x.layout.shape.clone();
+    Ok((finish(Op::MaxPool2d { input: shape }, &[input], values, keep), indices))
+}
+
+/// A contiguous copy of `x` converted to `dtype` (`clone`, `contiguous`, `to(dtype)`).
+pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
+    let a = data(x, "copy")?;
+    let array = a.device().backend().copy(a, dtype)?;
+    Ok(finish(Op::Copy, &[x], array, Keep::default()))
+}
+
+/// `x` itself when contiguous, else a contiguous copy.
+pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
+    let a = data(x, "contiguous")?;
+    if a.layout.is_contiguous() { Ok(Cow::Borrowed(x)) } else { Ok(Cow::Owned(copy(x, a.dtype)?)) }
+}
+
+/// `x` copied to `device` as `dtype`, through host memory.
+pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tensor> {
+    let a = data(x, "to")?;
+    let array = crate::ops::convert::transfer("to", a, device, dtype)?;
+    Ok(finish(Op::Transfer, &[x], array, Keep::default()))
+}
+
+/// A view of `x`'s memory with the layout `make` gives for `x`'s layout (`make` must be a view
+/// of the same elements: a permutation, a slice, a broadcast, a reshape of a contiguous
+/// layout...). Its backward needs `make` of a contiguous layout of `x`'s shape too.
+pub(crate) fn view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) -> Result<Tensor> {
+    let a = data(x, "view")?;
+    let layout = make(&a.layout)?;
+    let view = x.make_view(a, layout);
+    if !recording(&[x]) {
+        return Ok(view);
+    }
+    let relative = make(&Layout::contiguous(a.layout.shape.clone()))?;
+    let node = Node::function(
+        Op::View { input: a.layout.shape.clone(), relative },
+        vec![meta::gradient_edge(x)],
+        Vec::new(),
+        vec![meta::output_meta(data(&view, "view")?)],
+    );
+    meta::set_history(&view, Some(Edge { node, output_nr: 0 }));
+    Ok(view)
+}
+
+/// A view of `x` with `layout` relative to a contiguous layout of `x` (as the backward of
+/// `embed`): `x` is made contiguous first.
+pub(crate) fn strided(x: &Tensor, relative: Layout) -> Result<Tensor> {
+    let x = contiguous(x)?;
+    view(&x, |l| Ok(Layout { offset: l.offset + relative.offset, ..relative.clone() }))
+}
+
+/// A tensor of `shape`, zero except where `relative` (a layout over a contiguous tensor of
+/// `shape`, addressing each element at most once) places the elements of `src`: the adjoint of
+/// [`strided`]. Dimensions that `relative` broadcasts (stride 0) are summed first.
+pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Tensor> {
+    let s = data(src, "embed")?;
+    let broadcast: Vec<usize> =
+        (0..relative.ndim()).filter(|&d| relative.strides[d] == 0 && relative.shape[d] > 1).collect();
+    if !broadcast.is_empty() {
+        let summed = sum_keepdim(src, &broadcast)?;
+        let mut relative = relative.clone();
+        for &d in &broadcast {
+            relative.shape = relative.shape.iter().enumerate().map(|(k, &n)| if k == d { 1 } else { n }).collect();
+        }
+        return embed(&summed, shape, &relative);
+    }
+    let device = s.device();
+    let zeros = device.backend().fill(device, shape, Scalar::Int(0), s.dtype)?;
+    device.backend().assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
+    let keep = Keep::default();
+    Ok(finish(Op::Embed { relative: relative.clone() }, &[src], zeros, keep))
+}
+
+/// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
+/// does not point along `dim`, and the sum of the elements of `src` that point there elsewhere.
+pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let (i, s) = (data(index, "scatter_add")?, data(src, "scatter_add")?);
+    let device = device("scatter_add", &[i, s])?;
+    let array = device.backend().scatter_add(shape, dim, i, s)?;
+    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
+    Ok(finish(Op::ScatterAdd { dim }, &[src], array, keep))
+}
+
+/// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).
+pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
+    Ok(Tensor::from_array(device.backend().fill(device, shape, value, dtype)?))
+}
+
+/// Zeros of `shape`, `dtype`, on `device`.
+pub(crate) fn zeros(shape: &Shape, dtype: DType, device: Device) -> Result<Tensor> {
+    full(shape, Scalar::Int(0), dtype, device)
+}
+
+/// Ones of `shape`, `dtype`, on `device`.
+pub(crate) fn ones(shape: &Shape, dtype: DType, device: Device) -> Result<Tensor> {
+    full(shape, Scalar::Int(1), dtype, device)
+}
+
+/// Host elements (row-major, of `shape`) uploaded to `device` (no history).
+pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tensor> {
+    Ok(Tensor::from_array(device.backend().upload(device, data, shape)?))
+}
+
+/// `a + b` in their promoted dtype (used to accumulate gradients).
+pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+    let dtype = promoted(a, b)?;
+    binary(a, b, Binary::Add(Scalar::Int(1)), dtype, None)
+}
+
+/// The dtype `a op b` computes in, by PyTorch's promotion.
+pub(crate) fn promoted(a: &Tensor, b: &Tensor) -> Result<DType> {
+    Ok(crate::tensor::result_type([data(a, "promote")?.participant(), data(b, "promote")?.participant()]))
+}
+
+/// The sum of `x` over `dims`, keeping them as size one.
+pub(crate) fn sum_keepdim(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let a = data(x, "sum")?;
+    let kept: Shape = a.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+    let summed = reduce(x, dims, Reduce::Sum, a.dtype)?;
+    reshape(&summed, &kept)
+}
+
+/// `x` with the same elements in `shape`: a view when `x` is contiguous, else a copy's view.
+pub(crate) fn reshape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let a = data(x, "reshape")?;
+    if a.layout.shape == *shape {
+        return Ok(x.clone());
+    }
+    let x = contiguous(x)?;
+    let shape = shape.clone();
+    view(&x, move |l| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) }))
+}
+
+/// Writes `result` (already of `target`'s shape, on its device) into `target`'s memory, as an
+/// in-place operation or `out=` does: counts the write in the version counter and, when the
+/// write records, makes `target` the output of `result`'s history (a view's base takes the
+/// write into its own history). A leaf that requires grad cannot be written while recording.
+pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor, assign: impl FnOnce() -> Result<()>) -> Result<()> {
+    let records = autograd::is_grad_enabled() && (meta::requires_grad(target) || meta::requires_grad(result));
+    if records && meta::requires_grad(target) && meta::is_leaf(target) {
+        bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    if records && let Some(base) = target.base_tensor() && meta::requires_grad(&base) && meta::is_leaf(&base) {
+        bail!(
+            Runtime,
+            "{func}(): a view of a leaf Variable that requires grad is being used in an in-place operation."
+        );
+    }
+    assign()?;
+    let dst = data(target, func)?;
+    dst.storage.bump_version();
+    if !records {
+        return Ok(());
+    }
+    match target.base_tensor() {
+        None => meta::set_history(target, meta::gradient_edge(result)),
+        Some(base) => derivatives::rebase_view(&base, target, result)?,
+    }
+    Ok(())
+}
