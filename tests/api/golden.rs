@@ -14,14 +14,14 @@ pub(crate) fn cases() -> Vec<Json> {
 }
 
 /// PyTorch's name to torchfn's: `torch.X` is `torchfn.X`, `torch.Tensor.X` is `Tensor.X`.
-fn torchfn_name(func: &str) -> String {
+pub(crate) fn torchfn_name(func: &str) -> String {
     match func.strip_prefix("torch.Tensor.") {
         Some(method) => format!("Tensor.{method}"),
         None => func.replacen("torch.", "torchfn.", 1),
     }
 }
 
-fn number(v: &Json) -> f64 {
+pub(crate) fn number(v: &Json) -> f64 {
     match v {
         Json::String(s) if s == "nan" => f64::NAN,
         Json::String(s) if s == "inf" => f64::INFINITY,
@@ -31,7 +31,7 @@ fn number(v: &Json) -> f64 {
     }
 }
 
-fn tensor(spec: &Json) -> Tensor {
+pub(crate) fn tensor(spec: &Json) -> Tensor {
     let shape: Vec<usize> = spec["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
     let data = spec["data"].as_array().unwrap();
     let dtype = DType::from_name(spec["dtype"].as_str().unwrap()).unwrap();
@@ -45,7 +45,7 @@ fn tensor(spec: &Json) -> Tensor {
     built.unwrap()
 }
 
-fn value(v: &Json) -> Value {
+pub(crate) fn value(v: &Json) -> Value {
     let (kind, inner) = v.as_object().unwrap().iter().next().unwrap();
     match kind.as_str() {
         "tensor" => Value::Tensor(tensor(inner)),
@@ -57,8 +57,40 @@ fn value(v: &Json) -> Value {
         "dtype" => Value::DType(DType::from_name(inner.as_str().unwrap()).unwrap()),
         "list" => Value::List(inner.as_array().unwrap().iter().map(value).collect()),
         "tuple" => Value::Tuple(inner.as_array().unwrap().iter().map(value).collect()),
+        "slice" => {
+            let part = |i: usize| inner[i].as_i64();
+            Value::from(torchfn::Slice { start: part(0), stop: part(1), step: part(2) })
+        }
+        "ellipsis" => Value::Ellipsis,
+        "view" => Value::Tensor(view(inner)),
         other => panic!("unknown value kind {other} in the golden file"),
     }
+}
+
+/// A non-contiguous argument: `base` built contiguous, then permuted, sliced or expanded.
+fn view(spec: &Json) -> Tensor {
+    let Value::Tensor(base) = value(&spec["base"]) else { panic!("a view's base is a tensor") };
+    let ints = |v: &Json| -> Vec<i64> { v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect() };
+    if let Some(order) = spec.get("permute") {
+        return base.permute(ints(order)).unwrap();
+    }
+    if let Some(sizes) = spec.get("expand") {
+        return base.expand(ints(sizes)).unwrap();
+    }
+    let slices = spec["slice"].as_array().unwrap();
+    let mut t = base;
+    for (d, s) in slices.iter().enumerate() {
+        let part = |i: usize| s[i].as_i64();
+        let (start, stop, step) = (part(0).unwrap_or(0), part(1), part(2).unwrap_or(1));
+        let size = t.shape().unwrap()[d] as i64;
+        let stop = stop.unwrap_or(size).min(size);
+        let index: Vec<torchfn::IndexItem> = (0..d)
+            .map(|_| torchfn::IndexItem::slice(None, None, 1))
+            .chain([torchfn::IndexItem::slice(Some(start), Some(stop), step)])
+            .collect();
+        t = t.get(index).unwrap();
+    }
+    t
 }
 
 /// The elements of `t` as `f64`, whatever its dtype.
@@ -106,7 +138,7 @@ impl Place {
     }
 }
 
-fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place) -> Result<(), String> {
+pub(crate) fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place) -> Result<(), String> {
     let (kind, inner) = expect.as_object().unwrap().iter().next().unwrap();
     match (kind.as_str(), got) {
         ("tensor", Value::Tensor(t)) => {

@@ -7,6 +7,7 @@ mod elementwise;
 mod examples;
 mod golden;
 mod gpu;
+mod grads;
 mod inplace;
 mod inplace_math;
 mod interop;

@@ -61,8 +61,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         order.sort_by_key(|n| n.sequence);
         let mut needed = HashSet::new();
         for node in &order {
-            if target_nodes.contains(&key(node)) || node.next.iter().flatten().any(|e| needed.contains(&key(&e.node)))
-            {
+            if target_nodes.contains(&key(node)) || node.next.iter().flatten().any(|e| needed.contains(&key(&e.node))) {
                 needed.insert(key(node));
             }
         }

@@ -3,8 +3,8 @@
 
 use std::borrow::Cow;
 use std::fmt;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -120,11 +120,6 @@ impl Node {
             saved.freed = true;
         }
     }
-
-    /// Whether this node saved tensors that are still held.
-    pub(crate) fn holds_saved(&self) -> bool {
-        !self.saved.lock().tensors.is_empty()
-    }
 }
 
 impl fmt::Debug for Node {
@@ -195,6 +190,3 @@ impl SavedTensor {
         })
     }
 }
-
-/// A weak reference to a node, for tensors that must not keep their graph alive.
-pub(crate) type WeakNode = Weak<Node>;

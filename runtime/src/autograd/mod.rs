@@ -87,7 +87,12 @@ fn roots(func: &str, outputs: &[Tensor], grad_outputs: Option<&[Tensor]>) -> Res
     if let Some(g) = grad_outputs
         && g.len() != outputs.len()
     {
-        bail!(Runtime, "{func}(): grad can be given for each output: got {} tensors for {} outputs", g.len(), outputs.len());
+        bail!(
+            Runtime,
+            "{func}(): grad can be given for each output: got {} tensors for {} outputs",
+            g.len(),
+            outputs.len()
+        );
     }
     let mut roots = Vec::new();
     for (i, out) in outputs.iter().enumerate() {

@@ -3,8 +3,9 @@
 
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
-use crate::ops::device::{backend_of, scalar_of};
+use crate::ops::device::{backend_of, device_of, scalar_of};
 use crate::ops::inplace::write_into;
+use crate::primitive;
 use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -59,9 +60,11 @@ fn arithmetic(
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
-    let out = out.map(|t| t.data(func, "out")).transpose()?;
-    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    if let Some(o) = out {
+        o.data(func, "out")?;
+    }
+    device_of(func, &[(a_name, x), (b_name, y)])?;
+    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
     let (kernel, dtype) = match op {
         Op::Add(alpha) | Op::Sub(alpha) => {
@@ -93,17 +96,18 @@ fn arithmetic(
             (if matches!(mode, Rounding::Trunc) { Binary::DivTrunc } else { Binary::DivFloor }, dtype)
         }
     };
-    let out = out.map(|o| &o.array);
-    Ok(Tensor::from_array(backend.binary(x, y, &shape, kernel, dtype, out)?))
+    primitive::binary(a, b, kernel, dtype, out)
 }
 
 /// `target op= other`: the operation, written back into `target`.
 fn in_place(func: &str, op: Op, target: &Tensor, other: &Tensor) -> Result<Tensor> {
-    write_into(func, target, arithmetic(func, op, ("self", target), ("other", other), Some(target))?)
+    let source = primitive::inplace_source(target, &[other])?;
+    write_into(func, target, arithmetic(func, op, ("self", &source), ("other", other), Some(target))?)
 }
 
 /// `input op other` written into `out` (PyTorch's `out=`), which must have the result's shape.
 fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
+    primitive::refuse_out(func, &[input, other])?;
     write_into(func, out, arithmetic(func, op, ("input", input), ("other", other), Some(out))?)
 }
 
@@ -117,7 +121,7 @@ fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
              to invert a mask use the `logical_not()` operator instead"
         );
     }
-    Ok(Tensor::from_array(x.device().backend().unary(x, Unary::Neg, x.dtype, None)?))
+    primitive::unary(a, Unary::Neg, x.dtype, None)
 }
 
 /// `input + alpha * other`, broadcasting the two (`torch.add`).

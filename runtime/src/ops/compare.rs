@@ -6,7 +6,7 @@
 
 use crate::backend::{Binary, Unary};
 use crate::error::Result;
-use crate::ops::device::backend_of;
+use crate::ops::device::device_of;
 use crate::ops::inplace::write_into;
 use crate::tensor::{DType, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -25,10 +25,10 @@ fn binary_test(
     logic: bool,
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
-    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    device_of(func, &[(a_name, x), (b_name, y)])?;
+    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let dtype = if logic { DType::Bool } else { result_type([x.participant(), y.participant()]) };
-    Ok(Tensor::from_array(backend.binary(x, y, &shape, op, dtype, None)?))
+    crate::primitive::binary(a, b, op, dtype, None)
 }
 
 fn compare(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Result<Tensor> {
@@ -40,15 +40,15 @@ fn logical(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Re
 }
 
 fn logical_not_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
-    let x = t.data(func, name)?;
-    Ok(Tensor::from_array(x.device().backend().unary(x, Unary::Not, DType::Bool, None)?))
+    t.data(func, name)?;
+    crate::primitive::unary(t, Unary::Not, DType::Bool, None)
 }
 
 /// Which elements are NaN (`nan` true) or infinite; never for integers and bools.
 fn test_impl(func: &str, (name, t): (&str, &Tensor), nan: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let op = if nan { Unary::IsNan } else { Unary::IsInf };
-    Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?))
+    crate::primitive::unary(t, op, x.dtype, None)
 }
 
 /// `input == other` elementwise, broadcast, as a bool tensor (`torch.eq`); `other` may be a

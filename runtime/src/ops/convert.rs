@@ -38,9 +38,10 @@ fn to_impl(
             return Ok(t.clone());
         }
         check_dtype(func, device, dtype)?;
-        return Ok(Tensor::from_array(device.backend().copy(x, dtype)?));
+        return crate::primitive::copy(t, dtype);
     }
-    Ok(Tensor::from_array(transfer(func, x, device, dtype)?))
+    check_dtype(func, device, dtype)?;
+    crate::primitive::transfer(t, device, dtype)
 }
 
 impl Tensor {

@@ -2,6 +2,7 @@
 //! and `is_contiguous`.
 
 use crate::error::Result;
+use crate::primitive;
 use crate::tensor::{Layout, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -28,20 +29,22 @@ fn dense_block(layout: &Layout) -> bool {
 /// contiguous.
 fn clone_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let backend = x.device().backend();
     if x.layout.is_contiguous() || !dense_block(&x.layout) {
-        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
+        return primitive::copy(t, x.dtype);
     }
     // The block's elements in storage order: the copy, read back through the same strides.
     let mut order: Vec<usize> = (0..x.layout.ndim()).collect();
     order.sort_by_key(|&d| std::cmp::Reverse(x.layout.strides[d]));
-    let permuted = Layout {
-        shape: order.iter().map(|&d| x.layout.shape[d]).collect(),
-        strides: order.iter().map(|&d| x.layout.strides[d]).collect(),
-        offset: x.layout.offset,
-    };
-    let block = backend.copy(&x.with_layout(permuted), x.dtype)?;
-    Ok(Tensor::from_array(block.with_layout(Layout { offset: 0, ..x.layout.clone() })))
+    let permuted = primitive::view(t, |l| {
+        Ok(Layout {
+            shape: order.iter().map(|&d| l.shape[d]).collect(),
+            strides: order.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        })
+    })?;
+    let block = primitive::copy(&permuted, x.dtype)?;
+    let layout = x.layout.clone();
+    primitive::unsafe_view(&block, |l| Ok(Layout { offset: l.offset, ..layout.clone() }))
 }
 
 /// A copy of `input` with its own storage (`torch.clone`); see [`Tensor::copy`].
@@ -67,7 +70,7 @@ impl Tensor {
         if x.layout.is_contiguous() {
             return Ok(self.clone());
         }
-        Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?))
+        primitive::copy(self, x.dtype)
     }
 
     /// A copy with its own storage (`Tensor.clone`, registered under that name; Rust's

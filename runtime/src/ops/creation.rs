@@ -45,12 +45,12 @@ fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device)
     if shape.checked_numel().is_none() {
         bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
     }
-    Ok(Tensor::from_array(device.backend().fill(device, &shape, value, dtype)?))
+    crate::primitive::full(&shape, value, dtype, device)
 }
 
 /// Host elements of a new tensor moved to `device`.
 fn uploaded<T: Element>(data: Vec<T>, shape: Shape, device: Device) -> Result<Tensor> {
-    Ok(Tensor::from_array(device.backend().upload(device, Buffer::from_vec(data), shape)?))
+    crate::primitive::upload(device, Buffer::from_vec(data), shape)
 }
 
 /// The dtype PyTorch gives a tensor made from `value`: bool, int64 or the default float.

@@ -1,9 +1,10 @@
 //! Indexing and rearranging copies: `index_select`, `gather`, `flip`, `roll`, `repeat`,
 //! `tril` and `triu`. Each returns a tensor with its own storage.
 
-use crate::backend::{Array, Binary, Buffer, Device, Reduce};
+use crate::backend::{Binary, Buffer, Device, Reduce};
 use crate::error::{Result, bail};
-use crate::ops::device::{backend_of, scalar_of};
+use crate::ops::device::{device_of, scalar_of};
+use crate::primitive;
 use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -12,7 +13,7 @@ use crate::value::Value;
 use super::IntList;
 
 /// The integer positions `values` as an index vector on `device`, in its index dtype.
-pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i64>) -> Result<Array> {
+pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i64>) -> Result<Tensor> {
     let shape = Shape::from([values.len()]);
     let data = match device.index_dtype() {
         DType::Int64 => {
@@ -26,7 +27,7 @@ pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i6
             Buffer::from_vec(data)
         }
     };
-    device.backend().upload(device, data, shape)
+    primitive::upload(device, data, shape)
 }
 
 /// The first index in `index` outside `0..size`, if any (its smallest or largest element),
@@ -35,10 +36,13 @@ pub(crate) fn out_of_range(func: &str, index: &Dense, size: usize) -> Result<Opt
     if index.layout.numel() == 0 {
         return Ok(None);
     }
-    let backend = backend_of(func, &[("index", index)])?;
     let all: Vec<usize> = (0..index.layout.ndim()).collect();
-    let min = scalar_of(&backend.reduce(index, &all, Reduce::Min, index.dtype)?)?.to_i64();
-    let max = scalar_of(&backend.reduce(index, &all, Reduce::Max, index.dtype)?)?.to_i64();
+    let index = Tensor::from_array(index.array.clone());
+    let extreme = |op| -> Result<i64> {
+        let found = primitive::reduce(&index, &all, op, index.dtype()?)?;
+        Ok(scalar_of(found.data(func, "index")?)?.to_i64())
+    };
+    let (min, max) = (extreme(Reduce::Min)?, extreme(Reduce::Max)?);
     Ok(if min < 0 {
         Some(min)
     } else if usize::try_from(max).is_ok_and(|m| m >= size) {
@@ -50,14 +54,14 @@ pub(crate) fn out_of_range(func: &str, index: &Dense, size: usize) -> Result<Opt
 
 /// `x` with dimension `dim` put in the order of `order` (a permutation of its positions, or
 /// any selection of them).
-fn reordered(x: &Array, dim: usize, order: impl ExactSizeIterator<Item = i64>) -> Result<Array> {
-    x.device().backend().index_select(x, dim, &positions(x.device(), order)?)
+fn reordered(x: &Tensor, dim: usize, order: impl ExactSizeIterator<Item = i64>) -> Result<Tensor> {
+    primitive::index_select(x, dim, &positions(x.device()?, order)?)
 }
 
 fn index_select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let idx = index.data(func, "index")?;
-    let backend = backend_of(func, &[(name, x), ("index", idx)])?;
+    device_of(func, &[(name, x), ("index", idx)])?;
     if idx.layout.ndim() > 1 {
         bail!(Index, "{func}(): Index is supposed to be a vector, but it has {} dimensions", idx.layout.ndim());
     }
@@ -74,30 +78,29 @@ fn index_select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &T
         bail!(Index, "{func}(): index out of range in self (dimension {d} has size {size})");
     }
     if ndim == 0 {
-        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
+        return primitive::copy(t, x.dtype);
     }
-    let vector = at_least_1d(idx);
-    Ok(Tensor::from_array(backend.index_select(x, d, &vector)?))
+    primitive::index_select(t, d, &at_least_1d(index)?)
 }
 
-/// `x` seen as one-dimensional when it has no dimension (a view of its one element).
-fn at_least_1d(x: &Array) -> Array {
-    if x.layout.ndim() > 0 {
-        return x.clone();
+/// `t` seen as one-dimensional when it has no dimension (a view of its one element).
+fn at_least_1d(t: &Tensor) -> Result<Tensor> {
+    if t.data("at_least_1d", "input")?.layout.ndim() > 0 {
+        return Ok(t.clone());
     }
-    x.with_layout(Layout { shape: Shape::from([1]), strides: [1].into_iter().collect(), offset: x.layout.offset })
+    primitive::reshape(t, &Shape::from([1]))
 }
 
 fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let idx = index.data(func, "index")?;
-    let backend = backend_of(func, &[(name, x), ("index", idx)])?;
+    device_of(func, &[(name, x), ("index", idx)])?;
     if idx.dtype != DType::Int64 && idx.dtype != idx.device().index_dtype() {
         bail!(Runtime, "{func}(): Expected dtype int64 for index, but got {}", idx.dtype);
     }
     let d = normalize_dim(dim, x.layout.ndim(), func)?;
-    let (input, indices) = (at_least_1d(x), at_least_1d(idx));
-    let (xs, is) = (&input.layout.shape, &indices.layout.shape);
+    let (input, indices) = (at_least_1d(t)?, at_least_1d(index)?);
+    let (xs, is) = (&input.shape()?, &indices.shape()?);
     if xs.len() != is.len() {
         bail!(
             Runtime,
@@ -118,9 +121,9 @@ fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor)
     if let Some(bad) = out_of_range(func, idx, xs[d])? {
         bail!(Runtime, "{func}(): index {bad} is out of bounds for dimension {d} with size {}", xs[d]);
     }
-    let out = backend.gather(&input, d, &indices)?;
+    let out = primitive::gather(&input, d, &indices)?;
     // The result has the index's shape (zero-dimensional for a zero-dimensional index).
-    Ok(Tensor::from_array(out.with_layout(Layout::contiguous(idx.layout.shape.clone()))))
+    primitive::reshape(&out, &idx.layout.shape)
 }
 
 fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tensor> {
@@ -130,15 +133,15 @@ fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tens
         dims.clear();
     }
     if dims.is_empty() {
-        return Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?));
+        return primitive::copy(t, x.dtype);
     }
-    // Each reordering makes a new array, whatever the layout it reads.
-    let mut out = x.array.clone();
+    // Each reordering makes a new tensor, whatever the layout it reads.
+    let mut out = t.clone();
     for d in dims {
-        let n = out.layout.shape[d];
+        let n = x.layout.shape[d];
         out = reordered(&out, d, (0..n).rev().map(|i| i as i64))?;
     }
-    Ok(Tensor::from_array(out))
+    Ok(out)
 }
 
 /// The order that rolls `n` positions forward by `shift`, wrapping around.
@@ -149,7 +152,6 @@ fn rolled(n: usize, shift: i64) -> impl ExactSizeIterator<Item = i64> {
 
 fn roll_impl(func: &str, (name, t): (&str, &Tensor), shifts: &[i64], dims: Option<&[i64]>) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let backend = x.device().backend();
     let dims = dims.unwrap_or_default();
     if shifts.is_empty() {
         bail!(Runtime, "{func}(): `shifts` required");
@@ -157,9 +159,9 @@ fn roll_impl(func: &str, (name, t): (&str, &Tensor), shifts: &[i64], dims: Optio
     if dims.is_empty() && shifts.len() == 1 {
         // Rolled as one flat sequence, then given its shape back.
         let n = x.layout.numel();
-        let flat = backend.copy(x, x.dtype)?.with_layout(Layout::contiguous(Shape::from([n])));
+        let flat = primitive::reshape(t, &Shape::from([n]))?;
         let out = reordered(&flat, 0, rolled(n, shifts[0]))?;
-        return Ok(Tensor::from_array(out.with_layout(Layout::contiguous(x.layout.shape.clone()))));
+        return primitive::reshape(&out, &x.layout.shape);
     }
     if shifts.len() != dims.len() {
         bail!(Runtime, "{func}(): shifts and dimensions must align. shifts: {}, dims:{}", shifts.len(), dims.len());
@@ -167,13 +169,13 @@ fn roll_impl(func: &str, (name, t): (&str, &Tensor), shifts: &[i64], dims: Optio
     let ndim = x.layout.ndim();
     let dims = dims.iter().map(|&d| normalize_dim(d, ndim, func)).collect::<Result<Vec<usize>>>()?;
     if ndim == 0 {
-        return Ok(Tensor::from_array(backend.copy(x, x.dtype)?));
+        return primitive::copy(t, x.dtype);
     }
-    let mut out = x.array.clone();
+    let mut out = t.clone();
     for (&shift, &d) in shifts.iter().zip(&dims) {
-        out = reordered(&out, d, rolled(out.layout.shape[d], shift))?;
+        out = reordered(&out, d, rolled(x.layout.shape[d], shift))?;
     }
-    Ok(Tensor::from_array(out))
+    Ok(out)
 }
 
 fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Result<Tensor> {
@@ -211,10 +213,21 @@ fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Resul
     if bytes > isize::MAX as usize {
         bail!(Runtime, "{func}(): the repeated tensor has more elements than memory can hold");
     }
-    let (sizes, strides): (Vec<usize>, Vec<usize>) = dims.into_iter().unzip();
-    let tiled = Layout { shape: Shape::from(sizes), strides: strides.into_iter().collect(), offset: x.layout.offset };
-    let copy = x.device().backend().copy(&x.with_layout(tiled), x.dtype)?;
-    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(Shape::from(shape)))))
+    // The tiled layout, as a function of the input's (for autograd: a broadcast view).
+    let tiled = primitive::view(t, |l| {
+        let (sizes, strides): (Vec<usize>, Vec<usize>) = repeats
+            .iter()
+            .enumerate()
+            .flat_map(|(i, &r)| {
+                let (n, s) = i.checked_sub(leading).map_or((1, 0), |d| (l.shape[d], l.strides[d]));
+                [(r as usize, 0), (n, s)]
+            })
+            .unzip();
+        Ok(Layout { shape: Shape::from(sizes), strides: strides.into_iter().collect(), offset: l.offset })
+    })?;
+    let _ = dims;
+    let copy = primitive::copy(&tiled, x.dtype)?;
+    primitive::reshape(&copy, &Shape::from(shape))
 }
 
 /// The elements on one side of a diagonal of each matrix (the last two dimensions), zeros
@@ -226,19 +239,19 @@ fn triangle_impl(func: &str, (name, t): (&str, &Tensor), diagonal: i64, lower: b
     if ndim < 2 {
         bail!(Runtime, "{func}(): input tensor must have at least 2 dimensions, but it has {ndim}");
     }
-    let (device, backend) = (x.device(), x.device().backend());
+    let device = x.device();
     let (n, m) = (x.layout.shape[ndim - 2], x.layout.shape[ndim - 1]);
     // Offsets beyond the matrix keep everything or nothing: clamped, they fit in any index dtype.
     let reach = (n + m) as i64;
-    let diagonal = Dense::number(diagonal.clamp(-reach, reach));
-    let rows = positions(device, (0..n).map(|i| i as i64))?.with_layout(Layout::contiguous(Shape::from([n, 1])));
+    let diagonal = Tensor::from_dense(Dense::number(diagonal.clamp(-reach, reach)));
+    let rows = primitive::reshape(&positions(device, (0..n).map(|i| i as i64))?, &Shape::from([n, 1]))?;
     let columns = positions(device, (0..m).map(|i| i as i64))?;
-    let offsets =
-        backend.binary(&columns, &rows, &Shape::from([n, m]), Binary::Sub(Scalar::Int(1)), rows.dtype, None)?;
+    let index = device.index_dtype();
+    let offsets = primitive::binary(&columns, &rows, Binary::Sub(Scalar::Int(1)), index, None)?;
     let side = if lower { Binary::Le } else { Binary::Ge };
-    let kept = backend.binary(&offsets, &diagonal, &offsets.layout.shape, side, offsets.dtype, None)?;
-    let zero = Dense::number(false);
-    Ok(Tensor::from_array(backend.select(&kept, x, &zero, &x.layout.shape, x.dtype)?))
+    let kept = primitive::binary(&offsets, &diagonal, side, index, None)?;
+    let zero = Tensor::from_dense(Dense::number(false));
+    primitive::select(&kept, t, &zero, x.dtype)
 }
 
 /// The positions `index` (a vector of int64 or int32, each in range) of dimension `dim`, in

@@ -54,9 +54,8 @@ pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<
     if !can_cast(src.dtype, dst.dtype) {
         bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
     }
-    if !(dst.shares(src) && dst.layout == src.layout) {
-        assign(func, dst, src)?;
-    }
+    let written_already = dst.shares(src) && dst.layout == src.layout;
+    crate::primitive::write(func, target, &result, || if written_already { Ok(()) } else { assign(func, dst, src) })?;
     Ok(target.clone())
 }
 
@@ -81,8 +80,8 @@ impl Tensor {
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
         let value = value.into();
-        let filled = dst.device().backend().fill(dst.device(), &dst.layout.shape, value, dst.dtype)?;
-        write_into("fill_", self, Tensor::from_array(filled))
+        let filled = crate::primitive::full(&dst.layout.shape, value, dst.dtype, dst.device())?;
+        write_into("fill_", self, filled)
     }
 
     /// Copies `src` into this tensor, in place, broadcasting and converting it
@@ -101,7 +100,15 @@ impl Tensor {
         }
         let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
         let expanded = super::view::expand_impl("copy_", ("src", src), &sizes)?;
-        assign("copy_", dst, expanded.data("copy_", "src")?)?;
+        let from = expanded.data("copy_", "src")?;
+        // What the write records: `src` converted as the write converts it.
+        let converts = from.dtype != dst.dtype || from.device() != dst.device();
+        let result = if converts && crate::autograd::meta::requires_grad(src) {
+            crate::primitive::transfer(&expanded, dst.device(), dst.dtype)?
+        } else {
+            expanded.clone()
+        };
+        crate::primitive::write("copy_", self, &result, || assign("copy_", dst, from))?;
         Ok(self.clone())
     }
 }

@@ -1,7 +1,6 @@
 //! Joins and splits: `cat` (also `concat` and `concatenate`), `stack`, `split` and `chunk`.
 //! Joins copy, promoting their inputs to one dtype; splits return views.
 
-use crate::backend::Array;
 use crate::error::{Error, Result, bail};
 use crate::ops::device::device_of;
 use crate::tensor::{DType, Dense, Layout, Participant, Scalar, Shape, Tensor, normalize_dim, result_type};
@@ -38,7 +37,8 @@ fn joined_dtype(tensors: &[&Dense]) -> DType {
 /// The shared body of `cat`, `concat`, `concatenate` and `stack`: `pieces` joined along `dim`
 /// (possibly negative) in `dtype`. One-dimensional empty tensors are skipped, as PyTorch's
 /// legacy behaviour does; the others must agree on every size but `dim`'s.
-fn join(func: &str, pieces: &[&Dense], dim: i64, dtype: DType) -> Result<Tensor> {
+fn join(func: &str, tensors: &[Tensor], dim: i64, dtype: DType) -> Result<Tensor> {
+    let pieces: Vec<&Dense> = tensors.iter().map(|t| t.data(func, "tensors")).collect::<Result<_>>()?;
     if let Some(i) = pieces.iter().position(|x| x.layout.ndim() == 0) {
         bail!(Runtime, "{func}(): zero-dimensional tensor (at position {i}) cannot be concatenated");
     }
@@ -48,7 +48,7 @@ fn join(func: &str, pieces: &[&Dense], dim: i64, dtype: DType) -> Result<Tensor>
         pieces.iter().copied().enumerate().filter(|(_, x)| x.layout.shape != [0]).collect();
     let Some(&(_, first)) = kept.first() else {
         normalize_dim(dim, 1, func)?;
-        return Ok(Tensor::from_array(device.backend().fill(device, &Shape::from([0]), Scalar::Int(0), dtype)?));
+        return crate::primitive::full(&Shape::from([0]), Scalar::Int(0), dtype, device);
     };
     let ndim = first.layout.ndim();
     let dim = normalize_dim(dim, ndim, func)?;
@@ -74,13 +74,13 @@ fn join(func: &str, pieces: &[&Dense], dim: i64, dtype: DType) -> Result<Tensor>
     }
     let mut shape = first.layout.shape.to_vec();
     shape[dim] = total;
-    let pieces: Vec<&Array> = kept.into_iter().map(|(_, x)| &x.array).collect();
-    Ok(Tensor::from_array(device.backend().concat(&pieces, dim, &Shape::from(shape), dtype)?))
+    let joined: Vec<Tensor> = kept.into_iter().map(|(i, _)| tensors[i].clone()).collect();
+    crate::primitive::concat(&joined, dim, &Shape::from(shape), dtype)
 }
 
 fn cat_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let data = operands(func, tensors)?;
-    join(func, &data, dim, joined_dtype(&data))
+    join(func, tensors, dim, joined_dtype(&data))
 }
 
 fn stack_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
@@ -97,18 +97,19 @@ fn stack_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let ndim = shape.len();
     let at = normalize_dim(dim, ndim + 1, func)?;
     // Each tensor seen with a new dimension of size one at `at`, then joined along it.
-    let unsqueezed: Vec<Dense> = data
+    let unsqueezed: Vec<Tensor> = tensors
         .iter()
-        .map(|x| {
-            let mut shape = x.layout.shape.to_vec();
-            let mut strides = x.layout.strides.clone();
-            shape.insert(at, 1);
-            strides.insert(at, 1);
-            Dense::new(x.with_layout(Layout { shape: Shape::from(shape), strides, offset: x.layout.offset }))
+        .map(|t| {
+            crate::primitive::view(t, |l| {
+                let mut shape = l.shape.to_vec();
+                let mut strides = l.strides.clone();
+                shape.insert(at, 1);
+                strides.insert(at, 1);
+                Ok(Layout { shape: Shape::from(shape), strides, offset: l.offset })
+            })
         })
-        .collect();
-    let pieces: Vec<&Dense> = unsqueezed.iter().collect();
-    join(func, &pieces, at as i64, joined_dtype(&data))
+        .collect::<Result<_>>()?;
+    join(func, &unsqueezed, at as i64, joined_dtype(&data))
 }
 
 fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64) -> Result<Vec<Tensor>> {
@@ -164,7 +165,7 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
     for i in 0..count {
         // Sections are non-negative and add up to `size`; fixed steps start below `size`.
         let n = sections.get(i).map_or_else(|| step.min(size - start), |&s| s as usize);
-        pieces.push(t.make_view(x, narrowed(&x.layout, d, start, n)));
+        pieces.push(crate::primitive::view(t, |l| Ok(narrowed(l, d, start, n)))?);
         start += n;
     }
     Ok(pieces)

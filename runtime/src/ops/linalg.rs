@@ -1,58 +1,40 @@
 //! Matrix and vector products: `mm`, `matmul` in all of its shape cases, `bmm`, `mv`, `dot`
 //! and `outer`.
 
-use crate::backend::{Array, Binary};
+use crate::backend::Binary;
 use crate::error::{Result, bail};
-use crate::ops::device::backend_of;
-use crate::tensor::{DType, Dense, Layout, Shape, Tensor, broadcast_shapes, result_type};
+use crate::ops::device::device_of;
+use crate::primitive;
+use crate::tensor::{DType, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
-
-/// `x` seen with one more dimension of size one at `at` (no copy).
-fn unsqueezed(x: &Array, at: usize) -> Array {
-    let mut layout = x.layout.clone();
-    let stride = layout.strides.get(at).map_or(1, |s| s * layout.shape[at]);
-    let mut shape: Vec<usize> = layout.shape.to_vec();
-    shape.insert(at, 1);
-    layout.strides.insert(at, stride);
-    layout.shape = Shape::from(shape);
-    x.with_layout(layout)
-}
 
 fn dims(shape: &Shape) -> String {
     shape.iter().map(usize::to_string).collect::<Vec<_>>().join("x")
 }
 
-/// `x` with its last two dimensions swapped (no copy); `x` has at least two.
-pub(crate) fn transposed(x: &Array) -> Array {
-    let mut layout = x.layout.clone();
-    let n = layout.ndim();
-    let mut shape: Vec<usize> = layout.shape.to_vec();
-    shape.swap(n - 2, n - 1);
-    layout.strides.swap(n - 2, n - 1);
-    layout.shape = Shape::from(shape);
-    x.with_layout(layout)
+/// `x` with its last two dimensions swapped (a view); `x` has at least two.
+pub(crate) fn transposed(x: &Tensor) -> Result<Tensor> {
+    primitive::view(x, |l| {
+        let mut layout = l.clone();
+        let n = layout.ndim();
+        let mut shape: Vec<usize> = layout.shape.to_vec();
+        shape.swap(n - 2, n - 1);
+        layout.strides.swap(n - 2, n - 1);
+        layout.shape = Shape::from(shape);
+        Ok(layout)
+    })
 }
 
-/// The shared body of `mm`, `matmul` and `@`.
-fn product(
+/// The shared body of `mm`, `matmul`, `@` and `linear`.
+pub(crate) fn product(
     func: &str,
     (a_name, a): (&str, &Tensor),
     (b_name, b): (&str, &Tensor),
     matrices_only: bool,
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
-    Ok(Tensor::from_array(dense_product(func, (a_name, x), (b_name, y), matrices_only)?))
-}
-
-/// `matmul` on dense operands: the matrix products of every operation (`linear` too).
-pub(crate) fn dense_product(
-    func: &str,
-    (a_name, x): (&str, &Dense),
-    (b_name, y): (&str, &Dense),
-    matrices_only: bool,
-) -> Result<Array> {
-    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
+    device_of(func, &[(a_name, x), (b_name, y)])?;
     let (xs, ys) = (&x.layout.shape, &y.layout.shape);
     if matrices_only && (xs.len() != 2 || ys.len() != 2) {
         let which = if xs.len() != 2 { a_name } else { b_name };
@@ -80,9 +62,9 @@ pub(crate) fn dense_product(
         );
     }
     // A vector on the left is a row, on the right a column; their dimension is dropped after.
-    let lhs = if xs.len() == 1 { unsqueezed(x, 0) } else { x.array.clone() };
-    let rhs = if ys.len() == 1 { unsqueezed(y, 1) } else { y.array.clone() };
-    let (ls, rs) = (&lhs.layout.shape, &rhs.layout.shape);
+    let lhs = if xs.len() == 1 { primitive::reshape(a, &Shape::from([1, xs[0]]))? } else { a.clone() };
+    let rhs = if ys.len() == 1 { primitive::reshape(b, &Shape::from([ys[0], 1]))? } else { b.clone() };
+    let (ls, rs) = (&lhs.shape()?, &rhs.shape()?);
     let (n, k, k2, m) = (ls[ls.len() - 2], ls[ls.len() - 1], rs[rs.len() - 2], rs[rs.len() - 1]);
     if k != k2 {
         bail!(Runtime, "{func}(): mat1 and mat2 shapes cannot be multiplied ({} and {})", dims(xs), dims(ys));
@@ -91,14 +73,7 @@ pub(crate) fn dense_product(
     if x.dtype == DType::Bool {
         bail!(Runtime, "{func}(): matrix products are not implemented for bool tensors");
     }
-    // Both operands get every batch dimension (leading sizes of one broadcast).
-    let pad = |mut a: Array| {
-        while a.layout.ndim() < batch.len() + 2 {
-            a = unsqueezed(&a, 0);
-        }
-        a
-    };
-    let out = backend.matmul(&pad(lhs), &pad(rhs), &batch, x.dtype)?;
+    let out = primitive::matmul(&lhs, &rhs, x.dtype)?;
     let mut shape: Vec<usize> = batch.to_vec();
     if xs.len() > 1 {
         shape.push(n);
@@ -106,7 +81,7 @@ pub(crate) fn dense_product(
     if ys.len() > 1 {
         shape.push(m);
     }
-    Ok(out.with_layout(Layout::contiguous(Shape::from(shape))))
+    primitive::reshape(&out, &Shape::from(shape))
 }
 
 /// `bmm`: both operands three-dimensional, with the same batch size.
@@ -172,11 +147,10 @@ fn outer_product(func: &str, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &
             bail!(Runtime, "{func}(): expected 1-D argument {name}, but got {}-D", d.layout.ndim());
         }
     }
-    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
-    let column = unsqueezed(x, 1);
-    let shape = Shape::from([x.layout.shape[0], y.layout.shape[0]]);
+    device_of(func, &[(a_name, x), (b_name, y)])?;
+    let column = primitive::reshape(a, &Shape::from([x.layout.shape[0], 1]))?;
     let common = result_type([x.participant(), y.participant()]);
-    Ok(Tensor::from_array(backend.binary(&column, y, &shape, Binary::Mul, common, None)?))
+    primitive::binary(&column, b, Binary::Mul, common, None)
 }
 
 /// The product of two matrices (`torch.mm`): `input` is `n x k`, `mat2` is `k x m`.

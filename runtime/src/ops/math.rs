@@ -38,9 +38,10 @@ pub(super) fn float_unary_to(
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let out = out.map(|t| t.data(func, "out")).transpose()?;
-    let backend = x.device().backend();
-    Ok(Tensor::from_array(backend.unary(x, op, float_dtype(x.dtype), out.map(|o| &o.array))?))
+    if let Some(o) = out {
+        o.data(func, "out")?;
+    }
+    crate::primitive::unary(t, op, float_dtype(x.dtype), out)
 }
 
 /// Rounds floats (`op` is `Ceil`, `Floor`, `Trunc` or `Round`); integers are already whole and
@@ -55,25 +56,23 @@ pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> R
             {
                 bail!(NotImplemented, "{func}(): decimals={decimals} is not implemented for integer tensors");
             }
-            Ok(Tensor::from_array(x.device().backend().copy(x, x.dtype)?))
+            crate::primitive::copy(t, x.dtype)
         }
-        DType::Float32 | DType::Float64 => Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?)),
+        DType::Float32 | DType::Float64 => crate::primitive::unary(t, op, x.dtype, None),
     }
 }
 
 /// An operation that keeps its input's dtype (`Abs`, `Sign`, `Square`, `Relu`).
 pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let backend = x.device().backend();
-    let array = match (x.dtype, op) {
-        (DType::Bool, Unary::Sign) => backend.copy(x, DType::Bool)?,
+    match (x.dtype, op) {
+        (DType::Bool, Unary::Sign) => crate::primitive::copy(t, DType::Bool),
         // `square` is `pow(input, 2)`, and a bool tensor with an int gives int64.
-        (DType::Bool, Unary::Square) => backend.unary(x, op, DType::Int64, None)?,
+        (DType::Bool, Unary::Square) => crate::primitive::unary(t, op, DType::Int64, None),
         (DType::Bool, Unary::Relu) => bail!(Runtime, "{func}(): bool inputs are not supported (argument '{name}')"),
-        (DType::Bool, _) => return Err(no_bool(func, name)),
-        (dtype, _) => backend.unary(x, op, dtype, None)?,
-    };
-    Ok(Tensor::from_array(array))
+        (DType::Bool, _) => Err(no_bool(func, name)),
+        (dtype, _) => crate::primitive::unary(t, op, dtype, None),
+    }
 }
 
 /// The absolute value of each element (`torch.abs`); integers keep their dtype (the most

@@ -4,8 +4,9 @@
 
 use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
-use crate::ops::device::{backend_of, scalar_of};
+use crate::ops::device::{device_of, scalar_of};
 use crate::ops::inplace::write_into;
+use crate::primitive;
 use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
@@ -18,12 +19,12 @@ use super::math::{float_dtype, no_bool, positive};
 /// (the default float dtype for `atan2` of integers).
 fn binary_math(func: &str, op: Binary, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
-    let backend = backend_of(func, &[(a_name, x), (b_name, y)])?;
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    device_of(func, &[(a_name, x), (b_name, y)])?;
+    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
     let dtype = match op {
         Binary::Atan2 => float_dtype(common),
-        Binary::Pow => return power(func, (a_name, x), (b_name, y), common),
+        Binary::Pow => return power(func, (a_name, a), (b_name, b), common),
         _ => {
             if common == DType::Bool {
                 return Err(no_bool(func, a_name));
@@ -37,14 +38,14 @@ fn binary_math(func: &str, op: Binary, (a_name, a): (&str, &Tensor), (b_name, b)
             common
         }
     };
-    Ok(Tensor::from_array(backend.binary(x, y, &shape, op, dtype, None)?))
+    primitive::binary(a, b, op, dtype, None)
 }
 
 /// `x ** y` in `common`. As PyTorch: integers to a negative integer number (a Python number,
 /// not a tensor) are an error, bools to bools are not defined, and a float to the number 0.5
 /// or -0.5 is a square root (so `-0.0 ** 0.5` is `-0.0` and `-inf ** 0.5` is NaN).
-fn power(func: &str, (base, x): (&str, &Dense), (exp, y): (&str, &Dense), common: DType) -> Result<Tensor> {
-    let backend = backend_of(func, &[(base, x), (exp, y)])?;
+fn power(func: &str, (base, a): (&str, &Tensor), (exp, b): (&str, &Tensor), common: DType) -> Result<Tensor> {
+    let (x, y) = (a.data(func, base)?, b.data(func, exp)?);
     let number = if y.wrapped_number { Some(scalar_of(y)?) } else { None };
     if !x.dtype.is_floating_point()
         && let Some(Scalar::Int(e @ ..0)) = number
@@ -60,10 +61,9 @@ fn power(func: &str, (base, x): (&str, &Dense), (exp, y): (&str, &Dense), common
     {
         // The number is zero-dimensional, so the result has the base's shape.
         let root = if e > 0.0 { Unary::Sqrt } else { Unary::Rsqrt };
-        return Ok(Tensor::from_array(backend.unary(x, root, common, None)?));
+        return primitive::unary(a, root, common, None);
     }
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
-    Ok(Tensor::from_array(backend.binary(x, y, &shape, Binary::Pow, common, None)?))
+    primitive::binary(a, b, Binary::Pow, common, None)
 }
 
 /// `min(max(input, min), max)`, broadcast, in the promoted dtype of the three; NaN in the input
@@ -77,18 +77,18 @@ fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max:
     let hi = max.map(|m| m.data(func, "max")).transpose()?;
     let operands: Vec<(&str, &Dense)> =
         [Some((name, x)), lo.map(|l| ("min", l)), hi.map(|h| ("max", h))].into_iter().flatten().collect();
-    let backend = backend_of(func, &operands)?;
+    device_of(func, &operands)?;
     let common = result_type(operands.iter().map(|(_, d)| d.participant()));
     if common == DType::Bool {
         return Err(no_bool(func, name));
     }
-    let mut result = x.array.clone();
-    for (bound, op) in [(lo, Binary::ClampMin), (hi, Binary::ClampMax)] {
+    let mut result = t.clone();
+    for (bound, op) in [(min, Binary::ClampMin), (max, Binary::ClampMax)] {
         let Some(bound) = bound else { continue };
-        let shape = broadcast_shapes(&result.layout.shape, &bound.layout.shape, func)?;
-        result = backend.binary(&result, bound, &shape, op, common, None)?;
+        broadcast_shapes(&result.shape()?, &bound.shape()?, func)?;
+        result = primitive::binary(&result, bound, op, common, None)?;
     }
-    Ok(Tensor::from_array(result))
+    Ok(result)
 }
 
 /// `input` where `condition` is true, `other` elsewhere, the three broadcast together.
@@ -102,11 +102,11 @@ fn where_impl(func: &str, condition: &Tensor, input: &Tensor, other: &Tensor) ->
             c.dtype.name()
         );
     }
-    let backend = backend_of(func, &[("condition", c), ("input", x), ("other", y)])?;
+    device_of(func, &[("condition", c), ("input", x), ("other", y)])?;
     let shape = broadcast_shapes(&c.layout.shape, &x.layout.shape, func)?;
-    let shape = broadcast_shapes(&shape, &y.layout.shape, func)?;
+    broadcast_shapes(&shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
-    Ok(Tensor::from_array(backend.select(c, x, y, &shape, common)?))
+    primitive::select(condition, input, other, common)
 }
 
 /// `input ** exponent`, broadcast, in the promoted dtype (`torch.pow`). Either side may be a
@@ -260,28 +260,64 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
-        write_into("pow_", self, binary_math("pow_", Binary::Pow, ("self", self), ("exponent", exponent))?)
+        write_into(
+            "pow_",
+            self,
+            binary_math(
+                "pow_",
+                Binary::Pow,
+                ("self", &crate::primitive::inplace_source(self, &[exponent])?),
+                ("exponent", exponent),
+            )?,
+        )
     }
 
     /// The angle of `(other, self)`, in place (`Tensor.atan2_`); `self` must be a float tensor.
     /// See [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("atan2_", self, binary_math("atan2_", Binary::Atan2, ("self", self), ("other", other))?)
+        write_into(
+            "atan2_",
+            self,
+            binary_math(
+                "atan2_",
+                Binary::Atan2,
+                ("self", &crate::primitive::inplace_source(self, &[other])?),
+                ("other", other),
+            )?,
+        )
     }
 
     /// The remainder with the dividend's sign, in place (`Tensor.fmod_`). See
     /// [`fmod`](crate::fmod()).
     #[torch_function]
     pub fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("fmod_", self, binary_math("fmod_", Binary::Fmod, ("self", self), ("other", other))?)
+        write_into(
+            "fmod_",
+            self,
+            binary_math(
+                "fmod_",
+                Binary::Fmod,
+                ("self", &crate::primitive::inplace_source(self, &[other])?),
+                ("other", other),
+            )?,
+        )
     }
 
     /// The remainder with the divisor's sign, in place (`Tensor.remainder_`). See
     /// [`remainder`](crate::remainder()).
     #[torch_function]
     pub fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into("remainder_", self, binary_math("remainder_", Binary::Remainder, ("self", self), ("other", other))?)
+        write_into(
+            "remainder_",
+            self,
+            binary_math(
+                "remainder_",
+                Binary::Remainder,
+                ("self", &crate::primitive::inplace_source(self, &[other])?),
+                ("other", other),
+            )?,
+        )
     }
 
     /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float
@@ -289,7 +325,11 @@ impl Tensor {
     #[torch_function]
     pub fn clamp_(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
         let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
-        write_into("clamp_", self, clamp_impl("clamp_", ("self", self), min.as_ref(), max.as_ref())?)
+        write_into(
+            "clamp_",
+            self,
+            clamp_impl("clamp_", ("self", &crate::primitive::inplace_source(self, &[])?), min.as_ref(), max.as_ref())?,
+        )
     }
 
     /// Limited by tensor bounds, in place (`Tensor.clamp_(min: Tensor, max: Tensor)`); the
@@ -300,7 +340,11 @@ impl Tensor {
         #[default(None)] min: Option<&Tensor>,
         #[default(None)] max: Option<&Tensor>,
     ) -> Result<Tensor> {
-        write_into("clamp_", self, clamp_impl("clamp_", ("self", self), min, max)?)
+        write_into(
+            "clamp_",
+            self,
+            clamp_impl("clamp_", ("self", &crate::primitive::inplace_source(self, &[])?), min, max)?,
+        )
     }
 }
 

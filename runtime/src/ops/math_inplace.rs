@@ -26,6 +26,7 @@ use super::math::{float_unary_to, positive, round_impl, signed_unary};
 /// ```
 #[torch_function(overload_of = super::math::EXP)]
 pub fn exp_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("exp", &[input])?;
     write_into("exp", out, float_unary_to("exp", Unary::Exp, ("input", input), Some(out))?)
 }
 
@@ -33,6 +34,7 @@ pub fn exp_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG)]
 pub fn log_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("log", &[input])?;
     write_into("log", out, float_unary_to("log", Unary::Log, ("input", input), Some(out))?)
 }
 
@@ -40,6 +42,7 @@ pub fn log_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG1P)]
 pub fn log1p_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("log1p", &[input])?;
     write_into("log1p", out, float_unary_to("log1p", Unary::Log1p, ("input", input), Some(out))?)
 }
 
@@ -47,6 +50,7 @@ pub fn log1p_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::EXPM1)]
 pub fn expm1_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("expm1", &[input])?;
     write_into("expm1", out, float_unary_to("expm1", Unary::Expm1, ("input", input), Some(out))?)
 }
 
@@ -54,6 +58,7 @@ pub fn expm1_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SQRT)]
 pub fn sqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("sqrt", &[input])?;
     write_into("sqrt", out, float_unary_to("sqrt", Unary::Sqrt, ("input", input), Some(out))?)
 }
 
@@ -61,6 +66,7 @@ pub fn sqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RSQRT)]
 pub fn rsqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("rsqrt", &[input])?;
     write_into("rsqrt", out, float_unary_to("rsqrt", Unary::Rsqrt, ("input", input), Some(out))?)
 }
 
@@ -68,6 +74,7 @@ pub fn rsqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIN)]
 pub fn sin_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("sin", &[input])?;
     write_into("sin", out, float_unary_to("sin", Unary::Sin, ("input", input), Some(out))?)
 }
 
@@ -75,6 +82,7 @@ pub fn sin_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::COS)]
 pub fn cos_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("cos", &[input])?;
     write_into("cos", out, float_unary_to("cos", Unary::Cos, ("input", input), Some(out))?)
 }
 
@@ -82,6 +90,7 @@ pub fn cos_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TAN)]
 pub fn tan_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("tan", &[input])?;
     write_into("tan", out, float_unary_to("tan", Unary::Tan, ("input", input), Some(out))?)
 }
 
@@ -89,6 +98,7 @@ pub fn tan_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TANH)]
 pub fn tanh_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("tanh", &[input])?;
     write_into("tanh", out, float_unary_to("tanh", Unary::Tanh, ("input", input), Some(out))?)
 }
 
@@ -96,6 +106,7 @@ pub fn tanh_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIGMOID)]
 pub fn sigmoid_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("sigmoid", &[input])?;
     write_into("sigmoid", out, float_unary_to("sigmoid", Unary::Sigmoid, ("input", input), Some(out))?)
 }
 
@@ -103,6 +114,7 @@ pub fn sigmoid_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::ERF)]
 pub fn erf_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("erf", &[input])?;
     write_into("erf", out, float_unary_to("erf", Unary::Erf, ("input", input), Some(out))?)
 }
 
@@ -110,6 +122,7 @@ pub fn erf_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RECIPROCAL)]
 pub fn reciprocal_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+    crate::primitive::refuse_out("reciprocal", &[input])?;
     write_into("reciprocal", out, float_unary_to("reciprocal", Unary::Reciprocal, ("input", input), Some(out))?)
 }
 
@@ -126,145 +139,254 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn abs_(&self) -> Result<Tensor> {
-        write_into("abs_", self, signed_unary("abs_", Unary::Abs, ("self", self))?)
+        write_into(
+            "abs_",
+            self,
+            signed_unary("abs_", Unary::Abs, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
     #[torch_function]
     pub fn exp_(&self) -> Result<Tensor> {
-        write_into("exp_", self, float_unary_to("exp_", Unary::Exp, ("self", self), Some(self))?)
+        write_into(
+            "exp_",
+            self,
+            float_unary_to("exp_", Unary::Exp, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// The natural logarithm, in place (`Tensor.log_`); `self` must be a float tensor. See
     /// [`log`](crate::log()).
     #[torch_function]
     pub fn log_(&self) -> Result<Tensor> {
-        write_into("log_", self, float_unary_to("log_", Unary::Log, ("self", self), Some(self))?)
+        write_into(
+            "log_",
+            self,
+            float_unary_to("log_", Unary::Log, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// `log(1 + x)`, in place (`Tensor.log1p_`); `self` must be a float tensor. See
     /// [`log1p`](crate::log1p()).
     #[torch_function]
     pub fn log1p_(&self) -> Result<Tensor> {
-        write_into("log1p_", self, float_unary_to("log1p_", Unary::Log1p, ("self", self), Some(self))?)
+        write_into(
+            "log1p_",
+            self,
+            float_unary_to(
+                "log1p_",
+                Unary::Log1p,
+                ("self", &crate::primitive::inplace_source(self, &[])?),
+                Some(self),
+            )?,
+        )
     }
 
     /// `e^x - 1`, in place (`Tensor.expm1_`); `self` must be a float tensor. See
     /// [`expm1`](crate::expm1()).
     #[torch_function]
     pub fn expm1_(&self) -> Result<Tensor> {
-        write_into("expm1_", self, float_unary_to("expm1_", Unary::Expm1, ("self", self), Some(self))?)
+        write_into(
+            "expm1_",
+            self,
+            float_unary_to(
+                "expm1_",
+                Unary::Expm1,
+                ("self", &crate::primitive::inplace_source(self, &[])?),
+                Some(self),
+            )?,
+        )
     }
 
     /// The square roots, in place (`Tensor.sqrt_`); `self` must be a float tensor. See
     /// [`sqrt`](crate::sqrt()).
     #[torch_function]
     pub fn sqrt_(&self) -> Result<Tensor> {
-        write_into("sqrt_", self, float_unary_to("sqrt_", Unary::Sqrt, ("self", self), Some(self))?)
+        write_into(
+            "sqrt_",
+            self,
+            float_unary_to("sqrt_", Unary::Sqrt, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// `1 / sqrt(x)`, in place (`Tensor.rsqrt_`); `self` must be a float tensor. See
     /// [`rsqrt`](crate::rsqrt()).
     #[torch_function]
     pub fn rsqrt_(&self) -> Result<Tensor> {
-        write_into("rsqrt_", self, float_unary_to("rsqrt_", Unary::Rsqrt, ("self", self), Some(self))?)
+        write_into(
+            "rsqrt_",
+            self,
+            float_unary_to(
+                "rsqrt_",
+                Unary::Rsqrt,
+                ("self", &crate::primitive::inplace_source(self, &[])?),
+                Some(self),
+            )?,
+        )
     }
 
     /// The sines, in place (`Tensor.sin_`); `self` must be a float tensor. See
     /// [`sin`](crate::sin()).
     #[torch_function]
     pub fn sin_(&self) -> Result<Tensor> {
-        write_into("sin_", self, float_unary_to("sin_", Unary::Sin, ("self", self), Some(self))?)
+        write_into(
+            "sin_",
+            self,
+            float_unary_to("sin_", Unary::Sin, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// The cosines, in place (`Tensor.cos_`); `self` must be a float tensor. See
     /// [`cos`](crate::cos()).
     #[torch_function]
     pub fn cos_(&self) -> Result<Tensor> {
-        write_into("cos_", self, float_unary_to("cos_", Unary::Cos, ("self", self), Some(self))?)
+        write_into(
+            "cos_",
+            self,
+            float_unary_to("cos_", Unary::Cos, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// The tangents, in place (`Tensor.tan_`); `self` must be a float tensor. See
     /// [`tan`](crate::tan()).
     #[torch_function]
     pub fn tan_(&self) -> Result<Tensor> {
-        write_into("tan_", self, float_unary_to("tan_", Unary::Tan, ("self", self), Some(self))?)
+        write_into(
+            "tan_",
+            self,
+            float_unary_to("tan_", Unary::Tan, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// The hyperbolic tangents, in place (`Tensor.tanh_`); `self` must be a float tensor. See
     /// [`tanh`](crate::tanh()).
     #[torch_function]
     pub fn tanh_(&self) -> Result<Tensor> {
-        write_into("tanh_", self, float_unary_to("tanh_", Unary::Tanh, ("self", self), Some(self))?)
+        write_into(
+            "tanh_",
+            self,
+            float_unary_to("tanh_", Unary::Tanh, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// The logistic function, in place (`Tensor.sigmoid_`); `self` must be a float tensor. See
     /// [`sigmoid`](crate::sigmoid()).
     #[torch_function]
     pub fn sigmoid_(&self) -> Result<Tensor> {
-        write_into("sigmoid_", self, float_unary_to("sigmoid_", Unary::Sigmoid, ("self", self), Some(self))?)
+        write_into(
+            "sigmoid_",
+            self,
+            float_unary_to(
+                "sigmoid_",
+                Unary::Sigmoid,
+                ("self", &crate::primitive::inplace_source(self, &[])?),
+                Some(self),
+            )?,
+        )
     }
 
     /// The error function, in place (`Tensor.erf_`); `self` must be a float tensor. See
     /// [`erf`](crate::erf()).
     #[torch_function]
     pub fn erf_(&self) -> Result<Tensor> {
-        write_into("erf_", self, float_unary_to("erf_", Unary::Erf, ("self", self), Some(self))?)
+        write_into(
+            "erf_",
+            self,
+            float_unary_to("erf_", Unary::Erf, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
+        )
     }
 
     /// `1 / x`, in place (`Tensor.reciprocal_`); `self` must be a float tensor. See
     /// [`reciprocal`](crate::reciprocal()).
     #[torch_function]
     pub fn reciprocal_(&self) -> Result<Tensor> {
-        write_into("reciprocal_", self, float_unary_to("reciprocal_", Unary::Reciprocal, ("self", self), Some(self))?)
+        write_into(
+            "reciprocal_",
+            self,
+            float_unary_to(
+                "reciprocal_",
+                Unary::Reciprocal,
+                ("self", &crate::primitive::inplace_source(self, &[])?),
+                Some(self),
+            )?,
+        )
     }
 
     /// Rounded up, in place (`Tensor.ceil_`); integer tensors stay as they are. See
     /// [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil_(&self) -> Result<Tensor> {
-        write_into("ceil_", self, round_impl("ceil_", Unary::Ceil, ("self", self))?)
+        write_into(
+            "ceil_",
+            self,
+            round_impl("ceil_", Unary::Ceil, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// Rounded down, in place (`Tensor.floor_`); integer tensors stay as they are. See
     /// [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor_(&self) -> Result<Tensor> {
-        write_into("floor_", self, round_impl("floor_", Unary::Floor, ("self", self))?)
+        write_into(
+            "floor_",
+            self,
+            round_impl("floor_", Unary::Floor, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// Rounded half to even at `decimals` decimal places, in place (`Tensor.round_`). See
     /// [`round`](crate::round()).
     #[torch_function]
     pub fn round_(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        write_into("round_", self, round_impl("round_", Unary::Round(decimals), ("self", self))?)
+        write_into(
+            "round_",
+            self,
+            round_impl("round_", Unary::Round(decimals), ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// Rounded toward zero, in place (`Tensor.trunc_`); integer tensors stay as they are. See
     /// [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc_(&self) -> Result<Tensor> {
-        write_into("trunc_", self, round_impl("trunc_", Unary::Trunc, ("self", self))?)
+        write_into(
+            "trunc_",
+            self,
+            round_impl("trunc_", Unary::Trunc, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// The signs, in place (`Tensor.sign_`); any dtype. See [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign_(&self) -> Result<Tensor> {
-        write_into("sign_", self, signed_unary("sign_", Unary::Sign, ("self", self))?)
+        write_into(
+            "sign_",
+            self,
+            signed_unary("sign_", Unary::Sign, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// `x * x`, in place (`Tensor.square_`); a bool tensor is an error (its square is int64).
     /// See [`square`](crate::square()).
     #[torch_function]
     pub fn square_(&self) -> Result<Tensor> {
-        write_into("square_", self, signed_unary("square_", Unary::Square, ("self", self))?)
+        write_into(
+            "square_",
+            self,
+            signed_unary("square_", Unary::Square, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 
     /// `max(x, 0)`, in place (`Tensor.relu_`); integer tensors are fine. See
     /// [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu_(&self) -> Result<Tensor> {
-        write_into("relu_", self, signed_unary("relu_", Unary::Relu, ("self", self))?)
+        write_into(
+            "relu_",
+            self,
+            signed_unary("relu_", Unary::Relu, ("self", &crate::primitive::inplace_source(self, &[])?))?,
+        )
     }
 }
 

@@ -3,6 +3,7 @@
 
 mod args;
 mod arithmetic;
+mod autograd;
 mod compare;
 pub(crate) mod convert;
 mod copy;

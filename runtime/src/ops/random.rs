@@ -26,7 +26,7 @@ fn drawn(
     check_dtype(func, device, dtype)?;
     let generator = generator.unwrap_or_else(Generator::default_generator);
     let data = cpu::sample(func, &mut generator.draw(), dist, &shape, dtype)?;
-    Ok(Tensor::from_array(device.backend().upload(device, data, shape)?))
+    crate::primitive::upload(device, data, shape)
 }
 
 /// The floating dtype a continuous distribution is drawn in: `dtype`, float32 by default.

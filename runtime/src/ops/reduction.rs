@@ -4,9 +4,10 @@
 
 use smallvec::SmallVec;
 
-use crate::backend::{Array, Binary, Reduce, Scan, Unary};
+use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
+use crate::primitive;
+use crate::tensor::{DType, Dense, Dims, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -27,39 +28,37 @@ fn reduced<'t>(
 }
 
 /// The shape of `x` with the `dims` kept as size one.
-fn kept_shape(x: &Array, dims: &[usize]) -> Shape {
-    x.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect()
+fn kept_shape(shape: &Shape, dims: &[usize]) -> Shape {
+    shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect()
 }
 
-/// A reduction's result (the other dimensions of `x`) with the reduced `dims` kept as size
-/// one when `keepdim` asks for them (a view).
-fn kept(result: Array, x: &Array, dims: &[usize], keepdim: bool) -> Array {
+fn reduced_shape(shape: &Shape, dims: &[usize]) -> Shape {
+    shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).collect()
+}
+
+/// `op` over `dims` of `t`, in `dtype`, keeping the reduced dimensions as size one when asked.
+fn reduce(t: &Tensor, dims: &[usize], keepdim: bool, op: Reduce, dtype: DType) -> Result<Tensor> {
+    let result = primitive::reduce(t, dims, op, dtype)?;
     if !keepdim {
-        return result;
+        return Ok(result);
     }
-    result.with_layout(Layout::contiguous(kept_shape(x, dims)))
+    primitive::reshape(&result, &kept_shape(&t.data("reduce", "input")?.layout.shape, dims))
 }
 
-/// `op` over `dims` of `x` in `dtype`, with or without the reduced dimensions kept.
-fn reduce(x: &Array, dims: &[usize], keepdim: bool, op: Reduce, dtype: DType) -> Result<Array> {
-    let result = x.device().backend().reduce(x, dims, op, dtype)?;
-    Ok(kept(result, x, dims, keepdim))
-}
-
-/// The dtype a sum or product accumulates in: int64 for integers and bools, else the input's
-/// (or the one asked for).
+/// The dtype a sum or product accumulates in: the input's float dtype, int64 for integers and
+/// bools, or the `dtype` asked for.
 fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
     dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
 }
 
 fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Sum, accumulation(x, None))?))
+    reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(x, None))
 }
 
 fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
-    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Prod, accumulation(x, None))?))
+    reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(x, None))
 }
 
 fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
@@ -71,10 +70,10 @@ fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: b
             x.dtype.name()
         );
     }
-    Ok(Tensor::from_array(reduce(x, &dims, keepdim, Reduce::Mean, x.dtype)?))
+    reduce(input.1, &dims, keepdim, Reduce::Mean, x.dtype)
 }
 
-/// `amax` (`largest`) or `amin`: NaN propagates, as in PyTorch.
+/// The largest (or smallest) elements over `dims`; the gradient is shared among ties.
 fn extreme_impl(
     func: &str,
     input: (&str, &Tensor),
@@ -87,67 +86,68 @@ fn extreme_impl(
         bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
     }
     let op = if largest { Reduce::Max } else { Reduce::Min };
-    Ok(Tensor::from_array(reduce(x, &dims, keepdim, op, x.dtype)?))
+    reduce(input.1, &dims, keepdim, op, x.dtype)
 }
 
-/// The positions (`argmax`/`argmin`), or the values and positions (`max(dim)`/`min(dim)`), of
-/// the extreme elements along `dim`, or over everything.
+/// The values and positions of the largest (or smallest) elements over `dim` (or everything).
+/// Along a dim, the values are gathered at the positions, so their gradient goes to the
+/// returned position only (PyTorch's rule for `max(x, dim)`).
 fn arg_extreme(
     func: &str,
     input: (&str, &Tensor),
     dim: Option<i64>,
     keepdim: bool,
     largest: bool,
-) -> Result<(Array, Array)> {
+) -> Result<(Tensor, Tensor)> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
     if x.layout.numel() == 0 || dims.iter().any(|&d| x.layout.shape[d] == 0) {
         bail!(Index, "{func}(): Expected reduction dim to be specified for input.numel() == 0.");
     }
-    let keepdim = keepdim && dim.is_some();
+    let t = input.1;
     let (value, position) = if largest { (Reduce::Max, Reduce::ArgMax) } else { (Reduce::Min, Reduce::ArgMin) };
-    // Over everything, the position in the lane is the position in the flattened tensor.
-    Ok((reduce(x, &dims, keepdim, value, x.dtype)?, reduce(x, &dims, keepdim, position, x.dtype)?))
+    if dim.is_none() || x.layout.ndim() == 0 {
+        // Over everything, the position in the lane is the position in the flattened tensor.
+        return Ok((reduce(t, &dims, false, value, x.dtype)?, reduce(t, &dims, false, position, x.dtype)?));
+    }
+    let positions = reduce(t, &dims, true, position, x.dtype)?;
+    let values = primitive::gather(t, dims[0], &positions)?;
+    if keepdim {
+        return Ok((values, positions));
+    }
+    let shape = reduced_shape(&x.layout.shape, &dims);
+    Ok((primitive::reshape(&values, &shape)?, primitive::reshape(&positions, &shape)?))
 }
 
-/// `x` as the floating-point dtype `dtype` (a copy only when it is of another dtype).
-fn as_float(x: &Array, dtype: DType) -> Result<Array> {
-    if x.dtype == dtype { Ok(x.clone()) } else { x.device().backend().copy(x, dtype) }
+/// `t` as `dtype` (itself when it already is).
+fn as_float(t: &Tensor, dtype: DType) -> Result<Tensor> {
+    if t.dtype()? == dtype { Ok(t.clone()) } else { primitive::copy(t, dtype) }
 }
 
-/// A zero-dimensional host array holding `value`: a number operand of a kernel.
-pub(crate) fn number(value: impl Into<Scalar>) -> Array {
-    Dense::number(value).array
-}
-
-/// `log(sum(exp(x)))` over `dims`, stably: the lane's maximum (0 where it is infinite) comes
-/// out first, `m + log(sum(exp(x - m)))`. An empty lane gives `-inf`.
 fn logsumexp_impl(func: &str, input: (&str, &Tensor), dims: &Dims, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, Some(dims))?;
     let dtype = if x.dtype.is_floating_point() { x.dtype } else { DType::DEFAULT_FLOAT };
-    let backend = x.device().backend();
-    let x = as_float(x, dtype)?;
-    if dims.iter().any(|&d| x.layout.shape[d] == 0) {
-        let shape = if keepdim { kept_shape(&x, &dims) } else { reduced_shape(&x, &dims) };
-        return Ok(Tensor::from_array(backend.fill(x.device(), &shape, Scalar::Float(f64::NEG_INFINITY), dtype)?));
+    let shape = x.layout.shape.clone();
+    let x = as_float(input.1, dtype)?;
+    if dims.iter().any(|&d| shape[d] == 0) {
+        let shape = if keepdim { kept_shape(&shape, &dims) } else { reduced_shape(&shape, &dims) };
+        return primitive::full(&shape, Scalar::Float(f64::NEG_INFINITY), dtype, x.device()?);
     }
-    let max = reduce(&x, &dims, true, Reduce::Max, dtype)?;
-    let infinite = backend.unary(&max, Unary::IsInf, dtype, None)?;
-    let shift = backend.select(&infinite, &number(0.0), &max, &max.layout.shape, dtype)?;
-    let shifted = backend.binary(&x, &shift, &x.layout.shape, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-    let exps = backend.unary(&shifted, Unary::Exp, dtype, None)?;
+    // The largest element is shifted out first (not where it is infinite); no gradient flows
+    // through the shift, which cancels.
+    let max = {
+        let _no_grad = crate::autograd::no_grad();
+        let max = reduce(&x, &dims, true, Reduce::Max, dtype)?;
+        let infinite = primitive::unary(&max, Unary::IsInf, dtype, None)?;
+        primitive::select(&infinite, &Tensor::scalar(0.0), &max, dtype)?
+    };
+    let shifted = primitive::binary(&x, &max, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let exps = primitive::unary(&shifted, Unary::Exp, dtype, None)?;
     let sums = reduce(&exps, &dims, true, Reduce::Sum, dtype)?;
-    let logs = backend.unary(&sums, Unary::Log, dtype, None)?;
-    let out = backend.binary(&logs, &shift, &logs.layout.shape, Binary::Add(Scalar::Int(1)), dtype, None)?;
-    Ok(Tensor::from_array(if keepdim { out } else { out.with_layout(Layout::contiguous(reduced_shape(&out, &dims))) }))
+    let logs = primitive::unary(&sums, Unary::Log, dtype, None)?;
+    let out = primitive::binary(&logs, &max, Binary::Add(Scalar::Int(1)), dtype, None)?;
+    if keepdim { Ok(out) } else { primitive::reshape(&out, &reduced_shape(&shape, &dims)) }
 }
 
-/// The shape of `x` without the `dims`.
-fn reduced_shape(x: &Array, dims: &[usize]) -> Shape {
-    x.layout.shape.iter().enumerate().filter(|(d, _)| !dims.contains(d)).map(|(_, &n)| n).collect()
-}
-
-/// `var` (`root` false) or `std`, dividing by `n - correction` (clamped at 0): the mean comes
-/// out first, then the squared deviations are summed.
 fn spread(
     func: &str,
     input: (&str, &Tensor),
@@ -160,40 +160,49 @@ fn spread(
     if !x.dtype.is_floating_point() {
         bail!(Runtime, "{func}(): expected a floating point input, got {}", x.dtype);
     }
-    let (backend, dtype) = (x.device().backend(), x.dtype);
+    let (t, dtype) = (input.1, x.dtype);
     let n: usize = dims.iter().map(|&d| x.layout.shape[d]).product();
-    let mean = reduce(x, &dims, true, Reduce::Mean, dtype)?;
-    let deviations = backend.binary(x, &mean, &x.layout.shape, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-    let squares = backend.unary(&deviations, Unary::Square, dtype, None)?;
+    let mean = reduce(t, &dims, true, Reduce::Mean, dtype)?;
+    let deviations = primitive::binary(t, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let squares = primitive::unary(&deviations, Unary::Square, dtype, None)?;
     let sums = reduce(&squares, &dims, keepdim, Reduce::Sum, dtype)?;
-    let divisor = number((n as f64 - correction).max(0.0));
-    let var = backend.binary(&sums, &divisor, &sums.layout.shape, Binary::Div, dtype, None)?;
-    Ok(Tensor::from_array(if root { backend.unary(&var, Unary::Sqrt, dtype, None)? } else { var }))
+    let divisor = Tensor::scalar((n as f64 - correction).max(0.0));
+    let var = primitive::binary(&sums, &divisor, Binary::Div, dtype, None)?;
+    if root { std_root(&var) } else { Ok(var) }
 }
 
-/// `cumsum` (`product` false) or `cumprod` along `dim`.
+/// The square root of a variance, whose gradient is 0 (not infinite) where the variance is 0,
+/// as PyTorch's `std` of a constant lane.
+fn std_root(var: &Tensor) -> Result<Tensor> {
+    let dtype = var.dtype()?;
+    let root = primitive::unary(var, Unary::Sqrt, dtype, None)?;
+    if !crate::autograd::meta::requires_grad(&root) {
+        return Ok(root);
+    }
+    // sqrt(v) with the gradient masked where v == 0: where(v == 0, 0, sqrt(v)) sends nothing
+    // back through the zero lanes.
+    let zero = primitive::binary(var, &Tensor::scalar(0.0), Binary::Eq, dtype, None)?;
+    let safe = primitive::select(&zero, &Tensor::scalar(1.0), var, dtype)?;
+    let root = primitive::unary(&safe, Unary::Sqrt, dtype, None)?;
+    primitive::select(&zero, &Tensor::scalar(0.0), &root, dtype)
+}
+
 fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DType>, product: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    let backend = x.device().backend();
     let dim = normalize_dim(dim, x.layout.ndim(), func)?;
     if x.layout.ndim() == 0 {
-        return Ok(Tensor::from_array(backend.copy(x, accumulation(x, dtype))?));
+        return primitive::copy(t, accumulation(x, dtype));
     }
     let op = if product { Scan::Prod } else { Scan::Sum };
     // A bool result (`dtype=torch.bool`) is the int64 scan of the input as bools, made bool:
     // a running "or" for sums, a running "and" for products, as in PyTorch.
-    let array = match accumulation(x, dtype) {
+    match accumulation(x, dtype) {
         DType::Bool => {
-            let bools = backend.copy(x, DType::Bool)?;
-            backend.copy(&backend.scan(&bools, dim, op, DType::Int64)?, DType::Bool)?
+            let bools = primitive::copy(t, DType::Bool)?;
+            primitive::copy(&primitive::scan(&bools, dim, op, DType::Int64)?, DType::Bool)
         }
-        dtype => backend.scan(x, dim, op, dtype)?,
-    };
-    Ok(Tensor::from_array(array))
-}
-
-fn pair(values: Array, indices: Array) -> (Tensor, Tensor) {
-    (Tensor::from_array(values), Tensor::from_array(indices))
+        dtype => primitive::scan(t, dim, op, dtype),
+    }
 }
 
 /// The sum of all elements, as a zero-dimensional tensor (`torch.sum`). Integer and bool
@@ -286,22 +295,22 @@ pub fn any_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: 
 }
 
 fn all_any(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, every: bool) -> Result<Tensor> {
-    let (x, dims) = reduced(func, input, dims)?;
+    let (_, dims) = reduced(func, input, dims)?;
     let op = if every { Reduce::All } else { Reduce::Any };
-    Ok(Tensor::from_array(reduce(x, &dims, keepdim, op, DType::Bool)?))
+    reduce(input.1, &dims, keepdim, op, DType::Bool)
 }
 
 /// The position of the first largest element, over everything (flattened) or along `dim`
 /// (`torch.argmax`).
 #[torch_function(module = "torchfn")]
 pub fn argmax(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    Ok(Tensor::from_array(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1))
+    Ok(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1)
 }
 
 /// The position of the first smallest element (`torch.argmin`).
 #[torch_function(module = "torchfn")]
 pub fn argmin(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    Ok(Tensor::from_array(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1))
+    Ok(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1)
 }
 
 /// The largest element (`torch.max(input)`); see [`max_dim`] and [`max_other`].
@@ -314,8 +323,7 @@ pub fn max(input: &Tensor) -> Result<Tensor> {
 /// (`torch.max(input, dim, keepdim)`).
 #[torch_function(overload_of = MAX)]
 pub fn max_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let (values, indices) = arg_extreme("max", ("input", input), Some(dim), keepdim, true)?;
-    Ok(pair(values, indices))
+    arg_extreme("max", ("input", input), Some(dim), keepdim, true)
 }
 
 /// The elementwise maximum of two tensors (`torch.max(input, other)`, as `torch.maximum`).
@@ -334,8 +342,7 @@ pub fn min(input: &Tensor) -> Result<Tensor> {
 /// (`torch.min(input, dim, keepdim)`).
 #[torch_function(overload_of = MIN)]
 pub fn min_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<(Tensor, Tensor)> {
-    let (values, indices) = arg_extreme("min", ("input", input), Some(dim), keepdim, false)?;
-    Ok(pair(values, indices))
+    arg_extreme("min", ("input", input), Some(dim), keepdim, false)
 }
 
 /// The elementwise minimum of two tensors (`torch.min(input, other)`, as `torch.minimum`).

@@ -30,18 +30,16 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
         _ => bail!(Runtime, "{func}(): shape '{shown}' is invalid for input of size {numel}"),
     }
     let shape = Shape::from(dims);
+    let make = |l: &Layout| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) });
     if x.layout.is_contiguous() {
-        let layout = Layout { offset: x.layout.offset, ..Layout::contiguous(shape) };
-        return Ok(t.make_view(x, layout));
+        return crate::primitive::view(t, make);
     }
-    let copy = x.device().backend().copy(x, x.dtype)?;
-    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(shape))))
+    crate::primitive::unsafe_view(&crate::primitive::copy(t, x.dtype)?, make)
 }
 
 fn select(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {
-    let x = t.data(func, "self")?;
-    let layout = index.apply(&x.layout)?;
-    Ok(t.make_view(x, layout))
+    t.data(func, "self")?;
+    crate::primitive::view(t, |l| index.apply(l))
 }
 
 /// The same elements in a new shape (`torch.reshape`); one dimension may be `-1`, inferred from

@@ -3,7 +3,7 @@
 //! first, so large inputs do not overflow.
 
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Layout, Shape, Tensor, normalize_dim};
+use crate::tensor::{DType, Shape, Tensor, normalize_dim};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -28,15 +28,13 @@ pub(crate) fn softmax_along(
         );
     }
     let dim = normalize_dim(dim, x.layout.ndim(), func)?;
-    let backend = x.device().backend();
     if x.layout.ndim() == 0 {
         // One lane of one element.
-        let lane =
-            x.with_layout(Layout { shape: Shape::from([1]), strides: [1].into_iter().collect(), ..x.layout.clone() });
-        let out = backend.softmax(&lane, 0, log, dtype)?;
-        return Ok(Tensor::from_array(out.with_layout(Layout::contiguous(Shape::from([])))));
+        let lane = crate::primitive::reshape(t, &Shape::from([1]))?;
+        let out = crate::primitive::softmax(&lane, 0, log, dtype)?;
+        return crate::primitive::reshape(&out, &Shape::from([]));
     }
-    Ok(Tensor::from_array(backend.softmax(x, dim, log, dtype)?))
+    crate::primitive::softmax(t, dim, log, dtype)
 }
 
 /// The softmax along `dim` (`torch.softmax`): `exp(x) / sum(exp(x))` over each lane of `dim`,

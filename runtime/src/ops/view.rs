@@ -4,17 +4,22 @@
 //! flatten copies.
 
 use crate::error::{Result, bail};
-use crate::tensor::{Dense, Dims, Layout, Shape, Tensor, normalize_dim};
+use crate::primitive;
+use crate::tensor::{Dims, Layout, Shape, Tensor, normalize_dim};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
 use super::IntList;
 
-/// A view of `t` (whose data is `x`) with the dimensions `dims` (size, stride) from `offset`.
-fn view_of(t: &Tensor, x: &Dense, dims: impl IntoIterator<Item = (usize, usize)>, offset: usize) -> Tensor {
-    let (shape, strides): (Vec<usize>, Vec<usize>) = dims.into_iter().unzip();
-    t.make_view(x, Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset })
+/// A view of `t` whose dimensions (size, stride) and offset `make` gives for `t`'s layout (a
+/// function of the layout, so that autograd can apply it to a contiguous one too).
+fn view_of(t: &Tensor, make: impl Fn(&Layout) -> (Vec<(usize, usize)>, usize)) -> Result<Tensor> {
+    primitive::view(t, |l| {
+        let (dims, offset) = make(l);
+        let (shape, strides): (Vec<usize>, Vec<usize>) = dims.into_iter().unzip();
+        Ok(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset })
+    })
 }
 
 /// The (size, stride) of each dimension of `layout`.
@@ -60,7 +65,7 @@ fn flatten_impl(func: &str, (name, t): (&str, &Tensor), start_dim: i64, end_dim:
     let ndim = x.layout.ndim();
     let (start, end) = (normalize_dim(start_dim, ndim, func)?, normalize_dim(end_dim, ndim, func)?);
     if ndim == 0 {
-        return Ok(view_of(t, x, [(1, 1)], x.layout.offset));
+        return view_of(t, |l| (vec![(1, 1)], l.offset));
     }
     if start > end {
         bail!(
@@ -76,14 +81,15 @@ fn flatten_impl(func: &str, (name, t): (&str, &Tensor), start_dim: i64, end_dim:
         let dims: Vec<(usize, usize)> = dims_of(layout).collect();
         dims[..start].iter().copied().chain([(size, stride)]).chain(dims[end + 1..].iter().copied()).collect()
     };
-    if let Some(one) = merged(&x.layout, start, end) {
-        return Ok(view_of(t, x, flat(&x.layout, one), x.layout.offset));
+    if merged(&x.layout, start, end).is_some() {
+        return view_of(t, |l| (flat(l, merged(l, start, end).unwrap_or((0, 1))), l.offset));
     }
-    // The copy holds every element, so the merged size fits.
-    let copy = x.device().backend().copy(x, x.dtype)?;
-    let size = Shape::new(&x.layout.shape[start..=end]).checked_numel().unwrap_or(usize::MAX);
-    let shape = flat(&copy.layout, (size, 1)).into_iter().map(|(n, _)| n).collect();
-    Ok(Tensor::from_array(copy.with_layout(Layout::contiguous(shape))))
+    // A copy is contiguous, so it merges; the result is no view of it.
+    primitive::unsafe_view(&primitive::copy(t, x.dtype)?, |l| {
+        let (shape, strides): (Vec<usize>, Vec<usize>) =
+            flat(l, merged(l, start, end).unwrap_or((0, 1))).into_iter().unzip();
+        Ok(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
+    })
 }
 
 fn squeeze_impl(func: &str, (name, t): (&str, &Tensor), dims: Option<&Dims>) -> Result<Tensor> {
@@ -93,19 +99,23 @@ fn squeeze_impl(func: &str, (name, t): (&str, &Tensor), dims: Option<&Dims>) -> 
         Some(dims) => dims.resolve(ndim, func)?.to_vec(),
         None => (0..ndim).collect(),
     };
-    let kept = dims_of(&x.layout).enumerate().filter(|&(d, (n, _))| !(n == 1 && chosen.contains(&d))).map(|(_, d)| d);
-    Ok(view_of(t, x, kept.collect::<Vec<_>>(), x.layout.offset))
+    view_of(t, |l| {
+        let kept = dims_of(l).enumerate().filter(|&(d, (n, _))| !(n == 1 && chosen.contains(&d))).map(|(_, d)| d);
+        (kept.collect(), l.offset)
+    })
 }
 
 fn unsqueeze_impl(func: &str, (name, t): (&str, &Tensor), dim: i64) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     let at = normalize_dim(dim, ndim + 1, func)?;
-    let mut dims: Vec<(usize, usize)> = dims_of(&x.layout).collect();
-    // The stride PyTorch gives the new dimension: one step over the dimension after it.
-    let stride = dims.get(at).map_or(1, |&(n, s)| n.saturating_mul(s));
-    dims.insert(at, (1, stride));
-    Ok(view_of(t, x, dims, x.layout.offset))
+    view_of(t, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        // The stride PyTorch gives the new dimension: one step over the dimension after it.
+        let stride = dims.get(at).map_or(1, |&(n, s)| n.saturating_mul(s));
+        dims.insert(at, (1, stride));
+        (dims, l.offset)
+    })
 }
 
 fn permute_impl(func: &str, (name, t): (&str, &Tensor), order: &[i64]) -> Result<Tensor> {
@@ -120,26 +130,28 @@ fn permute_impl(func: &str, (name, t): (&str, &Tensor), order: &[i64]) -> Result
         );
     }
     let mut seen = vec![false; ndim];
-    let mut dims = Vec::with_capacity(ndim);
+    let mut resolved = Vec::with_capacity(ndim);
     for &d in order {
         let d = normalize_dim(d, ndim, func)?;
         if std::mem::replace(&mut seen[d], true) {
             bail!(Runtime, "{func}(): duplicate dims are not allowed (dim {d} appears twice in {order:?})");
         }
-        dims.push((x.layout.shape[d], x.layout.strides[d]));
+        resolved.push(d);
     }
-    Ok(view_of(t, x, dims, x.layout.offset))
+    view_of(t, |l| (resolved.iter().map(|&d| (l.shape[d], l.strides[d])).collect(), l.offset))
 }
 
 fn transpose_impl(func: &str, (name, t): (&str, &Tensor), dim0: i64, dim1: i64) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     let (a, b) = (normalize_dim(dim0, ndim, func)?, normalize_dim(dim1, ndim, func)?);
-    let mut dims: Vec<(usize, usize)> = dims_of(&x.layout).collect();
-    if ndim > 0 {
-        dims.swap(a, b);
-    }
-    Ok(view_of(t, x, dims, x.layout.offset))
+    view_of(t, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        if ndim > 0 {
+            dims.swap(a, b);
+        }
+        (dims, l.offset)
+    })
 }
 
 fn t_impl(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
@@ -170,42 +182,50 @@ pub(super) fn expand_impl(func: &str, (name, t): (&str, &Tensor), sizes: &[i64])
         );
     }
     let leading = sizes.len() - ndim;
-    let mut dims = vec![(0usize, 0usize); sizes.len()];
-    for i in (0..sizes.len()).rev() {
-        let target = sizes[i];
-        let existing = i.checked_sub(leading).map(|d| (x.layout.shape[d], x.layout.strides[d]));
-        let (size, stride) = existing.unwrap_or_else(|| {
-            let next = dims.get(i + 1).map_or(1, |&(n, s)| n.saturating_mul(s));
-            (1, next)
-        });
-        let target = match target {
-            -1 if existing.is_none() => bail!(
-                Runtime,
-                "{func}(): the expanded size of the tensor (-1) isn't allowed in a leading, non-existing dimension {i}"
-            ),
-            -1 => size,
-            n if n < 0 => bail!(Runtime, "{func}(): the expanded size of the tensor ({n}) must be non-negative"),
-            n => usize::try_from(n).unwrap_or(usize::MAX),
-        };
-        dims[i] = match (size == target, size) {
-            (true, _) => (size, stride),
-            (false, 1) => (target, 0),
-            (false, _) => bail!(
-                Runtime,
-                "{func}(): the expanded size of the tensor ({target}) must match the existing size ({size}) at \
-                 non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
-                shown(sizes),
-                shown(x.layout.shape.iter())
-            ),
-        };
-    }
+    let expanded = |l: &Layout| -> Result<Vec<(usize, usize)>> {
+        let mut dims = vec![(0usize, 0usize); sizes.len()];
+        for i in (0..sizes.len()).rev() {
+            let target = sizes[i];
+            let existing = i.checked_sub(leading).map(|d| (l.shape[d], l.strides[d]));
+            let (size, stride) = existing.unwrap_or_else(|| {
+                let next = dims.get(i + 1).map_or(1, |&(n, s)| n.saturating_mul(s));
+                (1, next)
+            });
+            let target = match target {
+                -1 if existing.is_none() => bail!(
+                    Runtime,
+                    "{func}(): the expanded size of the tensor (-1) isn't allowed in a leading, non-existing \
+                     dimension {i}"
+                ),
+                -1 => size,
+                n if n < 0 => bail!(Runtime, "{func}(): the expanded size of the tensor ({n}) must be non-negative"),
+                n => usize::try_from(n).unwrap_or(usize::MAX),
+            };
+            dims[i] = match (size == target, size) {
+                (true, _) => (size, stride),
+                (false, 1) => (target, 0),
+                (false, _) => bail!(
+                    Runtime,
+                    "{func}(): the expanded size of the tensor ({target}) must match the existing size ({size}) at \
+                     non-singleton dimension {i}.  Target sizes: {}.  Tensor sizes: {}",
+                    shown(sizes),
+                    shown(l.shape.iter())
+                ),
+            };
+        }
+        Ok(dims)
+    };
+    let dims = expanded(&x.layout)?;
     // Copying the view must stay possible: its elements must fit in memory (ndarray also needs
     // the product of the non-zero sizes to fit).
     let bytes = dims.iter().filter(|d| d.0 != 0).try_fold(x.dtype.itemsize(), |n, &(d, _)| n.checked_mul(d));
     if bytes.is_none_or(|b| b > isize::MAX as usize) {
         bail!(Runtime, "{func}(): the expanded shape {} has more elements than memory can hold", shown(sizes));
     }
-    Ok(view_of(t, x, dims, x.layout.offset))
+    primitive::view(t, |l| {
+        let (shape, strides): (Vec<usize>, Vec<usize>) = expanded(l)?.into_iter().unzip();
+        Ok(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
+    })
 }
 
 /// A position along a dimension of `size`, negative counting from the end.
@@ -236,7 +256,7 @@ fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, len
     if length > size - first {
         bail!(Runtime, "{func}(): start ({start}) + length ({length}) exceeds dimension size ({size})");
     }
-    Ok(t.make_view(x, narrowed(&x.layout, d, first, length)))
+    primitive::view(t, |l| Ok(narrowed(l, d, first, length)))
 }
 
 fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> Result<Tensor> {
@@ -254,13 +274,10 @@ fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> 
             shown(x.layout.shape.iter())
         )
     };
-    let offset = advance(x.layout.offset, i, x.layout.strides[d]);
-    Ok(view_of(
-        t,
-        x,
-        dims_of(&x.layout).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).collect::<Vec<_>>(),
-        offset,
-    ))
+    view_of(t, |l| {
+        let offset = advance(l.offset, i, l.strides[d]);
+        (dims_of(l).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).collect(), offset)
+    })
 }
 
 /// The dimensions `start_dim..=end_dim` (negative counting from the end) merged into one

@@ -16,25 +16,58 @@ use crate::tensor::{DType, Layout, Scalar, Shape, Tensor};
 pub(crate) enum Op {
     Unary(Unary),
     /// `number`: the second operand was a Python number (clamp's tie rule differs).
-    Binary { op: Binary, number: bool },
+    Binary {
+        op: Binary,
+        number: bool,
+    },
     Select,
-    Reduce { op: Reduce, dims: Vec<usize> },
-    Scan { op: Scan, dim: usize },
+    Reduce {
+        op: Reduce,
+        dims: Vec<usize>,
+    },
+    Scan {
+        op: Scan,
+        dim: usize,
+    },
     Matmul,
-    IndexSelect { dim: usize },
-    Gather { dim: usize },
-    ScatterAdd { dim: usize },
-    Concat { dim: usize, sizes: Vec<usize> },
-    Softmax { dim: usize, log: bool },
-    Conv2d { groups: usize, window: Window },
-    MaxPool2d { input: Shape },
+    IndexSelect {
+        dim: usize,
+    },
+    Gather {
+        dim: usize,
+    },
+    ScatterAdd {
+        dim: usize,
+    },
+    Concat {
+        dim: usize,
+        sizes: Vec<usize>,
+    },
+    Softmax {
+        dim: usize,
+        log: bool,
+    },
+    Conv2d {
+        groups: usize,
+        window: Window,
+    },
+    MaxPool2d {
+        input: Shape,
+    },
     Copy,
     Transfer,
-    View { input: Shape, relative: Layout },
-    Embed { relative: Layout },
+    View {
+        input: Shape,
+        relative: Layout,
+    },
+    Embed {
+        relative: Layout,
+    },
     /// An in-place write into a view: the base's new history (inputs: the base before, the
     /// written values).
-    CopySlices { relative: Layout },
+    CopySlices {
+        relative: Layout,
+    },
 }
 
 /// What `op`'s node saves: its input (position 0) or its output.
@@ -44,7 +77,9 @@ pub(super) fn unary_keeps(op: Unary) -> Keep<'static> {
         Exp | Expm1 | Sqrt | Rsqrt | Tan | Tanh | Sigmoid | Reciprocal | Relu => {
             Keep { output: true, ..Keep::default() }
         }
-        Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu | Abs | Square => Keep { inputs: &[0], ..Keep::default() },
+        Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu | Abs | Square => {
+            Keep { inputs: &[0], ..Keep::default() }
+        }
         _ => Keep::default(),
     }
 }
@@ -116,10 +151,15 @@ impl Backward for Op {
         let inputs: Vec<Option<&OutputMeta>> =
             node.next.iter().map(|e| e.as_ref().map(|e| &e.node.outputs[e.output_nr])).collect();
         let raw = self.gradients(&g, &saved, &inputs)?;
-        raw.into_iter().zip(&inputs).map(|(grad, want)| Ok(match (grad, want) {
-            (Some(grad), Some(want)) => Some(fit(grad, want)?),
-            _ => None,
-        })).collect()
+        raw.into_iter()
+            .zip(&inputs)
+            .map(|(grad, want)| {
+                Ok(match (grad, want) {
+                    (Some(grad), Some(want)) => Some(fit(grad, want)?),
+                    _ => None,
+                })
+            })
+            .collect()
     }
 }
 
@@ -253,8 +293,7 @@ fn expand_back(g: &Tensor, dims: &[usize], shape: &Shape) -> Result<Tensor> {
 pub(super) fn sum_to(g: &Tensor, shape: &Shape) -> Result<Tensor> {
     let have = g.shape()?;
     let extra = have.len() - shape.len();
-    let dims: Vec<usize> =
-        (0..have.len()).filter(|&d| d < extra || (shape[d - extra] == 1 && have[d] != 1)).collect();
+    let dims: Vec<usize> = (0..have.len()).filter(|&d| d < extra || (shape[d - extra] == 1 && have[d] != 1)).collect();
     if dims.is_empty() {
         return reshape(g, shape);
     }
@@ -314,25 +353,47 @@ fn reverse_cumsum(x: &Tensor, dim: usize) -> Result<Tensor> {
     flip(&super::scan(&flip(x, dim)?, dim, Scan::Sum, dtype(x)?)?, dim)
 }
 
-/// The products of all other elements of each lane of `x` along its last dimension (exact
-/// with zeros: the product of the elements before times the product of those after).
+/// `x` (`[..., k]`) repeated into `[..., k, k]` with row `i`'s element `i` replaced by 1: the
+/// lanes whose products (or running products) leave one element out, exactly, zeros included.
+fn leave_one_out(x: &Tensor) -> Result<Tensor> {
+    let shape = x.shape()?;
+    let k = shape[shape.len() - 1];
+    let mut square = shape.to_vec();
+    square.push(k);
+    let square = Shape::from(square);
+    let rows = expand(&reshape(x, &Shape::from([&shape[..shape.len() - 1], &[1, k]].concat()))?, &square)?;
+    let index = positions((0..k as i64).collect(), x.device()?)?;
+    let column = reshape(&index, &Shape::from([k, 1]))?;
+    let diagonal = bin(&column, &index, Binary::Eq)?;
+    super::select(&diagonal, &Tensor::scalar(1.0), &rows, dtype(x)?)
+}
+
+/// The products of all other elements of each lane of `x` along its last dimension.
 fn products_of_others(x: &Tensor) -> Result<Tensor> {
+    let last = x.shape()?.len();
+    super::reduce(&leave_one_out(x)?, &[last], Reduce::Prod, dtype(x)?)
+}
+
+/// The gradient of the running products of `x` along its last dimension:
+/// `Σ_{j ≥ i} g_j Π_{k ≤ j, k ≠ i} x_k`, exact with zeros.
+fn cumprod_gradient(x: &Tensor, g: &Tensor) -> Result<Tensor> {
     let shape = x.shape()?;
     let last = shape.len() - 1;
     let k = shape[last];
-    if k <= 1 {
-        return super::ones(&shape, dtype(x)?, x.device()?);
-    }
-    let mut one_shape = shape.to_vec();
-    one_shape[last] = 1;
-    let ones = super::ones(&Shape::from(one_shape), dtype(x)?, x.device()?)?;
-    let exclusive = |t: &Tensor| -> Result<Tensor> {
-        let shifted = super::concat(&[ones.clone(), narrow(t, last, 0, k - 1)?], last, &shape, dtype(t)?)?;
-        super::scan(&shifted, last, Scan::Prod, dtype(t)?)
-    };
-    let before = exclusive(x)?;
-    let after = flip(&exclusive(&flip(x, last)?)?, last)?;
-    mul(&before, &after)
+    let running = super::scan(&leave_one_out(x)?, last + 1, Scan::Prod, dtype(x)?)?; // [..., i, j]
+    let index = positions((0..k as i64).collect(), x.device()?)?;
+    let later = bin(&index, &reshape(&index, &Shape::from([k, 1]))?, Binary::Ge)?; // j >= i
+    let g_rows = reshape(g, &Shape::from([&shape[..last], &[1, k]].concat()))?;
+    let terms = super::select(&later, &mul(&running, &g_rows)?, &Tensor::scalar(0.0), dtype(g)?)?;
+    super::reduce(&terms, &[last + 1], Reduce::Sum, dtype(g)?)
+}
+
+/// `f` applied with dimension `dim` of `x` (and `g`) moved last, the result moved back.
+fn along_last(dim: usize, x: &Tensor, g: &Tensor, f: impl Fn(&Tensor, &Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let n = x.shape()?.len();
+    let mut order: Vec<usize> = (0..n).collect();
+    order.swap(dim, n - 1);
+    permute(&f(&permute(x, &order)?, &permute(g, &order)?)?, &order)
 }
 
 impl Op {
@@ -388,11 +449,7 @@ impl Op {
                 })]
             }
             Op::Scan { op: Scan::Sum, dim } => vec![Some(reverse_cumsum(g, *dim)?)],
-            Op::Scan { op: Scan::Prod, dim } => {
-                // Σ_{j ≥ i} g_j y_j / x_i (inputs without zeros).
-                let (x, y) = (x()?, out()?);
-                vec![Some(div(&reverse_cumsum(&mul(g, y)?, *dim)?, x)?)]
-            }
+            Op::Scan { op: Scan::Prod, dim } => vec![Some(along_last(*dim, x()?, g, cumprod_gradient)?)],
             Op::Matmul => {
                 let (a, b) = (&saved[0], &saved[1]);
                 let ga = if needs(0) { Some(super::matmul(g, &transpose_last(b)?, dtype(g)?)?) } else { None };
@@ -431,7 +488,8 @@ impl Op {
             Op::Conv2d { groups, window } => {
                 let (x, w) = (&saved[0], &saved[1]);
                 let gx = if needs(0) { Some(conv2d_input_gradient(g, w, *groups, window)?) } else { None };
-                let gw = if needs(1) { Some(conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)?) } else { None };
+                let gw =
+                    if needs(1) { Some(conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)?) } else { None };
                 let gb = if needs(2) { Some(super::reduce(g, &[0, 2, 3], Reduce::Sum, dtype(g)?)?) } else { None };
                 let mut grads = vec![gx, gw];
                 if inputs.len() > 2 {
@@ -512,7 +570,8 @@ fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
             let x2 = mul(x, x)?;
             let t = un(&scale(&add(x, &scale(&mul(&x2, x)?, c)?)?, k)?, Tanh)?;
             let left = scale(&plus(&t, 1.0)?, 0.5)?;
-            let right = mul(&scale(x, 0.5 * k)?, &mul(&minus_from(1.0, &mul(&t, &t)?)?, &plus(&scale(&x2, 3.0 * c)?, 1.0)?)?)?;
+            let right =
+                mul(&scale(x, 0.5 * k)?, &mul(&minus_from(1.0, &mul(&t, &t)?)?, &plus(&scale(&x2, 3.0 * c)?, 1.0)?)?)?;
             mul(g, &add(&left, &right)?)
         }
         Silu => {
@@ -529,7 +588,13 @@ fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
 }
 
 /// The gradients of `a op b` for `g`, where `needs` says which operands need one.
-fn binary_gradients(op: Binary, number: bool, g: &Tensor, saved: &[Tensor], needs: [bool; 2]) -> Result<Vec<Option<Tensor>>> {
+fn binary_gradients(
+    op: Binary,
+    number: bool,
+    g: &Tensor,
+    saved: &[Tensor],
+    needs: [bool; 2],
+) -> Result<Vec<Option<Tensor>>> {
     use Binary::*;
     let b = || (&saved[0], &saved[1]);
     let each = |f: &dyn Fn() -> Result<Tensor>, need: bool| if need { f().map(Some) } else { Ok(None) };
@@ -628,7 +693,7 @@ fn conv2d_input_gradient(g: &Tensor, w: &Tensor, groups: usize, win: &Window) ->
     // w [o, c/g, kh, kw] → [c, o/g, kh, kw], flipped in both spatial dimensions.
     let og = o / groups;
     let swapped = permute(&reshape(w, &Shape::from([groups, og, cg, kh, kw]))?, &[0, 2, 1, 3, 4])?;
-    let swapped = reshape(&super::contiguous(&swapped)?.into_owned(), &Shape::from([c, og, kh, kw]))?;
+    let swapped = reshape(&swapped, &Shape::from([c, og, kh, kw]))?;
     let flipped = flip(&flip(&swapped, 2)?, 3)?;
     let window = Window { stride: [1, 1], padding: [0, 0], input: [zh, zw], out: win.input, ..*win };
     super::conv2d(&spread, &flipped, None, groups, &window)
@@ -643,10 +708,12 @@ fn conv2d_weight_gradient(g: &Tensor, x: &Tensor, weight: &Shape, groups: usize,
     let cg = c / groups;
     // x [n, c, h, w] → [c/g, g·n, h, w]: channel k·(c/g) + j of sample m is plane k·n + m of batch j.
     let spread = permute(&reshape(x, &Shape::from([n, groups, cg, h, w]))?, &[2, 1, 0, 3, 4])?;
-    let spread = reshape(&super::contiguous(&spread)?.into_owned(), &Shape::from([cg, groups * n, h, w]))?;
+    let spread = reshape(&spread, &Shape::from([cg, groups * n, h, w]))?;
     // g [n, o, oh, ow] → [o, n, oh, ow].
     let kernel = super::contiguous(&permute(g, &[1, 0, 2, 3])?)?.into_owned();
-    let full = |axis: usize| (win.input[axis] + 2 * win.padding[axis] - win.stride[axis] * ([oh, ow][axis] - 1) - 1) / win.dilation[axis] + 1;
+    let full = |axis: usize| {
+        (win.input[axis] + 2 * win.padding[axis] - win.stride[axis] * ([oh, ow][axis] - 1) - 1) / win.dilation[axis] + 1
+    };
     let (fh, fw) = (full(0), full(1));
     let window = Window {
         kernel: [oh, ow],
@@ -673,7 +740,8 @@ pub(super) fn rebase_view(base: &Tensor, view: &Tensor, result: &Tensor) -> Resu
     }
     let relative = Layout { offset: v.layout.offset - b.layout.offset, ..v.layout.clone() };
     let next = vec![meta::gradient_edge(base), meta::gradient_edge(result)];
-    let node = Node::function(Op::CopySlices { relative: relative.clone() }, next, Vec::new(), vec![meta::output_meta(b)]);
+    let node =
+        Node::function(Op::CopySlices { relative: relative.clone() }, next, Vec::new(), vec![meta::output_meta(b)]);
     meta::set_history(base, Some(Edge { node: node.clone(), output_nr: 0 }));
     let view_node = Node::function(
         Op::View { input: b.layout.shape.clone(), relative },

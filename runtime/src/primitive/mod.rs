@@ -73,12 +73,23 @@ fn target<'a>(out: Option<&'a Tensor>, inputs: &[&Tensor]) -> Option<&'a Array> 
 /// An input of an in-place operation: the tensor itself, or, when the operation records, a
 /// recorded copy (the in-place write must not change what the backward reads).
 pub(crate) fn inplace_source(t: &Tensor, others: &[&Tensor]) -> Result<Tensor> {
-    if meta::requires_grad(t) || others.iter().any(|o| meta::requires_grad(o)) {
-        if autograd::is_grad_enabled() {
-            return copy(t, data(t, "copy")?.dtype);
-        }
+    if (meta::requires_grad(t) || others.iter().any(|o| meta::requires_grad(o))) && autograd::is_grad_enabled() {
+        return copy(t, data(t, "copy")?.dtype);
     }
     Ok(t.clone())
+}
+
+/// An error when an `out=` form is called on tensors that require grad while recording, as in
+/// PyTorch: the result written into `out` could not be differentiated.
+pub(crate) fn refuse_out(func: &str, inputs: &[&Tensor]) -> Result<()> {
+    if recording(inputs) {
+        bail!(
+            Runtime,
+            "{func}(): functions with out=... arguments don't support automatic differentiation, but one of the \
+             arguments requires grad."
+        );
+    }
+    Ok(())
 }
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
@@ -103,7 +114,8 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Opti
 pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
     let (c, x, y) = (data(condition, "where")?, data(a, "where")?, data(b, "where")?);
     let device = device("where", &[c, x, y])?;
-    let shape = broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
+    let shape =
+        broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
     let array = device.backend().select(c, x, y, &shape, dtype)?;
     Ok(finish(Op::Select, &[condition, a, b], array, Keep { inputs: &[0], ..Keep::default() }))
 }
@@ -114,7 +126,8 @@ pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Re
     let a = data(x, "reduce")?;
     let array = a.device().backend().reduce(a, dims, op, dtype)?;
     let keep = match op {
-        Reduce::Prod | Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
+        Reduce::Prod => Keep { inputs: &[0], ..Keep::default() },
+        Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
         _ => Keep::default(),
     };
     Ok(finish(Op::Reduce { op, dims: dims.to_vec() }, &[x], array, keep))
@@ -125,7 +138,7 @@ pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Ten
     let a = data(x, "scan")?;
     let array = a.device().backend().scan(a, dim, op, dtype)?;
     let keep = match op {
-        Scan::Prod => Keep { inputs: &[0], output: true, ..Keep::default() },
+        Scan::Prod => Keep { inputs: &[0], ..Keep::default() },
         _ => Keep::default(),
     };
     Ok(finish(Op::Scan { op, dim }, &[x], array, keep))
@@ -241,9 +254,19 @@ pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tenso
 /// of the same elements: a permutation, a slice, a broadcast, a reshape of a contiguous
 /// layout...). Its backward needs `make` of a contiguous layout of `x`'s shape too.
 pub(crate) fn view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) -> Result<Tensor> {
+    restride(x, make, true)
+}
+
+/// As [`view`] of a tensor the operation just made (a copy being reshaped): the result shares
+/// its memory but is no view of it (PyTorch's `_unsafe_view`; its `_base` is `None`).
+pub(crate) fn unsafe_view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) -> Result<Tensor> {
+    restride(x, make, false)
+}
+
+fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool) -> Result<Tensor> {
     let a = data(x, "view")?;
     let layout = make(&a.layout)?;
-    let view = x.make_view(a, layout);
+    let view = if is_view { x.make_view(a, layout) } else { Tensor::from_array(a.with_layout(layout)) };
     if !recording(&[x]) {
         return Ok(view);
     }
@@ -282,7 +305,9 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     }
     let device = s.device();
     let zeros = device.backend().fill(device, shape, Scalar::Int(0), s.dtype)?;
-    device.backend().assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
+    device
+        .backend()
+        .assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
     let keep = Keep::default();
     Ok(finish(Op::Embed { relative: relative.clone() }, &[src], zeros, keep))
 }
@@ -342,9 +367,12 @@ pub(crate) fn reshape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
     if a.layout.shape == *shape {
         return Ok(x.clone());
     }
-    let x = contiguous(x)?;
     let shape = shape.clone();
-    view(&x, move |l| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) }))
+    let make = move |l: &Layout| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) });
+    match contiguous(x)? {
+        Cow::Borrowed(x) => view(x, make),
+        Cow::Owned(copy) => unsafe_view(&copy, make),
+    }
 }
 
 /// Writes `result` (already of `target`'s shape, on its device) into `target`'s memory, as an
@@ -356,7 +384,11 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor, assign: impl F
     if records && meta::requires_grad(target) && meta::is_leaf(target) {
         bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
     }
-    if records && let Some(base) = target.base_tensor() && meta::requires_grad(&base) && meta::is_leaf(&base) {
+    if records
+        && let Some(base) = target.base_tensor()
+        && meta::requires_grad(&base)
+        && meta::is_leaf(&base)
+    {
         bail!(
             Runtime,
             "{func}(): a view of a leaf Variable that requires grad is being used in an in-place operation."

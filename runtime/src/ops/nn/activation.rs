@@ -17,7 +17,7 @@ fn activation(func: &str, (name, t): (&str, &Tensor), op: Unary) -> Result<Tenso
     if !x.dtype.is_floating_point() {
         bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
-    Ok(Tensor::from_array(x.device().backend().unary(x, op, x.dtype, None)?))
+    crate::primitive::unary(t, op, x.dtype, None)
 }
 
 /// The result of an operation with an `inplace` flag: `result` itself, or, with
@@ -49,7 +49,7 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
     if x.dtype == DType::Bool {
         bail!(Runtime, "relu(): boolean inputs are not supported");
     }
-    let result = Tensor::from_array(x.device().backend().unary(x, Unary::Relu, x.dtype, None)?);
+    let result = crate::primitive::unary(input, Unary::Relu, x.dtype, None)?;
     in_place_or_new("relu", input, result, inplace)
 }
 

@@ -1,10 +1,11 @@
 //! Sliding-window layers of `torch.nn.functional`: `conv2d`, `max_pool2d` and
 //! `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched) input.
 
-use crate::backend::{Array, Window};
+use crate::backend::Window;
 use crate::error::{Result, bail};
-use crate::ops::device::backend_of;
-use crate::tensor::{Dense, Dims, Layout, Shape, Tensor};
+use crate::ops::device::device_of;
+use crate::primitive;
+use crate::tensor::{Dense, Dims, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -36,10 +37,8 @@ fn size(func: &str, n: i128) -> Result<usize> {
 }
 
 /// `x` seen with the contiguous layout of `shape` (a view when `x` is contiguous, else a copy).
-fn reshaped(x: &Array, shape: Shape) -> Result<Array> {
-    let x = if x.layout.is_contiguous() { x.clone() } else { x.device().backend().copy(x, x.dtype)? };
-    let offset = x.layout.offset;
-    Ok(x.with_layout(Layout { offset, ..Layout::contiguous(shape) }))
+fn reshaped(x: &Tensor, shape: Shape) -> Result<Tensor> {
+    primitive::reshape(x, &shape)
 }
 
 /// The result shape: `[n, channels, out_h, out_w]`, without `n` for an unbatched input.
@@ -178,10 +177,10 @@ fn convolve(
     };
     let mut operands = vec![("input", x), ("weight", w)];
     operands.extend(b.map(|b| ("bias", b)));
-    let backend = backend_of(func, &operands)?;
-    let batched = reshaped(x, Shape::from([n, c, h, wd]))?;
-    let result = backend.conv2d(&batched, w, b.map(|b| &b.array), groups, &win)?;
-    Ok(Tensor::from_array(result.with_layout(Layout::contiguous(result_shape(x, n, o, out)))))
+    device_of(func, &operands)?;
+    let batched = reshaped(input, Shape::from([n, c, h, wd]))?;
+    let result = primitive::conv2d(&batched, weight, bias, groups, &win)?;
+    reshaped(&result, result_shape(x, n, o, out))
 }
 
 /// A 2-D convolution (`torch.nn.functional.conv2d`; a cross-correlation, as in PyTorch) of
@@ -231,7 +230,7 @@ fn pool(
     padding: &Dims,
     dilation: &Dims,
     ceil_mode: bool,
-) -> Result<(Array, Array)> {
+) -> Result<(Tensor, Tensor)> {
     let x = input.data(func, "input")?;
     let Some(kernel) = pair(kernel_size) else {
         bail!(Runtime, "{func}(): kernel_size must either be a single int, or a tuple of two ints");
@@ -323,10 +322,10 @@ fn pool(
         input: [h, w],
         out,
     };
-    let planes = reshaped(x, Shape::from([n * c, h, w]))?;
-    let (values, indices) = x.device().backend().max_pool2d(&planes, &win)?;
-    let layout = Layout::contiguous(result_shape(x, n, c, out));
-    Ok((values.with_layout(layout.clone()), indices.with_layout(layout)))
+    let planes = reshaped(input, Shape::from([n * c, h, w]))?;
+    let (values, indices) = primitive::max_pool2d(&planes, &win)?;
+    let shape = result_shape(x, n, c, out);
+    Ok((reshaped(&values, shape.clone())?, reshaped(&indices, shape)?))
 }
 
 /// 2-D max pooling (`torch.nn.functional.max_pool2d`): the largest element of each
@@ -373,7 +372,7 @@ pub fn max_pool2d(
              for the pair"
         );
     }
-    Ok(Tensor::from_array(values))
+    Ok(values)
 }
 
 /// 2-D max pooling with the positions of the maxima (`torch.nn.functional.max_pool2d_with_indices`):
@@ -407,7 +406,7 @@ pub fn max_pool2d_with_indices(
         &dilation.into(),
         ceil_mode,
     )?;
-    Ok((Tensor::from_array(values), Tensor::from_array(indices)))
+    Ok((values, indices))
 }
 
 crate::samples! {

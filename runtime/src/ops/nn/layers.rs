@@ -1,18 +1,23 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
-use crate::backend::{Array, Binary, Buffer, Reduce, Unary};
+use crate::backend::{Binary, Buffer, Reduce, Unary};
 use crate::cpu;
 use crate::error::{Result, bail};
 use crate::ops::IntList;
-use crate::ops::device::{backend_of, on_host};
+use crate::ops::device::{device_of, on_host};
 use crate::ops::indexing::out_of_range;
 use crate::ops::inplace::assign;
-use crate::ops::linalg::{dense_product, transposed};
-use crate::ops::reduction::number;
+use crate::ops::linalg::{product, transposed};
+use crate::primitive;
 use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
+
+/// The number of rows of a 2-D weight, as a signed index.
+fn rows_of(w: &Dense) -> i64 {
+    i64::try_from(w.layout.shape[0]).unwrap_or(i64::MAX)
+}
 
 /// `input @ weight.T + bias`, with `bias` broadcast.
 fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) -> Result<Tensor> {
@@ -20,27 +25,23 @@ fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) ->
     let w = weight.data(func, "weight")?;
     let b = bias.map(|b| b.data(func, "bias")).transpose()?;
     let wt = match w.layout.ndim() {
-        1 => w.array.clone(),
-        2 => transposed(w),
+        1 => weight.clone(),
+        2 => transposed(weight)?,
         n => {
             bail!(Runtime, "{func}(): weight must be 1-D or 2-D (out_features, in_features), but it has {n} dimensions")
         }
     };
-    let out = dense_product(func, ("input", x), ("weight", &Dense::new(wt)), false)?;
-    let Some(b) = b else {
-        return Ok(Tensor::from_array(out));
+    let out = product(func, ("input", input), ("weight", &wt), false)?;
+    let (Some(b), Some(bias)) = (b, bias) else {
+        return Ok(out);
     };
-    if b.dtype != out.dtype {
-        bail!(
-            Runtime,
-            "{func}(): expected bias to have the dtype of input and weight, {}, but got {}",
-            out.dtype,
-            b.dtype
-        );
+    let dtype = out.dtype()?;
+    if b.dtype != dtype {
+        bail!(Runtime, "{func}(): expected bias to have the dtype of input and weight, {}, but got {}", dtype, b.dtype);
     }
-    let backend = backend_of(func, &[("input", x), ("bias", b)])?;
-    let shape = broadcast_shapes(&out.layout.shape, &b.layout.shape, func)?;
-    Ok(Tensor::from_array(backend.binary(&out, b, &shape, Binary::Add(Scalar::Int(1)), out.dtype, None)?))
+    device_of(func, &[("input", x), ("bias", b)])?;
+    broadcast_shapes(&out.shape()?, &b.layout.shape, func)?;
+    primitive::binary(&out, bias, Binary::Add(Scalar::Int(1)), dtype, None)
 }
 
 /// A linear (fully connected) layer, `input @ weight.T + bias` (`torch.nn.functional.linear`).
@@ -109,6 +110,7 @@ pub fn layer_norm(
         bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     let mut operands = vec![("input", x)];
+    let mut affine = Vec::new();
     for (name, t) in [("weight", weight), ("bias", bias)] {
         let Some(t) = t else { continue };
         let d = t.data(FUNC, name)?;
@@ -125,26 +127,25 @@ pub fn layer_norm(
             bail!(Runtime, "{FUNC}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
         }
         operands.push((name, d));
+        affine.push((name, t));
     }
-    let backend = backend_of(FUNC, &operands)?;
+    device_of(FUNC, &operands)?;
     let (dtype, one) = (x.dtype, Scalar::Int(1));
     let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
-    let mean = |a: &Array| -> Result<Array> {
-        let m = backend.reduce(a, &dims, Reduce::Mean, dtype)?;
-        let kept = a.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
-        Ok(m.with_layout(Layout::contiguous(kept)))
+    let kept: Shape = shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+    let mean = |a: &Tensor| -> Result<Tensor> {
+        primitive::reshape(&primitive::reduce(a, &dims, Reduce::Mean, dtype)?, &kept)
     };
-    let deviations = backend.binary(x, &mean(x)?, shape, Binary::Sub(one), dtype, None)?;
-    let variance = mean(&backend.unary(&deviations, Unary::Square, dtype, None)?)?;
-    let eps = number(eps);
-    let shifted = backend.binary(&variance, &eps, &variance.layout.shape, Binary::Add(one), dtype, None)?;
-    let scale = backend.unary(&shifted, Unary::Rsqrt, dtype, None)?;
-    let mut y = backend.binary(&deviations, &scale, shape, Binary::Mul, dtype, None)?;
-    for (name, d) in &operands[1..] {
-        let op = if *name == "weight" { Binary::Mul } else { Binary::Add(one) };
-        y = backend.binary(&y, d, shape, op, dtype, None)?;
+    let deviations = primitive::binary(input, &mean(input)?, Binary::Sub(one), dtype, None)?;
+    let variance = mean(&primitive::unary(&deviations, Unary::Square, dtype, None)?)?;
+    let shifted = primitive::binary(&variance, &Tensor::scalar(eps), Binary::Add(one), dtype, None)?;
+    let scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
+    let mut y = primitive::binary(&deviations, &scale, Binary::Mul, dtype, None)?;
+    for (name, t) in affine {
+        let op = if name == "weight" { Binary::Mul } else { Binary::Add(one) };
+        y = primitive::binary(&y, t, op, dtype, None)?;
     }
-    Ok(Tensor::from_array(y))
+    Ok(y)
 }
 
 /// The `p`-norm of `values`, as `torch.norm`: the largest absolute value for `inf`, the smallest
@@ -283,7 +284,7 @@ pub fn embedding(
             bail!(Value, "{FUNC}(): padding_idx must be within num_embeddings ({rows}), but got {p}");
         }
     }
-    let backend = backend_of(FUNC, &[("input", x), ("weight", w)])?;
+    device_of(FUNC, &[("input", x), ("weight", w)])?;
     // Every index is checked before max_norm writes into any row.
     if let Some(i) = out_of_range(FUNC, x, rows)? {
         bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)");
@@ -293,10 +294,19 @@ pub fn embedding(
         renormalize(FUNC, w, &looked_up.iter().map(|&i| i as usize).collect::<Vec<_>>(), max_norm, norm_type)?;
     }
     let n = x.layout.numel();
-    let flat = backend.copy(x, x.dtype)?.with_layout(Layout::contiguous(Shape::from([n])));
-    let rows = backend.index_select(w, 0, &flat)?;
+    let flat = primitive::reshape(input, &Shape::from([n]))?;
+    let mut rows = primitive::index_select(weight, 0, &flat)?;
+    if let Some(p) = padding_idx
+        && crate::autograd::meta::requires_grad(&rows)
+    {
+        // The padding row gets no gradient: its lookups are the same values, detached.
+        let p = if p < 0 { p + rows_of(w) } else { p };
+        let kept = primitive::binary(&flat, &Tensor::scalar(p), Binary::Ne, x.dtype, None)?;
+        let kept = primitive::reshape(&kept, &Shape::from([n, 1]))?;
+        rows = primitive::select(&kept, &rows, &rows.detach()?, w.dtype)?;
+    }
     let shape: Shape = x.layout.shape.iter().copied().chain([dim]).collect();
-    Ok(Tensor::from_array(rows.with_layout(Layout::contiguous(shape))))
+    primitive::reshape(&rows, &shape)
 }
 
 /// Dropout (`torch.nn.functional.dropout`): with `training`, each element is zeroed with
@@ -345,9 +355,8 @@ pub fn dropout(
     if !training || p == 0.0 || x.layout.numel() == 0 {
         return Ok(input.clone());
     }
-    let backend = x.device().backend();
     let noise = if p == 1.0 {
-        number(0i64)
+        Tensor::scalar(0i64)
     } else {
         if !x.dtype.is_floating_point() {
             bail!(
@@ -358,10 +367,11 @@ pub fn dropout(
             );
         }
         let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(FUNC, x.layout.numel(), p)?));
-        backend.upload(x.device(), noise, x.layout.shape.clone())?
+        primitive::upload(x.device(), noise, x.layout.shape.clone())?
     };
-    let dropped = backend.binary(x, &noise, &x.layout.shape, Binary::Mul, x.dtype, None)?;
-    super::activation::in_place_or_new(FUNC, input, Tensor::from_array(dropped), inplace)
+    let source = if inplace { primitive::inplace_source(input, &[])? } else { input.clone() };
+    let dropped = primitive::binary(&source, &noise, Binary::Mul, x.dtype, None)?;
+    super::activation::in_place_or_new(FUNC, input, dropped, inplace)
 }
 
 /// The multipliers of dropout: `1 / (1 - p)` (in `T`) with probability `1 - p`, 0 otherwise,

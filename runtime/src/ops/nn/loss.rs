@@ -1,11 +1,11 @@
 //! Loss functions of `torch.nn.functional`: `cross_entropy` and `mse_loss`.
 
-use crate::backend::{Array, Backend, Binary, Reduce, Unary};
+use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
-use crate::ops::device::backend_of;
+use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
-use crate::ops::reduction::number;
-use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, result_type};
+use crate::primitive;
+use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -39,38 +39,37 @@ fn reduction(func: &str, size_average: Option<bool>, reduce: Option<bool>, reduc
     })
 }
 
-/// The arithmetic of a loss on one backend, in one float dtype.
+/// The arithmetic of a loss, in one float dtype.
 struct Losses {
-    backend: &'static dyn Backend,
     dtype: DType,
 }
 
 impl Losses {
-    fn binary(&self, a: &Array, b: &Array, op: Binary) -> Result<Array> {
-        let shape = broadcast_shapes(&a.layout.shape, &b.layout.shape, "loss")?;
-        self.backend.binary(a, b, &shape, op, self.dtype, None)
+    fn binary(&self, a: &Tensor, b: &Tensor, op: Binary) -> Result<Tensor> {
+        broadcast_shapes(&a.shape()?, &b.shape()?, "loss")?;
+        primitive::binary(a, b, op, self.dtype, None)
     }
 
-    fn mul(&self, a: &Array, b: &Array) -> Result<Array> {
+    fn mul(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.binary(a, b, Binary::Mul)
     }
 
-    fn add(&self, a: &Array, b: &Array) -> Result<Array> {
+    fn add(&self, a: &Tensor, b: &Tensor) -> Result<Tensor> {
         self.binary(a, b, Binary::Add(Scalar::Int(1)))
     }
 
-    fn neg(&self, a: &Array) -> Result<Array> {
-        self.backend.unary(a, Unary::Neg, self.dtype, None)
+    fn neg(&self, a: &Tensor) -> Result<Tensor> {
+        primitive::unary(a, Unary::Neg, self.dtype, None)
     }
 
     /// The sum over `dim` (or everything), the dimension dropped.
-    fn sum(&self, a: &Array, dim: Option<usize>) -> Result<Array> {
-        let dims: Vec<usize> = dim.map_or_else(|| (0..a.layout.ndim()).collect(), |d| vec![d]);
-        self.backend.reduce(a, &dims, Reduce::Sum, self.dtype)
+    fn sum(&self, a: &Tensor, dim: Option<usize>) -> Result<Tensor> {
+        let dims: Vec<usize> = dim.map_or_else(|| (0..a.shape().map_or(0, |s| s.len())).collect(), |d| vec![d]);
+        primitive::reduce(a, &dims, Reduce::Sum, self.dtype)
     }
 
     /// `losses` reduced as asked: kept, summed, or summed and divided by `total`.
-    fn reduced(&self, losses: Array, reduction: Reduction, total: impl FnOnce() -> Result<Array>) -> Result<Array> {
+    fn reduced(&self, losses: Tensor, reduction: Reduction, total: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
         match reduction {
             Reduction::None => Ok(losses),
             Reduction::Sum => self.sum(&losses, None),
@@ -164,53 +163,50 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
     let class_dim = usize::from(shape.len() > 1);
     let mut operands = vec![("input", x), ("target", t)];
     operands.extend(weight.map(|w| ("weight", w)));
-    let backend = backend_of(func, &operands)?;
+    device_of(func, &operands)?;
     let dtype = if probabilities { x.dtype.promote(t.dtype) } else { x.dtype };
-    let f = Losses { backend, dtype };
-    let logp = backend.softmax(x, class_dim, true, x.dtype)?;
+    let f = Losses { dtype };
+    let number = |v: f64| Tensor::scalar(v);
+    let logp = primitive::softmax(input, class_dim, true, x.dtype)?;
     // The weights seen along the class dimension: `[C, 1, ...]` for a batched input.
-    let weights = weight.map(|w| {
-        let trailing = shape.len() - class_dim - 1;
-        let along = Shape::from([classes].into_iter().chain(std::iter::repeat_n(1, trailing)).collect::<Vec<_>>());
-        let strides = [w.layout.strides[0]].into_iter().chain(std::iter::repeat_n(0, trailing)).collect();
-        w.with_layout(Layout { shape: along, strides, offset: w.layout.offset })
-    });
-    let weighted = |a: Array| -> Result<Array> { weights.as_ref().map_or(Ok(a.clone()), |w| f.mul(&a, w)) };
-    let smoothed = |eps: f64, a: &Array, b: &Array| -> Result<Array> {
+    let trailing = shape.len() - class_dim - 1;
+    let along = Shape::from([classes].into_iter().chain(std::iter::repeat_n(1, trailing)).collect::<Vec<_>>());
+    let weights = args.weight.map(|w| primitive::reshape(w, &along)).transpose()?;
+    let weighted = |a: Tensor| -> Result<Tensor> { weights.as_ref().map_or(Ok(a.clone()), |w| f.mul(&a, w)) };
+    let smoothed = |eps: f64, a: &Tensor, b: &Tensor| -> Result<Tensor> {
         // (1 - eps) * a + eps / C * b
         f.add(&f.mul(a, &number(1.0 - eps))?, &f.mul(b, &number(eps / classes as f64))?)
     };
     let count = batch * positions;
     let loss = if probabilities {
-        let p = f.add(&f.mul(t, &number(1.0 - eps))?, &number(eps / classes as f64))?;
+        let p = f.add(&f.mul(target, &number(1.0 - eps))?, &number(eps / classes as f64))?;
         let losses = f.neg(&f.sum(&weighted(f.mul(&p, &logp)?)?, Some(class_dim))?)?;
         f.reduced(losses, args.reduction, || Ok(number(if count == 0 { f64::NAN } else { count as f64 })))?
     } else {
-        let ignore = number(args.ignore_index);
-        let counted = backend.binary(t, &ignore, &t.layout.shape, Binary::Ne, t.dtype, None)?;
-        let zero = number(0i64);
-        let target = backend.select(&counted, t, &zero, &t.layout.shape, t.dtype)?;
-        if let Some(class) = out_of_range(func, &Dense::new(target.clone()), classes)? {
+        let ignore = Tensor::scalar(args.ignore_index);
+        let counted = primitive::binary(target, &ignore, Binary::Ne, t.dtype, None)?;
+        let target = primitive::select(&counted, target, &Tensor::scalar(0i64), t.dtype)?;
+        if let Some(class) = out_of_range(func, target.data(func, "target")?, classes)? {
             bail!(Index, "{func}(): Target {class} is out of bounds (the input has {classes} classes).");
         }
         // The target's class picked from each lane: gathered along the class dimension.
-        let mut at: Vec<usize> = target.layout.shape.to_vec();
+        let mut at: Vec<usize> = kept.to_vec();
         at.insert(class_dim, 1);
-        let index = target.with_layout(Layout::contiguous(Shape::from(at)));
-        let picked = backend.gather(&logp, class_dim, &index)?.with_layout(Layout::contiguous(kept.clone()));
-        let n = target.layout.numel();
-        let target_weights = match weight {
+        let index = primitive::reshape(&target, &Shape::from(at))?;
+        let picked = primitive::reshape(&primitive::gather(&logp, class_dim, &index)?, &kept)?;
+        let n = kept.numel();
+        let target_weights = match args.weight {
             Some(w) => {
-                let flat = target.with_layout(Layout::contiguous(Shape::from([n])));
-                backend.index_select(w, 0, &flat)?.with_layout(Layout::contiguous(kept.clone()))
+                let flat = primitive::reshape(&target, &Shape::from([n]))?;
+                primitive::reshape(&primitive::index_select(w, 0, &flat)?, &kept)?
             }
-            None => backend.fill(x.device(), &kept, Scalar::Int(1), dtype)?,
+            None => primitive::ones(&kept, dtype, x.device())?,
         };
-        let target_weights = backend.select(&counted, &target_weights, &number(0.0), &kept, dtype)?;
+        let target_weights = primitive::select(&counted, &target_weights, &number(0.0), dtype)?;
         let nll = f.neg(&f.mul(&target_weights, &picked)?)?;
         let losses = if eps > 0.0 {
             let smooth = f.neg(&f.sum(&weighted(logp.clone())?, Some(class_dim))?)?;
-            let smooth = backend.select(&counted, &smooth, &number(0.0), &kept, dtype)?;
+            let smooth = primitive::select(&counted, &smooth, &number(0.0), dtype)?;
             smoothed(eps, &nll, &smooth)?
         } else {
             nll
@@ -219,7 +215,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
         // counted targets (NaN when every target is ignored), as in PyTorch.
         f.reduced(losses, args.reduction, || f.sum(&target_weights, None))?
     };
-    Ok(Tensor::from_array(loss))
+    Ok(loss)
 }
 
 /// The cross-entropy loss between logits and targets (`torch.nn.functional.cross_entropy`):
@@ -292,13 +288,12 @@ pub fn mse_loss(
     if !dtype.is_floating_point() {
         bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
     }
-    let backend = backend_of(FUNC, &[("input", x), ("target", y)])?;
-    let f = Losses { backend, dtype };
-    let differences = f.binary(x, y, Binary::Sub(Scalar::Int(1)))?;
-    let squares = backend.unary(&differences, Unary::Square, dtype, None)?;
-    let count = squares.layout.numel();
-    let loss = f.reduced(squares, reduction, || Ok(number(if count == 0 { f64::NAN } else { count as f64 })))?;
-    Ok(Tensor::from_array(loss))
+    device_of(FUNC, &[("input", x), ("target", y)])?;
+    let f = Losses { dtype };
+    let differences = f.binary(input, target, Binary::Sub(Scalar::Int(1)))?;
+    let squares = primitive::unary(&differences, Unary::Square, dtype, None)?;
+    let count = squares.shape()?.numel();
+    f.reduced(squares, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
 }
 
 /// An int64 tensor of class indices, as a sample argument.

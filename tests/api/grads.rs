@@ -1,0 +1,279 @@
+//! Autograd conformance: every case of `tests/golden/grads.json` (PyTorch 2.15's gradients,
+//! second-order gradients and autograd misuse errors; see `GRADS.md` in the shared golden
+//! data) through the by-name call: first-order gradients, `gradgrad`, misuse and
+//! `backward_error` cases. The `jvp` entries belong to forward-mode AD (not built yet).
+
+use serde_json::Value as Json;
+use torchfn::overrides::find_function;
+use torchfn::prelude::*;
+
+use crate::golden::{Place, compare, torchfn_name, value};
+
+fn cases() -> Vec<Json> {
+    let path = format!("{}/tests/golden/grads.json", env!("CARGO_MANIFEST_DIR"));
+    let json: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    json["cases"].as_array().unwrap().clone()
+}
+
+/// The case's arguments, with the `wrt` inputs made leaves that require grad; the leaves in
+/// `wrt` order.
+fn arguments(case: &Json) -> Result<(Vec<Value>, Kwargs, Vec<Tensor>), String> {
+    let mut args: Vec<Value> = case["args"].as_array().unwrap().iter().map(value).collect();
+    let mut kwargs = Kwargs::new();
+    for (k, v) in case["kwargs"].as_object().unwrap() {
+        kwargs.insert(k, value(v));
+    }
+    let mut leaves = Vec::new();
+    let mark = |v: &mut Value| -> Result<Tensor, String> {
+        let Value::Tensor(t) = v else { return Err("a wrt path that is not a tensor".into()) };
+        let leaf = t.detach().map_err(|e| e.to_string())?.requires_grad_(true).map_err(|e| e.to_string())?;
+        *v = Value::Tensor(leaf.clone());
+        Ok(leaf)
+    };
+    for path in case["wrt"].as_array().unwrap() {
+        let leaf = match path {
+            Json::Number(i) => mark(&mut args[i.as_u64().unwrap() as usize])?,
+            Json::Array(p) => {
+                let (i, j) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
+                match &mut args[i] {
+                    Value::List(items) | Value::Tuple(items) => mark(&mut items[j])?,
+                    _ => return Err("a wrt path into something that is not a list".into()),
+                }
+            }
+            Json::String(name) => {
+                let mut v = kwargs.get(name).cloned().ok_or("a wrt keyword that is missing")?;
+                let leaf = mark(&mut v)?;
+                kwargs.insert(name, v);
+                leaf
+            }
+            other => return Err(format!("unknown wrt path {other}")),
+        };
+        leaves.push(leaf);
+    }
+    Ok((args, kwargs, leaves))
+}
+
+fn call(case: &Json, args: &[Value], kwargs: &Kwargs) -> torchfn::Result<Value> {
+    let name = torchfn_name(case["func"].as_str().unwrap());
+    let func = find_function(&name).unwrap_or_else(|| panic!("{name} is not registered"));
+    func.call(args, kwargs)
+}
+
+/// The outputs backward starts from and their gradients (`None`: the implicit one).
+fn roots(out: &Value, grad_output: &Json) -> Result<(Vec<Tensor>, Option<Vec<Tensor>>), String> {
+    match grad_output {
+        Json::Null => Ok((vec![out.as_tensor().ok_or("the output is not a tensor")?.clone()], None)),
+        Json::Array(items) => {
+            let (Value::Tuple(outs) | Value::List(outs)) = out else { return Err("the output is not a tuple".into()) };
+            let (mut ts, mut gs) = (Vec::new(), Vec::new());
+            for (o, g) in outs.iter().zip(items) {
+                if g.is_null() {
+                    continue;
+                }
+                ts.push(o.as_tensor().ok_or("an output is not a tensor")?.clone());
+                let Value::Tensor(g) = value(g) else { return Err("a gradient is not a tensor".into()) };
+                gs.push(g);
+            }
+            Ok((ts, Some(gs)))
+        }
+        g => {
+            let Value::Tensor(g) = value(g) else { return Err("the gradient is not a tensor".into()) };
+            Ok((vec![out.as_tensor().ok_or("the output is not a tensor")?.clone()], Some(vec![g])))
+        }
+    }
+}
+
+/// Compares a gradient with PyTorch's: `null` accepts none or zeros.
+fn check_grad(i: usize, want: &Json, got: Option<Tensor>, tol: Option<f64>) -> Result<(), String> {
+    match (want.is_null(), got) {
+        (true, None) => Ok(()),
+        (true, Some(g)) => {
+            if crate::golden::elements(&g).iter().all(|&x| x == 0.0) {
+                Ok(())
+            } else {
+                Err(format!("grad {i}: expected none, got {g}"))
+            }
+        }
+        (false, None) => Err(format!("grad {i}: expected a gradient, got none")),
+        (false, Some(g)) => compare(want, &Value::Tensor(g), tol, Place::Cpu).map_err(|e| format!("grad {i}: {e}")),
+    }
+}
+
+fn kind(e: &torchfn::Error) -> &'static str {
+    e.kind().python_name()
+}
+
+fn run(case: &Json) -> Result<(), String> {
+    let tol = case.get("tol").and_then(Json::as_f64);
+    if let Some(misuse) = case.get("misuse").and_then(Json::as_str) {
+        return run_misuse(case, misuse, tol);
+    }
+    let (args, kwargs, leaves) = arguments(case)?;
+    let out = call(case, &args, &kwargs).map_err(|e| format!("forward: {e}"))?;
+    compare(&case["expect"], &out, tol, Place::Cpu).map_err(|e| format!("forward: {e}"))?;
+    if let Some(mutated) = case.get("mutated").and_then(Json::as_object) {
+        for (i, want) in mutated {
+            compare(want, &args[i.parse::<usize>().unwrap()], tol, Place::Cpu).map_err(|e| format!("arg {i}: {e}"))?;
+        }
+    }
+    if leaves.is_empty() && case.get("backward_error").is_none() {
+        return Ok(());
+    }
+    let (outs, grads) = roots(&out, &case["grad_output"])?;
+    let result = torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None);
+    if let Some(error) = case.get("backward_error").and_then(Json::as_str) {
+        return match result {
+            Err(e) if kind(&e) == error => Ok(()),
+            Err(e) => Err(format!("backward raised {} ({e}), expected {error}", kind(&e))),
+            Ok(()) => Err(format!("backward succeeded, expected {error}")),
+        };
+    }
+    result.map_err(|e| format!("backward: {e}"))?;
+    for (i, (leaf, want)) in leaves.iter().zip(case["grads"].as_array().unwrap()).enumerate() {
+        check_grad(i, want, leaf.grad().unwrap(), tol)?;
+    }
+    if let Some(gg) = case.get("gradgrad") {
+        run_gradgrad(case, gg, tol)?;
+    }
+    Ok(())
+}
+
+/// Second order: `d/d leaf_i Σ_j sum(grad_j * v_j)` with the first-order grads recorded.
+fn run_gradgrad(case: &Json, gg: &Json, tol: Option<f64>) -> Result<(), String> {
+    let (args, kwargs, leaves) = arguments(case)?;
+    let out = call(case, &args, &kwargs).map_err(|e| e.to_string())?;
+    let (outs, grads) = roots(&out, &case["grad_output"])?;
+    let first = torchfn::autograd::grad(&outs, &leaves, grads.as_deref(), None, true, true)
+        .map_err(|e| format!("gradgrad first order: {e}"))?;
+    let mut total: Option<Tensor> = None;
+    for (g, v) in first.iter().zip(gg["v"].as_array().unwrap()) {
+        let (Some(g), Value::Tensor(v)) = (g, value(v)) else { continue };
+        if !g.requires_grad().unwrap() {
+            continue;
+        }
+        let term = (g * &v).and_then(|p| p.sum()).map_err(|e| e.to_string())?;
+        total = Some(match total {
+            Some(t) => (&t + &term).map_err(|e| e.to_string())?,
+            None => term,
+        });
+    }
+    let Some(total) = total else {
+        // No first-order gradient depends on the inputs: the expected values are zeros.
+        return gg["expect"].as_array().unwrap().iter().enumerate().try_for_each(|(i, w)| check_zeros(i, w));
+    };
+    let second = torchfn::autograd::grad(&[total], &leaves, None, None, false, true)
+        .map_err(|e| format!("gradgrad second order: {e}"))?;
+    for (i, (got, want)) in second.into_iter().zip(gg["expect"].as_array().unwrap()).enumerate() {
+        match got {
+            Some(g) => compare(want, &Value::Tensor(g), tol, Place::Cpu).map_err(|e| format!("gradgrad {i}: {e}"))?,
+            None => check_zeros(i, want)?,
+        }
+    }
+    Ok(())
+}
+
+fn check_zeros(i: usize, want: &Json) -> Result<(), String> {
+    let Value::Tensor(w) = value(want) else { return Ok(()) };
+    if crate::golden::elements(&w).iter().all(|&x| x == 0.0) {
+        Ok(())
+    } else {
+        Err(format!("gradgrad {i}: expected {w}, got no dependence on the input"))
+    }
+}
+
+fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String> {
+    let expected = case.get("expect_error").and_then(Json::as_str);
+    let outcome: torchfn::Result<Vec<Tensor>> = (|| {
+        let (args, kwargs, leaves) = match arguments(case) {
+            Ok(a) => a,
+            Err(e) if misuse == "requires_grad_int" => return Err(torchfn::Error::runtime_error(e)),
+            Err(e) => panic!("{e}"),
+        };
+        let out = if misuse == "no_grad" {
+            let _guard = torchfn::autograd::no_grad();
+            call(case, &args, &kwargs)?
+        } else {
+            call(case, &args, &kwargs)?
+        };
+        let out = out.as_tensor().cloned().expect("a tensor output");
+        match misuse {
+            "backward_nonscalar" => out.backward()?,
+            "grad_output_shape" => {
+                let Value::Tensor(g) = value(&case["grad_output"]) else { panic!("a gradient") };
+                out.backward_with(Some(&g), None, false, None)?
+            }
+            "backward_twice" => {
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
+                torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
+            }
+            "inplace_saved" => {
+                out.add_(&Tensor::scalar(1.0), 1)?;
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
+            }
+            "no_grad" | "inplace_leaf" | "requires_grad_int" => {
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
+            }
+            other => panic!("unknown misuse {other}"),
+        }
+        Ok(leaves)
+    })();
+    match (outcome, expected) {
+        (Err(e), Some(want)) if kind(&e) == want => Ok(()),
+        (Err(e), Some(want)) => Err(format!("{misuse}: raised {} ({e}), expected {want}", kind(&e))),
+        (Err(e), None) => Err(format!("{misuse}: raised {e}, PyTorch did not")),
+        (Ok(_), Some(want)) => Err(format!("{misuse}: succeeded, expected {want}")),
+        (Ok(leaves), None) => {
+            for (i, (leaf, want)) in leaves.iter().zip(case["grads"].as_array().unwrap()).enumerate() {
+                check_grad(i, want, leaf.grad().unwrap(), tol)?;
+            }
+            Ok(())
+        }
+    }
+}
+
+/// Cases whose forward the catalogue does not have yet: the functions the nn/training issue
+/// adds, and indexing by tensors. They are checked to still fail, so none hides here once it
+/// works.
+const NOT_YET: &[(&str, &str)] = &[
+    ("torch.addmm/", "addmm belongs to the nn/training issue"),
+    ("torch.addcmul/", "addcmul belongs to the nn/training issue"),
+    ("torch.addcdiv/", "addcdiv belongs to the nn/training issue"),
+    ("torch.lerp/", "lerp belongs to the nn/training issue"),
+    ("torch.Tensor.addcmul_/", "addcmul_ belongs to the nn/training issue"),
+    ("torch.Tensor.addcdiv_/", "addcdiv_ belongs to the nn/training issue"),
+    ("torch.Tensor.lerp_/", "lerp_ belongs to the nn/training issue"),
+    ("torch.nn.functional.batch_norm/", "batch_norm belongs to the nn/training issue"),
+    ("torch.nn.functional.adaptive_avg_pool2d/", "adaptive_avg_pool2d belongs to the nn/training issue"),
+    ("torch.Tensor.view/", "Tensor.view is not in the catalogue yet"),
+    ("torch.Tensor.__getitem__/6", "indexing by a tensor is not in the catalogue yet"),
+    ("torch.Tensor.__getitem__/7", "indexing by a tensor is not in the catalogue yet"),
+    ("torch.Tensor.__getitem__/8", "indexing by a tensor is not in the catalogue yet"),
+    ("torch.Tensor.__getitem__/9", "indexing by a tensor is not in the catalogue yet"),
+];
+
+fn not_yet(id: &str) -> bool {
+    NOT_YET.iter().any(|(prefix, _)| id.starts_with(prefix))
+}
+
+#[test]
+fn every_autograd_golden_case_passes() {
+    let cases = cases();
+    let mut failures = Vec::new();
+    for case in &cases {
+        let id = case["id"].as_str().unwrap();
+        let name = torchfn_name(case["func"].as_str().unwrap());
+        let outcome = if find_function(&name).is_none() { Err(format!("{name} is missing")) } else { run(case) };
+        match (outcome, not_yet(id)) {
+            (Err(e), false) => failures.push(format!("{id}: {e}")),
+            (Ok(()), true) => failures.push(format!("{id}: passes now; take it off NOT_YET")),
+            _ => {}
+        }
+    }
+    let skipped = cases.iter().filter(|c| not_yet(c["id"].as_str().unwrap())).count();
+    let passed = cases.len() - skipped - failures.len();
+    println!("autograd golden cases: {passed} pass, {skipped} wait for their forward (NOT_YET), of {}", cases.len());
+    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
