@@ -106,7 +106,7 @@ impl Node {
     /// The tensors saved for backward, checked against in-place changes since they were saved.
     pub(crate) fn unpack(self: &Arc<Node>) -> Result<Vec<Tensor>> {
         let saved = self.saved.lock();
-        if saved.freed && !saved.tensors.is_empty() {
+        if saved.freed {
             return Err(freed_error());
         }
         saved.tensors.iter().map(|s| s.unpack(self)).collect()

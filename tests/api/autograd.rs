@@ -1,0 +1,199 @@
+//! Autograd as a user meets it: leaves and their gradients, the graph's nodes, hooks, grad
+//! mode, in-place rules and version counters, higher order, subclasses and modes.
+
+use torchfn::autograd::{self, no_grad};
+use torchfn::prelude::*;
+
+fn leaf(values: &[f64]) -> Tensor {
+    torchfn::tensor(values.to_vec()).unwrap().requires_grad_(true).unwrap()
+}
+
+fn grad_of(t: &Tensor) -> Vec<f64> {
+    t.grad().unwrap().expect("a gradient").to_vec::<f64>().unwrap()
+}
+
+#[test]
+fn backward_accumulates_into_leaves() {
+    let x = leaf(&[1.0, 2.0, 3.0]);
+    let y = (&x * &x).unwrap().sum().unwrap();
+    y.backward().unwrap();
+    assert_eq!(grad_of(&x), [2.0, 4.0, 6.0]);
+    // A second graph adds to the same grad.
+    (&x * 3.0).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), [5.0, 7.0, 9.0]);
+    x.set_grad(None).unwrap();
+    assert!(x.grad().unwrap().is_none());
+}
+
+#[test]
+fn nodes_are_named_like_pytorch_and_link_to_their_inputs() {
+    let (a, b) = (leaf(&[1.0]), leaf(&[2.0]));
+    let y = (&a * &b).unwrap();
+    assert!(!y.is_leaf().unwrap() && a.is_leaf().unwrap());
+    let node = y.grad_fn().unwrap();
+    assert_eq!(node.name(), "MulBackward0");
+    let next = node.next_functions();
+    assert_eq!(next.len(), 2);
+    let (acc, nr) = next[0].clone().unwrap();
+    assert_eq!((acc.name().as_ref(), nr), ("AccumulateGrad", 0));
+    assert!(acc.variable().unwrap().is(&a));
+    assert_eq!(torchfn::exp(&a).unwrap().grad_fn().unwrap().name(), "ExpBackward0");
+    assert!(a.grad_fn().is_none());
+}
+
+#[test]
+fn grad_returns_instead_of_accumulating_and_reports_unused_inputs() {
+    let (x, unused) = (leaf(&[2.0]), leaf(&[5.0]));
+    let y = (&x * &x).unwrap();
+    let g = autograd::grad(&[y.clone()], &[x.clone()], None, Some(true), false, false).unwrap();
+    assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>().unwrap(), [4.0]);
+    assert!(x.grad().unwrap().is_none());
+    let err = autograd::grad(&[y.clone()], &[unused.clone()], None, Some(true), false, false).unwrap_err();
+    assert!(err.to_string().contains("allow_unused"), "{err}");
+    let g = autograd::grad(&[y], &[unused], None, None, false, true).unwrap();
+    assert!(g[0].is_none());
+}
+
+#[test]
+fn higher_order_gradients_come_from_create_graph() {
+    let x = leaf(&[2.0]);
+    let y = torchfn::sin(&x).unwrap();
+    let dy = autograd::grad(&[y], &[x.clone()], None, None, true, false).unwrap()[0].clone().unwrap();
+    let d2y = autograd::grad(&[dy], &[x], None, None, false, false).unwrap()[0].clone().unwrap();
+    assert!((d2y.to_vec::<f64>().unwrap()[0] + 2.0f64.sin()).abs() < 1e-12);
+}
+
+#[test]
+fn no_grad_records_nothing_and_is_per_thread() {
+    let x = leaf(&[1.0]);
+    {
+        let _guard = no_grad();
+        assert!(!autograd::is_grad_enabled());
+        assert!(!(&x * 2.0).unwrap().requires_grad().unwrap());
+        // Another thread starts with grad mode on.
+        std::thread::spawn(|| assert!(autograd::is_grad_enabled())).join().unwrap();
+        let _on = autograd::enable_grad();
+        assert!((&x * 2.0).unwrap().requires_grad().unwrap());
+    }
+    assert!(autograd::is_grad_enabled());
+}
+
+#[test]
+fn misuse_gives_errors_not_panics() {
+    let x = leaf(&[1.0, 2.0]);
+    let y = (&x * 2.0).unwrap();
+    let err = y.backward().unwrap_err();
+    assert!(err.to_string().contains("implicitly created only for scalar outputs"), "{err}");
+    let wrong = torchfn::tensor([1.0f64, 2.0, 3.0]).unwrap();
+    let err = y.backward_with(Some(&wrong), None, false, None).unwrap_err();
+    assert!(err.to_string().contains("Mismatch in shape"), "{err}");
+    let err = torchfn::tensor([1i64]).unwrap().requires_grad_(true).unwrap_err();
+    assert!(err.to_string().contains("floating point"), "{err}");
+    let err = torchfn::tensor([1.0f64]).unwrap().backward().unwrap_err();
+    assert!(err.to_string().contains("does not require grad"), "{err}");
+    // Saved tensors are freed by the first backward.
+    let e = torchfn::exp(&x).unwrap().sum().unwrap();
+    e.backward_with(None, None, false, None).unwrap();
+    let err = e.backward().unwrap_err();
+    assert!(err.to_string().contains("backward through the graph a second time"), "{err}");
+    // Integer results are not differentiable.
+    let flags = torchfn::gt(&x, &Tensor::scalar(1.0)).unwrap();
+    assert!(!flags.requires_grad().unwrap());
+}
+
+#[test]
+fn in_place_changes_are_checked_by_version() {
+    let x = leaf(&[1.0, 2.0]);
+    let err = x.add_(&Tensor::scalar(1.0), 1).unwrap_err();
+    assert!(err.to_string().contains("leaf Variable that requires grad"), "{err}");
+    let y = torchfn::exp(&x).unwrap();
+    y.mul_(&Tensor::scalar(2.0)).unwrap();
+    let err = y.sum().unwrap().backward().unwrap_err();
+    let text = err.to_string();
+    assert!(text.contains("modified by an inplace operation") && text.contains("ExpBackward0"), "{text}");
+    assert!(text.contains("version 1; expected version 0"), "{text}");
+    // In place on a result whose node saved nothing of it is fine, and differentiates.
+    let z = (&x * 3.0).unwrap();
+    z.add_(&x, 1).unwrap();
+    z.sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), [4.0, 4.0]);
+}
+
+#[test]
+fn in_place_writes_through_a_view_reach_the_base() {
+    let x = leaf(&[1.0, 2.0, 3.0]);
+    let y = (&x * 2.0).unwrap();
+    let first = y.get(0).unwrap();
+    first.mul_(&Tensor::scalar(10.0)).unwrap(); // y[0] *= 10
+    assert_eq!(y.to_vec::<f64>().unwrap(), [20.0, 4.0, 6.0]);
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), [20.0, 2.0, 2.0]);
+}
+
+#[test]
+fn hooks_see_and_replace_gradients_and_retain_grad_keeps_them() {
+    let x = leaf(&[1.0, 2.0]);
+    let y = (&x * 2.0).unwrap();
+    y.retain_grad().unwrap();
+    y.register_hook(|g| Ok(Some((g * 10.0)?))).unwrap();
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&y), [1.0, 1.0]); // retained before the hook ran
+    assert_eq!(grad_of(&x), [20.0, 20.0]);
+}
+
+#[test]
+fn broadcasting_and_mixed_dtypes_give_gradients_of_the_inputs_shape_and_dtype() {
+    let a = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap().requires_grad_(true).unwrap();
+    let b = torchfn::tensor([10.0f64]).unwrap().requires_grad_(true).unwrap();
+    (&a * &b).unwrap().sum().unwrap().backward().unwrap();
+    let (ga, gb) = (a.grad().unwrap().unwrap(), b.grad().unwrap().unwrap());
+    assert_eq!((ga.shape().unwrap().to_vec(), ga.dtype().unwrap()), (vec![2, 2], DType::Float32));
+    assert_eq!((gb.shape().unwrap().to_vec(), gb.dtype().unwrap()), (vec![1], DType::Float64));
+    assert_eq!(gb.to_vec::<f64>().unwrap(), [10.0]);
+}
+
+#[derive(TensorSubclass)]
+struct Tagged;
+
+#[test]
+fn subclasses_keep_their_class_and_get_gradients() {
+    let x = leaf(&[1.0, 2.0]).as_subclass(Tagged).unwrap();
+    let y = (&x * &x).unwrap();
+    assert!(y.is_instance::<Tagged>());
+    assert_eq!(y.grad_fn().unwrap().name(), "MulBackward0");
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(grad_of(&x), [2.0, 4.0]);
+}
+
+#[test]
+fn backward_and_the_grad_getter_are_overridable_calls() {
+    use std::sync::{Arc, Mutex};
+    struct Log(Arc<Mutex<Vec<String>>>);
+    impl TorchFunctionMode for Log {
+        fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+            self.0.lock().unwrap().push(func.qualified_name().to_string());
+            func.call(args, kwargs)
+        }
+    }
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let x = leaf(&[3.0]);
+    {
+        let _mode = push_mode(Log(seen.clone()));
+        let y = (&x * &x).unwrap();
+        y.backward().unwrap();
+        assert_eq!(x.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [6.0]);
+    }
+    let seen = seen.lock().unwrap();
+    assert!(seen.iter().any(|n| n == "Tensor.backward"), "{seen:?}");
+    assert!(seen.iter().any(|n| n == "Tensor.grad.__get__"), "{seen:?}");
+}
+
+#[test]
+fn backward_releases_the_saved_tensors_of_the_graph() {
+    let x = leaf(&[1.0, 2.0]);
+    let y = torchfn::exp(&x).unwrap();
+    (&y * &y).unwrap().sum().unwrap().backward().unwrap();
+    // The graph's saved tensors were released: a second backward through y's node fails.
+    let err = y.sum().unwrap().backward().unwrap_err();
+    assert!(err.to_string().contains("second time"), "{err}");
+}
