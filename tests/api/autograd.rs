@@ -45,10 +45,11 @@ fn nodes_are_named_like_pytorch_and_link_to_their_inputs() {
 fn grad_returns_instead_of_accumulating_and_reports_unused_inputs() {
     let (x, unused) = (leaf(&[2.0]), leaf(&[5.0]));
     let y = (&x * &x).unwrap();
-    let g = autograd::grad(&[y.clone()], &[x.clone()], None, Some(true), false, false).unwrap();
+    let g = autograd::grad(std::slice::from_ref(&y), std::slice::from_ref(&x), None, Some(true), false, false).unwrap();
     assert_eq!(g[0].as_ref().unwrap().to_vec::<f64>().unwrap(), [4.0]);
     assert!(x.grad().unwrap().is_none());
-    let err = autograd::grad(&[y.clone()], &[unused.clone()], None, Some(true), false, false).unwrap_err();
+    let err = autograd::grad(std::slice::from_ref(&y), std::slice::from_ref(&unused), None, Some(true), false, false)
+        .unwrap_err();
     assert!(err.to_string().contains("allow_unused"), "{err}");
     let g = autograd::grad(&[y], &[unused], None, None, false, true).unwrap();
     assert!(g[0].is_none());
@@ -58,7 +59,7 @@ fn grad_returns_instead_of_accumulating_and_reports_unused_inputs() {
 fn higher_order_gradients_come_from_create_graph() {
     let x = leaf(&[2.0]);
     let y = torchfn::sin(&x).unwrap();
-    let dy = autograd::grad(&[y], &[x.clone()], None, None, true, false).unwrap()[0].clone().unwrap();
+    let dy = autograd::grad(&[y], std::slice::from_ref(&x), None, None, true, false).unwrap()[0].clone().unwrap();
     let d2y = autograd::grad(&[dy], &[x], None, None, false, false).unwrap()[0].clone().unwrap();
     assert!((d2y.to_vec::<f64>().unwrap()[0] + 2.0f64.sin()).abs() < 1e-12);
 }
