@@ -55,7 +55,8 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         order.push(node.clone());
         stack.extend(node.next.iter().flatten().map(|e| e.node.clone()));
     }
-    let needed: HashSet<*const Node> = if run.inputs.is_some() {
+    // With targets, only the nodes that lead to one run (`None`: every node runs).
+    let needed: Option<HashSet<*const Node>> = run.inputs.is_some().then(|| {
         let target_nodes: HashSet<*const Node> = targets.iter().map(|e| key(&e.node)).collect();
         // Later nodes only feed earlier ones, so one pass from the oldest settles it.
         order.sort_by_key(|n| n.sequence);
@@ -66,12 +67,11 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
         }
         needed
-    } else {
-        nodes.keys().copied().collect()
-    };
+    });
+    let needed = |k: &*const Node| needed.as_ref().is_none_or(|n| n.contains(k));
     let mut dependencies: HashMap<*const Node, usize> = HashMap::new();
-    for node in nodes.values().filter(|n| needed.contains(&key(n))) {
-        for edge in node.next.iter().flatten().filter(|e| needed.contains(&key(&e.node))) {
+    for node in nodes.values().filter(|n| needed(&key(n))) {
+        for edge in node.next.iter().flatten().filter(|e| needed(&key(&e.node))) {
             *dependencies.entry(key(&edge.node)).or_default() += 1;
         }
     }
@@ -79,13 +79,13 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     let _mode = super::set_grad_enabled(run.create_graph);
     let mut buffers: HashMap<*const Node, Vec<Option<Tensor>>> = HashMap::new();
     for (edge, grad) in roots {
-        if needed.contains(&key(&edge.node)) {
+        if needed(&key(&edge.node)) {
             add_into(&mut buffers, &edge, grad)?;
         }
     }
     let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
     for (k, node) in &nodes {
-        if needed.contains(k) && !dependencies.contains_key(k) {
+        if needed(k) && !dependencies.contains_key(k) {
             ready.push(Ready(node.clone()));
         }
     }
@@ -121,7 +121,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
                 continue;
             }
             // A target's gradient is captured; the graph behind it runs only for other targets.
-            Kind::Function(_) if is_target && !has_needed_next(&node, &needed) => continue,
+            Kind::Function(_) if is_target && !node.next.iter().flatten().any(|e| needed(&key(&e.node))) => continue,
             Kind::Function(backward) => backward,
         };
         let grads: Vec<Tensor> = grads
@@ -149,7 +149,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         for (edge, grad) in node.next.iter().zip(results) {
             let Some(edge) = edge else { continue };
             let ek = key(&edge.node);
-            if !needed.contains(&ek) {
+            if !needed(&ek) {
                 continue;
             }
             if let Some(grad) = grad {
@@ -185,10 +185,6 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             .collect();
     }
     Ok(Vec::new())
-}
-
-fn has_needed_next(node: &Node, needed: &HashSet<*const Node>) -> bool {
-    node.next.iter().flatten().any(|e| needed.contains(&key(&e.node)))
 }
 
 /// A gradient a node computed must have the shape and dtype of the input it is for.

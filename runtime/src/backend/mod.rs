@@ -26,6 +26,7 @@
 
 mod array;
 mod device;
+pub(crate) mod host;
 mod kernel;
 mod storage;
 

@@ -364,7 +364,7 @@ impl Ctx<'_> {
             ))
         })?;
         writer.write_all(&header).map_err(|e| self.os("cannot write", e))?;
-        let host = crate::ops::device::on_host(dense)?;
+        let host = crate::backend::host::on_host(dense)?;
         with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| write_elements(writer, view)))?
             .map_err(|e| self.os("cannot write", e))
     }

@@ -1,10 +1,11 @@
 //! Elementwise arithmetic: `add`, `sub`, `mul`, `div`, `neg`, as functions, methods and
 //! operators, with broadcasting and PyTorch's type promotion.
 
+use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
-use crate::ops::device::{backend_of, device_of, scalar_of};
-use crate::ops::inplace::write_into;
+use crate::ops::device::device_of;
+use crate::ops::inplace::{update, write_out};
 use crate::primitive;
 use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -44,9 +45,10 @@ fn rounding(func: &str, mode: Option<&str>) -> Result<Option<Rounding>> {
 /// Whether any element of the integer or bool divisor `y` is zero: integer division by it is
 /// an error. (Not every element is true, read as bool.)
 pub(super) fn any_zero(func: &str, (name, y): (&str, &Dense)) -> Result<bool> {
-    let backend = backend_of(func, &[(name, y)])?;
+    device_of(func, &[(name, y)])?;
     let dims: Vec<usize> = (0..y.layout.ndim()).collect();
-    Ok(scalar_of(&backend.reduce(y, &dims, Reduce::All, DType::Bool)?)?.to_i64() == 0)
+    let all = primitive::reduce(&Tensor::from_array(y.array.clone()), &dims, Reduce::All, DType::Bool)?;
+    Ok(scalar_of(all.data(func, name)?)?.to_i64() == 0)
 }
 
 /// The body shared by every binary arithmetic function, method and operator: `a op b`, where
@@ -101,14 +103,12 @@ fn arithmetic(
 
 /// `target op= other`: the operation, written back into `target`.
 fn in_place(func: &str, op: Op, target: &Tensor, other: &Tensor) -> Result<Tensor> {
-    let source = primitive::inplace_source(target, &[other])?;
-    write_into(func, target, arithmetic(func, op, ("self", &source), ("other", other), Some(target))?)
+    update(func, target, &[other], |source| arithmetic(func, op, ("self", source), ("other", other), Some(target)))
 }
 
 /// `input op other` written into `out` (PyTorch's `out=`), which must have the result's shape.
 fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) -> Result<Tensor> {
-    primitive::refuse_out(func, &[input, other])?;
-    write_into(func, out, arithmetic(func, op, ("input", input), ("other", other), Some(out))?)
+    write_out(func, out, &[input, other], || arithmetic(func, op, ("input", input), ("other", other), Some(out)))
 }
 
 /// `-a`.
@@ -288,7 +288,7 @@ impl Tensor {
     /// `self = -self`, in place (`Tensor.neg_`).
     #[torch_function]
     pub fn neg_(&self) -> Result<Tensor> {
-        write_into("neg_", self, negate("neg_", ("self", self))?)
+        update("neg_", self, &[], |source| negate("neg_", ("self", source)))
     }
 
     /// The `+=` operator (`Tensor.__iadd__`): `a += &b` calls it and panics on error.

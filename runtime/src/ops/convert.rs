@@ -1,26 +1,12 @@
 //! Conversions: `Tensor.to(dtype)`, `Tensor.to(device)` and `Tensor.cpu()`.
 
-use crate::backend::{Array, Buffer, Device};
-use crate::cpu;
+use crate::backend::Device;
+use crate::backend::host::check_dtype;
 use crate::error::Result;
-use crate::ops::device::{check_dtype, on_host};
-use crate::tensor::{DType, Tensor, with_dtype};
+use crate::tensor::{DType, Tensor};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
-
-/// `x` copied to `device` as `dtype`, through host memory. Moving to a device that cannot hold
-/// `dtype` (float64 to most GPUs) is an error that says so: nothing is narrowed silently.
-pub(crate) fn transfer(func: &str, x: &Array, device: Device, dtype: DType) -> Result<Array> {
-    check_dtype(func, device, dtype)?;
-    let data = if dtype == x.dtype {
-        x.device().backend().download(x)?
-    } else {
-        let host = on_host(x)?;
-        with_dtype!(dtype, T => Buffer::from_vec(cpu::elements::<T>(func, &host)?))
-    };
-    device.backend().upload(device, data, x.layout.shape.clone())
-}
 
 /// The tensor on `device` (when given) as `dtype` (when given); the very same tensor when
 /// nothing changes and no `copy` is asked for.

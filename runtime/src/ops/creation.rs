@@ -2,10 +2,10 @@
 //! listed by `get_ignored_functions`, as PyTorch's are) but still have handles, to call them by
 //! name; the `*_like` ones take a tensor and are overridable.
 
+use crate::backend::host::check_dtype;
 use crate::backend::{Buffer, Device};
 use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
-use crate::ops::device::check_dtype;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;

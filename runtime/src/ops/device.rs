@@ -1,10 +1,8 @@
 //! Where an operation runs: the device its tensors share, and the checks that they do.
 
-use std::borrow::Cow;
-
-use crate::backend::{Array, Backend, Device};
+use crate::backend::Device;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Scalar};
+use crate::tensor::Dense;
 
 /// True for a tensor that may join an operation on any device: a one-element CPU tensor
 /// without dimensions (a Python number, a zero-dimensional tensor), as PyTorch lets CPU
@@ -37,38 +35,6 @@ pub(crate) fn device_of(func: &str, operands: &[(&str, &Dense)]) -> Result<Devic
         };
     }
     Ok(found.map_or(Device::CPU, |(d, ..)| d))
-}
-
-/// The backend of [`device_of`].
-pub(crate) fn backend_of(func: &str, operands: &[(&str, &Dense)]) -> Result<&'static dyn Backend> {
-    Ok(device_of(func, operands)?.backend())
-}
-
-/// An error unless `device` holds `dtype`: float64 and int64 on most GPUs.
-pub(crate) fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()> {
-    if !device.supports(dtype) {
-        bail!(
-            Runtime,
-            "{func}(): {dtype} is not supported on {device} ({}): use {} instead, or compute on the CPU",
-            device.describe(),
-            if dtype.is_floating_point() { DType::Float32 } else { DType::Int32 }
-        );
-    }
-    Ok(())
-}
-
-/// `array` in host memory: itself on the CPU, else a contiguous copy downloaded from its device.
-pub(crate) fn on_host(array: &Array) -> Result<Cow<'_, Array>> {
-    if array.device().is_cpu() {
-        return Ok(Cow::Borrowed(array));
-    }
-    let data = array.device().backend().download(array)?;
-    Ok(Cow::Owned(Device::CPU.backend().upload(Device::CPU, data, array.layout.shape.clone())?))
-}
-
-/// The value of a one-element tensor, read on the host.
-pub(crate) fn scalar_of(array: &Array) -> Result<Scalar> {
-    crate::cpu::read_scalar(&*on_host(array)?)
 }
 
 #[cfg(test)]

@@ -1,9 +1,10 @@
 //! Indexing and rearranging copies: `index_select`, `gather`, `flip`, `roll`, `repeat`,
 //! `tril` and `triu`. Each returns a tensor with its own storage.
 
+use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Buffer, Device, Reduce};
 use crate::error::{Result, bail};
-use crate::ops::device::{device_of, scalar_of};
+use crate::ops::device::device_of;
 use crate::primitive;
 use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -195,15 +196,9 @@ fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Resul
     // The input padded with leading dimensions of size one, then each dimension `(n, s)` seen
     // as two, `(r, 0)` and `(n, s)`: reading that layout in order gives the repeated tensor.
     let leading = repeats.len() - ndim;
-    let mut dims = Vec::with_capacity(2 * repeats.len());
-    let mut shape = Vec::with_capacity(repeats.len());
-    for (i, &r) in repeats.iter().enumerate() {
-        let (n, s) = i.checked_sub(leading).map_or((1, 0), |d| (x.layout.shape[d], x.layout.strides[d]));
-        let r = r as usize;
-        dims.extend([(r, 0), (n, s)]);
-        shape.push(r.checked_mul(n));
-    }
-    let shape: Option<Vec<usize>> = shape.into_iter().collect();
+    let size = |i: usize| i.checked_sub(leading).map_or(1, |d| x.layout.shape[d]);
+    let shape: Option<Vec<usize>> =
+        repeats.iter().enumerate().map(|(i, &r)| (r as usize).checked_mul(size(i))).collect();
     let bytes = shape
         .as_ref()
         .and_then(|s| s.iter().filter(|&&d| d != 0).try_fold(x.dtype.itemsize(), |b, &d| b.checked_mul(d)));
@@ -213,7 +208,6 @@ fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Resul
     if bytes > isize::MAX as usize {
         bail!(Runtime, "{func}(): the repeated tensor has more elements than memory can hold");
     }
-    // The tiled layout, as a function of the input's (for autograd: a broadcast view).
     let tiled = primitive::view(t, |l| {
         let (sizes, strides): (Vec<usize>, Vec<usize>) = repeats
             .iter()
@@ -225,7 +219,6 @@ fn repeat_impl(func: &str, (name, t): (&str, &Tensor), repeats: &[i64]) -> Resul
             .unzip();
         Ok(Layout { shape: Shape::from(sizes), strides: strides.into_iter().collect(), offset: l.offset })
     })?;
-    let _ = dims;
     let copy = primitive::copy(&tiled, x.dtype)?;
     let shape = Shape::from(shape);
     primitive::unsafe_view(&copy, |l| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) }))

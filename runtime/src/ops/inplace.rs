@@ -3,7 +3,7 @@
 
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes};
+use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -14,27 +14,6 @@ fn can_cast(from: DType, to: DType) -> bool {
     let float_into_non_float = from.is_floating_point() && !to.is_floating_point();
     let non_bool_into_bool = from != DType::Bool && to == DType::Bool;
     !float_into_non_float && !non_bool_into_bool
-}
-
-/// Writes the elements of `src` (of `dst`'s shape) into `dst`, converting them to `dst`'s
-/// dtype and moving them from `src`'s device. A `dst` whose elements overlap in memory (an
-/// expanded tensor) is refused, as in PyTorch.
-pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
-    let layout = &dst.layout;
-    let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
-    if expanded && layout.numel() > 0 {
-        bail!(
-            Runtime,
-            "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single \
-             memory location"
-        );
-    }
-    let device = dst.device();
-    if src.device() == device {
-        return device.backend().assign(dst, src);
-    }
-    let moved = super::convert::transfer(func, src, device, dst.dtype)?;
-    device.backend().assign(dst, &moved)
 }
 
 /// Writes `result` into `target` (an in-place operation's `self`, or an `out=` tensor), which
@@ -54,9 +33,33 @@ pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<
     if !can_cast(src.dtype, dst.dtype) {
         bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
     }
-    let written_already = dst.shares(src) && dst.layout == src.layout;
-    crate::primitive::write(func, target, &result, || if written_already { Ok(()) } else { assign(func, dst, src) })?;
+    crate::primitive::write(func, target, &result)?;
     Ok(target.clone())
+}
+
+/// The in-place operation `func` on `target`: `compute` reads `source` (the target itself, or,
+/// while recording, a recorded copy of it, so the write cannot change what backward reads)
+/// and its result is written into `target`. `others` are the operation's other operands.
+pub(crate) fn update(
+    func: &str,
+    target: &Tensor,
+    others: &[&Tensor],
+    compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let source = crate::primitive::inplace_source(target, others)?;
+    write_into(func, target, compute(&source)?)
+}
+
+/// The `out=` form of `func`: `compute`'s result written into `out`. Refused while recording
+/// with `inputs` that require grad, as in PyTorch.
+pub(crate) fn write_out(
+    func: &str,
+    out: &Tensor,
+    inputs: &[&Tensor],
+    compute: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
+    crate::primitive::refuse_out(func, inputs)?;
+    write_into(func, out, compute()?)
 }
 
 impl Tensor {
@@ -101,14 +104,14 @@ impl Tensor {
         let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
         let expanded = super::view::expand_impl("copy_", ("src", src), &sizes)?;
         let from = expanded.data("copy_", "src")?;
-        // What the write records: `src` converted as the write converts it.
+        // Converted here when the conversion must be recorded; else the write converts.
         let converts = from.dtype != dst.dtype || from.device() != dst.device();
         let result = if converts && crate::autograd::meta::requires_grad(src) {
             crate::primitive::transfer(&expanded, dst.device(), dst.dtype)?
         } else {
-            expanded.clone()
+            expanded
         };
-        crate::primitive::write("copy_", self, &result, || assign("copy_", dst, from))?;
+        crate::primitive::write("copy_", self, &result)?;
         Ok(self.clone())
     }
 }

@@ -2,10 +2,11 @@
 //! `remainder`, and `clamp` and `where`, which take up to three operands; and the in-place
 //! forms PyTorch has (`pow_`, `atan2_`, `fmod_`, `remainder_`, `clamp_`).
 
+use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
-use crate::ops::device::{device_of, scalar_of};
-use crate::ops::inplace::write_into;
+use crate::ops::device::device_of;
+use crate::ops::inplace::update;
 use crate::primitive;
 use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -260,64 +261,34 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
-        write_into(
-            "pow_",
-            self,
-            binary_math(
-                "pow_",
-                Binary::Pow,
-                ("self", &crate::primitive::inplace_source(self, &[exponent])?),
-                ("exponent", exponent),
-            )?,
-        )
+        update("pow_", self, &[exponent], |source| {
+            binary_math("pow_", Binary::Pow, ("self", source), ("exponent", exponent))
+        })
     }
 
     /// The angle of `(other, self)`, in place (`Tensor.atan2_`); `self` must be a float tensor.
     /// See [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into(
-            "atan2_",
-            self,
-            binary_math(
-                "atan2_",
-                Binary::Atan2,
-                ("self", &crate::primitive::inplace_source(self, &[other])?),
-                ("other", other),
-            )?,
-        )
+        update("atan2_", self, &[other], |source| {
+            binary_math("atan2_", Binary::Atan2, ("self", source), ("other", other))
+        })
     }
 
     /// The remainder with the dividend's sign, in place (`Tensor.fmod_`). See
     /// [`fmod`](crate::fmod()).
     #[torch_function]
     pub fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into(
-            "fmod_",
-            self,
-            binary_math(
-                "fmod_",
-                Binary::Fmod,
-                ("self", &crate::primitive::inplace_source(self, &[other])?),
-                ("other", other),
-            )?,
-        )
+        update("fmod_", self, &[other], |source| binary_math("fmod_", Binary::Fmod, ("self", source), ("other", other)))
     }
 
     /// The remainder with the divisor's sign, in place (`Tensor.remainder_`). See
     /// [`remainder`](crate::remainder()).
     #[torch_function]
     pub fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
-        write_into(
-            "remainder_",
-            self,
-            binary_math(
-                "remainder_",
-                Binary::Remainder,
-                ("self", &crate::primitive::inplace_source(self, &[other])?),
-                ("other", other),
-            )?,
-        )
+        update("remainder_", self, &[other], |source| {
+            binary_math("remainder_", Binary::Remainder, ("self", source), ("other", other))
+        })
     }
 
     /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float
@@ -325,11 +296,7 @@ impl Tensor {
     #[torch_function]
     pub fn clamp_(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
         let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
-        write_into(
-            "clamp_",
-            self,
-            clamp_impl("clamp_", ("self", &crate::primitive::inplace_source(self, &[])?), min.as_ref(), max.as_ref())?,
-        )
+        update("clamp_", self, &[], |source| clamp_impl("clamp_", ("self", source), min.as_ref(), max.as_ref()))
     }
 
     /// Limited by tensor bounds, in place (`Tensor.clamp_(min: Tensor, max: Tensor)`); the
@@ -340,11 +307,7 @@ impl Tensor {
         #[default(None)] min: Option<&Tensor>,
         #[default(None)] max: Option<&Tensor>,
     ) -> Result<Tensor> {
-        write_into(
-            "clamp_",
-            self,
-            clamp_impl("clamp_", ("self", &crate::primitive::inplace_source(self, &[])?), min, max)?,
-        )
+        update("clamp_", self, &[], |source| clamp_impl("clamp_", ("self", source), min, max))
     }
 }
 

@@ -5,7 +5,7 @@
 //! and leaves `self` as it was.
 
 use crate::error::Result;
-use crate::ops::inplace::write_into;
+use crate::ops::inplace::{update, write_out};
 use crate::tensor::Tensor;
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
@@ -26,104 +26,93 @@ use super::math::{float_unary_to, positive, round_impl, signed_unary};
 /// ```
 #[torch_function(overload_of = super::math::EXP)]
 pub fn exp_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("exp", &[input])?;
-    write_into("exp", out, float_unary_to("exp", Unary::Exp, ("input", input), Some(out))?)
+    write_out("exp", out, &[input], || float_unary_to("exp", Unary::Exp, ("input", input), Some(out)))
 }
 
 /// [`log`](crate::log()) written into `out` (`torch.log(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG)]
 pub fn log_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("log", &[input])?;
-    write_into("log", out, float_unary_to("log", Unary::Log, ("input", input), Some(out))?)
+    write_out("log", out, &[input], || float_unary_to("log", Unary::Log, ("input", input), Some(out)))
 }
 
 /// [`log1p`](crate::log1p()) written into `out` (`torch.log1p(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG1P)]
 pub fn log1p_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("log1p", &[input])?;
-    write_into("log1p", out, float_unary_to("log1p", Unary::Log1p, ("input", input), Some(out))?)
+    write_out("log1p", out, &[input], || float_unary_to("log1p", Unary::Log1p, ("input", input), Some(out)))
 }
 
 /// [`expm1`](crate::expm1()) written into `out` (`torch.expm1(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::EXPM1)]
 pub fn expm1_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("expm1", &[input])?;
-    write_into("expm1", out, float_unary_to("expm1", Unary::Expm1, ("input", input), Some(out))?)
+    write_out("expm1", out, &[input], || float_unary_to("expm1", Unary::Expm1, ("input", input), Some(out)))
 }
 
 /// [`sqrt`](crate::sqrt()) written into `out` (`torch.sqrt(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SQRT)]
 pub fn sqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("sqrt", &[input])?;
-    write_into("sqrt", out, float_unary_to("sqrt", Unary::Sqrt, ("input", input), Some(out))?)
+    write_out("sqrt", out, &[input], || float_unary_to("sqrt", Unary::Sqrt, ("input", input), Some(out)))
 }
 
 /// [`rsqrt`](crate::rsqrt()) written into `out` (`torch.rsqrt(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RSQRT)]
 pub fn rsqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("rsqrt", &[input])?;
-    write_into("rsqrt", out, float_unary_to("rsqrt", Unary::Rsqrt, ("input", input), Some(out))?)
+    write_out("rsqrt", out, &[input], || float_unary_to("rsqrt", Unary::Rsqrt, ("input", input), Some(out)))
 }
 
 /// [`sin`](crate::sin()) written into `out` (`torch.sin(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIN)]
 pub fn sin_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("sin", &[input])?;
-    write_into("sin", out, float_unary_to("sin", Unary::Sin, ("input", input), Some(out))?)
+    write_out("sin", out, &[input], || float_unary_to("sin", Unary::Sin, ("input", input), Some(out)))
 }
 
 /// [`cos`](crate::cos()) written into `out` (`torch.cos(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::COS)]
 pub fn cos_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("cos", &[input])?;
-    write_into("cos", out, float_unary_to("cos", Unary::Cos, ("input", input), Some(out))?)
+    write_out("cos", out, &[input], || float_unary_to("cos", Unary::Cos, ("input", input), Some(out)))
 }
 
 /// [`tan`](crate::tan()) written into `out` (`torch.tan(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TAN)]
 pub fn tan_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("tan", &[input])?;
-    write_into("tan", out, float_unary_to("tan", Unary::Tan, ("input", input), Some(out))?)
+    write_out("tan", out, &[input], || float_unary_to("tan", Unary::Tan, ("input", input), Some(out)))
 }
 
 /// [`tanh`](crate::tanh()) written into `out` (`torch.tanh(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TANH)]
 pub fn tanh_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("tanh", &[input])?;
-    write_into("tanh", out, float_unary_to("tanh", Unary::Tanh, ("input", input), Some(out))?)
+    write_out("tanh", out, &[input], || float_unary_to("tanh", Unary::Tanh, ("input", input), Some(out)))
 }
 
 /// [`sigmoid`](crate::sigmoid()) written into `out` (`torch.sigmoid(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIGMOID)]
 pub fn sigmoid_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("sigmoid", &[input])?;
-    write_into("sigmoid", out, float_unary_to("sigmoid", Unary::Sigmoid, ("input", input), Some(out))?)
+    write_out("sigmoid", out, &[input], || float_unary_to("sigmoid", Unary::Sigmoid, ("input", input), Some(out)))
 }
 
 /// [`erf`](crate::erf()) written into `out` (`torch.erf(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::ERF)]
 pub fn erf_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("erf", &[input])?;
-    write_into("erf", out, float_unary_to("erf", Unary::Erf, ("input", input), Some(out))?)
+    write_out("erf", out, &[input], || float_unary_to("erf", Unary::Erf, ("input", input), Some(out)))
 }
 
 /// [`reciprocal`](crate::reciprocal()) written into `out` (`torch.reciprocal(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RECIPROCAL)]
 pub fn reciprocal_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
-    crate::primitive::refuse_out("reciprocal", &[input])?;
-    write_into("reciprocal", out, float_unary_to("reciprocal", Unary::Reciprocal, ("input", input), Some(out))?)
+    write_out("reciprocal", out, &[input], || {
+        float_unary_to("reciprocal", Unary::Reciprocal, ("input", input), Some(out))
+    })
 }
 
 impl Tensor {
@@ -139,254 +128,147 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn abs_(&self) -> Result<Tensor> {
-        write_into(
-            "abs_",
-            self,
-            signed_unary("abs_", Unary::Abs, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("abs_", self, &[], |source| signed_unary("abs_", Unary::Abs, ("self", source)))
     }
 
     /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
     #[torch_function]
     pub fn exp_(&self) -> Result<Tensor> {
-        write_into(
-            "exp_",
-            self,
-            float_unary_to("exp_", Unary::Exp, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("exp_", self, &[], |source| float_unary_to("exp_", Unary::Exp, ("self", source), Some(self)))
     }
 
     /// The natural logarithm, in place (`Tensor.log_`); `self` must be a float tensor. See
     /// [`log`](crate::log()).
     #[torch_function]
     pub fn log_(&self) -> Result<Tensor> {
-        write_into(
-            "log_",
-            self,
-            float_unary_to("log_", Unary::Log, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("log_", self, &[], |source| float_unary_to("log_", Unary::Log, ("self", source), Some(self)))
     }
 
     /// `log(1 + x)`, in place (`Tensor.log1p_`); `self` must be a float tensor. See
     /// [`log1p`](crate::log1p()).
     #[torch_function]
     pub fn log1p_(&self) -> Result<Tensor> {
-        write_into(
-            "log1p_",
-            self,
-            float_unary_to(
-                "log1p_",
-                Unary::Log1p,
-                ("self", &crate::primitive::inplace_source(self, &[])?),
-                Some(self),
-            )?,
-        )
+        update("log1p_", self, &[], |source| float_unary_to("log1p_", Unary::Log1p, ("self", source), Some(self)))
     }
 
     /// `e^x - 1`, in place (`Tensor.expm1_`); `self` must be a float tensor. See
     /// [`expm1`](crate::expm1()).
     #[torch_function]
     pub fn expm1_(&self) -> Result<Tensor> {
-        write_into(
-            "expm1_",
-            self,
-            float_unary_to(
-                "expm1_",
-                Unary::Expm1,
-                ("self", &crate::primitive::inplace_source(self, &[])?),
-                Some(self),
-            )?,
-        )
+        update("expm1_", self, &[], |source| float_unary_to("expm1_", Unary::Expm1, ("self", source), Some(self)))
     }
 
     /// The square roots, in place (`Tensor.sqrt_`); `self` must be a float tensor. See
     /// [`sqrt`](crate::sqrt()).
     #[torch_function]
     pub fn sqrt_(&self) -> Result<Tensor> {
-        write_into(
-            "sqrt_",
-            self,
-            float_unary_to("sqrt_", Unary::Sqrt, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("sqrt_", self, &[], |source| float_unary_to("sqrt_", Unary::Sqrt, ("self", source), Some(self)))
     }
 
     /// `1 / sqrt(x)`, in place (`Tensor.rsqrt_`); `self` must be a float tensor. See
     /// [`rsqrt`](crate::rsqrt()).
     #[torch_function]
     pub fn rsqrt_(&self) -> Result<Tensor> {
-        write_into(
-            "rsqrt_",
-            self,
-            float_unary_to(
-                "rsqrt_",
-                Unary::Rsqrt,
-                ("self", &crate::primitive::inplace_source(self, &[])?),
-                Some(self),
-            )?,
-        )
+        update("rsqrt_", self, &[], |source| float_unary_to("rsqrt_", Unary::Rsqrt, ("self", source), Some(self)))
     }
 
     /// The sines, in place (`Tensor.sin_`); `self` must be a float tensor. See
     /// [`sin`](crate::sin()).
     #[torch_function]
     pub fn sin_(&self) -> Result<Tensor> {
-        write_into(
-            "sin_",
-            self,
-            float_unary_to("sin_", Unary::Sin, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("sin_", self, &[], |source| float_unary_to("sin_", Unary::Sin, ("self", source), Some(self)))
     }
 
     /// The cosines, in place (`Tensor.cos_`); `self` must be a float tensor. See
     /// [`cos`](crate::cos()).
     #[torch_function]
     pub fn cos_(&self) -> Result<Tensor> {
-        write_into(
-            "cos_",
-            self,
-            float_unary_to("cos_", Unary::Cos, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("cos_", self, &[], |source| float_unary_to("cos_", Unary::Cos, ("self", source), Some(self)))
     }
 
     /// The tangents, in place (`Tensor.tan_`); `self` must be a float tensor. See
     /// [`tan`](crate::tan()).
     #[torch_function]
     pub fn tan_(&self) -> Result<Tensor> {
-        write_into(
-            "tan_",
-            self,
-            float_unary_to("tan_", Unary::Tan, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("tan_", self, &[], |source| float_unary_to("tan_", Unary::Tan, ("self", source), Some(self)))
     }
 
     /// The hyperbolic tangents, in place (`Tensor.tanh_`); `self` must be a float tensor. See
     /// [`tanh`](crate::tanh()).
     #[torch_function]
     pub fn tanh_(&self) -> Result<Tensor> {
-        write_into(
-            "tanh_",
-            self,
-            float_unary_to("tanh_", Unary::Tanh, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("tanh_", self, &[], |source| float_unary_to("tanh_", Unary::Tanh, ("self", source), Some(self)))
     }
 
     /// The logistic function, in place (`Tensor.sigmoid_`); `self` must be a float tensor. See
     /// [`sigmoid`](crate::sigmoid()).
     #[torch_function]
     pub fn sigmoid_(&self) -> Result<Tensor> {
-        write_into(
-            "sigmoid_",
-            self,
-            float_unary_to(
-                "sigmoid_",
-                Unary::Sigmoid,
-                ("self", &crate::primitive::inplace_source(self, &[])?),
-                Some(self),
-            )?,
-        )
+        update("sigmoid_", self, &[], |source| float_unary_to("sigmoid_", Unary::Sigmoid, ("self", source), Some(self)))
     }
 
     /// The error function, in place (`Tensor.erf_`); `self` must be a float tensor. See
     /// [`erf`](crate::erf()).
     #[torch_function]
     pub fn erf_(&self) -> Result<Tensor> {
-        write_into(
-            "erf_",
-            self,
-            float_unary_to("erf_", Unary::Erf, ("self", &crate::primitive::inplace_source(self, &[])?), Some(self))?,
-        )
+        update("erf_", self, &[], |source| float_unary_to("erf_", Unary::Erf, ("self", source), Some(self)))
     }
 
     /// `1 / x`, in place (`Tensor.reciprocal_`); `self` must be a float tensor. See
     /// [`reciprocal`](crate::reciprocal()).
     #[torch_function]
     pub fn reciprocal_(&self) -> Result<Tensor> {
-        write_into(
-            "reciprocal_",
-            self,
-            float_unary_to(
-                "reciprocal_",
-                Unary::Reciprocal,
-                ("self", &crate::primitive::inplace_source(self, &[])?),
-                Some(self),
-            )?,
-        )
+        update("reciprocal_", self, &[], |source| {
+            float_unary_to("reciprocal_", Unary::Reciprocal, ("self", source), Some(self))
+        })
     }
 
     /// Rounded up, in place (`Tensor.ceil_`); integer tensors stay as they are. See
     /// [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil_(&self) -> Result<Tensor> {
-        write_into(
-            "ceil_",
-            self,
-            round_impl("ceil_", Unary::Ceil, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("ceil_", self, &[], |source| round_impl("ceil_", Unary::Ceil, ("self", source)))
     }
 
     /// Rounded down, in place (`Tensor.floor_`); integer tensors stay as they are. See
     /// [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor_(&self) -> Result<Tensor> {
-        write_into(
-            "floor_",
-            self,
-            round_impl("floor_", Unary::Floor, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("floor_", self, &[], |source| round_impl("floor_", Unary::Floor, ("self", source)))
     }
 
     /// Rounded half to even at `decimals` decimal places, in place (`Tensor.round_`). See
     /// [`round`](crate::round()).
     #[torch_function]
     pub fn round_(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        write_into(
-            "round_",
-            self,
-            round_impl("round_", Unary::Round(decimals), ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("round_", self, &[], |source| round_impl("round_", Unary::Round(decimals), ("self", source)))
     }
 
     /// Rounded toward zero, in place (`Tensor.trunc_`); integer tensors stay as they are. See
     /// [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc_(&self) -> Result<Tensor> {
-        write_into(
-            "trunc_",
-            self,
-            round_impl("trunc_", Unary::Trunc, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("trunc_", self, &[], |source| round_impl("trunc_", Unary::Trunc, ("self", source)))
     }
 
     /// The signs, in place (`Tensor.sign_`); any dtype. See [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign_(&self) -> Result<Tensor> {
-        write_into(
-            "sign_",
-            self,
-            signed_unary("sign_", Unary::Sign, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("sign_", self, &[], |source| signed_unary("sign_", Unary::Sign, ("self", source)))
     }
 
     /// `x * x`, in place (`Tensor.square_`); a bool tensor is an error (its square is int64).
     /// See [`square`](crate::square()).
     #[torch_function]
     pub fn square_(&self) -> Result<Tensor> {
-        write_into(
-            "square_",
-            self,
-            signed_unary("square_", Unary::Square, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("square_", self, &[], |source| signed_unary("square_", Unary::Square, ("self", source)))
     }
 
     /// `max(x, 0)`, in place (`Tensor.relu_`); integer tensors are fine. See
     /// [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu_(&self) -> Result<Tensor> {
-        write_into(
-            "relu_",
-            self,
-            signed_unary("relu_", Unary::Relu, ("self", &crate::primitive::inplace_source(self, &[])?))?,
-        )
+        update("relu_", self, &[], |source| signed_unary("relu_", Unary::Relu, ("self", source)))
     }
 }
 

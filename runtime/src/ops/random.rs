@@ -4,9 +4,9 @@
 //! ([`manual_seed`](crate::manual_seed) reseeds it).
 
 use crate::backend::Device;
+use crate::backend::host::check_dtype;
 use crate::cpu::{self, Distribution};
 use crate::error::{Result, bail};
-use crate::ops::device::check_dtype;
 use crate::tensor::{DType, Generator, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;

@@ -175,12 +175,11 @@ fn spread(
 /// as PyTorch's `std` of a constant lane.
 fn std_root(var: &Tensor) -> Result<Tensor> {
     let dtype = var.dtype()?;
-    let root = primitive::unary(var, Unary::Sqrt, dtype, None)?;
-    if !crate::autograd::meta::requires_grad(&root) {
-        return Ok(root);
+    if !crate::autograd::meta::requires_grad(var) || !crate::autograd::is_grad_enabled() {
+        return primitive::unary(var, Unary::Sqrt, dtype, None);
     }
-    // sqrt(v) with the gradient masked where v == 0: where(v == 0, 0, sqrt(v)) sends nothing
-    // back through the zero lanes.
+    // where(v == 0, 0, sqrt(where(v == 0, 1, v))): the same values, and no gradient (rather
+    // than an infinite one) through the zero lanes.
     let zero = primitive::binary(var, &Tensor::scalar(0.0), Binary::Eq, dtype, None)?;
     let safe = primitive::select(&zero, &Tensor::scalar(1.0), var, dtype)?;
     let root = primitive::unary(&safe, Unary::Sqrt, dtype, None)?;

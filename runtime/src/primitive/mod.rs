@@ -11,7 +11,7 @@ mod derivatives;
 use std::borrow::Cow;
 
 use crate::autograd::{self, Edge, Meta, Node, SavedTensor, meta};
-use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
+use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window, host};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes};
 
@@ -25,6 +25,10 @@ fn data<'t>(t: &'t Tensor, func: &str) -> Result<&'t Dense> {
 
 /// The device of `operands`: the one they share (zero-dimensional CPU tensors join any).
 fn device(func: &str, operands: &[&Dense]) -> Result<Device> {
+    let first = operands.first().map_or(Device::CPU, |d| d.device());
+    if operands.iter().all(|d| d.device() == first) {
+        return Ok(first);
+    }
     let named: Vec<(&str, &Dense)> = operands.iter().map(|&d| ("input", d)).collect();
     crate::ops::device::device_of(func, &named)
 }
@@ -246,7 +250,7 @@ pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
 /// `x` copied to `device` as `dtype`, through host memory.
 pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tensor> {
     let a = data(x, "to")?;
-    let array = crate::ops::convert::transfer("to", a, device, dtype)?;
+    let array = host::transfer("to", a, device, dtype)?;
     Ok(finish(Op::Transfer, &[x], array, Keep::default()))
 }
 
@@ -375,11 +379,35 @@ pub(crate) fn reshape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
     }
 }
 
-/// Writes `result` (already of `target`'s shape, on its device) into `target`'s memory, as an
-/// in-place operation or `out=` does: counts the write in the version counter and, when the
-/// write records, makes `target` the output of `result`'s history (a view's base takes the
+/// Writes the elements of `src` (of `dst`'s shape) into `dst`'s memory, converting them to
+/// `dst`'s dtype and moving them from `src`'s device, and counts the write in the version
+/// counter. A `dst` whose elements overlap in memory (an expanded tensor) is refused, as in
+/// PyTorch. No history is recorded: see [`write`].
+pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
+    let layout = &dst.layout;
+    let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
+    if expanded && layout.numel() > 0 {
+        bail!(
+            Runtime,
+            "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single \
+             memory location"
+        );
+    }
+    let device = dst.device();
+    if src.device() == device {
+        device.backend().assign(dst, src)?;
+    } else {
+        device.backend().assign(dst, &host::transfer(func, src, device, dst.dtype)?)?;
+    }
+    dst.storage.bump_version();
+    Ok(())
+}
+
+/// Writes `result` (of `target`'s shape) into `target`'s memory, as an in-place operation or
+/// `out=` does (a result a kernel computed straight into `target` is already there), and, when
+/// the write records, makes `target` the output of `result`'s history (a view's base takes the
 /// write into its own history). A leaf that requires grad cannot be written while recording.
-pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor, assign: impl FnOnce() -> Result<()>) -> Result<()> {
+pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> {
     let records = autograd::is_grad_enabled() && (meta::requires_grad(target) || meta::requires_grad(result));
     if records && meta::requires_grad(target) && meta::is_leaf(target) {
         bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
@@ -394,9 +422,12 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor, assign: impl F
             "{func}(): a view of a leaf Variable that requires grad is being used in an in-place operation."
         );
     }
-    assign()?;
-    let dst = data(target, func)?;
-    dst.storage.bump_version();
+    let (dst, src) = (data(target, func)?, data(result, func)?);
+    if dst.shares(src) && dst.layout == src.layout {
+        dst.storage.bump_version();
+    } else {
+        assign(func, dst, src)?;
+    }
     if !records {
         return Ok(());
     }

@@ -65,7 +65,7 @@ fn render(dense: &Dense, prefix: &str) -> String {
         if !matches!(dense.dtype, DType::DEFAULT_FLOAT | DType::Int64 | DType::Bool) {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
-        let text = crate::ops::device::on_host(dense).and_then(
+        let text = crate::backend::host::on_host(dense).and_then(
             |host| with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent))),
         );
         text.unwrap_or_else(|e| format!("<elements not readable: {e}>"))

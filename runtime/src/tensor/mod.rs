@@ -375,7 +375,7 @@ impl Tensor {
                 T::DTYPE
             )));
         }
-        crate::cpu::elements::<T>("to_vec", &*crate::ops::device::on_host(dense)?)
+        crate::cpu::elements::<T>("to_vec", &*crate::backend::host::on_host(dense)?)
     }
 }
 

@@ -119,7 +119,7 @@ impl<'a> Operand<'a> {
                 return Err(unsupported("elementwise", "a host tensor of more than one element"));
             }
             let kind = Kind::of(x.dtype);
-            return Ok(Operand::Scalar(kind.word(crate::ops::device::scalar_of(x)?), kind));
+            return Ok(Operand::Scalar(kind.word(crate::backend::host::scalar_of(x)?), kind));
         }
         if x.device().index() != context.index {
             return Err(unsupported("elementwise", format!("a tensor on {}", x.device())));

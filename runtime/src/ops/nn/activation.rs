@@ -3,7 +3,7 @@
 
 use crate::backend::Unary;
 use crate::error::{Result, bail};
-use crate::ops::inplace::write_into;
+use crate::ops::inplace::update;
 use crate::ops::softmax::softmax_along;
 use crate::tensor::{DType, Tensor};
 use crate::testing::{f32s, i64s, sample};
@@ -20,11 +20,16 @@ fn activation(func: &str, (name, t): (&str, &Tensor), op: Unary) -> Result<Tenso
     crate::primitive::unary(t, op, x.dtype, None)
 }
 
-/// The result of an operation with an `inplace` flag: `result` itself, or, with
-/// `inplace=True`, `input` after `result` is written into it (through views too, with the cast
-/// rules of in-place operations), as PyTorch returns its argument then.
-pub(super) fn in_place_or_new(func: &str, input: &Tensor, result: Tensor, inplace: bool) -> Result<Tensor> {
-    if inplace { write_into(func, input, result) } else { Ok(result) }
+/// The result of an operation with an `inplace` flag: `compute` of `input`, or, with
+/// `inplace=True`, `input` after that result is written into it (through views too, with the
+/// cast rules of in-place operations), as PyTorch returns its argument then.
+pub(super) fn in_place_or_new(
+    func: &str,
+    input: &Tensor,
+    inplace: bool,
+    compute: impl FnOnce(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    if inplace { update(func, input, &[], compute) } else { compute(input) }
 }
 
 /// The rectified linear unit, `max(input, 0)` elementwise (`torch.nn.functional.relu`), for
@@ -49,8 +54,8 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
     if x.dtype == DType::Bool {
         bail!(Runtime, "relu(): boolean inputs are not supported");
     }
-    let result = crate::primitive::unary(input, Unary::Relu, x.dtype, None)?;
-    in_place_or_new("relu", input, result, inplace)
+    let dtype = x.dtype;
+    in_place_or_new("relu", input, inplace, |source| crate::primitive::unary(source, Unary::Relu, dtype, None))
 }
 
 /// The Gaussian error linear unit (`torch.nn.functional.gelu`): `x * Φ(x)`, with `Φ` the
@@ -89,8 +94,7 @@ pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tens
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    let result = activation("silu", ("input", input), Unary::Silu)?;
-    in_place_or_new("silu", input, result, inplace)
+    in_place_or_new("silu", input, inplace, |source| activation("silu", ("input", source), Unary::Silu))
 }
 
 /// The dimension PyTorch's softmax family picks when `dim` is `None` (a legacy rule, with a

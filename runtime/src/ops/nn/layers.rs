@@ -1,12 +1,12 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
+use crate::backend::host::on_host;
 use crate::backend::{Binary, Buffer, Reduce, Unary};
 use crate::cpu;
 use crate::error::{Result, bail};
 use crate::ops::IntList;
-use crate::ops::device::{device_of, on_host};
+use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
-use crate::ops::inplace::assign;
 use crate::ops::linalg::{product, transposed};
 use crate::primitive;
 use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, with_dtype};
@@ -204,7 +204,7 @@ fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, nor
             _ => scaled_row::<f32>(&view, max_norm, norm_type)?,
         };
         if let Some(scaled) = scaled {
-            assign(func, &view, &scaled)?;
+            primitive::assign(func, &view, &scaled)?;
         }
     }
     Ok(())
@@ -369,9 +369,10 @@ pub fn dropout(
         let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(FUNC, x.layout.numel(), p)?));
         primitive::upload(x.device(), noise, x.layout.shape.clone())?
     };
-    let source = if inplace { primitive::inplace_source(input, &[])? } else { input.clone() };
-    let dropped = primitive::binary(&source, &noise, Binary::Mul, x.dtype, None)?;
-    super::activation::in_place_or_new(FUNC, input, dropped, inplace)
+    let dtype = x.dtype;
+    super::activation::in_place_or_new(FUNC, input, inplace, |source| {
+        primitive::binary(source, &noise, Binary::Mul, dtype, None)
+    })
 }
 
 /// The multipliers of dropout: `1 / (1 - p)` (in `T`) with probability `1 - p`, 0 otherwise,
