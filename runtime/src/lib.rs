@@ -32,6 +32,7 @@ mod primitive;
 mod protocol;
 mod tensor;
 pub mod testing;
+mod types;
 mod value;
 pub mod wgpu;
 

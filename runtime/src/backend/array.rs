@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::tensor::{DType, Layout, Shape};
+use crate::types::{DType, Layout, Shape};
 
 use super::{Device, Storage};
 

@@ -4,7 +4,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::types::DType;
 
 use super::{BACKENDS, Backend, backend};
 

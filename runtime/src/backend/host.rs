@@ -6,7 +6,7 @@ use std::borrow::Cow;
 use super::{Array, Buffer, Device};
 use crate::cpu;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Scalar, with_dtype};
+use crate::types::{DType, Scalar, with_dtype};
 
 /// An error unless `device` holds `dtype`: float64 and int64 on most GPUs.
 pub(crate) fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()> {

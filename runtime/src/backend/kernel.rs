@@ -1,7 +1,7 @@
 //! What the kernel families compute: the elementwise functions, binary operations, reductions
 //! and scans, named once here so that every backend implements the same list.
 
-use crate::tensor::{DType, Scalar};
+use crate::types::{DType, Scalar};
 
 /// An elementwise function of one operand, computed in the dtype the operation chose.
 ///

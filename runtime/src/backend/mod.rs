@@ -35,10 +35,10 @@ pub use device::Device;
 pub use kernel::{Binary, Reduce, Scan, Unary, Window};
 pub use storage::{Buffer, Storage};
 
-pub use crate::tensor::{Layout, Strides};
+pub use crate::types::{Layout, Strides};
 
 use crate::error::Result;
-use crate::tensor::{DType, Scalar, Shape};
+use crate::types::{DType, Scalar, Shape};
 
 /// Every backend linked into the program: torchfn's CPU and wgpu backends, and any a
 /// dependency adds with `#[linkme::distributed_slice(BACKENDS)]`.

@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
-use crate::tensor::{DType, Element};
+use crate::types::{DType, Element};
 
 use super::Device;
 

@@ -5,7 +5,7 @@ use ndarray::{ArrayViewD, IxDyn};
 
 use crate::backend::{Array, Binary};
 use crate::error::Result;
-use crate::tensor::{DType, Element, Shape, with_dtype};
+use crate::types::{DType, Element, Shape, with_dtype};
 
 use super::elementwise::{Float, Signed};
 use super::map::binary_to;
@@ -158,7 +158,7 @@ fn choose<T: Element>(condition: &Array, a: &Array, b: &Array, shape: &Shape) ->
 mod tests {
     use super::*;
     use crate::cpu::elements;
-    use crate::tensor::Scalar;
+    use crate::types::Scalar;
 
     fn ints(values: &[i64]) -> Array {
         array(values.to_vec(), Shape::from([values.len()]))

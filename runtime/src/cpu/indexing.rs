@@ -6,7 +6,7 @@ use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, IxDyn, Slice};
 
 use crate::backend::Array;
 use crate::error::{Error, Result};
-use crate::tensor::{Element, Shape, with_dtype};
+use crate::types::{Element, Shape, with_dtype};
 
 use super::{Number, alloc, elements, internal, read, read_as};
 
@@ -131,7 +131,7 @@ fn scatter<T: Element>(
 mod tests {
     use super::*;
     use crate::cpu::array;
-    use crate::tensor::{DType, Layout};
+    use crate::types::{DType, Layout};
 
     fn matrix() -> Array {
         array((1..=6i64).collect::<Vec<_>>(), Shape::from([2, 3]))

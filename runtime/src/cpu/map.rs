@@ -9,7 +9,7 @@ use rayon::prelude::*;
 
 use crate::backend::Array;
 use crate::error::{Error, Result};
-use crate::tensor::{Element, Shape, with_dtype};
+use crate::types::{Element, Shape, with_dtype};
 
 use super::pool::take as take_pooled;
 use super::{alloc, array, cast, internal, read_as};

@@ -20,7 +20,7 @@ use smallvec::SmallVec;
 
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Element, Layout, Scalar, Shape, with_dtype};
+use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 
 pub(crate) use elementwise::Float;
 pub(crate) use number::Number;

@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use crate::tensor::{Element, Scalar};
+use crate::types::{Element, Scalar};
 
 /// A numeric element type (every dtype but bool).
 pub(crate) trait Number: Element {

@@ -6,7 +6,7 @@
 use parking_lot::Mutex;
 
 use crate::backend::Buffer;
-use crate::tensor::Element;
+use crate::types::Element;
 
 /// Buffers smaller than this are left to the allocator, which recycles them well.
 const MIN_BYTES: usize = 1 << 20;

@@ -2,7 +2,8 @@
 
 use crate::backend::Buffer;
 use crate::error::Result;
-use crate::tensor::{DType, Draw, Shape, with_dtype};
+use crate::tensor::Draw;
+use crate::types::{DType, Shape, with_dtype};
 
 use super::{alloc, cast};
 

@@ -6,7 +6,7 @@ use rayon::prelude::*;
 
 use crate::backend::{Array, Reduce, Scan};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Element, Shape};
+use crate::types::{DType, Element, Shape};
 
 use super::map::vectorised;
 use super::{Number, alloc, array, internal, read_as, undefined};
@@ -208,7 +208,7 @@ fn scan_with<T: Element>(x: &Array, dim: usize, f: impl Fn(&[T], &mut [T])) -> R
 mod tests {
     use super::*;
     use crate::cpu::elements;
-    use crate::tensor::Layout;
+    use crate::types::Layout;
 
     fn ramp(n: usize, shape: &[usize]) -> Array {
         array((0..n as i64).collect::<Vec<_>>(), Shape::from([n])).with_layout(Layout::contiguous(Shape::new(shape)))

@@ -3,7 +3,7 @@
 
 use crate::backend::Array;
 use crate::error::Result;
-use crate::tensor::{DType, Element};
+use crate::types::{DType, Element};
 
 use super::{alloc, array, with_elements};
 

@@ -3,7 +3,7 @@
 
 use crate::backend::{Array, Unary};
 use crate::error::Result;
-use crate::tensor::DType;
+use crate::types::DType;
 
 use super::elementwise::{Float, Signed, erfc};
 use super::map::unary_to;
@@ -107,7 +107,7 @@ fn boolean(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
 mod tests {
     use super::*;
     use crate::cpu::{array, elements};
-    use crate::tensor::Shape;
+    use crate::types::Shape;
 
     fn apply(op: Unary, values: Vec<f64>) -> Vec<f64> {
         let x = array(values, Shape::from([3]));

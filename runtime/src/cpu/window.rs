@@ -6,7 +6,7 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 
 use crate::backend::{Array, Window};
 use crate::error::{Error, Result};
-use crate::tensor::{Element, Shape};
+use crate::types::{Element, Shape};
 
 use super::{Number, array, with_elements};
 

@@ -4,7 +4,7 @@ use ndarray::{ArrayViewMutD, IxDyn, ShapeBuilder};
 
 use crate::backend::Array;
 use crate::error::{Error, Result};
-use crate::tensor::with_dtype;
+use crate::types::with_dtype;
 
 use super::map::copied;
 use super::{elements, internal};

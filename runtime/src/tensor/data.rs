@@ -2,7 +2,7 @@
 
 use crate::error::{Error, Result};
 
-use super::dtype::Element;
+use crate::types::Element;
 
 /// Data [`tensor`](crate::tensor()) accepts: an element, or arrays, slices and vectors of data,
 /// nested to any depth. The element type decides the dtype (`f32` is float32, `i64` is int64).

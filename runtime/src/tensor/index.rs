@@ -9,7 +9,7 @@ use crate::protocol::Relevant;
 use crate::value::{FromValue, Slice, ToValue, Value};
 
 use super::Tensor;
-use super::layout::{Layout, Shape, Strides};
+use crate::types::{Layout, Shape, Strides};
 
 /// One component of an index, as one item of a Python index tuple.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

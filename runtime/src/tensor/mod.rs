@@ -3,30 +3,27 @@
 mod data;
 mod dims;
 mod display;
-mod dtype;
 mod generator;
 mod index;
 mod interop;
-mod layout;
-mod scalar;
 
 use std::any::Any;
 use std::fmt;
 use std::ops::Deref;
 use std::sync::Arc;
 
+pub use crate::types::Scalar;
+pub use crate::types::{DType, Element};
+pub use crate::types::{Layout, Shape};
 pub use data::TensorData;
 pub use dims::Dims;
-pub use dtype::{DType, Element};
 pub use generator::{DEFAULT_SEED, Generator, initial_seed, manual_seed, seed};
 pub use index::{Index, IndexItem};
-pub use layout::{Layout, Shape, Strides};
-pub use scalar::Scalar;
 
+pub(crate) use crate::types::broadcast_shapes;
+pub(crate) use crate::types::{Participant, result_type, with_dtype};
 pub(crate) use dims::normalize_dim;
-pub(crate) use dtype::{Participant, result_type, with_dtype};
 pub(crate) use generator::Draw;
-pub(crate) use layout::broadcast_shapes;
 
 use crate::backend::{Array, Buffer, Storage};
 use crate::error::{Error, Result};

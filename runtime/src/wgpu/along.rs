@@ -13,7 +13,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Device, Scan};
 use crate::error::Result;
-use crate::tensor::{DType, Shape};
+use crate::types::{DType, Shape};
 
 use super::context::Context;
 use super::elementwise::Kind;
@@ -247,7 +247,7 @@ mod tests {
     use super::*;
     use crate::backend::Backend;
     use crate::cpu::{CPU, array};
-    use crate::tensor::Layout;
+    use crate::types::Layout;
     use crate::wgpu::context_of;
     use crate::wgpu::testing::{
         assert_close, bools, draws, gentle_floats, gpu, layout, small_floats, small_ints, to_gpu, values, views,

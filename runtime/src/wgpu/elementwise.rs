@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Binary, Device, Unary};
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Scalar, Shape};
+use crate::types::{DType, Scalar, Shape};
 
 use super::context::Context;
 use super::expressions::{CHOOSE, Expression, FILL, IDENTITY, binary_expr, unary_expr};

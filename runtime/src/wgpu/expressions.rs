@@ -5,7 +5,7 @@
 
 use crate::backend::{Binary, Unary};
 use crate::error::Result;
-use crate::tensor::Scalar;
+use crate::types::Scalar;
 
 use super::elementwise::Kind;
 #[cfg(test)]

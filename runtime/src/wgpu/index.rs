@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Device};
 use crate::error::{Error, Result};
-use crate::tensor::Shape;
+use crate::types::Shape;
 
 use super::context::Context;
 use super::elementwise::Kind;
@@ -219,7 +219,7 @@ mod tests {
     use super::*;
     use crate::backend::Backend;
     use crate::cpu::{CPU, array};
-    use crate::tensor::{DType, Layout};
+    use crate::types::{DType, Layout};
 
     /// A host array of `shape` and `dtype` holding varied values (NaN and infinities among the
     /// floats).

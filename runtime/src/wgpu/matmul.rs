@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Device};
 use crate::error::Result;
-use crate::tensor::{DType, Shape};
+use crate::types::{DType, Shape};
 
 use super::context::Context;
 use super::elementwise::Kind;

@@ -8,7 +8,7 @@ use parking_lot::Mutex;
 
 use crate::backend::{Buffer, Device, Storage};
 use crate::error::{Error, Result};
-use crate::tensor::DType;
+use crate::types::DType;
 
 use super::context::Context;
 

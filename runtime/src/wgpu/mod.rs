@@ -37,7 +37,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
 use crate::error::Result;
-use crate::tensor::{DType, Scalar, Shape};
+use crate::types::{DType, Scalar, Shape};
 
 pub use context::{AdapterInfo, Preference, adapters};
 pub use launch::set_batch_limit;
@@ -98,7 +98,7 @@ use elementwise::Kind;
 #[cfg(test)]
 pub(crate) mod testing {
     use super::*;
-    use crate::tensor::Layout;
+    use crate::types::Layout;
 
     /// The default wgpu device, or `None` (with one line saying why) on a machine without one.
     /// Built without the backend table, which this test binary cannot read (see `Device::on`).

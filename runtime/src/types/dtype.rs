@@ -208,27 +208,27 @@ impl Element for bool {
 /// arm, `$body` is only instantiated for the numeric types and `$bool` runs for bool tensors.
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        $crate::tensor::with_dtype!($dtype, $T => $body, bool => {
+        $crate::types::with_dtype!($dtype, $T => $body, bool => {
             type $T = bool;
             $body
         })
     };
     ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
         match $dtype {
-            $crate::tensor::DType::Bool => $bool,
-            $crate::tensor::DType::Int32 => {
+            $crate::types::DType::Bool => $bool,
+            $crate::types::DType::Int32 => {
                 type $T = i32;
                 $body
             }
-            $crate::tensor::DType::Int64 => {
+            $crate::types::DType::Int64 => {
                 type $T = i64;
                 $body
             }
-            $crate::tensor::DType::Float32 => {
+            $crate::types::DType::Float32 => {
                 type $T = f32;
                 $body
             }
-            $crate::tensor::DType::Float64 => {
+            $crate::types::DType::Float64 => {
                 type $T = f64;
                 $body
             }
