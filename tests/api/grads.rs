@@ -234,30 +234,6 @@ fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String>
     }
 }
 
-/// Cases whose forward the catalogue does not have yet: the functions the nn/training issue
-/// adds, and indexing by tensors. They are checked to still fail, so none hides here once it
-/// works.
-const NOT_YET: &[(&str, &str)] = &[
-    ("torch.addmm/", "addmm belongs to the nn/training issue"),
-    ("torch.addcmul/", "addcmul belongs to the nn/training issue"),
-    ("torch.addcdiv/", "addcdiv belongs to the nn/training issue"),
-    ("torch.lerp/", "lerp belongs to the nn/training issue"),
-    ("torch.Tensor.addcmul_/", "addcmul_ belongs to the nn/training issue"),
-    ("torch.Tensor.addcdiv_/", "addcdiv_ belongs to the nn/training issue"),
-    ("torch.Tensor.lerp_/", "lerp_ belongs to the nn/training issue"),
-    ("torch.nn.functional.batch_norm/", "batch_norm belongs to the nn/training issue"),
-    ("torch.nn.functional.adaptive_avg_pool2d/", "adaptive_avg_pool2d belongs to the nn/training issue"),
-    ("torch.Tensor.view/", "Tensor.view is not in the catalogue yet"),
-    ("torch.Tensor.__getitem__/6", "indexing by a tensor is not in the catalogue yet"),
-    ("torch.Tensor.__getitem__/7", "indexing by a tensor is not in the catalogue yet"),
-    ("torch.Tensor.__getitem__/8", "indexing by a tensor is not in the catalogue yet"),
-    ("torch.Tensor.__getitem__/9", "indexing by a tensor is not in the catalogue yet"),
-];
-
-fn not_yet(id: &str) -> bool {
-    NOT_YET.iter().any(|(prefix, _)| id.starts_with(prefix))
-}
-
 #[test]
 fn every_autograd_golden_case_passes() {
     let cases = cases();
@@ -266,14 +242,10 @@ fn every_autograd_golden_case_passes() {
         let id = case["id"].as_str().unwrap();
         let name = torchfn_name(case["func"].as_str().unwrap());
         let outcome = if find_function(&name).is_none() { Err(format!("{name} is missing")) } else { run(case) };
-        match (outcome, not_yet(id)) {
-            (Err(e), false) => failures.push(format!("{id}: {e}")),
-            (Ok(()), true) => failures.push(format!("{id}: passes now; take it off NOT_YET")),
-            _ => {}
+        if let Err(e) = outcome {
+            failures.push(format!("{id}: {e}"));
         }
     }
-    let skipped = cases.iter().filter(|c| not_yet(c["id"].as_str().unwrap())).count();
-    let passed = cases.len() - skipped - failures.len();
-    println!("autograd golden cases: {passed} pass, {skipped} wait for their forward (NOT_YET), of {}", cases.len());
+    println!("autograd golden cases: {} of {} pass", cases.len() - failures.len(), cases.len());
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }

@@ -6,7 +6,7 @@ use crate::backend::{Binary, Buffer, Device, Reduce};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::primitive;
-use crate::tensor::{DType, Dense, Dims, Layout, Scalar, Shape, Tensor, normalize_dim};
+use crate::tensor::{DType, Dense, Dims, Index, IndexItem, Layout, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -246,6 +246,143 @@ fn triangle_impl(func: &str, (name, t): (&str, &Tensor), diagonal: i64, lower: b
     let kept = primitive::binary(&offsets, &diagonal, side, index, None)?;
     let zero = Tensor::from_dense(Dense::number(false));
     primitive::select(&kept, t, &zero, x.dtype)
+}
+
+/// `t[index]` with tensors among the items (PyTorch's advanced indexing): a copy. Bool masks
+/// become the integer positions where they are true; the basic items make a view first; the
+/// integer tensors broadcast together and pick one element each from the dimensions they
+/// index, which become the result's leading dimensions, or stay in place when they are
+/// adjacent. Built from a view, `index_select` and reshapes, so it differentiates (repeated
+/// positions accumulate).
+pub(crate) fn advanced_index(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {
+    let x = t.data(func, "self")?;
+    // Bool masks as one integer tensor per dimension they cover.
+    let mut items: Vec<IndexItem> = Vec::new();
+    for item in index.items() {
+        match item {
+            IndexItem::Tensor(mask) if mask.dtype()? == DType::Bool => {
+                items.extend(true_positions(func, mask, x.device())?.into_iter().map(IndexItem::Tensor));
+            }
+            other => items.push(other.clone()),
+        }
+    }
+    // The view of the basic items, and where each index tensor's dimension lands in it.
+    let consumed = items.iter().filter(|i| !matches!(i, IndexItem::NewAxis | IndexItem::Ellipsis)).count();
+    let mut basic = Vec::with_capacity(items.len());
+    let (mut picks, mut at) = (Vec::new(), 0usize);
+    for item in &items {
+        match item {
+            IndexItem::Tensor(i) => {
+                picks.push((at, i.clone()));
+                basic.push(IndexItem::slice(None, None, 1));
+                at += 1;
+            }
+            IndexItem::Int(_) => basic.push(item.clone()),
+            IndexItem::Ellipsis => {
+                at += x.layout.ndim().saturating_sub(consumed);
+                basic.push(item.clone());
+            }
+            _ => {
+                at += 1;
+                basic.push(item.clone());
+            }
+        }
+    }
+    let index = Index::from(basic);
+    let view = primitive::view(t, |l| index.apply(l))?;
+    let shape = view.shape()?;
+    // The index tensors broadcast, made non-negative and checked against their dimensions.
+    let mut common = Shape::from([]);
+    for (_, i) in &picks {
+        let d = i.data(func, "index")?;
+        if !matches!(d.dtype, DType::Int64 | DType::Int32) {
+            bail!(Index, "{func}(): tensors used as indices must be long, int or bool tensors, not {}", d.dtype);
+        }
+        common = crate::tensor::broadcast_shapes(&common, &d.layout.shape, func)?;
+    }
+    let int = x.device().index_dtype();
+    let mut linear: Option<Tensor> = None;
+    for (dim, i) in &picks {
+        let size = shape[*dim];
+        if let Some(bad) = out_of_range_signed(func, i, size)? {
+            bail!(Index, "{func}(): index {bad} is out of bounds for dimension {dim} with size {size}");
+        }
+        let negative = primitive::binary(i, &Tensor::scalar(0i64), Binary::Lt, int, None)?;
+        let wrapped = primitive::binary(i, &Tensor::scalar(size as i64), Binary::Add(Scalar::Int(1)), int, None)?;
+        let i = primitive::select(&negative, &wrapped, i, int)?;
+        linear = Some(match linear {
+            None => i,
+            Some(l) => {
+                let scaled = primitive::binary(&l, &Tensor::scalar(size as i64), Binary::Mul, int, None)?;
+                primitive::binary(&scaled, &i, Binary::Add(Scalar::Int(1)), int, None)?
+            }
+        });
+    }
+    let Some(linear) = linear else {
+        bail!(NotImplemented, "{func}(): indexing by a zero-dimensional bool tensor is not implemented");
+    };
+    let linear =
+        primitive::reshape(&primitive::copy(&expand_to(&linear, &common)?, int)?, &Shape::from([common.numel()]))?;
+    // The indexed dimensions first, merged into one, then picked.
+    let dims: Vec<usize> = picks.iter().map(|(d, _)| *d).collect();
+    let rest: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = dims.iter().chain(&rest).copied().collect();
+    let moved = primitive::view(&view, |l| {
+        Ok(Layout {
+            shape: order.iter().map(|&d| l.shape[d]).collect(),
+            strides: order.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        })
+    })?;
+    let merged: Shape =
+        [dims.iter().map(|&d| shape[d]).product()].into_iter().chain(rest.iter().map(|&d| shape[d])).collect();
+    let picked = primitive::index_select(&primitive::reshape(&moved, &merged)?, 0, &linear)?;
+    let out_shape: Shape = common.iter().copied().chain(rest.iter().map(|&d| shape[d])).collect();
+    let out = primitive::reshape(&picked, &out_shape)?;
+    // Adjacent index dimensions stay where they were.
+    let adjacent = dims.windows(2).all(|w| w[1] == w[0] + 1);
+    if !adjacent || dims[0] == 0 {
+        return Ok(out);
+    }
+    let (b, first) = (common.len(), dims[0]);
+    let order: Vec<usize> = (b..b + first).chain(0..b).chain(b + first..out_shape.len()).collect();
+    primitive::view(&out, |l| {
+        Ok(Layout {
+            shape: order.iter().map(|&d| l.shape[d]).collect(),
+            strides: order.iter().map(|&d| l.strides[d]).collect(),
+            offset: l.offset,
+        })
+    })
+}
+
+/// `t` broadcast to `shape` (a view).
+fn expand_to(t: &Tensor, shape: &Shape) -> Result<Tensor> {
+    let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+    super::view::expand_impl("index", ("index", t), &sizes)
+}
+
+/// The positions where the bool `mask` is true, one integer vector per dimension of the mask
+/// (PyTorch's `mask.nonzero(as_tuple=True)`), on `device`.
+fn true_positions(func: &str, mask: &Tensor, device: crate::backend::Device) -> Result<Vec<Tensor>> {
+    let m = mask.data(func, "index")?;
+    let flags = crate::cpu::elements::<bool>(func, &*crate::backend::host::on_host(m)?)?;
+    let shape = &m.layout.shape;
+    let mut columns: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
+    for (flat, _) in flags.iter().enumerate().filter(|(_, f)| **f) {
+        let mut rest = flat;
+        for d in (0..shape.len()).rev() {
+            columns[d].push((rest % shape[d]) as i64);
+            rest /= shape[d];
+        }
+    }
+    columns.into_iter().map(|c| positions(device, c.into_iter())).collect()
+}
+
+/// The first index in the integer tensor `index` outside `-size..size`, if any.
+fn out_of_range_signed(func: &str, index: &Tensor, size: usize) -> Result<Option<i64>> {
+    let dtype = index.dtype()?;
+    let shifted = primitive::binary(index, &Tensor::scalar(size as i64), Binary::Add(Scalar::Int(1)), dtype, None)?;
+    Ok(out_of_range(func, shifted.data(func, "index")?, 2 * size)?.map(|bad| bad - size as i64))
 }
 
 /// The positions `index` (a vector of int64 or int32, each in range) of dimension `dim`, in

@@ -5,7 +5,7 @@ use crate::backend::Binary;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::primitive;
-use crate::tensor::{DType, Shape, Tensor, broadcast_shapes, result_type};
+use crate::tensor::{DType, Scalar, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 
@@ -159,6 +159,51 @@ pub fn mm(input: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     product("mm", ("input", input), ("mat2", mat2), true)
 }
 
+/// `beta * input + alpha * (mat1 @ mat2)` (`torch.addmm`): `mat1` is `n x k`, `mat2` `k x m`,
+/// `input` broadcasts to `n x m` (a bias row, say). With `beta` 0, `input` is not read (its
+/// NaNs do not propagate), as in PyTorch.
+///
+/// ```
+/// let bias = torchfn::tensor([1.0f32, 2.0])?;
+/// let a = torchfn::tensor([[1.0f32, 0.0], [0.0, 1.0]])?;
+/// let b = torchfn::tensor([[3.0f32, 4.0], [5.0, 6.0]])?;
+/// assert_eq!(torchfn::addmm(&bias, &a, &b, 1, 2)?.to_vec::<f32>()?, [7.0, 10.0, 11.0, 14.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn addmm(
+    input: &Tensor,
+    mat1: &Tensor,
+    mat2: &Tensor,
+    #[default(1)] beta: impl Into<Scalar>,
+    #[default(1)] alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    const FUNC: &str = "addmm";
+    let (beta, alpha) = (beta.into(), alpha.into());
+    let x = input.data(FUNC, "input")?;
+    let product = product(FUNC, ("mat1", mat1), ("mat2", mat2), true)?;
+    let p = product.data(FUNC, "mat1")?;
+    device_of(FUNC, &[("input", x), ("mat1", p)])?;
+    if broadcast_shapes(&x.layout.shape, &p.layout.shape, FUNC)? != p.layout.shape {
+        bail!(
+            Runtime,
+            "{FUNC}(): the input of shape {:?} does not broadcast to the product's shape {:?}",
+            x.layout.shape.as_ref(),
+            p.layout.shape.as_ref()
+        );
+    }
+    let dtype = result_type([x.participant(), p.participant()]);
+    let scaled = if alpha.to_f64() == 1.0 {
+        product
+    } else {
+        primitive::binary(&product, &Tensor::scalar(alpha), Binary::Mul, dtype, None)?
+    };
+    if beta.to_f64() == 0.0 {
+        return Ok(scaled);
+    }
+    primitive::binary(&scaled, input, Binary::Add(beta), dtype, None)
+}
+
 /// The matrix product of two tensors (`torch.matmul`): the dot product of two vectors, the
 /// matrix-vector and vector-matrix products, the matrix product, and batched products whose
 /// leading dimensions broadcast.
@@ -278,6 +323,7 @@ impl Tensor {
 
 crate::samples! {
     MM => [sample([f32s(&[2, 3]), f32s(&[3, 4])])],
+    ADDMM => [sample([f32s(&[4]), f32s(&[2, 3]), f32s(&[3, 4])]), sample([f32s(&[2, 4]), f32s(&[2, 3]), f32s(&[3, 4])]).kw("beta", 0.5).kw("alpha", 2.0)],
     MATMUL => [sample([f32s(&[3]), f32s(&[3])]), sample([f32s(&[2, 3]), f32s(&[3])]), sample([f32s(&[2, 2, 3]), f32s(&[3, 2])])],
     BMM => [sample([f32s(&[2, 2, 3]), f32s(&[2, 3, 4])]), sample([i64s(&[3, 1, 2]), i64s(&[3, 2, 2])])],
     MV => [sample([f32s(&[2, 3]), f32s(&[3])])],

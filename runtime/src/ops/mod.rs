@@ -4,6 +4,7 @@
 mod args;
 mod arithmetic;
 mod autograd;
+mod blend;
 mod compare;
 pub(crate) mod convert;
 mod copy;
@@ -30,6 +31,7 @@ pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,
 };
+pub use blend::{ADDCDIV, ADDCMUL, LERP, addcdiv, addcmul, lerp};
 pub use compare::{
     EQ, GE, GT, ISINF, ISNAN, LE, LOGICAL_AND, LOGICAL_NOT, LOGICAL_OR, LOGICAL_XOR, LT, NE, eq, ge, gt, isinf, isnan,
     le, logical_and, logical_not, logical_or, logical_xor, lt, ne,
@@ -41,7 +43,7 @@ pub use creation::{
 };
 pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
 pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
-pub use linalg::{BMM, DOT, MATMUL, MM, MV, OUTER, bmm, dot, matmul, mm, mv, outer};
+pub use linalg::{ADDMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, bmm, dot, matmul, mm, mv, outer};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
     SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,

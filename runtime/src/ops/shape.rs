@@ -1,14 +1,14 @@
 //! Shapes and views: `reshape` and indexing.
 
 use crate::error::{Result, bail};
+use crate::ops::IntList;
 use crate::tensor::{Index, Layout, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
-fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
-    let x = t.data(func, name)?;
-    let numel = x.layout.numel();
+/// `shape` with its `-1` (at most one) worked out for `numel` elements.
+fn inferred(func: &str, numel: usize, shape: &[i64]) -> Result<Shape> {
     let shown = format!("{shape:?}");
     let mut inferred = None;
     let mut known: usize = 1;
@@ -25,11 +25,18 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
     }
     let mut dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     match inferred {
-        Some(i) if known != 0 && numel % known == 0 => dims[i] = numel / known,
+        Some(i) if known != 0 && numel.is_multiple_of(known) => dims[i] = numel / known,
         None if known == numel => {}
         _ => bail!(Runtime, "{func}(): shape '{shown}' is invalid for input of size {numel}"),
     }
-    let shape = Shape::from(dims);
+    Ok(Shape::from(dims))
+}
+
+/// A view in the new shape when `t` is contiguous, else a copy in it (never a view of a
+/// non-contiguous tensor, whatever the shape).
+fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let shape = inferred(func, x.layout.numel(), shape)?;
     let make = |l: &Layout| Ok(Layout { offset: l.offset, ..Layout::contiguous(shape.clone()) });
     if x.layout.is_contiguous() {
         return crate::primitive::view(t, make);
@@ -37,8 +44,24 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
     crate::primitive::unsafe_view(&crate::primitive::copy(t, x.dtype)?, make)
 }
 
+fn view_as(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let shape = inferred(func, x.layout.numel(), shape)?;
+    if !x.layout.is_contiguous() && shape != x.layout.shape {
+        bail!(
+            Runtime,
+            "{func}(): view size is not compatible with input tensor's size and stride (at least one dimension \
+             spans across two contiguous subspaces). Use .reshape(...) instead."
+        );
+    }
+    crate::primitive::reshape(t, &shape)
+}
+
 fn select(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {
     t.data(func, "self")?;
+    if index.is_advanced() {
+        return super::indexing::advanced_index(func, t, index);
+    }
     crate::primitive::view(t, |l| index.apply(l))
 }
 
@@ -62,8 +85,25 @@ impl Tensor {
         reshape_to("reshape", ("self", self), shape)
     }
 
+    /// The same data seen in a new shape (`Tensor.view(*shape)`); one dimension may be `-1`.
+    /// Unlike [`reshape`](Tensor::reshape) it never copies: a tensor that is not contiguous is
+    /// an error (unless the shape stays the same).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 3, 4], None, None)?;
+    /// assert_eq!(t.view([-1, 4])?.shape()?, [6, 4]);
+    /// assert!(t.transpose(0, 1)?.view([24]).is_err());
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn view(&self, #[variadic] shape: impl Into<IntList>) -> Result<Tensor> {
+        view_as("view", ("self", self), shape.into().as_slice())
+    }
+
     /// Indexing, `t[index]` (`Tensor.__getitem__`): integers select and drop a dimension,
-    /// ranges slice, tuples index several dimensions. The result is a view of the same data.
+    /// ranges slice, tuples index several dimensions; the result is a view of the same data.
+    /// Integer tensors and bool masks among the items index by copy, as PyTorch's advanced
+    /// indexing (see [`IndexItem::Tensor`](crate::IndexItem::Tensor)).
     ///
     /// ```
     /// use torchfn::IndexItem;
@@ -82,5 +122,9 @@ impl Tensor {
 crate::samples! {
     RESHAPE => [sample([f32s(&[2, 3]), Value::Tuple(vec![3.into(), (-1).into()])])],
     Tensor::RESHAPE => [sample([f32s(&[2, 3]), Value::Tuple(vec![6.into()])])],
-    Tensor::GET => [sample([f32s(&[2, 3]), Value::Int(1)]), sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Int(0), Value::Slice(Box::new(crate::value::Slice { start: Some(1), stop: None, step: None }))])])],
+    Tensor::VIEW => [sample([f32s(&[2, 3]), Value::Int(3), Value::Int(2)]), sample([f32s(&[2, 3]), Value::List(vec![(-1).into()])])],
+    Tensor::GET => [
+        sample([f32s(&[4, 3]), Value::Tensor(Tensor::from_vec(vec![2i64, 0, -1], [3]).expect("three indices"))]),
+        sample([f32s(&[2, 3]), crate::testing::bools(&[2, 3])]),
+        sample([f32s(&[2, 3]), Value::Int(1)]), sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Int(0), Value::Slice(Box::new(crate::value::Slice { start: Some(1), stop: None, step: None }))])])],
 }

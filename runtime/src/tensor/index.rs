@@ -1,4 +1,5 @@
-//! Basic indexing (`t[0]`, `t[1:3]`, `t[..., None]`): every result is a view.
+//! Indexing (`t[0]`, `t[1:3]`, `t[..., None]`, `t[idx]`): basic indexing gives a view;
+//! indexing by tensors (integer indices or bool masks) gives a copy (`ops/indexing.rs`).
 
 use std::ops::{Range, RangeFrom, RangeFull, RangeInclusive, RangeTo};
 
@@ -12,7 +13,7 @@ use super::Tensor;
 use crate::types::{Layout, Shape, Strides};
 
 /// One component of an index, as one item of a Python index tuple.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug)]
 pub enum IndexItem {
     /// `t[i]`: selects one position and removes the dimension; negative counts from the end.
     Int(i64),
@@ -29,6 +30,49 @@ pub enum IndexItem {
     NewAxis,
     /// `t[...]`: as many full slices as needed.
     Ellipsis,
+    /// `t[idx]`: an integer tensor picks positions along one dimension (several such tensors
+    /// broadcast together and pick jointly); a bool mask of `k` dimensions picks the positions
+    /// where it is true along `k` dimensions. The result is a copy.
+    Tensor(Tensor),
+}
+
+/// Items are equal when they are the same item (tensors: the very same tensor).
+impl PartialEq for IndexItem {
+    fn eq(&self, other: &IndexItem) -> bool {
+        match (self, other) {
+            (IndexItem::Tensor(a), IndexItem::Tensor(b)) => a.is(b),
+            (IndexItem::Int(a), IndexItem::Int(b)) => a == b,
+            (IndexItem::Slice { start, stop, step }, IndexItem::Slice { start: a, stop: b, step: c }) => {
+                (start, stop, step) == (a, b, c)
+            }
+            (IndexItem::NewAxis, IndexItem::NewAxis) | (IndexItem::Ellipsis, IndexItem::Ellipsis) => true,
+            _ => false,
+        }
+    }
+}
+
+impl From<Tensor> for IndexItem {
+    fn from(t: Tensor) -> IndexItem {
+        IndexItem::Tensor(t)
+    }
+}
+
+impl From<&Tensor> for IndexItem {
+    fn from(t: &Tensor) -> IndexItem {
+        IndexItem::Tensor(t.clone())
+    }
+}
+
+impl From<Tensor> for Index {
+    fn from(t: Tensor) -> Index {
+        IndexItem::Tensor(t).into()
+    }
+}
+
+impl From<&Tensor> for Index {
+    fn from(t: &Tensor) -> Index {
+        IndexItem::Tensor(t.clone()).into()
+    }
 }
 
 impl IndexItem {
@@ -37,13 +81,13 @@ impl IndexItem {
         IndexItem::Slice { start, stop, step }
     }
 
-    fn consumes_dim(self) -> bool {
+    fn consumes_dim(&self) -> bool {
         matches!(self, IndexItem::Int(_) | IndexItem::Slice { .. })
     }
 }
 
 /// An index: one item or a tuple of items (`t.get((0, 1..3))` is `t[0, 1:3]`).
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Index(SmallVec<[IndexItem; 4]>);
 
 impl Index {
@@ -52,7 +96,12 @@ impl Index {
         &self.0
     }
 
-    /// The layout of the view this index selects from `layout`.
+    /// Whether an item is a tensor (advanced indexing, which copies).
+    pub(crate) fn is_advanced(&self) -> bool {
+        self.0.iter().any(|i| matches!(i, IndexItem::Tensor(_)))
+    }
+
+    /// The layout of the view this basic index (no tensor items) selects from `layout`.
     pub(crate) fn apply(&self, layout: &Layout) -> Result<Layout> {
         let ndim = layout.ndim();
         let consumed = self.0.iter().filter(|i| i.consumes_dim()).count();
@@ -70,8 +119,9 @@ impl Index {
             strides.push(layout.strides[*dim]);
             *dim += 1;
         };
-        for &item in &self.0 {
-            match item {
+        for item in &self.0 {
+            match *item {
+                IndexItem::Tensor(_) => bail!(Index, "a tensor index selects no view: it is indexed by copy"),
                 IndexItem::Int(i) => {
                     let size = layout.shape[dim] as i64;
                     if i < -size || i >= size {
@@ -115,7 +165,7 @@ impl Index {
 
 impl From<IndexItem> for Index {
     fn from(item: IndexItem) -> Index {
-        Index(SmallVec::from_buf_and_len([item; 4], 1))
+        Index(SmallVec::from_iter([item]))
     }
 }
 
@@ -216,12 +266,13 @@ index_from_tuple!(A B C D);
 index_from_tuple!(A B C D E);
 index_from_tuple!(A B C D E F);
 
-fn item_value(item: IndexItem) -> Value {
-    match item {
+fn item_value(item: &IndexItem) -> Value {
+    match *item {
         IndexItem::Int(i) => Value::Int(i),
         IndexItem::Slice { start, stop, step } => Slice { start, stop, step: (step != 1).then_some(step) }.into(),
         IndexItem::NewAxis => Value::None,
         IndexItem::Ellipsis => Value::Ellipsis,
+        IndexItem::Tensor(ref t) => Value::Tensor(t.clone()),
     }
 }
 
@@ -231,6 +282,7 @@ fn item_from_value(value: &Value) -> Option<IndexItem> {
         Value::Slice(s) => Some(IndexItem::slice(s.start, s.stop, s.step.unwrap_or(1))),
         Value::None => Some(IndexItem::NewAxis),
         Value::Ellipsis => Some(IndexItem::Ellipsis),
+        Value::Tensor(t) => Some(IndexItem::Tensor(t.clone())),
         _ => None,
     }
 }
@@ -239,15 +291,15 @@ fn item_from_value(value: &Value) -> Option<IndexItem> {
 impl ToValue for Index {
     fn to_value(&self) -> Value {
         match self.0.as_slice() {
-            [one] => item_value(*one),
-            items => Value::Tuple(items.iter().copied().map(item_value).collect()),
+            [one] => item_value(one),
+            items => Value::Tuple(items.iter().map(item_value).collect()),
         }
     }
 }
 
 impl FromValue for Index {
     fn type_name() -> String {
-        "int, slice, None, Ellipsis or a tuple of them".into()
+        "int, slice, None, Ellipsis, Tensor or a tuple of them".into()
     }
     fn from_value(value: &Value) -> Option<Self> {
         match value {
@@ -257,11 +309,21 @@ impl FromValue for Index {
     }
 }
 
+/// Tensors in an index take part in dispatch (a duck used as an index reaches its hook).
 impl Relevant for Index {
-    fn each_tensor<'s>(&'s self, _: &mut dyn FnMut(&'s Tensor)) {}
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+        for item in &self.0 {
+            if let IndexItem::Tensor(t) = item {
+                f(t);
+            }
+        }
+    }
     #[inline(always)]
     fn all_plain(&self) -> bool {
-        true
+        self.0.iter().all(|i| match i {
+            IndexItem::Tensor(t) => t.all_plain(),
+            _ => true,
+        })
     }
 }
 

@@ -1,9 +1,11 @@
 //! `torch.nn`: its functional interface, [`functional`].
 
 mod activation;
+mod adaptive;
 mod conv;
 mod layers;
 mod loss;
+mod norm;
 
 /// `torch.nn.functional`: activations, layers, losses, convolution and pooling as functions,
 /// registered as `torchfn.nn.functional.*`. Each is overridable like every other operation.
@@ -19,7 +21,9 @@ mod loss;
 /// ```
 pub mod functional {
     pub use super::activation::{GELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, log_softmax, relu, silu, softmax};
+    pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
     pub use super::conv::{CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv2d, max_pool2d, max_pool2d_with_indices};
-    pub use super::layers::{DROPOUT, EMBEDDING, LAYER_NORM, LINEAR, dropout, embedding, layer_norm, linear};
+    pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
     pub use super::loss::{CROSS_ENTROPY, MSE_LOSS, cross_entropy, mse_loss};
+    pub use super::norm::{BATCH_NORM, LAYER_NORM, batch_norm, layer_norm};
 }

@@ -1,0 +1,224 @@
+//! Normalization layers: `layer_norm` (over trailing dimensions) and `batch_norm` (over every
+//! dimension but the channels, with running statistics), both `(x - mean) / sqrt(var + eps)`
+//! then an optional elementwise scale and shift.
+
+use crate::autograd::no_grad;
+use crate::backend::{Binary, Reduce, Unary};
+use crate::error::{Result, bail};
+use crate::ops::IntList;
+use crate::ops::device::device_of;
+use crate::ops::inplace::write_into;
+use crate::primitive;
+use crate::tensor::{Scalar, Shape, Tensor};
+use crate::testing::{f32s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// The mean of `t` over `dims`, kept as size-one dimensions.
+fn mean_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    let shape = t.shape()?;
+    let kept: Shape = shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+    primitive::reshape(&primitive::reduce(t, dims, Reduce::Mean, t.dtype()?)?, &kept)
+}
+
+/// `deviations / sqrt(variance + eps)`, then multiplied by the `"weight"` and shifted by the
+/// `"bias"` of `affine` (each already shaped to broadcast).
+fn scale_and_shift(deviations: &Tensor, variance: &Tensor, eps: f64, affine: Vec<(&str, &Tensor)>) -> Result<Tensor> {
+    let (dtype, one) = (deviations.dtype()?, Scalar::Int(1));
+    let shifted = primitive::binary(variance, &Tensor::scalar(eps), Binary::Add(one), dtype, None)?;
+    let scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
+    let mut y = primitive::binary(deviations, &scale, Binary::Mul, dtype, None)?;
+    for (name, t) in affine {
+        let op = if name == "weight" { Binary::Mul } else { Binary::Add(one) };
+        y = primitive::binary(&y, t, op, dtype, None)?;
+    }
+    Ok(y)
+}
+
+/// Layer normalization over the last `normalized_shape.len()` dimensions
+/// (`torch.nn.functional.layer_norm`): each slice is shifted to mean 0 and scaled to variance
+/// 1 (the biased variance, plus `eps`; a constant slice with `eps = 0` gives NaN, as in
+/// PyTorch), then multiplied by `weight` and shifted by `bias`
+/// elementwise, both of shape `normalized_shape` when given.
+///
+/// `normalized_shape` is an int or a list of ints, as in PyTorch: `4` means `[4]`. The input's
+/// trailing dimensions must equal it; floating-point tensors only, `weight` and `bias` of the
+/// input's dtype. Computed in the input's dtype: the mean first, then the mean square of the
+/// deviations.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[1.0f64, 3.0], [4.0, 8.0]])?;
+/// let y = F::layer_norm(&x, [2], None, None, 0.0)?;
+/// assert_eq!(y.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
+/// assert_eq!(F::layer_norm(&x, 2, None, None, 0.0)?.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn layer_norm(
+    input: &Tensor,
+    normalized_shape: impl Into<IntList>,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(1e-5)] eps: f64,
+) -> Result<Tensor> {
+    const FUNC: &str = "layer_norm";
+    let sizes = normalized_shape.into();
+    let x = input.data(FUNC, "input")?;
+    let shape = &x.layout.shape;
+    // A negative size matches no input, as in PyTorch's check.
+    let normalized: Option<Shape> = sizes.as_slice().iter().map(|&d| usize::try_from(d).ok()).collect();
+    let k = sizes.as_slice().len();
+    let Some(normalized) = normalized.filter(|n| k <= shape.len() && shape[shape.len() - k..] == n[..]) else {
+        bail!(
+            Runtime,
+            "{FUNC}(): given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
+            sizes.as_slice(),
+            sizes.as_slice().iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
+            &shape[..]
+        );
+    };
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    let mut operands = vec![("input", x)];
+    let mut affine = Vec::new();
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        let Some(t) = t else { continue };
+        let d = t.data(FUNC, name)?;
+        if d.layout.shape != normalized {
+            bail!(
+                Runtime,
+                "{FUNC}(): expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} \
+                 and normalized_shape = {:?}",
+                &d.layout.shape[..],
+                &normalized[..]
+            );
+        }
+        if d.dtype != x.dtype {
+            bail!(Runtime, "{FUNC}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
+        }
+        operands.push((name, d));
+        affine.push((name, t));
+    }
+    device_of(FUNC, &operands)?;
+    let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
+    let mean = mean_keepdim(input, &dims)?;
+    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
+    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, x.dtype, None)?, &dims)?;
+    scale_and_shift(&deviations, &variance, eps, affine)
+}
+
+/// Batch normalization (`torch.nn.functional.batch_norm`) of `input` `[N, C, *]` over every
+/// dimension but the channels (dimension 1).
+///
+/// With `training`, each channel is normalized by the batch's mean and biased variance, and
+/// `running_mean` / `running_var` (when given) are updated in place, as PyTorch does:
+/// `running = (1 - momentum) * running + momentum * batch`, with the unbiased variance.
+/// Otherwise the running statistics (required then) normalize. `weight` and `bias` (`[C]`)
+/// scale and shift each channel. Floating-point tensors of one dtype.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[1.0f64, 10.0], [3.0, 30.0]])?;
+/// let (mean, var) = (torchfn::zeros([2], Some(torchfn::DType::Float64), None)?, torchfn::ones([2], Some(torchfn::DType::Float64), None)?);
+/// let y = F::batch_norm(&x, Some(&mean), Some(&var), None, None, true, 0.1, 0.0)?;
+/// assert_eq!(y.to_vec::<f64>()?, [-1.0, -1.0, 1.0, 1.0]);
+/// assert_eq!(mean.to_vec::<f64>()?, [0.2, 2.0]); // 0.1 * the batch means 2 and 20
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn batch_norm(
+    input: &Tensor,
+    running_mean: Option<&Tensor>,
+    running_var: Option<&Tensor>,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(false)] training: bool,
+    #[default(0.1)] momentum: f64,
+    #[default(1e-5)] eps: f64,
+) -> Result<Tensor> {
+    const FUNC: &str = "batch_norm";
+    let x = input.data(FUNC, "input")?;
+    let shape = &x.layout.shape;
+    if shape.len() < 2 {
+        bail!(Value, "{FUNC}(): expected an input with at least 2 dimensions [N, C, *], but got {:?}", &shape[..]);
+    }
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    let channels = shape[1];
+    // Per-channel tensors seen as [1, C, 1, ...] to broadcast against the input.
+    let along: Shape = shape.iter().enumerate().map(|(d, &n)| if d == 1 { n } else { 1 }).collect();
+    let mut operands = vec![("input", x)];
+    for (name, t) in [("running_mean", running_mean), ("running_var", running_var), ("weight", weight), ("bias", bias)]
+    {
+        let Some(t) = t else { continue };
+        let d = t.data(FUNC, name)?;
+        if d.layout.shape != [channels] {
+            bail!(Runtime, "{FUNC}(): expected {name} of shape [{channels}], but got {:?}", &d.layout.shape[..]);
+        }
+        operands.push((name, d));
+    }
+    device_of(FUNC, &operands)?;
+    let dims: Vec<usize> = (0..shape.len()).filter(|&d| d != 1).collect();
+    let count: usize = dims.iter().map(|&d| shape[d]).product();
+    let (mean, variance) = if training {
+        if count <= 1 {
+            bail!(
+                Value,
+                "{FUNC}(): Expected more than 1 value per channel when training, got input size {:?}",
+                &shape[..]
+            );
+        }
+        let mean = mean_keepdim(input, &dims)?;
+        let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
+        let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, x.dtype, None)?, &dims)?;
+        let unbiased = count as f64 / (count - 1) as f64;
+        for (running, batch, factor) in [(running_mean, &mean, 1.0), (running_var, &variance, unbiased)] {
+            if let Some(running) = running {
+                update_running(running, batch, momentum, factor)?;
+            }
+        }
+        (mean, variance)
+    } else {
+        let (Some(mean), Some(var)) = (running_mean, running_var) else {
+            bail!(Value, "{FUNC}(): running_mean and running_var must be given when training is False");
+        };
+        (primitive::reshape(mean, &along)?, primitive::reshape(var, &along)?)
+    };
+    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
+    let mut affine = Vec::new();
+    let (w, b) = (
+        weight.map(|w| primitive::reshape(w, &along)).transpose()?,
+        bias.map(|b| primitive::reshape(b, &along)).transpose()?,
+    );
+    affine.extend(w.as_ref().map(|w| ("weight", w)));
+    affine.extend(b.as_ref().map(|b| ("bias", b)));
+    scale_and_shift(&deviations, &variance, eps, affine)
+}
+
+/// `running = (1 - momentum) * running + momentum * factor * batch`, in place and unrecorded.
+fn update_running(running: &Tensor, batch: &Tensor, momentum: f64, factor: f64) -> Result<()> {
+    let _no_grad = no_grad();
+    let dtype = running.dtype()?;
+    let batch = primitive::reshape(batch, &running.shape()?)?;
+    let kept = primitive::binary(running, &Tensor::scalar(1.0 - momentum), Binary::Mul, dtype, None)?;
+    let new = primitive::binary(&kept, &batch, Binary::Add(Scalar::Float(momentum * factor)), dtype, None)?;
+    write_into("batch_norm", running, new)?;
+    Ok(())
+}
+
+crate::samples! {
+    LAYER_NORM => [
+        sample([f32s(&[2, 4]), Value::List(vec![4.into()])]),
+        sample([f32s(&[3, 2]), Value::Int(2)]),
+        sample([f32s(&[2, 2, 3]), Value::List(vec![2.into(), 3.into()]), f32s(&[2, 3]), f32s(&[2, 3])]).kw("eps", 1e-3),
+    ],
+    BATCH_NORM => [
+        sample([f32s(&[4, 3, 2, 2]), f32s(&[3]), f32s(&[3]), f32s(&[3]), f32s(&[3])]).kw("training", true),
+        sample([f32s(&[5, 3]), f32s(&[3]), f32s(&[3])]).kw("training", true).kw("momentum", 0.2),
+        sample([f32s(&[2, 3, 2]), f32s(&[3]), Value::Tensor(crate::testing::values(&[3], crate::DType::Float32).abs().expect("abs of float32"))]),
+    ],
+}
