@@ -198,3 +198,40 @@ fn backward_releases_the_saved_tensors_of_the_graph() {
     let err = y.sum().unwrap().backward().unwrap_err();
     assert!(err.to_string().contains("second time"), "{err}");
 }
+
+/// Counts storages in a child process (this test binary again, running this test alone), so
+/// that no other test's tensors come and go meanwhile.
+#[test]
+fn backward_frees_every_saved_tensor() {
+    const CHILD: &str = "TORCHFN_AUTOGRAD_MEMORY_CHILD";
+    if std::env::var_os(CHILD).is_none() {
+        let exe = std::env::current_exe().expect("the test binary");
+        let out = std::process::Command::new(exe)
+            .args(["--exact", "autograd::backward_frees_every_saved_tensor", "--test-threads", "1"])
+            .env(CHILD, "1")
+            .output()
+            .expect("the test binary runs");
+        assert!(
+            out.status.success(),
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        return;
+    }
+    use torchfn::backend::live_storages;
+    let x = leaf(&[0.5, -1.0, 2.0]);
+    let before = live_storages();
+    let loss = {
+        let y = torchfn::exp(&x).unwrap(); // saves its output
+        let z = torchfn::tanh(&(&y * &y).unwrap()).unwrap(); // mul saves y twice, tanh its output
+        torchfn::sin(&z).unwrap().sum().unwrap() // sin saves z
+    };
+    assert!(live_storages() >= before + 3, "the graph keeps what its nodes saved");
+    loss.backward().unwrap();
+    // What is left: the loss and the leaf's gradient.
+    assert_eq!(live_storages(), before + 2);
+    drop(loss);
+    x.set_grad(None).unwrap();
+    assert_eq!(live_storages(), before);
+}

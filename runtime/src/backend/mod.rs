@@ -33,7 +33,7 @@ mod storage;
 pub use array::Array;
 pub use device::Device;
 pub use kernel::{Binary, Reduce, Scan, Unary, Window};
-pub use storage::{Buffer, Storage};
+pub use storage::{Buffer, Storage, live_storages};
 
 pub use crate::types::{Layout, Strides};
 

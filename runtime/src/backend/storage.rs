@@ -3,7 +3,7 @@
 use std::any::Any;
 use std::fmt;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -131,10 +131,20 @@ impl fmt::Debug for Storage {
     }
 }
 
+/// How many storages exist in the process.
+static LIVE: AtomicUsize = AtomicUsize::new(0);
+
+/// How many storages (the memory behind tensors and their views, on any device) exist in the
+/// process now: a diagnostic, e.g. to check that backward freed the tensors its graph saved.
+pub fn live_storages() -> usize {
+    LIVE.load(Ordering::Relaxed)
+}
+
 /// A host buffer goes to the CPU backend's pool of large buffers when the last view of it is
 /// dropped.
 impl Drop for Storage {
     fn drop(&mut self) {
+        LIVE.fetch_sub(1, Ordering::Relaxed);
         if let Memory::Host(buffer) = &mut self.memory {
             crate::cpu::pool::give(std::mem::replace(buffer.get_mut(), Buffer::Bool(Vec::new())));
         }
@@ -144,12 +154,14 @@ impl Drop for Storage {
 impl Storage {
     /// Host memory holding `buffer`, for the CPU.
     pub fn host(buffer: Buffer) -> Arc<Storage> {
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Arc::new(Storage { device: Device::CPU, memory: Memory::Host(RwLock::new(buffer)), version: AtomicU64::new(0) })
     }
 
     /// A backend's own memory on `device` (a GPU buffer): the backend gets it back with
     /// [`memory`](Storage::memory).
     pub fn new(device: Device, memory: impl Any + Send + Sync) -> Arc<Storage> {
+        LIVE.fetch_add(1, Ordering::Relaxed);
         Arc::new(Storage { device, memory: Memory::Device(Box::new(memory)), version: AtomicU64::new(0) })
     }
 
