@@ -2,9 +2,10 @@
 //! for), each node once, after every node that feeds it, latest recorded first.
 
 use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::hash::{BuildHasherDefault, Hasher};
 use std::sync::Arc;
 
-use super::graph::{Edge, Kind, Node};
+use super::graph::{Edge, Node};
 use super::meta;
 use crate::error::{Error, Result, bail};
 use crate::primitive;
@@ -25,8 +26,33 @@ pub(crate) struct Run {
     pub(crate) allow_unused: bool,
 }
 
-fn key(node: &Arc<Node>) -> *const Node {
-    Arc::as_ptr(node)
+/// A hasher for node addresses (and output numbers): a multiply-rotate mix, far cheaper than
+/// the default SipHash for keys that are already well spread.
+#[derive(Default)]
+struct AddressHasher(u64);
+
+impl Hasher for AddressHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_usize(usize::from(b));
+        }
+    }
+    fn write_usize(&mut self, n: usize) {
+        self.0 = (self.0.rotate_left(5) ^ n as u64).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+type Map<K, V> = HashMap<K, V, BuildHasherDefault<AddressHasher>>;
+type Set<K> = HashSet<K, BuildHasherDefault<AddressHasher>>;
+
+/// A node's identity: its address.
+type Key = *const ();
+
+fn key(node: &Arc<Node>) -> Key {
+    Arc::as_ptr(node).cast()
 }
 
 /// The edge gradients of `t` flow into when it is a target: its history, or its accumulator.
@@ -42,10 +68,10 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         Some(inputs) => inputs.iter().enumerate().map(|(i, t)| target_edge(t, i)).collect::<Result<_>>()?,
         None => Vec::new(),
     };
-    let target_keys: HashSet<(*const Node, usize)> = targets.iter().map(|e| (key(&e.node), e.output_nr)).collect();
+    let target_keys: Set<(Key, usize)> = targets.iter().map(|e| (key(&e.node), e.output_nr)).collect();
 
     // Every node the roots reach, and (with targets) which of them lead to one.
-    let mut nodes: HashMap<*const Node, Arc<Node>> = HashMap::new();
+    let mut nodes: Map<Key, Arc<Node>> = Map::default();
     let mut order: Vec<Arc<Node>> = Vec::new();
     let mut stack: Vec<Arc<Node>> = roots.iter().map(|(e, _)| e.node.clone()).collect();
     while let Some(node) = stack.pop() {
@@ -56,11 +82,11 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         stack.extend(node.next.iter().flatten().map(|e| e.node.clone()));
     }
     // With targets, only the nodes that lead to one run (`None`: every node runs).
-    let needed: Option<HashSet<*const Node>> = run.inputs.is_some().then(|| {
-        let target_nodes: HashSet<*const Node> = targets.iter().map(|e| key(&e.node)).collect();
+    let needed: Option<Set<Key>> = run.inputs.is_some().then(|| {
+        let target_nodes: Set<Key> = targets.iter().map(|e| key(&e.node)).collect();
         // Later nodes only feed earlier ones, so one pass from the oldest settles it.
         order.sort_by_key(|n| n.sequence);
-        let mut needed = HashSet::new();
+        let mut needed = Set::default();
         for node in &order {
             if target_nodes.contains(&key(node)) || node.next.iter().flatten().any(|e| needed.contains(&key(&e.node))) {
                 needed.insert(key(node));
@@ -68,8 +94,8 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         }
         needed
     });
-    let needed = |k: &*const Node| needed.as_ref().is_none_or(|n| n.contains(k));
-    let mut dependencies: HashMap<*const Node, usize> = HashMap::new();
+    let needed = |k: &Key| needed.as_ref().is_none_or(|n| n.contains(k));
+    let mut dependencies: Map<Key, usize> = Map::default();
     for node in nodes.values().filter(|n| needed(&key(n))) {
         for edge in node.next.iter().flatten().filter(|e| needed(&key(&e.node))) {
             *dependencies.entry(key(&edge.node)).or_default() += 1;
@@ -77,7 +103,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     }
 
     let _mode = super::set_grad_enabled(run.create_graph);
-    let mut buffers: HashMap<*const Node, Vec<Option<Tensor>>> = HashMap::new();
+    let mut buffers: Map<Key, Vec<Option<Tensor>>> = Map::default();
     for (edge, grad) in roots {
         if needed(&key(&edge.node)) {
             add_into(&mut buffers, &edge, grad)?;
@@ -89,7 +115,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             ready.push(Ready(node.clone()));
         }
     }
-    let mut captured: HashMap<(*const Node, usize), Tensor> = HashMap::new();
+    let mut captured: Map<(Key, usize), Tensor> = Map::default();
     while let Some(Ready(node)) = ready.pop() {
         let k = key(&node);
         let mut grads = buffers.remove(&k).unwrap_or_default();
@@ -110,20 +136,21 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
         }
         let is_target = targets.iter().any(|e| key(&e.node) == k);
-        let backward = match &node.kind {
-            Kind::AccumulateGrad(leaf) => {
-                if let Some(grad) = grads.pop().flatten()
-                    && run.accumulate
-                    && (run.inputs.is_none() || is_target)
-                {
-                    accumulate(leaf, grad, run.create_graph)?;
-                }
-                continue;
+        if let Some(leaf) = node.backward.leaf() {
+            // A leaf no one holds any more has no gradient to keep.
+            if let Some(grad) = grads.pop().flatten()
+                && let Some(leaf) = leaf.upgrade()
+                && run.accumulate
+                && (run.inputs.is_none() || is_target)
+            {
+                accumulate(&leaf, grad, run.create_graph)?;
             }
-            // A target's gradient is captured; the graph behind it runs only for other targets.
-            Kind::Function(_) if is_target && !node.next.iter().flatten().any(|e| needed(&key(&e.node))) => continue,
-            Kind::Function(backward) => backward,
-        };
+            continue;
+        }
+        // A target's gradient is captured; the graph behind it runs only for other targets.
+        if is_target && !node.next.iter().flatten().any(|e| needed(&key(&e.node))) {
+            continue;
+        }
         let grads: Vec<Tensor> = grads
             .into_iter()
             .zip(&node.outputs)
@@ -133,7 +160,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             })
             .collect::<Result<_>>()?;
         let saved = node.unpack()?;
-        let results = backward.apply(&node, grads, saved)?;
+        let results = node.backward.apply(&node, grads, saved)?;
         if !run.retain_graph {
             node.release();
         }
@@ -166,7 +193,9 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     if run.accumulate {
         // Non-leaf inputs of `backward(inputs=...)` accumulate what reached them.
         for (t, e) in run.inputs.iter().flatten().zip(&targets) {
-            if let (Kind::Function(_), Some(g)) = (&e.node.kind, captured.remove(&(key(&e.node), e.output_nr))) {
+            if e.node.backward.leaf().is_none()
+                && let Some(g) = captured.remove(&(key(&e.node), e.output_nr))
+            {
                 accumulate(t, g, run.create_graph)?;
             }
         }
@@ -190,8 +219,9 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
 /// A gradient a node computed must have the shape and dtype of the input it is for.
 fn check_gradient(node: &Node, edge: &Edge, grad: &Tensor) -> Result<()> {
     let want = &edge.node.outputs[edge.output_nr];
-    let (shape, dtype) = (grad.shape()?, grad.dtype()?);
-    if shape != want.shape {
+    let g = grad.data("backward", "grad")?;
+    let (shape, dtype) = (&g.layout.shape, g.dtype);
+    if *shape != want.shape {
         bail!(
             Runtime,
             "Function {} returned an invalid gradient at index {} - got {:?} but expected shape compatible with {:?}",
@@ -213,7 +243,7 @@ fn check_gradient(node: &Node, edge: &Edge, grad: &Tensor) -> Result<()> {
 }
 
 /// Adds `grad` to what `edge`'s node has received for that output.
-fn add_into(buffers: &mut HashMap<*const Node, Vec<Option<Tensor>>>, edge: &Edge, grad: Tensor) -> Result<()> {
+fn add_into(buffers: &mut Map<Key, Vec<Option<Tensor>>>, edge: &Edge, grad: Tensor) -> Result<()> {
     let slots = buffers.entry(key(&edge.node)).or_default();
     if slots.len() <= edge.output_nr {
         slots.resize(edge.output_nr + 1, None);

@@ -7,10 +7,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use parking_lot::Mutex;
+use smallvec::SmallVec;
 
 use crate::backend::Device;
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Shape, Tensor};
+use crate::tensor::{DType, Shape, Tensor, WeakTensor};
 
 /// A function run on the gradient flowing into a tensor, before it goes on: it may return a
 /// replacement (`Tensor.register_hook`).
@@ -20,6 +21,12 @@ pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Sen
 pub(crate) trait Backward: Send + Sync + 'static {
     /// The node's name, as PyTorch's (`MulBackward0`).
     fn name(&self) -> Cow<'static, str>;
+
+    /// The leaf, for a leaf's gradient accumulator (whose gradients accumulate into the
+    /// leaf's `grad` instead of flowing on).
+    fn leaf(&self) -> Option<&WeakTensor> {
+        None
+    }
 
     /// The gradients of the node's inputs (one per input, `None` where an input needs none),
     /// from the gradients of its outputs (one per output, missing ones as zeros) and the
@@ -43,24 +50,36 @@ pub(crate) struct OutputMeta {
     pub(crate) device: Device,
 }
 
-/// A node of the graph: a recorded operation (or a leaf's gradient accumulator).
-pub struct Node {
-    pub(crate) kind: Kind,
+/// A node of the graph: a recorded operation (or a leaf's gradient accumulator), its backward
+/// stored inline (one allocation per node).
+pub struct Node<B: ?Sized = dyn Backward> {
     /// Where each input's gradient goes (`None`: the input needs none).
-    pub(crate) next: Vec<Option<Edge>>,
-    pub(crate) outputs: Vec<OutputMeta>,
+    pub(crate) next: SmallVec<[Option<Edge>; 2]>,
+    pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
     /// The order of recording: later nodes run first in backward.
     pub(crate) sequence: u64,
     saved: Mutex<Saved>,
     /// Hooks on the gradients of this node's outputs (of non-leaf tensors), by output.
     pub(crate) pre_hooks: Mutex<Vec<(usize, TensorHook)>>,
+    pub(crate) backward: B,
 }
 
-pub(crate) enum Kind {
-    /// An operation, with its backward.
-    Function(Box<dyn Backward>),
-    /// A leaf that requires grad: gradients reaching it accumulate into its `grad`.
-    AccumulateGrad(Tensor),
+/// A leaf's gradient accumulator. The leaf holds its accumulator, so the accumulator holds
+/// the leaf weakly.
+struct AccumulateGrad(WeakTensor);
+
+impl Backward for AccumulateGrad {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed("AccumulateGrad")
+    }
+
+    fn leaf(&self) -> Option<&WeakTensor> {
+        Some(&self.0)
+    }
+
+    fn apply(&self, _: &Node, _: Vec<Tensor>, _: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        Ok(Vec::new())
+    }
 }
 
 struct Saved {
@@ -73,34 +92,27 @@ static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 impl Node {
     pub(crate) fn function(
         backward: impl Backward,
-        next: Vec<Option<Edge>>,
+        next: impl IntoIterator<Item = Option<Edge>>,
         saved: Vec<SavedTensor>,
-        outputs: Vec<OutputMeta>,
+        outputs: impl IntoIterator<Item = OutputMeta>,
     ) -> Arc<Node> {
-        Node::new(Kind::Function(Box::new(backward)), next, saved, outputs)
-    }
-
-    pub(crate) fn accumulate(leaf: Tensor, output: OutputMeta) -> Arc<Node> {
-        Node::new(Kind::AccumulateGrad(leaf), Vec::new(), Vec::new(), vec![output])
-    }
-
-    fn new(kind: Kind, next: Vec<Option<Edge>>, tensors: Vec<SavedTensor>, outputs: Vec<OutputMeta>) -> Arc<Node> {
         Arc::new(Node {
-            kind,
-            next,
-            outputs,
+            next: next.into_iter().collect(),
+            outputs: outputs.into_iter().collect(),
             sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
-            saved: Mutex::new(Saved { tensors, freed: false }),
+            saved: Mutex::new(Saved { tensors: saved, freed: false }),
             pre_hooks: Mutex::new(Vec::new()),
+            backward,
         })
+    }
+
+    pub(crate) fn accumulate(leaf: WeakTensor, output: OutputMeta) -> Arc<Node> {
+        Node::function(AccumulateGrad(leaf), [], Vec::new(), [output])
     }
 
     /// The node's name, as PyTorch's: `MulBackward0`, `AccumulateGrad`.
     pub fn name(&self) -> Cow<'static, str> {
-        match &self.kind {
-            Kind::Function(f) => f.name(),
-            Kind::AccumulateGrad(_) => Cow::Borrowed("AccumulateGrad"),
-        }
+        self.backward.name()
     }
 
     /// The tensors saved for backward, checked against in-place changes since they were saved.

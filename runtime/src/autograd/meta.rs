@@ -1,8 +1,8 @@
 //! What autograd keeps on each tensor: whether it requires grad, its history (`grad_fn`), its
 //! gradient, its hooks; and the tensor-level helpers that read and change them.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
 
@@ -17,25 +17,40 @@ pub(crate) struct Meta {
     /// Set for leaves that require grad and for every tensor with a history: the one thing the
     /// hot path reads.
     requires_grad: AtomicBool,
-    state: Mutex<Option<Box<State>>>,
+    state: Mutex<State>,
 }
 
+/// What every tensor may carry: its history inline (results of recorded operations need
+/// only that), the rest boxed on first use.
 #[derive(Default)]
 struct State {
     grad_fn: Option<Edge>,
+    more: Option<Box<More>>,
+}
+
+/// The autograd state few tensors have: leaves' gradients, hooks and accumulators.
+#[derive(Default)]
+struct More {
     grad: Option<Tensor>,
     retains_grad: bool,
     /// Hooks of a leaf, run before its gradient accumulates.
     hooks: Vec<TensorHook>,
-    /// The leaf's gradient accumulator, while some graph holds it.
-    accumulator: Weak<Node>,
+    /// The leaf's gradient accumulator, made the first time an operation records it (it holds
+    /// the leaf weakly).
+    accumulator: Option<Arc<Node>>,
+}
+
+impl State {
+    fn more(&mut self) -> &mut More {
+        self.more.get_or_insert_with(Box::default)
+    }
 }
 
 impl Meta {
     /// The state of a fresh result of a recorded operation.
     pub(crate) fn with_history(edge: Edge) -> Meta {
         let state = State { grad_fn: Some(edge), ..State::default() };
-        Meta { requires_grad: AtomicBool::new(true), state: Mutex::new(Some(Box::new(state))) }
+        Meta { requires_grad: AtomicBool::new(true), state: Mutex::new(state) }
     }
 
     #[inline]
@@ -44,11 +59,11 @@ impl Meta {
     }
 
     fn with_state<R>(&self, f: impl FnOnce(&mut State) -> R) -> R {
-        f(self.state.lock().get_or_insert_with(Box::default))
+        f(&mut self.state.lock())
     }
 
-    fn read<R>(&self, f: impl FnOnce(&State) -> R) -> Option<R> {
-        self.state.lock().as_deref().map(f)
+    fn read<R>(&self, f: impl FnOnce(&State) -> R) -> R {
+        f(&self.state.lock())
     }
 }
 
@@ -64,7 +79,7 @@ pub(crate) fn requires_grad(t: &Tensor) -> bool {
 
 /// The history of `t`: the node that made it and which of its outputs `t` is.
 pub(crate) fn grad_fn_of(t: &Tensor) -> Option<Edge> {
-    meta(t)?.read(|s| s.grad_fn.clone()).flatten()
+    meta(t)?.read(|s| s.grad_fn.clone())
 }
 
 /// Whether `t` is a leaf: no history (PyTorch's `is_leaf`).
@@ -107,11 +122,8 @@ pub(crate) fn gradient_edge(t: &Tensor) -> Option<Edge> {
         if let Some(edge) = &s.grad_fn {
             return Some(edge.clone());
         }
-        let node = s.accumulator.upgrade().unwrap_or_else(|| {
-            let node = Node::accumulate(t.clone(), output_meta(dense));
-            s.accumulator = Arc::downgrade(&node);
-            node
-        });
+        let node =
+            s.more().accumulator.get_or_insert_with(|| Node::accumulate(t.downgrade(), output_meta(dense))).clone();
         Some(Edge { node, output_nr: 0 })
     })
 }
@@ -148,24 +160,24 @@ pub(crate) fn detach_in_place(t: &Tensor) {
 
 /// The accumulated gradient of `t` (`Tensor.grad`).
 pub(crate) fn grad(t: &Tensor) -> Option<Tensor> {
-    meta(t)?.read(|s| s.grad.clone()).flatten()
+    meta(t)?.read(|s| s.more.as_ref()?.grad.clone())
 }
 
 /// Sets or clears the gradient of `t`.
 pub(crate) fn set_grad(t: &Tensor, grad: Option<Tensor>) {
     if let Some(m) = meta(t) {
-        m.with_state(|s| s.grad = grad);
+        m.with_state(|s| s.more().grad = grad);
     }
 }
 
 /// Swaps `t`'s gradient for what `f` makes of it (accumulation), under no other lock.
 pub(crate) fn take_grad(t: &Tensor) -> Option<Tensor> {
-    meta(t)?.with_state(|s| s.grad.take())
+    meta(t)?.with_state(|s| s.more.as_mut()?.grad.take())
 }
 
 /// The hooks of the leaf `t`.
 pub(crate) fn leaf_hooks(t: &Tensor) -> Vec<TensorHook> {
-    meta(t).and_then(|m| m.read(|s| s.hooks.clone())).unwrap_or_default()
+    meta(t).and_then(|m| m.read(|s| Some(s.more.as_ref()?.hooks.clone()))).unwrap_or_default()
 }
 
 /// Registers `hook` on the gradient of `t`: on a leaf, run before accumulation; otherwise on
@@ -177,7 +189,7 @@ pub(crate) fn add_hook(t: &Tensor, hook: TensorHook) -> Result<()> {
     }
     match grad_fn_of(t) {
         Some(edge) => edge.node.pre_hooks.lock().push((edge.output_nr, hook)),
-        None => dense.meta.with_state(|s| s.hooks.push(hook)),
+        None => dense.meta.with_state(|s| s.more().hooks.push(hook)),
     }
     Ok(())
 }
@@ -189,7 +201,7 @@ pub(crate) fn retain_grad(t: &Tensor) -> Result<()> {
         bail!(Runtime, "retain_grad(): can't retain_grad on Tensor that has requires_grad=False");
     }
     let Some(edge) = grad_fn_of(t) else { return Ok(()) };
-    if dense.meta.with_state(|s| std::mem::replace(&mut s.retains_grad, true)) {
+    if dense.meta.with_state(|s| std::mem::replace(&mut s.more().retains_grad, true)) {
         return Ok(());
     }
     // The hook holds the tensor weakly: the tensor holds the node, the node its hooks.
@@ -210,5 +222,5 @@ pub(crate) fn retain_grad(t: &Tensor) -> Result<()> {
 
 /// Whether `t` retains its gradient (`Tensor.retains_grad`).
 pub(crate) fn retains_grad(t: &Tensor) -> bool {
-    meta(t).and_then(|m| m.read(|s| s.retains_grad)).unwrap_or(false)
+    meta(t).is_some_and(|m| m.read(|s| s.more.as_ref().is_some_and(|more| more.retains_grad)))
 }

@@ -63,10 +63,7 @@ impl GradFn {
 
     /// The leaf of an `AccumulateGrad` node (PyTorch's `variable`).
     pub fn variable(&self) -> Option<Tensor> {
-        match &self.0.kind {
-            graph::Kind::AccumulateGrad(t) => Some(t.clone()),
-            graph::Kind::Function(_) => None,
-        }
+        self.0.backward.leaf()?.upgrade()
     }
 
     /// Whether both are the same node.

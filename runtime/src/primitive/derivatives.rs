@@ -197,14 +197,13 @@ fn unary_name(op: Unary) -> &'static str {
 /// A gradient computed in the node's dtype, brought to its input's shape (summing what was
 /// broadcast), dtype and device.
 fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
-    let mut grad = grad;
-    if grad.device()? != want.device {
-        grad = super::transfer(&grad, want.device, grad.dtype()?)?;
-    }
-    if grad.shape()? != want.shape {
+    let g = grad.data("backward", "grad")?;
+    let (device, same_shape, dtype) = (g.device(), g.layout.shape == want.shape, g.dtype);
+    let mut grad = if device == want.device { grad } else { super::transfer(&grad, want.device, dtype)? };
+    if !same_shape {
         grad = sum_to(&grad, &want.shape)?;
     }
-    if grad.dtype()? != want.dtype {
+    if dtype != want.dtype {
         grad = super::copy(&grad, want.dtype)?;
     }
     Ok(grad)
@@ -213,7 +212,7 @@ fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
 // The formulas' vocabulary: primitives in the promoted dtype, as the operations use them.
 
 fn dtype(t: &Tensor) -> Result<DType> {
-    t.dtype()
+    Ok(t.data("backward", "grad")?.dtype)
 }
 
 fn bin(a: &Tensor, b: &Tensor, op: Binary) -> Result<Tensor> {
@@ -740,14 +739,13 @@ pub(super) fn rebase_view(base: &Tensor, view: &Tensor, result: &Tensor) -> Resu
     }
     let relative = Layout { offset: v.layout.offset - b.layout.offset, ..v.layout.clone() };
     let next = vec![meta::gradient_edge(base), meta::gradient_edge(result)];
-    let node =
-        Node::function(Op::CopySlices { relative: relative.clone() }, next, Vec::new(), vec![meta::output_meta(b)]);
+    let node = Node::function(Op::CopySlices { relative: relative.clone() }, next, Vec::new(), [meta::output_meta(b)]);
     meta::set_history(base, Some(Edge { node: node.clone(), output_nr: 0 }));
     let view_node = Node::function(
         Op::View { input: b.layout.shape.clone(), relative },
-        vec![Some(Edge { node, output_nr: 0 })],
+        [Some(Edge { node, output_nr: 0 })],
         Vec::new(),
-        vec![meta::output_meta(v)],
+        [meta::output_meta(v)],
     );
     meta::set_history(view, Some(Edge { node: view_node, output_nr: 0 }));
     Ok(())

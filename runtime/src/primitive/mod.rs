@@ -54,14 +54,14 @@ fn finish(op: Op, inputs: &[&Tensor], array: Array, keep: Keep<'_>) -> Tensor {
     if !array.dtype.is_floating_point() || !recording(inputs) {
         return Tensor::from_array(array);
     }
-    let next: Vec<Option<Edge>> = inputs.iter().map(|t| meta::gradient_edge(t)).collect();
+    let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
     let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
     saved.extend(keep.extra.iter().map(SavedTensor::input));
     if keep.output {
         saved.push(SavedTensor::output(Tensor::from_array(array.clone()), 0));
     }
-    let node = Node::function(op, next, saved, vec![output]);
+    let node = Node::function(op, next, saved, [output]);
     Tensor::from_dense(Dense::with_meta(array, Meta::with_history(Edge { node, output_nr: 0 })))
 }
 
@@ -277,9 +277,9 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     let relative = make(&Layout::contiguous(a.layout.shape.clone()))?;
     let node = Node::function(
         Op::View { input: a.layout.shape.clone(), relative },
-        vec![meta::gradient_edge(x)],
+        [meta::gradient_edge(x)],
         Vec::new(),
-        vec![meta::output_meta(data(&view, "view")?)],
+        [meta::output_meta(data(&view, "view")?)],
     );
     meta::set_history(&view, Some(Edge { node, output_nr: 0 }));
     Ok(view)
