@@ -8,6 +8,7 @@ mod elementwise;
 mod examples;
 mod golden;
 mod gpu;
+mod gradcheck;
 mod grads;
 mod inplace;
 mod inplace_math;

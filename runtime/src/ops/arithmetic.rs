@@ -7,7 +7,7 @@ use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::inplace::{update, write_out};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
+use crate::tensor::{DType, Dense, Scalar, Tensor, check_broadcast, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -66,7 +66,7 @@ fn arithmetic(
         o.data(func, "out")?;
     }
     device_of(func, &[(a_name, x), (b_name, y)])?;
-    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
     let (kernel, dtype) = match op {
         Op::Add(alpha) | Op::Sub(alpha) => {

@@ -8,7 +8,7 @@ use crate::backend::{Binary, Unary};
 use crate::error::Result;
 use crate::ops::device::device_of;
 use crate::ops::inplace::write_into;
-use crate::tensor::{DType, Tensor, broadcast_shapes, result_type};
+use crate::tensor::{DType, Tensor, check_broadcast, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -26,7 +26,7 @@ fn binary_test(
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
     device_of(func, &[(a_name, x), (b_name, y)])?;
-    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
     let dtype = if logic { DType::Bool } else { result_type([x.participant(), y.participant()]) };
     crate::primitive::binary(a, b, op, dtype, None)
 }

@@ -8,7 +8,7 @@ use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::inplace::update;
 use crate::primitive;
-use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, result_type};
+use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, check_broadcast, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -21,7 +21,7 @@ use super::math::{float_dtype, no_bool, positive};
 fn binary_math(func: &str, op: Binary, (a_name, a): (&str, &Tensor), (b_name, b): (&str, &Tensor)) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
     device_of(func, &[(a_name, x), (b_name, y)])?;
-    broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
+    check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
     let dtype = match op {
         Binary::Atan2 => float_dtype(common),
@@ -86,7 +86,7 @@ fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max:
     let mut result = t.clone();
     for (bound, op) in [(min, Binary::ClampMin), (max, Binary::ClampMax)] {
         let Some(bound) = bound else { continue };
-        broadcast_shapes(&result.shape()?, &bound.shape()?, func)?;
+        check_broadcast(&result.shape()?, &bound.shape()?, func)?;
         result = primitive::binary(&result, bound, op, common, None)?;
     }
     Ok(result)

@@ -71,7 +71,7 @@ pub(crate) enum Op {
 }
 
 /// What `op`'s node saves: its input (position 0) or its output.
-pub(super) fn unary_keeps(op: Unary) -> Keep<'static> {
+pub(super) fn unary_keeps(op: Unary) -> Keep {
     use Unary::*;
     match op {
         Exp | Expm1 | Sqrt | Rsqrt | Tan | Tanh | Sigmoid | Reciprocal | Relu => {
@@ -85,7 +85,7 @@ pub(super) fn unary_keeps(op: Unary) -> Keep<'static> {
 }
 
 /// What a binary node saves: both operands where a gradient reads them, and `pow`'s output.
-pub(super) fn binary_keeps(op: Binary) -> Keep<'static> {
+pub(super) fn binary_keeps(op: Binary) -> Keep {
     use Binary::*;
     match op {
         Pow => Keep { inputs: &[0, 1], output: true, ..Keep::default() },

@@ -24,13 +24,25 @@ fn data<'t>(t: &'t Tensor, func: &str) -> Result<&'t Dense> {
 }
 
 /// The device of `operands`: the one they share (zero-dimensional CPU tensors join any).
+#[inline]
 fn device(func: &str, operands: &[&Dense]) -> Result<Device> {
     let first = operands.first().map_or(Device::CPU, |d| d.device());
     if operands.iter().all(|d| d.device() == first) {
         return Ok(first);
     }
+    mixed_devices(func, operands)
+}
+
+#[cold]
+fn mixed_devices(func: &str, operands: &[&Dense]) -> Result<Device> {
     let named: Vec<(&str, &Dense)> = operands.iter().map(|&d| ("input", d)).collect();
     crate::ops::device::device_of(func, &named)
+}
+
+/// The shape `a` and `b` broadcast to, borrowed when they are the same.
+#[inline]
+fn broadcast<'s>(a: &'s Shape, b: &Shape, func: &str) -> Result<Cow<'s, Shape>> {
+    if a == b { Ok(Cow::Borrowed(a)) } else { Ok(Cow::Owned(broadcast_shapes(a, b, func)?)) }
 }
 
 /// Whether an operation on `inputs` records: grad mode is on and one of them requires grad.
@@ -42,18 +54,26 @@ fn recording(inputs: &[&Tensor]) -> bool {
 /// What a node keeps for its backward: some of its inputs (by position), its output, and
 /// tensors of its own (indices).
 #[derive(Default)]
-struct Keep<'a> {
-    inputs: &'a [usize],
+struct Keep {
+    inputs: &'static [usize],
     output: bool,
     extra: Vec<Tensor>,
 }
 
 /// The result `array` of `op` on `inputs`, with its history when the operation records and the
 /// result is a float (integer and bool results are not differentiable).
-fn finish(op: Op, inputs: &[&Tensor], array: Array, keep: Keep<'_>) -> Tensor {
-    if !array.dtype.is_floating_point() || !recording(inputs) {
+/// `record` gives the node's operation and what it keeps; it runs only when the operation
+/// records, so nothing is built (or allocated) for it otherwise.
+fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Tensor {
+    finish_with(recording(inputs), inputs, array, record)
+}
+
+/// [`finish`] when whether the operation records is already known.
+fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Tensor {
+    if !records || !array.dtype.is_floating_point() {
         return Tensor::from_array(array);
     }
+    let (op, keep) = record();
     let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
     let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
@@ -67,8 +87,8 @@ fn finish(op: Op, inputs: &[&Tensor], array: Array, keep: Keep<'_>) -> Tensor {
 
 /// `out` for a kernel that may write into it: never while recording (the result must be a
 /// fresh tensor that the in-place operation then writes, so saved tensors stay intact).
-fn target<'a>(out: Option<&'a Tensor>, inputs: &[&Tensor]) -> Option<&'a Array> {
-    if recording(inputs) {
+fn target(out: Option<&Tensor>, records: bool) -> Option<&Array> {
+    if records {
         return None;
     }
     out.and_then(|t| t.dense()).map(|d| &d.array)
@@ -99,19 +119,20 @@ pub(crate) fn refuse_out(func: &str, inputs: &[&Tensor]) -> Result<()> {
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
     let a = data(x, "unary")?;
-    let array = a.device().backend().unary(a, op, dtype, target(out, &[x]))?;
-    let keep = derivatives::unary_keeps(op);
-    Ok(finish(Op::Unary(op), &[x], array, keep))
+    let records = recording(&[x]);
+    let array = a.device().backend().unary(a, op, dtype, target(out, records))?;
+    Ok(finish_with(records, &[x], array, || (Op::Unary(op), derivatives::unary_keeps(op))))
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
     let (x, y) = (data(a, "binary")?, data(b, "binary")?);
     let device = device("binary", &[x, y])?;
-    let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, "binary")?;
-    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, &[a, b]))?;
-    let keep = derivatives::binary_keeps(op);
-    Ok(finish(Op::Binary { op, number: y.wrapped_number }, &[a, b], array, keep))
+    let shape = broadcast(&x.layout.shape, &y.layout.shape, "binary")?;
+    let records = recording(&[a, b]);
+    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, records))?;
+    let number = y.wrapped_number;
+    Ok(finish_with(records, &[a, b], array, || (Op::Binary { op, number }, derivatives::binary_keeps(op))))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, broadcast together, in `dtype`.
@@ -121,7 +142,7 @@ pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -
     let shape =
         broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
     let array = device.backend().select(c, x, y, &shape, dtype)?;
-    Ok(finish(Op::Select, &[condition, a, b], array, Keep { inputs: &[0], ..Keep::default() }))
+    Ok(finish(&[condition, a, b], array, || (Op::Select, Keep { inputs: &[0], ..Keep::default() })))
 }
 
 /// `op` over the dimensions `dims` (sorted, distinct) of `x`, read as `dtype`; the reduced
@@ -134,7 +155,7 @@ pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Re
         Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
         _ => Keep::default(),
     };
-    Ok(finish(Op::Reduce { op, dims: dims.to_vec() }, &[x], array, keep))
+    Ok(finish(&[x], array, || (Op::Reduce { op, dims: dims.to_vec() }, keep)))
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
@@ -145,7 +166,7 @@ pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Ten
         Scan::Prod => Keep { inputs: &[0], ..Keep::default() },
         _ => Keep::default(),
     };
-    Ok(finish(Op::Scan { op, dim }, &[x], array, keep))
+    Ok(finish(&[x], array, || (Op::Scan { op, dim }, keep)))
 }
 
 /// `a @ b` in `dtype` for `a` of shape `[..., n, k]` and `b` of shape `[..., k, m]` (two or
@@ -163,7 +184,7 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
         arr.with_layout(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
     };
     let array = device.backend().matmul(&pad(x), &pad(y), &batch, dtype)?;
-    Ok(finish(Op::Matmul, &[a, b], array, Keep { inputs: &[0, 1], ..Keep::default() }))
+    Ok(finish(&[a, b], array, || (Op::Matmul, Keep { inputs: &[0, 1], ..Keep::default() })))
 }
 
 /// The positions `index` (an integer vector in range) of dimension `dim` of `x`.
@@ -171,8 +192,7 @@ pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Ten
     let (a, i) = (data(x, "index_select")?, data(index, "index_select")?);
     device("index_select", &[a, i])?;
     let array = a.device().backend().index_select(a, dim, i)?;
-    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
-    Ok(finish(Op::IndexSelect { dim }, &[x], array, keep))
+    Ok(finish(&[x], array, || (Op::IndexSelect { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
 }
 
 /// `x` at `index` (integers in range) along `dim`, elementwise.
@@ -180,8 +200,7 @@ pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
     let (a, i) = (data(x, "gather")?, data(index, "gather")?);
     device("gather", &[a, i])?;
     let array = a.device().backend().gather(a, dim, i)?;
-    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
-    Ok(finish(Op::Gather { dim }, &[x], array, keep))
+    Ok(finish(&[x], array, || (Op::Gather { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
 }
 
 /// `pieces` joined along `dim` into one tensor of `shape`, read as `dtype`.
@@ -191,15 +210,15 @@ pub(crate) fn concat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType)
     let refs: Vec<&Array> = arrays.iter().map(|d| &d.array).collect();
     let array = device.backend().concat(&refs, dim, shape, dtype)?;
     let inputs: Vec<&Tensor> = pieces.iter().collect();
-    let sizes = arrays.iter().map(|d| d.layout.shape[dim]).collect();
-    Ok(finish(Op::Concat { dim, sizes }, &inputs, array, Keep::default()))
+    let sizes = || arrays.iter().map(|d| d.layout.shape[dim]).collect();
+    Ok(finish(&inputs, array, || (Op::Concat { dim, sizes: sizes() }, Keep::default())))
 }
 
 /// The softmax (or, with `log`, log-softmax) of `x` along `dim`, in the float `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Tensor> {
     let a = data(x, "softmax")?;
     let array = a.device().backend().softmax(a, dim, log, dtype)?;
-    Ok(finish(Op::Softmax { dim, log }, &[x], array, Keep { output: true, ..Keep::default() }))
+    Ok(finish(&[x], array, || (Op::Softmax { dim, log }, Keep { output: true, ..Keep::default() })))
 }
 
 /// The 2-D cross-correlation of `input` `[n, c, h, w]` with `weight` `[o, c / groups, kh, kw]`
@@ -220,7 +239,7 @@ pub(crate) fn conv2d(
     let array = device.backend().conv2d(x, w, b.map(|b| &b.array), groups, window)?;
     let mut inputs = vec![input, weight];
     inputs.extend(bias);
-    Ok(finish(Op::Conv2d { groups, window: *window }, &inputs, array, Keep { inputs: &[0, 1], ..Keep::default() }))
+    Ok(finish(&inputs, array, || (Op::Conv2d { groups, window: *window }, Keep { inputs: &[0, 1], ..Keep::default() })))
 }
 
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
@@ -229,16 +248,16 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
     let x = data(input, "max_pool2d")?;
     let (values, indices) = x.device().backend().max_pool2d(x, window)?;
     let indices = Tensor::from_array(indices);
-    let keep = Keep { extra: vec![indices.clone()], ..Keep::default() };
-    let shape = x.layout.shape.clone();
-    Ok((finish(Op::MaxPool2d { input: shape }, &[input], values, keep), indices))
+    let record =
+        || (Op::MaxPool2d { input: x.layout.shape.clone() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
+    Ok((finish(&[input], values, record), indices))
 }
 
 /// A contiguous copy of `x` converted to `dtype` (`clone`, `contiguous`, `to(dtype)`).
 pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
     let a = data(x, "copy")?;
     let array = a.device().backend().copy(a, dtype)?;
-    Ok(finish(Op::Copy, &[x], array, Keep::default()))
+    Ok(finish(&[x], array, || (Op::Copy, Keep::default())))
 }
 
 /// `x` itself when contiguous, else a contiguous copy.
@@ -251,7 +270,7 @@ pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
 pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tensor> {
     let a = data(x, "to")?;
     let array = host::transfer("to", a, device, dtype)?;
-    Ok(finish(Op::Transfer, &[x], array, Keep::default()))
+    Ok(finish(&[x], array, || (Op::Transfer, Keep::default())))
 }
 
 /// A view of `x`'s memory with the layout `make` gives for `x`'s layout (`make` must be a view
@@ -312,8 +331,7 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     device
         .backend()
         .assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
-    let keep = Keep::default();
-    Ok(finish(Op::Embed { relative: relative.clone() }, &[src], zeros, keep))
+    Ok(finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default())))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
@@ -322,8 +340,7 @@ pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tenso
     let (i, s) = (data(index, "scatter_add")?, data(src, "scatter_add")?);
     let device = device("scatter_add", &[i, s])?;
     let array = device.backend().scatter_add(shape, dim, i, s)?;
-    let keep = Keep { extra: vec![index.clone()], ..Keep::default() };
-    Ok(finish(Op::ScatterAdd { dim }, &[src], array, keep))
+    Ok(finish(&[src], array, || (Op::ScatterAdd { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
 }
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).

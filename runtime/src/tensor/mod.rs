@@ -20,8 +20,8 @@ pub use dims::Dims;
 pub use generator::{DEFAULT_SEED, Generator, initial_seed, manual_seed, seed};
 pub use index::{Index, IndexItem};
 
-pub(crate) use crate::types::broadcast_shapes;
 pub(crate) use crate::types::{Participant, result_type, with_dtype};
+pub(crate) use crate::types::{broadcast_shapes, check_broadcast};
 pub(crate) use dims::normalize_dim;
 pub(crate) use generator::Draw;
 

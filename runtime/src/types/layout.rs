@@ -154,6 +154,15 @@ impl Layout {
 }
 
 /// The shape two shapes broadcast to, NumPy style, or an error naming both.
+/// An error unless `a` and `b` broadcast together ([`broadcast_shapes`] without building the
+/// shape when they are equal).
+pub(crate) fn check_broadcast(a: &Shape, b: &Shape, func: &str) -> Result<()> {
+    if a == b {
+        return Ok(());
+    }
+    broadcast_shapes(a, b, func).map(drop)
+}
+
 pub(crate) fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
     if a == b {
         return Ok(a.clone());

@@ -11,4 +11,4 @@ pub use layout::{Layout, Shape, Strides};
 pub use scalar::Scalar;
 
 pub(crate) use dtype::{Participant, result_type, with_dtype};
-pub(crate) use layout::broadcast_shapes;
+pub(crate) use layout::{broadcast_shapes, check_broadcast};

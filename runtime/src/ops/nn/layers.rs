@@ -8,7 +8,7 @@ use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
 use crate::ops::linalg::{product, transposed};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, with_dtype};
+use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, check_broadcast, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -39,7 +39,7 @@ fn affine(func: &str, input: &Tensor, weight: &Tensor, bias: Option<&Tensor>) ->
         bail!(Runtime, "{func}(): expected bias to have the dtype of input and weight, {}, but got {}", dtype, b.dtype);
     }
     device_of(func, &[("input", x), ("bias", b)])?;
-    broadcast_shapes(&out.shape()?, &b.layout.shape, func)?;
+    check_broadcast(&out.shape()?, &b.layout.shape, func)?;
     primitive::binary(&out, bias, Binary::Add(Scalar::Int(1)), dtype, None)
 }
 

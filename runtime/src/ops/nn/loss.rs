@@ -5,7 +5,7 @@ use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
 use crate::primitive;
-use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes, result_type};
+use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, check_broadcast, result_type};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -46,7 +46,7 @@ struct Losses {
 
 impl Losses {
     fn binary(&self, a: &Tensor, b: &Tensor, op: Binary) -> Result<Tensor> {
-        broadcast_shapes(&a.shape()?, &b.shape()?, "loss")?;
+        check_broadcast(&a.shape()?, &b.shape()?, "loss")?;
         primitive::binary(a, b, op, self.dtype, None)
     }
 
