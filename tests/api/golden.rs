@@ -123,7 +123,7 @@ impl Place {
 
     /// An argument moved here: tensors to the GPU (int64 as int32, and int64 dtype arguments
     /// likewise), the rest as it is.
-    fn argument(self, value: Value) -> Value {
+    pub(crate) fn argument(self, value: Value) -> Value {
         let Place::Gpu(device) = self else { return value };
         match value {
             Value::DType(dtype) => Value::DType(self.dtype(dtype)),

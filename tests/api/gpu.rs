@@ -410,3 +410,88 @@ fn the_golden_cases_pass_on_the_gpu_for_its_dtypes() {
         failures.join("\n")
     );
 }
+
+/// A sample argument with its floating-point tensors as float32 leaves that require grad, on
+/// `device` (with the GPU's narrower integers there); the leaves are collected in order.
+fn with_leaves(value: &Value, device: Device, leaves: &mut Vec<Tensor>) -> Value {
+    match value {
+        Value::Tensor(t) if !t.is_duck() && t.dtype().unwrap().is_floating_point() => {
+            let leaf = t.to_device(device, Some(DType::Float32), false, true).unwrap().requires_grad_(true).unwrap();
+            leaves.push(leaf.clone());
+            Value::Tensor(leaf)
+        }
+        Value::List(items) => Value::List(items.iter().map(|v| with_leaves(v, device, leaves)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| with_leaves(v, device, leaves)).collect()),
+        other if device.is_cpu() => other.clone(),
+        other => prepared(other, device),
+    }
+}
+
+/// The gradients of the leaves of `sample` on `device` for `Σ sum(output_i * w_i)` (fixed
+/// weights), or `None` when no output is differentiable or the call fails.
+fn gradients(func: &'static Func, sample: &torchfn::testing::Sample, device: Device) -> Option<Vec<Option<Tensor>>> {
+    let mut leaves = Vec::new();
+    let args: Vec<Value> = sample.args.iter().map(|v| with_leaves(v, device, &mut leaves)).collect();
+    let kwargs: Kwargs =
+        sample.kwargs.iter().map(|(n, v)| (n.to_string(), with_leaves(v, device, &mut leaves))).collect();
+    torchfn::manual_seed(42);
+    let out = func.call(&args, &kwargs).ok()?;
+    let outputs: Vec<Tensor> = match out {
+        Value::Tensor(t) => vec![t],
+        Value::List(items) | Value::Tuple(items) => items.into_iter().filter_map(|v| v.as_tensor().cloned()).collect(),
+        _ => return None,
+    };
+    let mut total: Option<Tensor> = None;
+    for out in outputs.iter().filter(|t| !t.is_duck() && t.requires_grad().unwrap()) {
+        let n: usize = out.shape().unwrap().iter().product();
+        let w: Vec<f32> = (0..n).map(|i| ((i * 7 + 3) % 5) as f32 - 1.5).collect();
+        let w = Tensor::from_vec(w, out.shape().unwrap())
+            .unwrap()
+            .to_device(out.device().unwrap(), None, false, false)
+            .unwrap();
+        let term = (out * &w).unwrap().sum().unwrap();
+        total = Some(match total {
+            Some(t) => (&t + &term).unwrap(),
+            None => term,
+        });
+    }
+    let total = total?;
+    if leaves.is_empty() {
+        return None;
+    }
+    torchfn::autograd::grad(&[total], &leaves, None, None, false, true).ok()
+}
+
+/// Gradients are computed on the GPU, and match the CPU's, for every differentiable sample.
+#[test]
+fn every_operation_gives_the_cpu_s_gradients_on_the_gpu() {
+    let Some(device) = gpu() else { return };
+    let (mut failures, mut compared) = (Vec::new(), 0);
+    let operations = get_overridable_functions()
+        .into_iter()
+        .filter(|(ns, _)| *ns == "Tensor" || *ns == "torchfn" || ns.starts_with("torchfn."))
+        .flat_map(|(_, funcs)| funcs)
+        .filter(|f| !f.qualified_name().ends_with('_') && !f.signature().params().iter().any(|p| p.name() == "out"));
+    for func in operations {
+        for (k, sample) in samples(func).iter().enumerate() {
+            let Some(cpu) = gradients(func, sample, Device::CPU) else { continue };
+            let Some(gpu) = gradients(func, sample, device) else {
+                failures.push(format!("{} sample {k}: no gradient on the GPU", func.qualified_name()));
+                continue;
+            };
+            compared += 1;
+            for (i, (c, g)) in cpu.iter().zip(&gpu).enumerate() {
+                let verdict = match (c, g) {
+                    (Some(c), Some(g)) => same(&Value::Tensor(c.clone()), &Value::Tensor(g.clone()), device, false),
+                    (None, None) => Ok(()),
+                    _ => Err("a gradient on one device only".to_string()),
+                };
+                if let Err(why) = verdict {
+                    failures.push(format!("{} sample {k}, input {i}: {why}", func.qualified_name()));
+                }
+            }
+        }
+    }
+    assert!(compared > 150, "only {compared} samples compared");
+    assert!(failures.is_empty(), "{} gradients differ on {device}:\n\n{}", failures.len(), failures.join("\n\n"));
+}

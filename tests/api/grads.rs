@@ -17,11 +17,11 @@ fn cases() -> Vec<Json> {
 
 /// The case's arguments, with the `wrt` inputs made leaves that require grad; the leaves in
 /// `wrt` order.
-fn arguments(case: &Json) -> Result<(Vec<Value>, Kwargs, Vec<Tensor>), String> {
-    let mut args: Vec<Value> = case["args"].as_array().unwrap().iter().map(value).collect();
+fn arguments(case: &Json, place: Place) -> Result<(Vec<Value>, Kwargs, Vec<Tensor>), String> {
+    let mut args: Vec<Value> = case["args"].as_array().unwrap().iter().map(|v| place.argument(value(v))).collect();
     let mut kwargs = Kwargs::new();
     for (k, v) in case["kwargs"].as_object().unwrap() {
-        kwargs.insert(k, value(v));
+        kwargs.insert(k, place.argument(value(v)));
     }
     let mut leaves = Vec::new();
     let mark = |v: &mut Value| -> Result<Tensor, String> {
@@ -60,7 +60,8 @@ fn call(case: &Json, args: &[Value], kwargs: &Kwargs) -> torchfn::Result<Value> 
 }
 
 /// The outputs backward starts from and their gradients (`None`: the implicit one).
-fn roots(out: &Value, grad_output: &Json) -> Result<(Vec<Tensor>, Option<Vec<Tensor>>), String> {
+fn roots(out: &Value, grad_output: &Json, place: Place) -> Result<(Vec<Tensor>, Option<Vec<Tensor>>), String> {
+    let value = |v: &Json| place.argument(value(v));
     match grad_output {
         Json::Null => Ok((vec![out.as_tensor().ok_or("the output is not a tensor")?.clone()], None)),
         Json::Array(items) => {
@@ -84,7 +85,7 @@ fn roots(out: &Value, grad_output: &Json) -> Result<(Vec<Tensor>, Option<Vec<Ten
 }
 
 /// Compares a gradient with PyTorch's: `null` accepts none or zeros.
-fn check_grad(i: usize, want: &Json, got: Option<Tensor>, tol: Option<f64>) -> Result<(), String> {
+fn check_grad(i: usize, want: &Json, got: Option<Tensor>, tol: Option<f64>, place: Place) -> Result<(), String> {
     match (want.is_null(), got) {
         (true, None) => Ok(()),
         (true, Some(g)) => {
@@ -95,7 +96,7 @@ fn check_grad(i: usize, want: &Json, got: Option<Tensor>, tol: Option<f64>) -> R
             }
         }
         (false, None) => Err(format!("grad {i}: expected a gradient, got none")),
-        (false, Some(g)) => compare(want, &Value::Tensor(g), tol, Place::Cpu).map_err(|e| format!("grad {i}: {e}")),
+        (false, Some(g)) => compare(want, &Value::Tensor(g), tol, place).map_err(|e| format!("grad {i}: {e}")),
     }
 }
 
@@ -103,23 +104,23 @@ fn kind(e: &torchfn::Error) -> &'static str {
     e.kind().python_name()
 }
 
-fn run(case: &Json) -> Result<(), String> {
+fn run(case: &Json, place: Place) -> Result<(), String> {
     let tol = case.get("tol").and_then(Json::as_f64);
     if let Some(misuse) = case.get("misuse").and_then(Json::as_str) {
         return run_misuse(case, misuse, tol);
     }
-    let (args, kwargs, leaves) = arguments(case)?;
+    let (args, kwargs, leaves) = arguments(case, place)?;
     let out = call(case, &args, &kwargs).map_err(|e| format!("forward: {e}"))?;
-    compare(&case["expect"], &out, tol, Place::Cpu).map_err(|e| format!("forward: {e}"))?;
+    compare(&case["expect"], &out, tol, place).map_err(|e| format!("forward: {e}"))?;
     if let Some(mutated) = case.get("mutated").and_then(Json::as_object) {
         for (i, want) in mutated {
-            compare(want, &args[i.parse::<usize>().unwrap()], tol, Place::Cpu).map_err(|e| format!("arg {i}: {e}"))?;
+            compare(want, &args[i.parse::<usize>().unwrap()], tol, place).map_err(|e| format!("arg {i}: {e}"))?;
         }
     }
     if leaves.is_empty() && case.get("backward_error").is_none() {
         return Ok(());
     }
-    let (outs, grads) = roots(&out, &case["grad_output"])?;
+    let (outs, grads) = roots(&out, &case["grad_output"], place)?;
     let result = torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None);
     if let Some(error) = case.get("backward_error").and_then(Json::as_str) {
         return match result {
@@ -130,24 +131,24 @@ fn run(case: &Json) -> Result<(), String> {
     }
     result.map_err(|e| format!("backward: {e}"))?;
     for (i, (leaf, want)) in leaves.iter().zip(case["grads"].as_array().unwrap()).enumerate() {
-        check_grad(i, want, leaf.grad().unwrap(), tol)?;
+        check_grad(i, want, leaf.grad().unwrap(), tol, place)?;
     }
     if let Some(gg) = case.get("gradgrad") {
-        run_gradgrad(case, gg, tol)?;
+        run_gradgrad(case, gg, tol, place)?;
     }
     Ok(())
 }
 
 /// Second order: `d/d leaf_i Σ_j sum(grad_j * v_j)` with the first-order grads recorded.
-fn run_gradgrad(case: &Json, gg: &Json, tol: Option<f64>) -> Result<(), String> {
-    let (args, kwargs, leaves) = arguments(case)?;
+fn run_gradgrad(case: &Json, gg: &Json, tol: Option<f64>, place: Place) -> Result<(), String> {
+    let (args, kwargs, leaves) = arguments(case, place)?;
     let out = call(case, &args, &kwargs).map_err(|e| e.to_string())?;
-    let (outs, grads) = roots(&out, &case["grad_output"])?;
+    let (outs, grads) = roots(&out, &case["grad_output"], place)?;
     let first = torchfn::autograd::grad(&outs, &leaves, grads.as_deref(), None, true, true)
         .map_err(|e| format!("gradgrad first order: {e}"))?;
     let mut total: Option<Tensor> = None;
     for (g, v) in first.iter().zip(gg["v"].as_array().unwrap()) {
-        let (Some(g), Value::Tensor(v)) = (g, value(v)) else { continue };
+        let (Some(g), Value::Tensor(v)) = (g, place.argument(value(v))) else { continue };
         if !g.requires_grad().unwrap() {
             continue;
         }
@@ -165,7 +166,7 @@ fn run_gradgrad(case: &Json, gg: &Json, tol: Option<f64>) -> Result<(), String> 
         .map_err(|e| format!("gradgrad second order: {e}"))?;
     for (i, (got, want)) in second.into_iter().zip(gg["expect"].as_array().unwrap()).enumerate() {
         match got {
-            Some(g) => compare(want, &Value::Tensor(g), tol, Place::Cpu).map_err(|e| format!("gradgrad {i}: {e}"))?,
+            Some(g) => compare(want, &Value::Tensor(g), tol, place).map_err(|e| format!("gradgrad {i}: {e}"))?,
             None => check_zeros(i, want)?,
         }
     }
@@ -184,7 +185,7 @@ fn check_zeros(i: usize, want: &Json) -> Result<(), String> {
 fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String> {
     let expected = case.get("expect_error").and_then(Json::as_str);
     let outcome: torchfn::Result<Vec<Tensor>> = (|| {
-        let (args, kwargs, leaves) = match arguments(case) {
+        let (args, kwargs, leaves) = match arguments(case, Place::Cpu) {
             Ok(a) => a,
             Err(e) if misuse == "requires_grad_int" => return Err(torchfn::Error::runtime_error(e)),
             Err(e) => panic!("{e}"),
@@ -203,17 +204,17 @@ fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String>
                 out.backward_with(Some(&g), None, false, None)?
             }
             "backward_twice" => {
-                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"], Place::Cpu).unwrap();
                 torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
                 torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
             }
             "inplace_saved" => {
                 out.add_(&Tensor::scalar(1.0), 1)?;
-                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"], Place::Cpu).unwrap();
                 torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
             }
             "no_grad" | "inplace_leaf" | "requires_grad_int" => {
-                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"]).unwrap();
+                let (outs, grads) = roots(&Value::Tensor(out.clone()), &case["grad_output"], Place::Cpu).unwrap();
                 torchfn::autograd::backward(&outs, grads.as_deref(), None, false, None)?;
             }
             other => panic!("unknown misuse {other}"),
@@ -227,7 +228,7 @@ fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String>
         (Ok(_), Some(want)) => Err(format!("{misuse}: succeeded, expected {want}")),
         (Ok(leaves), None) => {
             for (i, (leaf, want)) in leaves.iter().zip(case["grads"].as_array().unwrap()).enumerate() {
-                check_grad(i, want, leaf.grad().unwrap(), tol)?;
+                check_grad(i, want, leaf.grad().unwrap(), tol, Place::Cpu)?;
             }
             Ok(())
         }
@@ -241,11 +242,38 @@ fn every_autograd_golden_case_passes() {
     for case in &cases {
         let id = case["id"].as_str().unwrap();
         let name = torchfn_name(case["func"].as_str().unwrap());
-        let outcome = if find_function(&name).is_none() { Err(format!("{name} is missing")) } else { run(case) };
+        let outcome =
+            if find_function(&name).is_none() { Err(format!("{name} is missing")) } else { run(case, Place::Cpu) };
         if let Err(e) = outcome {
             failures.push(format!("{id}: {e}"));
         }
     }
     println!("autograd golden cases: {} of {} pass", cases.len() - failures.len(), cases.len());
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+/// The cases whose tensors the GPU holds (no float64) run there too: forward, first-order and
+/// second-order gradients computed on the device, within the cases' float32 tolerances.
+#[test]
+fn the_float32_autograd_cases_pass_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let cases = cases();
+    let eligible: Vec<&Json> = cases
+        .iter()
+        .filter(|c| c.get("misuse").is_none() && !crate::golden::dtypes(c).contains(&DType::Float64))
+        .collect();
+    let failures: Vec<String> = eligible
+        .iter()
+        .filter_map(|case| {
+            run(case, Place::Gpu(device)).err().map(|e| format!("{}: {e}", case["id"].as_str().unwrap()))
+        })
+        .collect();
+    assert!(eligible.len() > 30, "only {} cases for the GPU", eligible.len());
+    assert!(
+        failures.is_empty(),
+        "{} of {} cases fail on {device}:\n{}",
+        failures.len(),
+        eligible.len(),
+        failures.join("\n")
+    );
 }

@@ -4,7 +4,8 @@
 //! dimensions and sizes out of range, extreme numbers, NaN and infinities, unknown strings,
 //! wrong types, missing and extra arguments, unknown keywords) and asserts that every call
 //! returns, `Ok` or `Err`, without panicking. Results and errors are printed too, as a user
-//! would print them.
+//! would print them. Every other call takes its float tensors as leaves that require grad and
+//! then runs backward on the result, rightly or wrongly (see `backward_somehow`).
 //!
 //! The seed is fixed, so a failure lists calls that fail the same way on every run. To explore
 //! further, set `TORCHFN_FUZZ_SEED` (a number) and `TORCHFN_FUZZ_CALLS` (calls per function);
@@ -209,12 +210,23 @@ impl Run {
             if self.trace {
                 eprintln!("{CALL}#{n} {reproducer}");
             }
-            let args: Vec<Value> = case.args.iter().map(|a| a.value.clone()).collect();
-            let kwargs: Kwargs = case.kwargs.iter().map(|(k, a)| (k.clone(), a.value.clone())).collect();
+            // Every other call, the float tensors are leaves that require grad, and backward runs
+            // on what comes out, one way or another (see `backward_somehow`).
+            let grad = n % 2 == 1;
+            let mut leaves = Vec::new();
+            let args: Vec<Value> = case.args.iter().map(|a| leafed(&a.value, grad, &mut leaves)).collect();
+            let kwargs: Kwargs =
+                case.kwargs.iter().map(|(k, a)| (k.clone(), leafed(&a.value, grad, &mut leaves))).collect();
             let start = Instant::now();
             // Printing the result or the error is part of the call: users print both.
             let outcome = checked(|| match func.call(&args, &kwargs) {
-                Ok(value) => value.to_string().len(),
+                Ok(value) => {
+                    let printed = value.to_string().len();
+                    if grad {
+                        backward_somehow(&value, &leaves, n / 2);
+                    }
+                    printed
+                }
                 Err(error) => format!("{error:?}").len(),
             });
             if let Err(panic) = outcome {
@@ -226,6 +238,66 @@ impl Run {
             }
         }
     }
+}
+
+/// `value` with its float tensors (when `grad`) as fresh leaves that require grad, collected.
+fn leafed(value: &Value, grad: bool, leaves: &mut Vec<torchfn::Tensor>) -> Value {
+    match value {
+        Value::Tensor(t) if grad && !t.is_duck() && t.dtype().is_ok_and(|d| d.is_floating_point()) => {
+            match t.detach().and_then(|d| d.requires_grad_(true)) {
+                Ok(leaf) => {
+                    leaves.push(leaf.clone());
+                    Value::Tensor(leaf)
+                }
+                Err(_) => value.clone(),
+            }
+        }
+        Value::List(items) => Value::List(items.iter().map(|v| leafed(v, grad, leaves)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| leafed(v, grad, leaves)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Runs backward through whatever `value` holds, in the `way`-th of several ways, some of them
+/// wrong (a gradient of the wrong shape or dtype, backward twice, an in-place change of a
+/// saved output, gradients of gradients): errors are fine, panics are not.
+fn backward_somehow(value: &Value, leaves: &[torchfn::Tensor], way: usize) {
+    use torchfn::autograd;
+    let outputs: Vec<torchfn::Tensor> = match value {
+        Value::Tensor(t) => vec![t.clone()],
+        Value::List(items) | Value::Tuple(items) => items.iter().filter_map(|v| v.as_tensor().cloned()).collect(),
+        _ => Vec::new(),
+    };
+    let Some(out) = outputs.first() else { return };
+    let shape = out.shape().map(|s| s.to_vec()).unwrap_or_default();
+    let _ = match way % 6 {
+        0 => out.backward(),
+        1 => torchfn::ones(shape.clone(), None, None).and_then(|g| out.backward_with(Some(&g), None, false, None)),
+        2 => torchfn::ones([3, 1], None, None).and_then(|g| out.backward_with(Some(&g), None, false, None)),
+        3 => out.sum().and_then(|s| {
+            s.backward_with(None, Some(false), false, None)?;
+            s.backward()
+        }),
+        4 => out.exp().and_then(|e| {
+            e.add_(&torchfn::Tensor::scalar(1.0), 1)?;
+            e.sum()?.backward()
+        }),
+        _ => out.sum().and_then(|s| {
+            let grads = autograd::grad(&[s], leaves, None, None, true, false)?;
+            let mut total = None;
+            for g in grads.into_iter().flatten() {
+                let term = g.sum()?;
+                total = Some(match total {
+                    Some(t) => (&t + &term)?,
+                    None => term,
+                });
+            }
+            match total {
+                Some(t) => autograd::backward(&[t], None, None, false, Some(leaves)),
+                None => Ok(()),
+            }
+        }),
+    };
 }
 
 /// How a traced call starts its line.
