@@ -71,8 +71,10 @@ fn no_grad_records_nothing_and_is_per_thread() {
         let _guard = no_grad();
         assert!(!autograd::is_grad_enabled());
         assert!(!(&x * 2.0).unwrap().requires_grad().unwrap());
-        // Another thread starts with grad mode on.
+        // Another thread starts with grad mode on, rayon's workers too.
         std::thread::spawn(|| assert!(autograd::is_grad_enabled())).join().unwrap();
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
+        assert!(pool.install(autograd::is_grad_enabled));
         let _on = autograd::enable_grad();
         assert!((&x * 2.0).unwrap().requires_grad().unwrap());
     }
