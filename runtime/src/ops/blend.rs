@@ -42,6 +42,17 @@ fn add_scaled(func: &str, input: &Tensor, (t1, t2): (&Tensor, &Tensor), op: Bina
     primitive::binary(input, &product, Binary::Add(value), dtype, None)
 }
 
+/// `target += value * (t1 op t2)`, in place.
+fn add_scaled_in_place(
+    func: &str,
+    target: &Tensor,
+    (t1, t2): (&Tensor, &Tensor),
+    op: Binary,
+    value: Scalar,
+) -> Result<Tensor> {
+    update(func, target, &[t1, t2], |source| add_scaled(func, source, (t1, t2), op, value))
+}
+
 /// `input + weight * (end - input)`, as `start + weight * (end - start)`.
 fn lerp_impl(func: &str, input: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     let dtype = common(func, &[("input", input), ("end", end), ("weight", weight)], true)?;
