@@ -112,10 +112,7 @@ impl Tensor {
         tensor2: &Tensor,
         #[default(1)] value: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        let value = value.into();
-        update("addcmul_", self, &[tensor1, tensor2], |source| {
-            add_scaled("addcmul_", source, (tensor1, tensor2), Binary::Mul, value)
-        })
+        add_scaled_in_place("addcmul_", self, (tensor1, tensor2), Binary::Mul, value.into())
     }
 
     /// `self += value * tensor1 / tensor2`, in place (`Tensor.addcdiv_`); returns `self`.
@@ -126,10 +123,7 @@ impl Tensor {
         tensor2: &Tensor,
         #[default(1)] value: impl Into<Scalar>,
     ) -> Result<Tensor> {
-        let value = value.into();
-        update("addcdiv_", self, &[tensor1, tensor2], |source| {
-            add_scaled("addcdiv_", source, (tensor1, tensor2), Binary::Div, value)
-        })
+        add_scaled_in_place("addcdiv_", self, (tensor1, tensor2), Binary::Div, value.into())
     }
 
     /// `self += weight * (end - self)`, in place (`Tensor.lerp_`); returns `self`.
