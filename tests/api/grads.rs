@@ -1,7 +1,7 @@
 //! Autograd conformance: every case of `tests/golden/grads.json` (PyTorch 2.15's gradients,
 //! second-order gradients and autograd misuse errors; see `GRADS.md` in the shared golden
 //! data) through the by-name call: first-order gradients, `gradgrad`, misuse and
-//! `backward_error` cases. The `jvp` entries belong to forward-mode AD (not built yet).
+//! `backward_error` cases; and the `jvp` entries through forward-mode AD.
 
 use serde_json::Value as Json;
 use torchfn::overrides::find_function;
@@ -18,31 +18,41 @@ fn cases() -> Vec<Json> {
 /// The case's arguments, with the `wrt` inputs made leaves that require grad; the leaves in
 /// `wrt` order.
 fn arguments(case: &Json, place: Place) -> Result<(Vec<Value>, Kwargs, Vec<Tensor>), String> {
+    marked(case, place, |t, _| t.detach()?.requires_grad_(true))
+}
+
+/// The case's arguments, with the `wrt` inputs replaced by what `make` makes of them (and
+/// their position in `wrt`); those in `wrt` order.
+fn marked(
+    case: &Json,
+    place: Place,
+    make: impl Fn(&Tensor, usize) -> torchfn::Result<Tensor>,
+) -> Result<(Vec<Value>, Kwargs, Vec<Tensor>), String> {
     let mut args: Vec<Value> = case["args"].as_array().unwrap().iter().map(|v| place.argument(value(v))).collect();
     let mut kwargs = Kwargs::new();
     for (k, v) in case["kwargs"].as_object().unwrap() {
         kwargs.insert(k, place.argument(value(v)));
     }
     let mut leaves = Vec::new();
-    let mark = |v: &mut Value| -> Result<Tensor, String> {
+    let mark = |v: &mut Value, position: usize| -> Result<Tensor, String> {
         let Value::Tensor(t) = v else { return Err("a wrt path that is not a tensor".into()) };
-        let leaf = t.detach().map_err(|e| e.to_string())?.requires_grad_(true).map_err(|e| e.to_string())?;
+        let leaf = make(t, position).map_err(|e| e.to_string())?;
         *v = Value::Tensor(leaf.clone());
         Ok(leaf)
     };
-    for path in case["wrt"].as_array().unwrap() {
+    for (position, path) in case["wrt"].as_array().unwrap().iter().enumerate() {
         let leaf = match path {
-            Json::Number(i) => mark(&mut args[i.as_u64().unwrap() as usize])?,
+            Json::Number(i) => mark(&mut args[i.as_u64().unwrap() as usize], position)?,
             Json::Array(p) => {
                 let (i, j) = (p[0].as_u64().unwrap() as usize, p[1].as_u64().unwrap() as usize);
                 match &mut args[i] {
-                    Value::List(items) | Value::Tuple(items) => mark(&mut items[j])?,
+                    Value::List(items) | Value::Tuple(items) => mark(&mut items[j], position)?,
                     _ => return Err("a wrt path into something that is not a list".into()),
                 }
             }
             Json::String(name) => {
                 let mut v = kwargs.get(name).cloned().ok_or("a wrt keyword that is missing")?;
-                let leaf = mark(&mut v)?;
+                let leaf = mark(&mut v, position)?;
                 kwargs.insert(name, v);
                 leaf
             }
@@ -136,7 +146,47 @@ fn run(case: &Json, place: Place) -> Result<(), String> {
     if let Some(gg) = case.get("gradgrad") {
         run_gradgrad(case, gg, tol, place)?;
     }
+    if let Some(jvp) = case.get("jvp") {
+        run_jvp(case, jvp, tol, place)?;
+    }
     Ok(())
+}
+
+/// Forward mode: the call with each `wrt` input a dual tensor carrying its tangent; the output
+/// tangents against PyTorch's (`null` for integer outputs; no tangent counts as zeros).
+fn run_jvp(case: &Json, jvp: &Json, tol: Option<f64>, place: Place) -> Result<(), String> {
+    use torchfn::autograd::forward_ad;
+    let tangents: Vec<Tensor> = jvp["tangents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| place.argument(value(v)).as_tensor().cloned().ok_or("a tangent that is not a tensor"))
+        .collect::<Result<_, _>>()?;
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+    let _level = forward_ad::dual_level().map_err(|e| e.to_string())?;
+    let (args, kwargs, _) = marked(case, place, |t, i| forward_ad::make_dual(&t.detach()?, &tangents[i]))?;
+    let out = call(case, &args, &kwargs).map_err(|e| format!("jvp forward: {e}"))?;
+    let check = |i: usize, want: &Json, out: &Value| -> Result<(), String> {
+        let Value::Tensor(out) = out else { return Err(format!("jvp output {i} is not a tensor")) };
+        let tangent = forward_ad::unpack_dual(out).map_err(|e| e.to_string())?.tangent;
+        if want.is_null() {
+            return match tangent {
+                None => Ok(()),
+                Some(t) => Err(format!("jvp output {i}: expected no tangent, got {t}")),
+            };
+        }
+        let tangent = match tangent {
+            Some(t) => t,
+            None => torchfn::zeros_like(out, None).map_err(|e| e.to_string())?,
+        };
+        compare(want, &Value::Tensor(tangent), tol, place).map_err(|e| format!("jvp output {i}: {e}"))
+    };
+    match (&jvp["expect"], &out) {
+        (Json::Array(wants), Value::Tuple(outs) | Value::List(outs)) => {
+            wants.iter().zip(outs).enumerate().try_for_each(|(i, (w, o))| check(i, w, o))
+        }
+        (want, out) => check(0, want, out),
+    }
 }
 
 /// Second order: `d/d leaf_i Σ_j sum(grad_j * v_j)` with the first-order grads recorded.
@@ -248,7 +298,8 @@ fn every_autograd_golden_case_passes() {
             failures.push(format!("{id}: {e}"));
         }
     }
-    println!("autograd golden cases: {} of {} pass", cases.len() - failures.len(), cases.len());
+    let jvp = cases.iter().filter(|c| c.get("jvp").is_some()).count();
+    println!("autograd golden cases: {} of {} pass ({jvp} with forward-mode tangents)", cases.len() - failures.len(), cases.len());
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 

@@ -61,3 +61,7 @@ pub fn allocations(f: impl FnOnce()) -> usize {
     f();
     ALLOCATIONS.with(Cell::get) - before
 }
+
+/// Held by every test that enters a forward-AD level: the level is process-wide (as PyTorch's),
+/// and only one can be active at a time.
+pub(crate) static FORWARD_AD: std::sync::Mutex<()> = std::sync::Mutex::new(());

@@ -38,6 +38,8 @@ struct More {
     /// The leaf's gradient accumulator, made the first time an operation records it (it holds
     /// the leaf weakly).
     accumulator: Option<Arc<Node>>,
+    /// The forward-AD tangent and the level it belongs to.
+    tangent: Option<(u64, Tensor)>,
 }
 
 impl State {
@@ -223,4 +225,16 @@ pub(crate) fn retain_grad(t: &Tensor) -> Result<()> {
 /// Whether `t` retains its gradient (`Tensor.retains_grad`).
 pub(crate) fn retains_grad(t: &Tensor) -> bool {
     meta(t).is_some_and(|m| m.read(|s| s.more.as_ref().is_some_and(|more| more.retains_grad)))
+}
+
+/// The forward-AD tangent of `t` and its level.
+pub(crate) fn tangent(t: &Tensor) -> Option<(u64, Tensor)> {
+    meta(t)?.read(|s| s.more.as_ref()?.tangent.clone())
+}
+
+/// Sets or clears the forward-AD tangent of `t`.
+pub(crate) fn set_tangent(t: &Tensor, tangent: Option<(u64, Tensor)>) {
+    if let Some(m) = meta(t) {
+        m.with_state(|s| s.more().tangent = tangent);
+    }
 }

@@ -29,6 +29,7 @@
 //! [`is_grad_enabled`] for how it behaves across threads.
 
 mod engine;
+pub mod forward_ad;
 pub(crate) mod graph;
 pub(crate) mod meta;
 mod mode;

@@ -13,6 +13,7 @@ use crate::error::{Error, Result};
 use crate::tensor::{DType, Layout, Scalar, Shape, Tensor};
 
 /// A recorded primitive and what its backward needs besides the saved tensors.
+#[derive(Clone)]
 pub(crate) enum Op {
     Unary(Unary),
     /// `number`: the second operand was a Python number (clamp's tie rule differs).
@@ -373,6 +374,25 @@ fn products_of_others(x: &Tensor) -> Result<Tensor> {
     super::reduce(&leave_one_out(x)?, &[last], Reduce::Prod, dtype(x)?)
 }
 
+/// For each element of `x`, the product of the other elements of its lane over `dims` (the
+/// reduced dimensions of a product), exact with zeros; in `x`'s shape.
+fn products_of_others_along(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
+    // Move the reduced dimensions last, flattened into one, and take the product of the others
+    // in each lane.
+    let shape = x.shape()?;
+    let rest: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
+    let order: Vec<usize> = rest.iter().chain(dims).copied().collect();
+    let moved = permute(x, &order)?;
+    let lanes: Vec<usize> = rest.iter().map(|&d| shape[d]).chain([dims.iter().map(|&d| shape[d]).product()]).collect();
+    let others = products_of_others(&reshape(&moved, &Shape::from(lanes))?)?;
+    let moved_shape: Shape = order.iter().map(|&d| shape[d]).collect();
+    let mut inverse = vec![0; order.len()];
+    for (i, &d) in order.iter().enumerate() {
+        inverse[d] = i;
+    }
+    permute(&reshape(&others, &moved_shape)?, &inverse)
+}
+
 /// The gradient of the running products of `x` along its last dimension:
 /// `Σ_{j ≥ i} g_j Π_{k ≤ j, k ≠ i} x_k`, exact with zeros.
 fn cumprod_gradient(x: &Tensor, g: &Tensor) -> Result<Tensor> {
@@ -385,6 +405,20 @@ fn cumprod_gradient(x: &Tensor, g: &Tensor) -> Result<Tensor> {
     let g_rows = reshape(g, &Shape::from([&shape[..last], &[1, k]].concat()))?;
     let terms = super::select(&later, &mul(&running, &g_rows)?, &Tensor::scalar(0.0), dtype(g)?)?;
     super::reduce(&terms, &[last + 1], Reduce::Sum, dtype(g)?)
+}
+
+/// The tangent of the running products of `x` along its last dimension for its tangent `t`:
+/// `Σ_{i ≤ j} t_i Π_{k ≤ j, k ≠ i} x_k`, exact with zeros (the transpose of the gradient).
+fn cumprod_tangent(x: &Tensor, t: &Tensor) -> Result<Tensor> {
+    let shape = x.shape()?;
+    let last = shape.len() - 1;
+    let k = shape[last];
+    let running = super::scan(&leave_one_out(x)?, last + 1, Scan::Prod, dtype(x)?)?; // [..., i, j]
+    let index = positions((0..k as i64).collect(), x.device()?)?;
+    let later = bin(&index, &reshape(&index, &Shape::from([k, 1]))?, Binary::Ge)?; // j >= i
+    let t_columns = reshape(t, &Shape::from([&shape[..last], &[k, 1]].concat()))?;
+    let terms = super::select(&later, &mul(&running, &t_columns)?, &Tensor::scalar(0.0), dtype(t)?)?;
+    super::reduce(&terms, &[last], Reduce::Sum, dtype(t)?)
 }
 
 /// `f` applied with dimension `dim` of `x` (and `g`) moved last, the result moved back.
@@ -427,23 +461,7 @@ impl Op {
                         let count = sum_keepdim(&mask, dims)?;
                         div(&mul(&back, &mask)?, &count)?
                     }
-                    Reduce::Prod => {
-                        // Move the reduced dimensions last, flattened into one, and take the
-                        // product of the others in each lane.
-                        let rest: Vec<usize> = (0..shape.len()).filter(|d| !dims.contains(d)).collect();
-                        let order: Vec<usize> = rest.iter().chain(dims).copied().collect();
-                        let moved = permute(x()?, &order)?;
-                        let lanes: Vec<usize> =
-                            rest.iter().map(|&d| shape[d]).chain([dims.iter().map(|&d| shape[d]).product()]).collect();
-                        let others = products_of_others(&reshape(&moved, &Shape::from(lanes))?)?;
-                        let moved_shape: Shape = order.iter().map(|&d| shape[d]).collect();
-                        let mut inverse = vec![0; order.len()];
-                        for (i, &d) in order.iter().enumerate() {
-                            inverse[d] = i;
-                        }
-                        let others = permute(&reshape(&others, &moved_shape)?, &inverse)?;
-                        mul(&back, &others)?
-                    }
+                    Reduce::Prod => mul(&back, &products_of_others_along(x()?, dims)?)?,
                     _ => return Err(not_differentiable(self)),
                 })]
             }
@@ -523,6 +541,163 @@ impl Op {
             }
         })
     }
+}
+
+impl Op {
+    /// The forward formula: the tangent of the output `out` for the inputs' `tangents` (`None`:
+    /// zero; at least one is given), with `extra` the tensors the node keeps of its own. Linear
+    /// primitives apply themselves to the tangents; element-wise ones reuse their backward,
+    /// whose gradient is the tangent times the same partial derivative.
+    pub(super) fn jvp(
+        &self,
+        inputs: &[&Tensor],
+        extra: &[Tensor],
+        out: &Tensor,
+        tangents: &[Option<Tensor>],
+    ) -> Result<Tensor> {
+        let t = |i: usize| tangents.get(i).and_then(Option::as_ref);
+        let first = || t(0).ok_or_else(|| Error::runtime_error("jvp: the input's tangent is missing"));
+        let or_zeros = |i: usize| match t(i) {
+            Some(t) => Ok(t.clone()),
+            None => zeros_like(inputs[i]),
+        };
+        let out_dtype = dtype(out)?;
+        let tangent = match self {
+            Op::Unary(op) => {
+                let saved = if unary_keeps(*op).output { (*out).clone() } else { inputs[0].clone() };
+                unary_gradient(*op, first()?, &[saved])?
+            }
+            Op::Binary { op, number } => {
+                let mut saved = vec![inputs[0].clone(), inputs[1].clone()];
+                saved.push(out.clone());
+                let ta = t(0).map(|t| binary_gradients(*op, *number, t, &saved, [true, false])).transpose()?;
+                let tb = t(1).map(|t| binary_gradients(*op, *number, t, &saved, [false, true])).transpose()?;
+                let terms = [ta.and_then(|g| g.into_iter().next().flatten()), tb.and_then(|g| g.into_iter().nth(1).flatten())];
+                sum_terms(terms)?.map_or_else(|| zeros_like(out), Ok)?
+            }
+            Op::Select => super::select(inputs[0], &or_zeros(1)?, &or_zeros(2)?, out_dtype)?,
+            Op::Reduce { op, dims } => {
+                let t = first()?;
+                let x = inputs[0];
+                let shape = x.shape()?;
+                match op {
+                    Reduce::Sum => super::reduce(t, dims, Reduce::Sum, out_dtype)?,
+                    Reduce::Mean => super::reduce(t, dims, Reduce::Mean, out_dtype)?,
+                    Reduce::Max | Reduce::Min => {
+                        let mask = indicator(x, &expand_back(out, dims, &shape)?, Binary::Eq, t)?;
+                        let count = super::reduce(&mask, dims, Reduce::Sum, out_dtype)?;
+                        div(&super::reduce(&mul(t, &mask)?, dims, Reduce::Sum, out_dtype)?, &count)?
+                    }
+                    Reduce::Prod => {
+                        super::reduce(&mul(t, &products_of_others_along(x, dims)?)?, dims, Reduce::Sum, out_dtype)?
+                    }
+                    _ => return Err(not_differentiable(self)),
+                }
+            }
+            Op::Scan { op: Scan::Sum, dim } => super::scan(first()?, *dim, Scan::Sum, out_dtype)?,
+            Op::Scan { op: Scan::Prod, dim } => along_last(*dim, inputs[0], first()?, cumprod_tangent)?,
+            Op::Matmul => {
+                let (a, b) = (inputs[0], inputs[1]);
+                let ta = t(0).map(|t| super::matmul(t, b, out_dtype)).transpose()?;
+                let tb = t(1).map(|t| super::matmul(a, t, out_dtype)).transpose()?;
+                sum_terms([ta, tb])?.map_or_else(|| zeros_like(out), Ok)?
+            }
+            Op::IndexSelect { dim } => super::index_select(first()?, *dim, &extra[0])?,
+            Op::Gather { dim } => super::gather(first()?, *dim, &extra[0])?,
+            Op::ScatterAdd { dim } => super::scatter_add(&out.shape()?, *dim, &extra[0], first()?)?,
+            Op::Concat { dim, .. } => {
+                let pieces: Vec<Tensor> = (0..inputs.len()).map(or_zeros).collect::<Result<_>>()?;
+                super::concat(&pieces, *dim, &out.shape()?, out_dtype)?
+            }
+            Op::Softmax { dim, log } => {
+                let (t, y) = (first()?, out);
+                if *log {
+                    sub(t, &sum_keepdim(&mul(&un(y, Unary::Exp)?, t)?, &[*dim])?)?
+                } else {
+                    mul(y, &sub(t, &sum_keepdim(&mul(t, y)?, &[*dim])?)?)?
+                }
+            }
+            Op::Conv2d { groups, window } => {
+                let (x, w) = (inputs[0], inputs[1]);
+                let tx = t(0).map(|t| super::conv2d(t, w, None, *groups, window)).transpose()?;
+                let tw = t(1).map(|t| super::conv2d(x, t, None, *groups, window)).transpose()?;
+                let tb = t(2).map(|t| reshape(t, &Shape::from([1, t.shape()?[0], 1, 1]))).transpose()?;
+                sum_terms([tx, tw, tb])?.map_or_else(|| zeros_like(out), Ok)?
+            }
+            Op::MaxPool2d { input } => {
+                let (planes, h, w) = (input[0], input[1], input[2]);
+                let shape = out.shape()?;
+                let flat = Shape::from([planes, shape[1] * shape[2]]);
+                let index = reshape(&extra[0], &flat)?;
+                let picked = super::gather(&reshape(first()?, &Shape::from([planes, h * w]))?, 1, &index)?;
+                reshape(&picked, &shape)?
+            }
+            Op::Copy => super::copy(first()?, out_dtype)?,
+            Op::Transfer => super::transfer(first()?, out.device()?, out_dtype)?,
+            Op::View { relative, .. } => super::strided(first()?, relative.clone())?,
+            Op::Embed { relative } => super::embed(first()?, &out.shape()?, relative)?,
+            Op::CopySlices { .. } => return Err(not_differentiable(self)),
+        };
+        fit_tangent(tangent, out)
+    }
+}
+
+/// The sum of the terms given (`None` when none is).
+fn sum_terms(terms: impl IntoIterator<Item = Option<Tensor>>) -> Result<Option<Tensor>> {
+    let mut total: Option<Tensor> = None;
+    for term in terms.into_iter().flatten() {
+        total = Some(match total {
+            Some(sum) => add(&sum, &term)?,
+            None => term,
+        });
+    }
+    Ok(total)
+}
+
+/// A tangent brought to its output's shape (broadcasting what a formula left smaller), dtype
+/// and device.
+fn fit_tangent(tangent: Tensor, out: &Tensor) -> Result<Tensor> {
+    let (t, o) = (tangent.data("jvp", "tangent")?, out.data("jvp", "output")?);
+    let (device, same_shape, dtype) = (t.device(), t.layout.shape == o.layout.shape, t.dtype);
+    let mut fitted = if device == o.device() { tangent.clone() } else { super::transfer(&tangent, o.device(), dtype)? };
+    if !same_shape {
+        fitted = expand(&fitted, &o.layout.shape)?;
+    }
+    if dtype != o.dtype {
+        fitted = super::copy(&fitted, o.dtype)?;
+    }
+    Ok(fitted)
+}
+
+/// The tangents after a result is written into `target` in place: `target`'s becomes
+/// `tangent` (the result's, zero when it has none); when `target` is a view, its base's tangent
+/// takes the written part.
+pub(super) fn write_tangent(target: &Tensor, tangent: Option<Tensor>) -> Result<()> {
+    use crate::autograd::forward_ad;
+    let _formula = forward_ad::suspend();
+    let tangent = match tangent {
+        Some(t) => fit_tangent(t, target)?,
+        None => zeros_like(target)?,
+    };
+    match target.base_tensor() {
+        None => forward_ad::set_tangent(target, Some(tangent)),
+        Some(base) => {
+            let (b, v) = (base.data("in-place", "self")?, target.data("in-place", "self")?);
+            let relative = Layout { offset: v.layout.offset - b.layout.offset, ..v.layout.clone() };
+            let shape = b.layout.shape.clone();
+            let old = match forward_ad::tangent(&base) {
+                Some(t) => t,
+                None => zeros_like(&base)?,
+            };
+            let mark = super::ones(&relative.shape, DType::Bool, b.device())?;
+            let written = super::embed(&mark, &shape, &relative)?;
+            let spread = super::embed(&tangent, &shape, &relative)?;
+            let new = super::select(&written, &spread, &old, dtype(&old)?)?;
+            forward_ad::set_tangent(target, Some(super::strided(&new, relative)?));
+            forward_ad::set_tangent(&base, Some(new));
+        }
+    }
+    Ok(())
 }
 
 #[cold]

@@ -10,7 +10,7 @@ mod derivatives;
 
 use std::borrow::Cow;
 
-use crate::autograd::{self, Edge, Meta, Node, SavedTensor, meta};
+use crate::autograd::{self, Edge, Meta, Node, SavedTensor, forward_ad, meta};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window, host};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes};
@@ -60,20 +60,39 @@ struct Keep {
     extra: Vec<Tensor>,
 }
 
-/// The result `array` of `op` on `inputs`, with its history when the operation records and the
-/// result is a float (integer and bool results are not differentiable).
+/// The result `array` of `op` on `inputs`, with its history when the operation records and its
+/// tangent when an input has one (integer and bool results are neither differentiable).
 /// `record` gives the node's operation and what it keeps; it runs only when the operation
-/// records, so nothing is built (or allocated) for it otherwise.
-fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Tensor {
+/// records or computes a tangent, so nothing is built (or allocated) for it otherwise.
+fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
     finish_with(recording(inputs), inputs, array, record)
 }
 
 /// [`finish`] when whether the operation records is already known.
-fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Tensor {
-    if !records || !array.dtype.is_floating_point() {
-        return Tensor::from_array(array);
+fn finish_with(
+    records: bool,
+    inputs: &[&Tensor],
+    array: Array,
+    record: impl FnOnce() -> (Op, Keep),
+) -> Result<Tensor> {
+    let tangents = forward_ad::tangents(inputs);
+    if (!records && tangents.is_none()) || !array.dtype.is_floating_point() {
+        return Ok(Tensor::from_array(array));
     }
     let (op, keep) = record();
+    let Some(tangents) = tangents else { return Ok(recorded(inputs, array, op, keep)) };
+    let (forward, extra) = (op.clone(), keep.extra.clone());
+    let out = if records { recorded(inputs, array, op, keep) } else { Tensor::from_array(array) };
+    let tangent = {
+        let _formula = forward_ad::suspend();
+        forward.jvp(inputs, &extra, &out, &tangents)?
+    };
+    forward_ad::set_tangent(&out, Some(tangent));
+    Ok(out)
+}
+
+/// The result `array` of `op` on `inputs`, as the output of a new node.
+fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
     let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
     let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
@@ -85,10 +104,11 @@ fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnO
     Tensor::from_dense(Dense::with_meta(array, Meta::with_history(Edge { node, output_nr: 0 })))
 }
 
-/// `out` for a kernel that may write into it: never while recording (the result must be a
-/// fresh tensor that the in-place operation then writes, so saved tensors stay intact).
-fn target(out: Option<&Tensor>, records: bool) -> Option<&Array> {
-    if records {
+/// `out` for a kernel that may write into it: never while recording or computing a tangent
+/// (the result must be a fresh tensor that the in-place operation then writes, so saved
+/// tensors and the inputs the formulas read stay intact).
+fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Option<&'t Array> {
+    if records || forward_ad::tangents(inputs).is_some() {
         return None;
     }
     out.and_then(|t| t.dense()).map(|d| &d.array)
@@ -120,8 +140,8 @@ pub(crate) fn refuse_out(func: &str, inputs: &[&Tensor]) -> Result<()> {
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
     let a = data(x, "unary")?;
     let records = recording(&[x]);
-    let array = a.device().backend().unary(a, op, dtype, target(out, records))?;
-    Ok(finish_with(records, &[x], array, || (Op::Unary(op), derivatives::unary_keeps(op))))
+    let array = a.device().backend().unary(a, op, dtype, target(out, records, &[x]))?;
+    finish_with(records, &[x], array, || (Op::Unary(op), derivatives::unary_keeps(op)))
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
@@ -130,9 +150,9 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Opti
     let device = device("binary", &[x, y])?;
     let shape = broadcast(&x.layout.shape, &y.layout.shape, "binary")?;
     let records = recording(&[a, b]);
-    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, records))?;
+    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, records, &[a, b]))?;
     let number = y.wrapped_number;
-    Ok(finish_with(records, &[a, b], array, || (Op::Binary { op, number }, derivatives::binary_keeps(op))))
+    finish_with(records, &[a, b], array, || (Op::Binary { op, number }, derivatives::binary_keeps(op)))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, broadcast together, in `dtype`.
@@ -142,7 +162,7 @@ pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -
     let shape =
         broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
     let array = device.backend().select(c, x, y, &shape, dtype)?;
-    Ok(finish(&[condition, a, b], array, || (Op::Select, Keep { inputs: &[0], ..Keep::default() })))
+    finish(&[condition, a, b], array, || (Op::Select, Keep { inputs: &[0], ..Keep::default() }))
 }
 
 /// `op` over the dimensions `dims` (sorted, distinct) of `x`, read as `dtype`; the reduced
@@ -155,7 +175,7 @@ pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Re
         Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
         _ => Keep::default(),
     };
-    Ok(finish(&[x], array, || (Op::Reduce { op, dims: dims.to_vec() }, keep)))
+    finish(&[x], array, || (Op::Reduce { op, dims: dims.to_vec() }, keep))
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
@@ -166,7 +186,7 @@ pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Ten
         Scan::Prod => Keep { inputs: &[0], ..Keep::default() },
         _ => Keep::default(),
     };
-    Ok(finish(&[x], array, || (Op::Scan { op, dim }, keep)))
+    finish(&[x], array, || (Op::Scan { op, dim }, keep))
 }
 
 /// `a @ b` in `dtype` for `a` of shape `[..., n, k]` and `b` of shape `[..., k, m]` (two or
@@ -184,7 +204,7 @@ pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
         arr.with_layout(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
     };
     let array = device.backend().matmul(&pad(x), &pad(y), &batch, dtype)?;
-    Ok(finish(&[a, b], array, || (Op::Matmul, Keep { inputs: &[0, 1], ..Keep::default() })))
+    finish(&[a, b], array, || (Op::Matmul, Keep { inputs: &[0, 1], ..Keep::default() }))
 }
 
 /// The positions `index` (an integer vector in range) of dimension `dim` of `x`.
@@ -192,7 +212,7 @@ pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Ten
     let (a, i) = (data(x, "index_select")?, data(index, "index_select")?);
     device("index_select", &[a, i])?;
     let array = a.device().backend().index_select(a, dim, i)?;
-    Ok(finish(&[x], array, || (Op::IndexSelect { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
+    finish(&[x], array, || (Op::IndexSelect { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// `x` at `index` (integers in range) along `dim`, elementwise.
@@ -200,7 +220,7 @@ pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
     let (a, i) = (data(x, "gather")?, data(index, "gather")?);
     device("gather", &[a, i])?;
     let array = a.device().backend().gather(a, dim, i)?;
-    Ok(finish(&[x], array, || (Op::Gather { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
+    finish(&[x], array, || (Op::Gather { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// `pieces` joined along `dim` into one tensor of `shape`, read as `dtype`.
@@ -211,14 +231,14 @@ pub(crate) fn concat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType)
     let array = device.backend().concat(&refs, dim, shape, dtype)?;
     let inputs: Vec<&Tensor> = pieces.iter().collect();
     let sizes = || arrays.iter().map(|d| d.layout.shape[dim]).collect();
-    Ok(finish(&inputs, array, || (Op::Concat { dim, sizes: sizes() }, Keep::default())))
+    finish(&inputs, array, || (Op::Concat { dim, sizes: sizes() }, Keep::default()))
 }
 
 /// The softmax (or, with `log`, log-softmax) of `x` along `dim`, in the float `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Tensor> {
     let a = data(x, "softmax")?;
     let array = a.device().backend().softmax(a, dim, log, dtype)?;
-    Ok(finish(&[x], array, || (Op::Softmax { dim, log }, Keep { output: true, ..Keep::default() })))
+    finish(&[x], array, || (Op::Softmax { dim, log }, Keep { output: true, ..Keep::default() }))
 }
 
 /// The 2-D cross-correlation of `input` `[n, c, h, w]` with `weight` `[o, c / groups, kh, kw]`
@@ -239,7 +259,7 @@ pub(crate) fn conv2d(
     let array = device.backend().conv2d(x, w, b.map(|b| &b.array), groups, window)?;
     let mut inputs = vec![input, weight];
     inputs.extend(bias);
-    Ok(finish(&inputs, array, || (Op::Conv2d { groups, window: *window }, Keep { inputs: &[0, 1], ..Keep::default() })))
+    finish(&inputs, array, || (Op::Conv2d { groups, window: *window }, Keep { inputs: &[0, 1], ..Keep::default() }))
 }
 
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
@@ -250,14 +270,14 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
     let indices = Tensor::from_array(indices);
     let record =
         || (Op::MaxPool2d { input: x.layout.shape.clone() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
-    Ok((finish(&[input], values, record), indices))
+    Ok((finish(&[input], values, record)?, indices))
 }
 
 /// A contiguous copy of `x` converted to `dtype` (`clone`, `contiguous`, `to(dtype)`).
 pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
     let a = data(x, "copy")?;
     let array = a.device().backend().copy(a, dtype)?;
-    Ok(finish(&[x], array, || (Op::Copy, Keep::default())))
+    finish(&[x], array, || (Op::Copy, Keep::default()))
 }
 
 /// `x` itself when contiguous, else a contiguous copy.
@@ -270,7 +290,7 @@ pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
 pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tensor> {
     let a = data(x, "to")?;
     let array = host::transfer("to", a, device, dtype)?;
-    Ok(finish(&[x], array, || (Op::Transfer, Keep::default())))
+    finish(&[x], array, || (Op::Transfer, Keep::default()))
 }
 
 /// A view of `x`'s memory with the layout `make` gives for `x`'s layout (`make` must be a view
@@ -290,17 +310,20 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     let a = data(x, "view")?;
     let layout = make(&a.layout)?;
     let view = if is_view { x.make_view(a, layout) } else { Tensor::from_array(a.with_layout(layout)) };
-    if !recording(&[x]) {
+    let tangents = forward_ad::tangents(&[x]);
+    let records = recording(&[x]);
+    if !records && tangents.is_none() {
         return Ok(view);
     }
-    let relative = make(&Layout::contiguous(a.layout.shape.clone()))?;
-    let node = Node::function(
-        Op::View { input: a.layout.shape.clone(), relative },
-        [meta::gradient_edge(x)],
-        Vec::new(),
-        [meta::output_meta(data(&view, "view")?)],
-    );
-    meta::set_history(&view, Some(Edge { node, output_nr: 0 }));
+    let op = Op::View { input: a.layout.shape.clone(), relative: make(&Layout::contiguous(a.layout.shape.clone()))? };
+    if let Some(tangents) = tangents {
+        let _formula = forward_ad::suspend();
+        forward_ad::set_tangent(&view, Some(op.jvp(&[x], &[], &view, &tangents)?));
+    }
+    if records {
+        let node = Node::function(op, [meta::gradient_edge(x)], Vec::new(), [meta::output_meta(data(&view, "view")?)]);
+        meta::set_history(&view, Some(Edge { node, output_nr: 0 }));
+    }
     Ok(view)
 }
 
@@ -331,7 +354,7 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     device
         .backend()
         .assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
-    Ok(finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default())))
+    finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
@@ -340,7 +363,7 @@ pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tenso
     let (i, s) = (data(index, "scatter_add")?, data(src, "scatter_add")?);
     let device = device("scatter_add", &[i, s])?;
     let array = device.backend().scatter_add(shape, dim, i, s)?;
-    Ok(finish(&[src], array, || (Op::ScatterAdd { dim }, Keep { extra: vec![index.clone()], ..Keep::default() })))
+    finish(&[src], array, || (Op::ScatterAdd { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).
@@ -444,6 +467,9 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
         dst.storage.bump_version();
     } else {
         assign(func, dst, src)?;
+    }
+    if let Some(tangent) = forward_ad::tangents(&[target, result]).map(|mut t| t.pop().flatten()) {
+        derivatives::write_tangent(target, tangent)?;
     }
     if !records {
         return Ok(());
