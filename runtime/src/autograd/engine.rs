@@ -151,12 +151,13 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         if is_target && !node.next.iter().flatten().any(|e| needed(&key(&e.node))) {
             continue;
         }
-        let grads: Vec<Tensor> = grads
+        let materialize = node.backward.materialize_grads();
+        let grads: Vec<Option<Tensor>> = grads
             .into_iter()
             .zip(&node.outputs)
             .map(|(g, out)| match g {
-                Some(g) => Ok(g),
-                None => primitive::zeros(&out.shape, out.dtype, out.device),
+                None if materialize => primitive::zeros(&out.shape, out.dtype, out.device).map(Some),
+                g => Ok(g),
             })
             .collect::<Result<_>>()?;
         let saved = node.unpack()?;

@@ -28,10 +28,16 @@ pub(crate) trait Backward: Send + Sync + 'static {
         None
     }
 
+    /// Whether gradients missing for some outputs reach [`apply`](Backward::apply) as zeros
+    /// (else as `None`: a custom Function's `set_materialize_grads(false)`).
+    fn materialize_grads(&self) -> bool {
+        true
+    }
+
     /// The gradients of the node's inputs (one per input, `None` where an input needs none),
-    /// from the gradients of its outputs (one per output, missing ones as zeros) and the
-    /// tensors it saved, unpacked.
-    fn apply(&self, node: &Node, grads: Vec<Tensor>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>>;
+    /// from the gradients of its outputs (one per output; missing ones as zeros, or `None`
+    /// when the node does not materialize them) and the tensors it saved, unpacked.
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>>;
 }
 
 /// Where a gradient goes: output `output_nr` of `node`... seen from the consumer, input
@@ -77,7 +83,7 @@ impl Backward for AccumulateGrad {
         Some(&self.0)
     }
 
-    fn apply(&self, _: &Node, _: Vec<Tensor>, _: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+    fn apply(&self, _: &Node, _: Vec<Option<Tensor>>, _: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
         Ok(Vec::new())
     }
 }

@@ -30,6 +30,7 @@
 
 mod engine;
 pub mod forward_ad;
+mod function;
 pub(crate) mod graph;
 pub(crate) mod meta;
 mod mode;
@@ -40,6 +41,9 @@ use std::sync::Arc;
 
 pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};
 pub(crate) use meta::Meta;
+pub use function::{
+    Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, GradOutputs, SaveSlot, SaveTensors, Slot,
+};
 pub use mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
 
 use crate::error::{Result, bail};

@@ -476,6 +476,20 @@ impl Tensor {
         expand_impl("expand", ("self", self), sizes.into().as_slice())
     }
 
+    /// A view broadcast to `other`'s shape (`Tensor.expand_as`).
+    ///
+    /// ```
+    /// let bias = torchfn::tensor([1.0f32, 2.0])?;
+    /// let out = torchfn::zeros([3, 2], None, None)?;
+    /// assert_eq!(bias.unsqueeze(0)?.expand_as(&out)?.shape()?, [3, 2]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn expand_as(&self, other: &Tensor) -> Result<Tensor> {
+        let shape: Vec<i64> = other.data("expand_as", "other")?.layout.shape.iter().map(|&n| n as i64).collect();
+        expand_impl("expand_as", ("self", self), &shape)
+    }
+
     /// A view broadcast to `size`: the method form of [`broadcast_to`](crate::broadcast_to()).
     #[torch_function]
     pub fn broadcast_to(&self, size: impl Into<IntList>) -> Result<Tensor> {
@@ -515,6 +529,7 @@ crate::samples! {
     Tensor::T => [sample([f32s(&[2, 3])])],
     Tensor::EXPAND => [sample([f32s(&[3, 1]), Value::Int(3), Value::Int(4)]), sample([f32s(&[3, 1]), Value::Tuple(vec![2.into(), (-1).into(), 4.into()])])],
     Tensor::BROADCAST_TO => [sample([f32s(&[3, 1]), Value::Tuple(vec![3.into(), 2.into()])])],
+    Tensor::EXPAND_AS => [sample([f32s(&[3, 1]), f32s(&[2, 3, 4])]), sample([f32s(&[4]), f32s(&[3, 4])])],
     Tensor::NARROW => [sample([i64s(&[4, 2]), Value::Int(0), Value::Int(-3), Value::Int(2)])],
     Tensor::SELECT => [sample([i64s(&[4, 2]), Value::Int(0), Value::Int(3)])],
 }

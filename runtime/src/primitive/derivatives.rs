@@ -147,8 +147,8 @@ impl Backward for Op {
         Cow::Borrowed(name)
     }
 
-    fn apply(&self, node: &Node, grads: Vec<Tensor>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
-        let g = grads.into_iter().next().ok_or_else(|| Error::runtime_error("backward: no gradient for the output"))?;
+    fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        let g = grads.into_iter().next().flatten().ok_or_else(|| Error::runtime_error("backward: no gradient for the output"))?;
         let inputs: Vec<Option<&OutputMeta>> =
             node.next.iter().map(|e| e.as_ref().map(|e| &e.node.outputs[e.output_nr])).collect();
         let raw = self.gradients(&g, &saved, &inputs)?;
