@@ -25,6 +25,7 @@ pub mod autograd;
 pub mod backend;
 mod cpu;
 mod error;
+pub mod func;
 pub mod npy;
 mod ops;
 pub mod overrides;

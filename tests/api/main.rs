@@ -6,6 +6,7 @@ mod binding;
 mod coverage;
 mod elementwise;
 mod examples;
+mod forward_ad;
 mod function;
 mod golden;
 mod gpu;

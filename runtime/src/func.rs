@@ -1,0 +1,108 @@
+//! Functional forms of automatic differentiation, as PyTorch's `torch.func`: [`jvp`] (forward
+//! mode: a function's value and its directional derivative) and [`vjp`] (reverse mode: its
+//! value and a function that pulls output gradients back to the inputs).
+//!
+//! ```
+//! use torchfn::Tensor;
+//!
+//! let x = torchfn::tensor([1.0f64, 2.0])?;
+//! // f(x) = x², along the direction [1, 0]: 2 x v.
+//! let (y, tangent) = torchfn::func::jvp(|x: &[Tensor]| &x[0] * &x[0], &[x.clone()], &[torchfn::tensor([1.0f64, 0.0])?])?;
+//! assert_eq!(y.to_vec::<f64>()?, [1.0, 4.0]);
+//! assert_eq!(tangent.to_vec::<f64>()?, [2.0, 0.0]);
+//!
+//! let (y, pullback) = torchfn::func::vjp(|x: &[Tensor]| &x[0] * &x[0], &[x])?;
+//! let grads = pullback(torchfn::tensor([1.0f64, 1.0])?)?;
+//! assert_eq!(grads[0].to_vec::<f64>()?, [2.0, 4.0]);
+//! # let _ = y;
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+
+use crate::autograd::{self, FunctionOutput, forward_ad};
+use crate::error::{Result, bail};
+use crate::tensor::Tensor;
+
+/// `f(primals)` and its Jacobian-vector product along `tangents` (one per primal, of its shape),
+/// by forward-mode AD (`torch.func.jvp`). Both come back shaped like `f`'s output (a tensor or a
+/// tuple of them); outputs that do not depend on the primals get zero tangents. Runs in a
+/// [`dual_level`](forward_ad::dual_level) of its own, so it cannot be called inside another.
+pub fn jvp<O: FunctionOutput>(
+    f: impl FnOnce(&[Tensor]) -> Result<O>,
+    primals: &[Tensor],
+    tangents: &[Tensor],
+) -> Result<(O, O)> {
+    if primals.len() != tangents.len() {
+        bail!(
+            Runtime,
+            "jvp(f, primals, tangents): Expected primals and tangents to have the same length, but got {} primals \
+             and {} tangents",
+            primals.len(),
+            tangents.len()
+        );
+    }
+    let _level = forward_ad::dual_level()?;
+    let duals: Vec<Tensor> =
+        primals.iter().zip(tangents).map(|(p, t)| forward_ad::make_dual(p, t)).collect::<Result<_>>()?;
+    let outputs = f(&duals)?.into_tensors();
+    let (mut values, mut derivatives) = (Vec::new(), Vec::new());
+    for out in &outputs {
+        let unpacked = forward_ad::unpack_dual(out)?;
+        derivatives.push(match unpacked.tangent {
+            Some(t) => t,
+            None => crate::zeros_like(out, None)?,
+        });
+        values.push(unpacked.primal);
+    }
+    Ok((shaped(values)?, shaped(derivatives)?))
+}
+
+/// `f(primals)` and its pullback (`torch.func.vjp`): a function from gradients of the outputs
+/// (shaped like them) to the gradients of the primals (zeros where an output does not depend on
+/// a primal), by reverse-mode AD. The pullback can be called many times; with grad mode on
+/// when it is called, its results are differentiable again.
+#[allow(clippy::type_complexity)]
+pub fn vjp<O: FunctionOutput>(
+    f: impl FnOnce(&[Tensor]) -> Result<O>,
+    primals: &[Tensor],
+) -> Result<(O, Box<dyn Fn(O) -> Result<Vec<Tensor>>>)> {
+    let leaves: Vec<Tensor> = primals.iter().map(|p| p.detach()?.requires_grad_(true)).collect::<Result<_>>()?;
+    let outputs = {
+        let _record = autograd::enable_grad();
+        f(&leaves)?.into_tensors()
+    };
+    let values: Vec<Tensor> = outputs.iter().map(Tensor::detach).collect::<Result<_>>()?;
+    let pullback = move |cotangents: O| -> Result<Vec<Tensor>> {
+        let cotangents = cotangents.into_tensors();
+        if cotangents.len() != outputs.len() {
+            bail!(
+                Runtime,
+                "vjp: Expected the cotangents to have the outputs' structure: {} outputs, got {} cotangents",
+                outputs.len(),
+                cotangents.len()
+            );
+        }
+        let differentiable: Vec<usize> = (0..outputs.len()).filter(|&i| outputs[i].requires_grad().unwrap_or(false)).collect();
+        let grads = if differentiable.is_empty() {
+            vec![None; leaves.len()]
+        } else {
+            let outs: Vec<Tensor> = differentiable.iter().map(|&i| outputs[i].clone()).collect();
+            let cots: Vec<Tensor> = differentiable.iter().map(|&i| cotangents[i].clone()).collect();
+            let create_graph = autograd::is_grad_enabled();
+            autograd::grad(&outs, &leaves, Some(&cots), Some(true), create_graph, true)?
+        };
+        grads
+            .into_iter()
+            .zip(&leaves)
+            .map(|(g, leaf)| match g {
+                Some(g) => Ok(g),
+                None => crate::zeros_like(leaf, None),
+            })
+            .collect()
+    };
+    Ok((shaped(values)?, Box::new(pullback)))
+}
+
+/// Tensors back in the shape of a function's output.
+fn shaped<O: FunctionOutput>(tensors: Vec<Tensor>) -> Result<O> {
+    O::from_tensors(tensors).ok_or_else(|| crate::Error::runtime_error("func: the function's outputs changed in number"))
+}
