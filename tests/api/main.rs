@@ -9,6 +9,7 @@ mod examples;
 mod golden;
 mod gpu;
 mod gradcheck;
+mod gradcheck_api;
 mod grads;
 mod inplace;
 mod inplace_math;

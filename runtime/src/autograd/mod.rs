@@ -27,8 +27,12 @@
 //!
 //! Grad mode ([`no_grad`], [`enable_grad`], [`set_grad_enabled`]) is per thread; see
 //! [`is_grad_enabled`] for how it behaves across threads.
+//!
+//! [`gradcheck`] and [`gradgradcheck`] check a function's gradients (and second derivatives)
+//! against finite differences, as PyTorch's; [`gradcheck`]'s documentation shows how to call it.
 
 mod engine;
+mod gradcheck;
 pub(crate) mod graph;
 pub(crate) mod meta;
 mod mode;
@@ -37,6 +41,7 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+pub use gradcheck::{GradcheckOptions, Outputs, gradcheck, gradgradcheck};
 pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};
 pub(crate) use meta::Meta;
 pub use mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
