@@ -188,17 +188,18 @@ impl Outputs for Value {
 ///
 /// - **The Jacobians.** For each input element, `f` is called with that element shifted by
 ///   `±eps` (in a fresh tensor of the input's dtype, shape and device that requires grad, as
-///   the input does: in the caller's grad mode `f` runs as it does at the input, hooks and
-///   all) and central differences give a column of the numerical Jacobians. Backward is run once per
-///   element of each output that requires grad (a one-hot grad_output), giving a row of the
-///   analytical Jacobians; it is run twice, and the two must agree within `nondet_tol` (else
-///   backward "is not reentrant"). An element fails when
+///   the input does, so that `f` runs as it does at the input, hooks and all), and central
+///   differences give a column of the numerical Jacobians. Backward is run once per element of
+///   each output that requires grad (a one-hot grad_output), giving a row of the analytical
+///   Jacobians; it is run twice, and the two must agree within `nondet_tol` (else backward "is
+///   not reentrant"). An element fails when
 ///   `|analytical - numerical| > atol + rtol * |numerical|` (or either is NaN); the error,
 ///   PyTorch's, reads `Jacobian mismatch for output {o} with respect to input {i}` and shows
 ///   both Jacobians (rows: the input's elements, columns: the output's) and where they differ
 ///   most. `o` and `i` are positions in `f`'s outputs and in `inputs`.
 /// - When no output requires grad, the numerical Jacobians of the floating-point outputs must
-///   be zero. Outputs that do not require grad are otherwise not checked, as in PyTorch.
+///   be zero (within `nondet_tol`). Outputs that do not require grad are otherwise not
+///   checked, as in PyTorch.
 /// - **Backward is multiplied by grad_output**: a zero grad_output for every output gives zero
 ///   (or no) gradients, of each input's dtype, device and shape.
 /// - **`check_undefined_grad`**: PyTorch passes backward undefined output gradients; in torchfn
