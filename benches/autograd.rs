@@ -1,4 +1,5 @@
-//! The cost of autograd on one-element float32 tensors, and memory over many training steps.
+//! The cost of autograd on one-element float32 tensors (built-in operations and a custom
+//! Function), and memory over many training steps.
 //!
 //! `cargo bench --bench autograd` runs the criterion benchmarks, then prints a table from
 //! criterion's estimates beside the targets of the autograd issue and PyTorch 2.15's figures
@@ -11,9 +12,15 @@ use common::mean_ns;
 use std::hint::black_box;
 
 use criterion::Criterion;
-use torchfn::autograd::no_grad;
+use torchfn::autograd::{Ctx, Function, no_grad};
 use torchfn::nn::functional as F;
 use torchfn::prelude::*;
+
+/// PyTorch 2.15's figures for the custom-Function rows, measured by `bench/mul_constant.py`
+/// (PyTorch from PyPI in a scratch venv) on this machine in the sitting of the README's table.
+const PYTORCH_MUL: &str = "33,200 ns";
+const PYTORCH_MUL_CONSTANT: &str = "82,900 ns";
+const PYTORCH_RATIO: &str = "2.50x";
 
 /// Operations in the chain.
 const CHAIN: usize = 100;
@@ -25,6 +32,31 @@ fn chain(a: &Tensor, b: &Tensor) -> Tensor {
         t = if i % 2 == 0 { (&t * b).unwrap() } else { (&t + b).unwrap() };
     }
     t
+}
+
+/// Seed 001's `MulConstant`: one operation wrapped in a custom Function.
+#[derive(Default)]
+struct MulConstant {
+    constant: f64,
+}
+
+impl Function for MulConstant {
+    type Inputs = (Tensor, f64);
+    type Output = Tensor;
+    type GradOutputs = Tensor;
+
+    fn forward((tensor, constant): &(Tensor, f64)) -> Result<Tensor> {
+        tensor * *constant
+    }
+
+    fn setup_context(ctx: &mut Ctx<Self>, (_, constant): &(Tensor, f64), _: &Tensor) -> Result<()> {
+        ctx.constant = *constant;
+        Ok(())
+    }
+
+    fn backward(ctx: &mut Ctx<Self>, grad_output: Tensor) -> Result<Vec<Option<Tensor>>> {
+        Ok(vec![Some((&grad_output * ctx.constant)?), None])
+    }
 }
 
 /// A two-layer perceptron and its data: 8 samples of 16 features, 32 hidden units, 1 output.
@@ -76,6 +108,18 @@ fn benches(c: &mut Criterion) {
             gb.set_grad(None).unwrap();
         })
     });
+    group.bench_function("mul_forward_backward", |bench| {
+        bench.iter(|| {
+            (black_box(&ga) * 2.0).unwrap().backward().unwrap();
+            ga.set_grad(None).unwrap();
+        })
+    });
+    group.bench_function("mul_constant_forward_backward", |bench| {
+        bench.iter(|| {
+            MulConstant::apply((black_box(&ga).clone(), 2.0)).unwrap().backward().unwrap();
+            ga.set_grad(None).unwrap();
+        })
+    });
     let mlp = Mlp::new();
     group.bench_function("mlp_step", |bench| bench.iter(|| mlp.step()));
     group.finish();
@@ -98,6 +142,10 @@ fn print_table() {
     println!("| recording / not recording | {:.2}x | <= 1.5x | 1.48x |", recording / plain);
     println!("| 100-op chain without grad, per op | {chain_plain:.0} ns |  | 2,600 ns |");
     println!("| 100-op chain forward + backward, per op | {chain_grad:.0} ns | < 1,000 ns | 15,000 ns |");
+    let (builtin, custom) = (ns("mul_forward_backward"), ns("mul_constant_forward_backward"));
+    println!("| 1-element `x * 2` forward + backward | {builtin:.0} ns |  | {PYTORCH_MUL} |");
+    println!("| the same through the custom Function `MulConstant` | {custom:.0} ns |  | {PYTORCH_MUL_CONSTANT} |");
+    println!("| MulConstant / built-in | {:.2}x | <= 2x | {PYTORCH_RATIO} |", custom / builtin);
     println!("| MLP step (8x16 -> 32 -> 1, SGD) | {:.1} us |  |  |", ns("mlp_step") / 1e3);
 
     let mlp = Mlp::new();

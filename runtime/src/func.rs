@@ -81,7 +81,8 @@ pub fn vjp<O: FunctionOutput>(
                 cotangents.len()
             );
         }
-        let differentiable: Vec<usize> = (0..outputs.len()).filter(|&i| outputs[i].requires_grad().unwrap_or(false)).collect();
+        let differentiable: Vec<usize> =
+            (0..outputs.len()).filter(|&i| outputs[i].requires_grad().unwrap_or(false)).collect();
         let grads = if differentiable.is_empty() {
             vec![None; leaves.len()]
         } else {
@@ -104,5 +105,6 @@ pub fn vjp<O: FunctionOutput>(
 
 /// Tensors back in the shape of a function's output.
 fn shaped<O: FunctionOutput>(tensors: Vec<Tensor>) -> Result<O> {
-    O::from_tensors(tensors).ok_or_else(|| crate::Error::runtime_error("func: the function's outputs changed in number"))
+    O::from_tensors(tensors)
+        .ok_or_else(|| crate::Error::runtime_error("func: the function's outputs changed in number"))
 }

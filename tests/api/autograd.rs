@@ -56,6 +56,16 @@ fn grad_returns_instead_of_accumulating_and_reports_unused_inputs() {
 }
 
 #[test]
+fn grad_gives_an_input_passed_twice_its_gradient_twice() {
+    let x = leaf(&[2.0, 3.0]);
+    let y = (&x * &x).unwrap().sum().unwrap();
+    let g = autograd::grad(&[y], &[x.clone(), x], None, None, false, false).unwrap();
+    for g in g {
+        assert_eq!(g.unwrap().to_vec::<f64>().unwrap(), [4.0, 6.0]);
+    }
+}
+
+#[test]
 fn higher_order_gradients_come_from_create_graph() {
     let x = leaf(&[2.0]);
     let y = torchfn::sin(&x).unwrap();

@@ -27,6 +27,66 @@ pub(crate) mod subclass;
 #[path = "../../examples/registry.rs"]
 mod registry;
 
+#[allow(dead_code)]
+#[path = "../../examples/linear_function.rs"]
+mod linear_function;
+
+#[allow(dead_code)]
+#[path = "../../examples/mul_constant.rs"]
+mod mul_constant;
+
+#[allow(dead_code)]
+#[path = "../../examples/my_cube.rs"]
+mod my_cube;
+
+/// Seed 001's custom Functions: each example's transcript, gradcheck's verdicts included.
+#[test]
+fn seed_001_custom_functions_run_and_pass_gradcheck() {
+    assert_eq!(
+        linear_function::run().unwrap(),
+        "\
+>>> output.grad_fn
+<LinearFunctionBackward object>
+>>> output equals F.linear(input, weight, bias)
+true
+>>> bias.grad
+tensor([2., 2., 2., 2.], dtype=torch.float64)
+>>> linear(input, weight).shape
+torch.Size([2, 4])
+>>> gradcheck(linear, input, eps=1e-6, atol=1e-4)
+true
+>>> gradcheck(linear, (input, weight, bias), eps=1e-6, atol=1e-4)
+true
+>>> gradcheck(combined LinearFunction.apply, (input, weight, bias))
+true
+"
+    );
+    assert_eq!(
+        mul_constant::run().unwrap(),
+        "\
+>>> y = MulConstant.apply(x, 2.5)
+tensor([2.5000, 5.0000, 7.5000], dtype=torch.float64)
+>>> x.grad
+tensor([2.5000, 2.5000, 2.5000], dtype=torch.float64)
+>>> x.grad (set_materialize_grads(false))
+tensor([  -1.,  -10., -100.], dtype=torch.float64)
+>>> gradcheck of both forms
+true
+"
+    );
+    assert_eq!(
+        my_cube::run().unwrap(),
+        "\
+>>> y, dy/dx, d2y/dx2 at x = 2
+tensor([8.], dtype=torch.float64) tensor([12.], dtype=torch.float64) tensor([12.], dtype=torch.float64)
+>>> gradcheck(my_cube, input)
+true
+>>> gradgradcheck(my_cube, input)
+true
+"
+    );
+}
+
 #[test]
 fn scalar_tensor_follows_the_extending_torch_note() {
     let out = scalar_tensor::run().unwrap();

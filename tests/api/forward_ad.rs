@@ -23,7 +23,10 @@ fn levels_do_not_nest_and_take_their_tangents_with_them() {
     let err = make_dual(&t(&[1.0]), &t(&[1.0])).unwrap_err();
     assert!(err.to_string().contains("no level exists"), "{err}");
     let level = dual_level().unwrap();
-    assert_eq!(dual_level().unwrap_err().to_string(), "dual_level(): Nested forward mode AD is not supported at the moment");
+    assert_eq!(
+        dual_level().unwrap_err().to_string(),
+        "dual_level(): Nested forward mode AD is not supported at the moment"
+    );
     let dual = make_dual(&t(&[1.0, 2.0]), &t(&[3.0, 4.0])).unwrap();
     let y = dual.exp().unwrap();
     assert!(unpack_dual(&y).unwrap().tangent.is_some());
@@ -93,12 +96,13 @@ fn func_jvp_and_vjp() {
     let _serial = serial();
     let f = |x: &[Tensor]| -> torchfn::Result<(Tensor, Tensor)> { Ok(((&x[0] * &x[1])?, x[0].exp()?)) };
     let (a, b) = (t(&[1.0, 2.0]), t(&[3.0, 4.0]));
-    let ((prod, exp), (d_prod, d_exp)) = torchfn::func::jvp(f, &[a.clone(), b.clone()], &[t(&[1.0, 0.0]), t(&[0.0, 1.0])]).unwrap();
+    let ((prod, exp), (d_prod, d_exp)) =
+        torchfn::func::jvp(f, &[a.clone(), b.clone()], &[t(&[1.0, 0.0]), t(&[0.0, 1.0])]).unwrap();
     assert_eq!(v(&prod), [3.0, 8.0]);
     assert_eq!(v(&d_prod), [3.0, 2.0]); // b·da + a·db
     assert_eq!(v(&d_exp), [1.0f64.exp(), 0.0]);
     assert!(unpack_dual(&exp).unwrap().tangent.is_none());
-    let err = torchfn::func::jvp(f, &[a.clone()], &[]).unwrap_err();
+    let err = torchfn::func::jvp(f, std::slice::from_ref(&a), &[]).unwrap_err();
     assert!(err.to_string().contains("same length"), "{err}");
 
     let (out, pullback) = torchfn::func::vjp(f, &[a.clone(), b.clone()]).unwrap();

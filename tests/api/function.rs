@@ -3,8 +3,8 @@
 
 use std::cell::RefCell;
 
-use torchfn::autograd::{Ctx, Function, forward_ad};
 use torchfn::ErrorKind;
+use torchfn::autograd::{Ctx, Function, forward_ad};
 use torchfn::prelude::*;
 
 fn leaf(values: &[f64]) -> Tensor {
@@ -114,14 +114,23 @@ fn wrong_gradients_from_backward_are_errors() {
         backward_error(vec![Some(good.clone()), None, Some(good.clone())]),
         "function ReturnsBackward returned an incorrect number of gradients (expected 2, got 3)"
     );
-    assert!(
-        backward_error(vec![Some(good.clone()), Some(good.clone())])
-            .contains("returned a gradient different than None at position 2, but the corresponding forward input was not a Variable")
-    );
+    assert!(backward_error(vec![Some(good.clone()), Some(good.clone())]).contains(
+        "returned a gradient different than None at position 2, but the corresponding forward input was not a Variable"
+    ));
     let shape = backward_error(vec![Some(torchfn::tensor([1.0f64, 2.0, 3.0]).unwrap()), None]);
-    assert!(shape.contains("ReturnsBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2]"), "{shape}");
+    assert!(
+        shape.contains(
+            "ReturnsBackward returned an invalid gradient at index 0 - got [3] but expected shape compatible with [2]"
+        ),
+        "{shape}"
+    );
     let dtype = backward_error(vec![Some(torchfn::tensor([1.0f32, 2.0]).unwrap()), None]);
-    assert!(dtype.contains("ReturnsBackward returned an invalid gradient - expected dtype torch.float64 but got torch.float32"), "{dtype}");
+    assert!(
+        dtype.contains(
+            "ReturnsBackward returned an invalid gradient - expected dtype torch.float64 but got torch.float32"
+        ),
+        "{dtype}"
+    );
 }
 
 /// Saves its input and its output.
@@ -195,11 +204,15 @@ impl Function for Square {
 fn double_backward_through_a_once_differentiable_function_is_an_error() {
     let x = leaf(&[3.0]);
     let y = Square::apply(x.clone()).unwrap();
-    let dy = torchfn::autograd::grad(&[y], &[x.clone()], None, None, true, false).unwrap()[0].clone().unwrap();
+    let dy =
+        torchfn::autograd::grad(&[y], std::slice::from_ref(&x), None, None, true, false).unwrap()[0].clone().unwrap();
     assert_eq!(dy.to_vec::<f64>().unwrap(), [6.0]);
     assert!(dy.requires_grad().unwrap());
     let err = torchfn::autograd::grad(&[dy], &[x], None, None, false, false).unwrap_err();
-    assert!(err.to_string().contains("trying to differentiate twice a function that was marked with @once_differentiable"), "{err}");
+    assert!(
+        err.to_string().contains("trying to differentiate twice a function that was marked with @once_differentiable"),
+        "{err}"
+    );
 }
 
 /// Sorts nothing: returns `x * 2` and a float "index" output marked non-differentiable, and
@@ -275,7 +288,10 @@ fn mark_dirty_gives_the_modified_input_the_function_s_history() {
     assert_eq!(grad_of(&x), [3.0, 3.0]);
     // On a leaf that requires grad it is refused.
     let err = AddOne::apply(leaf(&[1.0])).unwrap_err();
-    assert!(err.to_string().contains("a leaf Variable that requires grad is being used in an in-place operation"), "{err}");
+    assert!(
+        err.to_string().contains("a leaf Variable that requires grad is being used in an in-place operation"),
+        "{err}"
+    );
 }
 
 /// Returns its input unchanged (not dirty): the output is a new view with the Function's node.

@@ -1,8 +1,12 @@
 //! gradcheck over every operation's samples (`torchfn::testing`): for each sample whose result
-//! is differentiable, the Jacobian autograd gives (one vector-Jacobian product per output
-//! element) must match central differences in float64. A new differentiable operation is
-//! checked as soon as it registers samples; one whose backward is wrong fails here.
+//! is differentiable, `torchfn::autograd::gradcheck` compares the Jacobian autograd gives with
+//! central differences in float64, and `gradgradcheck` does the same for the gradients,
+//! recorded with `create_graph`; gradcheck also compares the forward-mode Jacobian (tangents
+//! through the same derivatives table). A new differentiable operation is checked as soon as it
+//! registers samples (and `coverage` fails an operation without samples); one whose backward or
+//! forward formula is wrong fails here.
 
+use torchfn::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
 use torchfn::overrides::get_overridable_functions;
 use torchfn::prelude::*;
 use torchfn::testing::{Sample, samples};
@@ -26,10 +30,22 @@ const SKIPPED: &[(&str, &str)] = &[
     ("Tensor.sign", "piecewise constant"),
 ];
 
+/// Samples whose gradient is deliberately not the derivative, as in PyTorch: embedding's
+/// `padding_idx` row gets no gradient, and `max_norm` renormalizes rows in place, untracked.
+const SKIPPED_SAMPLES: &[(&str, &str, &str)] = &[
+    ("torchfn.nn.functional.embedding", "padding_idx", "the padding row gets no gradient"),
+    ("torchfn.nn.functional.embedding", "max_norm", "rows are renormalized in place, untracked"),
+];
+
 fn skipped(func: &Func) -> bool {
     let name = func.qualified_name();
     let writes = name.ends_with('_') || func.signature().params().iter().any(|p| p.name() == "out");
     writes || SKIPPED.iter().any(|(n, _)| *n == name)
+}
+
+/// PyTorch's defaults, which float64 needs and meets.
+fn options() -> GradcheckOptions {
+    GradcheckOptions::new().eps(1e-6).atol(1e-5).rtol(1e-3)
 }
 
 /// Distinct values away from ties, zeros and half-integers (where `max`, `relu`, `abs` and
@@ -38,165 +54,103 @@ fn smooth_values(n: usize, input: usize) -> Vec<f64> {
     (0..n).map(|i| ((i as f64 * 0.618_034 + input as f64 * 0.271_828 + 0.137).fract() - 0.5) * 4.0 + 0.013).collect()
 }
 
-/// A sample with its floating-point tensors as float64 data to perturb.
-struct Inputs {
-    sample: Sample,
-    data: Vec<(Vec<f64>, Vec<usize>)>,
+fn is_float(t: &Tensor) -> bool {
+    !t.is_duck() && t.dtype().unwrap().is_floating_point()
 }
 
-fn floats_in(value: &Value, out: &mut Vec<(Vec<f64>, Vec<usize>)>) {
+/// A sample with its floating-point tensors replaced by float64 leaves of smooth values.
+struct Inputs {
+    sample: Sample,
+    leaves: Vec<Tensor>,
+}
+
+/// Float64 leaves of smooth values for the floating-point tensors of `value`, positive where
+/// the sample's are (the sample keeps to the function's domain: `log`, `sqrt`, a variance).
+fn floats_in(value: &Value, out: &mut Vec<Tensor>) {
     match value {
-        Value::Tensor(t) if !t.is_duck() && t.dtype().unwrap().is_floating_point() => {
+        Value::Tensor(t) if is_float(t) => {
             let shape = t.shape().unwrap().to_vec();
-            out.push((smooth_values(shape.iter().product(), out.len()), shape));
+            let mut data = smooth_values(shape.iter().product(), out.len());
+            if values(t).iter().all(|&v| v > 0.0) {
+                data.iter_mut().for_each(|v| *v = v.abs() + 0.25);
+            }
+            out.push(Tensor::from_vec(data, shape).unwrap().requires_grad_(true).unwrap());
         }
         Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| floats_in(v, out)),
         _ => {}
     }
 }
 
+fn values(t: &Tensor) -> Vec<f64> {
+    t.detach().unwrap().to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap()
+}
+
 /// `value` with its floating-point tensors replaced, in order, by `leaves`.
 fn rebuilt(value: &Value, leaves: &mut std::slice::Iter<'_, Tensor>) -> Value {
     match value {
-        Value::Tensor(t) if !t.is_duck() && t.dtype().unwrap().is_floating_point() => {
-            Value::Tensor(leaves.next().unwrap().clone())
-        }
+        Value::Tensor(t) if is_float(t) => Value::Tensor(leaves.next().unwrap().clone()),
         Value::List(items) => Value::List(items.iter().map(|v| rebuilt(v, leaves)).collect()),
         Value::Tuple(items) => Value::Tuple(items.iter().map(|v| rebuilt(v, leaves)).collect()),
         other => other.clone(),
     }
 }
 
-/// Float64 data of each perturbable input, with its shape.
-type Data = Vec<(Vec<f64>, Vec<usize>)>;
-
 impl Inputs {
     fn new(sample: Sample) -> Inputs {
-        let mut data = Vec::new();
-        sample.args.iter().chain(sample.kwargs.iter().map(|(_, v)| v)).for_each(|v| floats_in(v, &mut data));
-        Inputs { sample, data }
+        let mut leaves = Vec::new();
+        sample.args.iter().chain(sample.kwargs.iter().map(|(_, v)| v)).for_each(|v| floats_in(v, &mut leaves));
+        Inputs { sample, leaves }
     }
 
-    /// Calls `func` with `data` as float64 leaves that require grad: the leaves and the
-    /// float64 outputs that require grad.
-    fn call(&self, func: &'static Func, data: &Data) -> torchfn::Result<(Vec<Tensor>, Vec<Tensor>)> {
-        let leaves: Vec<Tensor> = data
-            .iter()
-            .map(|(d, s)| Tensor::from_vec(d.clone(), s.clone())?.requires_grad_(true))
-            .collect::<torchfn::Result<_>>()?;
-        let mut it = leaves.iter();
+    /// Calls `func` with the sample's floating-point tensors replaced by `x`: the function
+    /// gradcheck checks.
+    fn call(&self, func: &'static Func, x: &[Tensor]) -> torchfn::Result<Value> {
+        let mut it = x.iter();
         let args: Vec<Value> = self.sample.args.iter().map(|v| rebuilt(v, &mut it)).collect();
         let mut kwargs = Kwargs::new();
         for (k, v) in self.sample.kwargs.iter() {
             kwargs.insert(k, rebuilt(v, &mut it));
         }
-        let out = func.call(&args, &kwargs)?;
-        let mut outputs = Vec::new();
-        collect_outputs(&out, &mut outputs);
-        Ok((leaves, outputs))
+        func.call(&args, &kwargs)
     }
 
-    /// The first-order gradients of `Σ outputs · w` (fixed weights `w`) with respect to the
-    /// inputs, recorded: a function whose Jacobian holds the second derivatives.
-    fn call_gradient(&self, func: &'static Func, data: &Data) -> torchfn::Result<(Vec<Tensor>, Vec<Tensor>)> {
-        let (leaves, outputs) = self.call(func, data)?;
-        let mut total: Option<Tensor> = None;
-        for (o, out) in outputs.iter().enumerate() {
-            let shape = out.shape()?.to_vec();
-            let w = Tensor::from_vec(smooth_values(shape.iter().product(), 7 + o), shape)?;
-            let term = (out * &w)?.sum()?;
-            total = Some(match total {
-                Some(t) => (&t + &term)?,
-                None => term,
-            });
+    /// The outputs at the leaves that require grad, or `None` when there is nothing to check:
+    /// no leaves, a call that fails (a sample that does not take float64), or outputs that are
+    /// not finite (a sample outside the function's domain, as `pow(negative, 0.5)`).
+    fn differentiable_outputs(&self, func: &'static Func) -> Option<Vec<Tensor>> {
+        if self.leaves.is_empty() {
+            return None;
         }
-        let Some(total) = total else { return Ok((leaves, Vec::new())) };
-        let grads = torchfn::autograd::grad(&[total], &leaves, None, None, true, true)?;
-        let outputs = grads.into_iter().flatten().filter(|g| g.requires_grad().unwrap_or(false)).collect();
-        Ok((leaves, outputs))
+        let out = self.call(func, &self.leaves).ok()?;
+        let mut outputs = Vec::new();
+        collect_differentiable(&out, &mut outputs);
+        outputs.iter().all(|o| values(o).iter().all(|v| v.is_finite())).then_some(outputs)
     }
 }
 
 /// The float64 tensors of a result that require grad.
-fn collect_outputs(value: &Value, out: &mut Vec<Tensor>) {
+fn collect_differentiable(value: &Value, out: &mut Vec<Tensor>) {
     match value {
         Value::Tensor(t) if !t.is_duck() && t.dtype().unwrap() == DType::Float64 && t.requires_grad().unwrap() => {
             out.push(t.clone())
         }
-        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| collect_outputs(v, out)),
+        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| collect_differentiable(v, out)),
         _ => {}
     }
 }
 
-fn values(t: &Tensor) -> Vec<f64> {
-    t.detach().unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
-}
-
-/// Compares the Jacobian autograd gives for `eval` at `data` (one vector-Jacobian product per
-/// output element) with central differences; `None` when nothing differentiable comes out.
-fn check(
-    eval: impl Fn(&Data) -> torchfn::Result<(Vec<Tensor>, Vec<Tensor>)>,
-    data: &Data,
-) -> Option<Result<(), String>> {
-    let (leaves, outputs) = eval(data).ok()?;
-    if outputs.is_empty() || leaves.is_empty() {
-        return None;
+/// `gradcheck`'s verdict as the test reports it.
+fn verdict(checked: torchfn::Result<bool>) -> Result<(), String> {
+    match checked {
+        Ok(true) => Ok(()),
+        Ok(false) => Err("gradcheck returned false".to_string()),
+        Err(e) => Err(format!("{e:?}")),
     }
-    const EPS: f64 = 1e-6;
-    let (atol, rtol) = (1e-5, 1e-3);
-    let flat = |data: &Data| -> Option<Vec<f64>> {
-        let (_, outs) = eval(data).ok()?;
-        Some(outs.iter().flat_map(values).collect())
-    };
-    let mut offset = 0;
-    for (o, out) in outputs.iter().enumerate() {
-        let n_out = values(out).len();
-        for j in 0..n_out {
-            let mut one_hot = vec![0.0f64; n_out];
-            one_hot[j] = 1.0;
-            let g = Tensor::from_vec(one_hot, out.shape().unwrap()).unwrap();
-            let grads = match torchfn::autograd::grad(
-                std::slice::from_ref(out),
-                &leaves,
-                Some(&[g]),
-                Some(true),
-                false,
-                true,
-            ) {
-                Ok(g) => g,
-                Err(e) => return Some(Err(format!("backward of output {o}: {e}"))),
-            };
-            for (i, (d, _)) in data.iter().enumerate() {
-                let analytic = grads[i].as_ref().map(values).unwrap_or_else(|| vec![0.0; d.len()]);
-                for (k, &a) in analytic.iter().enumerate() {
-                    let at = |delta: f64| {
-                        let mut data = data.clone();
-                        data[i].0[k] += delta;
-                        flat(&data)
-                    };
-                    let (Some(plus), Some(minus)) = (at(EPS), at(-EPS)) else { continue };
-                    if plus.len() != minus.len() || plus.len() <= offset + j {
-                        continue;
-                    }
-                    let numerical = (plus[offset + j] - minus[offset + j]) / (2.0 * EPS);
-                    if !numerical.is_finite() {
-                        continue;
-                    }
-                    if (a - numerical).abs() > atol + rtol * numerical.abs() {
-                        return Some(Err(format!(
-                            "d output {o}[{j}] / d input {i}[{k}]: autograd gives {a}, central differences {numerical}"
-                        )));
-                    }
-                }
-            }
-        }
-        offset += n_out;
-    }
-    Some(Ok(()))
 }
 
 /// Runs `one` over every checkable sample of every torchfn operation; returns how many
-/// functions had a differentiable sample, and the failures.
+/// functions had a checked sample, and the failures. `one` gives `None` for a sample with
+/// nothing to check.
 fn over_every_sample(one: impl Fn(&'static Func, &Inputs) -> Option<Result<(), String>>) -> (usize, Vec<String>) {
     let (mut functions, mut failures) = (0, Vec::new());
     for (ns, funcs) in get_overridable_functions() {
@@ -224,26 +178,40 @@ fn over_every_sample(one: impl Fn(&'static Func, &Inputs) -> Option<Result<(), S
     (functions, failures)
 }
 
-/// Samples whose gradient is deliberately not the derivative, as in PyTorch: embedding's
-/// `padding_idx` row gets no gradient, and `max_norm` renormalizes rows in place, untracked.
-const SKIPPED_SAMPLES: &[(&str, &str, &str)] = &[
-    ("torchfn.nn.functional.embedding", "padding_idx", "the padding row gets no gradient"),
-    ("torchfn.nn.functional.embedding", "max_norm", "rows are renormalized in place, untracked"),
-];
-
 #[test]
-fn every_differentiable_operation_passes_gradcheck() {
-    let (functions, failures) = over_every_sample(|func, inputs| check(|d| inputs.call(func, d), &inputs.data));
-    println!("gradcheck: {functions} differentiable functions checked");
+fn every_differentiable_operation_passes_gradcheck_in_both_modes() {
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+    let options = options().check_forward_ad(true);
+    let (functions, failures) = over_every_sample(|func, inputs| {
+        if inputs.differentiable_outputs(func)?.is_empty() {
+            return None;
+        }
+        Some(verdict(gradcheck(|x| inputs.call(func, x), &inputs.leaves, &options)))
+    });
+    println!("gradcheck (reverse and forward mode): {functions} differentiable functions checked");
     assert!(functions > 100, "only {functions} functions were checked");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
 
 /// Second order: the gradients themselves, recorded with `create_graph`, differentiate right.
+/// Every differentiable sample is checked: where the gradients do not require grad,
+/// gradgradcheck checks that they are indeed constant (a backward that is right but not
+/// recorded fails there). Counted are the functions with second derivatives: gradients that
+/// depend on the inputs.
 #[test]
 fn every_differentiable_operation_passes_gradgradcheck() {
-    let (functions, failures) =
-        over_every_sample(|func, inputs| check(|d| inputs.call_gradient(func, d), &inputs.data));
+    let (functions, failures) = over_every_sample(|func, inputs| {
+        let outputs = inputs.differentiable_outputs(func)?;
+        if outputs.is_empty() {
+            return None;
+        }
+        if let Err(e) = verdict(gradgradcheck(|x| inputs.call(func, x), &inputs.leaves, None, &options())) {
+            return Some(Err(e));
+        }
+        let ones: Vec<Tensor> = outputs.iter().map(|o| torchfn::ones_like(o, None).unwrap()).collect();
+        let grads = torchfn::autograd::grad(&outputs, &inputs.leaves, Some(&ones), None, true, true).unwrap();
+        grads.iter().flatten().any(|g| g.requires_grad().unwrap()).then_some(Ok(()))
+    });
     println!("gradgradcheck: {functions} functions with second derivatives checked");
     assert!(functions > 50, "only {functions} functions were checked");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));

@@ -299,7 +299,11 @@ fn every_autograd_golden_case_passes() {
         }
     }
     let jvp = cases.iter().filter(|c| c.get("jvp").is_some()).count();
-    println!("autograd golden cases: {} of {} pass ({jvp} with forward-mode tangents)", cases.len() - failures.len(), cases.len());
+    println!(
+        "autograd golden cases: {} of {} pass ({jvp} with forward-mode tangents)",
+        cases.len() - failures.len(),
+        cases.len()
+    );
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 

@@ -11,6 +11,7 @@ mod function;
 mod golden;
 mod gpu;
 mod gradcheck;
+mod gradcheck_api;
 mod grads;
 mod inplace;
 mod inplace_math;

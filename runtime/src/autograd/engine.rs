@@ -201,11 +201,12 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
         }
     } else {
+        // `get`, not `remove`: an input given twice gets its gradient twice, as in PyTorch.
         return targets
             .iter()
             .enumerate()
-            .map(|(i, e)| match captured.remove(&(key(&e.node), e.output_nr)) {
-                Some(g) => Ok(Some(g)),
+            .map(|(i, e)| match captured.get(&(key(&e.node), e.output_nr)) {
+                Some(g) => Ok(Some(g.clone())),
                 None if run.allow_unused => Ok(None),
                 None => Err(Error::runtime_error(format!(
                     "grad(): one of the differentiated Tensors (input {i}) appears to not have been used in the \

@@ -272,10 +272,12 @@ fn handle<F: Function>() -> &'static Func {
     if let Some(&func) = handles.read().get(&TypeId::of::<F>()) {
         return func;
     }
-    *handles.write().entry(TypeId::of::<F>()).or_insert_with(|| {
+    let mut handles = handles.write();
+    let func: &&'static Func = handles.entry(TypeId::of::<F>()).or_insert_with(|| {
         let doc = "A custom autograd Function's apply.";
         Box::leak(Box::new(Func::new(F::name(), "apply", &PARAMS, doc, implementation::<F>)))
-    })
+    });
+    func
 }
 
 /// `F::apply` through the protocol.
@@ -315,8 +317,7 @@ fn run<F: Function>(inputs: &F::Inputs) -> Result<F::Output> {
     let values = inputs.to_values();
     let tensors: Vec<Option<&Tensor>> = values.iter().map(Value::as_tensor).collect();
     let grad_mode = super::is_grad_enabled();
-    let needs: Vec<bool> =
-        tensors.iter().map(|t| t.is_some_and(|t| grad_mode && meta::requires_grad(t))).collect();
+    let needs: Vec<bool> = tensors.iter().map(|t| t.is_some_and(|t| grad_mode && meta::requires_grad(t))).collect();
     let records = needs.iter().any(|&n| n);
     let present: Vec<&Tensor> = tensors.iter().flatten().copied().collect();
     let has_tangents = forward_ad::tangents(&present).is_some();
@@ -333,8 +334,7 @@ fn run<F: Function>(inputs: &F::Inputs) -> Result<F::Output> {
     let differentiable: Vec<bool> = outputs
         .iter()
         .map(|o| {
-            o.dense().is_some_and(|d| d.dtype.is_floating_point())
-                && !ctx.non_differentiable.iter().any(|n| n.is(o))
+            o.dense().is_some_and(|d| d.dtype.is_floating_point()) && !ctx.non_differentiable.iter().any(|n| n.is(o))
         })
         .collect();
     // An input returned as it is becomes a new view of itself (unless forward marked it dirty:
@@ -406,11 +406,7 @@ fn record<F: Function>(
 ) -> Result<()> {
     for dirty in &ctx.dirty {
         if meta::requires_grad(dirty) && meta::is_leaf(dirty) {
-            bail!(
-                Runtime,
-                "{}: a leaf Variable that requires grad is being used in an in-place operation.",
-                F::name()
-            );
+            bail!(Runtime, "{}: a leaf Variable that requires grad is being used in an in-place operation.", F::name());
         }
     }
     let next: Vec<Option<Edge>> = inputs
@@ -430,10 +426,8 @@ fn record<F: Function>(
             _ => SavedTensor::input(&tensor),
         });
     }
-    let metas: Vec<_> = outputs
-        .iter()
-        .map(|o| o.data("apply", "output").map(meta::output_meta))
-        .collect::<Result<_>>()?;
+    let metas: Vec<_> =
+        outputs.iter().map(|o| o.data("apply", "output").map(meta::output_meta)).collect::<Result<_>>()?;
     let inputs_are_tensors = inputs.iter().map(Option::is_some).collect();
     let backward = Custom { ctx: Mutex::new(ctx), slots, inputs_are_tensors };
     let node = Node::function(backward, next, saved, metas);
@@ -512,7 +506,8 @@ impl<F: Function> Backward for Custom<F> {
 /// The gradients of a once-differentiable backward, given a history (from `upstream`, what they
 /// depend on) that fails when differentiated (PyTorch's `DelayedError`).
 fn delay_error(name: &str, upstream: Vec<Edge>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
-    let message = format!("trying to differentiate twice a function that was marked with @once_differentiable ({name})");
+    let message =
+        format!("trying to differentiate twice a function that was marked with @once_differentiable ({name})");
     let metas: Vec<_> = grads
         .iter()
         .map(|g| match g {
@@ -599,18 +594,62 @@ function_inputs!(A 0, B 1, C 2, D 3);
 function_inputs!(A 0, B 1, C 2, D 3, E 4);
 function_inputs!(A 0, B 1, C 2, D 3, E 4, G 5);
 
-/// What a custom Function's `forward` returns: a tensor, a tuple of tensors, or a `Vec`.
-pub trait FunctionOutput: ToValue + FromValue + Send + Sync + 'static {
-    /// The output tensors, in order.
+/// What a function of tensors returns (a checked function, a custom Function's forward): its
+/// tensors, in order.
+pub trait Outputs {
+    /// The tensors, in order.
     fn into_tensors(self) -> Vec<Tensor>;
+}
+
+impl Outputs for Tensor {
+    fn into_tensors(self) -> Vec<Tensor> {
+        vec![self]
+    }
+}
+
+impl Outputs for Vec<Tensor> {
+    fn into_tensors(self) -> Vec<Tensor> {
+        self
+    }
+}
+
+impl Outputs for (Tensor, Tensor) {
+    fn into_tensors(self) -> Vec<Tensor> {
+        vec![self.0, self.1]
+    }
+}
+
+impl Outputs for (Tensor, Tensor, Tensor) {
+    fn into_tensors(self) -> Vec<Tensor> {
+        vec![self.0, self.1, self.2]
+    }
+}
+
+/// The tensors of a value, in order, those in lists and tuples flattened (as a registered
+/// function's result: `max`'s `(values, indices)`); other items are left out.
+impl Outputs for Value {
+    fn into_tensors(self) -> Vec<Tensor> {
+        fn collect(value: Value, out: &mut Vec<Tensor>) {
+            match value {
+                Value::Tensor(t) => out.push(t),
+                Value::List(items) | Value::Tuple(items) => items.into_iter().for_each(|v| collect(v, out)),
+                _ => {}
+            }
+        }
+        let mut out = Vec::new();
+        collect(self, &mut out);
+        out
+    }
+}
+
+/// What a custom Function's `forward` returns: a tensor, a tuple of tensors, or a `Vec`; also
+/// what `torchfn::func`'s transforms return in the function's shape.
+pub trait FunctionOutput: Outputs + ToValue + FromValue + Send + Sync + 'static {
     /// The output back from its tensors.
     fn from_tensors(tensors: Vec<Tensor>) -> Option<Self>;
 }
 
 impl FunctionOutput for Tensor {
-    fn into_tensors(self) -> Vec<Tensor> {
-        vec![self]
-    }
     fn from_tensors(tensors: Vec<Tensor>) -> Option<Self> {
         let [t] = <[Tensor; 1]>::try_from(tensors).ok()?;
         Some(t)
@@ -618,18 +657,12 @@ impl FunctionOutput for Tensor {
 }
 
 impl FunctionOutput for Vec<Tensor> {
-    fn into_tensors(self) -> Vec<Tensor> {
-        self
-    }
     fn from_tensors(tensors: Vec<Tensor>) -> Option<Self> {
         Some(tensors)
     }
 }
 
 impl FunctionOutput for (Tensor, Tensor) {
-    fn into_tensors(self) -> Vec<Tensor> {
-        vec![self.0, self.1]
-    }
     fn from_tensors(tensors: Vec<Tensor>) -> Option<Self> {
         let [a, b] = <[Tensor; 2]>::try_from(tensors).ok()?;
         Some((a, b))

@@ -27,10 +27,14 @@
 //!
 //! Grad mode ([`no_grad`], [`enable_grad`], [`set_grad_enabled`]) is per thread; see
 //! [`is_grad_enabled`] for how it behaves across threads.
+//!
+//! [`gradcheck`] and [`gradgradcheck`] check a function's gradients (and second derivatives)
+//! against finite differences, as PyTorch's; [`gradcheck`]'s documentation shows how to call it.
 
 mod engine;
 pub mod forward_ad;
 mod function;
+mod gradcheck;
 pub(crate) mod graph;
 pub(crate) mod meta;
 mod mode;
@@ -39,11 +43,12 @@ use std::borrow::Cow;
 use std::fmt;
 use std::sync::Arc;
 
+pub use function::{
+    Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, GradOutputs, Outputs, SaveSlot, SaveTensors, Slot,
+};
+pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
 pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};
 pub(crate) use meta::Meta;
-pub use function::{
-    Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, GradOutputs, SaveSlot, SaveTensors, Slot,
-};
 pub use mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};
 
 use crate::error::{Result, bail};

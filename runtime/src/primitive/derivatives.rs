@@ -148,7 +148,11 @@ impl Backward for Op {
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
-        let g = grads.into_iter().next().flatten().ok_or_else(|| Error::runtime_error("backward: no gradient for the output"))?;
+        let g = grads
+            .into_iter()
+            .next()
+            .flatten()
+            .ok_or_else(|| Error::runtime_error("backward: no gradient for the output"))?;
         let inputs: Vec<Option<&OutputMeta>> =
             node.next.iter().map(|e| e.as_ref().map(|e| &e.node.outputs[e.output_nr])).collect();
         let raw = self.gradients(&g, &saved, &inputs)?;
@@ -572,7 +576,8 @@ impl Op {
                 saved.push(out.clone());
                 let ta = t(0).map(|t| binary_gradients(*op, *number, t, &saved, [true, false])).transpose()?;
                 let tb = t(1).map(|t| binary_gradients(*op, *number, t, &saved, [false, true])).transpose()?;
-                let terms = [ta.and_then(|g| g.into_iter().next().flatten()), tb.and_then(|g| g.into_iter().nth(1).flatten())];
+                let terms =
+                    [ta.and_then(|g| g.into_iter().next().flatten()), tb.and_then(|g| g.into_iter().nth(1).flatten())];
                 sum_terms(terms)?.map_or_else(|| zeros_like(out), Ok)?
             }
             Op::Select => super::select(inputs[0], &or_zeros(1)?, &or_zeros(2)?, out_dtype)?,

@@ -69,12 +69,7 @@ fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep))
 }
 
 /// [`finish`] when whether the operation records is already known.
-fn finish_with(
-    records: bool,
-    inputs: &[&Tensor],
-    array: Array,
-    record: impl FnOnce() -> (Op, Keep),
-) -> Result<Tensor> {
+fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
     let tangents = forward_ad::tangents(inputs);
     if (!records && tangents.is_none()) || !array.dtype.is_floating_point() {
         return Ok(Tensor::from_array(array));
