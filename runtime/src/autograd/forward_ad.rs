@@ -77,6 +77,12 @@ pub fn dual_level() -> Result<DualLevel> {
     Ok(DualLevel { id })
 }
 
+/// Whether a level is active (one load: the check every primitive makes).
+#[inline]
+pub(crate) fn level_active() -> bool {
+    LEVEL.load(Ordering::Relaxed) != 0
+}
+
 /// The active level, when forward formulas should run on this thread.
 #[inline]
 fn level() -> Option<u64> {

@@ -30,6 +30,8 @@
 //!
 //! [`gradcheck`] and [`gradgradcheck`] check a function's gradients (and second derivatives)
 //! against finite differences, as PyTorch's; [`gradcheck`]'s documentation shows how to call it.
+//! A custom [`Function`] brings its own backward (and forward derivative); [`forward_ad`] is
+//! forward-mode AD, and `torchfn::func` has the functional `jvp` and `vjp`.
 
 mod engine;
 pub mod forward_ad;

@@ -69,7 +69,23 @@ fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep))
 }
 
 /// [`finish`] when whether the operation records is already known.
+#[inline]
 fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
+    if forward_ad::level_active() {
+        return finish_dual(records, inputs, array, record);
+    }
+    if !records || !array.dtype.is_floating_point() {
+        return Ok(Tensor::from_array(array));
+    }
+    let (op, keep) = record();
+    Ok(recorded(inputs, array, op, keep))
+}
+
+/// [`finish_with`] while a forward-AD level is active: the result also gets its tangent when an
+/// input has one.
+#[cold]
+#[inline(never)]
+fn finish_dual(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
     let tangents = forward_ad::tangents(inputs);
     if (!records && tangents.is_none()) || !array.dtype.is_floating_point() {
         return Ok(Tensor::from_array(array));
@@ -87,6 +103,7 @@ fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnO
 }
 
 /// The result `array` of `op` on `inputs`, as the output of a new node.
+#[inline]
 fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
     let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
@@ -103,7 +120,7 @@ fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
 /// (the result must be a fresh tensor that the in-place operation then writes, so saved
 /// tensors and the inputs the formulas read stay intact).
 fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Option<&'t Array> {
-    if records || forward_ad::tangents(inputs).is_some() {
+    if records || (forward_ad::level_active() && forward_ad::tangents(inputs).is_some()) {
         return None;
     }
     out.and_then(|t| t.dense()).map(|d| &d.array)
