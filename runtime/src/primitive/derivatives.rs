@@ -397,32 +397,34 @@ fn products_of_others_along(x: &Tensor, dims: &[usize]) -> Result<Tensor> {
     permute(&reshape(&others, &moved_shape)?, &inverse)
 }
 
-/// The gradient of the running products of `x` along its last dimension:
-/// `Σ_{j ≥ i} g_j Π_{k ≤ j, k ≠ i} x_k`, exact with zeros.
-fn cumprod_gradient(x: &Tensor, g: &Tensor) -> Result<Tensor> {
+/// The cumprod Jacobian of `x` along its last dimension, `[..., i, j]`: `∂y_j/∂x_i =
+/// Π_{k ≤ j, k ≠ i} x_k` where `j ≥ i`, zero elsewhere (exact with zeros).
+fn cumprod_jacobian(x: &Tensor) -> Result<Tensor> {
     let shape = x.shape()?;
     let last = shape.len() - 1;
     let k = shape[last];
     let running = super::scan(&leave_one_out(x)?, last + 1, Scan::Prod, dtype(x)?)?; // [..., i, j]
     let index = positions((0..k as i64).collect(), x.device()?)?;
     let later = bin(&index, &reshape(&index, &Shape::from([k, 1]))?, Binary::Ge)?; // j >= i
+    super::select(&later, &running, &Tensor::scalar(0.0), dtype(x)?)
+}
+
+/// The gradient of the running products of `x` along its last dimension:
+/// `Σ_{j ≥ i} g_j ∂y_j/∂x_i`.
+fn cumprod_gradient(x: &Tensor, g: &Tensor) -> Result<Tensor> {
+    let shape = x.shape()?;
+    let (last, k) = (shape.len() - 1, shape[shape.len() - 1]);
     let g_rows = reshape(g, &Shape::from([&shape[..last], &[1, k]].concat()))?;
-    let terms = super::select(&later, &mul(&running, &g_rows)?, &Tensor::scalar(0.0), dtype(g)?)?;
-    super::reduce(&terms, &[last + 1], Reduce::Sum, dtype(g)?)
+    super::reduce(&mul(&cumprod_jacobian(x)?, &g_rows)?, &[last + 1], Reduce::Sum, dtype(g)?)
 }
 
 /// The tangent of the running products of `x` along its last dimension for its tangent `t`:
-/// `Σ_{i ≤ j} t_i Π_{k ≤ j, k ≠ i} x_k`, exact with zeros (the transpose of the gradient).
+/// `Σ_{i ≤ j} t_i ∂y_j/∂x_i` (the transpose of the gradient).
 fn cumprod_tangent(x: &Tensor, t: &Tensor) -> Result<Tensor> {
     let shape = x.shape()?;
-    let last = shape.len() - 1;
-    let k = shape[last];
-    let running = super::scan(&leave_one_out(x)?, last + 1, Scan::Prod, dtype(x)?)?; // [..., i, j]
-    let index = positions((0..k as i64).collect(), x.device()?)?;
-    let later = bin(&index, &reshape(&index, &Shape::from([k, 1]))?, Binary::Ge)?; // j >= i
+    let (last, k) = (shape.len() - 1, shape[shape.len() - 1]);
     let t_columns = reshape(t, &Shape::from([&shape[..last], &[k, 1]].concat()))?;
-    let terms = super::select(&later, &mul(&running, &t_columns)?, &Tensor::scalar(0.0), dtype(t)?)?;
-    super::reduce(&terms, &[last], Reduce::Sum, dtype(t)?)
+    super::reduce(&mul(&cumprod_jacobian(x)?, &t_columns)?, &[last], Reduce::Sum, dtype(t)?)
 }
 
 /// `f` applied with dimension `dim` of `x` (and `g`) moved last, the result moved back.
