@@ -1,5 +1,5 @@
 //! Procedural macros of [torchfn](https://docs.rs/torchfn): `#[torch_function]`, `#[dispatcher]`,
-//! `#[derive(TensorSubclass)]` and `#[derive(DuckTensor)]`.
+//! `#[derive(TensorSubclass)]`, `#[derive(DuckTensor)]` and `#[derive(Module)]`.
 //!
 //! Use them through the `torchfn` crate, which re-exports them. The entry points here are thin:
 //! the expansions live in ordinary modules that return `syn::Result` and are unit-tested
@@ -10,6 +10,7 @@
 mod class;
 mod dispatcher;
 mod expand;
+mod module;
 mod options;
 mod signature;
 mod verify;
@@ -196,4 +197,36 @@ fn unique_suffix(item: &TokenStream) -> String {
     let mut hasher = DefaultHasher::new();
     (span.file(), span.line(), span.column()).hash(&mut hasher);
     format!("{:016x}", hasher.finish())
+}
+
+/// Makes a struct a module (`torchfn::nn::Module`): its fields (parameters, buffers, training
+/// flags, submodules, `Vec`s, arrays and `Option`s of modules) are walked in declaration order
+/// for `named_parameters`, `state_dict`, `train`/`eval`, `to_device` and the repr; fields marked
+/// `#[module(skip)]` are configuration. `#[module(extra_repr = method)]` on the struct names a
+/// `fn(&self) -> String` giving the repr's inside. Also implements `Display` (the repr).
+///
+/// ```
+/// use torchfn::nn::{Linear, Module};
+///
+/// #[derive(Module)]
+/// #[module(extra_repr = describe)]
+/// struct Head {
+///     proj: Linear,
+///     #[module(skip)]
+///     scale: f64,
+/// }
+///
+/// impl Head {
+///     fn describe(&self) -> String {
+///         format!("scale={}", self.scale)
+///     }
+/// }
+///
+/// let head = Head { proj: Linear::new(2, 2, false, &torchfn::Generator::new())?, scale: 0.5 };
+/// assert_eq!(head.to_string(), "Head(\n  scale=0.5\n  (proj): Linear(in_features=2, out_features=2, bias=False)\n)");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[proc_macro_derive(Module, attributes(module))]
+pub fn derive_module(input: TokenStream) -> TokenStream {
+    module::derive(input.into()).into()
 }

@@ -1,4 +1,5 @@
-//! `torch.nn`: its functional interface, [`functional`].
+//! `torch.nn`: modules and layers (from `crate::modules`), [`init`], and the functional
+//! interface, [`functional`].
 
 mod activation;
 mod adaptive;
@@ -6,6 +7,9 @@ mod conv;
 mod layers;
 mod loss;
 mod norm;
+
+pub use crate::modules::*;
+pub use torchfn_macros::Module;
 
 /// `torch.nn.functional`: activations, layers, losses, convolution and pooling as functions,
 /// registered as `torchfn.nn.functional.*`. Each is overridable like every other operation.

@@ -1,0 +1,559 @@
+//! The layers of `torch.nn` as modules, with PyTorch's default initialisations: each holds its
+//! parameters and buffers and calls its `nn.functional` operation in `forward`.
+
+use super::init;
+use super::module::{Buffer, Module, Parameter, Training};
+use crate::error::{Result, bail};
+use crate::ops::nn::functional as F;
+use crate::tensor::{DType, Generator, Tensor};
+
+/// A module with one input and one output: what [`Sequential`] chains.
+pub trait Forward {
+    /// The module applied to `input`.
+    fn forward(&self, input: &Tensor) -> Result<Tensor>;
+}
+
+/// A module usable in a [`Sequential`].
+pub trait Layer: Module + Forward {}
+
+impl<T: Module + Forward> Layer for T {}
+
+fn python_bool(b: bool) -> &'static str {
+    if b { "True" } else { "False" }
+}
+
+/// Weights drawn as PyTorch's `reset_parameters` for Linear and Conv: Kaiming uniform with
+/// `a = √5` (bound `1/√fan_in`), and the bias uniform on `±1/√fan_in`.
+fn kaiming_default(shape: &[usize], bias: bool, generator: &Generator) -> Result<(Parameter, Option<Parameter>)> {
+    let weight = crate::zeros(shape.to_vec(), None, None)?;
+    init::kaiming_uniform_(&weight, 5f64.sqrt(), "fan_in", "leaky_relu", generator)?;
+    let (fan_in, _) = init::calculate_fan_in_and_fan_out(&weight)?;
+    let bias = if bias {
+        let b = crate::zeros([shape[0]], None, None)?;
+        let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
+        init::uniform_(&b, -bound, bound, generator)?;
+        Some(Parameter::new(&b)?)
+    } else {
+        None
+    };
+    Ok((Parameter::new(&weight)?, bias))
+}
+
+/// `y = x Aᵀ + b` (`nn.Linear`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Linear {
+    /// `[out_features, in_features]`.
+    pub weight: Parameter,
+    /// `[out_features]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+}
+
+impl Linear {
+    /// A layer of PyTorch's default initialisation.
+    pub fn new(in_features: usize, out_features: usize, bias: bool, generator: &Generator) -> Result<Linear> {
+        let (weight, bias) = kaiming_default(&[out_features, in_features], bias, generator)?;
+        Ok(Linear { weight, bias })
+    }
+
+    fn describe(&self) -> String {
+        let shape = self.weight.shape().unwrap_or_default();
+        format!(
+            "in_features={}, out_features={}, bias={}",
+            shape.get(1).copied().unwrap_or(0),
+            shape.first().copied().unwrap_or(0),
+            python_bool(self.bias.is_some())
+        )
+    }
+}
+
+impl Forward for Linear {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::linear(input, &self.weight, self.bias.as_deref())
+    }
+}
+
+/// A 2-D convolution (`nn.Conv2d`): square or rectangular kernels, stride, padding, dilation,
+/// groups.
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Conv2d {
+    /// `[out_channels, in_channels / groups, kh, kw]`.
+    pub weight: Parameter,
+    /// `[out_channels]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+    #[module(skip)]
+    stride: [usize; 2],
+    #[module(skip)]
+    padding: [usize; 2],
+    #[module(skip)]
+    dilation: [usize; 2],
+    #[module(skip)]
+    groups: usize,
+}
+
+impl Conv2d {
+    /// A convolution of PyTorch's default initialisation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        dilation: [usize; 2],
+        groups: usize,
+        bias: bool,
+        generator: &Generator,
+    ) -> Result<Conv2d> {
+        if groups == 0 || in_channels % groups != 0 || out_channels % groups != 0 {
+            bail!(Value, "Conv2d(): in_channels and out_channels must be divisible by groups ({groups})");
+        }
+        let shape = [out_channels, in_channels / groups, kernel_size[0], kernel_size[1]];
+        let (weight, bias) = kaiming_default(&shape, bias, generator)?;
+        Ok(Conv2d { weight, bias, stride, padding, dilation, groups })
+    }
+
+    fn describe(&self) -> String {
+        let s = self.weight.shape().unwrap_or_default();
+        let (out, inp, kh, kw) = (s[0], s[1] * self.groups, s[2], s[3]);
+        let mut text =
+            format!("{inp}, {out}, kernel_size=({kh}, {kw}), stride=({}, {})", self.stride[0], self.stride[1]);
+        if self.padding != [0, 0] {
+            text += &format!(", padding=({}, {})", self.padding[0], self.padding[1]);
+        }
+        if self.dilation != [1, 1] {
+            text += &format!(", dilation=({}, {})", self.dilation[0], self.dilation[1]);
+        }
+        if self.groups != 1 {
+            text += &format!(", groups={}", self.groups);
+        }
+        if self.bias.is_none() {
+            text += ", bias=False";
+        }
+        text
+    }
+}
+
+impl Forward for Conv2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let dims = |v: [usize; 2]| vec![v[0] as i64, v[1] as i64];
+        F::conv2d(
+            input,
+            &self.weight,
+            self.bias.as_deref(),
+            dims(self.stride),
+            dims(self.padding),
+            dims(self.dilation),
+            self.groups as i64,
+        )
+    }
+}
+
+/// Batch normalization over `[N, C, H, W]` (`nn.BatchNorm2d`): batch statistics and running
+/// averages in training, the running averages in eval.
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct BatchNorm2d {
+    /// Scale, `[C]` (ones).
+    pub weight: Parameter,
+    /// Shift, `[C]` (zeros).
+    pub bias: Parameter,
+    /// Running mean, `[C]`.
+    pub running_mean: Buffer,
+    /// Running variance (unbiased), `[C]`.
+    pub running_var: Buffer,
+    /// Batches seen in training (int64, 0-d).
+    pub num_batches_tracked: Buffer,
+    training: Training,
+    #[module(skip)]
+    eps: f64,
+    #[module(skip)]
+    momentum: f64,
+}
+
+impl BatchNorm2d {
+    /// Batch normalization of `num_features` channels, `eps = 1e-5`, `momentum = 0.1`.
+    pub fn new(num_features: usize) -> Result<BatchNorm2d> {
+        Ok(BatchNorm2d {
+            weight: Parameter::new(&crate::ones([num_features], None, None)?)?,
+            bias: Parameter::new(&crate::zeros([num_features], None, None)?)?,
+            running_mean: Buffer::new(crate::zeros([num_features], None, None)?),
+            running_var: Buffer::new(crate::ones([num_features], None, None)?),
+            num_batches_tracked: Buffer::new(crate::zeros(Vec::<usize>::new(), DType::Int64, None)?),
+            training: Training::default(),
+            eps: 1e-5,
+            momentum: 0.1,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let c = self.weight.shape().ok().and_then(|s| s.first().copied()).unwrap_or(0);
+        format!("{c}, eps={:e}, momentum={}, affine=True, track_running_stats=True", self.eps, self.momentum)
+            .replace("1e-5", "1e-05")
+    }
+}
+
+impl Forward for BatchNorm2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let training = self.training.get();
+        if training {
+            let _no_grad = crate::autograd::no_grad();
+            self.num_batches_tracked.add_(&Tensor::scalar(1), 1)?;
+        }
+        F::batch_norm(
+            input,
+            Some(&self.running_mean),
+            Some(&self.running_var),
+            Some(&self.weight),
+            Some(&self.bias),
+            training,
+            self.momentum,
+            self.eps,
+        )
+    }
+}
+
+/// Layer normalization over the last dimensions (`nn.LayerNorm`), with elementwise affine.
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct LayerNorm {
+    /// Scale (ones).
+    pub weight: Parameter,
+    /// Shift (zeros).
+    pub bias: Parameter,
+    #[module(skip)]
+    normalized_shape: Vec<usize>,
+    #[module(skip)]
+    eps: f64,
+}
+
+impl LayerNorm {
+    /// Layer normalization over the trailing `normalized_shape`.
+    pub fn new(normalized_shape: &[usize], eps: f64) -> Result<LayerNorm> {
+        Ok(LayerNorm {
+            weight: Parameter::new(&crate::ones(normalized_shape.to_vec(), None, None)?)?,
+            bias: Parameter::new(&crate::zeros(normalized_shape.to_vec(), None, None)?)?,
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let shape: Vec<String> = self.normalized_shape.iter().map(usize::to_string).collect();
+        let comma = if shape.len() == 1 { "," } else { "" };
+        format!("({}{comma}), eps={}, elementwise_affine=True", shape.join(", "), python_float(self.eps))
+    }
+}
+
+/// A float as Python prints it in reprs (`1e-05`).
+fn python_float(x: f64) -> String {
+    if x != 0.0 && x.abs() < 1e-4 {
+        let text = format!("{x:e}");
+        match text.split_once('e') {
+            Some((m, e)) => {
+                let e: i32 = e.parse().unwrap_or(0);
+                format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+            }
+            None => text,
+        }
+    } else {
+        format!("{x:?}")
+    }
+}
+
+impl Forward for LayerNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let shape: Vec<i64> = self.normalized_shape.iter().map(|&n| n as i64).collect();
+        F::layer_norm(input, shape, Some(&self.weight), Some(&self.bias), self.eps)
+    }
+}
+
+/// A lookup table of embeddings (`nn.Embedding`), initialised normal(0, 1).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Embedding {
+    /// `[num_embeddings, embedding_dim]`.
+    pub weight: Parameter,
+}
+
+impl Embedding {
+    /// `num_embeddings` vectors of `embedding_dim`.
+    pub fn new(num_embeddings: usize, embedding_dim: usize, generator: &Generator) -> Result<Embedding> {
+        let weight = crate::zeros([num_embeddings, embedding_dim], None, None)?;
+        init::normal_(&weight, 0.0, 1.0, generator)?;
+        Ok(Embedding { weight: Parameter::new(&weight)? })
+    }
+
+    fn describe(&self) -> String {
+        let s = self.weight.shape().unwrap_or_default();
+        format!("{}, {}", s.first().copied().unwrap_or(0), s.get(1).copied().unwrap_or(0))
+    }
+}
+
+impl Forward for Embedding {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::embedding(input, &self.weight, None, None, 2.0, false, false)
+    }
+}
+
+/// Zeroes elements with probability `p` in training, scaling the rest by `1/(1-p)` (`nn.Dropout`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Dropout {
+    training: Training,
+    #[module(skip)]
+    p: f64,
+}
+
+impl Dropout {
+    /// Dropout with probability `p`.
+    pub fn new(p: f64) -> Result<Dropout> {
+        if !(0.0..=1.0).contains(&p) {
+            bail!(Value, "Dropout(): dropout probability has to be between 0 and 1, but got {p}");
+        }
+        Ok(Dropout { training: Training::default(), p })
+    }
+
+    fn describe(&self) -> String {
+        format!("p={:?}, inplace=False", self.p)
+    }
+}
+
+impl Forward for Dropout {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::dropout(input, self.p, self.training.get(), false)
+    }
+}
+
+/// Declares a parameterless layer: a unit struct whose forward is `$body` on `$x`.
+macro_rules! stateless {
+    ($(#[$doc:meta])* $name:ident, |$self_:ident, $x:ident| $body:expr) => {
+        $(#[$doc])*
+        #[derive(crate::nn::Module, Default)]
+        pub struct $name;
+
+        impl Forward for $name {
+            fn forward(&self, $x: &Tensor) -> Result<Tensor> {
+                let $self_ = self;
+                let _ = $self_;
+                $body
+            }
+        }
+    };
+}
+
+stateless!(
+    /// `max(x, 0)` (`nn.ReLU`).
+    ReLU,
+    |s, x| F::relu(x, false)
+);
+stateless!(
+    /// `tanh(x)` (`nn.Tanh`).
+    Tanh,
+    |s, x| x.tanh()
+);
+stateless!(
+    /// The input unchanged (`nn.Identity`).
+    Identity,
+    |s, x| Ok(x.clone())
+);
+
+/// The Gaussian error linear unit (`nn.GELU`), exact or with the tanh approximation.
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct GELU {
+    #[module(skip)]
+    approximate: &'static str,
+}
+
+impl GELU {
+    /// `approximate`: `"none"` (exact) or `"tanh"`.
+    pub fn new(approximate: &str) -> Result<GELU> {
+        let approximate = match approximate {
+            "none" => "none",
+            "tanh" => "tanh",
+            other => bail!(Value, "GELU(): approximate argument must be either none or tanh, but got '{other}'"),
+        };
+        Ok(GELU { approximate })
+    }
+
+    fn describe(&self) -> String {
+        format!("approximate='{}'", self.approximate)
+    }
+}
+
+impl Forward for GELU {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::gelu(input, self.approximate)
+    }
+}
+
+/// Softmax along `dim` (`nn.Softmax`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Softmax {
+    #[module(skip)]
+    dim: i64,
+}
+
+impl Softmax {
+    /// Softmax along `dim`.
+    pub fn new(dim: i64) -> Softmax {
+        Softmax { dim }
+    }
+
+    fn describe(&self) -> String {
+        format!("dim={}", self.dim)
+    }
+}
+
+impl Forward for Softmax {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.softmax(self.dim, None)
+    }
+}
+
+/// Average pooling to a fixed output size (`nn.AdaptiveAvgPool2d`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct AdaptiveAvgPool2d {
+    #[module(skip)]
+    output_size: [usize; 2],
+}
+
+impl AdaptiveAvgPool2d {
+    /// Pooling to `output_size`.
+    pub fn new(output_size: [usize; 2]) -> AdaptiveAvgPool2d {
+        AdaptiveAvgPool2d { output_size }
+    }
+
+    fn describe(&self) -> String {
+        format!("output_size=({}, {})", self.output_size[0], self.output_size[1])
+    }
+}
+
+impl Forward for AdaptiveAvgPool2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::adaptive_avg_pool2d(input, vec![self.output_size[0] as i64, self.output_size[1] as i64])
+    }
+}
+
+/// Max pooling (`nn.MaxPool2d`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct MaxPool2d {
+    #[module(skip)]
+    kernel_size: usize,
+    #[module(skip)]
+    stride: usize,
+    #[module(skip)]
+    padding: usize,
+}
+
+impl MaxPool2d {
+    /// Square windows of `kernel_size`, moved by `stride`, with `padding`.
+    pub fn new(kernel_size: usize, stride: usize, padding: usize) -> MaxPool2d {
+        MaxPool2d { kernel_size, stride, padding }
+    }
+
+    fn describe(&self) -> String {
+        format!(
+            "kernel_size={}, stride={}, padding={}, dilation=1, ceil_mode=False",
+            self.kernel_size, self.stride, self.padding
+        )
+    }
+}
+
+impl Forward for MaxPool2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::max_pool2d(
+            input,
+            self.kernel_size as i64,
+            Some(crate::tensor::Dims::from(self.stride as i64)),
+            self.padding as i64,
+            1,
+            false,
+            false,
+        )
+    }
+}
+
+/// Flattens dimensions `start_dim..=end_dim` (`nn.Flatten`, default `1..=-1`).
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Flatten {
+    #[module(skip)]
+    start_dim: i64,
+    #[module(skip)]
+    end_dim: i64,
+}
+
+impl Default for Flatten {
+    fn default() -> Self {
+        Flatten { start_dim: 1, end_dim: -1 }
+    }
+}
+
+impl Flatten {
+    /// Flattening `start_dim..=end_dim`.
+    pub fn new(start_dim: i64, end_dim: i64) -> Flatten {
+        Flatten { start_dim, end_dim }
+    }
+
+    fn describe(&self) -> String {
+        format!("start_dim={}, end_dim={}", self.start_dim, self.end_dim)
+    }
+}
+
+impl Forward for Flatten {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.flatten(self.start_dim, self.end_dim)
+    }
+}
+
+/// Layers applied in order (`nn.Sequential`); its children are named `0`, `1`...
+#[derive(Default)]
+pub struct Sequential(pub Vec<Box<dyn Layer>>);
+
+impl Sequential {
+    /// The layers, in order.
+    pub fn new(layers: Vec<Box<dyn Layer>>) -> Sequential {
+        Sequential(layers)
+    }
+}
+
+impl Module for Sequential {
+    fn visit<'m>(&'m self, visitor: &mut dyn super::module::Visitor<'m>) {
+        for (i, layer) in self.0.iter().enumerate() {
+            visitor.module(&i.to_string(), layer.as_dyn());
+        }
+    }
+    fn visit_mut(&mut self, visitor: &mut dyn super::module::VisitorMut) {
+        for (i, layer) in self.0.iter_mut().enumerate() {
+            visitor.module(&i.to_string(), &mut **layer);
+        }
+    }
+    fn type_name(&self) -> &'static str {
+        "Sequential"
+    }
+    fn as_dyn(&self) -> &dyn Module {
+        self
+    }
+}
+
+impl std::fmt::Display for Sequential {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.repr())
+    }
+}
+
+impl Forward for Sequential {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let mut x = input.clone();
+        for layer in &self.0 {
+            x = layer.forward(&x)?;
+        }
+        Ok(x)
+    }
+}

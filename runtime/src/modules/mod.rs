@@ -1,0 +1,14 @@
+//! Modules (`torch.nn.Module` and its layers), re-exported as `torchfn::nn`: the layer above the
+//! operations, made of parameters and buffers and calling `nn.functional` in its forwards.
+
+pub mod init;
+mod layers;
+mod module;
+mod state_dict;
+
+pub use layers::{
+    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Dropout, Embedding, Flatten, Forward, GELU, Identity, Layer, LayerNorm,
+    Linear, MaxPool2d, ReLU, Sequential, Softmax, Tanh,
+};
+pub use module::{Buffer, Module, ModuleField, Parameter, ParameterClass, Training, Visitor, VisitorMut};
+pub use state_dict::{IncompatibleKeys, StateDict};

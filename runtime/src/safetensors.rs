@@ -1,0 +1,120 @@
+//! The safetensors format (the `safetensors` crate): state dicts to and from files, so weights
+//! move between PyTorch (`safetensors.torch.save_file` / `load_file`) and torchfn.
+//!
+//! ```
+//! use torchfn::nn::StateDict;
+//!
+//! let path = std::env::temp_dir().join(format!("torchfn-st-doc-{}.safetensors", std::process::id()));
+//! let mut state = StateDict::new();
+//! state.insert("fc.weight", torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]])?);
+//! state.insert("steps", torchfn::tensor(7i64)?);
+//! torchfn::safetensors::save_file(&state, &path)?;
+//! let back = torchfn::safetensors::load_file(&path)?;
+//! assert_eq!(back.get("fc.weight").unwrap().to_vec::<f32>()?, [1.0, 2.0, 3.0, 4.0]);
+//! assert_eq!(back.get("steps").unwrap().item()?, torchfn::Scalar::Int(7));
+//! std::fs::remove_file(&path).ok();
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+
+use std::borrow::Cow;
+use std::path::Path;
+
+use safetensors::tensor::{Dtype, SafeTensors, TensorView, View};
+
+use crate::error::{Error, Result, bail};
+use crate::modules::StateDict;
+use crate::tensor::{DType, Tensor};
+
+/// A tensor's bytes as safetensors stores them: row-major, little-endian.
+struct Bytes {
+    dtype: Dtype,
+    shape: Vec<usize>,
+    data: Vec<u8>,
+}
+
+impl View for &Bytes {
+    fn dtype(&self) -> Dtype {
+        self.dtype
+    }
+    fn shape(&self) -> &[usize] {
+        &self.shape
+    }
+    fn data(&self) -> Cow<'_, [u8]> {
+        Cow::Borrowed(&self.data)
+    }
+    fn data_len(&self) -> usize {
+        self.data.len()
+    }
+}
+
+fn le_bytes<T: Copy, const N: usize>(values: Vec<T>, to_le: impl Fn(T) -> [u8; N]) -> Vec<u8> {
+    values.into_iter().flat_map(to_le).collect()
+}
+
+fn bytes_of(name: &str, tensor: &Tensor) -> Result<Bytes> {
+    let dense = tensor.data("safetensors::save_file", name)?;
+    let shape = dense.layout.shape.to_vec();
+    let t = tensor.detach()?;
+    let (dtype, data) = match dense.dtype {
+        DType::Float32 => (Dtype::F32, le_bytes(t.to_vec::<f32>()?, f32::to_le_bytes)),
+        DType::Float64 => (Dtype::F64, le_bytes(t.to_vec::<f64>()?, f64::to_le_bytes)),
+        DType::Int64 => (Dtype::I64, le_bytes(t.to_vec::<i64>()?, i64::to_le_bytes)),
+        DType::Int32 => (Dtype::I32, le_bytes(t.to_vec::<i32>()?, i32::to_le_bytes)),
+        DType::Bool => (Dtype::BOOL, t.to_vec::<bool>()?.into_iter().map(u8::from).collect()),
+    };
+    Ok(Bytes { dtype, shape, data })
+}
+
+/// Writes `state` to a safetensors file at `path` (`safetensors.torch.save_file`), replacing
+/// any file there. Tensors are written in row-major order whatever their strides; a tensor on
+/// the GPU is read back first. An `OSError` when the file cannot be written.
+pub fn save_file(state: &StateDict, path: impl AsRef<Path>) -> Result<()> {
+    let path = path.as_ref();
+    let tensors: Vec<(String, Bytes)> =
+        state.iter().map(|(k, t)| Ok((k.to_string(), bytes_of(k, t)?))).collect::<Result<_>>()?;
+    safetensors::serialize_to_file(tensors.iter().map(|(k, b)| (k.as_str(), b)), None, path).map_err(|e| match e {
+        safetensors::SafeTensorError::IoError(io) => {
+            Error::os_error(format!("safetensors::save_file(): cannot write {}: {io}", path.display()))
+        }
+        other => Error::value_error(format!("safetensors::save_file(): {other}")),
+    })
+}
+
+/// Reads a safetensors file (`safetensors.torch.load_file`) into a state dict, in the file's
+/// order, on the CPU. An `OSError` when the file cannot be read; a `ValueError` naming the file
+/// when it is truncated or corrupt, or holds a dtype torchfn has no tensors of.
+pub fn load_file(path: impl AsRef<Path>) -> Result<StateDict> {
+    let path = path.as_ref();
+    let buffer = std::fs::read(path)
+        .map_err(|e| Error::os_error(format!("safetensors::load_file(): cannot read {}: {e}", path.display())))?;
+    let file = SafeTensors::deserialize(&buffer).map_err(|e| {
+        Error::value_error(format!("safetensors::load_file(): {} is not a valid safetensors file: {e}", path.display()))
+    })?;
+    let mut tensors: Vec<(String, TensorView<'_>)> = file.tensors();
+    tensors.sort_by_key(|(_, view)| view.data().as_ptr() as usize);
+    let mut state = StateDict::new();
+    for (name, view) in tensors {
+        state.insert(name.clone(), tensor_of(&name, &view, path)?);
+    }
+    Ok(state)
+}
+
+fn tensor_of(name: &str, view: &TensorView<'_>, path: &Path) -> Result<Tensor> {
+    let shape = view.shape().to_vec();
+    let data = view.data();
+    fn chunks<const N: usize, T>(data: &[u8], from: impl Fn([u8; N]) -> T) -> Vec<T> {
+        data.chunks_exact(N).map(|c| from(c.try_into().unwrap_or([0; N]))).collect()
+    }
+    match view.dtype() {
+        Dtype::F32 => Tensor::from_vec(chunks(&data, f32::from_le_bytes), shape),
+        Dtype::F64 => Tensor::from_vec(chunks(&data, f64::from_le_bytes), shape),
+        Dtype::I64 => Tensor::from_vec(chunks(&data, i64::from_le_bytes), shape),
+        Dtype::I32 => Tensor::from_vec(chunks(&data, i32::from_le_bytes), shape),
+        Dtype::BOOL => Tensor::from_vec(data.iter().map(|&b| b != 0).collect::<Vec<bool>>(), shape),
+        other => bail!(
+            Value,
+            "safetensors::load_file(): tensor '{name}' of {} has dtype {other:?}, which torchfn has no tensors of",
+            path.display()
+        ),
+    }
+}
