@@ -119,11 +119,23 @@ mod tests {
 
     #[test]
     fn tuple_structs_name_fields_by_position_and_enums_are_refused() {
-        let out = derive(quote!(struct Pair(Linear, Linear);)).to_string();
+        let out = derive(quote!(
+            struct Pair(Linear, Linear);
+        ))
+        .to_string();
         assert!(out.contains("\"1\""), "{out}");
-        let err = derive(quote!(enum E { A })).to_string();
+        let err = derive(quote!(
+            enum E {
+                A,
+            }
+        ))
+        .to_string();
         assert!(err.contains("works on structs"), "{err}");
-        let err = derive(quote!(#[module(bogus)] struct S;)).to_string();
+        let err = derive(quote!(
+            #[module(bogus)]
+            struct S;
+        ))
+        .to_string();
         assert!(err.contains("expected `extra_repr = method`"), "{err}");
     }
 }

@@ -25,14 +25,14 @@ pub mod autograd;
 pub mod backend;
 mod cpu;
 mod error;
-mod modules;
 pub mod func;
-pub mod safetensors;
+mod modules;
 pub mod npy;
 mod ops;
 pub mod overrides;
 mod primitive;
 mod protocol;
+pub mod safetensors;
 mod tensor;
 pub mod testing;
 mod types;
@@ -62,8 +62,9 @@ pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 /// What most programs need: `use torchfn::prelude::*;`.
 pub mod prelude {
     pub use crate::{
-        Class, DType, DuckTensor, Error, Func, Kwargs, Outcome, Relevant, Result, Scalar, Tensor, TensorLike,
-        TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, push_mode, torch_function,
+        Class, DType, DuckTensor, Error, Func, Generator, Kwargs, Outcome, Relevant, Result, Scalar, Tensor,
+        TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, push_mode,
+        torch_function,
     };
 }
 

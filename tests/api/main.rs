@@ -28,6 +28,7 @@ mod registry;
 mod subclass;
 mod tensor;
 mod views;
+mod workloads;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

@@ -242,7 +242,7 @@ impl LayerNorm {
     fn describe(&self) -> String {
         let shape: Vec<String> = self.normalized_shape.iter().map(usize::to_string).collect();
         let comma = if shape.len() == 1 { "," } else { "" };
-        format!("({}{comma}), eps={}, elementwise_affine=True", shape.join(", "), python_float(self.eps))
+        format!("({}{comma}), eps={}, elementwise_affine=True, bias=True", shape.join(", "), python_float(self.eps))
     }
 }
 

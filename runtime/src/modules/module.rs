@@ -198,9 +198,20 @@ pub trait Module: Send + Sync {
             return format!("{}({extra})", self.type_name());
         }
         let mut lines: Vec<String> = extra.lines().map(str::to_string).collect();
-        for (name, child) in children {
-            let text = child.repr().replace('\n', "\n  ");
-            lines.push(format!("({name}): {text}"));
+        let reprs: Vec<(String, String)> =
+            children.into_iter().map(|(name, child)| (name, child.repr().replace('\n', "\n  "))).collect();
+        // A list shows runs of equal modules once, as PyTorch's `ModuleList` does: `(0-1): 2 x ...`.
+        let list = self.type_name() == "ModuleList";
+        let mut i = 0;
+        while i < reprs.len() {
+            let run = if list { reprs[i..].iter().take_while(|(_, r)| *r == reprs[i].1).count() } else { 1 };
+            let (name, text) = &reprs[i];
+            if run > 1 {
+                lines.push(format!("({name}-{}): {run} x {text}", reprs[i + run - 1].0));
+            } else {
+                lines.push(format!("({name}): {text}"));
+            }
+            i += run;
         }
         format!("{}(\n  {}\n)", self.type_name(), lines.join("\n  "))
     }

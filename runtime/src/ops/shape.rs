@@ -47,14 +47,19 @@ fn reshape_to(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<T
 fn view_as(func: &str, (name, t): (&str, &Tensor), shape: &[i64]) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let shape = inferred(func, x.layout.numel(), shape)?;
-    if !x.layout.is_contiguous() && shape != x.layout.shape {
+    if x.layout.is_contiguous() || shape == x.layout.shape {
+        return crate::primitive::reshape(t, &shape);
+    }
+    if x.layout.viewed(&shape).is_none() {
         bail!(
             Runtime,
             "{func}(): view size is not compatible with input tensor's size and stride (at least one dimension \
              spans across two contiguous subspaces). Use .reshape(...) instead."
         );
     }
-    crate::primitive::reshape(t, &shape)
+    crate::primitive::view(t, |l| {
+        l.viewed(&shape).ok_or_else(|| crate::Error::runtime_error(format!("{func}(): view size is not compatible")))
+    })
 }
 
 fn select(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {

@@ -121,6 +121,42 @@ pub struct Layout {
 }
 
 impl Layout {
+    /// This layout's elements seen in `shape` without copying, when the strides allow it
+    /// (PyTorch's `computeStride`): dimensions may be split or merged only within runs that
+    /// are contiguous with each other. `None` when a new dimension would span two such runs.
+    pub fn viewed(&self, shape: &Shape) -> Option<Layout> {
+        let (old, strides) = (&self.shape, &self.strides);
+        let numel: usize = old.iter().product();
+        if numel == 0 || old.is_empty() {
+            return (shape.iter().product::<usize>() == numel)
+                .then(|| Layout { offset: self.offset, ..Layout::contiguous(shape.clone()) });
+        }
+        let mut new_strides: Strides = shape.iter().map(|_| 0).collect();
+        let mut view_d = shape.len() as isize - 1;
+        let mut chunk_base = strides[old.len() - 1];
+        let (mut tensor_numel, mut view_numel) = (1usize, 1usize);
+        for tensor_d in (0..old.len()).rev() {
+            tensor_numel *= old[tensor_d];
+            let run_ends =
+                tensor_d == 0 || (old[tensor_d - 1] != 1 && strides[tensor_d - 1] != tensor_numel * chunk_base);
+            if run_ends {
+                while view_d >= 0 && (view_numel < tensor_numel || shape[view_d as usize] == 1) {
+                    new_strides[view_d as usize] = view_numel * chunk_base;
+                    view_numel *= shape[view_d as usize];
+                    view_d -= 1;
+                }
+                if view_numel != tensor_numel {
+                    return None;
+                }
+                if tensor_d > 0 {
+                    chunk_base = strides[tensor_d - 1];
+                    tensor_numel = 1;
+                    view_numel = 1;
+                }
+            }
+        }
+        (view_d == -1).then(|| Layout { shape: shape.clone(), strides: new_strides, offset: self.offset })
+    }
     /// The contiguous layout of a fresh tensor of this shape.
     pub fn contiguous(shape: Shape) -> Self {
         let strides = shape.contiguous_strides();

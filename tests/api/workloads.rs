@@ -1,0 +1,118 @@
+//! The two real models of `tests/golden/workloads` (PyTorch 2.15's `gpt_tiny` and
+//! `resnet_tiny`, see the README there), ported with torchfn's modules: the module tree,
+//! parameter names and state_dict keys as PyTorch's; loading `init.safetensors` by key; the
+//! logits, loss and every gradient of one training step within `meta.json`'s tolerances.
+
+use std::path::PathBuf;
+
+use serde_json::Value as Json;
+use torchfn::nn::{Module, StateDict};
+use torchfn::prelude::*;
+
+#[allow(dead_code)]
+#[path = "../../examples/models/gpt.rs"]
+mod gpt;
+
+fn dir(name: &str) -> PathBuf {
+    PathBuf::from(format!("{}/tests/golden/workloads/{name}", env!("CARGO_MANIFEST_DIR")))
+}
+
+fn meta(name: &str) -> Json {
+    serde_json::from_str(&std::fs::read_to_string(dir(name).join("meta.json")).unwrap()).unwrap()
+}
+
+fn file(name: &str, which: &str) -> StateDict {
+    torchfn::safetensors::load_file(dir(name).join(format!("{which}.safetensors"))).unwrap()
+}
+
+fn values(t: &Tensor) -> Vec<f64> {
+    t.detach().unwrap().to(DType::Float64, false, false).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
+}
+
+/// The largest `|got - want| - rtol |want|` over `atol` (≤ 1 passes), per element.
+fn elementwise(got: &Tensor, want: &Tensor, rtol: f64, atol: f64) -> f64 {
+    let (g, w) = (values(got), values(want));
+    assert_eq!(g.len(), w.len());
+    g.iter().zip(&w).map(|(g, w)| (g - w).abs() - rtol * w.abs()).fold(0.0, f64::max) / atol
+}
+
+/// `||got - want|| / ||want||`.
+fn rel_l2(got: &Tensor, want: &Tensor) -> f64 {
+    let (g, w) = (values(got), values(want));
+    let diff: f64 = g.iter().zip(&w).map(|(g, w)| (g - w).powi(2)).sum::<f64>().sqrt();
+    let norm: f64 = w.iter().map(|w| w * w).sum::<f64>().sqrt();
+    if norm == 0.0 { diff } else { diff / norm }
+}
+
+fn gpt_config(meta: &Json) -> gpt::GptConfig {
+    let c = &meta["config"];
+    let n = |k: &str| c[k].as_u64().unwrap() as usize;
+    gpt::GptConfig {
+        n_layer: n("n_layer"),
+        n_head: n("n_head"),
+        n_embd: n("n_embd"),
+        vocab_size: n("vocab_size"),
+        n_positions: n("n_positions"),
+        dropout: c["resid_pdrop"].as_f64().unwrap(),
+    }
+}
+
+#[test]
+fn gpt_tiny_has_pytorch_s_structure_and_loads_its_state_dict() {
+    let meta = meta("gpt_tiny");
+    let model = gpt::GPT2LMHeadModel::new(gpt_config(&meta), &Generator::new().manual_seed(0)).unwrap();
+    assert_eq!(model.to_string(), meta["module_tree"].as_str().unwrap());
+    let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
+    let want: Vec<String> =
+        meta["state_dict_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().into()).collect();
+    assert_eq!(keys, want);
+    let names: Vec<String> = model.named_parameters().into_iter().map(|(n, _)| n).collect();
+    let want: Vec<String> =
+        meta["parameters"].as_array().unwrap().iter().map(|p| p[0].as_str().unwrap().into()).collect();
+    assert_eq!(names, want, "named_parameters lists the tied head once");
+    let init = file("gpt_tiny", "init");
+    let report = model.load_state_dict(&init, true).unwrap();
+    assert!(report.missing_keys.is_empty() && report.unexpected_keys.is_empty());
+    assert!(model.lm_head.weight.is(&model.transformer.wte.weight), "the head stays tied");
+    assert_eq!(values(&model.transformer.wte.weight), values(init.get("transformer.wte.weight").unwrap()));
+}
+
+#[test]
+fn gpt_tiny_gives_pytorch_s_logits_loss_and_gradients() {
+    let meta = meta("gpt_tiny");
+    let tol = &meta["suggested_tolerances"];
+    let model = gpt::GPT2LMHeadModel::new(gpt_config(&meta), &Generator::new().manual_seed(0)).unwrap();
+    model.load_state_dict(&file("gpt_tiny", "init"), true).unwrap();
+    model.train(true);
+    let (inputs, expect) = (file("gpt_tiny", "inputs"), file("gpt_tiny", "expect"));
+    let logits = model.forward(inputs.get("input_ids").unwrap()).unwrap();
+    let loss = gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap();
+    let logits_error = elementwise(
+        &logits,
+        expect.get("logits").unwrap(),
+        tol["logits"]["rtol"].as_f64().unwrap(),
+        tol["logits"]["atol"].as_f64().unwrap(),
+    );
+    let loss_error = rel_l2(&loss, expect.get("loss").unwrap());
+    loss.backward().unwrap();
+    let mut worst_grad = (0.0f64, String::new());
+    for (name, p) in model.named_parameters() {
+        let g = p.grad().unwrap().unwrap_or_else(|| panic!("{name} has no gradient"));
+        let e = rel_l2(&g, expect.get(&format!("grad/{name}")).unwrap());
+        if e > worst_grad.0 {
+            worst_grad = (e, name);
+        }
+    }
+    println!(
+        "gpt_tiny: logits error {logits_error:.3} of tolerance, loss rel {loss_error:.2e}, worst grad rel_l2 {:.2e} ({})",
+        worst_grad.0, worst_grad.1
+    );
+    assert!(logits_error <= 1.0, "logits differ: {logits_error} of tolerance");
+    assert!(loss_error <= tol["loss"]["rtol"].as_f64().unwrap(), "loss differs: {loss_error}");
+    assert!(
+        worst_grad.0 <= tol["grads"]["rel_l2"].as_f64().unwrap(),
+        "gradient of {} differs: {}",
+        worst_grad.1,
+        worst_grad.0
+    );
+}
