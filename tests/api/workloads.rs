@@ -13,6 +13,10 @@ use torchfn::prelude::*;
 #[path = "../../examples/models/gpt.rs"]
 mod gpt;
 
+#[allow(dead_code)]
+#[path = "../../examples/models/resnet.rs"]
+mod resnet;
+
 fn dir(name: &str) -> PathBuf {
     PathBuf::from(format!("{}/tests/golden/workloads/{name}", env!("CARGO_MANIFEST_DIR")))
 }
@@ -114,5 +118,84 @@ fn gpt_tiny_gives_pytorch_s_logits_loss_and_gradients() {
         "gradient of {} differs: {}",
         worst_grad.1,
         worst_grad.0
+    );
+}
+
+fn resnet(meta: &Json) -> resnet::NarrowResNet {
+    let c = &meta["config"];
+    let four = |k: &str| -> [usize; 4] {
+        let v: Vec<usize> = c[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();
+        [v[0], v[1], v[2], v[3]]
+    };
+    let classes = c["num_classes"].as_u64().unwrap() as usize;
+    resnet::NarrowResNet::new(four("layers"), four("widths"), classes, &Generator::new().manual_seed(0)).unwrap()
+}
+
+#[test]
+fn resnet_tiny_has_pytorch_s_structure_and_gives_its_logits_loss_gradients_and_running_stats() {
+    let meta = meta("resnet_tiny");
+    let tol = &meta["suggested_tolerances"];
+    let model = resnet(&meta);
+    assert_eq!(model.to_string(), meta["module_tree"].as_str().unwrap());
+    let keys: Vec<String> = model.state_dict().keys().map(String::from).collect();
+    let want: Vec<String> =
+        meta["state_dict_keys"].as_array().unwrap().iter().map(|k| k.as_str().unwrap().into()).collect();
+    assert_eq!(keys, want);
+    model.load_state_dict(&file("resnet_tiny", "init"), true).unwrap();
+    model.train(true);
+    let (inputs, expect) = (file("resnet_tiny", "inputs"), file("resnet_tiny", "expect"));
+    let logits = model.forward(inputs.get("images").unwrap()).unwrap();
+    let loss = torchfn::nn::functional::cross_entropy(
+        &logits,
+        inputs.get("labels").unwrap(),
+        None,
+        None,
+        -100,
+        None,
+        "mean",
+        0.0,
+    )
+    .unwrap();
+    let logits_error = elementwise(
+        &logits,
+        expect.get("logits").unwrap(),
+        tol["logits"]["rtol"].as_f64().unwrap(),
+        tol["logits"]["atol"].as_f64().unwrap(),
+    );
+    let loss_error = rel_l2(&loss, expect.get("loss").unwrap());
+    loss.backward().unwrap();
+    let mut worst_grad = (0.0f64, String::new());
+    for (name, p) in model.named_parameters() {
+        let g = p.grad().unwrap().unwrap_or_else(|| panic!("{name} has no gradient"));
+        let e = rel_l2(&g, expect.get(&format!("grad/{name}")).unwrap());
+        if e > worst_grad.0 {
+            worst_grad = (e, name);
+        }
+    }
+    let mut worst_buffer = (0.0f64, String::new());
+    for (name, b) in model.named_buffers() {
+        let want = expect.get(&format!("buffers_step1/{name}")).unwrap();
+        let e = rel_l2(&b, want);
+        if e > worst_buffer.0 {
+            worst_buffer = (e, name);
+        }
+    }
+    println!(
+        "resnet_tiny: logits error {logits_error:.3} of tolerance, loss rel {loss_error:.2e}, worst grad rel_l2 {:.2e} ({}), worst running stat rel_l2 {:.2e} ({})",
+        worst_grad.0, worst_grad.1, worst_buffer.0, worst_buffer.1
+    );
+    assert!(logits_error <= 1.0, "logits differ: {logits_error} of tolerance");
+    assert!(loss_error <= tol["loss"]["rtol"].as_f64().unwrap(), "loss differs: {loss_error}");
+    assert!(
+        worst_grad.0 <= tol["grads"]["rel_l2"].as_f64().unwrap(),
+        "gradient of {} differs: {}",
+        worst_grad.1,
+        worst_grad.0
+    );
+    assert!(
+        worst_buffer.0 <= tol["buffers_step1"]["rel_l2"].as_f64().unwrap(),
+        "buffer {} differs: {}",
+        worst_buffer.1,
+        worst_buffer.0
     );
 }

@@ -189,8 +189,11 @@ impl BatchNorm2d {
 
     fn describe(&self) -> String {
         let c = self.weight.shape().ok().and_then(|s| s.first().copied()).unwrap_or(0);
-        format!("{c}, eps={:e}, momentum={}, affine=True, track_running_stats=True", self.eps, self.momentum)
-            .replace("1e-5", "1e-05")
+        format!(
+            "{c}, eps={}, momentum={}, affine=True, bias=True, track_running_stats=True",
+            python_float(self.eps),
+            self.momentum
+        )
     }
 }
 
@@ -343,11 +346,31 @@ macro_rules! stateless {
     };
 }
 
-stateless!(
-    /// `max(x, 0)` (`nn.ReLU`).
-    ReLU,
-    |s, x| F::relu(x, false)
-);
+/// `max(x, 0)` (`nn.ReLU`), in place on its input with `inplace`.
+#[derive(crate::nn::Module, Default)]
+#[module(extra_repr = describe)]
+pub struct ReLU {
+    #[module(skip)]
+    inplace: bool,
+}
+
+impl ReLU {
+    /// A ReLU; `inplace` overwrites its input.
+    pub fn new(inplace: bool) -> ReLU {
+        ReLU { inplace }
+    }
+
+    fn describe(&self) -> String {
+        if self.inplace { "inplace=True".into() } else { String::new() }
+    }
+}
+
+impl Forward for ReLU {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::relu(input, self.inplace)
+    }
+}
+
 stateless!(
     /// `tanh(x)` (`nn.Tanh`).
     Tanh,
