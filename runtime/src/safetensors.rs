@@ -101,15 +101,15 @@ pub fn load_file(path: impl AsRef<Path>) -> Result<StateDict> {
 
 fn tensor_of(name: &str, view: &TensorView<'_>, path: &Path) -> Result<Tensor> {
     let shape = view.shape().to_vec();
-    let data = view.data();
+    let data: &[u8] = view.data();
     fn chunks<const N: usize, T>(data: &[u8], from: impl Fn([u8; N]) -> T) -> Vec<T> {
         data.chunks_exact(N).map(|c| from(c.try_into().unwrap_or([0; N]))).collect()
     }
     match view.dtype() {
-        Dtype::F32 => Tensor::from_vec(chunks(&data, f32::from_le_bytes), shape),
-        Dtype::F64 => Tensor::from_vec(chunks(&data, f64::from_le_bytes), shape),
-        Dtype::I64 => Tensor::from_vec(chunks(&data, i64::from_le_bytes), shape),
-        Dtype::I32 => Tensor::from_vec(chunks(&data, i32::from_le_bytes), shape),
+        Dtype::F32 => Tensor::from_vec(chunks(data, f32::from_le_bytes), shape),
+        Dtype::F64 => Tensor::from_vec(chunks(data, f64::from_le_bytes), shape),
+        Dtype::I64 => Tensor::from_vec(chunks(data, i64::from_le_bytes), shape),
+        Dtype::I32 => Tensor::from_vec(chunks(data, i32::from_le_bytes), shape),
         Dtype::BOOL => Tensor::from_vec(data.iter().map(|&b| b != 0).collect::<Vec<bool>>(), shape),
         other => bail!(
             Value,

@@ -18,6 +18,7 @@ mod inplace_math;
 mod interop;
 mod macros;
 mod modes;
+mod modules;
 mod nn;
 mod nn_layers;
 mod no_panic;

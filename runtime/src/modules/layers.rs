@@ -106,7 +106,7 @@ impl Conv2d {
         bias: bool,
         generator: &Generator,
     ) -> Result<Conv2d> {
-        if groups == 0 || in_channels % groups != 0 || out_channels % groups != 0 {
+        if groups == 0 || !in_channels.is_multiple_of(groups) || !out_channels.is_multiple_of(groups) {
             bail!(Value, "Conv2d(): in_channels and out_channels must be divisible by groups ({groups})");
         }
         let shape = [out_channels, in_channels / groups, kernel_size[0], kernel_size[1]];

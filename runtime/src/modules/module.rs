@@ -17,7 +17,7 @@ use crate::tensor::Tensor;
 /// it (fields marked `#[module(skip)]` are configuration). Its forward is an ordinary method.
 ///
 /// ```
-/// use torchfn::nn::{self, Linear, Module};
+/// use torchfn::nn::{self, Forward, Linear, Module};
 /// use torchfn::prelude::*;
 ///
 /// #[derive(Module)]

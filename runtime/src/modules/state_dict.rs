@@ -62,6 +62,18 @@ impl StateDict {
     }
 }
 
+/// The keys with each tensor's shape and dtype (values would be long).
+impl std::fmt::Debug for StateDict {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_map()
+            .entries(self.iter().map(|(k, t)| {
+                let shape = t.shape().map(|s| s.to_vec()).unwrap_or_default();
+                (k.to_string(), format!("{shape:?} {}", t.dtype().map(|d| d.to_string()).unwrap_or_default()))
+            }))
+            .finish()
+    }
+}
+
 impl FromIterator<(String, Tensor)> for StateDict {
     fn from_iter<I: IntoIterator<Item = (String, Tensor)>>(iter: I) -> Self {
         let mut out = StateDict::new();

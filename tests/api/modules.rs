@@ -1,0 +1,203 @@
+//! Modules (`torchfn::nn`): the derive, parameters and buffers, shared parameters, train/eval,
+//! state_dict and an all-or-nothing load, safetensors files, moving devices, and bad input.
+
+use torchfn::nn::{self, BatchNorm2d, Buffer, Dropout, Forward, Linear, Module, Parameter, Sequential, Training};
+use torchfn::prelude::*;
+use torchfn::{ErrorKind, safetensors};
+
+fn g() -> Generator {
+    Generator::new().manual_seed(0)
+}
+
+#[derive(Module)]
+struct Tied {
+    embed: Linear,
+    head: Linear,
+    blocks: Vec<Linear>,
+    pair: [Dropout; 2],
+    extra: Option<Linear>,
+    none: Option<Linear>,
+    scale: Buffer,
+    cache: Buffer,
+    training: Training,
+    #[module(skip)]
+    _width: usize,
+}
+
+fn tied() -> Tied {
+    let embed = Linear::new(3, 4, false, &g()).unwrap();
+    let head = Linear { weight: embed.weight.clone(), bias: None };
+    Tied {
+        embed,
+        head,
+        blocks: vec![Linear::new(4, 4, true, &g()).unwrap(), Linear::new(4, 4, true, &g()).unwrap()],
+        pair: [Dropout::new(0.5).unwrap(), Dropout::new(0.1).unwrap()],
+        extra: Some(Linear::new(4, 1, true, &g()).unwrap()),
+        none: None,
+        scale: Buffer::new(torchfn::ones([1], None, None).unwrap()),
+        cache: Buffer::non_persistent(torchfn::zeros([2], None, None).unwrap()),
+        training: Training::default(),
+        _width: 4,
+    }
+}
+
+#[test]
+fn names_follow_pytorch_and_shared_parameters_are_listed_once() {
+    let m = tied();
+    let names: Vec<String> = m.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(
+        names,
+        [
+            "embed.weight",
+            "blocks.0.weight",
+            "blocks.0.bias",
+            "blocks.1.weight",
+            "blocks.1.bias",
+            "extra.weight",
+            "extra.bias"
+        ]
+    );
+    assert_eq!(m.parameters().len(), 7);
+    let keys: Vec<&str> = m.state_dict().keys().map(|k| Box::leak(k.to_string().into_boxed_str()) as &str).collect();
+    assert!(keys.contains(&"head.weight") && keys.contains(&"scale") && !keys.contains(&"cache"), "{keys:?}");
+    let buffers: Vec<String> = m.named_buffers().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(buffers, ["scale", "cache"]);
+    let modules: Vec<String> = m.named_modules().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(modules, ["", "embed", "head", "blocks", "blocks.0", "blocks.1", "pair", "pair.0", "pair.1", "extra"]);
+    let children: Vec<String> = m.named_children().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(children, ["embed", "head", "blocks", "pair", "extra"]);
+}
+
+#[test]
+fn parameters_are_leaves_whose_operations_give_plain_tensors() {
+    let p = Parameter::new(&torchfn::tensor([1.0f32, 2.0]).unwrap()).unwrap();
+    assert!(p.requires_grad().unwrap() && p.is_leaf().unwrap());
+    assert!(p.is_instance::<nn::ParameterClass>());
+    let y = (&*p * 2.0).unwrap();
+    assert!(!y.is_instance::<nn::ParameterClass>(), "results of operations are plain tensors");
+    let frozen = Parameter::with_requires_grad(&torchfn::tensor([1.0f32]).unwrap(), false).unwrap();
+    assert!(!frozen.requires_grad().unwrap());
+}
+
+#[test]
+fn train_eval_zero_grad_requires_grad_and_apply_reach_every_module() {
+    let m = tied();
+    assert!(m.is_training());
+    m.eval();
+    assert!(!m.is_training());
+    let x = torchfn::ones([1, 4], None, None).unwrap();
+    assert_eq!(m.pair[0].forward(&x).unwrap().to_vec::<f32>().unwrap(), [1.0; 4], "dropout is off in eval");
+    m.train(true);
+    assert!(m.is_training());
+    let out = m.blocks[0].forward(&x).unwrap().sum().unwrap();
+    out.backward().unwrap();
+    assert!(m.blocks[0].weight.grad().unwrap().is_some());
+    m.zero_grad().unwrap();
+    assert!(m.blocks[0].weight.grad().unwrap().is_none());
+    m.requires_grad_(false).unwrap();
+    assert!(m.parameters().iter().all(|p| !p.requires_grad().unwrap()));
+    let mut visited = Vec::new();
+    m.apply(&mut |module| visited.push(module.type_name()));
+    assert_eq!(visited.last(), Some(&"Tied"), "children first, then the module");
+    assert_eq!(visited.len(), 10);
+}
+
+#[test]
+fn load_state_dict_reports_keys_and_refuses_bad_tensors_without_writing_anything() {
+    let m = tied();
+    let before = m.blocks[0].weight.to_vec::<f32>().unwrap();
+    let mut state = m.state_dict();
+    state.insert("blocks.0.weight", torchfn::zeros([4, 4], None, None).unwrap());
+    state.insert("bogus", torchfn::zeros([1], None, None).unwrap());
+    let err = m.load_state_dict(&state, true).unwrap_err();
+    assert!(err.to_string().contains("Unexpected key(s) in state_dict: \"bogus\"."), "{err}");
+    assert_eq!(m.blocks[0].weight.to_vec::<f32>().unwrap(), before, "a failed strict load writes nothing");
+    let report = m.load_state_dict(&state, false).unwrap();
+    assert_eq!(report.unexpected_keys, ["bogus"]);
+    assert_eq!(m.blocks[0].weight.to_vec::<f32>().unwrap(), [0.0; 16]);
+
+    let mut missing = nn::StateDict::new();
+    missing.insert("scale", torchfn::ones([1], None, None).unwrap());
+    let err = m.load_state_dict(&missing, true).unwrap_err();
+    assert!(err.to_string().contains("Missing key(s) in state_dict: \"embed.weight\""), "{err}");
+
+    let mut wrong = m.state_dict();
+    wrong.insert("extra.bias", torchfn::zeros([2], None, None).unwrap());
+    wrong.insert("scale", torchfn::ones([1], DType::Float64, None).unwrap());
+    let err = m.load_state_dict(&wrong, true).unwrap_err().to_string();
+    assert!(err.contains("size mismatch for extra.bias: copying a param with shape torch.Size([2])"), "{err}");
+    assert!(err.contains("dtype mismatch for scale"), "{err}");
+}
+
+#[test]
+fn state_dicts_round_trip_through_safetensors_files_and_bad_files_are_errors() {
+    let dir = std::env::temp_dir();
+    let path = dir.join(format!("torchfn-modules-{}.safetensors", std::process::id()));
+    let m = tied();
+    safetensors::save_file(&m.state_dict(), &path).unwrap();
+    let other = tied();
+    other.blocks[1].weight.detach().unwrap().zero_().unwrap();
+    other.load_state_dict(&safetensors::load_file(&path).unwrap(), true).unwrap();
+    assert_eq!(other.blocks[1].weight.to_vec::<f32>().unwrap(), m.blocks[1].weight.to_vec::<f32>().unwrap());
+
+    let bytes = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &bytes[..bytes.len() / 2]).unwrap();
+    let err = safetensors::load_file(&path).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Value);
+    assert!(err.to_string().contains("is not a valid safetensors file"), "{err}");
+    std::fs::write(&path, b"garbage").unwrap();
+    assert_eq!(safetensors::load_file(&path).unwrap_err().kind(), ErrorKind::Value);
+    std::fs::remove_file(&path).ok();
+    assert_eq!(safetensors::load_file(&path).unwrap_err().kind(), ErrorKind::Os);
+}
+
+#[test]
+fn sequential_chains_layers_and_prints_like_pytorch() {
+    let seq = Sequential::new(vec![
+        Box::new(Linear::new(2, 3, true, &g()).unwrap()),
+        Box::new(nn::ReLU::default()),
+        Box::new(nn::GELU::new("tanh").unwrap()),
+        Box::new(nn::Flatten::default()),
+    ]);
+    assert_eq!(seq.forward(&torchfn::ones([4, 2], None, None).unwrap()).unwrap().shape().unwrap(), [4, 3]);
+    assert_eq!(
+        seq.to_string(),
+        "Sequential(\n  (0): Linear(in_features=2, out_features=3, bias=True)\n  (1): ReLU()\n  (2): GELU(approximate='tanh')\n  (3): Flatten(start_dim=1, end_dim=-1)\n)"
+    );
+    assert_eq!(
+        BatchNorm2d::new(3).unwrap().to_string(),
+        "BatchNorm2d(3, eps=1e-05, momentum=0.1, affine=True, bias=True, track_running_stats=True)"
+    );
+}
+
+#[test]
+fn default_initialisations_follow_pytorch_s_bounds() {
+    let l = Linear::new(16, 8, true, &g()).unwrap();
+    let bound = 1.0 / 4.0;
+    assert!(l.weight.to_vec::<f32>().unwrap().iter().all(|w| w.abs() <= bound));
+    assert!(l.bias.as_ref().unwrap().to_vec::<f32>().unwrap().iter().all(|b| b.abs() <= bound));
+    let w = torchfn::zeros([10, 20], None, None).unwrap();
+    nn::init::xavier_uniform_(&w, 1.0, &g()).unwrap();
+    let bound = (6.0f32 / 30.0).sqrt();
+    assert!(w.to_vec::<f32>().unwrap().iter().all(|x| x.abs() <= bound));
+    assert_eq!(
+        nn::init::calculate_fan_in_and_fan_out(&torchfn::zeros([8, 4, 3, 3], None, None).unwrap()).unwrap(),
+        (36, 72)
+    );
+    assert_eq!(
+        nn::init::calculate_fan_in_and_fan_out(&torchfn::zeros([3], None, None).unwrap()).unwrap_err().kind(),
+        ErrorKind::Value
+    );
+    assert!(nn::Dropout::new(1.5).is_err());
+    assert!(nn::GELU::new("fast").is_err());
+}
+
+#[test]
+fn to_device_moves_everything_and_keeps_shared_parameters_shared() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let mut m = tied();
+    m.to_device(device).unwrap();
+    assert!(m.parameters().iter().all(|p| p.device().unwrap() == device && p.is_leaf().unwrap()));
+    assert!(m.head.weight.is(&m.embed.weight), "the tie survives the move");
+    assert_eq!(m.scale.device().unwrap(), device);
+}
