@@ -28,6 +28,7 @@ mod error;
 pub mod func;
 pub mod npy;
 mod ops;
+pub mod optim;
 pub mod overrides;
 mod primitive;
 mod protocol;
