@@ -21,6 +21,7 @@ mod modes;
 mod nn;
 mod nn_layers;
 mod no_panic;
+mod optim;
 mod protocol;
 mod random;
 mod readme;
