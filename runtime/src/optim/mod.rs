@@ -263,9 +263,11 @@ impl<O: Algorithm> Optimizer for Optim<O> {
 
     fn step(&mut self) -> Result<()> {
         let _guard = no_grad();
+        for group in &self.groups {
+            group.options.validate()?;
+        }
         let mut work = Vec::new();
         for (index, param, options) in indexed_params(&self.groups) {
-            options.validate()?;
             if let Some(grad) = checked_grad(O::NAME, index, param)? {
                 work.push((param, grad, options));
             }

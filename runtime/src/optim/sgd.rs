@@ -79,7 +79,7 @@ impl SgdOptions {
 }
 
 /// The state of one parameter under [`SGD`]: its momentum buffer, made at its first step
-/// with momentum.
+/// with momentum (`None` before; PyTorch has no state entry for the parameter then).
 #[derive(Clone, Debug, Default)]
 pub struct SgdState {
     /// The momentum buffer (PyTorch's `momentum_buffer`).
