@@ -29,6 +29,7 @@ pub mod func;
 mod modules;
 pub mod npy;
 mod ops;
+pub mod optim;
 pub mod overrides;
 mod primitive;
 mod protocol;

@@ -22,6 +22,7 @@ mod modules;
 mod nn;
 mod nn_layers;
 mod no_panic;
+mod optim;
 mod protocol;
 mod random;
 mod readme;

@@ -289,6 +289,13 @@ impl Tensor {
         Arc::ptr_eq(&self.body, &other.body) && std::ptr::eq(self.class, other.class) && same_attrs
     }
 
+    /// The address of this tensor's shared body: the same for every handle to it and every
+    /// subclass view of it ([`as_subclass`](Tensor::as_subclass)), and for no other live tensor.
+    /// Optimizers key their per-parameter state by it.
+    pub(crate) fn identity(&self) -> usize {
+        Arc::as_ptr(&self.body).addr()
+    }
+
     /// The duck value, when this is a duck of type `T`.
     pub fn duck<T: 'static>(&self) -> Option<&T> {
         match &*self.body {
