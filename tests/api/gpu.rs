@@ -276,7 +276,7 @@ fn the_seeds_examples_work_with_gpu_tensors() {
 }
 
 /// A sample argument as the parity suite gives it to the GPU: float64 tensors and dtypes as
-/// float32, int64 as int32 (the dtypes a GPU holds), moved to `device`.
+/// float32, int64 as int32 (the dtypes a GPU holds), moved to `device` with their gradients.
 fn prepared(value: &Value, device: Device) -> Value {
     let narrow = |d: DType| match d {
         DType::Float64 => DType::Float32,
@@ -286,7 +286,14 @@ fn prepared(value: &Value, device: Device) -> Value {
     match value {
         Value::Tensor(t) if !t.is_duck() => {
             let dtype = narrow(t.dtype().unwrap());
-            Value::Tensor(t.to_device(device, Some(dtype), false, true).unwrap())
+            let moved = t.to_device(device, Some(dtype), false, true).unwrap();
+            // A gradient goes along (gradient clipping's parameters have one).
+            if let Some(g) = t.grad().unwrap() {
+                moved
+                    .set_grad(Some(&g.to_device(device, Some(narrow(g.dtype().unwrap())), false, true).unwrap()))
+                    .unwrap();
+            }
+            Value::Tensor(moved)
         }
         Value::DType(d) => Value::DType(narrow(*d)),
         Value::List(items) => Value::List(items.iter().map(|v| prepared(v, device)).collect()),
