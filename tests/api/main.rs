@@ -20,6 +20,7 @@ mod macros;
 mod modes;
 mod nn;
 mod nn_layers;
+mod nn_ops;
 mod no_panic;
 mod protocol;
 mod random;
