@@ -342,8 +342,10 @@ fn same(cpu: &Value, gpu: &Value, device: Device, moves: bool) -> Result<(), Str
 /// The functions whose results are not comparable across devices: addresses.
 const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
 
-/// The functions whose results may leave the GPU: moves.
-const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu"];
+/// The functions whose results may leave the GPU: moves, and gradient clipping, whose norm of
+/// no gradients at all is PyTorch's `torch.tensor(0.)`, on the CPU whatever the parameters'
+/// device.
+const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu", "torchfn.nn.utils.clip_grad_norm_"];
 
 #[test]
 fn every_operation_gives_the_cpu_s_results_on_the_gpu() {
