@@ -276,7 +276,7 @@ fn the_seeds_examples_work_with_gpu_tensors() {
 }
 
 /// A sample argument as the parity suite gives it to the GPU: float64 tensors and dtypes as
-/// float32, int64 as int32 (the dtypes a GPU holds), moved to `device`.
+/// float32, int64 as int32 (the dtypes a GPU holds), moved to `device` with their gradients.
 fn prepared(value: &Value, device: Device) -> Value {
     let narrow = |d: DType| match d {
         DType::Float64 => DType::Float32,
@@ -286,7 +286,14 @@ fn prepared(value: &Value, device: Device) -> Value {
     match value {
         Value::Tensor(t) if !t.is_duck() => {
             let dtype = narrow(t.dtype().unwrap());
-            Value::Tensor(t.to_device(device, Some(dtype), false, true).unwrap())
+            let moved = t.to_device(device, Some(dtype), false, true).unwrap();
+            // A gradient goes along (gradient clipping's parameters have one).
+            if let Some(g) = t.grad().unwrap() {
+                moved
+                    .set_grad(Some(&g.to_device(device, Some(narrow(g.dtype().unwrap())), false, true).unwrap()))
+                    .unwrap();
+            }
+            Value::Tensor(moved)
         }
         Value::DType(d) => Value::DType(narrow(*d)),
         Value::List(items) => Value::List(items.iter().map(|v| prepared(v, device)).collect()),
@@ -335,8 +342,10 @@ fn same(cpu: &Value, gpu: &Value, device: Device, moves: bool) -> Result<(), Str
 /// The functions whose results are not comparable across devices: addresses.
 const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
 
-/// The functions whose results may leave the GPU: moves.
-const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu"];
+/// The functions whose results may leave the GPU: moves, and gradient clipping, whose norm of
+/// no gradients at all is PyTorch's `torch.tensor(0.)`, on the CPU whatever the parameters'
+/// device.
+const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu", "torchfn.nn.utils.clip_grad_norm_"];
 
 #[test]
 fn every_operation_gives_the_cpu_s_results_on_the_gpu() {

@@ -31,10 +31,12 @@ const SKIPPED: &[(&str, &str)] = &[
 ];
 
 /// Samples whose gradient is deliberately not the derivative, as in PyTorch: embedding's
-/// `padding_idx` row gets no gradient, and `max_norm` renormalizes rows in place, untracked.
+/// `padding_idx` row gets no gradient, and `max_norm` renormalizes rows in place, untracked;
+/// and samples with random results (attention with dropout).
 const SKIPPED_SAMPLES: &[(&str, &str, &str)] = &[
     ("torchfn.nn.functional.embedding", "padding_idx", "the padding row gets no gradient"),
     ("torchfn.nn.functional.embedding", "max_norm", "rows are renormalized in place, untracked"),
+    ("torchfn.nn.functional.scaled_dot_product_attention", "dropout_p", "random"),
 ];
 
 fn skipped(func: &Func) -> bool {

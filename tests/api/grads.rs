@@ -1,7 +1,9 @@
 //! Autograd conformance: every case of `tests/golden/grads.json` (PyTorch 2.15's gradients,
 //! second-order gradients and autograd misuse errors; see `GRADS.md` in the shared golden
 //! data) through the by-name call: first-order gradients, `gradgrad`, misuse and
-//! `backward_error` cases; and the `jvp` entries through forward-mode AD.
+//! `backward_error` cases; and the `jvp` entries through forward-mode AD. The same harness
+//! runs `tests/golden/nn_ops.json` (the operations of GPT-2 and ResNet training, written by
+//! `bench/golden/gen_nn_ops.py`), whose `error` cases go through `golden`'s harness.
 
 use serde_json::Value as Json;
 use torchfn::overrides::find_function;
@@ -9,10 +11,15 @@ use torchfn::prelude::*;
 
 use crate::golden::{Place, compare, torchfn_name, value};
 
-fn cases() -> Vec<Json> {
-    let path = format!("{}/tests/golden/grads.json", env!("CARGO_MANIFEST_DIR"));
-    let json: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    json["cases"].as_array().unwrap().clone()
+/// The golden file `name` of `tests/golden`, parsed.
+pub(crate) fn golden_file(name: &str) -> Json {
+    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+/// The cases of the golden file `name`.
+fn cases(name: &str) -> Vec<Json> {
+    golden_file(name)["cases"].as_array().unwrap().clone()
 }
 
 /// The case's arguments, with the `wrt` inputs made leaves that require grad; the leaves in
@@ -115,6 +122,9 @@ fn kind(e: &torchfn::Error) -> &'static str {
 }
 
 fn run(case: &Json, place: Place) -> Result<(), String> {
+    if case.get("error").is_some() {
+        return crate::golden::run_at(case, place);
+    }
     let tol = case.get("tol").and_then(Json::as_f64);
     if let Some(misuse) = case.get("misuse").and_then(Json::as_str) {
         return run_misuse(case, misuse, tol);
@@ -285,9 +295,9 @@ fn run_misuse(case: &Json, misuse: &str, tol: Option<f64>) -> Result<(), String>
     }
 }
 
-#[test]
-fn every_autograd_golden_case_passes() {
-    let cases = cases();
+/// Runs every case of the golden file `name` on the CPU; returns the cases and the failures.
+fn run_file(name: &str) -> (Vec<Json>, Vec<String>) {
+    let cases = cases(name);
     let mut failures = Vec::new();
     for case in &cases {
         let id = case["id"].as_str().unwrap();
@@ -298,6 +308,12 @@ fn every_autograd_golden_case_passes() {
             failures.push(format!("{id}: {e}"));
         }
     }
+    (cases, failures)
+}
+
+#[test]
+fn every_autograd_golden_case_passes() {
+    let (cases, failures) = run_file("grads.json");
     let jvp = cases.iter().filter(|c| c.get("jvp").is_some()).count();
     println!(
         "autograd golden cases: {} of {} pass ({jvp} with forward-mode tangents)",
@@ -307,28 +323,46 @@ fn every_autograd_golden_case_passes() {
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
+#[test]
+fn every_nn_ops_golden_case_passes() {
+    let (cases, failures) = run_file("nn_ops.json");
+    let count = |key: &str| cases.iter().filter(|c| c.get(key).is_some()).count();
+    println!(
+        "nn_ops golden cases: {} of {} pass ({} errors, {} with gradients, {} with forward-mode tangents)",
+        cases.len() - failures.len(),
+        cases.len(),
+        count("error"),
+        count("grads"),
+        count("jvp")
+    );
+    assert!(cases.len() >= 30 && count("jvp") >= 15, "{} cases", cases.len());
+    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
 /// The cases whose tensors the GPU holds (no float64) run there too: forward, first-order and
 /// second-order gradients computed on the device, within the cases' float32 tolerances.
 #[test]
 fn the_float32_autograd_cases_pass_on_the_gpu() {
     let Some(device) = crate::gpu::gpu() else { return };
-    let cases = cases();
-    let eligible: Vec<&Json> = cases
-        .iter()
-        .filter(|c| c.get("misuse").is_none() && !crate::golden::dtypes(c).contains(&DType::Float64))
-        .collect();
-    let failures: Vec<String> = eligible
-        .iter()
-        .filter_map(|case| {
-            run(case, Place::Gpu(device)).err().map(|e| format!("{}: {e}", case["id"].as_str().unwrap()))
-        })
-        .collect();
-    assert!(eligible.len() > 30, "only {} cases for the GPU", eligible.len());
-    assert!(
-        failures.is_empty(),
-        "{} of {} cases fail on {device}:\n{}",
-        failures.len(),
-        eligible.len(),
-        failures.join("\n")
-    );
+    for (file, at_least) in [("grads.json", 30), ("nn_ops.json", 3)] {
+        let cases = cases(file);
+        let eligible: Vec<&Json> = cases
+            .iter()
+            .filter(|c| c.get("misuse").is_none() && !crate::golden::dtypes(c).contains(&DType::Float64))
+            .collect();
+        let failures: Vec<String> = eligible
+            .iter()
+            .filter_map(|case| {
+                run(case, Place::Gpu(device)).err().map(|e| format!("{}: {e}", case["id"].as_str().unwrap()))
+            })
+            .collect();
+        assert!(eligible.len() >= at_least, "only {} cases of {file} for the GPU", eligible.len());
+        assert!(
+            failures.is_empty(),
+            "{} of {} cases of {file} fail on {device}:\n{}",
+            failures.len(),
+            eligible.len(),
+            failures.join("\n")
+        );
+    }
 }

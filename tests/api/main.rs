@@ -21,6 +21,7 @@ mod modes;
 mod modules;
 mod nn;
 mod nn_layers;
+mod nn_ops;
 mod no_panic;
 mod optim;
 mod protocol;

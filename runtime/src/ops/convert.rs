@@ -1,4 +1,4 @@
-//! Conversions: `Tensor.to(dtype)`, `Tensor.to(device)` and `Tensor.cpu()`.
+//! Conversions: `Tensor.to(dtype)`, `Tensor.type(dtype)`, `Tensor.to(device)` and `Tensor.cpu()`.
 
 use crate::backend::Device;
 use crate::backend::host::check_dtype;
@@ -85,6 +85,24 @@ impl Tensor {
         to_impl("to", ("self", self), Some(device), dtype, copy)
     }
 
+    /// This tensor converted to `dtype` (`Tensor.type(dtype)`): the same as
+    /// [`to`](Tensor::to) with that dtype, the very same tensor when it has it already.
+    /// (PyTorch's `Tensor.type()` without a dtype, which names the tensor's legacy type as a
+    /// string, is not provided.)
+    ///
+    /// ```
+    /// use torchfn::DType;
+    /// let t = torchfn::tensor([1.5f32, -2.5])?;
+    /// assert_eq!(t.r#type(DType::Int64, false)?.to_vec::<i64>()?, [1, -2]);
+    /// assert!(t.r#type(DType::Float32, false)?.is(&t));
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn r#type(&self, dtype: DType, #[default(false)] non_blocking: bool) -> Result<Tensor> {
+        let _ = non_blocking;
+        to_impl("type", ("self", self), None, Some(dtype), false)
+    }
+
     /// This tensor in host memory (`Tensor.cpu`): itself when it is already there.
     #[torch_function]
     pub fn cpu(&self) -> Result<Tensor> {
@@ -95,5 +113,6 @@ impl Tensor {
 crate::samples! {
     Tensor::TO => [sample([f32s(&[3]), Value::DType(DType::Int64)]), sample([i64s(&[3]), Value::DType(DType::Bool)]).kw("copy", true),
         sample([f32s(&[3]), Value::Device(Device::CPU)]).kw("dtype", DType::Float64)],
+    Tensor::TYPE => [sample([f32s(&[3]), Value::DType(DType::Float64)]), sample([i64s(&[3]), Value::DType(DType::Float32)])],
     Tensor::CPU => [sample([f32s(&[3])])],
 }

@@ -1,5 +1,5 @@
-//! Matrix and vector products: `mm`, `matmul` in all of its shape cases, `bmm`, `mv`, `dot`
-//! and `outer`.
+//! Matrix and vector products: `mm`, `addmm`, `matmul` in all of its shape cases, `bmm`,
+//! `baddbmm`, `mv`, `dot` and `outer`.
 
 use crate::backend::Binary;
 use crate::error::{Result, bail};
@@ -178,16 +178,33 @@ pub fn addmm(
     #[default(1)] beta: impl Into<Scalar>,
     #[default(1)] alpha: impl Into<Scalar>,
 ) -> Result<Tensor> {
-    const FUNC: &str = "addmm";
-    let (beta, alpha) = (beta.into(), alpha.into());
-    let x = input.data(FUNC, "input")?;
-    let product = product(FUNC, ("mat1", mat1), ("mat2", mat2), true)?;
-    let p = product.data(FUNC, "mat1")?;
-    device_of(FUNC, &[("input", x), ("mat1", p)])?;
-    if broadcast_shapes(&x.layout.shape, &p.layout.shape, FUNC)? != p.layout.shape {
+    input.data("addmm", "input")?;
+    let product = product("addmm", ("mat1", mat1), ("mat2", mat2), true)?;
+    add_scaled_product("addmm", input, ("mat1", product), beta.into(), alpha.into(), false)
+}
+
+/// `beta * input + alpha * product` (the product of `of` and another operand): the shared end
+/// of `addmm` and `baddbmm`. `input` must
+/// broadcast to the product's shape (and, with `same_dtype`, have its dtype, as `baddbmm`
+/// requires); with `beta` 0 it is not read.
+fn add_scaled_product(
+    func: &str,
+    input: &Tensor,
+    (of, product): (&str, Tensor),
+    beta: Scalar,
+    alpha: Scalar,
+    same_dtype: bool,
+) -> Result<Tensor> {
+    let x = input.data(func, "input")?;
+    let p = product.data(func, of)?;
+    device_of(func, &[("input", x), (of, p)])?;
+    if same_dtype && x.dtype != p.dtype {
+        bail!(Runtime, "{func}(): Input dtypes must be the same, got: input {}, {of}: {}", x.dtype, p.dtype);
+    }
+    if broadcast_shapes(&x.layout.shape, &p.layout.shape, func)? != p.layout.shape {
         bail!(
             Runtime,
-            "{FUNC}(): the input of shape {:?} does not broadcast to the product's shape {:?}",
+            "{func}(): the input of shape {:?} does not broadcast to the product's shape {:?}",
             x.layout.shape.as_ref(),
             p.layout.shape.as_ref()
         );
@@ -202,6 +219,41 @@ pub fn addmm(
         return Ok(scaled);
     }
     primitive::binary(&scaled, input, Binary::Add(beta), dtype, None)
+}
+
+/// `beta * input + alpha * (batch1 @ batch2)`, batch by batch (`torch.baddbmm`): `batch1` is
+/// `b x n x k`, `batch2` `b x k x m` (as [`bmm`]), and `input` broadcasts to `b x n x m`. The
+/// three must have one dtype. With `beta` 0, `input` is not read (its NaNs do not propagate),
+/// as in PyTorch. Attention scores with an additive bias are one use.
+///
+/// ```
+/// let bias = torchfn::tensor([10.0f32, 20.0])?; // broadcast to 1 x 1 x 2
+/// let a = torchfn::tensor([[[1.0f32, 2.0]]])?; // 1 x 1 x 2
+/// let b = torchfn::tensor([[[1.0f32, 0.0], [0.0, 1.0]]])?; // 1 x 2 x 2
+/// assert_eq!(torchfn::baddbmm(&bias, &a, &b, 0.5, 2)?.to_vec::<f32>()?, [7.0, 14.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn baddbmm(
+    input: &Tensor,
+    batch1: &Tensor,
+    batch2: &Tensor,
+    #[default(1)] beta: impl Into<Scalar>,
+    #[default(1)] alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    baddbmm_impl("baddbmm", ("input", input), (batch1, batch2), beta.into(), alpha.into())
+}
+
+fn baddbmm_impl(
+    func: &str,
+    (name, input): (&str, &Tensor),
+    (batch1, batch2): (&Tensor, &Tensor),
+    beta: Scalar,
+    alpha: Scalar,
+) -> Result<Tensor> {
+    input.data(func, name)?;
+    let product = batched(func, ("batch1", batch1), ("batch2", batch2))?;
+    add_scaled_product(func, input, ("batch1", product), beta, alpha, true)
 }
 
 /// The matrix product of two tensors (`torch.matmul`): the dot product of two vectors, the
@@ -278,6 +330,19 @@ pub fn outer(input: &Tensor, vec2: &Tensor) -> Result<Tensor> {
 }
 
 impl Tensor {
+    /// `beta * self + alpha * (batch1 @ batch2)`: the method form of
+    /// [`baddbmm`](crate::baddbmm()).
+    #[torch_function]
+    pub fn baddbmm(
+        &self,
+        batch1: &Tensor,
+        batch2: &Tensor,
+        #[default(1)] beta: impl Into<Scalar>,
+        #[default(1)] alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        baddbmm_impl("baddbmm", ("self", self), (batch1, batch2), beta.into(), alpha.into())
+    }
+
     /// Batched matrix products: the method form of [`bmm`](crate::bmm()).
     #[torch_function]
     pub fn bmm(&self, mat2: &Tensor) -> Result<Tensor> {
@@ -324,6 +389,10 @@ impl Tensor {
 crate::samples! {
     MM => [sample([f32s(&[2, 3]), f32s(&[3, 4])])],
     ADDMM => [sample([f32s(&[4]), f32s(&[2, 3]), f32s(&[3, 4])]), sample([f32s(&[2, 4]), f32s(&[2, 3]), f32s(&[3, 4])]).kw("beta", 0.5).kw("alpha", 2.0)],
+    BADDBMM => [sample([f32s(&[2, 2, 4]), f32s(&[2, 2, 3]), f32s(&[2, 3, 4])]),
+        sample([f32s(&[4]), f32s(&[2, 2, 3]), f32s(&[2, 3, 4])]).kw("beta", 0.5).kw("alpha", -2.0),
+        sample([f32s(&[2, 1, 1]), f32s(&[2, 2, 3]), f32s(&[2, 3, 1])]).kw("beta", 0)],
+    Tensor::BADDBMM => [sample([f32s(&[1, 2, 1]), f32s(&[3, 2, 3]), f32s(&[3, 3, 2])]).kw("alpha", 0.5)],
     MATMUL => [sample([f32s(&[3]), f32s(&[3])]), sample([f32s(&[2, 3]), f32s(&[3])]), sample([f32s(&[2, 2, 3]), f32s(&[3, 2])])],
     BMM => [sample([f32s(&[2, 2, 3]), f32s(&[2, 3, 4])]), sample([i64s(&[3, 1, 2]), i64s(&[3, 2, 2])])],
     MV => [sample([f32s(&[2, 3]), f32s(&[3])])],

@@ -1,6 +1,7 @@
 //! Binary elementwise math, broadcasting with PyTorch's type promotion: `pow`, `atan2`, `fmod`,
-//! `remainder`, and `clamp` and `where`, which take up to three operands; and the in-place
-//! forms PyTorch has (`pow_`, `atan2_`, `fmod_`, `remainder_`, `clamp_`).
+//! `remainder`, and `clamp`, `where` and `masked_fill`, which take up to three operands; and the
+//! in-place forms PyTorch has (`pow_`, `atan2_`, `fmod_`, `remainder_`, `clamp_`,
+//! `masked_fill_`).
 
 use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Unary};
@@ -110,6 +111,28 @@ fn where_impl(func: &str, condition: &Tensor, input: &Tensor, other: &Tensor) ->
     primitive::select(condition, input, other, common)
 }
 
+/// `value` where `mask` is true and `input` elsewhere, broadcast together, in `input`'s dtype
+/// (the value is converted to it, as PyTorch does: `0.7` into an int64 tensor is 0). `mask`
+/// must be a bool tensor and `value` a number or a zero-dimensional tensor; through
+/// [`primitive::select`], so gradients flow to `input` (where not masked) and to a `value`
+/// tensor (summed where masked).
+fn masked_fill_impl(func: &str, (name, t): (&str, &Tensor), mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let (x, m, v) = (t.data(func, name)?, mask.data(func, "mask")?, value.data(func, "value")?);
+    if m.dtype != DType::Bool {
+        bail!(Runtime, "{func}(): only supports boolean masks, but got mask with dtype {}", m.dtype.name());
+    }
+    if v.layout.ndim() != 0 {
+        bail!(
+            Runtime,
+            "{func}(): only supports a 0-dimensional value tensor, but got tensor with {} dimension(s).",
+            v.layout.ndim()
+        );
+    }
+    device_of(func, &[(name, x), ("mask", m), ("value", v)])?;
+    broadcast_shapes(&x.layout.shape, &m.layout.shape, func)?;
+    primitive::select(mask, value, t, x.dtype)
+}
+
 /// `input ** exponent`, broadcast, in the promoted dtype (`torch.pow`). Either side may be a
 /// Python number ([`Tensor::scalar`]). Integers to a negative integer *number* are an error;
 /// to a negative integer tensor element they give 0 (1 and -1 excepted), as in PyTorch.
@@ -205,7 +228,52 @@ pub fn r#where(condition: &Tensor, input: &Tensor, other: &Tensor) -> Result<Ten
     where_impl("where", condition, input, other)
 }
 
+/// `input` with the elements where `mask` is true replaced by `value`
+/// (`torch.masked_fill`): `mask` is a bool tensor that broadcasts with `input` (the result has
+/// their broadcast shape), `value` a Python number ([`Tensor::scalar`]) or a zero-dimensional
+/// tensor, converted to `input`'s dtype, which the result keeps. Differentiable in `input` and
+/// in a `value` tensor.
+///
+/// ```
+/// let scores = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]])?;
+/// let mask = torchfn::tensor([false, true])?; // broadcast over the rows
+/// let out = torchfn::masked_fill(&scores, &mask, &f32::NEG_INFINITY.into())?;
+/// assert_eq!(out.to_vec::<f32>()?, [1.0, f32::NEG_INFINITY, 3.0, f32::NEG_INFINITY]);
+/// let ints = torchfn::tensor([1i64, 2])?;
+/// assert_eq!(torchfn::masked_fill(&ints, &mask, &0.7.into())?.to_vec::<i64>()?, [1, 0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+    masked_fill_impl("masked_fill", ("input", input), mask, value)
+}
+
 impl Tensor {
+    /// `self` with `value` where `mask` is true: the method form of
+    /// [`masked_fill`](crate::masked_fill()).
+    #[torch_function]
+    pub fn masked_fill(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        masked_fill_impl("masked_fill", ("self", self), mask, value)
+    }
+
+    /// Writes `value` where `mask` is true, in place (`Tensor.masked_fill_`); returns `self`.
+    /// The mask broadcasts to `self`'s shape (not the other way round). See
+    /// [`masked_fill`](crate::masked_fill()).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 2], None, None)?;
+    /// let mask = torchfn::tensor([[true], [false]])?;
+    /// assert!(t.masked_fill_(&mask, &5.into())?.is(&t));
+    /// assert_eq!(t.to_vec::<f32>()?, [5.0, 5.0, 0.0, 0.0]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn masked_fill_(&self, mask: &Tensor, value: &Tensor) -> Result<Tensor> {
+        update("masked_fill_", self, &[mask, value], |source| {
+            masked_fill_impl("masked_fill_", ("self", source), mask, value)
+        })
+    }
+
     /// `self ** exponent`: the method form of [`pow`](crate::pow()).
     #[torch_function]
     pub fn pow(&self, exponent: &Tensor) -> Result<Tensor> {
@@ -319,6 +387,10 @@ crate::samples! {
     CLAMP => [sample([f32s(&[2, 3])]).kw("min", -1.0).kw("max", 0.5), sample([i64s(&[4])]).kw("min", 0),
         sample([f32s(&[2, 3]), f32s(&[3]), f32s(&[2, 1])])],
     WHERE => [sample([bools(&[2, 3]), f32s(&[2, 3]), f32s(&[3])]), sample([bools(&[2, 1]), i64s(&[3]), Value::Float(0.5)])],
+    MASKED_FILL => [sample([f32s(&[2, 3]), bools(&[3]), Value::Float(-1.5)]), sample([f32s(&[2, 1, 3]), bools(&[2, 1]), f32s(&[])]),
+        sample([i64s(&[4]), bools(&[4]), Value::Float(0.7)])],
+    Tensor::MASKED_FILL => [sample([f32s(&[2, 3]), bools(&[2, 3]), f32s(&[])])],
+    Tensor::MASKED_FILL_ => [sample([f32s(&[2, 3]), bools(&[2, 1]), Value::Float(2.5)]), sample([f32s(&[2, 3]), bools(&[3]), f32s(&[])])],
     Tensor::POW => [sample([positive(&[3]), f32s(&[3])]), sample([f32s(&[3]), Value::Float(0.5)])],
     Tensor::ATAN2 => [sample([f32s(&[3]), f32s(&[3])])],
     Tensor::FMOD => [sample([f32s(&[3]), Value::Float(1.5)])],

@@ -43,14 +43,15 @@ pub use creation::{
 };
 pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
 pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
-pub use linalg::{ADDMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, bmm, dot, matmul, mm, mv, outer};
+pub use linalg::{ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, dot, matmul, mm, mv, outer};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
     SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
     sigmoid, sign, sin, sqrt, square, tan, tanh, trunc,
 };
 pub use math_binary::{
-    ATAN2, CLAMP, FMOD, POW, REMAINDER, WHERE, atan2, clamp, clamp_tensor, fmod, pow, remainder, r#where,
+    ATAN2, CLAMP, FMOD, MASKED_FILL, POW, REMAINDER, WHERE, atan2, clamp, clamp_tensor, fmod, masked_fill, pow,
+    remainder, r#where,
 };
 pub use math_inplace::{
     cos_out, erf_out, exp_out, expm1_out, log_out, log1p_out, reciprocal_out, rsqrt_out, sigmoid_out, sin_out,

@@ -220,12 +220,6 @@ impl Tensor {
         self.dense()?.base.clone()
     }
 
-    /// The identity of the tensor's data (shared by its subclass views, not by other views of
-    /// its memory): a key for maps of tensors, as Python's `id` of the tensor object.
-    pub(crate) fn identity(&self) -> usize {
-        Arc::as_ptr(&self.body).cast::<()>() as usize
-    }
-
     /// A handle that does not keep the tensor alive.
     pub(crate) fn downgrade(&self) -> WeakTensor {
         WeakTensor { class: self.class, attrs: self.attrs.clone(), body: Arc::downgrade(&self.body) }

@@ -264,10 +264,15 @@ pub fn dropout(
     #[default(true)] training: bool,
     #[default(false)] inplace: bool,
 ) -> Result<Tensor> {
-    const FUNC: &str = "dropout";
-    let x = input.data(FUNC, "input")?;
+    dropout_impl("dropout", input, p, training, inplace)
+}
+
+/// The body of [`dropout`], for `func` (`scaled_dot_product_attention` drops attention
+/// weights with it too).
+pub(super) fn dropout_impl(func: &str, input: &Tensor, p: f64, training: bool, inplace: bool) -> Result<Tensor> {
+    let x = input.data(func, "input")?;
     if !(0.0..=1.0).contains(&p) {
-        bail!(Value, "{FUNC}(): dropout probability has to be between 0 and 1, but got {p}");
+        bail!(Value, "{func}(): dropout probability has to be between 0 and 1, but got {p}");
     }
     if !training || p == 0.0 || x.layout.numel() == 0 {
         return Ok(input.clone());
@@ -278,16 +283,16 @@ pub fn dropout(
         if !x.dtype.is_floating_point() {
             bail!(
                 Runtime,
-                "{FUNC}(): with training=True and 0 < p < 1 the kept elements are scaled by 1 / (1 - p), which \
+                "{func}(): with training=True and 0 < p < 1 the kept elements are scaled by 1 / (1 - p), which \
                  a {} input cannot hold; expected a floating point tensor",
                 x.dtype
             );
         }
-        let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(FUNC, x.layout.numel(), p)?));
+        let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(func, x.layout.numel(), p)?));
         primitive::upload(x.device(), noise, x.layout.shape.clone())?
     };
     let dtype = x.dtype;
-    super::activation::in_place_or_new(FUNC, input, inplace, |source| {
+    super::activation::in_place_or_new(func, input, inplace, |source| {
         primitive::binary(source, &noise, Binary::Mul, dtype, None)
     })
 }

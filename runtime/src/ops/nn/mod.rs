@@ -1,8 +1,10 @@
-//! `torch.nn`: modules and layers (from `crate::modules`), [`init`], and the functional
-//! interface, [`functional`].
+//! `torch.nn`: modules and layers (from `crate::modules`), [`init`], the functional interface,
+//! [`functional`], and the gradient utilities, [`utils`].
 
 mod activation;
 mod adaptive;
+mod attention;
+mod clip;
 mod conv;
 mod layers;
 mod loss;
@@ -11,8 +13,8 @@ mod norm;
 pub use crate::modules::*;
 pub use torchfn_macros::Module;
 
-/// `torch.nn.functional`: activations, layers, losses, convolution and pooling as functions,
-/// registered as `torchfn.nn.functional.*`. Each is overridable like every other operation.
+/// `torch.nn.functional`: activations, layers, attention, losses, convolution and pooling as
+/// functions, registered as `torchfn.nn.functional.*`. Each is overridable like every other operation.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -26,8 +28,24 @@ pub use torchfn_macros::Module;
 pub mod functional {
     pub use super::activation::{GELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, log_softmax, relu, silu, softmax};
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
+    pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
     pub use super::conv::{CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv2d, max_pool2d, max_pool2d_with_indices};
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
     pub use super::loss::{CROSS_ENTROPY, MSE_LOSS, cross_entropy, mse_loss};
     pub use super::norm::{BATCH_NORM, LAYER_NORM, batch_norm, layer_norm};
+}
+
+/// `torch.nn.utils`: gradient clipping, registered as `torchfn.nn.utils.*` and overridable like
+/// every other operation.
+///
+/// ```
+/// let w = torchfn::ones([4], None, None)?.requires_grad_(true)?;
+/// (&w * 3.0)?.sum()?.backward()?; // every gradient element is 3: norm 6
+/// let total = torchfn::nn::utils::clip_grad_norm_(&[w.clone()], 3.0, 2.0, false, None)?;
+/// assert_eq!(total.item()?, torchfn::Scalar::Float(6.0));
+/// assert!(w.grad()?.unwrap().to_vec::<f32>()?.iter().all(|&g| (g - 1.5).abs() < 1e-5));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub mod utils {
+    pub use super::clip::{CLIP_GRAD_NORM_, CLIP_GRAD_VALUE_, clip_grad_norm_, clip_grad_value_};
 }

@@ -1,0 +1,293 @@
+"""Writes tests/golden/nn_ops.json: PyTorch's results for the operations GPT-2 and ResNet
+training need beyond ops.json and grads.json (masked_fill, split by sizes,
+scaled_dot_product_attention, baddbmm, sqrt_), in the case format of grads.json: forward
+values, gradients for given grad_outputs, second-order gradients and forward-mode tangents,
+errors by exception class; and a `clip_grad` section for torch.nn.utils.clip_grad_norm_.
+
+Run with a PyTorch from PyPI in a scratch venv (never a dependency of torchfn), from the
+repository root:
+    python bench/golden/gen_nn_ops.py
+"""
+import json
+import math
+import os
+
+import torch
+import torch.nn.functional as F
+from torch.autograd import forward_ad
+
+torch.manual_seed(0)
+OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "nn_ops.json")
+
+
+def rounded(shape, dtype=torch.float64, low=-2.0, high=2.0):
+    """Values rounded to 3 decimals, so that the JSON holds them exactly."""
+    t = torch.rand(shape, dtype=torch.float64) * (high - low) + low
+    return (torch.round(t * 1000) / 1000).to(dtype) if dtype.is_floating_point else t.to(dtype)
+
+
+def mask(shape, p=0.5):
+    return torch.rand(shape) < p
+
+
+def num(x):
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def enc(v):
+    if isinstance(v, torch.Tensor):
+        t = v.detach()
+        dtype = str(t.dtype).replace("torch.", "")
+        flat = t.reshape(-1).tolist()
+        data = [num(x) if isinstance(x, float) else x for x in flat]
+        return {"tensor": {"dtype": dtype, "shape": list(t.shape), "data": data}}
+    if isinstance(v, bool):
+        return {"bool": v}
+    if isinstance(v, int):
+        return {"int": v}
+    if isinstance(v, float):
+        return {"float": num(v)}
+    if v is None:
+        return {"none": None}
+    if isinstance(v, list):
+        return {"list": [enc(x) for x in v]}
+    if isinstance(v, tuple):
+        return {"tuple": [enc(x) for x in v]}
+    raise TypeError(type(v))
+
+
+def resolve(name):
+    if name.startswith("torch.Tensor."):
+        method = name[len("torch.Tensor."):]
+        return lambda self, *a, **k: getattr(self, method)(*a, **k)
+    obj = torch
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
+
+
+def as_list(out):
+    return list(out) if isinstance(out, (tuple, list)) else [out]
+
+
+def random_like(t):
+    return rounded(t.shape, t.dtype, -1.0, 1.0)
+
+
+def zeros_or(g, like):
+    return torch.zeros_like(like) if g is None else g
+
+
+CASES = []
+
+
+def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=None):
+    """One case of `name` (PyTorch's qualified name); `wrt` lists the positions (ints) or
+    keywords (strs) of the inputs the gradients are taken for; `func` computes it (the named
+    function by default). `ref` computes the same with PyTorch operations that have second
+    and forward-mode derivatives, for a function whose CPU kernel has neither (attention's
+    fused kernel): its values and gradients are checked against the function's first."""
+    kwargs = dict(kwargs or {})
+    func = func or resolve(name)
+    index = sum(1 for c in CASES if c["func"] == name)
+    entry = {"id": f"{name}/{index}", "func": name, "args": [enc(a) for a in args],
+             "kwargs": {k: enc(v) for k, v in kwargs.items()}, "wrt": list(wrt)}
+    if tol is not None:
+        entry["tol"] = tol
+
+    def with_leaves(make):
+        a, k = [x.clone() if isinstance(x, torch.Tensor) else x for x in args], dict(kwargs)
+        leaves = []
+        for w in wrt:
+            if isinstance(w, int):
+                a[w] = make(a[w], len(leaves))
+                leaves.append(a[w])
+            else:
+                k[w] = make(k[w], len(leaves))
+                leaves.append(k[w])
+        return a, k, leaves
+
+    a, k, leaves = with_leaves(lambda t, _: t.detach().clone().requires_grad_(True))
+    out = func(*a, **k)
+    entry["expect"] = enc(out)
+    for i in mutates:
+        entry.setdefault("mutated", {})[str(i)] = enc(a[i])
+    if not leaves:
+        CASES.append(entry)
+        return
+    outs = as_list(out)
+    gouts = [random_like(o) for o in outs]
+    entry["grad_output"] = [enc(g) for g in gouts] if isinstance(out, (tuple, list)) else enc(gouts[0])
+    grads = torch.autograd.grad(outs, leaves, gouts, allow_unused=True, create_graph=ref is None)
+    entry["grads"] = [None if g is None else enc(g) for g in grads]
+    if ref is not None:
+        first = grads
+        a, k, leaves = with_leaves(lambda t, _: t.detach().clone().requires_grad_(True))
+        outs_ref = as_list(ref(*a, **k))
+        for o, r in zip(outs, outs_ref):
+            assert torch.allclose(o, r, rtol=1e-10, atol=1e-12), name
+        grads = torch.autograd.grad(outs_ref, leaves, gouts, allow_unused=True, create_graph=True)
+        for g, r in zip(first, grads):
+            assert (g is None and r is None) or torch.allclose(g, r, rtol=1e-10, atol=1e-12), name
+    vs = [random_like(l) for l in leaves]
+    total = sum((g * v).sum() for g, v in zip(grads, vs) if g is not None and g.requires_grad)
+    if isinstance(total, torch.Tensor):
+        second = torch.autograd.grad(total, leaves, allow_unused=True)
+    else:
+        second = [None] * len(leaves)
+    entry["gradgrad"] = {"v": [enc(v) for v in vs], "expect": [enc(zeros_or(s, l)) for s, l in zip(second, leaves)]}
+    tangents = [random_like(l) for l in leaves]
+    with forward_ad.dual_level():
+        a, k, _ = with_leaves(lambda t, i: forward_ad.make_dual(t.detach().clone(), tangents[i]))
+        dual_out = (ref or func)(*a, **k)
+        primal = as_list(out)
+        got = as_list(dual_out)
+        expect = []
+        for o, d in zip(primal, got):
+            unpacked = forward_ad.unpack_dual(d)
+            assert torch.allclose(unpacked.primal, o.detach(), rtol=1e-10, atol=1e-12), name
+            expect.append(enc(zeros_or(unpacked.tangent, o)))
+    entry["jvp"] = {"tangents": [enc(t) for t in tangents],
+                    "expect": expect if isinstance(out, (tuple, list)) else expect[0]}
+    CASES.append(entry)
+
+
+def error(name, args, kwargs=None):
+    kwargs = dict(kwargs or {})
+    index = sum(1 for c in CASES if c["func"] == name)
+    try:
+        resolve(name)(*args, **kwargs)
+    except Exception as e:  # noqa: BLE001 - the class is what the case records
+        CASES.append({"id": f"{name}/{index}", "func": name, "args": [enc(a) for a in args],
+                      "kwargs": {k: enc(v) for k, v in kwargs.items()}, "error": type(e).__name__})
+        return
+    raise AssertionError(f"{name} did not raise")
+
+
+def sdpa_reference(query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None):
+    """PyTorch's math reference (its documentation's), with `_safe_softmax`'s zeros for rows
+    masked out entirely; only for forward-mode tangents, which the fused CPU kernel lacks."""
+    L, S = query.size(-2), key.size(-2)
+    scale = 1 / math.sqrt(query.size(-1)) if scale is None else scale
+    attn = query @ key.transpose(-2, -1) * scale
+    if is_causal:
+        attn = attn.masked_fill(torch.ones(L, S, dtype=torch.bool).tril().logical_not(), float("-inf"))
+    if attn_mask is not None:
+        if attn_mask.dtype == torch.bool:
+            attn = attn.masked_fill(attn_mask.logical_not(), float("-inf"))
+        else:
+            attn = attn + attn_mask
+    dead = (attn == float("-inf")).all(-1, keepdim=True)
+    weights = torch.softmax(attn.masked_fill(dead, 0.0), -1).masked_fill(dead, 0.0)
+    assert dropout_p == 0.0
+    return weights @ value
+
+
+f64 = torch.float64
+
+# masked_fill: broadcasting masks, numbers and 0-d tensors as values, in-place.
+case("torch.masked_fill", [rounded([2, 3]), mask([3]), -1.5], wrt=[0])
+case("torch.masked_fill", [rounded([3, 1, 4]), mask([2, 1]), torch.tensor(0.25, dtype=f64)], wrt=[0, 2])
+case("torch.masked_fill", [rounded([4], torch.int64, -5, 5), mask([4]), 0.7])
+case("torch.masked_fill", [rounded([2, 2]), mask([2, 2]), float("-inf")], wrt=[0])
+case("torch.Tensor.masked_fill", [rounded([2, 3], torch.float32), mask([2, 1]), 2.0])
+case("torch.Tensor.masked_fill_", [rounded([2, 3]), mask([3]), torch.tensor(3.0, dtype=f64)], wrt=[2],
+     func=lambda self, m, v: self.masked_fill_(m, v), mutates=[0])
+error("torch.masked_fill", [rounded([2, 3]), mask([3]).to(torch.float32), 0.0])
+error("torch.masked_fill", [rounded([2, 3]), mask([3]), torch.tensor([1.0, 2.0])])
+error("torch.masked_fill", [rounded([2, 3]), mask([4]), 0.0])
+error("torch.Tensor.masked_fill_", [rounded([3]), mask([2, 3]), 0.0])
+
+# split: a size, sizes, a negative dimension; sizes that do not add up.
+case("torch.split", [rounded([5, 2]), 2], wrt=[0])
+case("torch.split", [rounded([5, 2]), [1, 4]], wrt=[0])
+case("torch.split", [rounded([2, 6]), [3, 0, 2, 1]], {"dim": -1}, wrt=[0])
+case("torch.Tensor.split", [rounded([3, 4]), [2, 2]], {"dim": 1}, wrt=[0])
+error("torch.split", [rounded([5, 2]), [1, 3]])
+error("torch.split", [rounded([5, 2]), [6, -1]])
+error("torch.split", [rounded([5, 2]), 2], {"dim": 2})
+
+# scaled_dot_product_attention: plain, scaled, causal (square and L != S), bool and float
+# masks (broadcast), a row masked out entirely, lower-rank key and value, dropout_p = 1.
+F_SDPA = "torch.nn.functional.scaled_dot_product_attention"
+case(F_SDPA, [rounded([2, 3, 4]), rounded([2, 5, 4]), rounded([2, 5, 2])], wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([1, 2, 4, 3]), rounded([1, 2, 4, 3]), rounded([1, 2, 4, 3])], {"is_causal": True},
+     wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([2, 4, 3]), rounded([2, 3, 3]), rounded([2, 3, 2])], {"is_causal": True, "scale": 0.3},
+     wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([2, 3, 4]), rounded([2, 5, 4]), rounded([2, 5, 2])],
+     {"attn_mask": torch.tensor([[True, False, True, True, False], [False, True, True, False, True],
+                                 [True, True, False, False, False]])}, wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([2, 3, 4]), rounded([2, 5, 4]), rounded([2, 5, 2])], {"attn_mask": rounded([5])},
+     wrt=[0, 1, 2, "attn_mask"], ref=sdpa_reference)
+case(F_SDPA, [rounded([3, 2]), rounded([3, 2]), rounded([3, 3])],
+     {"attn_mask": torch.tensor([[True, True, False], [False, False, False], [True, False, True]])},
+     wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([2, 3, 4]), rounded([5, 4]), rounded([5, 2])], wrt=[0, 1, 2], ref=sdpa_reference)
+case(F_SDPA, [rounded([2, 3, 4], torch.float32), rounded([2, 3, 4], torch.float32),
+              rounded([2, 3, 4], torch.float32)], {"dropout_p": 1.0})
+error(F_SDPA, [rounded([2, 3, 4]), rounded([2, 3, 4]), rounded([2, 3, 4])],
+      {"attn_mask": mask([3, 3]), "is_causal": True})
+error(F_SDPA, [rounded([4]), rounded([3, 4]), rounded([3, 4])])
+error(F_SDPA, [rounded([1, 2, 4], torch.float32), rounded([1, 3, 4]), rounded([1, 3, 4])])
+error(F_SDPA, [rounded([1, 2, 4]), rounded([1, 3, 4]), rounded([1, 3, 4])], {"attn_mask": mask([2, 3]).to(torch.int64)})
+error(F_SDPA, [rounded([2, 4]), rounded([3, 4]), rounded([3, 4])], {"dropout_p": 1.5})
+
+# baddbmm: defaults, beta and alpha, a broadcast input, beta = 0 ignoring NaN.
+case("torch.baddbmm", [rounded([2, 2, 4]), rounded([2, 2, 3]), rounded([2, 3, 4])], wrt=[0, 1, 2])
+case("torch.baddbmm", [rounded([4]), rounded([2, 2, 3]), rounded([2, 3, 4])], {"beta": 0.5, "alpha": -2.0},
+     wrt=[0, 1, 2])
+case("torch.baddbmm", [torch.full([2, 1, 1], float("nan"), dtype=f64), rounded([2, 2, 3]), rounded([2, 3, 1])],
+     {"beta": 0}, wrt=[1, 2])
+case("torch.Tensor.baddbmm", [rounded([1, 2, 1]), rounded([3, 2, 3]), rounded([3, 3, 2])], {"alpha": 0.5},
+     wrt=[0, 1, 2])
+error("torch.baddbmm", [rounded([3, 3]), rounded([2, 2, 3]), rounded([2, 3, 3])])
+error("torch.baddbmm", [rounded([2, 2, 3]), rounded([2, 2, 3], torch.float32), rounded([2, 3, 3], torch.float32)])
+error("torch.baddbmm", [rounded([2, 2, 3]), rounded([2, 3]), rounded([2, 3, 3])])
+
+# sqrt_ (forward and written-into argument).
+case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
+
+
+def clip_case(shapes, max_norm, norm_type, with_grad=None, error_if_nonfinite=False, poison=None):
+    """clip_grad_norm_ on float32 parameters of `shapes` (those not in `with_grad` have no
+    gradient); `poison` puts that value into the first gradient."""
+    params = [rounded(s, torch.float32).requires_grad_(True) for s in shapes]
+    with_grad = range(len(shapes)) if with_grad is None else with_grad
+    for i in with_grad:
+        params[i].grad = rounded(shapes[i], torch.float32, -3.0, 3.0)
+    if poison is not None:
+        params[0].grad.view(-1)[0] = poison
+    entry = {"params": [enc(p) for p in params], "grads": [None if p.grad is None else enc(p.grad) for p in params],
+             "max_norm": max_norm, "norm_type": num(norm_type), "error_if_nonfinite": error_if_nonfinite}
+    try:
+        total = torch.nn.utils.clip_grad_norm_(params, max_norm, norm_type, error_if_nonfinite)
+    except RuntimeError:
+        entry["error"] = "RuntimeError"
+        return entry
+    entry["expect_total"] = enc(total)
+    entry["expect_grads"] = [None if p.grad is None else enc(p.grad) for p in params]
+    return entry
+
+
+CLIP = [
+    clip_case([[3, 4], [5], [2, 2, 2]], 1.0, 2.0),
+    clip_case([[3, 4], [5], [2, 2, 2]], 1.0, float("inf")),
+    clip_case([[3, 4], [5]], 1e3, 2.0),
+    clip_case([[6], [2, 3]], 0.5, 1.0),
+    clip_case([[4], [3]], 1.0, 2.0, with_grad=[1]),
+    clip_case([[4], [3]], 1.0, 2.0, with_grad=[]),
+    clip_case([[4], [3]], 1.0, 2.0, poison=float("inf")),
+    clip_case([[4], [3]], 1.0, 2.0, poison=float("nan"), error_if_nonfinite=True),
+    clip_case([[4], [3]], 1.0, float("inf"), poison=float("inf"), error_if_nonfinite=True),
+]
+
+with open(OUT, "w") as f:
+    json.dump({"version": 1, "reference": f"PyTorch {torch.__version__}", "cases": CASES, "clip_grad": CLIP}, f)
+    f.write("\n")
+print(f"{len(CASES)} cases ({sum('error' in c for c in CASES)} errors, {sum('jvp' in c for c in CASES)} with "
+      f"tangents), {len(CLIP)} clip_grad_norm_ cases -> {os.path.normpath(OUT)}")

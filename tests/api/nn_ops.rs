@@ -1,0 +1,158 @@
+//! The operations GPT-2 and ResNet training need beyond the others: gradient clipping against
+//! PyTorch's results (the `clip_grad` section of `tests/golden/nn_ops.json`; the other
+//! operations' cases run in `grads`), and what the golden cases cannot show: in-place rules,
+//! gradients through masked-out attention rows, the method and by-name forms.
+
+use serde_json::Value as Json;
+use torchfn::nn::functional as F;
+use torchfn::nn::utils::{clip_grad_norm_, clip_grad_value_};
+use torchfn::overrides::find_function;
+use torchfn::prelude::*;
+
+use crate::golden::{Place, compare, number, value};
+
+/// The case's parameters, with their gradients set.
+fn parameters(case: &Json) -> Vec<Tensor> {
+    let grads = case["grads"].as_array().unwrap();
+    case["params"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(grads)
+        .map(|(p, g)| {
+            let p = value(p).as_tensor().unwrap().requires_grad_(true).unwrap();
+            if !g.is_null() {
+                p.set_grad(Some(value(g).as_tensor().unwrap())).unwrap();
+            }
+            p
+        })
+        .collect()
+}
+
+fn run_clip(case: &Json) -> Result<(), String> {
+    let params = parameters(case);
+    let (max_norm, norm_type) = (number(&case["max_norm"]), number(&case["norm_type"]));
+    let error_if_nonfinite = case["error_if_nonfinite"].as_bool().unwrap();
+    let result = clip_grad_norm_(&params, max_norm, norm_type, error_if_nonfinite, None);
+    let want_grads = if case.get("error").is_some() { &case["grads"] } else { &case["expect_grads"] };
+    match (case.get("error").and_then(Json::as_str), result) {
+        (Some(want), Err(e)) if e.kind().python_name() == want => {}
+        (Some(want), other) => return Err(format!("expected a {want}, got {other:?}")),
+        (None, Err(e)) => return Err(format!("raised {e:?}")),
+        (None, Ok(total)) => compare(&case["expect_total"], &Value::Tensor(total), None, Place::Cpu)?,
+    }
+    for (i, (p, want)) in params.iter().zip(want_grads.as_array().unwrap()).enumerate() {
+        match (p.grad().unwrap(), want.is_null()) {
+            (None, true) => {}
+            (Some(g), false) => {
+                compare(want, &Value::Tensor(g), None, Place::Cpu).map_err(|e| format!("grad {i}: {e}"))?
+            }
+            (got, _) => return Err(format!("grad {i}: {got:?}, expected {want}")),
+        }
+    }
+    Ok(())
+}
+
+#[test]
+fn clip_grad_norm_matches_pytorch() {
+    let cases = crate::grads::golden_file("nn_ops.json")["clip_grad"].as_array().unwrap().clone();
+    let failures: Vec<String> =
+        cases.iter().enumerate().filter_map(|(i, c)| run_clip(c).err().map(|e| format!("case {i}: {e}"))).collect();
+    println!("clip_grad_norm_ golden cases: {} of {} pass", cases.len() - failures.len(), cases.len());
+    assert!(cases.len() >= 8);
+    assert!(failures.is_empty(), "{} of {} fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
+#[test]
+fn gradient_clipping_is_overridable_and_refuses_foreach() {
+    let w = torchfn::zeros([2], None, None).unwrap().requires_grad_(true).unwrap();
+    w.set_grad(Some(&torchfn::tensor([3.0f32, 4.0]).unwrap())).unwrap();
+    let func = find_function("torchfn.nn.utils.clip_grad_norm_").unwrap();
+    let mut kwargs = Kwargs::new();
+    kwargs.insert("norm_type", Value::Float(f64::INFINITY));
+    let total = func.call(&[Value::List(vec![w.clone().into()]), Value::Float(2.0)], &kwargs).unwrap();
+    assert_eq!(total.as_tensor().unwrap().item().unwrap(), Scalar::Float(4.0));
+    let g = w.grad().unwrap().unwrap().to_vec::<f32>().unwrap();
+    assert!((g[0] - 1.5).abs() < 1e-5 && (g[1] - 2.0).abs() < 1e-5, "{g:?}");
+    let err = clip_grad_norm_(std::slice::from_ref(&w), 1.0, 2.0, false, Some(true)).unwrap_err();
+    assert!(err.to_string().contains("foreach=True"), "{err}");
+    assert!(clip_grad_norm_(std::slice::from_ref(&w), 1.0, f64::NAN, false, None).is_err());
+    clip_grad_value_(std::slice::from_ref(&w), 1.25, Some(false)).unwrap();
+    assert_eq!(w.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [1.25, 1.25]);
+    // Nothing recorded: the gradient is no graph's output.
+    assert!(w.grad().unwrap().unwrap().grad_fn().is_none());
+}
+
+#[test]
+fn masked_fill_in_place_follows_autograd_s_rules() {
+    let mask = torchfn::tensor([true, false, true]).unwrap();
+    let leaf = torchfn::ones([3], None, None).unwrap().requires_grad_(true).unwrap();
+    assert!(leaf.masked_fill_(&mask, &0.0.into()).is_err(), "a leaf that requires grad");
+    // Through a non-leaf: the filled positions get no gradient.
+    let y = (&leaf * 2.0).unwrap();
+    y.masked_fill_(&mask, &0.0.into()).unwrap();
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(leaf.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [0.0, 2.0, 0.0]);
+    // Overwriting a tensor that backward needs is caught by the version counter.
+    let x = torchfn::ones([3], None, None).unwrap().requires_grad_(true).unwrap();
+    let e = x.exp().unwrap();
+    let out = (&e * &e).unwrap().sum().unwrap();
+    e.masked_fill_(&mask, &1.0.into()).unwrap();
+    assert!(out.backward().is_err());
+    // The mask broadcasts to self, never self to the mask.
+    let t = torchfn::zeros([3], None, None).unwrap();
+    assert!(t.masked_fill_(&torchfn::tensor([[true], [false]]).unwrap(), &1.0.into()).is_err());
+}
+
+#[test]
+fn attention_rows_masked_out_entirely_give_zeros_and_finite_gradients() {
+    let q = torchfn::randn([3, 2], None, Some(DType::Float64), None).unwrap();
+    let (k, v) = (
+        torchfn::randn([4, 2], None, Some(DType::Float64), None).unwrap(),
+        torchfn::randn([4, 3], None, Some(DType::Float64), None).unwrap(),
+    );
+    let mask =
+        torchfn::tensor([[true, false, true, true], [false, false, false, false], [true, true, true, false]]).unwrap();
+    let leaves: Vec<Tensor> = [&q, &k, &v].iter().map(|t| t.requires_grad_(true).unwrap()).collect();
+    let out =
+        F::scaled_dot_product_attention(&leaves[0], &leaves[1], &leaves[2], Some(&mask), 0.0, false, None).unwrap();
+    assert_eq!(out.get(1).unwrap().to_vec::<f64>().unwrap(), [0.0, 0.0, 0.0]);
+    out.sum().unwrap().backward().unwrap();
+    for leaf in &leaves {
+        assert!(leaf.grad().unwrap().unwrap().to_vec::<f64>().unwrap().iter().all(|g| g.is_finite()));
+    }
+    let options = torchfn::autograd::GradcheckOptions::new().eps(1e-6).atol(1e-5).rtol(1e-3);
+    let f = |x: &[Tensor]| {
+        F::scaled_dot_product_attention(&x[0], &x[1], &x[2], Some(&mask), 0.0, false, None).map(Value::Tensor)
+    };
+    assert!(torchfn::autograd::gradcheck(f, &leaves, &options).unwrap());
+}
+
+#[test]
+fn attention_dropout_draws_from_the_default_generator() {
+    let q = torchfn::randn([2, 4, 3], None, None, None).unwrap();
+    let draw = || {
+        torchfn::manual_seed(7);
+        F::scaled_dot_product_attention(&q, &q, &q, None, 0.5, true, None).unwrap().to_vec::<f32>().unwrap()
+    };
+    assert_eq!(draw(), draw(), "the same seed, the same draw");
+    let plain = F::scaled_dot_product_attention(&q, &q, &q, None, 0.0, true, None).unwrap().to_vec::<f32>().unwrap();
+    assert_ne!(draw(), plain);
+    let err = F::scaled_dot_product_attention(&q, &q, &q, None, -0.1, false, None).unwrap_err();
+    assert!(err.to_string().contains("dropout"), "{err}");
+}
+
+#[test]
+fn the_conversions_and_splits_training_code_uses_work_by_name() {
+    let t = torchfn::tensor([[1.5f32, -2.5], [3.0, 4.0], [5.0, 6.0]]).unwrap();
+    let converted = Tensor::TYPE.call(&[t.clone().into(), Value::DType(DType::Int64)], &Kwargs::new()).unwrap();
+    assert_eq!(converted.as_tensor().unwrap().to_vec::<i64>().unwrap(), [1, -2, 3, 4, 5, 6]);
+    let pieces = t.split([1, 2], 0).unwrap();
+    assert_eq!(pieces.iter().map(|p| p.shape().unwrap()[0]).collect::<Vec<_>>(), [1, 2]);
+    assert!(pieces[1].get((0, 0)).unwrap().fill_(9.0).is_ok());
+    assert_eq!(t.to_vec::<f32>().unwrap()[2], 9.0, "split gives views");
+    let err = t.split([1, 1], 0).unwrap_err();
+    assert!(err.to_string().contains("sum exactly to 3"), "{err}");
+    let err = torchfn::baddbmm(&t, &torchfn::ones([2, 3], None, None).unwrap(), &t, 1, 1).unwrap_err();
+    assert!(err.to_string().contains("batch1"), "{err}");
+}
