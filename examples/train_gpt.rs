@@ -158,7 +158,10 @@ fn main() -> Result<()> {
     let trained = train(600, 16, 64, Some(&out), true)?;
     let first = trained.losses.first().copied().unwrap_or(f64::NAN);
     let last: f64 = trained.losses.iter().rev().take(20).sum::<f64>() / 20.0;
-    println!("loss: {first:.3} at the first step, {last:.3} over the last 20 (unigram baseline {:.3})", trained.unigram);
+    println!(
+        "loss: {first:.3} at the first step, {last:.3} over the last 20 (unigram baseline {:.3})",
+        trained.unigram
+    );
     println!("{:.1} steps per second", trained.steps_per_second);
     println!("wrote {} and {}", out.join("loss.svg").display(), out.join("checkpoint.safetensors").display());
     println!("sample:\n{}", trained.sample);

@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde_json::Value as Json;
 use torchfn::nn::{Module, StateDict};
+use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
 #[allow(dead_code)]
@@ -198,4 +199,127 @@ fn resnet_tiny_has_pytorch_s_structure_and_gives_its_logits_loss_gradients_and_r
         worst_buffer.1,
         worst_buffer.0
     );
+}
+
+/// `meta.json`'s optimizer, as torchfn's AdamW.
+fn adamw(meta: &Json, params: Vec<Tensor>) -> AdamW {
+    let o = &meta["optimizer"];
+    let betas = o["betas"].as_array().unwrap();
+    let options = AdamWOptions::new(o["lr"].as_f64().unwrap())
+        .betas((betas[0].as_f64().unwrap(), betas[1].as_f64().unwrap()))
+        .eps(o["eps"].as_f64().unwrap())
+        .weight_decay(o["weight_decay"].as_f64().unwrap());
+    AdamW::new(params, options).unwrap()
+}
+
+/// Checks every parameter after a step against `expect`'s `{stage}/<name>`: per element within
+/// `atol` (the looser `atol_where_tiny_grad` where the step-1 gradient is tiny, see the README),
+/// and, when the stage has one, the update's relative L2. Returns the largest error over its
+/// tolerance, and where.
+fn check_parameters(
+    model: &dyn Module,
+    expect: &StateDict,
+    init: &StateDict,
+    stage: &str,
+    tol: &Json,
+) -> (f64, String) {
+    let tol = &tol[stage];
+    let (atol, tiny, loose) = (
+        tol["atol"].as_f64().unwrap(),
+        tol["tiny_grad"].as_f64().unwrap(),
+        tol["atol_where_tiny_grad"].as_f64().unwrap(),
+    );
+    let mut worst = (0.0f64, String::new());
+    for (name, p) in model.named_parameters() {
+        let (got, want) = (values(&p), values(expect.get(&format!("{stage}/{name}")).unwrap()));
+        let grad = values(expect.get(&format!("grad/{name}")).unwrap());
+        for ((g, w), dg) in got.iter().zip(&want).zip(&grad) {
+            let allowed = if dg.abs() < tiny { loose } else { atol };
+            let e = (g - w).abs() / allowed;
+            if e > worst.0 {
+                worst = (e, name.clone());
+            }
+        }
+        if let Some(rel) = tol["update_rel_l2"].as_f64() {
+            let start = values(init.get(&name).unwrap());
+            let (num, den): (f64, f64) = got
+                .iter()
+                .zip(&want)
+                .zip(&start)
+                .fold((0.0, 0.0), |(n, d), ((g, w), s)| (n + ((g - s) - (w - s)).powi(2), d + (w - s).powi(2)));
+            let e = (num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE)) / rel;
+            if e > worst.0 {
+                worst = (e, format!("{name} (update)"));
+            }
+        }
+    }
+    worst
+}
+
+/// Three AdamW steps of `forward_loss` on `model`: the losses and parameters after steps 1 and 3.
+fn train_three_steps(name: &str, model: &dyn Module, forward_loss: &dyn Fn() -> Tensor) {
+    let meta = meta(name);
+    let tol = &meta["suggested_tolerances"];
+    let (init, expect) = (file(name, "init"), file(name, "expect"));
+    let mut optimizer = adamw(&meta, model.parameters());
+    let mut losses = Vec::new();
+    let mut worst = Vec::new();
+    for step in 1..=3 {
+        optimizer.zero_grad(true).unwrap();
+        let loss = forward_loss();
+        losses.push(loss.item().unwrap().to_f64());
+        loss.backward().unwrap();
+        optimizer.step().unwrap();
+        if step == 1 || step == 3 {
+            worst.push((step, check_parameters(model, &expect, &init, &format!("step{step}"), tol)));
+        }
+    }
+    let want = values(expect.get("losses").unwrap());
+    let loss_error = losses.iter().zip(&want).map(|(g, w)| (g - w).abs() / w.abs()).fold(0.0, f64::max);
+    println!("{name}: 3 AdamW steps, losses rel error {loss_error:.2e}, parameters (fraction of tolerance): {worst:?}");
+    assert!(loss_error <= tol["losses"]["rtol"].as_f64().unwrap(), "losses {losses:?} against {want:?}");
+    for (step, (e, where_)) in worst {
+        assert!(e <= 1.0, "after step {step}, {where_} is off by {e} of the tolerance");
+    }
+}
+
+#[test]
+fn gpt_tiny_trains_like_pytorch_for_three_adamw_steps() {
+    let meta = meta("gpt_tiny");
+    let model = gpt::GPT2LMHeadModel::new(gpt_config(&meta), &Generator::new().manual_seed(0)).unwrap();
+    model.load_state_dict(&file("gpt_tiny", "init"), true).unwrap();
+    let inputs = file("gpt_tiny", "inputs");
+    let forward_loss = || {
+        let logits = model.forward(inputs.get("input_ids").unwrap()).unwrap();
+        gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
+    };
+    train_three_steps("gpt_tiny", &model, &forward_loss);
+}
+
+#[test]
+fn resnet_tiny_trains_like_pytorch_for_three_adamw_steps() {
+    let meta = meta("resnet_tiny");
+    let model = resnet(&meta);
+    model.load_state_dict(&file("resnet_tiny", "init"), true).unwrap();
+    let inputs = file("resnet_tiny", "inputs");
+    let forward_loss = || {
+        let logits = model.forward(inputs.get("images").unwrap()).unwrap();
+        torchfn::nn::functional::cross_entropy(
+            &logits,
+            inputs.get("labels").unwrap(),
+            None,
+            None,
+            -100,
+            None,
+            "mean",
+            0.0,
+        )
+        .unwrap()
+    };
+    train_three_steps("resnet_tiny", &model, &forward_loss);
+    let expect = file("resnet_tiny", "expect");
+    for (name, b) in model.named_buffers() {
+        let e = rel_l2(&b, expect.get(&format!("buffers_step3/{name}")).unwrap());
+        assert!(e <= meta["suggested_tolerances"]["buffers_step3"]["rel_l2"].as_f64().unwrap(), "{name}: {e}");
+    }
 }
