@@ -14,9 +14,10 @@ use torchfn::nn::Module;
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
+/// The model (`examples/models/gpt.rs`).
 #[allow(dead_code)]
 #[path = "models/gpt.rs"]
-mod gpt;
+pub mod gpt;
 
 /// The training text.
 pub const TEXT: &str = include_str!("data/tensors.txt");
@@ -155,7 +156,7 @@ fn plot(losses: &[f64], path: &Path) -> Result<()> {
 
 fn main() -> Result<()> {
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/train_gpt");
-    let trained = train(600, 16, 64, Some(&out), true)?;
+    let trained = train(400, 8, 48, Some(&out), true)?;
     let first = trained.losses.first().copied().unwrap_or(f64::NAN);
     let last: f64 = trained.losses.iter().rev().take(20).sum::<f64>() / 20.0;
     println!(

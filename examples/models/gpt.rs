@@ -2,6 +2,7 @@
 //! PyTorch user ports it: the same module tree, parameter names and forward, so PyTorch's
 //! `state_dict` (safetensors) loads by key. Any size: layers, heads, width, vocabulary, context.
 
+use torchfn::Device;
 use torchfn::nn::{self, Dropout, Embedding, Forward, LayerNorm, Linear, Module, Parameter};
 use torchfn::prelude::*;
 
@@ -79,7 +80,7 @@ impl Forward for GPT2Attention {
         let heads = |i: i64| qkv.narrow(2, i * e, e)?.view(vec![b, t, h, d])?.transpose(1, 2);
         let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
         let scores = (&q.matmul(&k.transpose(-1, -2)?)? * (d as f64).powf(-0.5))?;
-        let scores = (&scores + &causal_mask(t as usize)?)?;
+        let scores = (&scores + &causal_mask(t as usize, x.device()?)?)?;
         let p = self.attn_dropout.forward(&scores.softmax(-1, None)?)?;
         let a = p.matmul(&v)?.transpose(1, 2)?.reshape(&[b, t, e])?;
         self.resid_dropout.forward(&self.c_proj.forward(&a)?)
@@ -87,9 +88,9 @@ impl Forward for GPT2Attention {
 }
 
 /// `0` where a position may attend (`j <= i`), float32's lowest value elsewhere: added to scores.
-fn causal_mask(t: usize) -> Result<Tensor> {
+fn causal_mask(t: usize, device: Device) -> Result<Tensor> {
     let data: Vec<f32> = (0..t * t).map(|k| if k % t <= k / t { 0.0 } else { f32::MIN }).collect();
-    Tensor::from_vec(data, [t, t])
+    Tensor::from_vec(data, [t, t])?.to_device(device, None, false, false)
 }
 
 /// GPT-2's `NewGELUActivation` (gelu with the tanh approximation).
@@ -210,7 +211,7 @@ impl GPT2LMHeadModel {
     pub fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
         let tr = &self.transformer;
         let t = input_ids.shape()?[1];
-        let positions = torchfn::arange(t as i64, None, None)?;
+        let positions = torchfn::arange(t as i64, input_ids.dtype()?, input_ids.device()?)?;
         let mut x = tr.drop.forward(&(&tr.wte.forward(input_ids)? + &tr.wpe.forward(&positions)?)?)?;
         for block in &tr.h {
             x = block.forward(&x)?;

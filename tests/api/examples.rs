@@ -39,6 +39,22 @@ mod mul_constant;
 #[path = "../../examples/my_cube.rs"]
 mod my_cube;
 
+#[allow(dead_code)]
+#[path = "../../examples/train_gpt.rs"]
+pub(crate) mod train_gpt;
+
+/// A short run of the training example (the full one is `cargo run --release --example
+/// train_gpt`): the loss falls from its start, and the model writes text of the vocabulary.
+#[test]
+fn train_gpt_learns_in_a_few_steps() {
+    let trained = train_gpt::train(40, 4, 16, None, false).unwrap();
+    let first: f64 = trained.losses[..5].iter().sum::<f64>() / 5.0;
+    let last: f64 = trained.losses[35..].iter().sum::<f64>() / 5.0;
+    assert!(last < first - 0.3, "the loss went from {first} to {last}");
+    assert_eq!(trained.sample.chars().count(), 208);
+    assert!(trained.sample.chars().all(|c| train_gpt::TEXT.contains(c)));
+}
+
 /// Seed 001's custom Functions: each example's transcript, gradcheck's verdicts included.
 #[test]
 fn seed_001_custom_functions_run_and_pass_gradcheck() {

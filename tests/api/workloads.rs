@@ -10,9 +10,7 @@ use torchfn::nn::{Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
-#[allow(dead_code)]
-#[path = "../../examples/models/gpt.rs"]
-mod gpt;
+use crate::examples::train_gpt::gpt;
 
 #[allow(dead_code)]
 #[path = "../../examples/models/resnet.rs"]
@@ -31,7 +29,8 @@ fn file(name: &str, which: &str) -> StateDict {
 }
 
 fn values(t: &Tensor) -> Vec<f64> {
-    t.detach().unwrap().to(DType::Float64, false, false).unwrap().contiguous().unwrap().to_vec::<f64>().unwrap()
+    let host = t.detach().unwrap().to_device(torchfn::Device::CPU, Some(DType::Float64), false, false).unwrap();
+    host.contiguous().unwrap().to_vec::<f64>().unwrap()
 }
 
 /// The largest `|got - want| - rtol |want|` over `atol` (≤ 1 passes), per element.
@@ -322,4 +321,55 @@ fn resnet_tiny_trains_like_pytorch_for_three_adamw_steps() {
         let e = rel_l2(&b, expect.get(&format!("buffers_step3/{name}")).unwrap());
         assert!(e <= meta["suggested_tolerances"]["buffers_step3"]["rel_l2"].as_f64().unwrap(), "{name}: {e}");
     }
+}
+
+/// On the GPU: both models moved there (`to_device`), their batch too; logits, loss and every
+/// gradient within the same float32 tolerances, computed on the device.
+#[test]
+fn both_models_give_pytorch_s_first_step_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    // Token ids and labels as the device's integer type (wgpu has no int64).
+    let on = |t: &Tensor| {
+        let dtype = (t.dtype().unwrap() == DType::Int64).then_some(DType::Int32);
+        t.to_device(device, dtype, false, false).unwrap()
+    };
+    let check = |name: &str, model: &dyn Module, logits: Tensor, loss: Tensor| {
+        let meta = meta(name);
+        let tol = &meta["suggested_tolerances"];
+        let expect = file(name, "expect");
+        assert_eq!(logits.device().unwrap(), device);
+        let e = elementwise(
+            &logits,
+            expect.get("logits").unwrap(),
+            tol["logits"]["rtol"].as_f64().unwrap(),
+            tol["logits"]["atol"].as_f64().unwrap(),
+        );
+        assert!(e <= 1.0, "{name} logits on {device}: {e} of tolerance");
+        assert!(rel_l2(&loss, expect.get("loss").unwrap()) <= tol["loss"]["rtol"].as_f64().unwrap());
+        loss.backward().unwrap();
+        for (p_name, p) in model.named_parameters() {
+            let g = p.grad().unwrap().unwrap();
+            assert_eq!(g.device().unwrap(), device);
+            let e = rel_l2(&g, expect.get(&format!("grad/{p_name}")).unwrap());
+            assert!(e <= tol["grads"]["rel_l2"].as_f64().unwrap(), "{name} gradient of {p_name} on {device}: {e}");
+        }
+    };
+
+    let meta_gpt = meta("gpt_tiny");
+    let mut model = gpt::GPT2LMHeadModel::new(gpt_config(&meta_gpt), &Generator::new().manual_seed(0)).unwrap();
+    model.load_state_dict(&file("gpt_tiny", "init"), true).unwrap();
+    model.to_device(device).unwrap();
+    let inputs = file("gpt_tiny", "inputs");
+    let logits = model.forward(&on(inputs.get("input_ids").unwrap())).unwrap();
+    let loss = gpt::GPT2LMHeadModel::loss(&logits, &on(inputs.get("targets").unwrap())).unwrap();
+    check("gpt_tiny", &model, logits, loss);
+
+    let mut model = resnet(&meta("resnet_tiny"));
+    model.load_state_dict(&file("resnet_tiny", "init"), true).unwrap();
+    model.to_device(device).unwrap();
+    let inputs = file("resnet_tiny", "inputs");
+    let logits = model.forward(&on(inputs.get("images").unwrap())).unwrap();
+    let labels = on(inputs.get("labels").unwrap());
+    let loss = torchfn::nn::functional::cross_entropy(&logits, &labels, None, None, -100, None, "mean", 0.0).unwrap();
+    check("resnet_tiny", &model, logits, loss);
 }

@@ -180,7 +180,8 @@ pub trait Module: Send + Sync {
     }
 
     /// Moves every parameter and buffer to `device` (`to(device)`); shared parameters stay
-    /// shared, and parameters stay leaves that require grad.
+    /// shared, and parameters stay leaves that require grad. Int64 buffers become the device's
+    /// integer type (int32 on wgpu, which has no int64).
     fn to_device(&mut self, device: Device) -> Result<()> {
         let mut mover = Mover { device, moved: HashMap::new(), error: None };
         self.visit_mut(&mut mover);
@@ -332,7 +333,9 @@ impl Mover {
         }
         let result = (|| -> Result<Tensor> {
             let _no_grad = crate::autograd::no_grad();
-            let moved = t.to_device(self.device, None, false, false)?;
+            // Integer buffers (BatchNorm's step count) take the device's integer type.
+            let dtype = (t.dtype()? == crate::DType::Int64).then(|| self.device.index_dtype());
+            let moved = t.to_device(self.device, dtype, false, false)?;
             if parameter { Parameter::new(&moved).map(|p| p.0) } else { Ok(moved) }
         })();
         match result {
