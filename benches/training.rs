@@ -80,17 +80,7 @@ fn benches(c: &mut Criterion) {
         b.iter(|| {
             optimizer.zero_grad(true).unwrap();
             let logits = model.forward(inputs.get("images").unwrap()).unwrap();
-            let loss = torchfn::nn::functional::cross_entropy(
-                &logits,
-                inputs.get("labels").unwrap(),
-                None,
-                None,
-                -100,
-                None,
-                "mean",
-                0.0,
-            )
-            .unwrap();
+            let loss = resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap();
             loss.backward().unwrap();
             optimizer.step().unwrap();
         })

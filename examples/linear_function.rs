@@ -104,6 +104,55 @@ pub fn linear(input: &Tensor, weight: &Tensor, #[default(None)] bias: Option<&Te
     LinearFunction::apply((input.clone(), weight.clone(), bias.cloned()))
 }
 
+/// Seed 001's "Extending torch.nn": a `Linear` module whose forward is `LinearFunction`.
+#[derive(torchfn::nn::Module)]
+#[module(extra_repr = extra_repr)]
+pub struct Linear {
+    #[module(skip)]
+    input_features: usize,
+    #[module(skip)]
+    output_features: usize,
+    // A Parameter is a tensor the module registers as its parameter: it appears in
+    // `.parameters()` and moves with the module. Parameters require gradients by default.
+    weight: torchfn::nn::Parameter,
+    // Optional parameters are `Option`s.
+    bias: Option<torchfn::nn::Parameter>,
+}
+
+impl Linear {
+    /// A layer of `input_features` to `output_features`, weights uniform on ±0.1.
+    pub fn new(input_features: usize, output_features: usize, bias: bool, generator: &Generator) -> Result<Linear> {
+        use torchfn::nn::{Parameter, init};
+        let weight = Parameter::new(&torchfn::zeros([output_features, input_features], None, None)?)?;
+        let bias = if bias { Some(Parameter::new(&torchfn::zeros([output_features], None, None)?)?) } else { None };
+        // Not a very smart way to initialize weights.
+        init::uniform_(&weight, -0.1, 0.1, generator)?;
+        if let Some(bias) = &bias {
+            init::uniform_(bias, -0.1, 0.1, generator)?;
+        }
+        Ok(Linear { input_features, output_features, weight, bias })
+    }
+
+    /// See the autograd section for what happens here.
+    pub fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        LinearFunction::apply((
+            input.clone(),
+            self.weight.tensor().clone(),
+            self.bias.as_ref().map(|b| b.tensor().clone()),
+        ))
+    }
+
+    /// The extra information printed with the module.
+    fn extra_repr(&self) -> String {
+        format!(
+            "input_features={}, output_features={}, bias={}",
+            self.input_features,
+            self.output_features,
+            if self.bias.is_some() { "True" } else { "False" }
+        )
+    }
+}
+
 /// The example's transcript.
 pub fn run() -> Result<String> {
     let mut out = String::new();
@@ -138,6 +187,15 @@ pub fn run() -> Result<String> {
     let combined = |x: &[Tensor]| combined::LinearFunction::apply((x[0].clone(), x[1].clone(), Some(x[2].clone())));
     let test = gradcheck(combined, &with_bias, &options)?;
     writeln!(out, ">>> gradcheck(combined LinearFunction.apply, (input, weight, bias))\n{test}").ok();
+
+    // The module built on the Function.
+    use torchfn::nn::Module;
+    let layer = Linear::new(20, 30, true, &generator)?;
+    writeln!(out, ">>> Linear(20, 30)\n{layer}").ok();
+    let y = layer.forward(&torchfn::randn([4, 20], generator.clone(), None, None)?)?;
+    y.sum()?.backward()?;
+    let grads = layer.parameters().iter().filter(|p| p.grad().ok().flatten().is_some()).count();
+    writeln!(out, ">>> output.shape, parameters with a gradient\n{:?} {grads}", y.shape()?).ok();
     Ok(out)
 }
 

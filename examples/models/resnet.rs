@@ -97,6 +97,11 @@ impl NarrowResNet {
         })
     }
 
+    /// The mean cross-entropy of `logits` against class `labels` `[N]`.
+    pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
+        torchfn::nn::functional::cross_entropy(logits, labels, None, None, -100, None, "mean", 0.0)
+    }
+
     /// The logits `[N, num_classes]` for images `[N, 3, H, W]`.
     pub fn forward(&self, images: &Tensor) -> Result<Tensor> {
         let x = self.maxpool.forward(&self.relu.forward(&self.bn1.forward(&self.conv1.forward(images)?)?)?)?;

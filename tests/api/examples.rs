@@ -75,6 +75,10 @@ true
 true
 >>> gradcheck(combined LinearFunction.apply, (input, weight, bias))
 true
+>>> Linear(20, 30)
+Linear(input_features=20, output_features=30, bias=True)
+>>> output.shape, parameters with a gradient
+torch.Size([4, 30]) 2
 "
     );
     assert_eq!(

@@ -398,44 +398,37 @@ impl<T: ModuleField> ModuleField for Option<T> {
     }
 }
 
-/// A list of modules is a module (PyTorch's `ModuleList`): its children are named `0`, `1`...
-impl<M: Module> Module for Vec<M> {
-    fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
-        for (i, m) in self.iter().enumerate() {
-            visitor.module(&i.to_string(), m.as_dyn());
+/// Implements `Module` for a list type of modules (PyTorch's `ModuleList`): its children are
+/// named `0`, `1`...
+macro_rules! module_list {
+    ($(#[$doc:meta] impl[$($generics:tt)*] $list:ty;)*) => {$(
+        #[$doc]
+        impl<$($generics)*> Module for $list {
+            fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
+                for (i, m) in self.iter().enumerate() {
+                    visitor.module(&i.to_string(), m.as_dyn());
+                }
+            }
+            fn visit_mut(&mut self, visitor: &mut dyn VisitorMut) {
+                for (i, m) in self.iter_mut().enumerate() {
+                    visitor.module(&i.to_string(), m);
+                }
+            }
+            fn type_name(&self) -> &'static str {
+                "ModuleList"
+            }
+            fn as_dyn(&self) -> &dyn Module {
+                self
+            }
         }
-    }
-    fn visit_mut(&mut self, visitor: &mut dyn VisitorMut) {
-        for (i, m) in self.iter_mut().enumerate() {
-            visitor.module(&i.to_string(), m);
-        }
-    }
-    fn type_name(&self) -> &'static str {
-        "ModuleList"
-    }
-    fn as_dyn(&self) -> &dyn Module {
-        self
-    }
+    )*};
 }
 
-/// An array of modules is a module, as a `Vec`.
-impl<M: Module, const N: usize> Module for [M; N] {
-    fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
-        for (i, m) in self.iter().enumerate() {
-            visitor.module(&i.to_string(), m.as_dyn());
-        }
-    }
-    fn visit_mut(&mut self, visitor: &mut dyn VisitorMut) {
-        for (i, m) in self.iter_mut().enumerate() {
-            visitor.module(&i.to_string(), m);
-        }
-    }
-    fn type_name(&self) -> &'static str {
-        "ModuleList"
-    }
-    fn as_dyn(&self) -> &dyn Module {
-        self
-    }
+module_list! {
+    /// A `Vec` of modules is a module (PyTorch's `ModuleList`).
+    impl[M: Module] Vec<M>;
+    /// An array of modules is a module, as a `Vec`.
+    impl[M: Module, const N: usize] [M; N];
 }
 
 /// A module's learnable tensor (PyTorch's `nn.Parameter`): a leaf that requires grad, an
