@@ -30,7 +30,10 @@ pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Res
 fn numeric<T: Number>(x: &Array, dims: &[usize], op: Reduce) -> Result<Array> {
     let floating = T::DTYPE.is_floating_point();
     match op {
-        Reduce::Sum if floating => fold::<T>(x, dims, |lane| T::from_f64(sum_f64(lane)), Number::add),
+        Reduce::Sum if floating => match sum_leading::<T>(x, dims) {
+            Some(summed) => summed,
+            None => fold::<T>(x, dims, |lane| T::from_f64(sum_f64(lane)), Number::add),
+        },
         Reduce::Sum => fold::<T>(x, dims, |lane| lane.iter().fold(T::default(), |a, &b| a.add(b)), Number::add),
         Reduce::Prod => fold::<T>(x, dims, |lane| lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b)), Number::mul),
         Reduce::Mean if floating => lanes::<T, T>(x, dims, |lane| T::from_f64(sum_f64(lane) / lane.len() as f64)),
@@ -80,6 +83,32 @@ pub(crate) fn sum_f64<T: Element>(x: &[T]) -> f64 {
         partial.iter_mut().zip(chunk).for_each(|(p, v)| *p += v.to_f64());
     }
     partial.iter().sum::<f64>() + rest
+}
+
+/// The sum over the leading dimensions of a contiguous array of dtype `T` (what the gradient of
+/// a broadcast operand needs: a bias summed over the batch), row by row in f64, reading memory
+/// in order instead of gathering each strided lane. `None` when `reduced` is not `0..k` of such
+/// an array (or the rows are too narrow to gain).
+fn sum_leading<T: Element>(x: &Array, reduced: &[usize]) -> Option<Result<Array>> {
+    let shape = &x.layout.shape;
+    let leading =
+        !reduced.is_empty() && reduced.len() < shape.len() && reduced.iter().enumerate().all(|(i, &d)| i == d);
+    if !leading || x.dtype != T::DTYPE || !x.layout.is_contiguous() {
+        return None;
+    }
+    let width: usize = shape[reduced.len()..].iter().product();
+    if width < 8 {
+        return None;
+    }
+    let buffer = x.storage.read()?;
+    let (offset, n) = (x.layout.offset, x.layout.numel());
+    let data = buffer.as_slice::<T>()?.get(offset..offset + n)?;
+    let mut sums = vec![0.0f64; width];
+    for row in data.chunks_exact(width) {
+        sums.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64());
+    }
+    let kept: Shape = shape[reduced.len()..].iter().copied().collect();
+    Some(Ok(array(sums.into_iter().map(T::from_f64).collect(), kept)))
 }
 
 /// Runs `body` on the elements of `x` (as `T`) with the `reduced` dimensions (sorted) moved
@@ -216,6 +245,21 @@ mod tests {
 
     fn ints(x: &Array) -> Vec<i64> {
         elements::<i64>("test", x).unwrap()
+    }
+
+    #[test]
+    fn float_sums_over_leading_dimensions_read_rows_in_order_and_agree_with_lanes() {
+        let x = array((0..60).map(|i| i as f32 * 0.37 - 3.0).collect::<Vec<f32>>(), Shape::from([3, 2, 10]));
+        let rows = reduce(&x, &[0, 1], Reduce::Sum, DType::Float32).unwrap();
+        assert_eq!(rows.layout.shape.as_ref(), [10]);
+        // The same sums through the general path: the transposed layout has no leading run.
+        let moved = x.with_layout(Layout {
+            shape: Shape::from([10, 3, 2]),
+            strides: [1, 20, 10].into_iter().collect(),
+            offset: 0,
+        });
+        let general = reduce(&moved, &[1, 2], Reduce::Sum, DType::Float32).unwrap();
+        assert_eq!(elements::<f32>("test", &rows).unwrap(), elements::<f32>("test", &general).unwrap());
     }
 
     #[test]
