@@ -53,13 +53,6 @@ pub struct DualLevel {
     id: u64,
 }
 
-impl DualLevel {
-    /// The level's number (PyTorch's `level` argument; 0 for the first level entered).
-    pub fn id(&self) -> u64 {
-        self.id - 1
-    }
-}
-
 impl Drop for DualLevel {
     fn drop(&mut self) {
         // Tangents are stamped with the level: once it is gone they are no longer read.

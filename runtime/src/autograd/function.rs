@@ -75,7 +75,7 @@ pub trait Function: Default + Send + Sync + Sized + 'static {
     /// What `backward` receives: one gradient per output, as `Tensor` (always given: a
     /// missing gradient is materialized as zeros) or as `Option<Tensor>` (for
     /// `set_materialize_grads(false)`); a tuple of them for several outputs.
-    type GradOutputs: GradOutputs;
+    type GradOutputs: FromSlots;
 
     /// Set to `true` for a backward that is not itself differentiable (PyTorch's
     /// `@once_differentiable`): it runs without recording, and differentiating its result
@@ -217,7 +217,7 @@ impl<F: Function> Ctx<F> {
                 ),
             }
         };
-        T::from_slots(slots, &format!("{}.saved_tensors", F::name()))
+        T::from_slots(slots, &|| format!("{}.saved_tensors", F::name()))
     }
 
     /// Saves tensors for `jvp` (`ctx.save_for_forward`).
@@ -284,7 +284,7 @@ fn handle<F: Function>() -> &'static Func {
 fn apply<F: Function>(inputs: F::Inputs) -> Result<F::Output> {
     let values = inputs.to_values();
     if crate::protocol::dispatch::fast_path(&values.as_slice()) {
-        return run::<F>(&inputs);
+        return run::<F>(&inputs, &values);
     }
     let result = crate::overrides::handle_torch_function(handle::<F>(), &values.as_slice(), &values, &Kwargs::new())?;
     F::Output::from_value(&result).ok_or_else(|| {
@@ -308,13 +308,13 @@ fn implementation<F: Function>(args: &[Value], _: &Kwargs) -> Result<Value> {
             given.join(", ")
         ))
     })?;
-    Ok(run::<F>(&inputs)?.to_value())
+    Ok(run::<F>(&inputs, args)?.to_value())
 }
 
-/// One call of `F`: forward without recording, then the outputs wrapped with the node (when an
-/// input requires grad) and their tangents (when an input has one).
-fn run<F: Function>(inputs: &F::Inputs) -> Result<F::Output> {
-    let values = inputs.to_values();
+/// One call of `F` (`values`: its inputs as values): forward without recording, then the
+/// outputs wrapped with the node (when an input requires grad) and their tangents (when an input
+/// has one).
+fn run<F: Function>(inputs: &F::Inputs, values: &[Value]) -> Result<F::Output> {
     let tensors: Vec<Option<&Tensor>> = values.iter().map(Value::as_tensor).collect();
     let grad_mode = super::is_grad_enabled();
     let needs: Vec<bool> = tensors.iter().map(|t| t.is_some_and(|t| grad_mode && meta::requires_grad(t))).collect();
@@ -458,20 +458,22 @@ impl<F: Function> Backward for Custom<F> {
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
-        let name = format!("{}Backward", F::name());
+        let name = || format!("{}Backward", F::name());
         let Some(mut ctx) = self.ctx.try_lock() else {
-            bail!(Runtime, "{name}: backward was called again while it was running (reentrant backward)");
+            bail!(Runtime, "{}: backward was called again while it was running (reentrant backward)", name());
         };
         ctx.saved = Some(self.slots.iter().map(|slot| slot.map(|i| saved[i].clone())).collect());
-        let create_graph = super::is_grad_enabled();
-        // What a gradient computed here depends on: the gradients flowing in, and the inputs.
-        let mut upstream: Vec<Edge> = grads.iter().flatten().filter_map(meta::gradient_edge).collect();
-        upstream.extend(node.next.iter().flatten().cloned());
-        let grad_outputs = F::GradOutputs::from_grads(grads, &name)?;
-        let result = if F::ONCE_DIFFERENTIABLE {
-            let _no_grad = super::no_grad();
-            F::backward(&mut ctx, grad_outputs)
+        // What the gradients of a once-differentiable backward, recorded, depend on: the
+        // gradients flowing in, and the inputs.
+        let upstream: Vec<Edge> = if F::ONCE_DIFFERENTIABLE && super::is_grad_enabled() {
+            let incoming = grads.iter().flatten().filter_map(meta::gradient_edge);
+            incoming.chain(node.next.iter().flatten().cloned()).collect()
         } else {
+            Vec::new()
+        };
+        let grad_outputs = F::GradOutputs::from_slots(grads, &|| format!("{}'s grad_outputs", name()))?;
+        let result = {
+            let _once = F::ONCE_DIFFERENTIABLE.then(super::no_grad);
             F::backward(&mut ctx, grad_outputs)
         };
         ctx.saved = None;
@@ -481,7 +483,8 @@ impl<F: Function> Backward for Custom<F> {
         if result.len() < n || result[n..].iter().any(Option::is_some) {
             bail!(
                 Runtime,
-                "function {name} returned an incorrect number of gradients (expected {n}, got {})",
+                "function {} returned an incorrect number of gradients (expected {n}, got {})",
+                name(),
                 result.len()
             );
         }
@@ -490,14 +493,15 @@ impl<F: Function> Backward for Custom<F> {
             if grad.is_some() && !is_tensor {
                 bail!(
                     Runtime,
-                    "function {name} returned a gradient different than None at position {}, but the corresponding \
+                    "function {} returned a gradient different than None at position {}, but the corresponding \
                      forward input was not a Variable",
+                    name(),
                     i + 1
                 );
             }
         }
-        if F::ONCE_DIFFERENTIABLE && create_graph && !upstream.is_empty() {
-            return delay_error(&name, upstream, result);
+        if !upstream.is_empty() {
+            return delay_error(&name(), upstream, result);
         }
         Ok(result)
     }
@@ -687,26 +691,19 @@ impl Slot for Option<Tensor> {
     }
 }
 
+/// What slots are called in an error (`ExpBackward's grad_outputs`), made only for the error.
+pub type Names<'a> = &'a dyn Fn() -> String;
+
 /// What tensor slots convert to: a tensor, an option, or a tuple of them
 /// (`ctx.saved_tensors()`, a Function's `GradOutputs`).
 pub trait FromSlots: Sized {
-    /// The value from its slots; `what` names them in errors.
-    fn from_slots(slots: Vec<Option<Tensor>>, what: &str) -> Result<Self>;
+    /// The value from its slots; `what` names them, for errors only.
+    fn from_slots(slots: Vec<Option<Tensor>>, what: Names<'_>) -> Result<Self>;
 }
-
-/// What a Function's backward receives as its outputs' gradients (see
-/// [`Function::GradOutputs`]).
-pub trait GradOutputs: FromSlots {
-    /// The gradients from the engine's, one per output.
-    fn from_grads(grads: Vec<Option<Tensor>>, node: &str) -> Result<Self> {
-        Self::from_slots(grads, &format!("{node}'s grad_outputs"))
-    }
-}
-
-impl<T: FromSlots> GradOutputs for T {}
 
 #[cold]
-fn slot_error(what: &str, index: usize, count: usize, expected: usize) -> Error {
+fn slot_error(what: Names<'_>, index: usize, count: usize, expected: usize) -> Error {
+    let what = what();
     if count != expected {
         return Error::runtime_error(format!("{what}: expected {expected} tensors, got {count}"));
     }
@@ -716,7 +713,7 @@ fn slot_error(what: &str, index: usize, count: usize, expected: usize) -> Error 
 }
 
 impl<T: Slot> FromSlots for T {
-    fn from_slots(slots: Vec<Option<Tensor>>, what: &str) -> Result<Self> {
+    fn from_slots(slots: Vec<Option<Tensor>>, what: Names<'_>) -> Result<Self> {
         let count = slots.len();
         let [slot] = <[Option<Tensor>; 1]>::try_from(slots).map_err(|_| slot_error(what, 0, count, 1))?;
         T::from_slot(slot).ok_or_else(|| slot_error(what, 0, 1, 1))
@@ -724,7 +721,7 @@ impl<T: Slot> FromSlots for T {
 }
 
 impl FromSlots for Vec<Option<Tensor>> {
-    fn from_slots(slots: Vec<Option<Tensor>>, _: &str) -> Result<Self> {
+    fn from_slots(slots: Vec<Option<Tensor>>, _: Names<'_>) -> Result<Self> {
         Ok(slots)
     }
 }
@@ -732,7 +729,7 @@ impl FromSlots for Vec<Option<Tensor>> {
 macro_rules! from_slots {
     ($count:literal; $($name:ident $var:ident $index:tt),+) => {
         impl<$($name: Slot),+> FromSlots for ($($name,)+) {
-            fn from_slots(slots: Vec<Option<Tensor>>, what: &str) -> Result<Self> {
+            fn from_slots(slots: Vec<Option<Tensor>>, what: Names<'_>) -> Result<Self> {
                 let count = slots.len();
                 let slots = <[Option<Tensor>; $count]>::try_from(slots).map_err(|_| slot_error(what, 0, count, $count))?;
                 let [$($var),+] = slots;

@@ -46,7 +46,7 @@ use std::fmt;
 use std::sync::Arc;
 
 pub use function::{
-    Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, GradOutputs, Outputs, SaveSlot, SaveTensors, Slot,
+    Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, Names, Outputs, SaveSlot, SaveTensors, Slot,
 };
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
 pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};

@@ -329,23 +329,6 @@ impl Forward for Dropout {
     }
 }
 
-/// Declares a parameterless layer: a unit struct whose forward is `$body` on `$x`.
-macro_rules! stateless {
-    ($(#[$doc:meta])* $name:ident, |$self_:ident, $x:ident| $body:expr) => {
-        $(#[$doc])*
-        #[derive(crate::nn::Module, Default)]
-        pub struct $name;
-
-        impl Forward for $name {
-            fn forward(&self, $x: &Tensor) -> Result<Tensor> {
-                let $self_ = self;
-                let _ = $self_;
-                $body
-            }
-        }
-    };
-}
-
 /// `max(x, 0)` (`nn.ReLU`), in place on its input with `inplace`.
 #[derive(crate::nn::Module, Default)]
 #[module(extra_repr = describe)]
@@ -371,16 +354,25 @@ impl Forward for ReLU {
     }
 }
 
-stateless!(
-    /// `tanh(x)` (`nn.Tanh`).
-    Tanh,
-    |s, x| x.tanh()
-);
-stateless!(
-    /// The input unchanged (`nn.Identity`).
-    Identity,
-    |s, x| Ok(x.clone())
-);
+/// `tanh(x)` (`nn.Tanh`).
+#[derive(crate::nn::Module, Default)]
+pub struct Tanh;
+
+impl Forward for Tanh {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.tanh()
+    }
+}
+
+/// The input unchanged (`nn.Identity`).
+#[derive(crate::nn::Module, Default)]
+pub struct Identity;
+
+impl Forward for Identity {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        Ok(input.clone())
+    }
+}
 
 /// The Gaussian error linear unit (`nn.GELU`), exact or with the tanh approximation.
 #[derive(crate::nn::Module)]

@@ -2,7 +2,7 @@
 //! (what `#[derive(Module)]` writes), and everything PyTorch's `nn.Module` does on top of that
 //! walk: named parameters with dotted names, train/eval, zero_grad, state_dict, repr.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -59,22 +59,12 @@ pub trait Module: Send + Sync {
     /// Every parameter with its dotted name (`transformer.h.0.attn.c_attn.weight`), each shared
     /// parameter once, under the first name it is reached by (PyTorch's `named_parameters`).
     fn named_parameters(&self) -> Vec<(String, Parameter)> {
-        let mut seen = Vec::<Tensor>::new();
-        let mut out = Vec::new();
-        walk(self.as_dyn(), "", &mut |prefix, part| {
-            if let Part::Parameter(name, p) = part
-                && !seen.iter().any(|s| s.is(p))
-            {
-                seen.push(p.0.clone());
-                out.push((join(prefix, name), p.clone()));
-            }
-        });
-        out
+        distinct_parameters(self.as_dyn(), |prefix, name, p| (join(prefix, name), p.clone()))
     }
 
     /// The parameters' tensors, each shared parameter once: what an optimizer takes.
     fn parameters(&self) -> Vec<Tensor> {
-        self.named_parameters().into_iter().map(|(_, p)| p.0).collect()
+        distinct_parameters(self.as_dyn(), |_, _, p| p.0.clone())
     }
 
     /// Every buffer with its dotted name (`layer1.0.bn1.running_mean`).
@@ -228,6 +218,21 @@ impl fmt::Debug for dyn Module + '_ {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.repr())
     }
+}
+
+/// Each parameter of `module` once, where the walk first reaches it (shared parameters are
+/// reached several times), as `f` makes it from its module's prefix, its name and itself.
+fn distinct_parameters<T>(module: &dyn Module, f: impl Fn(&str, &str, &Parameter) -> T) -> Vec<T> {
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    walk(module, "", &mut |prefix, part| {
+        if let Part::Parameter(name, p) = part
+            && seen.insert(p.0.identity())
+        {
+            out.push(f(prefix, name, p));
+        }
+    });
+    out
 }
 
 fn join(prefix: &str, name: &str) -> String {

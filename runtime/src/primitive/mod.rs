@@ -94,12 +94,25 @@ fn finish_dual(records: bool, inputs: &[&Tensor], array: Array, record: impl FnO
     let Some(tangents) = tangents else { return Ok(recorded(inputs, array, op, keep)) };
     let (forward, extra) = (op.clone(), keep.extra.clone());
     let out = if records { recorded(inputs, array, op, keep) } else { Tensor::from_array(array) };
+    give_tangent(&forward, inputs, &extra, &out, &tangents)?;
+    Ok(out)
+}
+
+/// Gives `out` (the result of `op` on `inputs`) its tangent: the forward formula, run with
+/// forward AD suspended (its own operations compute no tangents).
+fn give_tangent(
+    op: &Op,
+    inputs: &[&Tensor],
+    extra: &[Tensor],
+    out: &Tensor,
+    tangents: &[Option<Tensor>],
+) -> Result<()> {
     let tangent = {
         let _formula = forward_ad::suspend();
-        forward.jvp(inputs, &extra, &out, &tangents)?
+        op.jvp(inputs, extra, out, tangents)?
     };
-    forward_ad::set_tangent(&out, Some(tangent));
-    Ok(out)
+    forward_ad::set_tangent(out, Some(tangent));
+    Ok(())
 }
 
 /// The result `array` of `op` on `inputs`, as the output of a new node.
@@ -120,7 +133,7 @@ fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
 /// (the result must be a fresh tensor that the in-place operation then writes, so saved
 /// tensors and the inputs the formulas read stay intact).
 fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Option<&'t Array> {
-    if records || (forward_ad::level_active() && forward_ad::tangents(inputs).is_some()) {
+    if records || forward_ad::tangents(inputs).is_some() {
         return None;
     }
     out.and_then(|t| t.dense()).map(|d| &d.array)
@@ -329,8 +342,7 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     }
     let op = Op::View { input: a.layout.shape.clone(), relative: make(&Layout::contiguous(a.layout.shape.clone()))? };
     if let Some(tangents) = tangents {
-        let _formula = forward_ad::suspend();
-        forward_ad::set_tangent(&view, Some(op.jvp(&[x], &[], &view, &tangents)?));
+        give_tangent(&op, &[x], &[], &view, &tangents)?;
     }
     if records {
         let node = Node::function(op, [meta::gradient_edge(x)], Vec::new(), [meta::output_meta(data(&view, "view")?)]);
