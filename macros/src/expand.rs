@@ -246,10 +246,10 @@ pub fn generate(
     let impl_ident = format_ident!("__impl_{}", ident);
     let tensor = quote!(::torchfn::Tensor);
     let private = quote!(::torchfn::__private);
-    let (public_path, impl_path, mut handle_path) = if f.is_method {
-        (quote!(#tensor::#ident), quote!(#tensor::#impl_ident), quote!(#tensor::#handle))
+    let (impl_path, mut handle_path) = if f.is_method {
+        (quote!(#tensor::#impl_ident), quote!(#tensor::#handle))
     } else {
-        (quote!(#ident), quote!(#impl_ident), quote!(#handle))
+        (quote!(#impl_ident), quote!(#handle))
     };
     if let Some(of) = &options.overload_of {
         handle_path = quote!(#of);
@@ -319,82 +319,106 @@ pub fn generate(
         let ty = &p.ty;
         quote!(#id: #ty)
     });
-    let relevant = match dispatcher {
-        Some(path) => quote!(#path(#(::core::convert::Into::into(::core::clone::Clone::clone(&#slow_idents))),*)),
-        None => quote!((#(&#slow_idents,)*)),
+    let ref_params = f.params.iter().zip(&slow_idents).map(|(p, id)| {
+        let ty = &p.ty;
+        quote!(#id: &#ty)
+    });
+    // Constructors take part in no subclass or duck dispatch (no tensor to dispatch on), but
+    // modes see them: their relevant arguments are none, so only an active mode leaves the
+    // fast path.
+    let ignored = options.ignore.is_some();
+    let relevant = match (dispatcher, ignored) {
+        (_, true) => quote!(()),
+        (Some(path), false) => {
+            quote!(#path(#(::core::convert::Into::into(::core::clone::Clone::clone(#slow_idents))),*))
+        }
+        (None, false) => quote!((#(#slow_idents,)*)),
     };
+    let typed_params = if ignored { quote!(&()) } else { quote!(&(#(#slow_idents,)*)) };
     let variadic_at = f.params.iter().position(|p| p.variadic.is_some());
     let positional = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_none_or(|v| *i <= v));
     let push_args = positional.map(|(i, (_, id))| {
         if Some(i) == variadic_at {
-            quote!(__args.extend(#private::splat(::torchfn::ToValue::to_value(&#id)));)
+            quote!(__args.extend(#private::splat(::torchfn::ToValue::to_value(#id)));)
         } else {
-            quote!(__args.push(::torchfn::ToValue::to_value(&#id));)
+            quote!(__args.push(::torchfn::ToValue::to_value(#id));)
         }
     });
     let keyword_only =
         f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_some_and(|v| *i > v));
     let push_kwargs = keyword_only.map(|(_, (p, id))| {
         let n = &p.name;
-        quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(&#id));)
+        quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(#id));)
     });
+    let clones = quote!(#(::core::clone::Clone::clone(#slow_idents)),*);
 
-    let public_fn = if options.ignore.is_some() {
-        quote! {
-            #(#doc_attrs)*
-            #(#other_attrs)*
-            #[inline]
-            #vis #sig {
-                #(#conversions)*
-                #fast_impl_call
-            }
-        }
-    } else {
-        quote! {
-            #(#doc_attrs)*
-            #[doc = ""]
-            #[doc = #public_note]
-            #(#other_attrs)*
-            #[inline]
-            #vis #sig {
-                #(#conversions)*
-                if #private::fast_path(&(#(&#idents,)*)) {
-                    return #fast_impl_call;
+    // Steps 3-6 of a call that left the fast path, shared by the typed call and the by-name
+    // call: `__torchfn_raw` holds the by-name call's own arguments, which hooks and modes then
+    // see as given; a typed call converts its parameters instead. `Some` is the value an
+    // override returned, unchanged; `None` means nothing dispatched.
+    let dispatch_ident = format_ident!("__dispatch_{}", ident);
+    let dispatch_path = if f.is_method { quote!(#tensor::#dispatch_ident) } else { quote!(#dispatch_ident) };
+    let dispatch_fn = quote! {
+        #[doc(hidden)]
+        #[allow(non_snake_case, clippy::too_many_arguments)]
+        #[cold]
+        #[inline(never)]
+        #(#cfg_attrs)*
+        #vis fn #dispatch_ident #generics (
+            #(#ref_params,)*
+            __torchfn_raw: ::core::option::Option<(&[::torchfn::Value], &::torchfn::Kwargs)>,
+        ) -> ::torchfn::Result<::core::option::Option<::torchfn::Value>> {
+            let __torchfn_relevant = #relevant;
+            let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
+                if __route != #private::Route::Implementation
+                    && let ::core::option::Option::Some(__value) = #dispatch_path(#(#slow_idents,)* __torchfn_raw)?
+                {
+                    return ::core::result::Result::Ok(__value);
                 }
-                #[cold]
-                #[inline(never)]
-                fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
-                    let __torchfn_outcome = {
-                        let __torchfn_relevant = #relevant;
-                        let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
-                            #private::Returns::into_value(match __route {
-                                #private::Route::Implementation => #impl_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
-                                _ => #public_path(#(::core::clone::Clone::clone(&#slow_idents)),*),
-                            })
-                        };
-                        #private::dispatch(
-                            #handle_path,
-                            &__torchfn_relevant,
-                            &mut |__args, __kwargs| {
-                                #(#push_args)*
-                                #(#push_kwargs)*
-                            },
-                            ::core::option::Option::Some(#private::Typed {
-                                params: &(#(&#slow_idents,)*),
-                                rerun: &__torchfn_rerun,
-                            }),
-                        )
-                    };
-                    match __torchfn_outcome {
-                        ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {
-                            #private::Returns::from_value(__value, #handle_path)
-                        }
-                        ::core::result::Result::Ok(::core::option::Option::None) => #impl_path(#(#slow_idents),*),
-                        ::core::result::Result::Err(__error) => ::core::result::Result::Err(__error),
+                #private::Returns::into_value(#impl_path(#clones))
+            };
+            #private::dispatch(
+                #handle_path,
+                &__torchfn_relevant,
+                &mut |__args, __kwargs| match __torchfn_raw {
+                    ::core::option::Option::Some((__given, __given_kwargs)) => {
+                        __args.extend(__given.iter().cloned());
+                        __kwargs.clone_from(__given_kwargs);
                     }
-                }
-                __torchfn_dispatch(#(#idents),*)
+                    ::core::option::Option::None => {
+                        #(#push_args)*
+                        #(#push_kwargs)*
+                    }
+                },
+                ::core::option::Option::Some(#private::Typed { params: #typed_params, rerun: &__torchfn_rerun }),
+            )
+        }
+    };
+    let fast_relevant = if ignored { quote!(&()) } else { quote!(&(#(&#idents,)*)) };
+
+    let public_fn = quote! {
+        #(#doc_attrs)*
+        #[doc = ""]
+        #[doc = #public_note]
+        #(#other_attrs)*
+        #[inline]
+        #vis #sig {
+            #(#conversions)*
+            if #private::fast_path(#fast_relevant) {
+                return #fast_impl_call;
             }
+            #[cold]
+            #[inline(never)]
+            fn __torchfn_dispatch #generics (#(#slow_params),*) #output {
+                match #dispatch_path(#(&#slow_idents,)* ::core::option::Option::None) {
+                    ::core::result::Result::Ok(::core::option::Option::Some(__value)) => {
+                        #private::Returns::from_value(__value, #handle_path)
+                    }
+                    ::core::result::Result::Ok(::core::option::Option::None) => #impl_path(#(#slow_idents),*),
+                    ::core::result::Result::Err(__error) => ::core::result::Result::Err(__error),
+                }
+            }
+            __torchfn_dispatch(#(#idents),*)
         }
     };
 
@@ -435,6 +459,8 @@ pub fn generate(
             quote!(<#ty as #private::Arg<'_>>::from_owned(&#b))
         })
         .collect();
+    let typed: Vec<Ident> = (0..n).map(|i| format_ident!("__typed{}", i)).collect();
+    let entry_relevant = if ignored { quote!(&()) } else { quote!(&(#(&#typed,)*)) };
     let param_entries = f.params.iter().zip(&owned).map(|(p, o)| {
         let pname = &p.name;
         let variadic = p.variadic.is_some();
@@ -470,12 +496,20 @@ pub fn generate(
             ) -> ::torchfn::Result<::torchfn::Value> {
                 let __bound = #private::bind(#bind_func, &__TORCHFN_PARAMS, args, kwargs, route.strict())?;
                 #(let #bound: #owned = __bound.arg(#indices, #defaults)?;)*
-                let __result = match route {
-                    #private::Route::Bind { .. } => return ::core::result::Result::Ok(::torchfn::Value::None),
-                    #private::Route::Public => #public_path(#(#from_owned),*),
-                    #private::Route::Implementation => #impl_path(#(#from_owned),*),
-                };
-                #private::Returns::into_value(__result)
+                if let #private::Route::Bind { .. } = route {
+                    return ::core::result::Result::Ok(::torchfn::Value::None);
+                }
+                #(let #typed = #from_owned;)*
+                // The by-name call hands hooks and modes its own arguments and returns what an
+                // override returned unchanged.
+                if route == #private::Route::Public
+                    && !#private::fast_path(#entry_relevant)
+                    && let ::core::option::Option::Some(__value) =
+                        #dispatch_path(#(&#typed,)* ::core::option::Option::Some((args, kwargs)))?
+                {
+                    return ::core::result::Result::Ok(__value);
+                }
+                #private::Returns::into_value(#impl_path(#(#typed),*))
             }
             static __TORCHFN_PARAMS: [::torchfn::Param; #n] = [#(#param_entries),*];
         }
@@ -527,6 +561,7 @@ pub fn generate(
     quote! {
         #public_fn
         #impl_fn
+        #dispatch_fn
         #handle_const
     }
 }

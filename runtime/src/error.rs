@@ -62,7 +62,12 @@ impl fmt::Display for ErrorKind {
 pub struct Error(Box<Repr>);
 
 enum Repr {
-    Torch { kind: ErrorKind, message: String },
+    Torch {
+        kind: ErrorKind,
+        message: String,
+    },
+    /// The `TypeError` of a call that every hook and mode declined.
+    Declined(String),
     User(Box<dyn std::error::Error + Send + Sync + 'static>),
 }
 
@@ -123,10 +128,23 @@ impl Error {
         Error(Box::new(Repr::User(Box::new(error))))
     }
 
+    /// The `TypeError` of a call that every hook and mode declined (returned
+    /// `NotImplemented`), which a binary operator answers by trying its reflected form.
+    pub(crate) fn declined(message: impl Into<String>) -> Self {
+        Error(Box::new(Repr::Declined(message.into())))
+    }
+
+    /// True for the `TypeError` of a call that every hook and mode declined: what Python's
+    /// binary operators turn into `NotImplemented` before trying the reflected operator.
+    pub fn is_declined(&self) -> bool {
+        matches!(&*self.0, Repr::Declined(_))
+    }
+
     /// The kind of this error.
     pub fn kind(&self) -> ErrorKind {
         match &*self.0 {
             Repr::Torch { kind, .. } => *kind,
+            Repr::Declined(_) => ErrorKind::Type,
             Repr::User(_) => ErrorKind::User,
         }
     }
@@ -135,7 +153,7 @@ impl Error {
     pub fn downcast_ref<E: std::error::Error + 'static>(&self) -> Option<&E> {
         match &*self.0 {
             Repr::User(inner) => inner.downcast_ref::<E>(),
-            Repr::Torch { .. } => None,
+            Repr::Torch { .. } | Repr::Declined(_) => None,
         }
     }
 }
@@ -143,7 +161,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
-            Repr::Torch { message, .. } => f.write_str(message),
+            Repr::Torch { message, .. } | Repr::Declined(message) => f.write_str(message),
             Repr::User(inner) => fmt::Display::fmt(inner, f),
         }
     }
@@ -153,6 +171,7 @@ impl fmt::Debug for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match &*self.0 {
             Repr::Torch { kind, message } => write!(f, "{kind}: {message}"),
+            Repr::Declined(message) => write!(f, "TypeError: {message}"),
             Repr::User(inner) => write!(f, "UserError: {inner:?}"),
         }
     }
@@ -163,7 +182,7 @@ impl std::error::Error for Error {
     fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
         match &*self.0 {
             Repr::User(inner) => inner.source(),
-            Repr::Torch { .. } => None,
+            Repr::Torch { .. } | Repr::Declined(_) => None,
         }
     }
 }

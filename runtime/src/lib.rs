@@ -48,23 +48,24 @@ pub use ndarray;
 pub use ops::*;
 pub use protocol::{
     Class, DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, DuckTensor,
-    EnableTorchFunction, Func, FuncKind, Hook, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature,
-    TensorLike, TensorParent, TensorSubclass, TorchFunction, TorchFunctionMode, Types, enable_torch_function,
-    is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack_len, push_mode, recursion_limit,
-    set_recursion_limit,
+    EnableTorchFunction, Func, FuncKind, Hook, IntoMode, ModeGuard, Outcome, Param, ParamDefault, Relevant, Signature,
+    TensorLike, TensorParent, TensorSubclass, TorchFunction, TorchFunctionMode, Types, current_mode,
+    enable_torch_function, is_torch_function_enabled, is_torch_function_mode_enabled, mode_stack, mode_stack_len,
+    pop_mode, push_mode, recursion_limit, set_recursion_limit,
 };
 pub use tensor::{
     DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData, initial_seed,
     manual_seed, seed,
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
+pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, set_default_dtype};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 
 /// What most programs need: `use torchfn::prelude::*;`.
 pub mod prelude {
     pub use crate::{
         Class, DType, DuckTensor, Error, Func, Generator, Kwargs, Outcome, Relevant, Result, Scalar, Tensor,
-        TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, push_mode,
+        TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, pop_mode, push_mode,
         torch_function,
     };
 }

@@ -87,6 +87,13 @@ ignored! {
     "torchfn.overrides.find_function": "a helper of the protocol itself",
     "torchfn.overrides.registry_conflicts": "a helper of the protocol itself",
     "torchfn.push_mode": "a helper of the protocol itself",
+    "torchfn.pop_mode": "a helper of the protocol itself",
+    "torchfn.current_mode": "a helper of the protocol itself",
+    "torchfn.mode_stack": "a helper of the protocol itself",
+    "torchfn.set_default_device": "a setting, not an operation",
+    "torchfn.get_default_device": "a setting, not an operation",
+    "torchfn.set_default_dtype": "a setting, not an operation",
+    "torchfn.get_default_dtype": "a setting, not an operation",
 }
 
 /// Every registered handle, overridable or ignored.

@@ -239,7 +239,7 @@ fn quickstart_tells_the_whole_story() {
         lines[2],
         "duck:     sum(lazy) fails: no implementation found for 'torchfn.sum' on types that implement __torch_function__: [Lazy]"
     );
-    assert_eq!(lines[3], "mode:     traced Tensor.matmul, Tensor.__sub__, Tensor.mean");
+    assert_eq!(lines[3], "mode:     traced torchfn.tensor, Tensor.matmul, Tensor.__sub__, Tensor.mean");
     assert!(
         lines[4].starts_with("registry: ") && lines[4].contains("mylib") && lines[4].contains("Tensor"),
         "{}",

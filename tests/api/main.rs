@@ -25,6 +25,7 @@ mod nn_ops;
 mod no_panic;
 mod optim;
 mod protocol;
+mod protocol_complete;
 mod random;
 mod readme;
 mod registry;

@@ -81,8 +81,9 @@ impl TorchFunction for Recursive {
     }
 }
 
+/// A tensor made without a constructor call (modes see `torchfn::tensor`).
 fn x() -> Tensor {
-    torchfn::tensor([1.0f32, 2.0]).unwrap()
+    Tensor::from_vec(vec![1.0f32, 2.0], [2]).unwrap()
 }
 
 #[test]
@@ -197,11 +198,14 @@ fn a_mode_can_replace_the_result() {
 #[test]
 fn a_declining_mode_is_named_in_the_error() {
     let _mode = push_mode(Declining);
-    let err = (&x() + &x()).unwrap_err();
+    let err = x().neg().unwrap_err();
     assert_eq!(
         err.to_string(),
-        "no implementation found for 'Tensor.__add__' on types that implement __torch_function__: [] nor in mode Declining"
+        "no implementation found for 'Tensor.neg' on types that implement __torch_function__: [] nor in mode Declining"
     );
+    // An operator tries the reflected form before giving up, as Python does.
+    let err = (&x() + &x()).unwrap_err();
+    assert_eq!(err.to_string(), "unsupported operand type(s) for +: 'Tensor' and 'Tensor'");
 }
 
 #[test]

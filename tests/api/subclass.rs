@@ -147,12 +147,17 @@ fn the_most_derived_subclass_wins_and_keeps_its_own_attributes() {
 
 #[test]
 fn unrelated_sibling_subclasses_do_not_combine() {
-    let err = (&sub() + &plain().as_subclass(Other).unwrap()).unwrap_err();
+    let other = plain().as_subclass(Other).unwrap();
+    let err = torchfn::add(&sub(), &other, 1).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Type);
     assert_eq!(
         err.to_string(),
-        "no implementation found for 'Tensor.__add__' on types that implement __torch_function__: [Sub, Other]"
+        "no implementation found for 'torchfn.add' on types that implement __torch_function__: [Sub, Other]"
     );
+    // The operator tried `Other.__radd__` too, as Python does, and says so as Python does.
+    let err = (&sub() + &other).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Type);
+    assert_eq!(err.to_string(), "unsupported operand type(s) for +: 'Sub' and 'Other'");
 }
 
 #[test]

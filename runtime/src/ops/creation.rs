@@ -6,14 +6,11 @@ use crate::backend::host::check_dtype;
 use crate::backend::{Buffer, Device};
 use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
+use crate::protocol::dispatch::Args;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
-use crate::value::Value;
-
-crate::overrides::ignored! {
-    "torchfn.tensor": "a constructor with no tensor argument",
-}
+use crate::value::{FromValue, Kwargs, Returns, Value};
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
 fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>> {
@@ -58,13 +55,17 @@ fn dtype_of(value: Scalar) -> DType {
     match value {
         Scalar::Bool(_) => DType::Bool,
         Scalar::Int(_) => DType::Int64,
-        Scalar::Float(_) => DType::DEFAULT_FLOAT,
+        Scalar::Float(_) => crate::types::get_default_dtype(),
     }
 }
 
 /// A tensor from nested Rust data (`torch.tensor`): an element, or arrays, slices and vectors
 /// nested to any depth. The Rust element type decides the dtype (`f32` gives float32, `i64`
 /// int64, `bool` bool); ragged data is an error.
+///
+/// Like every constructor it takes part in no subclass or duck dispatch, but an active mode
+/// sees it as [`TENSOR`]`(data, dtype=..)`: the data as nested lists of numbers, and the dtype
+/// the element type chose.
 ///
 /// ```
 /// let t = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]])?;
@@ -76,7 +77,153 @@ fn dtype_of(value: Scalar) -> DType {
 pub fn tensor<D: TensorData>(data: D) -> Result<Tensor> {
     let (mut dims, mut flat) = (Vec::new(), Vec::new());
     data.flatten_into(0, &mut dims, &mut flat)?;
-    Ok(Tensor::from_dense(Dense::from_vec(flat, Shape::from(dims))))
+    let made = Tensor::from_dense(Dense::from_vec(flat, Shape::from(dims)));
+    if crate::protocol::dispatch::fast_path(&()) { Ok(made) } else { tensor_under_modes(made) }
+}
+
+/// [`tensor`] with a mode active: the modes see the call by name, and what they return is the
+/// result; `made` when nothing dispatched.
+#[cold]
+fn tensor_under_modes(made: Tensor) -> Result<Tensor> {
+    let dense = made.data("tensor", "data")?;
+    let shape = dense.layout.shape.to_vec();
+    let elements: Vec<Value> = with_dtype!(dense.dtype, T => made.to_vec::<T>()?.into_iter().map(|x| match T::DTYPE {
+        DType::Bool => Value::Bool(x.to_i64() != 0),
+        d if d.is_floating_point() => Value::Float(x.to_f64()),
+        _ => Value::Int(x.to_i64()),
+    }).collect());
+    let data = nest(&mut elements.into_iter(), &shape);
+    let dtype = dense.dtype;
+    let fill = &mut |args: &mut Args, kwargs: &mut Kwargs| {
+        args.push(data.clone());
+        kwargs.insert("dtype", dtype);
+    };
+    match crate::protocol::dispatch::dispatch(TENSOR, &(), fill, None)? {
+        Some(value) => Returns::from_value(value, TENSOR),
+        None => Ok(made),
+    }
+}
+
+/// Row-major `elements` as nested lists of `shape`.
+fn nest(elements: &mut impl Iterator<Item = Value>, shape: &[usize]) -> Value {
+    match shape.split_first() {
+        None => elements.next().unwrap_or_default(),
+        Some((&n, rest)) => Value::List((0..n).map(|_| nest(elements, rest)).collect()),
+    }
+}
+
+/// The by-name form of [`tensor`](crate::tensor), whose Rust form is generic over the data.
+mod by_name {
+    use super::*;
+
+    /// A tensor from `data` (`torch.tensor(data, dtype=None, device=None, requires_grad=False)`),
+    /// called by name: a number, nested lists or tuples of numbers (float data gives the
+    /// default dtype, integer data int64, bool data bool), or a tensor, which is copied without
+    /// its history.
+    #[allow(dead_code)] // the Rust form is the generic `torchfn::tensor`
+    #[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+    pub fn tensor(
+        data: Value,
+        #[default(None)] dtype: Option<DType>,
+        #[default(None)] device: Option<Device>,
+        #[default(false)] requires_grad: bool,
+    ) -> Result<Tensor> {
+        let made = from_data("tensor", &data, dtype, device, true)?;
+        if requires_grad { made.__impl_requires_grad_(true) } else { Ok(made) }
+    }
+}
+pub use by_name::TENSOR;
+
+/// `data` as a tensor (`torch.as_tensor`): without a copy when it already is a tensor of that
+/// dtype (if given) on that device (if given), which is then returned itself; converted
+/// otherwise, keeping its history. Numbers and nested lists make a new tensor, as
+/// [`TENSOR`] does.
+///
+/// ```
+/// use torchfn::DType;
+/// let t = torchfn::tensor([1.0f32, 2.0])?;
+/// assert!(torchfn::as_tensor(&t, None, None)?.is(&t));
+/// assert!(torchfn::as_tensor(&t, DType::Float32, None)?.is(&t));
+/// let f64s = torchfn::as_tensor(&t, DType::Float64, None)?;
+/// assert_eq!(f64s.to_vec::<f64>()?, [1.0, 2.0]);
+/// assert_eq!(torchfn::as_tensor(2.5, None, None)?.to_string(), "tensor(2.5000)");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn as_tensor(
+    data: impl Into<Value>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
+) -> Result<Tensor> {
+    from_data("as_tensor", &data.into(), dtype.into(), device.into(), false)
+}
+
+/// A tensor from the data of [`TENSOR`] or [`as_tensor`]: a tensor converted to `dtype` and
+/// `device` when given (always a copy without history when `copy`, as `torch.tensor` makes);
+/// numbers and nested sequences of them in a new tensor.
+fn from_data(func: &str, data: &Value, dtype: Option<DType>, device: Option<Device>, copy: bool) -> Result<Tensor> {
+    if let Value::Tensor(t) = data {
+        let source = if copy { t.__impl_detach()? } else { t.clone() };
+        let device = match device {
+            Some(device) => device,
+            None => source.data(func, "data")?.device(),
+        };
+        return source.__impl_to_device(device, dtype, false, copy);
+    }
+    let (mut dims, mut flat) = (Vec::new(), Vec::new());
+    flatten(func, data, 0, &mut dims, &mut flat)?;
+    let inferred = if flat.iter().any(|s| s.is_floating_point()) {
+        crate::types::get_default_dtype()
+    } else if flat.iter().any(|s| matches!(s, Scalar::Int(_))) {
+        DType::Int64
+    } else if flat.is_empty() {
+        crate::types::get_default_dtype()
+    } else {
+        DType::Bool
+    };
+    let (device, dtype) = placed(func, device, dtype, inferred)?;
+    let shape = Shape::from(dims);
+    with_dtype!(dtype, T => {
+        let elements = flat.iter().map(|s| match *s {
+            Scalar::Float(x) => T::from_f64(x),
+            Scalar::Int(i) => T::from_i64(i),
+            Scalar::Bool(b) => T::from_i64(i64::from(b)),
+        });
+        uploaded(elements.collect::<Vec<T>>(), shape, device)
+    })
+}
+
+/// Appends the numbers of nested lists and tuples to `out` in row-major order, recording the
+/// size of each dimension in `dims` and refusing ragged data, as `torch.tensor` does.
+fn flatten(func: &str, data: &Value, depth: usize, dims: &mut Vec<usize>, out: &mut Vec<Scalar>) -> Result<()> {
+    match data {
+        Value::List(items) | Value::Tuple(items) => {
+            match dims.get(depth) {
+                None if depth == dims.len() => dims.push(items.len()),
+                Some(&expected) if expected == items.len() => {}
+                expected => bail!(
+                    Value,
+                    "{func}(): expected sequence of length {} at dim {depth} (got {})",
+                    expected.copied().unwrap_or(0),
+                    items.len()
+                ),
+            }
+            items.iter().try_for_each(|item| flatten(func, item, depth + 1, dims, out))
+        }
+        value => {
+            if depth < dims.len() {
+                bail!(Type, "{func}(): expected a sequence at dim {depth}, got {}", value.type_name());
+            }
+            match Scalar::from_value_strict(value) {
+                Some(number) => {
+                    out.push(number);
+                    Ok(())
+                }
+                None if value.is_none() => bail!(Runtime, "Could not infer dtype of NoneType"),
+                None => bail!(Type, "{func}(): invalid data type '{}'", value.type_name()),
+            }
+        }
+    }
 }
 
 /// A tensor of zeros (`torch.zeros`), float32 unless `dtype` says otherwise, on the CPU unless
@@ -94,7 +241,7 @@ pub fn zeros(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("zeros", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    let (device, dtype) = placed("zeros", device.into(), dtype.into(), crate::types::get_default_dtype())?;
     filled("zeros", size.into(), Scalar::Int(0), dtype, device)
 }
 
@@ -106,7 +253,7 @@ pub fn ones(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("ones", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    let (device, dtype) = placed("ones", device.into(), dtype.into(), crate::types::get_default_dtype())?;
     filled("ones", size.into(), Scalar::Int(1), dtype, device)
 }
 
@@ -139,7 +286,7 @@ pub fn eye(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("eye", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    let (device, dtype) = placed("eye", device.into(), dtype.into(), crate::types::get_default_dtype())?;
     let m = m.unwrap_or(n);
     let shape = Shape::from([n, m]);
     with_dtype!(dtype, T => {
@@ -182,7 +329,7 @@ fn range(
     device: Option<Device>,
 ) -> Result<Tensor> {
     let floating = [start, end, step].iter().any(|s| s.is_floating_point());
-    let default = if floating { DType::DEFAULT_FLOAT } else { DType::Int64 };
+    let default = if floating { crate::types::get_default_dtype() } else { DType::Int64 };
     let (device, dtype) = placed(func, device, dtype, default)?;
     let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
     if s == 0.0 {
@@ -218,7 +365,7 @@ pub fn linspace(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("linspace", device.into(), dtype.into(), DType::DEFAULT_FLOAT)?;
+    let (device, dtype) = placed("linspace", device.into(), dtype.into(), crate::types::get_default_dtype())?;
     let (a, b) = (start.into().to_f64(), end.into().to_f64());
     let shape = Shape::from([steps]);
     let step = if steps > 1 { (b - a) / (steps - 1) as f64 } else { 0.0 };

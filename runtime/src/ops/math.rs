@@ -20,7 +20,7 @@ pub(super) fn no_bool(func: &str, name: &str) -> Error {
 /// The dtype a floating-point function computes and returns: the input's when it is a float,
 /// the default float dtype otherwise.
 pub(super) fn float_dtype(dtype: DType) -> DType {
-    if dtype.is_floating_point() { dtype } else { DType::DEFAULT_FLOAT }
+    if dtype.is_floating_point() { dtype } else { crate::types::get_default_dtype() }
 }
 
 /// `op` (a floating-point function) on each element, in the input's float dtype or the default

@@ -9,6 +9,7 @@ mod compare;
 pub(crate) mod convert;
 mod copy;
 mod creation;
+mod default_device;
 pub(crate) mod device;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
@@ -38,9 +39,10 @@ pub use compare::{
 };
 pub use copy::{CLONE, clone};
 pub use creation::{
-    ARANGE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, ZEROS, ZEROS_LIKE, arange, arange_range, eye, full,
-    full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
+    ARANGE, AS_TENSOR, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, TENSOR, ZEROS, ZEROS_LIKE, arange,
+    arange_range, as_tensor, eye, full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
+pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
 pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
 pub use linalg::{ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, dot, matmul, mm, mv, outer};

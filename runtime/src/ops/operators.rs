@@ -7,15 +7,38 @@
 
 use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::tensor::{Scalar, Tensor};
 
+/// `a op b` of two tensors as Python evaluates it: `a.__op__(b)`, then, when every override
+/// declined that (PyTorch turns the dispatch `TypeError` of a binary operator into
+/// `NotImplemented`), the reflected `b.__rop__(a)`; when both are declined, Python's `TypeError`.
+/// So a duck implementing only `__radd__` works on either side of `+`.
+fn with_reflection(
+    (a, symbol, b): (&Tensor, &str, &Tensor),
+    forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    reflected: fn(&Tensor, &Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    match forward(a, b) {
+        Err(e) if e.is_declined() => match reflected(b, a) {
+            Err(e) if e.is_declined() => Err(Error::type_error(format!(
+                "unsupported operand type(s) for {symbol}: '{}' and '{}'",
+                a.class_of().name(),
+                b.class_of().name()
+            ))),
+            result => result,
+        },
+        result => result,
+    }
+}
+
 macro_rules! binary_operator {
-    ($trait:ident, $method:ident, $dunder:ident, $reflected:ident) => {
+    ($trait:ident, $method:ident, $dunder:ident, $reflected:ident, $symbol:literal) => {
+        /// Through `Tensor.__op__`, then the reflected operator when every override declines.
         impl $trait<&Tensor> for &Tensor {
             type Output = Result<Tensor>;
             fn $method(self, rhs: &Tensor) -> Result<Tensor> {
-                self.$dunder(rhs)
+                with_reflection((self, $symbol, rhs), Tensor::$dunder, Tensor::$reflected)
             }
         }
         /// A number on the right: `&t op 2.5`.
@@ -42,10 +65,10 @@ macro_rules! binary_operator {
     };
 }
 
-binary_operator!(Add, add, __add__, __radd__);
-binary_operator!(Sub, sub, __sub__, __rsub__);
-binary_operator!(Mul, mul, __mul__, __rmul__);
-binary_operator!(Div, div, __truediv__, __rtruediv__);
+binary_operator!(Add, add, __add__, __radd__, "+");
+binary_operator!(Sub, sub, __sub__, __rsub__, "-");
+binary_operator!(Mul, mul, __mul__, __rmul__, "*");
+binary_operator!(Div, div, __truediv__, __rtruediv__, "/");
 
 macro_rules! assign_operator {
     ($trait:ident, $method:ident, $dunder:ident, $fallible:literal) => {

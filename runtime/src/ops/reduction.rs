@@ -125,7 +125,7 @@ fn as_float(t: &Tensor, dtype: DType) -> Result<Tensor> {
 
 fn logsumexp_impl(func: &str, input: (&str, &Tensor), dims: &Dims, keepdim: bool) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, Some(dims))?;
-    let dtype = if x.dtype.is_floating_point() { x.dtype } else { DType::DEFAULT_FLOAT };
+    let dtype = if x.dtype.is_floating_point() { x.dtype } else { crate::types::get_default_dtype() };
     let shape = x.layout.shape.clone();
     let x = as_float(input.1, dtype)?;
     if dims.iter().any(|&d| shape[d] == 0) {

@@ -141,7 +141,7 @@ fn no_implementation(func: &Func, types: &Types, mode: Option<String>) -> Error 
     if let Some(mode) = mode {
         message.push_str(&format!(" nor in mode {mode}"));
     }
-    Error::type_error(message)
+    Error::declined(message)
 }
 
 /// `has_torch_function(args)`: whether a call with these relevant arguments would reach a hook

@@ -6,10 +6,11 @@ use std::hash::{Hash, Hasher};
 use std::collections::HashMap;
 use std::sync::OnceLock;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::bind::bind;
-use crate::protocol::dispatch;
+use crate::protocol::dispatch::{self, Args};
 use crate::protocol::rerun::rerun_current;
+use crate::protocol::state::{self, Enabled};
 use crate::value::{Kwargs, Value};
 
 /// What kind of public function a handle is (PROTOCOL.md section 5).
@@ -269,16 +270,55 @@ impl Func {
     /// assert_eq!(err.to_string(), "neg() missing 1 required positional argument: 'input'");
     /// # Ok::<(), torchfn::Error>(())
     /// ```
+    ///
+    /// This is the dynamic path, values in and value out: whatever a hook or mode returns (a
+    /// number, a string, a tuple, a duck) comes back unchanged, and hooks and modes see the
+    /// arguments as given here. Arguments that fit no signature still reach an active mode,
+    /// which may answer them; the binding error is the error otherwise. A binary operator
+    /// (`Tensor.__add__`) returns `NotImplemented` instead of a `TypeError`, as PyTorch's do,
+    /// so that the caller can try the reflected operator.
     pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
-        match self.entry {
-            Entry::Generated(_) => rerun_current(self, args, kwargs, Route::Public)
-                .unwrap_or_else(|| self.resolve(args, kwargs, Route::Public)),
+        let result = match self.entry {
+            Entry::Generated(_) => {
+                rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| self.call_by_name(args, kwargs))
+            }
             Entry::Handwritten(_) => {
                 self.resolve(args, kwargs, Route::Bind { strict: false })?;
                 let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
                 dispatch::handle_torch_function(self, &relevant, args, kwargs)
             }
+        };
+        match result {
+            Err(e) if e.kind() == ErrorKind::Type && self.is_binary_operator() => Ok(Value::NotImplemented),
+            result => result,
         }
+    }
+
+    /// The by-name call of a generated function: bound and dispatched by its entry point, or,
+    /// when the arguments fit no signature, handed as given to the active modes.
+    fn call_by_name(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        if state::modes_active()
+            && state::enabled() != Enabled::Nothing
+            && let Err(unbound) = self.fits(args, kwargs)
+        {
+            let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
+            let fill = &mut |a: &mut Args, k: &mut Kwargs| {
+                a.extend(args.iter().cloned());
+                k.clone_from(kwargs);
+            };
+            return match dispatch::dispatch(self, &relevant, fill, None) {
+                Ok(Some(value)) => Ok(value),
+                Err(e) if !e.is_declined() => Err(e),
+                _ => Err(unbound),
+            };
+        }
+        self.resolve(args, kwargs, Route::Public)
+    }
+
+    /// True for an operator method of two operands (`Tensor.__add__`, `Tensor.__rmul__`,
+    /// `Tensor.__iadd__`), whose `TypeError` Python turns into `NotImplemented`.
+    fn is_binary_operator(&self) -> bool {
+        self.kind == FuncKind::Operator && self.params.len() == 2 && !matches!(self.name, "__getitem__" | "__setitem__")
     }
 
     /// Calls the implementation directly, without the protocol (`public_api._implementation`).

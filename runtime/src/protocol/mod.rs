@@ -14,7 +14,8 @@ pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};
 pub use func::{Func, FuncKind, Overload, Param, ParamDefault, RegisteredOverload, Route, Signature};
 pub use relevant::Relevant;
 pub use state::{
-    DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, EnableTorchFunction, ModeGuard,
-    TorchFunctionMode, enable_torch_function, is_torch_function_enabled, is_torch_function_mode_enabled,
-    mode_stack_len, push_mode, recursion_limit, set_recursion_limit,
+    DEFAULT_RECURSION_LIMIT, DisableTorchFunction, DisableTorchFunctionSubclass, EnableTorchFunction, IntoMode,
+    ModeGuard, TorchFunctionMode, current_mode, enable_torch_function, is_torch_function_enabled,
+    is_torch_function_mode_enabled, mode_stack, mode_stack_len, pop_mode, push_mode, recursion_limit,
+    set_recursion_limit,
 };

@@ -1,5 +1,6 @@
 //! Per-thread protocol state: the mode stack, the disable guards and the recursion depth.
 
+use std::any::Any;
 use std::cell::{Cell, RefCell};
 use std::marker::PhantomData;
 use std::ops::Deref;
@@ -15,7 +16,7 @@ use crate::value::{Kwargs, Value};
 ///
 /// While its hook runs the mode is popped, so calls it makes reach the next mode down (or the
 /// subclasses); it is pushed back afterwards, also on error.
-pub trait TorchFunctionMode: 'static {
+pub trait TorchFunctionMode: Any {
     /// Handles `func`, or returns [`Value::NotImplemented`].
     fn torch_function(&self, func: &'static Func, types: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome;
 
@@ -24,6 +25,50 @@ pub trait TorchFunctionMode: 'static {
         let full = std::any::type_name::<Self>();
         full.rsplit("::").next().unwrap_or(full).to_string()
     }
+}
+
+impl dyn TorchFunctionMode {
+    /// The mode as its own type, when it is an `M`: how code that got a mode from
+    /// [`current_mode`] or [`mode_stack`] reads what it recorded.
+    pub fn downcast_ref<M: TorchFunctionMode>(&self) -> Option<&M> {
+        (self as &dyn Any).downcast_ref::<M>()
+    }
+}
+
+/// What [`push_mode`] takes: a mode, or a mode already shared (`Rc<M>`, or the
+/// `Rc<dyn TorchFunctionMode>` that [`pop_mode`] and [`mode_stack`] give), so the same mode
+/// object can be pushed again after it was popped, or be on the stack twice.
+pub trait IntoMode {
+    /// The mode's type, which the guard derefs to.
+    type Mode: TorchFunctionMode + ?Sized;
+    /// The shared mode, and the same as a stack entry.
+    fn into_mode(self) -> (Rc<Self::Mode>, Rc<dyn TorchFunctionMode>);
+}
+
+impl<M: TorchFunctionMode> IntoMode for M {
+    type Mode = M;
+    fn into_mode(self) -> (Rc<M>, Rc<dyn TorchFunctionMode>) {
+        Rc::new(self).into_mode()
+    }
+}
+
+impl<M: TorchFunctionMode> IntoMode for Rc<M> {
+    type Mode = M;
+    fn into_mode(self) -> (Rc<M>, Rc<dyn TorchFunctionMode>) {
+        (self.clone(), self)
+    }
+}
+
+impl IntoMode for Rc<dyn TorchFunctionMode> {
+    type Mode = dyn TorchFunctionMode;
+    fn into_mode(self) -> (Rc<dyn TorchFunctionMode>, Rc<dyn TorchFunctionMode>) {
+        (self.clone(), self)
+    }
+}
+
+/// The address identifying a mode object on the stack.
+fn address<M: ?Sized>(mode: &Rc<M>) -> *const () {
+    Rc::as_ptr(mode) as *const ()
 }
 
 /// Whether dispatch is enabled, as PyTorch's `TorchFunctionDisabledState`.
@@ -76,37 +121,93 @@ pub(crate) fn enabled() -> Enabled {
 /// assert_eq!(counter.0.get(), 2); // Tensor.__add__ and Tensor.sum
 /// # Ok::<(), torchfn::Error>(())
 /// ```
-pub fn push_mode<M: TorchFunctionMode>(mode: M) -> ModeGuard<M> {
-    let mode = Rc::new(mode);
+pub fn push_mode<M: IntoMode>(mode: M) -> ModeGuard<M::Mode> {
+    let (mode, entry) = mode.into_mode();
     MODES.with(|m| {
         // On top of the active modes; modes whose hooks are running stay above it.
         let active = MODE_COUNT.with(Cell::get);
-        m.borrow_mut().insert(active, mode.clone());
+        m.borrow_mut().insert(active, entry);
         MODE_COUNT.with(|c| c.set(active + 1));
     });
-    ModeGuard { mode }
+    ModeGuard { mode: Some(mode) }
 }
 
-/// Keeps a mode on the stack; dropping it removes the mode.
-#[must_use = "the mode is popped when the guard is dropped"]
-pub struct ModeGuard<M: TorchFunctionMode> {
-    mode: Rc<M>,
+/// Pops the top mode off this thread's stack and returns it
+/// (`torch._C._pop_torch_function_stack`); it can be pushed again with [`push_mode`]. Popping
+/// an empty stack is PyTorch's `RuntimeError`.
+///
+/// ```
+/// use torchfn::prelude::*;
+/// # struct Quiet;
+/// # impl TorchFunctionMode for Quiet {
+/// #     fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+/// #         func.call(args, kwargs)
+/// #     }
+/// # }
+/// push_mode(Quiet).keep();                 // no guard: stays until popped
+/// let mode = pop_mode()?;
+/// assert!(mode.downcast_ref::<Quiet>().is_some());
+/// let Err(empty) = pop_mode() else { unreachable!() };
+/// assert_eq!(empty.to_string(), "trying to pop from empty mode stack");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub fn pop_mode() -> Result<Rc<dyn TorchFunctionMode>> {
+    let active = MODE_COUNT.with(Cell::get);
+    let Some(top) = active.checked_sub(1) else {
+        return Err(Error::runtime_error("trying to pop from empty mode stack"));
+    };
+    MODE_COUNT.with(|c| c.set(top));
+    Ok(MODES.with(|m| m.borrow_mut().remove(top)))
 }
 
-impl<M: TorchFunctionMode> Deref for ModeGuard<M> {
-    type Target = M;
-    fn deref(&self) -> &M {
-        &self.mode
+/// The top active mode of this thread's stack, if any (`_get_current_function_mode`). Inside a
+/// mode's hook that mode is not active: this is the mode below it.
+pub fn current_mode() -> Option<Rc<dyn TorchFunctionMode>> {
+    let active = MODE_COUNT.with(Cell::get);
+    MODES.with(|m| m.borrow().get(active.checked_sub(1)?).cloned())
+}
+
+/// The active modes of this thread's stack, bottom to top (`_get_current_function_mode_stack`).
+pub fn mode_stack() -> Vec<Rc<dyn TorchFunctionMode>> {
+    let active = MODE_COUNT.with(Cell::get);
+    MODES.with(|m| m.borrow()[..active].to_vec())
+}
+
+/// Keeps a mode on the stack; dropping it removes the mode (the topmost entry of that mode
+/// object, if it is still there).
+#[must_use = "the mode is popped when the guard is dropped; call `keep` to leave it pushed"]
+pub struct ModeGuard<M: TorchFunctionMode + ?Sized> {
+    mode: Option<Rc<M>>,
+}
+
+impl<M: TorchFunctionMode + ?Sized> ModeGuard<M> {
+    /// Leaves the mode on the stack after the guard is gone (the primitive push,
+    /// `_push_on_torch_function_stack`): [`pop_mode`] removes it. Returns the mode.
+    pub fn keep(mut self) -> Rc<M> {
+        self.mode.take().expect("a guard holds its mode until it is dropped or kept")
+    }
+
+    /// The mode, shared: push it again, or keep it after the guard is gone.
+    pub fn mode(&self) -> Rc<M> {
+        self.mode.clone().expect("a guard holds its mode until it is dropped or kept")
     }
 }
 
-impl<M: TorchFunctionMode> Drop for ModeGuard<M> {
+impl<M: TorchFunctionMode + ?Sized> Deref for ModeGuard<M> {
+    type Target = M;
+    fn deref(&self) -> &M {
+        self.mode.as_deref().expect("a guard holds its mode until it is dropped or kept")
+    }
+}
+
+impl<M: TorchFunctionMode + ?Sized> Drop for ModeGuard<M> {
     fn drop(&mut self) {
-        let ours = Rc::as_ptr(&self.mode) as *const ();
+        let Some(mode) = &self.mode else { return };
+        let ours = address(mode);
         // `try_with`: a guard kept in a thread-local may be dropped after the stack is gone.
         let _ = MODES.try_with(|m| {
             let mut modes = m.borrow_mut();
-            if let Some(i) = modes.iter().rposition(|m| Rc::as_ptr(m) as *const () == ours) {
+            if let Some(i) = modes.iter().rposition(|m| address(m) == ours) {
                 modes.remove(i);
                 MODE_COUNT.with(|c| {
                     if i < c.get() {
@@ -126,22 +227,29 @@ pub fn mode_stack_len() -> usize {
 /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or unwinding.
 pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> Option<R> {
     /// Makes the running mode active again: the modes up to it, wherever it now stands (its
-    /// hook may have pushed or removed modes); nothing if its hook removed it.
-    struct PushBack(Rc<dyn TorchFunctionMode>);
+    /// hook may have pushed or removed modes); nothing if its hook removed it. The same mode
+    /// object may be on the stack twice: the entry at its old place is looked at first.
+    struct PushBack(Rc<dyn TorchFunctionMode>, usize);
     impl Drop for PushBack {
         fn drop(&mut self) {
-            let ours = Rc::as_ptr(&self.0) as *const ();
+            let ours = address(&self.0);
             let _ = MODES.try_with(|m| {
-                if let Some(i) = m.borrow().iter().rposition(|m| Rc::as_ptr(m) as *const () == ours) {
+                let modes = m.borrow();
+                let at = match modes.get(self.1) {
+                    Some(entry) if address(entry) == ours => Some(self.1),
+                    _ => modes.iter().rposition(|m| address(m) == ours),
+                };
+                if let Some(i) = at {
                     MODE_COUNT.with(|c| c.set(i + 1));
                 }
             });
         }
     }
     let active = MODE_COUNT.with(Cell::get);
-    let top = MODES.with(|m| m.borrow().get(active.checked_sub(1)?).cloned())?;
-    MODE_COUNT.with(|c| c.set(active - 1));
-    let running = PushBack(top);
+    let index = active.checked_sub(1)?;
+    let top = MODES.with(|m| m.borrow().get(index).cloned())?;
+    MODE_COUNT.with(|c| c.set(index));
+    let running = PushBack(top, index);
     Some(f(&*running.0))
 }
 

@@ -57,12 +57,12 @@ fn render(dense: &Dense, prefix: &str) -> String {
             let tuple = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
             suffixes.push(format!("size={tuple}"));
         }
-        if dense.dtype != DType::DEFAULT_FLOAT {
+        if dense.dtype != crate::types::get_default_dtype() {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
         "[]".to_string()
     } else {
-        if !matches!(dense.dtype, DType::DEFAULT_FLOAT | DType::Int64 | DType::Bool) {
+        if dense.dtype != crate::types::get_default_dtype() && !matches!(dense.dtype, DType::Int64 | DType::Bool) {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
         let text = crate::backend::host::on_host(dense).and_then(

@@ -1,6 +1,10 @@
 //! Element types and PyTorch's type promotion.
 
+use std::cell::Cell;
 use std::fmt;
+use std::marker::PhantomData;
+
+use crate::error::{Error, Result};
 
 /// The element type of a tensor, spelled like PyTorch's (`torch.float32` is `DType::Float32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -28,9 +32,6 @@ pub(crate) enum Category {
 impl DType {
     /// Every dtype, in promotion order.
     pub const ALL: [DType; 5] = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64];
-
-    /// The default floating-point dtype (`torch.get_default_dtype()`).
-    pub const DEFAULT_FLOAT: DType = DType::Float32;
 
     /// The name without the `torch.` prefix, as in `"float32"`.
     pub fn name(self) -> &'static str {
@@ -78,10 +79,76 @@ impl DType {
     }
 }
 
-/// The default dtype is the default floating-point dtype, float32.
+/// The default dtype is the default floating-point dtype ([`get_default_dtype`]).
 impl Default for DType {
     fn default() -> Self {
-        DType::DEFAULT_FLOAT
+        get_default_dtype()
+    }
+}
+
+thread_local! {
+    static DEFAULT_DTYPE: Cell<DType> = const { Cell::new(DType::Float32) };
+}
+
+/// The default floating-point dtype (`torch.get_default_dtype()`): float32 unless
+/// [`set_default_dtype`] changed it. Constructors make floating-point tensors of it, Python
+/// numbers promote to it, and printing omits it.
+pub fn get_default_dtype() -> DType {
+    DEFAULT_DTYPE.with(Cell::get)
+}
+
+/// Sets the default floating-point dtype (`torch.set_default_dtype`), float32 or float64.
+///
+/// Unlike PyTorch's, the setting belongs to the calling thread (as grad mode and the mode stack
+/// do), so threads and parallel tests do not see each other's; [`default_dtype`] sets it for a
+/// scope.
+///
+/// ```
+/// use torchfn::DType;
+/// torchfn::set_default_dtype(DType::Float64)?;
+/// assert_eq!(torchfn::zeros([2], None, None)?.dtype()?, DType::Float64);
+/// assert_eq!((&torchfn::arange(3, None, None)? * 1.5)?.dtype()?, DType::Float64);
+/// let err = torchfn::set_default_dtype(DType::Int64).unwrap_err();
+/// assert_eq!(err.to_string(), "only floating-point types are supported as the default type");
+/// torchfn::set_default_dtype(DType::Float32)?;
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub fn set_default_dtype(dtype: DType) -> Result<()> {
+    if !dtype.is_floating_point() {
+        return Err(Error::type_error("only floating-point types are supported as the default type"));
+    }
+    DEFAULT_DTYPE.with(|d| d.set(dtype));
+    Ok(())
+}
+
+/// Sets the default floating-point dtype until the returned guard is dropped, then restores the
+/// previous one.
+///
+/// ```
+/// use torchfn::DType;
+/// {
+///     let _float64 = torchfn::default_dtype(DType::Float64)?;
+///     assert_eq!(torchfn::rand([2], None, None, None)?.dtype()?, DType::Float64);
+/// }
+/// assert_eq!(torchfn::rand([2], None, None, None)?.dtype()?, DType::Float32);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub fn default_dtype(dtype: DType) -> Result<DefaultDTypeGuard> {
+    let previous = get_default_dtype();
+    set_default_dtype(dtype)?;
+    Ok(DefaultDTypeGuard { previous, _thread_bound: PhantomData })
+}
+
+/// Restores the previous default dtype when dropped (see [`default_dtype`]).
+#[must_use = "the previous default dtype is restored when the guard is dropped"]
+pub struct DefaultDTypeGuard {
+    previous: DType,
+    _thread_bound: PhantomData<*const ()>,
+}
+
+impl Drop for DefaultDTypeGuard {
+    fn drop(&mut self) {
+        DEFAULT_DTYPE.with(|d| d.set(self.previous));
     }
 }
 
@@ -113,12 +180,12 @@ pub(crate) fn result_type(operands: impl IntoIterator<Item = Participant>) -> DT
             Participant::Dimensioned(d) => join(&mut dim, d),
             Participant::ZeroDim(d) => join(&mut zero, d),
             Participant::Number(d) => {
-                let d = if d.is_floating_point() { DType::DEFAULT_FLOAT } else { d };
+                let d = if d.is_floating_point() { get_default_dtype() } else { d };
                 join(&mut number, d)
             }
         }
     }
-    combine(dim, combine(zero, number)).unwrap_or(DType::DEFAULT_FLOAT)
+    combine(dim, combine(zero, number)).unwrap_or_else(get_default_dtype)
 }
 
 /// PyTorch's `combine_categories`: keep `higher` unless `lower` is of a higher category.

@@ -6,7 +6,7 @@ mod dtype;
 mod layout;
 mod scalar;
 
-pub use dtype::{DType, Element};
+pub use dtype::{DType, DefaultDTypeGuard, Element, default_dtype, get_default_dtype, set_default_dtype};
 pub use layout::{Layout, Shape, Strides};
 pub use scalar::Scalar;
 

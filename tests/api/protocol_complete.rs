@@ -1,0 +1,386 @@
+//! The protocol at PyTorch 2.15's edges: modes that see constructors (and the default device
+//! and dtype built on them), by-name calls that return what an override returned, reflected
+//! operators, and the inspectable mode stack.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use torchfn::prelude::*;
+use torchfn::{DType, Device, ErrorKind, current_mode, mode_stack, mode_stack_len};
+
+/// Records every call it sees, with its arguments as given, then runs it.
+#[derive(Default)]
+struct Log(RefCell<Vec<String>>);
+
+impl Log {
+    fn take(&self) -> Vec<String> {
+        self.0.take()
+    }
+    fn names(&self) -> Vec<String> {
+        self.take().iter().map(|c| c.split('(').next().unwrap_or_default().to_string()).collect()
+    }
+}
+
+impl TorchFunctionMode for Log {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        let shown: Vec<String> = args.iter().map(Value::to_string).collect();
+        let kw = if kwargs.is_empty() { String::new() } else { format!(" {kwargs}") };
+        self.0.borrow_mut().push(format!("{func}({}){kw}", shown.join(", ")));
+        func.call(args, kwargs)
+    }
+}
+
+/// A tensor made without a constructor call.
+fn plain() -> Tensor {
+    Tensor::from_vec(vec![1.0f32, 2.0], [2]).unwrap()
+}
+
+#[derive(TensorSubclass)]
+struct Sub;
+
+// 1. Modes see constructors; subclasses and ducks do not (no tensor to dispatch on).
+
+#[test]
+fn modes_see_every_constructor() {
+    let g = Generator::new();
+    let log = push_mode(Log::default());
+    torchfn::zeros([2], None, None).unwrap();
+    torchfn::ones([2], None, None).unwrap();
+    torchfn::full([2], 3, None, None).unwrap();
+    torchfn::eye(2, None, None, None).unwrap();
+    torchfn::arange(3, None, None).unwrap();
+    torchfn::arange_range(1, 3, 1, None, None).unwrap();
+    torchfn::linspace(0, 1, 3, None, None).unwrap();
+    torchfn::rand([2], &g, None, None).unwrap();
+    torchfn::randn([2], &g, None, None).unwrap();
+    torchfn::randint(5, [2], &g, None, None).unwrap();
+    torchfn::randint_range(1, 5, [2], &g, None, None).unwrap();
+    torchfn::tensor([[1i64, 2], [3, 4]]).unwrap();
+    torchfn::as_tensor(2.5, None, None).unwrap();
+    let x = plain();
+    torchfn::zeros_like(&x, None).unwrap();
+    let names = log.names();
+    assert_eq!(
+        names,
+        [
+            "torchfn.zeros",
+            "torchfn.ones",
+            "torchfn.full",
+            "torchfn.eye",
+            "torchfn.arange",
+            "torchfn.arange",
+            "torchfn.linspace",
+            "torchfn.rand",
+            "torchfn.randn",
+            "torchfn.randint",
+            "torchfn.randint",
+            "torchfn.tensor",
+            "torchfn.as_tensor",
+            "torchfn.zeros_like",
+        ]
+    );
+    // `tensor` shows its data as nested lists, and the dtype its Rust element type chose.
+    torchfn::tensor([[1i64, 2], [3, 4]]).unwrap();
+    assert_eq!(log.take(), ["torchfn.tensor([[1, 2], [3, 4]]) {'dtype': torch.int64}"]);
+}
+
+#[test]
+fn constructors_stay_ignored_for_subclasses_and_listed_as_ignored() {
+    let ignored: Vec<&str> = torchfn::overrides::get_ignored_functions().iter().map(|f| f.qualified_name()).collect();
+    for name in ["torchfn.zeros", "torchfn.tensor", "torchfn.as_tensor", "torchfn.rand", "torchfn.arange"] {
+        assert!(ignored.contains(&name), "{name} should be listed as ignored");
+    }
+    let overridable = torchfn::overrides::get_overridable_functions();
+    assert!(!overridable["torchfn"].iter().any(|f| f.name() == "as_tensor" || f.name() == "tensor"));
+    // `as_tensor` of a subclass instance is not dispatched: the instance itself comes back.
+    let s = plain().as_subclass(Sub).unwrap();
+    assert!(torchfn::as_tensor(&s, None, None).unwrap().is(&s));
+}
+
+/// Answers `zeros` itself.
+struct Sevens;
+impl TorchFunctionMode for Sevens {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        if func == torchfn::ZEROS { Ok(Value::Tuple(vec![Value::Int(7)])) } else { func.call(args, kwargs) }
+    }
+}
+
+#[test]
+fn a_mode_answers_a_constructor() {
+    let _mode = push_mode(Sevens);
+    let by_name = torchfn::ZEROS.call(&[Value::List(vec![Value::Int(2)])], &Kwargs::new()).unwrap();
+    assert_eq!(by_name.to_string(), "(7,)");
+    let err = torchfn::zeros([2], None, None).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Type);
+    assert_eq!(err.to_string(), "'torchfn.zeros' returned tuple from an override, but its callers expect Tensor");
+}
+
+#[test]
+fn the_default_device_is_a_mode_that_fills_in_device() {
+    assert_eq!(torchfn::get_default_device(), Device::CPU);
+    let log = push_mode(Log::default());
+    torchfn::set_default_device(Device::CPU);
+    assert_eq!(mode_stack_len(), 2);
+    assert_eq!(torchfn::get_default_device(), Device::CPU);
+    // The device mode is above the log: the log sees the calls it makes with `device=`.
+    torchfn::zeros([2], None, None).unwrap();
+    torchfn::zeros([2], DType::Int64, Device::CPU).unwrap();
+    torchfn::tensor([1.5f64]).unwrap();
+    torchfn::neg(&plain()).unwrap();
+    assert_eq!(
+        log.take(),
+        [
+            "torchfn.zeros((2,)) {'device': device(type='cpu')}",
+            "torchfn.zeros((2,), torch.int64, device(type='cpu'))",
+            "torchfn.tensor([1.5]) {'dtype': torch.float64, 'device': device(type='cpu')}",
+            "torchfn.neg(tensor([1., 2.]))",
+        ]
+    );
+    // Setting it again replaces the mode; `None` removes it.
+    torchfn::set_default_device(Device::CPU);
+    assert_eq!(mode_stack_len(), 2);
+    torchfn::set_default_device(None);
+    assert_eq!(mode_stack_len(), 1);
+    {
+        let _scoped = torchfn::default_device(Device::CPU);
+        assert_eq!(mode_stack_len(), 2);
+    }
+    assert_eq!(mode_stack_len(), 1);
+}
+
+#[test]
+fn the_default_device_reaches_the_gpu() {
+    let Some(gpu) = crate::gpu::gpu() else { return };
+    {
+        let _on_gpu = torchfn::default_device(gpu);
+        assert_eq!(torchfn::get_default_device(), gpu);
+        for t in [
+            torchfn::zeros([2], None, None).unwrap(),
+            torchfn::tensor([1.0f32, 2.0]).unwrap(),
+            torchfn::arange(4, None, None).unwrap(),
+            torchfn::rand([3], None, None, None).unwrap(),
+            torchfn::as_tensor(plain(), None, None).unwrap(),
+        ] {
+            assert_eq!(t.device().unwrap(), gpu, "{t}");
+        }
+        assert_eq!(torchfn::arange(4, None, None).unwrap().dtype().unwrap(), DType::Int32);
+        // An explicit device wins.
+        assert_eq!(torchfn::zeros([2], None, Device::CPU).unwrap().device().unwrap(), Device::CPU);
+    }
+    assert_eq!(torchfn::zeros([2], None, None).unwrap().device().unwrap(), Device::CPU);
+}
+
+#[test]
+fn the_default_dtype_applies_to_constructors_promotion_and_printing() {
+    {
+        let _f64 = torchfn::default_dtype(DType::Float64).unwrap();
+        assert_eq!(torchfn::get_default_dtype(), DType::Float64);
+        assert_eq!(torchfn::zeros([2], None, None).unwrap().dtype().unwrap(), DType::Float64);
+        assert_eq!(torchfn::arange(0.5, None, None).unwrap().dtype().unwrap(), DType::Float64);
+        assert_eq!(torchfn::arange(3, None, None).unwrap().dtype().unwrap(), DType::Int64);
+        let scaled = (&torchfn::arange(3, None, None).unwrap() * 1.5).unwrap();
+        assert_eq!(scaled.dtype().unwrap(), DType::Float64);
+        assert_eq!(scaled.to_string(), "tensor([0.0000, 1.5000, 3.0000])");
+        let by_name = torchfn::TENSOR.call(&[Value::List(vec![Value::Float(1.0)])], &Kwargs::new()).unwrap();
+        assert_eq!(by_name.as_tensor().unwrap().dtype().unwrap(), DType::Float64);
+        // Another thread keeps its own default.
+        std::thread::spawn(|| assert_eq!(torchfn::get_default_dtype(), DType::Float32)).join().unwrap();
+    }
+    assert_eq!(torchfn::get_default_dtype(), DType::Float32);
+    let err = torchfn::set_default_dtype(DType::Int32).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (ErrorKind::Type, "only floating-point types are supported as the default type")
+    );
+}
+
+#[test]
+fn tensor_by_name_and_as_tensor_follow_torch_tensor() {
+    let call = |func: &'static Func, data: Value, kwargs: Kwargs| func.call(&[data], &kwargs);
+    let list = |items: Vec<Value>| Value::List(items);
+    let made = call(torchfn::TENSOR, list(vec![list(vec![Value::Int(1), Value::Bool(true)])]), Kwargs::new()).unwrap();
+    assert_eq!(made.to_string(), "tensor([[1, 1]])");
+    let made = call(torchfn::TENSOR, list(vec![Value::Int(1), Value::Float(2.5)]), Kwargs::new()).unwrap();
+    assert_eq!(made.to_string(), "tensor([1.0000, 2.5000])");
+    let empty = call(torchfn::TENSOR, list(vec![list(vec![])]), Kwargs::new()).unwrap();
+    assert_eq!(empty.as_tensor().unwrap().shape().unwrap().as_ref(), [1, 0]);
+    assert_eq!(empty.as_tensor().unwrap().dtype().unwrap(), DType::Float32);
+    let typed = call(torchfn::TENSOR, list(vec![Value::Int(1)]), Kwargs::from([("dtype", DType::Float64)])).unwrap();
+    assert_eq!(typed.to_string(), "tensor([1.], dtype=torch.float64)");
+    let grad = call(torchfn::TENSOR, Value::Float(1.0), Kwargs::from([("requires_grad", true)])).unwrap();
+    assert!(grad.as_tensor().unwrap().requires_grad().unwrap());
+
+    let errors = [
+        (
+            list(vec![list(vec![Value::Int(1), Value::Int(2)]), list(vec![Value::Int(3)])]),
+            ErrorKind::Value,
+            "tensor(): expected sequence of length 2 at dim 1 (got 1)",
+        ),
+        (Value::None, ErrorKind::Runtime, "Could not infer dtype of NoneType"),
+        (list(vec![Value::from("a")]), ErrorKind::Type, "tensor(): invalid data type 'str'"),
+    ];
+    for (data, kind, message) in errors {
+        let err = call(torchfn::TENSOR, data, Kwargs::new()).unwrap_err();
+        assert_eq!((err.kind(), err.to_string().as_str()), (kind, message));
+    }
+
+    // `tensor` copies a tensor without its history; `as_tensor` keeps it and copies only to
+    // convert.
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let copied = call(torchfn::TENSOR, x.clone().into(), Kwargs::new()).unwrap();
+    let copied = copied.as_tensor().unwrap();
+    assert!(!copied.is(&x) && !copied.requires_grad().unwrap());
+    assert!(torchfn::as_tensor(&x, DType::Float32, Device::CPU).unwrap().is(&x));
+    let widened = torchfn::as_tensor(&x, DType::Float64, None).unwrap();
+    widened.sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [1.0, 1.0]);
+}
+
+// 2. By-name calls return what the override returned; modes see the arguments as given.
+
+/// A duck whose `mean` is a sentence.
+#[derive(Debug, DuckTensor)]
+struct Talker;
+impl TorchFunction for Talker {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        if func == torchfn::MEAN { Ok(Value::from("the mean of a talker")) } else { Ok(Value::NotImplemented) }
+    }
+}
+
+#[test]
+fn by_name_calls_return_the_override_value_unchanged() {
+    let duck = Tensor::from_duck(Talker);
+    let value = torchfn::MEAN.call(&[duck.clone().into()], &Kwargs::new()).unwrap();
+    assert_eq!(value.as_str(), Some("the mean of a talker"));
+    // The typed call converts to its Rust type, with the error it always gave.
+    let err = torchfn::mean(&duck).unwrap_err();
+    assert_eq!(err.to_string(), "'torchfn.mean' returned str from an override, but its callers expect Tensor");
+}
+
+/// Answers `split(None, ..)`, which `split` itself refuses, and records what it was given.
+#[derive(Default)]
+struct LenientSplit(RefCell<Vec<String>>);
+impl TorchFunctionMode for LenientSplit {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        self.0.borrow_mut().push(format!("{} positional, {kwargs}", args.len()));
+        if func == torchfn::SPLIT && args.first().is_some_and(Value::is_none) {
+            return Ok(Value::Tuple(vec![]));
+        }
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn modes_see_by_name_arguments_as_given_before_binding() {
+    let sections = Value::List(vec![Value::Int(2)]);
+    let unbound = torchfn::SPLIT.call(&[Value::None, sections.clone()], &Kwargs::new()).unwrap_err();
+    assert_eq!(unbound.kind(), ErrorKind::Type);
+    let mode = push_mode(LenientSplit::default());
+    let answered = torchfn::SPLIT.call(&[Value::None, sections], &Kwargs::new()).unwrap();
+    assert!(matches!(answered, Value::Tuple(ref t) if t.is_empty()), "{answered}");
+    // Keywords stay keywords; defaults are not filled in.
+    let (a, b) = (plain(), plain());
+    torchfn::ADD.call(&[a.into(), b.into()], &Kwargs::from([("alpha", 2)])).unwrap();
+    assert_eq!(mode.0.take(), ["2 positional, {}", "2 positional, {'alpha': 2}"]);
+}
+
+// 3. Reflected operators.
+
+/// A duck that knows only `Tensor.__radd__`: a sum with it is 42, whatever side it is on.
+#[derive(Debug, DuckTensor)]
+struct RightAdder;
+impl TorchFunction for RightAdder {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        if func == Tensor::__RADD__ {
+            return Ok(Tensor::from_vec(vec![42.0f32], [1])?.into());
+        }
+        Ok(Value::NotImplemented)
+    }
+}
+
+#[test]
+fn a_duck_with_only_the_reflected_operator_works_on_either_side() {
+    let duck = Tensor::from_duck(RightAdder);
+    for sum in [(&duck + &plain()).unwrap(), (&plain() + &duck).unwrap()] {
+        assert_eq!(sum.to_vec::<f32>().unwrap(), [42.0]);
+    }
+    // `-` has no reflected form the duck knows: Python's error, naming both operand types.
+    let err = (&plain() - &duck).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (ErrorKind::Type, "unsupported operand type(s) for -: 'Tensor' and 'RightAdder'")
+    );
+    // By name, a binary operator's TypeError is NotImplemented, as in PyTorch.
+    let declined = Tensor::__ADD__.call(&[duck.clone().into(), plain().into()], &Kwargs::new()).unwrap();
+    assert!(declined.is_not_implemented());
+    let wrong = Tensor::__MUL__.call(&[plain().into(), Value::from("a")], &Kwargs::new()).unwrap();
+    assert!(wrong.is_not_implemented());
+    // Other functions keep their TypeError.
+    assert!(torchfn::ADD.call(&[duck.into(), plain().into()], &Kwargs::new()).is_err());
+}
+
+// 4. The mode stack.
+
+struct Named(&'static str, RefCell<usize>);
+impl TorchFunctionMode for Named {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        *self.1.borrow_mut() += 1;
+        func.call(args, kwargs)
+    }
+}
+
+fn names() -> Vec<&'static str> {
+    mode_stack().iter().map(|m| m.downcast_ref::<Named>().map_or("?", |n| n.0)).collect()
+}
+
+#[test]
+fn the_mode_stack_is_inspectable_and_its_primitives_behave_as_pytorchs() {
+    assert!(current_mode().is_none());
+    let Err(err) = pop_mode() else { panic!("popping an empty stack must fail") };
+    assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::Runtime, "trying to pop from empty mode stack"));
+
+    let a = Rc::new(Named("a", RefCell::new(0)));
+    let _a = push_mode(a.clone());
+    let _b = push_mode(Named("b", RefCell::new(0)));
+    assert_eq!(names(), ["a", "b"]);
+    assert_eq!(current_mode().and_then(|m| m.downcast_ref::<Named>().map(|n| n.0)), Some("b"));
+
+    // A popped mode can be pushed again, without a guard (the primitive) or with one.
+    let b = pop_mode().unwrap();
+    assert_eq!(names(), ["a"]);
+    push_mode(b.clone()).keep();
+    assert_eq!(names(), ["a", "b"]);
+    assert!(Rc::ptr_eq(&pop_mode().unwrap(), &b));
+
+    // The same mode object twice on the stack sees each call twice.
+    {
+        let _again = push_mode(a.clone());
+        assert_eq!(names(), ["a", "a"]);
+        plain().neg().unwrap();
+        assert_eq!(*a.1.borrow(), 2);
+        assert_eq!(mode_stack_len(), 2);
+    }
+    assert_eq!(names(), ["a"]);
+    plain().neg().unwrap();
+    assert_eq!(*a.1.borrow(), 3);
+}
+
+/// Reports the mode below it while its hook runs.
+#[derive(Default)]
+struct LooksDown(RefCell<Vec<String>>);
+impl TorchFunctionMode for LooksDown {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        let below = current_mode().map(|m| m.downcast_ref::<Named>().map_or("?", |n| n.0).to_string());
+        self.0.borrow_mut().push(format!("{below:?} of {}", mode_stack_len()));
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn inside_a_hook_the_running_mode_is_off_the_stack() {
+    let _a = push_mode(Named("a", RefCell::new(0)));
+    let looks = push_mode(LooksDown::default());
+    plain().neg().unwrap();
+    assert_eq!(looks.0.take(), ["Some(\"a\") of 1"]);
+    assert_eq!(mode_stack_len(), 2);
+}
