@@ -335,6 +335,7 @@ pub fn generate(
         (None, false) => quote!((#(#slow_idents,)*)),
     };
     let typed_params = if ignored { quote!(&()) } else { quote!(&(#(#slow_idents,)*)) };
+    let rerun_relevant = typed_params.clone();
     let variadic_at = f.params.iter().position(|p| p.variadic.is_some());
     let positional = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_none_or(|v| *i <= v));
     let push_args = positional.map(|(i, (_, id))| {
@@ -371,6 +372,7 @@ pub fn generate(
             let __torchfn_relevant = #relevant;
             let __torchfn_rerun = |__route: #private::Route| -> ::torchfn::Result<::torchfn::Value> {
                 if __route != #private::Route::Implementation
+                    && !#private::fast_path(#rerun_relevant)
                     && let ::core::option::Option::Some(__value) = #dispatch_path(#(#slow_idents,)* __torchfn_raw)?
                 {
                     return ::core::result::Result::Ok(__value);
