@@ -54,8 +54,8 @@ pub use protocol::{
     set_recursion_limit,
 };
 pub use tensor::{
-    DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData, initial_seed,
-    manual_seed, seed,
+    ById, DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData,
+    initial_seed, manual_seed, seed,
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};

@@ -30,6 +30,7 @@ mod readme;
 mod registry;
 mod subclass;
 mod tensor;
+mod tensor_api;
 mod views;
 mod workloads;
 
