@@ -361,6 +361,27 @@ impl<T: ToValue> ToValue for [T] {
     }
 }
 
+impl<T: ToValue, const N: usize> ToValue for [T; N] {
+    fn to_value(&self) -> Value {
+        self.as_slice().to_value()
+    }
+}
+
+/// An array as a list, nested arrays as nested lists, as Python writes them: `[[1, 2], [3, 4]]`
+/// (the data of [`Tensor::new_tensor`]).
+impl<T: ToValue, const N: usize> From<[T; N]> for Value {
+    fn from(items: [T; N]) -> Value {
+        items.to_value()
+    }
+}
+
+/// A slice as a list, as an array is.
+impl<T: ToValue> From<&[T]> for Value {
+    fn from(items: &[T]) -> Value {
+        items.to_value()
+    }
+}
+
 impl<T: ToValue> ToValue for Vec<T> {
     fn to_value(&self) -> Value {
         self.as_slice().to_value()
@@ -471,6 +492,11 @@ impl FromValue for () {
     }
     fn from_value(v: &Value) -> Option<Self> {
         matches!(v, Value::None).then_some(())
+    }
+    /// What a hook answers for a function that returns nothing is discarded, whatever it is,
+    /// as Python discards what `__setitem__`'s override returns.
+    fn take_value(_: Value) -> Result<Self, Value> {
+        Ok(())
     }
 }
 plain_value!(String, "str", |s| Value::Str(s.clone()), |v| v.as_str().map(str::to_owned));

@@ -31,6 +31,7 @@ mod readme;
 mod registry;
 mod subclass;
 mod tensor;
+mod tensor_api;
 mod views;
 mod workloads;
 

@@ -10,7 +10,7 @@ use crate::protocol::dispatch::Args;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
-use crate::value::{FromValue, Kwargs, Returns, Value};
+use crate::value::{Kwargs, Returns, Value};
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
 fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>> {
@@ -171,7 +171,7 @@ fn from_data(func: &str, data: &Value, dtype: Option<DType>, device: Option<Devi
         return source.__impl_to_device(device, dtype, false, copy);
     }
     let (mut dims, mut flat) = (Vec::new(), Vec::new());
-    flatten(func, data, 0, &mut dims, &mut flat)?;
+    flatten(data, (func, dtype.is_none()), 0, &mut dims, &mut flat)?;
     let inferred = if flat.iter().any(|s| s.is_floating_point()) {
         crate::types::get_default_dtype()
     } else if flat.iter().any(|s| matches!(s, Scalar::Int(_))) {
@@ -194,8 +194,15 @@ fn from_data(func: &str, data: &Value, dtype: Option<DType>, device: Option<Devi
 }
 
 /// Appends the numbers of nested lists and tuples to `out` in row-major order, recording the
-/// size of each dimension in `dims` and refusing ragged data, as `torch.tensor` does.
-fn flatten(func: &str, data: &Value, depth: usize, dims: &mut Vec<usize>, out: &mut Vec<Scalar>) -> Result<()> {
+/// size of each dimension in `dims` and refusing ragged data, as `torch.tensor` does. With no
+/// dtype given (`inferring`), what is not a number fails as PyTorch's dtype inference does.
+fn flatten(
+    data: &Value,
+    (func, inferring): (&str, bool),
+    depth: usize,
+    dims: &mut Vec<usize>,
+    out: &mut Vec<Scalar>,
+) -> Result<()> {
     match data {
         Value::List(items) | Value::Tuple(items) => {
             match dims.get(depth) {
@@ -208,21 +215,34 @@ fn flatten(func: &str, data: &Value, depth: usize, dims: &mut Vec<usize>, out: &
                     items.len()
                 ),
             }
-            items.iter().try_for_each(|item| flatten(func, item, depth + 1, dims, out))
+            items.iter().try_for_each(|item| flatten(item, (func, inferring), depth + 1, dims, out))
         }
-        value => {
-            if depth < dims.len() {
-                bail!(Type, "{func}(): expected a sequence at dim {depth}, got {}", value.type_name());
-            }
-            match Scalar::from_value_strict(value) {
-                Some(number) => {
-                    out.push(number);
-                    Ok(())
-                }
-                None if value.is_none() => bail!(Runtime, "Could not infer dtype of NoneType"),
-                None => bail!(Type, "{func}(): invalid data type '{}'", value.type_name()),
-            }
+        value if depth < dims.len() => {
+            bail!(Type, "{func}(): expected a sequence at dim {depth}, not {}", value.type_name())
         }
+        Value::None if inferring => bail!(Runtime, "Could not infer dtype of NoneType"),
+        value if !inferring || matches!(value, Value::Bool(_) | Value::Int(_) | Value::Float(_) | Value::Tensor(_)) => {
+            out.push(number(func, value)?);
+            Ok(())
+        }
+        value => bail!(Type, "{func}(): invalid data type '{}'", value.type_name()),
+    }
+}
+
+/// One number of `new_tensor`'s data: a Python number, or a one-element tensor.
+fn number(func: &str, data: &Value) -> Result<Scalar> {
+    match data {
+        Value::Bool(b) => Ok(Scalar::Bool(*b)),
+        Value::Int(i) => Ok(Scalar::Int(*i)),
+        Value::Float(x) => Ok(Scalar::Float(*x)),
+        Value::Tensor(t) => {
+            let x = t.data(func, "data")?;
+            if x.layout.numel() != 1 {
+                bail!(Value, "{func}(): only one element tensors can be converted to Python scalars");
+            }
+            crate::backend::host::scalar_of(x)
+        }
+        other => bail!(Type, "{func}(): must be real number, not {}", other.type_name()),
     }
 }
 
@@ -414,4 +434,181 @@ crate::samples! {
     ZEROS_LIKE => [sample([f32s(&[2, 3])])],
     ONES_LIKE => [sample([crate::testing::i64s(&[2, 3])])],
     FULL_LIKE => [sample([f32s(&[2, 3]), Value::Float(-2.0)])],
+}
+
+// `Tensor.new_*`: constructors that take their dtype and device from a tensor, and so dispatch
+// on it (a subclass instance gets a result of its class, through the default hook).
+
+use crate::ops::IntList;
+use crate::protocol::Relevant;
+
+/// The device and dtype of a tensor that `self.new_*` makes: those given, else `self`'s.
+fn placed_like(func: &str, t: &Tensor, dtype: Option<DType>, device: Option<Device>) -> Result<(Device, DType)> {
+    let x = t.data(func, "self")?;
+    let (device, dtype) = (device.unwrap_or(x.device()), dtype.unwrap_or(x.dtype));
+    check_dtype(func, device, dtype)?;
+    Ok((device, dtype))
+}
+
+/// `size` as a shape; a negative size is PyTorch's error.
+fn sized(func: &str, size: &IntList) -> Result<Shape> {
+    let sizes = size.as_slice();
+    if let Some(n) = sizes.iter().find(|&&n| n < 0) {
+        bail!(Runtime, "{func}(): Trying to create tensor with negative dimension {n}: {sizes:?}");
+    }
+    Ok(sizes.iter().map(|&n| usize::try_from(n).unwrap_or(usize::MAX)).collect())
+}
+
+/// A tensor of `size` filled with `value`, placed like `t` unless `dtype` or `device` say
+/// otherwise.
+fn new_filled(
+    func: &str,
+    t: &Tensor,
+    size: &IntList,
+    value: Scalar,
+    dtype: Option<DType>,
+    device: Option<Device>,
+) -> Result<Tensor> {
+    let (device, dtype) = placed_like(func, t, dtype, device)?;
+    filled(func, sized(func, size)?, value, dtype, device)
+}
+
+impl Tensor {
+    /// A tensor of ones of `size` with this tensor's dtype and device unless `dtype` or
+    /// `device` say otherwise (`Tensor.new_ones`). Dispatched on `self`: for a subclass
+    /// instance, the default hook makes the result an instance of the same subclass, with its
+    /// attributes. By name, the sizes come one by one or as one sequence.
+    ///
+    /// ```
+    /// use torchfn::prelude::*;
+    ///
+    /// #[derive(TensorSubclass)]
+    /// struct Meters;
+    ///
+    /// let d = torchfn::tensor([1i64, 2])?.as_subclass(Meters)?;
+    /// let ones = d.new_ones([2, 3], None, None)?;
+    /// assert!(ones.is_instance::<Meters>()); // the default hook keeps the subclass
+    /// assert_eq!((ones.shape()?, ones.dtype()?), ([2, 3].into(), DType::Int64));
+    /// assert_eq!(d.new_ones([2], DType::Float32, None)?.to_vec::<f32>()?, [1.0, 1.0]);
+    /// let err = d.new_ones([-1], None, None).unwrap_err();
+    /// assert_eq!(err.to_string(), "new_ones(): Trying to create tensor with negative dimension -1: [-1]");
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn new_ones(
+        &self,
+        #[variadic] size: impl Into<IntList>,
+        #[default(None)] dtype: impl Into<Option<DType>>,
+        #[default(None)] device: impl Into<Option<Device>>,
+    ) -> Result<Tensor> {
+        new_filled("new_ones", self, &size.into(), Scalar::Int(1), dtype.into(), device.into())
+    }
+
+    /// A tensor of zeros of `size` with this tensor's dtype and device unless `dtype` or
+    /// `device` say otherwise (`Tensor.new_zeros`); dispatched on `self`, as
+    /// [`new_ones`](Tensor::new_ones).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([1.5f32])?;
+    /// assert_eq!(t.new_zeros([2, 2], None, None)?.to_string(), "tensor([[0., 0.],\n        [0., 0.]])");
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn new_zeros(
+        &self,
+        #[variadic] size: impl Into<IntList>,
+        #[default(None)] dtype: impl Into<Option<DType>>,
+        #[default(None)] device: impl Into<Option<Device>>,
+    ) -> Result<Tensor> {
+        new_filled("new_zeros", self, &size.into(), Scalar::Int(0), dtype.into(), device.into())
+    }
+
+    /// A tensor of `size` filled with `fill_value`, with this tensor's dtype and device unless
+    /// `dtype` or `device` say otherwise (`Tensor.new_full`): unlike [`full`](crate::full()),
+    /// the dtype does not follow the value, which is converted (`1.5` in an int64 tensor is 1).
+    /// Dispatched on `self`, as [`new_ones`](Tensor::new_ones).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([1i64])?;
+    /// assert_eq!(t.new_full([3], 2.5, None, None)?.to_vec::<i64>()?, [2, 2, 2]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn new_full(
+        &self,
+        size: impl Into<IntList>,
+        fill_value: impl Into<Scalar>,
+        #[default(None)] dtype: impl Into<Option<DType>>,
+        #[default(None)] device: impl Into<Option<Device>>,
+    ) -> Result<Tensor> {
+        new_filled("new_full", self, &size.into(), fill_value.into(), dtype.into(), device.into())
+    }
+
+    /// A tensor of `size` with this tensor's dtype and device unless `dtype` or `device` say
+    /// otherwise (`Tensor.new_empty`). PyTorch leaves its elements uninitialized; torchfn
+    /// fills them with zeros, so reading them is never undefined. Dispatched on `self`, as
+    /// [`new_ones`](Tensor::new_ones).
+    #[torch_function]
+    pub fn new_empty(
+        &self,
+        #[variadic] size: impl Into<IntList>,
+        #[default(None)] dtype: impl Into<Option<DType>>,
+        #[default(None)] device: impl Into<Option<Device>>,
+    ) -> Result<Tensor> {
+        new_filled("new_empty", self, &size.into(), Scalar::Int(0), dtype.into(), device.into())
+    }
+
+    /// A new tensor holding a copy of `data`, with this tensor's dtype and device unless
+    /// `dtype` or `device` say otherwise (`Tensor.new_tensor`): unlike
+    /// [`tensor`](crate::tensor()), the dtype does not follow the data. `data` is a tensor
+    /// (copied, detached: the result never requires grad), a number, or nested lists and tuples
+    /// of numbers ([`Value`]; Rust arrays and slices of numbers convert, nested too). Ragged
+    /// data is a `ValueError`.
+    ///
+    /// Dispatched on `self` alone, as in PyTorch, where `data` is a plain Python object: a
+    /// subclass instance or a duck in `data` is not consulted (a duck is a `TypeError`).
+    ///
+    /// ```
+    /// let t = torchfn::tensor([0.5f32])?;
+    /// let n = t.new_tensor([[1, 2], [3, 4]], None, None)?;
+    /// assert_eq!(n.to_string(), "tensor([[1., 2.],\n        [3., 4.]])"); // float32, as `t`
+    /// let source = torchfn::tensor([7i64, 8])?;
+    /// let copy = t.new_tensor(&source, torchfn::DType::Int64, None)?;
+    /// source.fill_(0)?;
+    /// assert_eq!(copy.to_vec::<i64>()?, [7, 8]); // a copy, not a view
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function(dispatcher = new_tensor_dispatcher)]
+    pub fn new_tensor(
+        &self,
+        data: impl Into<Value>,
+        #[default(None)] dtype: impl Into<Option<DType>>,
+        #[default(None)] device: impl Into<Option<Device>>,
+    ) -> Result<Tensor> {
+        let (device, dtype) = placed_like("new_tensor", self, dtype.into(), device.into())?;
+        from_data("new_tensor", &data.into(), Some(dtype), Some(device), true)
+    }
+}
+
+/// `new_tensor` dispatches on `self` only: its `data` is not a tensor parameter.
+#[crate::dispatcher]
+fn new_tensor_dispatcher(
+    self_: &Tensor,
+    data: Value,
+    #[default(None)] dtype: Option<DType>,
+    #[default(None)] device: Option<Device>,
+) -> impl Relevant {
+    self_
+}
+
+fn nested(rows: &[&[i64]]) -> Value {
+    Value::List(rows.iter().map(|row| Value::List(row.iter().map(|&i| Value::Int(i)).collect())).collect())
+}
+
+crate::samples! {
+    Tensor::NEW_ONES => [sample([f32s(&[2]), Value::Int(2), Value::Int(3)]), sample([crate::testing::i64s(&[2]), Value::Tuple(vec![3.into()])]).kw("dtype", DType::Float64)],
+    Tensor::NEW_ZEROS => [sample([f32s(&[2, 2]), Value::List(vec![2.into(), 1.into()])])],
+    Tensor::NEW_FULL => [sample([f32s(&[2]), Value::Tuple(vec![2.into(), 2.into()]), Value::Float(1.5)]), sample([crate::testing::i64s(&[1]), Value::List(vec![3.into()]), Value::Float(2.5)])],
+    Tensor::NEW_EMPTY => [sample([f32s(&[2]), Value::Int(3)])],
+    Tensor::NEW_TENSOR => [sample([f32s(&[2]), nested(&[&[1, 2, 3], &[4, 5, 6]])]), sample([f32s(&[1]), Value::Float(2.5)]).kw("dtype", DType::Int64)],
 }

@@ -1,5 +1,6 @@
 //! Indexing and rearranging copies: `index_select`, `gather`, `flip`, `roll`, `repeat`,
-//! `tril` and `triu`. Each returns a tensor with its own storage.
+//! `tril` and `triu`, and indexed writes (`index_put`, and `t[index] = value`). Each returns a
+//! tensor with its own storage, or writes into its `self`.
 
 use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Buffer, Device, Reduce};
@@ -256,6 +257,7 @@ fn triangle_impl(func: &str, (name, t): (&str, &Tensor), diagonal: i64, lower: b
 /// positions accumulate).
 pub(crate) fn advanced_index(func: &str, t: &Tensor, index: &Index) -> Result<Tensor> {
     let x = t.data(func, "self")?;
+    check_masks(func, &x.layout.shape, index.items())?;
     // Bool masks as one integer tensor per dimension they cover.
     let mut items: Vec<IndexItem> = Vec::new();
     for item in index.items() {
@@ -355,6 +357,49 @@ pub(crate) fn advanced_index(func: &str, t: &Tensor, index: &Index) -> Result<Te
     })
 }
 
+/// PyTorch's rule that a bool mask has the sizes of the dimensions it indexes (a mask of
+/// fewer or more positions would pick some of them silently, or be out of range).
+fn check_masks(func: &str, shape: &[usize], items: &[IndexItem]) -> Result<()> {
+    let mask_of = |item: &IndexItem| match item {
+        IndexItem::Tensor(t) => t.dense().filter(|d| d.dtype == DType::Bool).map(|d| d.layout.shape.clone()),
+        _ => None,
+    };
+    let consumed: usize = items
+        .iter()
+        .map(|item| match item {
+            IndexItem::Int(_) | IndexItem::Slice { .. } => 1,
+            IndexItem::Tensor(_) => mask_of(item).map_or(1, |m| m.len()),
+            IndexItem::NewAxis | IndexItem::Ellipsis => 0,
+        })
+        .sum();
+    let mut dim = 0;
+    for item in items {
+        match item {
+            IndexItem::Int(_) | IndexItem::Slice { .. } => dim += 1,
+            IndexItem::Ellipsis => dim += shape.len().saturating_sub(consumed),
+            IndexItem::NewAxis => {}
+            IndexItem::Tensor(_) => {
+                let Some(mask) = mask_of(item) else {
+                    dim += 1;
+                    continue;
+                };
+                let indexed = shape.get(dim..).unwrap_or_default();
+                // Dimensions beyond the tensor's are "too many indices", reported by the view.
+                if let Some(k) = (0..mask.len()).find(|&k| indexed.get(k).is_some_and(|&n| n != mask[k])) {
+                    bail!(
+                        Index,
+                        "{func}(): The shape of the mask {:?} at index {k} does not match the shape of the indexed \
+                         tensor {indexed:?} at index {k}",
+                        mask.as_ref()
+                    );
+                }
+                dim += mask.len();
+            }
+        }
+    }
+    Ok(())
+}
+
 /// `t` broadcast to `shape` (a view).
 fn expand_to(t: &Tensor, shape: &Shape) -> Result<Tensor> {
     let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
@@ -383,6 +428,186 @@ fn out_of_range_signed(func: &str, index: &Tensor, size: usize) -> Result<Option
     let dtype = index.dtype()?;
     let shifted = primitive::binary(index, &Tensor::scalar(size as i64), Binary::Add(Scalar::Int(1)), dtype, None)?;
     Ok(out_of_range(func, shifted.data(func, "index")?, 2 * size)?.map(|bad| bad - size as i64))
+}
+
+/// `value` without the leading dimensions of size one that it has beyond `ndim` (PyTorch drops
+/// them before an indexed write: `t[0] = ones(1, 3)` writes a row of `t`), a view.
+fn without_leading_ones(func: &str, (name, value): (&str, &Tensor), ndim: usize) -> Result<Tensor> {
+    let shape = &value.data(func, name)?.layout.shape;
+    let ones = shape.iter().take(shape.len().saturating_sub(ndim)).take_while(|&&n| n == 1).count();
+    if ones == 0 {
+        return Ok(value.clone());
+    }
+    primitive::view(value, |l| {
+        Ok(Layout {
+            shape: l.shape.iter().skip(ones).copied().collect(),
+            strides: l.strides.iter().skip(ones).copied().collect(),
+            offset: l.offset,
+        })
+    })
+}
+
+/// The values an indexed write puts into `target`: a Python number is converted to its dtype;
+/// a tensor must have that dtype already (PyTorch's `index_put_` rule), and is moved to its
+/// device only when it is a zero-dimensional CPU tensor, which joins any device.
+fn put_values(func: &str, (name, values): (&str, &Tensor), target: &Dense) -> Result<Tensor> {
+    let v = values.data(func, name)?;
+    device_of(func, &[("self", target), (name, v)])?;
+    if !v.wrapped_number && v.dtype != target.dtype {
+        bail!(
+            Runtime,
+            "{func}(): Index put requires the source and destination dtypes match, got {} for the destination and {} \
+             for the source.",
+            target.dtype,
+            v.dtype
+        );
+    }
+    if v.wrapped_number || v.device() != target.device() {
+        return primitive::transfer(values, target.device(), target.dtype);
+    }
+    Ok(values.clone())
+}
+
+/// `t` with `values` written at the elements `index` selects (as [`Tensor::get`] selects
+/// them, with index tensors among the items), or added there with `accumulate`, as a new
+/// tensor: PyTorch's `index_put`. `values` broadcast to the indexing result; where positions
+/// repeat, the last write wins (or every value is added). Built from primitives (a scatter and
+/// a select), so it differentiates in `t` and in `values`.
+fn put(
+    func: &str,
+    (name, t): (&str, &Tensor),
+    index: &Index,
+    values: (&str, &Tensor),
+    accumulate: bool,
+) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    let values = put_values(func, values, x)?;
+    // The flat position in `t` of each element the index selects, in the indexing result's shape.
+    let n = x.layout.numel();
+    let ids = primitive::reshape(&positions(x.device(), (0..n).map(|i| i as i64))?, &x.layout.shape)?;
+    let picked = advanced_index(func, &ids, index)?;
+    let target = picked.data(func, "index")?.layout.shape.clone();
+    let values = without_leading_ones(func, ("values", &values), target.len())?;
+    let shape = values.data(func, "values")?.layout.shape.clone();
+    if crate::tensor::broadcast_shapes(&shape, &target, func).ok().as_ref() != Some(&target) {
+        bail!(
+            Runtime,
+            "{func}(): shape mismatch: value tensor of shape {:?} cannot be broadcast to indexing result of shape {:?}",
+            shape.as_ref(),
+            target.as_ref()
+        );
+    }
+    let (all, selected) = (Shape::from([n]), Shape::from([target.numel()]));
+    let mut picked = primitive::reshape(&picked, &selected)?;
+    let mut values = primitive::reshape(&expand_to(&values, &target)?, &selected)?;
+    let source = primitive::reshape(t, &all)?;
+    let out = if accumulate {
+        let added = primitive::scatter_add(&all, 0, &picked, &values)?;
+        primitive::binary(&source, &added, Binary::Add(Scalar::Int(1)), x.dtype, None)?
+    } else {
+        // Where a position repeats, only its last write is kept.
+        let at = crate::cpu::elements::<i64>(func, &*crate::backend::host::on_host(picked.data(func, "index")?)?)?;
+        let mut written: Vec<bool> = crate::cpu::alloc(func, n)?;
+        written.resize(n, false);
+        let mut kept = Vec::new();
+        for (j, &p) in at.iter().enumerate().rev() {
+            let Some(slot) = usize::try_from(p).ok().and_then(|p| written.get_mut(p)) else {
+                bail!(Runtime, "{func}(): internal error: position {p} outside a tensor of {n} elements");
+            };
+            if !*slot {
+                *slot = true;
+                kept.push(j as i64);
+            }
+        }
+        if kept.len() < at.len() {
+            let kept = positions(x.device(), kept.into_iter().rev())?;
+            picked = primitive::index_select(&picked, 0, &kept)?;
+            values = primitive::index_select(&values, 0, &kept)?;
+        }
+        let placed = primitive::scatter_add(&all, 0, &picked, &values)?;
+        let mask = primitive::upload(x.device(), Buffer::from_vec(written), all)?;
+        primitive::select(&mask, &placed, &source, x.dtype)?
+    };
+    primitive::reshape(&out, &x.layout.shape)
+}
+
+/// `t[index] = value` (`Tensor.__setitem__`, see [`Tensor::set`]): a copy into the view of a
+/// basic index, an `index_put_` for an index with tensors among its items.
+pub(crate) fn assign(func: &str, t: &Tensor, index: &Index, value: &Tensor) -> Result<()> {
+    t.data(func, "self")?;
+    if index.is_advanced() {
+        super::inplace::update(func, t, &[value], |source| {
+            put(func, ("self", source), index, ("value", value), false)
+        })?;
+        return Ok(());
+    }
+    let view = primitive::view(t, |l| index.apply(l))?;
+    let (dst, v) = (view.data(func, "self")?, value.data(func, "value")?);
+    device_of(func, &[("self", dst), ("value", v)])?;
+    let value = without_leading_ones(func, ("value", value), dst.layout.ndim())?;
+    let sizes: Vec<i64> = dst.layout.shape.iter().map(|&n| n as i64).collect();
+    let expanded = super::view::expand_impl(func, ("value", &value), &sizes)?;
+    // Converted here when the conversion must be recorded; else the write converts.
+    let converts = v.dtype != dst.dtype || v.device() != dst.device();
+    let result = if converts && crate::autograd::meta::requires_grad(&expanded) {
+        primitive::transfer(&expanded, dst.device(), dst.dtype)?
+    } else {
+        expanded
+    };
+    primitive::write(func, &view, &result)
+}
+
+/// `index_put` on `t`: one index tensor per leading dimension (a bool mask covers as many
+/// dimensions as it has).
+fn index_put_impl(
+    func: &str,
+    t: (&str, &Tensor),
+    indices: &[Tensor],
+    values: &Tensor,
+    accumulate: bool,
+) -> Result<Tensor> {
+    let ndim = t.1.data(func, t.0)?.layout.ndim();
+    if indices.is_empty() {
+        bail!(Runtime, "{func}(): expected at least one index tensor, got none");
+    }
+    let mut covered = 0;
+    for index in indices {
+        let i = index.data(func, "indices")?;
+        covered += if i.dtype == DType::Bool { i.layout.ndim() } else { 1 };
+    }
+    if covered > ndim {
+        bail!(Index, "{func}(): too many indices for tensor of dimension {ndim} (got {covered})");
+    }
+    let index = Index::from(indices.iter().cloned().map(IndexItem::Tensor).collect::<Vec<_>>());
+    put(func, t, &index, ("values", values), accumulate)
+}
+
+/// `input` with `values` put at the positions `indices` give (`torch.index_put`), as a new
+/// tensor: `indices` holds one integer tensor per leading dimension (they broadcast together)
+/// or bool masks, as `input[indices]` reads them; `values` has `input`'s dtype (a Python number
+/// is converted) and broadcasts to what `input[indices]` would give. Where positions repeat,
+/// the last value wins, or with `accumulate` every value is added. Differentiable in `input` and
+/// `values`.
+///
+/// ```
+/// let t = torchfn::zeros([2, 3], None, None)?;
+/// let (rows, cols) = (torchfn::tensor([0i64, 1, 1])?, torchfn::tensor([2i64, 0, 0])?);
+/// let ones = torchfn::ones([3], None, None)?;
+/// let put = torchfn::index_put(&t, &[rows.clone(), cols.clone()], &ones, false)?;
+/// assert_eq!(put.to_vec::<f32>()?, [0.0, 0.0, 1.0, 1.0, 0.0, 0.0]);
+/// let added = torchfn::index_put(&t, &[rows, cols], &ones, true)?; // (1, 0) twice: 2
+/// assert_eq!(added.to_vec::<f32>()?, [0.0, 0.0, 1.0, 2.0, 0.0, 0.0]);
+/// assert_eq!(t.to_vec::<f32>()?, [0.0; 6]); // `t` itself is unchanged
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn index_put(
+    input: &Tensor,
+    indices: &[Tensor],
+    values: &Tensor,
+    #[default(false)] accumulate: bool,
+) -> Result<Tensor> {
+    index_put_impl("index_put", ("input", input), indices, values, accumulate)
 }
 
 /// The positions `index` (a vector of int64 or int32, each in range) of dimension `dim`, in
@@ -509,6 +734,37 @@ impl Tensor {
         repeat_impl("repeat", ("self", self), repeats.into().as_slice())
     }
 
+    /// `self` with `values` put at the positions `indices` give, as a new tensor: the method
+    /// form of [`index_put`](crate::index_put()).
+    #[torch_function]
+    pub fn index_put(&self, indices: &[Tensor], values: &Tensor, #[default(false)] accumulate: bool) -> Result<Tensor> {
+        index_put_impl("index_put", ("self", self), indices, values, accumulate)
+    }
+
+    /// Puts `values` at the positions `indices` give, in place (`Tensor.index_put_`); returns
+    /// `self`. The rules are [`index_put`](crate::index_put())'s; as every in-place operation,
+    /// it writes through views and is an error on a leaf that requires grad. Tensor-likes in
+    /// `indices` and `values` take part in dispatch (a duck among the indices reaches its hook).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([4], None, None)?;
+    /// let at = torchfn::tensor([1i64, 3, 1])?;
+    /// t.index_put_(&[at], &torchfn::tensor([5.0f32, 6.0, 7.0])?, false)?;
+    /// assert_eq!(t.to_vec::<f32>()?, [0.0, 7.0, 0.0, 6.0]); // position 1: the last write wins
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn index_put_(
+        &self,
+        indices: &[Tensor],
+        values: &Tensor,
+        #[default(false)] accumulate: bool,
+    ) -> Result<Tensor> {
+        super::inplace::update("index_put_", self, &[values], |source| {
+            index_put_impl("index_put_", ("self", source), indices, values, accumulate)
+        })
+    }
+
     /// The lower triangle: the method form of [`tril`](crate::tril()).
     #[torch_function]
     pub fn tril(&self, #[default(0)] diagonal: i64) -> Result<Tensor> {
@@ -545,4 +801,10 @@ crate::samples! {
     Tensor::REPEAT => [sample([f32s(&[2, 2]), Value::Int(2), Value::Int(3)]), sample([f32s(&[2]), Value::Tuple(vec![2.into(), 1.into(), 2.into()])])],
     Tensor::TRIL => [sample([f32s(&[3, 3])])],
     Tensor::TRIU => [sample([f32s(&[3, 3])]).kw("diagonal", -1)],
+    INDEX_PUT => [sample([f32s(&[3, 2]), Value::Tuple(vec![index(&[2, 0])]), f32s(&[2, 2])]),
+        sample([f32s(&[3, 2]), Value::List(vec![index(&[0, 0, 2]), index(&[1, 1, 0])]), f32s(&[3])]).kw("accumulate", true)],
+    Tensor::INDEX_PUT => [sample([f32s(&[2, 3]), Value::Tuple(vec![bools(&[2, 3])]), f32s(&[])]),
+        sample([i64s(&[3]), Value::Tuple(vec![index(&[1, 1])]), i64s(&[2])]).kw("accumulate", true)],
+    Tensor::INDEX_PUT_ => [sample([f32s(&[4]), Value::Tuple(vec![index(&[1, 3, 1])]), f32s(&[3])]),
+        sample([f32s(&[2, 2]), Value::Tuple(vec![index(&[0])]), f32s(&[1, 2])]).kw("accumulate", true)],
 }

@@ -1,5 +1,6 @@
-//! Joins and splits: `cat` (also `concat` and `concatenate`), `stack`, `split` and `chunk`.
-//! Joins copy, promoting their inputs to one dtype; splits return views.
+//! Joins and splits: `cat` (also `concat` and `concatenate`), `stack`, `split`, `chunk` and
+//! `unbind` (and iterating over a tensor, built on it). Joins copy, promoting their inputs to
+//! one dtype; splits return views.
 
 use crate::error::{Error, Result, bail};
 use crate::ops::device::device_of;
@@ -194,6 +195,33 @@ fn chunk_impl(func: &str, (name, t): (&str, &Tensor), chunks: i64, dim: i64) -> 
     split_impl(func, (name, t), &SplitSize::Size(size), dim)
 }
 
+fn unbind_impl(func: &str, (name, t): (&str, &Tensor), dim: i64) -> Result<Vec<Tensor>> {
+    let x = t.data(func, name)?;
+    let ndim = x.layout.ndim();
+    if ndim == 0 {
+        bail!(Index, "{func}(): Dimension specified as {dim} but tensor has no dimensions");
+    }
+    let d = normalize_dim(dim, ndim, func)?;
+    let n = x.layout.shape[d];
+    let mut pieces = Vec::new();
+    pieces.try_reserve_exact(n).map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({n})")))?;
+    for i in 0..n {
+        pieces.push(crate::primitive::view(t, |l| {
+            let kept = |k: &usize| *k != d;
+            Ok(Layout {
+                shape: (0..l.ndim()).filter(kept).map(|k| l.shape[k]).collect(),
+                strides: (0..l.ndim()).filter(kept).map(|k| l.strides[k]).collect(),
+                offset: l.offset + i * l.strides[d],
+            })
+        })?);
+    }
+    Ok(pieces)
+}
+
+crate::overrides::ignored! {
+    "Tensor.__iter__": "iterates over `unbind(0)`, which is dispatched, as PyTorch's `Tensor.__iter__` does",
+}
+
 /// The tensors joined along dimension `dim` (`torch.cat`): they must have the same sizes but
 /// along `dim`, and the result has their promoted dtype. One-dimensional empty tensors are
 /// skipped, as in PyTorch; zero-dimensional ones are an error.
@@ -273,7 +301,54 @@ pub fn chunk(input: &Tensor, chunks: i64, #[default(0)] dim: i64) -> Result<Vec<
     chunk_impl("chunk", ("input", input), chunks, dim)
 }
 
+/// The slices of `input` along dimension `dim`, with that dimension removed, as views
+/// (`torch.unbind`): `input.shape()[dim]` tensors. A zero-dimensional tensor is an error.
+///
+/// ```
+/// let t = torchfn::tensor([[1i64, 2, 3], [4, 5, 6]])?;
+/// let columns = torchfn::unbind(&t, 1)?;
+/// assert_eq!(columns.len(), 3);
+/// assert_eq!(columns[2].to_vec::<i64>()?, [3, 6]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn unbind(input: &Tensor, #[default(0)] dim: i64) -> Result<Vec<Tensor>> {
+    unbind_impl("unbind", ("input", input), dim)
+}
+
 impl Tensor {
+    /// The slices along dimension `dim`, as views: the method form of
+    /// [`unbind`](crate::unbind()).
+    #[torch_function]
+    pub fn unbind(&self, #[default(0)] dim: i64) -> Result<Vec<Tensor>> {
+        unbind_impl("unbind", ("self", self), dim)
+    }
+
+    /// The tensors along the first dimension, in order, as Python's `iter(t)` and `for row in
+    /// t` give them: views that write through to this tensor. As PyTorch's `Tensor.__iter__`,
+    /// iterating is not dispatched itself but calls [`unbind(0)`](Tensor::unbind), which is:
+    /// a subclass instance gives instances of its subclass (through the default hook), a duck
+    /// iterates over what its hook answers for `unbind`, and a mode sees `Tensor.unbind`.
+    ///
+    /// A zero-dimensional tensor is a `TypeError`, as in Python (`iteration over a 0-d
+    /// tensor`); that check reads the tensor's shape without dispatch. `&Tensor` has no
+    /// `IntoIterator`, since iterating can fail: write `for row in t.iter()? { ... }`.
+    ///
+    /// ```
+    /// let t = torchfn::tensor([[1i64, 2], [3, 4], [5, 6]])?;
+    /// let sums: Vec<i64> = t.iter()?.map(|row| row.sum()?.item().map(|s| s.to_i64())).collect::<Result<_, _>>()?;
+    /// assert_eq!(sums, [3, 7, 11]);
+    /// let scalar = torchfn::tensor(1.0f32)?;
+    /// assert_eq!(scalar.iter().unwrap_err().to_string(), "iter(): iteration over a 0-d tensor");
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn iter(&self) -> Result<std::vec::IntoIter<Tensor>> {
+        if self.dense().is_some_and(|d| d.layout.ndim() == 0) {
+            return Err(Error::type_error("iter(): iteration over a 0-d tensor"));
+        }
+        Ok(self.unbind(0)?.into_iter())
+    }
+
     /// Views of consecutive pieces of dimension `dim`: the method form of
     /// [`split`](crate::split()).
     #[torch_function]
@@ -298,4 +373,6 @@ crate::samples! {
     CHUNK => [sample([f32s(&[5, 2]), Value::Int(3)]), sample([f32s(&[5, 2]), Value::Int(2)]).kw("dim", 1)],
     Tensor::SPLIT => [sample([f32s(&[5, 2]), Value::Int(2)]).kw("dim", 0)],
     Tensor::CHUNK => [sample([f32s(&[4, 2]), Value::Int(2)])],
+    UNBIND => [sample([f32s(&[3, 2])]), sample([i64s(&[2, 3])]).kw("dim", -1)],
+    Tensor::UNBIND => [sample([f32s(&[2, 3]), Value::Int(1)])],
 }

@@ -43,8 +43,12 @@ pub use creation::{
     arange_range, as_tensor, eye, full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
-pub use indexing::{FLIP, GATHER, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_select, roll, tril, triu};
-pub use join::{CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, cat, chunk, concat, concatenate, split, stack};
+pub use indexing::{
+    FLIP, GATHER, INDEX_PUT, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, roll, tril, triu,
+};
+pub use join::{
+    CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, UNBIND, cat, chunk, concat, concatenate, split, stack, unbind,
+};
 pub use linalg::{ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, dot, matmul, mm, mv, outer};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,

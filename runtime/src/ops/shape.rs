@@ -122,6 +122,41 @@ impl Tensor {
     pub fn get(&self, index: impl Into<Index>) -> Result<Tensor> {
         select("__getitem__", self, &index.into())
     }
+
+    /// Assignment through an index, `t[index] = value` (`Tensor.__setitem__`), in place: the
+    /// elements [`get`](Tensor::get) would select are overwritten with `value`, a number (a
+    /// Rust number converts, see [`Tensor::scalar`]) or a tensor that broadcasts to them.
+    /// Writes go to this tensor's memory, so through a view into its base, and count as an
+    /// in-place operation for autograd: on a leaf that requires grad (or a view of one) they
+    /// are an error, on a tensor with history they are recorded.
+    ///
+    /// With integers, slices, `None` and `...` only, the value is copied into the view they
+    /// select, converted to this tensor's dtype as [`copy_`](Tensor::copy_) does. With index
+    /// tensors among the items (integer positions or bool masks, as `get` takes them) the
+    /// assignment is [`index_put_`](Tensor::index_put_)'s: a number is converted, a tensor
+    /// value must have this tensor's dtype, and where positions repeat the last write wins.
+    ///
+    /// Dispatched as `Tensor.__setitem__`: tensor-likes in the index (a tuple's items too) and
+    /// the value take part, so a duck used as an index reaches its hook, and when a hook answers
+    /// nothing is written (what it returns is discarded, as Python does).
+    ///
+    /// ```
+    /// use torchfn::IndexItem;
+    /// let t = torchfn::zeros([2, 3], None, None)?;
+    /// t.set(0, 1.0)?; // t[0] = 1
+    /// t.set((.., 2), &torchfn::tensor([5.0f32, 6.0])?)?; // t[:, 2] = tensor([5., 6.])
+    /// let mask = torchfn::tensor([[false, true, false], [false, false, false]])?;
+    /// t.set(&mask, -1)?; // t[mask] = -1
+    /// assert_eq!(t.to_vec::<f32>()?, [1.0, -1.0, 5.0, 0.0, 0.0, 6.0]);
+    /// let rows = torchfn::tensor([1i64, 1])?;
+    /// t.set(IndexItem::Tensor(rows), &torchfn::tensor([[7.0f32], [8.0]])?)?; // the last write wins
+    /// assert_eq!(t.get(1)?.to_vec::<f32>()?, [8.0, 8.0, 8.0]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function(name = "__setitem__")]
+    pub fn set(&self, index: impl Into<Index>, value: impl Into<Tensor>) -> Result<()> {
+        super::indexing::assign("__setitem__", self, &index.into(), &value.into())
+    }
 }
 
 crate::samples! {
@@ -132,4 +167,10 @@ crate::samples! {
         sample([f32s(&[4, 3]), Value::Tensor(Tensor::from_vec(vec![2i64, 0, -1], [3]).expect("three indices"))]),
         sample([f32s(&[2, 3]), crate::testing::bools(&[2, 3])]),
         sample([f32s(&[2, 3]), Value::Int(1)]), sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Int(0), Value::Slice(Box::new(crate::value::Slice { start: Some(1), stop: None, step: None }))])])],
+    Tensor::SET => [
+        sample([f32s(&[2, 3]), Value::Int(0), Value::Float(1.5)]),
+        sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Slice(Box::default()), Value::Int(1)]), f32s(&[2])]),
+        sample([f32s(&[4, 3]), Value::Tensor(Tensor::from_vec(vec![2i64, 0, -1], [3]).expect("three indices")), f32s(&[3])]),
+        sample([f32s(&[2, 3]), Value::Tuple(vec![Value::Int(1), Value::Tensor(Tensor::from_vec(vec![2i64, 0], [2]).expect("two indices"))]), f32s(&[2])]),
+        sample([f32s(&[2, 3]), crate::testing::bools(&[2, 3]), Value::Int(-1)])],
 }

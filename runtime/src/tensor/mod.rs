@@ -36,6 +36,7 @@ crate::overrides::ignored! {
     "Tensor.from_vec": "a constructor with no tensor argument",
     "Tensor.scalar": "a constructor with no tensor argument",
     "Tensor.to_vec": "reads the data directly, without dispatch",
+    "Tensor.__hash__": "identity (`ById`), never dispatched, as PyTorch's `Tensor.__hash__` is `id(self)`",
 }
 
 /// The base class of every tensor.
@@ -431,3 +432,109 @@ macro_rules! tensor_from_number {
     )*};
 }
 tensor_from_number!(bool, i32, i64, f32, f64, Scalar);
+
+/// Another handle to the same tensor (a clone), so that parameters written `impl Into<Tensor>`
+/// (as [`Tensor::set`]'s value) take `&t` as well as numbers.
+impl From<&Tensor> for Tensor {
+    fn from(t: &Tensor) -> Tensor {
+        t.clone()
+    }
+}
+
+/// A tensor keyed by identity, to put tensors in `HashSet`s and `HashMap`s, as Python's
+/// `Tensor.__hash__` is `id(self)`: two keys are equal when they hold the same object
+/// ([`Tensor::is`]: the same data seen through the same class with the same attributes), never
+/// by value, and hashing reads only the handle's address, so no hook or mode is ever called.
+/// A subclass instance and a duck are keys as any tensor is; a subclass view of a tensor
+/// ([`as_subclass`](Tensor::as_subclass)) is another object, so another key. A key keeps its
+/// tensor alive, and derefs to it.
+///
+/// `Tensor` itself implements neither `Hash` nor `PartialEq`: `==` on tensors compares
+/// elements in PyTorch ([`Tensor::eq`]), so identity is asked for by name.
+///
+/// ```
+/// use std::collections::{HashMap, HashSet};
+/// use torchfn::ById;
+///
+/// let (a, b) = (torchfn::tensor([1.0f32])?, torchfn::tensor([1.0f32])?);
+/// let seen: HashSet<ById> = [&a, &a.clone(), &b].into_iter().map(ById::new).collect();
+/// assert_eq!(seen.len(), 2); // `a` once (its clone is the same object), and `b`, equal in value
+/// let mut names = HashMap::new();
+/// names.insert(ById::new(&a), "a");
+/// assert_eq!(names.get(&ById::new(&a)), Some(&"a"));
+/// assert_eq!(names.get(&ById::new(&b)), None);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub struct ById(Box<dyn Held>);
+
+/// What a key holds: the tensor, behind a trait object so that clippy's `mutable_key_type` lint,
+/// which sees the interior mutability of a tensor's storage but not that keys hash and compare
+/// by address alone, does not flag every `HashSet<ById>` of its users.
+trait Held: Send + Sync {
+    fn tensor(&self) -> &Tensor;
+}
+
+impl Held for Tensor {
+    fn tensor(&self) -> &Tensor {
+        self
+    }
+}
+
+impl ById {
+    /// A key for `tensor` (another handle to it: cheap, no copy).
+    pub fn new(tensor: &Tensor) -> ById {
+        ById(Box::new(tensor.clone()))
+    }
+
+    /// The tensor.
+    pub fn tensor(&self) -> &Tensor {
+        self.0.tensor()
+    }
+}
+
+impl Clone for ById {
+    fn clone(&self) -> ById {
+        ById::new(self.tensor())
+    }
+}
+
+impl fmt::Debug for ById {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("ById").field(self.tensor()).finish()
+    }
+}
+
+impl PartialEq for ById {
+    fn eq(&self, other: &ById) -> bool {
+        self.tensor().is(other.tensor())
+    }
+}
+
+impl Eq for ById {}
+
+/// The address of the tensor's body: equal keys share it (a subclass view of the same data
+/// shares it too, and differs in `eq`).
+impl std::hash::Hash for ById {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.tensor().identity().hash(state);
+    }
+}
+
+impl From<Tensor> for ById {
+    fn from(tensor: Tensor) -> ById {
+        ById(Box::new(tensor))
+    }
+}
+
+impl From<&Tensor> for ById {
+    fn from(tensor: &Tensor) -> ById {
+        ById::new(tensor)
+    }
+}
+
+impl Deref for ById {
+    type Target = Tensor;
+    fn deref(&self) -> &Tensor {
+        self.tensor()
+    }
+}
