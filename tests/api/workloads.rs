@@ -308,3 +308,23 @@ fn both_models_give_pytorch_s_first_step_on_the_gpu() {
     assert_eq!(logits.device().unwrap(), device);
     check_first_step("resnet_tiny", &model, &logits, loss);
 }
+
+/// On the GPU: three AdamW steps of the tiny GPT, optimizer state on the device, against
+/// PyTorch's parameters after steps 1 and 3 with the same tolerances.
+#[test]
+fn gpt_tiny_trains_like_pytorch_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let meta = meta("gpt_tiny");
+    let mut model = gpt::GPT2LMHeadModel::new(gpt_config(&meta), &Generator::new().manual_seed(0)).unwrap();
+    model.load_state_dict(&file("gpt_tiny", "init"), true).unwrap();
+    model.to_device(device).unwrap();
+    let inputs = file("gpt_tiny", "inputs");
+    let on = |t: &Tensor| t.to_device(device, Some(DType::Int32), false, false).unwrap();
+    let (ids, targets) = (on(inputs.get("input_ids").unwrap()), on(inputs.get("targets").unwrap()));
+    let forward_loss = || {
+        let logits = model.forward(&ids).unwrap();
+        assert_eq!(logits.device().unwrap(), device);
+        gpt::GPT2LMHeadModel::loss(&logits, &targets).unwrap()
+    };
+    train_three_steps("gpt_tiny", &model, &forward_loss);
+}
