@@ -38,6 +38,8 @@ mod tensor;
 pub mod testing;
 mod types;
 mod value;
+// Without the `wgpu` feature, the same API without the backend: errors and empty lists.
+#[cfg_attr(not(feature = "wgpu"), path = "wgpu/disabled.rs")]
 pub mod wgpu;
 
 pub use backend::Device;

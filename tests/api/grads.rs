@@ -342,6 +342,7 @@ fn every_nn_ops_golden_case_passes() {
 /// The cases whose tensors the GPU holds (no float64) run there too: forward, first-order and
 /// second-order gradients computed on the device, within the cases' float32 tolerances.
 #[test]
+#[cfg(feature = "wgpu")]
 fn the_float32_autograd_cases_pass_on_the_gpu() {
     let Some(device) = crate::gpu::gpu() else { return };
     for (file, at_least) in [("grads.json", 30), ("nn_ops.json", 3)] {
