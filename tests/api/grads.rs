@@ -1,9 +1,9 @@
 //! Autograd conformance: every case of `tests/golden/grads.json` (PyTorch 2.15's gradients,
-//! second-order gradients and autograd misuse errors; see `GRADS.md` in the shared golden
-//! data) through the by-name call: first-order gradients, `gradgrad`, misuse and
-//! `backward_error` cases; and the `jvp` entries through forward-mode AD. The same harness
-//! runs `tests/golden/nn_ops.json` (the operations of GPT-2 and ResNet training, written by
-//! `bench/golden/gen_nn_ops.py`), whose `error` cases go through `golden`'s harness.
+//! second-order gradients and autograd misuse errors; see `tests/golden/GRADS.md`) through the
+//! by-name call: first-order gradients, `gradgrad`, misuse and `backward_error` cases; and the
+//! `jvp` entries through forward-mode AD. The same harness runs `tests/golden/nn_ops.json` (the
+//! operations of GPT-2 and ResNet training, written by `bench/golden/gen_nn_ops.py`), whose
+//! `error` cases go through `golden`'s harness.
 
 use serde_json::Value as Json;
 use torchfn::overrides::find_function;
