@@ -1,4 +1,4 @@
-//! The cost of the override protocol per call (PROTOCOL.md section 8), on one-element tensors.
+//! The cost of the override protocol per call (docs/protocol.md section 8), on one-element tensors.
 //!
 //! `cargo bench --bench protocol` runs the criterion benchmarks, then prints a table of the
 //! results from criterion's estimates, with the overheads and the targets. Each case is

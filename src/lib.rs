@@ -36,6 +36,28 @@
 //! assert_eq!(by_name.to_string(), "Meters([2., 4.])");
 //! # Ok::<(), torchfn::Error>(())
 //! ```
+//!
+//! # Design documents
+//!
+//! Two documents in the repository (and in the published package, under `docs/`) explain
+//! what the API documentation does not:
+//!
+//! - [`docs/protocol.md`](https://github.com/torchfn/torchfn/blob/main/docs/protocol.md): the
+//!   override protocol as torchfn implements it, step by step (classes and hooks, subclasses,
+//!   ducks, modes, the order of dispatch, the default hook, the guards, the registry, the
+//!   by-name call, dispatchers and their compile-time check, errors), with its deliberate
+//!   differences from PyTorch in one table;
+//! - [`docs/architecture.md`](https://github.com/torchfn/torchfn/blob/main/docs/architecture.md):
+//!   the four layers a call goes through (protocol, operation, primitive, kernels), the
+//!   workspace, autograd, the backends, and how an operation is added.
+//!
+//! # Cargo features
+//!
+//! - `wgpu` (on by default): the GPU backend, through [wgpu](https://wgpu.rs) (Vulkan, Metal,
+//!   DX12). With `default-features = false` torchfn computes on the CPU only and compiles
+//!   neither wgpu nor its shaders. The API stays the same, so code compiles either way:
+//!   [`Device::wgpu`] and `Device::parse("wgpu:0")` then return an error saying that torchfn
+//!   was built without the `wgpu` feature, and [`wgpu::adapters`] is empty.
 
 #![warn(missing_docs)]
 

@@ -2,8 +2,8 @@
 //!
 //! Without a dispatcher to check, the attribute expands at once. With one, it expands to a call
 //! of the dispatcher's hidden macro (written by `#[dispatcher]`, named like the dispatcher), which
-//! hands the dispatcher's signature back to [`checked`]: that is how the check of PROTOCOL.md
-//! section 7 sees a dispatcher in another module or crate.
+//! hands the dispatcher's signature back to [`checked`]: that is how the check of
+//! docs/protocol.md section 7 sees a dispatcher in another module or crate.
 
 use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};

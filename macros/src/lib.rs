@@ -74,7 +74,7 @@ use proc_macro::TokenStream;
 /// - `property`: a `Tensor` property getter; `nowrap`: its result is returned as is by the
 ///   default hook (the very same object, as `Tensor._base`).
 ///
-/// The compile-time check (PROTOCOL.md section 7) refuses a dispatcher whose parameters differ
+/// The compile-time check (docs/protocol.md section 7) refuses a dispatcher whose parameters differ
 /// in name, order or number, or in which is variadic or has a default, and reports every
 /// mismatch at its parameter. A method's receiver `self` is the dispatcher's `self_`.
 #[proc_macro_attribute]

@@ -1,4 +1,4 @@
-//! The compile-time signature check of PROTOCOL.md section 7 (NumPy's
+//! The compile-time signature check of docs/protocol.md section 7 (NumPy's
 //! `verify_matching_signatures`): the dispatcher and the implementation must have the same
 //! parameter names in the same order, the same variadic parameter, and defaults on the same
 //! parameters; the dispatcher's defaults must be `None`.

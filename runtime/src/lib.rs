@@ -15,6 +15,15 @@
 //! assert_eq!(u.to_string(), "Tagged(6.)");
 //! # Ok::<(), torchfn::Error>(())
 //! ```
+//!
+//! How it is built:
+//! [`docs/architecture.md`](https://github.com/torchfn/torchfn/blob/main/docs/architecture.md)
+//! (the layers `protocol/` → `ops/` → `primitive/` → `cpu/` and `wgpu/`, autograd, the
+//! backends, adding an operation); the protocol it implements:
+//! [`docs/protocol.md`](https://github.com/torchfn/torchfn/blob/main/docs/protocol.md).
+//!
+//! The `wgpu` cargo feature (on by default) is the GPU backend, [`wgpu`]; without it the
+//! runtime computes on the CPU only, and [`Device::wgpu`] returns an error saying so.
 
 #![warn(missing_docs)]
 
@@ -38,6 +47,8 @@ mod tensor;
 pub mod testing;
 mod types;
 mod value;
+// Without the `wgpu` feature, the same API without the backend: errors and empty lists.
+#[cfg_attr(not(feature = "wgpu"), path = "wgpu/disabled.rs")]
 pub mod wgpu;
 
 pub use backend::Device;

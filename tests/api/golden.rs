@@ -109,6 +109,7 @@ pub(crate) fn elements(t: &Tensor) -> Vec<f64> {
 #[derive(Clone, Copy)]
 pub(crate) enum Place {
     Cpu,
+    #[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
     Gpu(Device),
 }
 
@@ -187,6 +188,7 @@ pub(crate) fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place
 }
 
 /// The dtypes of the tensors in a case's arguments and expected result.
+#[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
 pub(crate) fn dtypes(case: &Json) -> Vec<DType> {
     fn walk(v: &Json, out: &mut Vec<DType>) {
         match v {

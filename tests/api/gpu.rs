@@ -2,9 +2,9 @@
 //! operation's samples give the CPU's results on wgpu), the golden cases on wgpu, overrides of
 //! GPU tensors, and faults that must come back as errors.
 //!
-//! Without a GPU (no Vulkan, Metal or DX12 adapter) these tests print one line saying so and
-//! pass, unless `TORCHFN_REQUIRE_GPU=1` (as CI sets, on Mesa's software Vulkan driver), which
-//! makes them fail.
+//! Built with the `wgpu` feature (the default) only. Without a GPU (no Vulkan, Metal or DX12
+//! adapter) these tests print one line saying so and pass, unless `TORCHFN_REQUIRE_GPU=1` (as
+//! CI sets, on Mesa's software Vulkan driver), which makes them fail.
 
 use std::io::Write;
 use std::sync::Once;

@@ -200,6 +200,7 @@ fn bad_input_is_an_error_not_a_panic() {
 }
 
 #[test]
+#[cfg(feature = "wgpu")]
 fn gradcheck_runs_where_the_inputs_are() {
     let Some(gpu) = super::gpu::gpu() else { return };
     // Float32 on the GPU: central differences need a larger eps, and looser tolerances.

@@ -1,9 +1,9 @@
 //! Autograd conformance: every case of `tests/golden/grads.json` (PyTorch 2.15's gradients,
-//! second-order gradients and autograd misuse errors; see `GRADS.md` in the shared golden
-//! data) through the by-name call: first-order gradients, `gradgrad`, misuse and
-//! `backward_error` cases; and the `jvp` entries through forward-mode AD. The same harness
-//! runs `tests/golden/nn_ops.json` (the operations of GPT-2 and ResNet training, written by
-//! `bench/golden/gen_nn_ops.py`), whose `error` cases go through `golden`'s harness.
+//! second-order gradients and autograd misuse errors; see `tests/golden/GRADS.md`) through the
+//! by-name call: first-order gradients, `gradgrad`, misuse and `backward_error` cases; and the
+//! `jvp` entries through forward-mode AD. The same harness runs `tests/golden/nn_ops.json` (the
+//! operations of GPT-2 and ResNet training, written by `bench/golden/gen_nn_ops.py`), whose
+//! `error` cases go through `golden`'s harness.
 
 use serde_json::Value as Json;
 use torchfn::overrides::find_function;
@@ -342,6 +342,7 @@ fn every_nn_ops_golden_case_passes() {
 /// The cases whose tensors the GPU holds (no float64) run there too: forward, first-order and
 /// second-order gradients computed on the device, within the cases' float32 tolerances.
 #[test]
+#[cfg(feature = "wgpu")]
 fn the_float32_autograd_cases_pass_on_the_gpu() {
     let Some(device) = crate::gpu::gpu() else { return };
     for (file, at_least) in [("grads.json", 30), ("nn_ops.json", 3)] {

@@ -9,6 +9,7 @@ mod examples;
 mod forward_ad;
 mod function;
 mod golden;
+#[cfg(feature = "wgpu")]
 mod gpu;
 mod gradcheck;
 mod gradcheck_api;

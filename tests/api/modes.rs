@@ -1,5 +1,5 @@
-//! Modes and guards (PROTOCOL.md steps 4 and section 4): the per-thread mode stack, the
-//! disable guards, and the recursion limit.
+//! Modes and guards (docs/protocol.md section 1.5, step 5 of section 2, and section 4): the
+//! per-thread mode stack, the disable guards, and the recursion limit.
 
 use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};

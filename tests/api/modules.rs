@@ -193,6 +193,7 @@ fn default_initialisations_follow_pytorch_s_bounds() {
 }
 
 #[test]
+#[cfg(feature = "wgpu")]
 fn to_device_moves_everything_and_keeps_shared_parameters_shared() {
     let Some(device) = crate::gpu::gpu() else { return };
     let mut m = tied();

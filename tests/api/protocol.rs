@@ -1,5 +1,5 @@
-//! PROTOCOL.md sections 2 and 4-6: gathering, precedence, results, errors, the fast path, and
-//! the helpers for functions written by hand.
+//! docs/protocol.md sections 2 and 4-6: gathering, precedence, results, errors, the fast path,
+//! and the helpers for functions written by hand.
 
 use std::cell::RefCell;
 

@@ -1,4 +1,4 @@
-//! PROTOCOL.md section 6: the registry and its queries.
+//! docs/protocol.md section 6: the registry and its queries.
 
 use std::collections::HashSet;
 

@@ -1,4 +1,4 @@
-//! PROTOCOL.md section 3: `as_subclass` and the default hook that keeps the most derived
+//! docs/protocol.md section 3: `as_subclass` and the default hook that keeps the most derived
 //! subclass, and its per-instance attributes, through every kind of call.
 
 use std::cell::Cell;

@@ -296,3 +296,21 @@ fn no_bad_input_panics() {
     }
     assert_eq!(outcomes, 5 * 5 * 5 * 12);
 }
+
+/// Built without the `wgpu` feature, the GPU API is still there (code compiles either way) and
+/// every way to a GPU is an error that says why.
+#[test]
+#[cfg(not(feature = "wgpu"))]
+fn without_the_wgpu_feature_the_gpu_api_says_it_was_left_out() {
+    let errors = [
+        Device::wgpu().unwrap_err(),
+        Device::parse("wgpu:0").unwrap_err(),
+        Device::wgpu_preferring(torchfn::wgpu::Preference::LowPower).unwrap_err(),
+    ];
+    for err in errors {
+        assert_eq!(err.kind(), ErrorKind::Runtime);
+        assert!(err.to_string().contains("built without the `wgpu` feature"), "{err}");
+    }
+    assert!(torchfn::wgpu::adapters().is_empty());
+    torchfn::wgpu::set_batch_limit(8); // does nothing, and does not fail
+}

@@ -282,6 +282,7 @@ fn resnet_tiny_trains_like_pytorch_for_three_adamw_steps() {
 /// On the GPU: both models moved there (`to_device`), their batch too; logits, loss and every
 /// gradient within the same float32 tolerances, computed on the device.
 #[test]
+#[cfg(feature = "wgpu")]
 fn both_models_give_pytorch_s_first_step_on_the_gpu() {
     let Some(device) = crate::gpu::gpu() else { return };
     // Token ids and labels as the device's integer type (wgpu has no int64).

@@ -34,6 +34,12 @@ impl Device {
     /// one. An error names the kinds linked in, or the devices there are.
     pub fn new(kind: &str, index: Option<usize>) -> Result<Device> {
         let Some(backend) = backend(kind) else {
+            if kind == "wgpu" && !cfg!(feature = "wgpu") {
+                return Err(Error::runtime_error(
+                    "torchfn was built without the `wgpu` feature, so it has no GPU backend: enable the feature \
+                     (it is on by default; `default-features = false` leaves it out)",
+                ));
+            }
             let known: Vec<&str> = BACKENDS.iter().map(|b| b.name()).collect();
             return Err(Error::runtime_error(format!(
                 "Expected one of {} device type at start of device string: {kind}",
@@ -57,8 +63,8 @@ impl Device {
 
     /// Device `index` of `backend`, without looking the backend up in [`BACKENDS`] (the
     /// runtime's own unit tests link two copies of the runtime, whose slices linkme refuses to
-    /// read).
-    #[cfg(test)]
+    /// read). The wgpu backend's tests use it.
+    #[cfg(all(test, feature = "wgpu"))]
     pub(crate) fn on(backend: &'static dyn Backend, index: usize) -> Device {
         Device { backend, index }
     }
@@ -79,7 +85,8 @@ impl Device {
 
     /// The default GPU through wgpu (Vulkan, Metal or DX12): the adapter `TORCHFN_WGPU_ADAPTER`
     /// names (an index, or part of the adapter's name), else the high-performance one. An
-    /// error when the machine has none.
+    /// error when the machine has none, or when torchfn was built without the `wgpu` cargo
+    /// feature (on by default).
     pub fn wgpu() -> Result<Device> {
         Device::new("wgpu", None)
     }

@@ -1,4 +1,5 @@
-//! One call through the protocol: fast path, gathering, modes, overrides (PROTOCOL.md 2-3).
+//! One call through the protocol: fast path, gathering, modes, overrides (docs/protocol.md
+//! sections 2-3).
 
 use std::cell::LazyCell;
 
@@ -180,7 +181,7 @@ pub fn is_tensor_like(value: &Value) -> bool {
     matches!(value, Value::Tensor(_))
 }
 
-/// The base `Tensor` hook (PROTOCOL.md section 3), which every subclass inherits.
+/// The base `Tensor` hook (docs/protocol.md section 3), which every subclass inherits.
 impl TorchFunction for Tensor {
     fn torch_function(
         cls: &'static Class,

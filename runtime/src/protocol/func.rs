@@ -13,7 +13,7 @@ use crate::protocol::rerun::rerun_current;
 use crate::protocol::state::{self, Enabled};
 use crate::value::{Kwargs, Value};
 
-/// What kind of public function a handle is (PROTOCOL.md section 5).
+/// What kind of public function a handle is (docs/protocol.md section 5).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum FuncKind {
     /// A free function such as `torchfn.add`.

@@ -3,7 +3,7 @@
 use crate::tensor::Tensor;
 use crate::value::Value;
 
-/// Values that may hold tensor-likes: what a dispatcher returns (PROTOCOL.md section 1).
+/// Values that may hold tensor-likes: what a dispatcher returns (docs/protocol.md section 1.7).
 ///
 /// Implemented for [`Tensor`], references, `Option`, slices, arrays, `Vec`, tuples and
 /// [`Value`], so a dispatcher returns whatever is natural: `[input, other]`, `(input, out)`,

@@ -7,6 +7,7 @@ use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
 
+use super::adapter::{AdapterInfo, Preference};
 use super::launch::Batch;
 use super::memory::Pool;
 
@@ -16,28 +17,6 @@ const APIS: wgpu::Backends = wgpu::Backends::VULKAN.union(wgpu::Backends::METAL)
 
 /// The environment variable that picks the default adapter: an index, or part of a name.
 pub(crate) const ADAPTER_VARIABLE: &str = "TORCHFN_WGPU_ADAPTER";
-
-/// Which adapter to prefer when none is named.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Preference {
-    /// The fastest GPU (a discrete one over an integrated one).
-    HighPerformance,
-    /// The most frugal GPU (an integrated one over a discrete one).
-    LowPower,
-}
-
-/// One GPU (adapter) wgpu found, as [`adapters`] lists it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct AdapterInfo {
-    /// Its index: the device is `wgpu:{index}`.
-    pub index: usize,
-    /// The adapter's name (`"NVIDIA H100 80GB HBM3"`, `"llvmpipe (LLVM 15.0.6, 256 bits)"`).
-    pub name: String,
-    /// The graphics API wgpu reaches it through (`"Vulkan"`, `"Metal"`, `"Dx12"`).
-    pub api: String,
-    /// Discrete, integrated, virtual, CPU (a software rasterizer such as lavapipe) or other.
-    pub kind: String,
-}
 
 /// The wgpu instance and its adapters, found once.
 struct Adapters {

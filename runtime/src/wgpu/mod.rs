@@ -18,7 +18,13 @@
 //! compiled pipelines, a pool of freed buffers by size class, and a batch that records many
 //! launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
 //! printing) submits the batch and waits for it.
+//!
+//! The backend is the `wgpu` cargo feature, on by default. A build without it keeps this
+//! module's API, so that code compiles either way: [`Device::wgpu`] and
+//! [`Device::wgpu_preferring`] return an error saying that torchfn was built without the
+//! feature, [`adapters`] is empty and [`set_batch_limit`] does nothing.
 
+mod adapter;
 mod along;
 mod context;
 mod elementwise;
@@ -39,7 +45,8 @@ use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Unary
 use crate::error::Result;
 use crate::types::{DType, Scalar, Shape};
 
-pub use context::{AdapterInfo, Preference, adapters};
+pub use adapter::{AdapterInfo, Preference};
+pub use context::adapters;
 pub use launch::set_batch_limit;
 
 use context::{Context, adapter_count, context, preferred};
