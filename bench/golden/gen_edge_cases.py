@@ -140,6 +140,9 @@ NEGATIVE = ("torchfn's sizes are unsigned (Shape, usize): a negative size, n or 
 KERNEL = ("PyTorch checks this dtype only inside the kernel, which an empty result (or linspace's single-step "
           "fill, cumsum's zero-dimensional copy) never runs; torchfn refuses the dtype up front, whatever the "
           "size, with the NotImplementedError PyTorch raises for every other size")
+RAGGED_EMPTY = ("PyTorch infers the sizes from each level's first item and reads no further once a size is 0, "
+                "so ragged data after a first row without elements passes unchecked; torchfn checks every row and refuses it "
+                "as PyTorch refuses [[1], []] (a ValueError, or a TypeError for a number beside a sequence)")
 LSE_EMPTY_DIMS = ("PyTorch's logsumexp(x, dim=[]) on a tensor of one or more dimensions fails inside with an "
                   "internal shape mismatch ('output with shape [] doesn't match the broadcast shape [1, ...]'), "
                   "not a documented refusal; torchfn reduces over every dimension, as sum, amax and PyTorch's own "
@@ -238,6 +241,23 @@ skip(KERNEL, "torch.linspace", 0, 1, 1, dtype=b8)
 skip(NEGATIVE, "torch.linspace", 0, 1, -1)
 case("torch.linspace", 0, NAN, 3)
 case("torch.linspace", 0, INF, 1)
+
+# tensor and as_tensor from empty and nested empty lists, numbers, ragged data
+for fn in ["torch.tensor", "torch.as_tensor"]:
+    for data in [[], [[]], [[], []], [[[]]], (), 2.5, 3, True, [True, False], [1, 2.5], [[1], [2]], [[1, 2], [3]],
+                 [1, [2]], [[1], 2], [[1], []], [None], [[], ()]]:
+        case(fn, data)
+    for data in [[[], [1]], [[], [[]]], [[], 1], [[[]], []]]:
+        skip(RAGGED_EMPTY, fn, data)
+    case(fn, [], dtype=i64)
+    case(fn, [[]], dtype=b8)
+    case(fn, 2.5, dtype=i32)
+    case(fn, [1.5, -2.5], dtype=i64)
+    case(fn, [True, 2], dtype=f64)
+    case(fn, empty([0, 2], i64))
+    case(fn, empty([2, 0]), dtype=f64)
+    case(fn, scalar(1.5))
+    case(fn, scalar(7, i64), dtype=b8)
 
 # the *_like functions
 LIKE_INPUTS = [empty([0]), empty([2, 0]), empty([0, 3], i64), scalar(2.5), scalar(3, i64), scalar(True, b8),

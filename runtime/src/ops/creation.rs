@@ -227,6 +227,10 @@ fn flatten(
     match data {
         Value::List(items) | Value::Tuple(items) => {
             match dims.get(depth) {
+                // Numbers already read at this depth: a sequence beside them is ragged.
+                None if !out.is_empty() => {
+                    bail!(Type, "{func}(): expected a number at dim {depth}, got {}", data.type_name())
+                }
                 None if depth == dims.len() => dims.push(items.len()),
                 Some(&expected) if expected == items.len() => {}
                 expected => bail!(
