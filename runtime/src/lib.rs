@@ -65,8 +65,8 @@ pub use protocol::{
     pop_mode, push_mode, recursion_limit, set_recursion_limit,
 };
 pub use tensor::{
-    ById, DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, Scalar, Shape, Tensor, TensorData,
-    initial_seed, manual_seed, seed,
+    ById, DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, ReduceDims, Scalar, Shape, Tensor,
+    TensorData, initial_seed, manual_seed, seed,
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
 pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, set_default_dtype};

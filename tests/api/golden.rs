@@ -8,9 +8,13 @@ use torchfn::overrides::find_function;
 use torchfn::prelude::*;
 
 pub(crate) fn cases() -> Vec<Json> {
-    let path = format!("{}/tests/golden/ops.json", env!("CARGO_MANIFEST_DIR"));
-    let json: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    json["cases"].as_array().unwrap().clone()
+    load("ops.json")["cases"].as_array().unwrap().clone()
+}
+
+/// The golden file `name` of `tests/golden/`, parsed.
+pub(crate) fn load(name: &str) -> Json {
+    let path = format!("{}/tests/golden/{name}", env!("CARGO_MANIFEST_DIR"));
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
 /// PyTorch's name to torchfn's: `torch.X` is `torchfn.X`, `torch.Tensor.X` is `Tensor.X`.
@@ -187,6 +191,36 @@ pub(crate) fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place
     }
 }
 
+/// As [`compare`], for results whose values are random (`"compare": "shape"` in a case):
+/// tensors by dtype and shape only, the other values as `compare` does.
+pub(crate) fn compare_shapes(expect: &Json, got: &Value, place: Place) -> Result<(), String> {
+    let (kind, inner) = expect.as_object().unwrap().iter().next().unwrap();
+    match (kind.as_str(), got) {
+        ("tensor", Value::Tensor(t)) => {
+            let (wd, gd) = (
+                place.dtype(DType::from_name(inner["dtype"].as_str().unwrap()).unwrap()),
+                t.dtype().map_err(|e| e.to_string())?,
+            );
+            let ws: Vec<usize> =
+                inner["shape"].as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect();
+            let gs = t.shape().map_err(|e| e.to_string())?;
+            match (wd == gd, gs.as_ref() == ws.as_slice()) {
+                (false, _) => Err(format!("dtype {gd}, expected {wd}")),
+                (_, false) => Err(format!("shape {gs:?}, expected {ws:?}")),
+                _ => Ok(()),
+            }
+        }
+        ("tuple" | "list", Value::Tuple(items) | Value::List(items)) => {
+            let wants = inner.as_array().unwrap();
+            if wants.len() != items.len() {
+                return Err(format!("{} items, expected {}", items.len(), wants.len()));
+            }
+            wants.iter().zip(items).try_for_each(|(w, g)| compare_shapes(w, g, place))
+        }
+        _ => compare(expect, got, None, place),
+    }
+}
+
 /// The dtypes of the tensors in a case's arguments and expected result.
 #[cfg_attr(not(feature = "wgpu"), allow(dead_code))]
 pub(crate) fn dtypes(case: &Json) -> Vec<DType> {
@@ -227,6 +261,9 @@ pub(crate) fn run_at(case: &Json, place: Place) -> Result<(), String> {
         (Some(want), Err(e)) => Err(format!("raised {:?}, expected a {want}", e)),
         (Some(want), Ok(v)) => Err(format!("returned {v}, expected a {want}")),
         (None, Err(e)) => Err(format!("raised {e:?}")),
+        (None, Ok(v)) if case.get("compare").and_then(Json::as_str) == Some("shape") => {
+            compare_shapes(&case["expect"], &v, place)
+        }
         (None, Ok(v)) => compare(&case["expect"], &v, case.get("tol").and_then(Json::as_f64), place),
     }
 }

@@ -391,19 +391,19 @@ fn every_operation_gives_the_cpu_s_results_on_the_gpu() {
     );
 }
 
+/// Whether a golden case runs on the GPU: its tensors are of dtypes the GPU holds (float32,
+/// int32, bool; int64 inputs run as int32), and it has at least one tensor argument
+/// (constructors without one run on the CPU).
+pub(crate) fn runs_on_the_gpu(case: &serde_json::Value) -> bool {
+    let dtypes = dtypes(case);
+    !dtypes.is_empty() && !dtypes.contains(&DType::Float64) && case["args"].to_string().contains("\"tensor\"")
+}
+
 #[test]
 fn the_golden_cases_pass_on_the_gpu_for_its_dtypes() {
     let Some(device) = gpu() else { return };
     let cases = cases();
-    // Cases with tensors the GPU holds (float32, int32, bool; int64 inputs run as int32), and
-    // at least one tensor argument: constructors without one run on the CPU.
-    let eligible: Vec<_> = cases
-        .iter()
-        .filter(|c| {
-            let dtypes = dtypes(c);
-            !dtypes.is_empty() && !dtypes.contains(&DType::Float64) && c["args"].to_string().contains("\"tensor\"")
-        })
-        .collect();
+    let eligible: Vec<_> = cases.iter().filter(|c| runs_on_the_gpu(c)).collect();
     let failures: Vec<String> = eligible
         .iter()
         .filter_map(|case| {

@@ -37,12 +37,33 @@ fn placed(func: &str, device: Option<Device>, dtype: Option<DType>, default: DTy
     Ok((device, dtype))
 }
 
-/// A tensor of `shape` on `device` filled with `value` converted to `dtype`.
+/// A tensor of `shape` on `device` filled with `value` converted to `dtype`; a value that
+/// `dtype` cannot hold is an error, as in PyTorch (see [`holds`]), even for an empty tensor.
 fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
     if shape.checked_numel().is_none() {
         bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
     }
+    if !holds(dtype, value) {
+        bail!(Runtime, "{func}(): value cannot be converted to type {dtype} without overflow");
+    }
     crate::primitive::full(&shape, value, dtype, device)
+}
+
+/// Whether `dtype` holds `value` without overflow, by PyTorch's checked conversion of a fill
+/// value: any number converts to bool, and an infinity or NaN to a float; an integer dtype
+/// refuses NaN, the infinities and numbers beyond its range (a float's fraction is dropped);
+/// float32 refuses finite numbers beyond its range.
+fn holds(dtype: DType, value: Scalar) -> bool {
+    // 2^63 and 2^31 are exact in f64; a float below them truncates into range.
+    const I64_END: f64 = 9_223_372_036_854_775_808.0;
+    match (dtype, value) {
+        (DType::Bool | DType::Float64, _) | (_, Scalar::Bool(_)) => true,
+        (DType::Int64 | DType::Float32, Scalar::Int(_)) => true,
+        (DType::Int32, Scalar::Int(i)) => i32::try_from(i).is_ok(),
+        (DType::Int64, Scalar::Float(x)) => (-I64_END..I64_END).contains(&x),
+        (DType::Int32, Scalar::Float(x)) => (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&x),
+        (DType::Float32, Scalar::Float(x)) => !x.is_finite() || x.abs() <= f64::from(f32::MAX),
+    }
 }
 
 /// Host elements of a new tensor moved to `device`.
@@ -206,6 +227,10 @@ fn flatten(
     match data {
         Value::List(items) | Value::Tuple(items) => {
             match dims.get(depth) {
+                // Numbers already read at this depth: a sequence beside them is ragged.
+                None if !out.is_empty() => {
+                    bail!(Type, "{func}(): expected a number at dim {depth}, got {}", data.type_name())
+                }
                 None if depth == dims.len() => dims.push(items.len()),
                 Some(&expected) if expected == items.len() => {}
                 expected => bail!(
@@ -351,6 +376,9 @@ fn range(
     let floating = [start, end, step].iter().any(|s| s.is_floating_point());
     let default = if floating { crate::types::get_default_dtype() } else { DType::Int64 };
     let (device, dtype) = placed(func, device, dtype, default)?;
+    if dtype == DType::Bool {
+        bail!(NotImplemented, "{func}(): not implemented for torch.bool");
+    }
     let (a, b, s) = (start.to_f64(), end.to_f64(), step.to_f64());
     if s == 0.0 {
         bail!(Runtime, "{func}(): step must be nonzero");
@@ -361,15 +389,25 @@ fn range(
     if (b - a) * s < 0.0 {
         bail!(Runtime, "{func}(): upper bound and larger bound inconsistent with step sign");
     }
-    let n = ((b - a) / s).ceil().max(0.0) as usize;
+    // The length is counted exactly for int64 from integers (large numbers lose no precision),
+    // else from the numbers in f64; the values are computed in the dtype's accumulation type, as
+    // PyTorch's: f64 for floats, and for integers the start and step truncated to int64
+    // (`arange(0, 2.5, 0.5, dtype=torch.int64)` is five zeros).
+    let n = if dtype == DType::Int64 && !floating {
+        let (a, b, s) = (i128::from(start.to_i64()), i128::from(end.to_i64()), i128::from(step.to_i64()));
+        usize::try_from(((b - a + s - s.signum()) / s).max(0)).unwrap_or(usize::MAX)
+    } else {
+        ((b - a) / s).ceil().max(0.0) as usize
+    };
     let shape = Shape::from([n]);
+    let (first, stride) = (start.to_i64(), step.to_i64());
     with_dtype!(dtype, T => {
         let mut data = filled_vec(func, &shape, T::default())?;
         for (i, x) in data.iter_mut().enumerate() {
-            *x = if floating || T::DTYPE.is_floating_point() {
+            *x = if T::DTYPE.is_floating_point() {
                 cast::<f64, T>(a + i as f64 * s)
             } else {
-                T::from_i64(start.to_i64() + i as i64 * step.to_i64())
+                T::from_i64(first.wrapping_add((i as i64).wrapping_mul(stride)))
             };
         }
         uploaded(data, shape, device)
@@ -386,15 +424,18 @@ pub fn linspace(
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
     let (device, dtype) = placed("linspace", device.into(), dtype.into(), crate::types::get_default_dtype())?;
+    if dtype == DType::Bool {
+        bail!(NotImplemented, "linspace(): not implemented for torch.bool");
+    }
     let (a, b) = (start.into().to_f64(), end.into().to_f64());
     let shape = Shape::from([steps]);
     let step = if steps > 1 { (b - a) / (steps - 1) as f64 } else { 0.0 };
     with_dtype!(dtype, T => {
         let mut data = filled_vec("linspace", &shape, T::default())?;
-        // From both ends toward the middle, as PyTorch computes it.
+        // From both ends toward the middle, as PyTorch computes it; a single step is `start`.
         let half = steps / 2;
         for (i, x) in data.iter_mut().enumerate() {
-            let v = if i < half { a + step * i as f64 } else { b - step * (steps - 1 - i) as f64 };
+            let v = if steps == 1 || i < half { a + step * i as f64 } else { b - step * (steps - 1 - i) as f64 };
             *x = cast::<f64, T>(v);
         }
         uploaded(data, shape, device)

@@ -13,10 +13,12 @@ use super::SplitSize;
 use super::view::narrowed;
 
 /// The data of each tensor of a join; a Python number among them is a type error, as in
-/// PyTorch (`expected Tensor as element 1 in argument 0, but got float`).
+/// PyTorch (`expected Tensor as element 1 in argument 0, but got float`). An empty list is a
+/// `RuntimeError` for `stack` and a `ValueError` for `cat` and its aliases, as PyTorch's.
 fn operands<'t>(func: &str, tensors: &'t [Tensor]) -> Result<Vec<&'t Dense>> {
     if tensors.is_empty() {
-        bail!(Runtime, "{func}(): expected a non-empty list of Tensors");
+        let message = format!("{func}(): expected a non-empty list of Tensors");
+        return Err(if func == "stack" { Error::runtime_error(message) } else { Error::value_error(message) });
     }
     tensors
         .iter()
@@ -37,7 +39,8 @@ fn joined_dtype(tensors: &[&Dense]) -> DType {
 
 /// The shared body of `cat`, `concat`, `concatenate` and `stack`: `pieces` joined along `dim`
 /// (possibly negative) in `dtype`. One-dimensional empty tensors are skipped, as PyTorch's
-/// legacy behaviour does; the others must agree on every size but `dim`'s.
+/// legacy behaviour does; the others must agree on every size but `dim`'s. When every tensor
+/// is skipped, `dim` is not checked either (PyTorch has no tensor to wrap it against).
 fn join(func: &str, tensors: &[Tensor], dim: i64, dtype: DType) -> Result<Tensor> {
     let pieces: Vec<&Dense> = tensors.iter().map(|t| t.data(func, "tensors")).collect::<Result<_>>()?;
     if let Some(i) = pieces.iter().position(|x| x.layout.ndim() == 0) {
@@ -48,7 +51,6 @@ fn join(func: &str, tensors: &[Tensor], dim: i64, dtype: DType) -> Result<Tensor
     let kept: Vec<(usize, &Dense)> =
         pieces.iter().copied().enumerate().filter(|(_, x)| x.layout.shape != [0]).collect();
     let Some(&(_, first)) = kept.first() else {
-        normalize_dim(dim, 1, func)?;
         return crate::primitive::full(&Shape::from([0]), Scalar::Int(0), dtype, device);
     };
     let ndim = first.layout.ndim();

@@ -29,11 +29,15 @@ fn drawn(
     crate::primitive::upload(device, data, shape)
 }
 
-/// The floating dtype a continuous distribution is drawn in: `dtype`, float32 by default.
+/// The floating dtype a continuous distribution is drawn in: `dtype`, float32 by default. Another
+/// is a `NotImplementedError`, as PyTorch's kernels have none for integers and bools.
 fn floating(func: &str, dtype: Option<DType>) -> Result<DType> {
     match dtype.unwrap_or_default() {
         d if d.is_floating_point() => Ok(d),
-        d => bail!(Runtime, "{func}(): argument 'dtype' must be a floating point dtype (float32 or float64), not {d}"),
+        d => bail!(
+            NotImplemented,
+            "{func}(): argument 'dtype' must be a floating point dtype (float32 or float64), not {d}"
+        ),
     }
 }
 

@@ -7,7 +7,7 @@ use smallvec::SmallVec;
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::error::{Result, bail};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Dims, Scalar, Shape, Tensor, normalize_dim};
+use crate::tensor::{DType, Dense, Dims, ReduceDims, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -62,18 +62,22 @@ fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool
 }
 
 fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
-    let (x, dims) = reduced(func, input, dims)?;
-    if !x.dtype.is_floating_point() {
+    // The dtype is checked before the dimensions, as in PyTorch.
+    let dtype = input.1.data(func, input.0)?.dtype;
+    if !dtype.is_floating_point() {
         bail!(
             NotImplemented,
             "{func}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
-            x.dtype.name()
+            dtype.name()
         );
     }
-    reduce(input.1, &dims, keepdim, Reduce::Mean, x.dtype)
+    let (_, dims) = reduced(func, input, dims)?;
+    reduce(input.1, &dims, keepdim, Reduce::Mean, dtype)
 }
 
-/// The largest (or smallest) elements over `dims`; the gradient is shared among ties.
+/// The largest (or smallest) elements over `dims` (every dimension when `None` or empty); the
+/// gradient is shared among ties. Reducing everything of an empty tensor is a `RuntimeError`, an
+/// empty dimension named in `dims` an `IndexError`, as in PyTorch.
 fn extreme_impl(
     func: &str,
     input: (&str, &Tensor),
@@ -81,7 +85,15 @@ fn extreme_impl(
     keepdim: bool,
     largest: bool,
 ) -> Result<Tensor> {
+    let everything = dims.is_none_or(|d| d.as_slice().is_empty());
     let (x, dims) = reduced(func, input, dims)?;
+    if everything && x.layout.numel() == 0 {
+        bail!(
+            Runtime,
+            "{func}(): Expected reduction dim to be specified for input.numel() == 0. Specify the reduction dim \
+             with the 'dim' argument."
+        );
+    }
     if let Some(&d) = dims.iter().find(|&&d| x.layout.shape[d] == 0) {
         bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
     }
@@ -91,7 +103,9 @@ fn extreme_impl(
 
 /// The values and positions of the largest (or smallest) elements over `dim` (or everything).
 /// Along a dim, the values are gathered at the positions, so their gradient goes to the
-/// returned position only (PyTorch's rule for `max(x, dim)`).
+/// returned position only (PyTorch's rule for `max(x, dim)`). An empty tensor has no position
+/// over everything, nor along an empty `dim` (an `IndexError` each); along another dim it has an
+/// empty result.
 fn arg_extreme(
     func: &str,
     input: (&str, &Tensor),
@@ -100,14 +114,24 @@ fn arg_extreme(
     largest: bool,
 ) -> Result<(Tensor, Tensor)> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
-    if x.layout.numel() == 0 || dims.iter().any(|&d| x.layout.shape[d] == 0) {
+    if dim.is_none() && x.layout.numel() == 0 {
         bail!(Index, "{func}(): Expected reduction dim to be specified for input.numel() == 0.");
+    }
+    if let Some(&d) = dims.iter().find(|&&d| x.layout.shape[d] == 0) {
+        bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
     }
     let t = input.1;
     let (value, position) = if largest { (Reduce::Max, Reduce::ArgMax) } else { (Reduce::Min, Reduce::ArgMin) };
     if dim.is_none() || x.layout.ndim() == 0 {
-        // Over everything, the position in the lane is the position in the flattened tensor.
-        return Ok((reduce(t, &dims, false, value, x.dtype)?, reduce(t, &dims, false, position, x.dtype)?));
+        // Over everything, the position in the lane is the position in the flattened tensor;
+        // `keepdim` keeps every dimension as size one.
+        let values = reduce(t, &dims, false, value, x.dtype)?;
+        let positions = reduce(t, &dims, false, position, x.dtype)?;
+        if !keepdim || x.layout.ndim() == 0 {
+            return Ok((values, positions));
+        }
+        let ones = kept_shape(&x.layout.shape, &dims);
+        return Ok((primitive::reshape(&values, &ones)?, primitive::reshape(&positions, &ones)?));
     }
     let positions = reduce(t, &dims, true, position, x.dtype)?;
     let values = primitive::gather(t, dims[0], &positions)?;
@@ -116,6 +140,15 @@ fn arg_extreme(
     }
     let shape = reduced_shape(&x.layout.shape, &dims);
     Ok((primitive::reshape(&values, &shape)?, primitive::reshape(&positions, &shape)?))
+}
+
+/// A `NotImplementedError` for a bool `input`: PyTorch's `argmax` and `argmin` refuse bools
+/// (where `max(input, dim)` takes them), before looking at `dim`.
+fn refuse_bool(func: &str, input: &Tensor) -> Result<()> {
+    if input.data(func, "input")?.dtype == DType::Bool {
+        bail!(NotImplemented, "{func}(): does not support bool input");
+    }
+    Ok(())
 }
 
 /// `t` as `dtype` (itself when it already is).
@@ -156,10 +189,12 @@ fn spread(
     keepdim: bool,
     root: bool,
 ) -> Result<Tensor> {
-    let (x, dims) = reduced(func, input, dims)?;
-    if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): expected a floating point input, got {}", x.dtype);
+    // The dtype is checked before the dimensions, as in PyTorch.
+    let dtype = input.1.data(func, input.0)?.dtype;
+    if !dtype.is_floating_point() {
+        bail!(NotImplemented, "{func}(): std and var only support floating point dtypes, got {dtype}");
     }
+    let (x, dims) = reduced(func, input, dims)?;
     let (t, dtype) = (input.1, x.dtype);
     let n: usize = dims.iter().map(|&d| x.layout.shape[d]).product();
     let mean = reduce(t, &dims, true, Reduce::Mean, dtype)?;
@@ -186,22 +221,21 @@ fn std_root(var: &Tensor) -> Result<Tensor> {
     primitive::select(&zero, &Tensor::scalar(0.0), &root, dtype)
 }
 
+/// The running sums or products along `dim`, accumulated in `dtype` (see [`accumulation`]). A
+/// bool accumulation (`dtype=torch.bool`) is a `NotImplementedError`: PyTorch's CPU kernels have
+/// none.
 fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DType>, product: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let dim = normalize_dim(dim, x.layout.ndim(), func)?;
+    let dtype = accumulation(x, dtype);
+    if dtype == DType::Bool {
+        bail!(NotImplemented, "{func}(): not implemented for torch.bool results; accumulate in an integer dtype");
+    }
     if x.layout.ndim() == 0 {
-        return primitive::copy(t, accumulation(x, dtype));
+        return primitive::copy(t, dtype);
     }
     let op = if product { Scan::Prod } else { Scan::Sum };
-    // A bool result (`dtype=torch.bool`) is the int64 scan of the input as bools, made bool:
-    // a running "or" for sums, a running "and" for products, as in PyTorch.
-    match accumulation(x, dtype) {
-        DType::Bool => {
-            let bools = primitive::copy(t, DType::Bool)?;
-            primitive::copy(&primitive::scan(&bools, dim, op, DType::Int64)?, DType::Bool)
-        }
-        dtype => primitive::scan(t, dim, op, dtype),
-    }
+    primitive::scan(t, dim, op, dtype)
 }
 
 /// The sum of all elements, as a zero-dimensional tensor (`torch.sum`). Integer and bool
@@ -218,11 +252,11 @@ pub fn sum(input: &Tensor) -> Result<Tensor> {
     sum_impl("sum", ("input", input), None, false)
 }
 
-/// The sums over `dim` (one dimension or several), keeping them as size one with `keepdim`
-/// (`torch.sum(input, dim, keepdim)`).
+/// The sums over `dim` (one dimension or several; every one for `None` or an empty list),
+/// keeping them as size one with `keepdim` (`torch.sum(input, dim, keepdim)`).
 #[torch_function(overload_of = SUM)]
-pub fn sum_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    sum_impl("sum", ("input", input), Some(&dim.into()), keepdim)
+pub fn sum_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    sum_impl("sum", ("input", input), dim.into().as_dims(), keepdim)
 }
 
 /// The mean of all elements (`torch.mean`); floating-point tensors only.
@@ -231,10 +265,11 @@ pub fn mean(input: &Tensor) -> Result<Tensor> {
     mean_impl("mean", ("input", input), None, false)
 }
 
-/// The means over `dim` (`torch.mean(input, dim, keepdim)`).
+/// The means over `dim` (every dimension for `None` or an empty list)
+/// (`torch.mean(input, dim, keepdim)`).
 #[torch_function(overload_of = MEAN)]
-pub fn mean_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    mean_impl("mean", ("input", input), Some(&dim.into()), keepdim)
+pub fn mean_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    mean_impl("mean", ("input", input), dim.into().as_dims(), keepdim)
 }
 
 /// The product of all elements (`torch.prod`).
@@ -249,24 +284,26 @@ pub fn prod_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Re
     prod_impl("prod", ("input", input), Some(dim), keepdim)
 }
 
-/// The largest elements over `dim` (all dimensions when empty), NaN propagating (`torch.amax`).
+/// The largest elements over `dim` (all dimensions when empty or `None`), NaN propagating
+/// (`torch.amax`).
 #[torch_function(module = "torchfn")]
 pub fn amax(
     input: &Tensor,
-    #[default(Vec::<i64>::new())] dim: impl Into<Dims>,
+    #[default(Vec::<i64>::new())] dim: impl Into<ReduceDims>,
     #[default(false)] keepdim: bool,
 ) -> Result<Tensor> {
-    extreme_impl("amax", ("input", input), Some(&dim.into()), keepdim, true)
+    extreme_impl("amax", ("input", input), dim.into().as_dims(), keepdim, true)
 }
 
-/// The smallest elements over `dim` (all dimensions when empty), NaN propagating (`torch.amin`).
+/// The smallest elements over `dim` (all dimensions when empty or `None`), NaN propagating
+/// (`torch.amin`).
 #[torch_function(module = "torchfn")]
 pub fn amin(
     input: &Tensor,
-    #[default(Vec::<i64>::new())] dim: impl Into<Dims>,
+    #[default(Vec::<i64>::new())] dim: impl Into<ReduceDims>,
     #[default(false)] keepdim: bool,
 ) -> Result<Tensor> {
-    extreme_impl("amin", ("input", input), Some(&dim.into()), keepdim, false)
+    extreme_impl("amin", ("input", input), dim.into().as_dims(), keepdim, false)
 }
 
 /// Whether every element is true (non-zero), as a bool tensor (`torch.all`).
@@ -275,10 +312,11 @@ pub fn all(input: &Tensor) -> Result<Tensor> {
     all_any("all", ("input", input), None, false, true)
 }
 
-/// Whether every element along `dim` is true (`torch.all(input, dim, keepdim)`).
+/// Whether every element along `dim` is true (`torch.all(input, dim, keepdim)`): over every
+/// dimension for `None`, over none for an empty list.
 #[torch_function(overload_of = ALL)]
-pub fn all_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    all_any("all", ("input", input), Some(&dim.into()), keepdim, true)
+pub fn all_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    all_any("all", ("input", input), dim.into().as_dims(), keepdim, true)
 }
 
 /// Whether any element is true (non-zero), as a bool tensor (`torch.any`).
@@ -287,15 +325,22 @@ pub fn any(input: &Tensor) -> Result<Tensor> {
     all_any("any", ("input", input), None, false, false)
 }
 
-/// Whether any element along `dim` is true (`torch.any(input, dim, keepdim)`).
+/// Whether any element along `dim` is true (`torch.any(input, dim, keepdim)`): over every
+/// dimension for `None`, over none for an empty list.
 #[torch_function(overload_of = ANY)]
-pub fn any_dim(input: &Tensor, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    all_any("any", ("input", input), Some(&dim.into()), keepdim, false)
+pub fn any_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    all_any("any", ("input", input), dim.into().as_dims(), keepdim, false)
 }
 
+/// `all` or `any` over `dims` (every dimension when `None`); an empty list of dims reduces none,
+/// as PyTorch's (unlike `sum`'s): each element made bool.
 fn all_any(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, every: bool) -> Result<Tensor> {
-    let (_, dims) = reduced(func, input, dims)?;
     let op = if every { Reduce::All } else { Reduce::Any };
+    if dims.is_some_and(|d| d.as_slice().is_empty()) {
+        input.1.data(func, input.0)?;
+        return reduce(input.1, &[], keepdim, op, DType::Bool);
+    }
+    let (_, dims) = reduced(func, input, dims)?;
     reduce(input.1, &dims, keepdim, op, DType::Bool)
 }
 
@@ -303,12 +348,14 @@ fn all_any(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: boo
 /// (`torch.argmax`).
 #[torch_function(module = "torchfn")]
 pub fn argmax(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    refuse_bool("argmax", input)?;
     Ok(arg_extreme("argmax", ("input", input), dim, keepdim, true)?.1)
 }
 
 /// The position of the first smallest element (`torch.argmin`).
 #[torch_function(module = "torchfn")]
 pub fn argmin(input: &Tensor, #[default(None)] dim: Option<i64>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+    refuse_bool("argmin", input)?;
     Ok(arg_extreme("argmin", ("input", input), dim, keepdim, false)?.1)
 }
 
@@ -399,8 +446,8 @@ impl Tensor {
 
     /// The sums over `dim`: the method form of [`sum_dim`](crate::sum_dim()).
     #[torch_function(overload_of = Tensor::SUM)]
-    pub fn sum_dim(&self, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-        sum_impl("sum", ("self", self), Some(&dim.into()), keepdim)
+    pub fn sum_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        sum_impl("sum", ("self", self), dim.into().as_dims(), keepdim)
     }
 
     /// The mean of all elements: the method form of [`mean`](crate::mean()).
@@ -411,8 +458,8 @@ impl Tensor {
 
     /// The means over `dim`: the method form of [`mean_dim`](crate::mean_dim()).
     #[torch_function(overload_of = Tensor::MEAN)]
-    pub fn mean_dim(&self, dim: impl Into<Dims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-        mean_impl("mean", ("self", self), Some(&dim.into()), keepdim)
+    pub fn mean_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        mean_impl("mean", ("self", self), dim.into().as_dims(), keepdim)
     }
 }
 

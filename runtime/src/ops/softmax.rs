@@ -21,7 +21,7 @@ pub(crate) fn softmax_along(
     let dtype = dtype.unwrap_or(x.dtype);
     if !dtype.is_floating_point() {
         bail!(
-            Runtime,
+            NotImplemented,
             "{func}(): not implemented for {} inputs; pass a floating point tensor, or dtype=torch.float32 \
              to convert it first",
             dtype

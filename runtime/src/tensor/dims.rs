@@ -126,6 +126,72 @@ impl<'a> Arg<'a> for Option<Dims> {
     }
 }
 
+/// The `dim` argument of the reductions that also take `None` (`sum`, `mean`, `amax`, `amin`,
+/// `all`, `any`): `None` for every dimension, or the [`Dims`] given. It converts from what
+/// `Dims` converts from (`1`, `[0, 2]`, `vec![]`), and from `None::<Dims>`.
+///
+/// ```
+/// use torchfn::{Dims, ReduceDims};
+/// let t = torchfn::tensor([[1i64, 2], [3, 4]])?;
+/// assert_eq!(torchfn::sum_dim(&t, None::<Dims>, true)?.to_vec::<i64>()?, [10]);
+/// assert_eq!(torchfn::sum_dim(&t, ReduceDims::from(1), false)?.to_vec::<i64>()?, [3, 7]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(Clone, Debug, PartialEq, Eq, Default)]
+pub struct ReduceDims(pub Option<Dims>);
+
+impl ReduceDims {
+    /// The dimensions given, or `None` for every dimension.
+    pub fn as_dims(&self) -> Option<&Dims> {
+        self.0.as_ref()
+    }
+}
+
+impl<T: Into<Dims>> From<T> for ReduceDims {
+    fn from(dims: T) -> Self {
+        ReduceDims(Some(dims.into()))
+    }
+}
+
+impl From<Option<Dims>> for ReduceDims {
+    fn from(dims: Option<Dims>) -> Self {
+        ReduceDims(dims)
+    }
+}
+
+impl ToValue for ReduceDims {
+    fn to_value(&self) -> Value {
+        self.0.as_ref().map_or(Value::None, Dims::to_value)
+    }
+}
+
+impl FromValue for ReduceDims {
+    fn type_name() -> String {
+        Dims::type_name()
+    }
+    fn from_value(value: &Value) -> Option<Self> {
+        match value {
+            Value::None => Some(ReduceDims(None)),
+            v => Dims::from_value(v).map(|d| ReduceDims(Some(d))),
+        }
+    }
+}
+
+impl Relevant for ReduceDims {
+    fn each_tensor<'s>(&'s self, _: &mut dyn FnMut(&'s Tensor)) {}
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        true
+    }
+}
+
+impl<'a> Arg<'a> for ReduceDims {
+    type Owned = ReduceDims;
+    fn from_owned(owned: &'a ReduceDims) -> ReduceDims {
+        owned.clone()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -153,5 +219,15 @@ mod tests {
         assert_eq!(Dims::from_value(&Value::Int(2)), Some(Dims::from(2)));
         let two = Dims::from([0, 2]);
         assert_eq!(Dims::from_value(&two.to_value()), Some(two));
+    }
+
+    #[test]
+    fn reduce_dims_take_none_for_every_dimension() {
+        assert_eq!(ReduceDims::from_value(&Value::None), Some(ReduceDims(None)));
+        assert_eq!(ReduceDims::from_value(&Value::Int(1)), Some(ReduceDims::from(1)));
+        let two = ReduceDims::from([0, 2]);
+        assert_eq!(ReduceDims::from_value(&two.to_value()), Some(two));
+        assert!(matches!(ReduceDims(None).to_value(), Value::None));
+        assert_eq!(ReduceDims::from_value(&Value::Float(1.0)), None);
     }
 }

@@ -16,7 +16,7 @@ pub use crate::types::Scalar;
 pub use crate::types::{DType, Element};
 pub use crate::types::{Layout, Shape};
 pub use data::TensorData;
-pub use dims::Dims;
+pub use dims::{Dims, ReduceDims};
 pub use generator::{DEFAULT_SEED, Generator, initial_seed, manual_seed, seed};
 pub use index::{Index, IndexItem};
 
