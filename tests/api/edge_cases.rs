@@ -11,6 +11,7 @@ use std::collections::BTreeSet;
 use serde_json::Value as Json;
 
 use crate::golden::{Place, load, run_at};
+#[cfg(feature = "wgpu")]
 use crate::gpu::{gpu, runs_on_the_gpu};
 
 /// A short description of an argument: `f32[2, 0]`, `i64[] = 3`, `[f32[0], f32[0]]`, `2.5`.
@@ -86,6 +87,7 @@ fn the_edge_case_file_is_broad_and_every_skip_has_a_reason() {
     }
 }
 
+#[cfg(feature = "wgpu")]
 #[test]
 fn every_edge_case_matches_pytorch_on_the_gpu_for_its_dtypes() {
     let Some(device) = gpu() else { return };

@@ -148,6 +148,7 @@ fn the_default_device_is_a_mode_that_fills_in_device() {
     assert_eq!(mode_stack_len(), 1);
 }
 
+#[cfg(feature = "wgpu")]
 #[test]
 fn the_default_device_reaches_the_gpu() {
     let Some(gpu) = crate::gpu::gpu() else { return };

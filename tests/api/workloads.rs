@@ -312,6 +312,7 @@ fn both_models_give_pytorch_s_first_step_on_the_gpu() {
 
 /// On the GPU: three AdamW steps of the tiny GPT, optimizer state on the device, against
 /// PyTorch's parameters after steps 1 and 3 with the same tolerances.
+#[cfg(feature = "wgpu")]
 #[test]
 fn gpt_tiny_trains_like_pytorch_on_the_gpu() {
     let Some(device) = crate::gpu::gpu() else { return };
