@@ -19,6 +19,8 @@ import os
 import warnings
 
 import torch
+
+from encode import enc
 import torch.nn.functional as F
 
 torch.manual_seed(0)
@@ -27,38 +29,6 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ed
 
 f32, f64, i64, i32, b8 = torch.float32, torch.float64, torch.int64, torch.int32, torch.bool
 NAN, INF = float("nan"), float("inf")
-
-
-def num(x):
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def enc(v):
-    if isinstance(v, torch.Tensor):
-        t = v.detach()
-        dtype = str(t.dtype).replace("torch.", "")
-        flat = t.reshape(-1).tolist()
-        data = [num(x) if isinstance(x, float) else x for x in flat]
-        return {"tensor": {"dtype": dtype, "shape": list(t.shape), "data": data}}
-    if isinstance(v, torch.dtype):
-        return {"dtype": str(v).replace("torch.", "")}
-    if isinstance(v, bool):
-        return {"bool": v}
-    if isinstance(v, int):
-        return {"int": v}
-    if isinstance(v, float):
-        return {"float": num(v)}
-    if v is None:
-        return {"none": None}
-    if isinstance(v, list):
-        return {"list": [enc(x) for x in v]}
-    if isinstance(v, tuple):  # tuples, named tuples (max(x, dim)) and torch.Size
-        return {"tuple": [enc(x) for x in v]}
-    raise TypeError(type(v))
 
 
 def resolve(name):

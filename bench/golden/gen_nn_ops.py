@@ -13,6 +13,8 @@ import math
 import os
 
 import torch
+
+from encode import enc, num
 import torch.nn.functional as F
 from torch.autograd import forward_ad
 
@@ -28,36 +30,6 @@ def rounded(shape, dtype=torch.float64, low=-2.0, high=2.0):
 
 def mask(shape, p=0.5):
     return torch.rand(shape) < p
-
-
-def num(x):
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def enc(v):
-    if isinstance(v, torch.Tensor):
-        t = v.detach()
-        dtype = str(t.dtype).replace("torch.", "")
-        flat = t.reshape(-1).tolist()
-        data = [num(x) if isinstance(x, float) else x for x in flat]
-        return {"tensor": {"dtype": dtype, "shape": list(t.shape), "data": data}}
-    if isinstance(v, bool):
-        return {"bool": v}
-    if isinstance(v, int):
-        return {"int": v}
-    if isinstance(v, float):
-        return {"float": num(v)}
-    if v is None:
-        return {"none": None}
-    if isinstance(v, list):
-        return {"list": [enc(x) for x in v]}
-    if isinstance(v, tuple):
-        return {"tuple": [enc(x) for x in v]}
-    raise TypeError(type(v))
 
 
 def resolve(name):

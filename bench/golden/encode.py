@@ -1,0 +1,38 @@
+"""The JSON form of values in the golden files (tests/golden/README.md): tensors flat and
+row-major with NaN and infinities as strings, numbers, dtypes, None, lists and tuples."""
+
+import math
+
+import torch
+
+
+def num(x):
+    if math.isnan(x):
+        return "nan"
+    if math.isinf(x):
+        return "inf" if x > 0 else "-inf"
+    return x
+
+
+def enc(v):
+    if isinstance(v, torch.Tensor):
+        t = v.detach()
+        dtype = str(t.dtype).replace("torch.", "")
+        flat = t.reshape(-1).tolist()
+        data = [num(x) if isinstance(x, float) else x for x in flat]
+        return {"tensor": {"dtype": dtype, "shape": list(t.shape), "data": data}}
+    if isinstance(v, torch.dtype):
+        return {"dtype": str(v).replace("torch.", "")}
+    if isinstance(v, bool):
+        return {"bool": v}
+    if isinstance(v, int):
+        return {"int": v}
+    if isinstance(v, float):
+        return {"float": num(v)}
+    if v is None:
+        return {"none": None}
+    if isinstance(v, list):
+        return {"list": [enc(x) for x in v]}
+    if isinstance(v, tuple):  # tuples, named tuples (max(x, dim)) and torch.Size
+        return {"tuple": [enc(x) for x in v]}
+    raise TypeError(type(v))
