@@ -19,9 +19,9 @@ import os
 import warnings
 
 import torch
-
-from encode import enc
 import torch.nn.functional as F
+
+from common import enc, resolve
 
 torch.manual_seed(0)
 warnings.simplefilter("ignore")  # var/std with no degrees of freedom, legacy softmax dim
@@ -29,16 +29,6 @@ OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "ed
 
 f32, f64, i64, i32, b8 = torch.float32, torch.float64, torch.int64, torch.int32, torch.bool
 NAN, INF = float("nan"), float("inf")
-
-
-def resolve(name):
-    if name.startswith("torch.Tensor."):
-        method = name[len("torch.Tensor."):]
-        return lambda self, *a, **k: getattr(self, method)(*a, **k)
-    obj = torch
-    for part in name.split(".")[1:]:
-        obj = getattr(obj, part)
-    return obj
 
 
 CASES = []

@@ -13,10 +13,10 @@ import math
 import os
 
 import torch
-
-from encode import enc, num
 import torch.nn.functional as F
 from torch.autograd import forward_ad
+
+from common import enc, num, resolve
 
 torch.manual_seed(0)
 OUT = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "nn_ops.json")
@@ -30,16 +30,6 @@ def rounded(shape, dtype=torch.float64, low=-2.0, high=2.0):
 
 def mask(shape, p=0.5):
     return torch.rand(shape) < p
-
-
-def resolve(name):
-    if name.startswith("torch.Tensor."):
-        method = name[len("torch.Tensor."):]
-        return lambda self, *a, **k: getattr(self, method)(*a, **k)
-    obj = torch
-    for part in name.split(".")[1:]:
-        obj = getattr(obj, part)
-    return obj
 
 
 def as_list(out):

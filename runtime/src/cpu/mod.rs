@@ -291,14 +291,7 @@ fn too_large(func: &str, shape: &Shape) -> Error {
 
 /// The element of a one-element host array as a Python number.
 pub(crate) fn read_scalar(x: &Array) -> Result<Scalar> {
-    with_dtype!(x.dtype, T => read(x, |v: ArrayViewD<'_, T>| {
-        let x = v.iter().next().copied().unwrap_or_default();
-        match T::DTYPE {
-            DType::Bool => Scalar::Bool(x.to_i64() != 0),
-            DType::Int32 | DType::Int64 => Scalar::Int(x.to_i64()),
-            DType::Float32 | DType::Float64 => Scalar::Float(x.to_f64()),
-        }
-    }))
+    with_dtype!(x.dtype, T => read(x, |v: ArrayViewD<'_, T>| v.iter().next().copied().unwrap_or_default().to_scalar()))
 }
 
 /// Converts one element as `tensor.to(dtype)` does: floats truncate toward zero into integers,

@@ -6,10 +6,13 @@ use crate::backend::host::check_dtype;
 use crate::backend::{Buffer, Device};
 use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
+use crate::ops::IntList;
+use crate::protocol::Relevant;
 use crate::protocol::dispatch::Args;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
+use crate::types::get_default_dtype;
 use crate::value::{Kwargs, Returns, Value};
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
@@ -76,7 +79,7 @@ fn dtype_of(value: Scalar) -> DType {
     match value {
         Scalar::Bool(_) => DType::Bool,
         Scalar::Int(_) => DType::Int64,
-        Scalar::Float(_) => crate::types::get_default_dtype(),
+        Scalar::Float(_) => get_default_dtype(),
     }
 }
 
@@ -108,11 +111,8 @@ pub fn tensor<D: TensorData>(data: D) -> Result<Tensor> {
 fn tensor_under_modes(made: Tensor) -> Result<Tensor> {
     let dense = made.data("tensor", "data")?;
     let shape = dense.layout.shape.to_vec();
-    let elements: Vec<Value> = with_dtype!(dense.dtype, T => made.to_vec::<T>()?.into_iter().map(|x| match T::DTYPE {
-        DType::Bool => Value::Bool(x.to_i64() != 0),
-        d if d.is_floating_point() => Value::Float(x.to_f64()),
-        _ => Value::Int(x.to_i64()),
-    }).collect());
+    let elements: Vec<Value> =
+        with_dtype!(dense.dtype, T => made.to_vec::<T>()?.into_iter().map(|x| x.to_scalar().into()).collect());
     let data = nest(&mut elements.into_iter(), &shape);
     let dtype = dense.dtype;
     let fill = &mut |args: &mut Args, kwargs: &mut Kwargs| {
@@ -193,25 +193,12 @@ fn from_data(func: &str, data: &Value, dtype: Option<DType>, device: Option<Devi
     }
     let (mut dims, mut flat) = (Vec::new(), Vec::new());
     flatten(data, (func, dtype.is_none()), 0, &mut dims, &mut flat)?;
-    let inferred = if flat.iter().any(|s| s.is_floating_point()) {
-        crate::types::get_default_dtype()
-    } else if flat.iter().any(|s| matches!(s, Scalar::Int(_))) {
-        DType::Int64
-    } else if flat.is_empty() {
-        crate::types::get_default_dtype()
-    } else {
-        DType::Bool
-    };
+    // The highest category among the numbers (bool < int64 < the default float), as PyTorch
+    // infers it; no numbers at all give the default float.
+    let inferred = flat.iter().copied().map(dtype_of).max().unwrap_or_else(get_default_dtype);
     let (device, dtype) = placed(func, device, dtype, inferred)?;
     let shape = Shape::from(dims);
-    with_dtype!(dtype, T => {
-        let elements = flat.iter().map(|s| match *s {
-            Scalar::Float(x) => T::from_f64(x),
-            Scalar::Int(i) => T::from_i64(i),
-            Scalar::Bool(b) => T::from_i64(i64::from(b)),
-        });
-        uploaded(elements.collect::<Vec<T>>(), shape, device)
-    })
+    with_dtype!(dtype, T => uploaded(flat.iter().map(|&n| T::from_number(n)).collect::<Vec<T>>(), shape, device))
 }
 
 /// Appends the numbers of nested lists and tuples to `out` in row-major order, recording the
@@ -286,7 +273,7 @@ pub fn zeros(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("zeros", device.into(), dtype.into(), crate::types::get_default_dtype())?;
+    let (device, dtype) = placed("zeros", device.into(), dtype.into(), get_default_dtype())?;
     filled("zeros", size.into(), Scalar::Int(0), dtype, device)
 }
 
@@ -298,7 +285,7 @@ pub fn ones(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("ones", device.into(), dtype.into(), crate::types::get_default_dtype())?;
+    let (device, dtype) = placed("ones", device.into(), dtype.into(), get_default_dtype())?;
     filled("ones", size.into(), Scalar::Int(1), dtype, device)
 }
 
@@ -331,7 +318,7 @@ pub fn eye(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("eye", device.into(), dtype.into(), crate::types::get_default_dtype())?;
+    let (device, dtype) = placed("eye", device.into(), dtype.into(), get_default_dtype())?;
     let m = m.unwrap_or(n);
     let shape = Shape::from([n, m]);
     with_dtype!(dtype, T => {
@@ -374,7 +361,7 @@ fn range(
     device: Option<Device>,
 ) -> Result<Tensor> {
     let floating = [start, end, step].iter().any(|s| s.is_floating_point());
-    let default = if floating { crate::types::get_default_dtype() } else { DType::Int64 };
+    let default = if floating { get_default_dtype() } else { DType::Int64 };
     let (device, dtype) = placed(func, device, dtype, default)?;
     if dtype == DType::Bool {
         bail!(NotImplemented, "{func}(): not implemented for torch.bool");
@@ -423,7 +410,7 @@ pub fn linspace(
     #[default(None)] dtype: impl Into<Option<DType>>,
     #[default(None)] device: impl Into<Option<Device>>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed("linspace", device.into(), dtype.into(), crate::types::get_default_dtype())?;
+    let (device, dtype) = placed("linspace", device.into(), dtype.into(), get_default_dtype())?;
     if dtype == DType::Bool {
         bail!(NotImplemented, "linspace(): not implemented for torch.bool");
     }
@@ -471,17 +458,8 @@ fn like(func: &str, input: &Tensor, value: Scalar, dtype: Option<DType>) -> Resu
     filled(func, x.layout.shape.clone(), value, dtype, x.device())
 }
 
-crate::samples! {
-    ZEROS_LIKE => [sample([f32s(&[2, 3])])],
-    ONES_LIKE => [sample([crate::testing::i64s(&[2, 3])])],
-    FULL_LIKE => [sample([f32s(&[2, 3]), Value::Float(-2.0)])],
-}
-
 // `Tensor.new_*`: constructors that take their dtype and device from a tensor, and so dispatch
 // on it (a subclass instance gets a result of its class, through the default hook).
-
-use crate::ops::IntList;
-use crate::protocol::Relevant;
 
 /// The device and dtype of a tensor that `self.new_*` makes: those given, else `self`'s.
 fn placed_like(func: &str, t: &Tensor, dtype: Option<DType>, device: Option<Device>) -> Result<(Device, DType)> {
@@ -647,6 +625,9 @@ fn nested(rows: &[&[i64]]) -> Value {
 }
 
 crate::samples! {
+    ZEROS_LIKE => [sample([f32s(&[2, 3])])],
+    ONES_LIKE => [sample([crate::testing::i64s(&[2, 3])])],
+    FULL_LIKE => [sample([f32s(&[2, 3]), Value::Float(-2.0)])],
     Tensor::NEW_ONES => [sample([f32s(&[2]), Value::Int(2), Value::Int(3)]), sample([crate::testing::i64s(&[2]), Value::Tuple(vec![3.into()])]).kw("dtype", DType::Float64)],
     Tensor::NEW_ZEROS => [sample([f32s(&[2, 2]), Value::List(vec![2.into(), 1.into()])])],
     Tensor::NEW_FULL => [sample([f32s(&[2]), Value::Tuple(vec![2.into(), 2.into()]), Value::Float(1.5)]), sample([crate::testing::i64s(&[1]), Value::List(vec![3.into()]), Value::Float(2.5)])],

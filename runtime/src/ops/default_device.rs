@@ -34,9 +34,11 @@ impl DeviceContext {
 
 impl TorchFunctionMode for DeviceContext {
     fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
-        let given = args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| matches!(v, Value::Device(_)));
-        let takes_device = func.signatures().iter().any(|s| s.params().iter().any(|p| p.name() == "device"));
-        if func.ignored().is_none() || given || !takes_device {
+        // Only constructors are looked at; every other call passes straight through.
+        let constructor_without_device = func.ignored().is_some()
+            && !args.iter().chain(kwargs.iter().map(|(_, v)| v)).any(|v| matches!(v, Value::Device(_)))
+            && func.signatures().iter().any(|s| s.params().iter().any(|p| p.name() == "device"));
+        if !constructor_without_device {
             return func.call(args, kwargs);
         }
         let kept = args.len() - args.iter().rev().take_while(|a| a.is_none()).count();

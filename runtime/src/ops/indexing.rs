@@ -547,14 +547,7 @@ pub(crate) fn assign(func: &str, t: &Tensor, index: &Index, value: &Tensor) -> R
     let value = without_leading_ones(func, ("value", value), dst.layout.ndim())?;
     let sizes: Vec<i64> = dst.layout.shape.iter().map(|&n| n as i64).collect();
     let expanded = super::view::expand_impl(func, ("value", &value), &sizes)?;
-    // Converted here when the conversion must be recorded; else the write converts.
-    let converts = v.dtype != dst.dtype || v.device() != dst.device();
-    let result = if converts && crate::autograd::meta::requires_grad(&expanded) {
-        primitive::transfer(&expanded, dst.device(), dst.dtype)?
-    } else {
-        expanded
-    };
-    primitive::write(func, &view, &result)
+    super::inplace::write_converted(func, &view, &expanded)
 }
 
 /// `index_put` on `t`: one index tensor per leading dimension (a bool mask covers as many

@@ -103,17 +103,22 @@ impl Tensor {
         }
         let sizes: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
         let expanded = super::view::expand_impl("copy_", ("src", src), &sizes)?;
-        let from = expanded.data("copy_", "src")?;
-        // Converted here when the conversion must be recorded; else the write converts.
-        let converts = from.dtype != dst.dtype || from.device() != dst.device();
-        let result = if converts && crate::autograd::meta::requires_grad(src) {
-            crate::primitive::transfer(&expanded, dst.device(), dst.dtype)?
-        } else {
-            expanded
-        };
-        crate::primitive::write("copy_", self, &result)?;
+        write_converted("copy_", self, &expanded)?;
         Ok(self.clone())
     }
+}
+
+/// Writes `src` (already of `dst`'s shape) into `dst`, converting it to `dst`'s dtype and
+/// device: here, as a recorded operation, when `src` requires grad; else the write converts.
+pub(crate) fn write_converted(func: &str, dst: &Tensor, src: &Tensor) -> Result<()> {
+    let (to, from) = (dst.data(func, "self")?, src.data(func, "src")?);
+    let converts = from.dtype != to.dtype || from.device() != to.device();
+    let src = if converts && crate::autograd::meta::requires_grad(src) {
+        &crate::primitive::transfer(src, to.device(), to.dtype)?
+    } else {
+        src
+    };
+    crate::primitive::write(func, dst, src)
 }
 
 crate::samples! {

@@ -208,14 +208,7 @@ fn unbind_impl(func: &str, (name, t): (&str, &Tensor), dim: i64) -> Result<Vec<T
     let mut pieces = Vec::new();
     pieces.try_reserve_exact(n).map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({n})")))?;
     for i in 0..n {
-        pieces.push(crate::primitive::view(t, |l| {
-            let kept = |k: &usize| *k != d;
-            Ok(Layout {
-                shape: (0..l.ndim()).filter(kept).map(|k| l.shape[k]).collect(),
-                strides: (0..l.ndim()).filter(kept).map(|k| l.strides[k]).collect(),
-                offset: l.offset + i * l.strides[d],
-            })
-        })?);
+        pieces.push(super::view::select_impl(func, (name, t), d as i64, i as i64)?);
     }
     Ok(pieces)
 }

@@ -259,7 +259,7 @@ fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, len
     primitive::view(t, |l| Ok(narrowed(l, d, first, length)))
 }
 
-fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> Result<Tensor> {
+pub(super) fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: i64) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     if ndim == 0 {

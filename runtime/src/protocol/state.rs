@@ -129,7 +129,7 @@ pub fn push_mode<M: IntoMode>(mode: M) -> ModeGuard<M::Mode> {
         m.borrow_mut().insert(active, entry);
         MODE_COUNT.with(|c| c.set(active + 1));
     });
-    ModeGuard { mode: Some(mode) }
+    ModeGuard { mode, pops: true }
 }
 
 /// Pops the top mode off this thread's stack and returns it
@@ -177,33 +177,38 @@ pub fn mode_stack() -> Vec<Rc<dyn TorchFunctionMode>> {
 /// object, if it is still there).
 #[must_use = "the mode is popped when the guard is dropped; call `keep` to leave it pushed"]
 pub struct ModeGuard<M: TorchFunctionMode + ?Sized> {
-    mode: Option<Rc<M>>,
+    mode: Rc<M>,
+    /// False once [`keep`](ModeGuard::keep) left the mode on the stack.
+    pops: bool,
 }
 
 impl<M: TorchFunctionMode + ?Sized> ModeGuard<M> {
     /// Leaves the mode on the stack after the guard is gone (the primitive push,
     /// `_push_on_torch_function_stack`): [`pop_mode`] removes it. Returns the mode.
     pub fn keep(mut self) -> Rc<M> {
-        self.mode.take().expect("a guard holds its mode until it is dropped or kept")
+        self.pops = false;
+        self.mode.clone()
     }
 
     /// The mode, shared: push it again, or keep it after the guard is gone.
     pub fn mode(&self) -> Rc<M> {
-        self.mode.clone().expect("a guard holds its mode until it is dropped or kept")
+        self.mode.clone()
     }
 }
 
 impl<M: TorchFunctionMode + ?Sized> Deref for ModeGuard<M> {
     type Target = M;
     fn deref(&self) -> &M {
-        self.mode.as_deref().expect("a guard holds its mode until it is dropped or kept")
+        &self.mode
     }
 }
 
 impl<M: TorchFunctionMode + ?Sized> Drop for ModeGuard<M> {
     fn drop(&mut self) {
-        let Some(mode) = &self.mode else { return };
-        let ours = address(mode);
+        if !self.pops {
+            return;
+        }
+        let ours = address(&self.mode);
         // `try_with`: a guard kept in a thread-local may be dropped after the stack is gone.
         let _ = MODES.try_with(|m| {
             let mut modes = m.borrow_mut();

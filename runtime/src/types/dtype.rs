@@ -5,6 +5,7 @@ use std::fmt;
 use std::marker::PhantomData;
 
 use crate::error::{Error, Result};
+use crate::types::Scalar;
 
 /// The element type of a tensor, spelled like PyTorch's (`torch.float32` is `DType::Float32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -221,6 +222,25 @@ pub trait Element:
     fn to_i64(self) -> i64;
     /// Converts from `i64`.
     fn from_i64(v: i64) -> Self;
+
+    /// The element as a Python-style number: a bool, an int (integer dtypes) or a float.
+    fn to_scalar(self) -> Scalar {
+        match Self::DTYPE {
+            DType::Bool => Scalar::Bool(self.to_i64() != 0),
+            DType::Int32 | DType::Int64 => Scalar::Int(self.to_i64()),
+            DType::Float32 | DType::Float64 => Scalar::Float(self.to_f64()),
+        }
+    }
+
+    /// A Python-style number as this element type, converted as `tensor.to(dtype)` converts
+    /// (floats truncate toward zero into integers, `true` is 1).
+    fn from_number(number: Scalar) -> Self {
+        match number {
+            Scalar::Float(x) => Self::from_f64(x),
+            Scalar::Int(i) => Self::from_i64(i),
+            Scalar::Bool(b) => Self::from_i64(i64::from(b)),
+        }
+    }
 }
 
 macro_rules! element {

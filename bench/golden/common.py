@@ -1,5 +1,6 @@
-"""The JSON form of values in the golden files (tests/golden/README.md): tensors flat and
-row-major with NaN and infinities as strings, numbers, dtypes, None, lists and tuples."""
+"""What the golden generators share: the JSON form of values in the golden files
+(tests/golden/README.md: tensors flat and row-major with NaN and infinities as strings,
+numbers, dtypes, None, lists and tuples), and the function a case's qualified name names."""
 
 import math
 
@@ -36,3 +37,13 @@ def enc(v):
     if isinstance(v, tuple):  # tuples, named tuples (max(x, dim)) and torch.Size
         return {"tuple": [enc(x) for x in v]}
     raise TypeError(type(v))
+
+
+def resolve(name):
+    if name.startswith("torch.Tensor."):
+        method = name[len("torch.Tensor."):]
+        return lambda self, *a, **k: getattr(self, method)(*a, **k)
+    obj = torch
+    for part in name.split(".")[1:]:
+        obj = getattr(obj, part)
+    return obj
