@@ -74,6 +74,14 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn as_dyn(&self) -> &dyn ::torchfn::nn::Module {
                 self
             }
+            fn as_layer(&self) -> ::core::option::Option<&dyn ::torchfn::nn::Layer> {
+                #[allow(unused_imports)]
+                use ::torchfn::nn::__layer_probe::{HasForward as _, NoForward as _};
+                (&&::torchfn::nn::__layer_probe::LayerProbe(self)).as_layer()
+            }
+            fn rust_path(&self) -> &'static str {
+                ::core::module_path!()
+            }
             #extra
         }
 

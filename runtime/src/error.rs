@@ -30,6 +30,9 @@ pub enum ErrorKind {
     /// The operating system refused a file operation (not found, no permission, disk full);
     /// the message names the file.
     Os,
+    /// A value that tracing cannot know was read while tracing (`torch.fx`'s `TraceError`):
+    /// `item()`, the data, or a shape without example inputs.
+    Trace,
     /// An error of the user's own type, returned by a hook and passed through unchanged.
     User,
 }
@@ -45,6 +48,7 @@ impl ErrorKind {
             ErrorKind::Runtime => "RuntimeError",
             ErrorKind::NotImplemented => "NotImplementedError",
             ErrorKind::Os => "OSError",
+            ErrorKind::Trace => "TraceError",
             ErrorKind::User => "UserError",
         }
     }

@@ -35,6 +35,7 @@ pub mod backend;
 mod cpu;
 mod error;
 pub mod func;
+pub mod fx;
 mod modules;
 pub mod npy;
 mod ops;

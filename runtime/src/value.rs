@@ -296,6 +296,9 @@ pub trait Returns: Sized {
 impl<T: FromValue + ToValue> Returns for Result<T> {
     fn from_value(value: Value, func: &'static Func) -> Self {
         T::take_value(value).map_err(|value| {
+            if value.duck::<crate::fx::Proxy>().is_some() {
+                return crate::fx::reading_a_proxy(&format!("{func} must give its caller a {} now", T::type_name()));
+            }
             Error::type_error(format!(
                 "'{}' returned {} from an override, but its callers expect {}",
                 func.qualified_name(),

@@ -8,15 +8,63 @@ use crate::ops::nn::functional as F;
 use crate::tensor::{DType, Generator, Tensor};
 
 /// A module with one input and one output: what [`Sequential`] chains.
+///
+/// Implement `forward`; call a module with [`Layer::call`] (PyTorch's `module(x)`), which
+/// is `forward` unless a tracer is recording module calls ([`fx`](crate::fx)).
 pub trait Forward {
     /// The module applied to `input`.
     fn forward(&self, input: &Tensor) -> Result<Tensor>;
 }
 
-/// A module usable in a [`Sequential`].
-pub trait Layer: Module + Forward {}
+/// A module with a forward: what [`Sequential`] chains and what a graph's `call_module`
+/// node runs.
+pub trait Layer: Module + Forward {
+    /// The module applied to `input` as PyTorch's `module(input)` does it: `forward`, or, while
+    /// [`fx`](crate::fx) traces, one `call_module` node when the module is a leaf.
+    fn call(&self, input: &Tensor) -> Result<Tensor> {
+        match module_call_hook() {
+            Some(hook) => hook.call_module(self.as_layer_dyn(), input),
+            None => self.forward(input),
+        }
+    }
 
-impl<T: Module + Forward> Layer for T {}
+    /// The module as `&dyn Layer`.
+    fn as_layer_dyn(&self) -> &dyn Layer;
+}
+
+impl<T: Module + Forward> Layer for T {
+    fn as_layer_dyn(&self) -> &dyn Layer {
+        self
+    }
+}
+
+/// What sees module calls ([`Layer::call`]) while it is installed: the fx tracer.
+pub(crate) trait ModuleCallHook {
+    /// Calls `module` on `input`, or records the call.
+    fn call_module(&self, module: &dyn Layer, input: &Tensor) -> Result<Tensor>;
+}
+
+thread_local! {
+    static MODULE_CALL_HOOK: std::cell::RefCell<Option<std::rc::Rc<dyn ModuleCallHook>>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+fn module_call_hook() -> Option<std::rc::Rc<dyn ModuleCallHook>> {
+    MODULE_CALL_HOOK.with(|h| h.borrow().clone())
+}
+
+/// Installs `hook` on this thread until the returned guard is dropped, which puts back the
+/// hook that was there before.
+pub(crate) fn install_module_call_hook(hook: Option<std::rc::Rc<dyn ModuleCallHook>>) -> impl Drop {
+    struct Restore(Option<std::rc::Rc<dyn ModuleCallHook>>);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            let previous = self.0.take();
+            MODULE_CALL_HOOK.with(|h| *h.borrow_mut() = previous);
+        }
+    }
+    Restore(MODULE_CALL_HOOK.with(|h| std::mem::replace(&mut *h.borrow_mut(), hook)))
+}
 
 fn python_bool(b: bool) -> &'static str {
     if b { "True" } else { "False" }
@@ -555,6 +603,9 @@ impl Module for Sequential {
     fn as_dyn(&self) -> &dyn Module {
         self
     }
+    fn as_layer(&self) -> Option<&dyn Layer> {
+        Some(self)
+    }
 }
 
 impl std::fmt::Display for Sequential {
@@ -567,7 +618,7 @@ impl Forward for Sequential {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         let mut x = input.clone();
         for layer in &self.0 {
-            x = layer.forward(&x)?;
+            x = layer.call(&x)?;
         }
         Ok(x)
     }

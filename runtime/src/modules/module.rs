@@ -181,6 +181,20 @@ pub trait Module: Send + Sync {
     /// The module as `&dyn Module`.
     fn as_dyn(&self) -> &dyn Module;
 
+    /// The module as a [`Layer`](super::Layer) when it has a forward
+    /// ([`Forward`](super::Forward)): how a graph's `call_module` node runs a submodule found
+    /// by its path. `#[derive(Module)]` writes it.
+    fn as_layer(&self) -> Option<&dyn super::Layer> {
+        None
+    }
+
+    /// The Rust module path the type is defined in (`module_path!()` where `#[derive(Module)]`
+    /// was written; empty for modules implemented by hand): how [`fx`](crate::fx)'s default
+    /// leaf policy recognises torchfn's own layers, as fx looks at a module's `__module__`.
+    fn rust_path(&self) -> &'static str {
+        ""
+    }
+
     /// PyTorch's repr: `Name(extra)`, or with submodules one per line, indented.
     fn repr(&self) -> String {
         let children = self.named_children();
@@ -562,4 +576,40 @@ impl ModuleField for Training {
         visitor.training(self);
     }
     fn visit_field_mut(&mut self, _: &str, _: &mut dyn VisitorMut) {}
+}
+
+/// What `#[derive(Module)]` uses to write [`Module::as_layer`]: `(&&LayerProbe(m)).as_layer()`
+/// is `Some` when the module's type implements [`Forward`](super::Forward) and `None`
+/// otherwise (method resolution tries the impl on `&&LayerProbe<T>`, which needs a forward,
+/// before the one on `&LayerProbe<T>`). Not public API.
+#[doc(hidden)]
+pub mod layer_probe {
+    use super::super::Layer;
+
+    /// A module's type, probed for a forward.
+    pub struct LayerProbe<'a, T>(pub &'a T);
+
+    /// Chosen when the type has a forward.
+    pub trait HasForward<'a> {
+        /// The module as a layer.
+        fn as_layer(self) -> Option<&'a dyn Layer>;
+    }
+
+    impl<'a, T: Layer> HasForward<'a> for &&LayerProbe<'a, T> {
+        fn as_layer(self) -> Option<&'a dyn Layer> {
+            Some(self.0)
+        }
+    }
+
+    /// Chosen otherwise.
+    pub trait NoForward<'a> {
+        /// `None`.
+        fn as_layer(self) -> Option<&'a dyn Layer>;
+    }
+
+    impl<'a, T> NoForward<'a> for &LayerProbe<'a, T> {
+        fn as_layer(self) -> Option<&'a dyn Layer> {
+            None
+        }
+    }
 }

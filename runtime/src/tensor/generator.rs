@@ -117,6 +117,11 @@ pub struct Generator {
 static DEFAULT: LazyLock<Generator> = LazyLock::new(Generator::new);
 
 impl Generator {
+    /// Whether both handles are the same generator (Python's `is`).
+    pub(crate) fn same(&self, other: &Generator) -> bool {
+        Arc::ptr_eq(&self.state, &other.state)
+    }
+
     /// A new generator, seeded with [`DEFAULT_SEED`] as PyTorch's are.
     pub fn new() -> Generator {
         Generator { state: Arc::new(Mutex::new(State::seeded(DEFAULT_SEED))) }

@@ -364,6 +364,9 @@ impl Tensor {
 
     #[cold]
     fn not_a_tensor(&self, func: &str, arg: &str) -> Error {
+        if self.duck::<crate::fx::Proxy>().is_some() {
+            return crate::fx::reading_a_proxy(&format!("{func}() reads the data of its argument '{arg}'"));
+        }
         Error::type_error(format!("{func}(): argument '{arg}' must be Tensor, not {}", self.class_of().name()))
     }
 
