@@ -12,7 +12,7 @@ use common::mean_ns;
 use std::hint::black_box;
 
 use criterion::Criterion;
-use torchfn::nn::{Module, StateDict};
+use torchfn::nn::{Forward, Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 

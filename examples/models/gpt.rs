@@ -3,7 +3,7 @@
 //! `state_dict` (safetensors) loads by key. Any size: layers, heads, width, vocabulary, context.
 
 use torchfn::Device;
-use torchfn::nn::{self, Dropout, Embedding, Forward, LayerNorm, Linear, Module, Parameter};
+use torchfn::nn::{self, Dropout, Embedding, Forward, Layer, LayerNorm, Linear, Module, Parameter};
 use torchfn::prelude::*;
 
 /// The model's sizes (`GPT2Config`).
@@ -76,14 +76,14 @@ impl Forward for GPT2Attention {
         let (b, t, e) = (s[0] as i64, s[1] as i64, s[2] as i64);
         let h = self.n_head as i64;
         let d = e / h;
-        let qkv = self.c_attn.forward(x)?;
+        let qkv = self.c_attn.call(x)?;
         let heads = |i: i64| qkv.narrow(2, i * e, e)?.view(vec![b, t, h, d])?.transpose(1, 2);
         let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
         let scores = (&q.matmul(&k.transpose(-1, -2)?)? * (d as f64).powf(-0.5))?;
         let scores = (&scores + &causal_mask(t as usize, x.device()?)?)?;
-        let p = self.attn_dropout.forward(&scores.softmax(-1, None)?)?;
+        let p = self.attn_dropout.call(&scores.softmax(-1, None)?)?;
         let a = p.matmul(&v)?.transpose(1, 2)?.reshape(&[b, t, e])?;
-        self.resid_dropout.forward(&self.c_proj.forward(&a)?)
+        self.resid_dropout.call(&self.c_proj.call(&a)?)
     }
 }
 
@@ -116,7 +116,7 @@ pub struct GPT2MLP {
 
 impl Forward for GPT2MLP {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        self.dropout.forward(&self.c_proj.forward(&self.act.forward(&self.c_fc.forward(x)?)?)?)
+        self.dropout.call(&self.c_proj.call(&self.act.call(&self.c_fc.call(x)?)?)?)
     }
 }
 
@@ -131,8 +131,8 @@ pub struct GPT2Block {
 
 impl Forward for GPT2Block {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = (x + &self.attn.forward(&self.ln_1.forward(x)?)?)?;
-        &x + &self.mlp.forward(&self.ln_2.forward(&x)?)?
+        let x = (x + &self.attn.call(&self.ln_1.call(x)?)?)?;
+        &x + &self.mlp.call(&self.ln_2.call(&x)?)?
     }
 }
 
@@ -207,17 +207,6 @@ impl GPT2LMHeadModel {
         })
     }
 
-    /// The logits `[B, T, vocab]` for token ids `[B, T]`.
-    pub fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
-        let tr = &self.transformer;
-        let t = input_ids.shape()?[1];
-        let positions = torchfn::arange(t as i64, input_ids.dtype()?, input_ids.device()?)?;
-        let mut x = tr.drop.forward(&(&tr.wte.forward(input_ids)? + &tr.wpe.forward(&positions)?)?)?;
-        for block in &tr.h {
-            x = block.forward(&x)?;
-        }
-        self.lm_head.forward(&tr.ln_f.forward(&x)?)
-    }
 
     /// The mean cross-entropy of `logits` against `targets` `[B, T]`.
     pub fn loss(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
@@ -232,5 +221,19 @@ impl GPT2LMHeadModel {
             "mean",
             0.0,
         )
+    }
+}
+
+impl Forward for GPT2LMHeadModel {
+    /// The logits `[B, T, vocab]` for token ids `[B, T]`.
+    fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+        let tr = &self.transformer;
+        let t = input_ids.shape()?[1];
+        let positions = torchfn::arange(t as i64, input_ids.dtype()?, input_ids.device()?)?;
+        let mut x = tr.drop.call(&(&tr.wte.call(input_ids)? + &tr.wpe.call(&positions)?)?)?;
+        for block in &tr.h {
+            x = block.call(&x)?;
+        }
+        self.lm_head.call(&tr.ln_f.call(&x)?)
     }
 }

@@ -44,13 +44,13 @@ impl BasicBlock {
 
 impl Forward for BasicBlock {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let out = self.relu.forward(&self.bn1.forward(&self.conv1.forward(x)?)?)?;
-        let out = self.bn2.forward(&self.conv2.forward(&out)?)?;
+        let out = self.relu.call(&self.bn1.call(&self.conv1.call(x)?)?)?;
+        let out = self.bn2.call(&self.conv2.call(&out)?)?;
         let identity = match &self.downsample {
-            Some(d) => d.forward(x)?,
+            Some(d) => d.call(x)?,
             None => x.clone(),
         };
-        self.relu.forward(&(&out + &identity)?)
+        self.relu.call(&(&out + &identity)?)
     }
 }
 
@@ -101,11 +101,13 @@ impl NarrowResNet {
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
         torchfn::nn::functional::cross_entropy(logits, labels, None, None, -100, None, "mean", 0.0)
     }
+}
 
+impl Forward for NarrowResNet {
     /// The logits `[N, num_classes]` for images `[N, 3, H, W]`.
-    pub fn forward(&self, images: &Tensor) -> Result<Tensor> {
-        let x = self.maxpool.forward(&self.relu.forward(&self.bn1.forward(&self.conv1.forward(images)?)?)?)?;
-        let x = self.layer4.forward(&self.layer3.forward(&self.layer2.forward(&self.layer1.forward(&x)?)?)?)?;
-        self.fc.forward(&torchfn::flatten(&self.avgpool.forward(&x)?, 1, -1)?)
+    fn forward(&self, images: &Tensor) -> Result<Tensor> {
+        let x = self.maxpool.call(&self.relu.call(&self.bn1.call(&self.conv1.call(images)?)?)?)?;
+        let x = self.layer4.call(&self.layer3.call(&self.layer2.call(&self.layer1.call(&x)?)?)?)?;
+        self.fc.call(&torchfn::flatten(&self.avgpool.call(&x)?, 1, -1)?)
     }
 }

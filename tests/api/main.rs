@@ -9,6 +9,7 @@ mod elementwise;
 mod examples;
 mod forward_ad;
 mod function;
+mod fx;
 mod golden;
 #[cfg(feature = "wgpu")]
 mod gpu;

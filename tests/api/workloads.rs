@@ -6,7 +6,7 @@
 use std::path::PathBuf;
 
 use serde_json::Value as Json;
-use torchfn::nn::{Module, StateDict};
+use torchfn::nn::{Forward, Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
@@ -14,17 +14,17 @@ use crate::examples::train_gpt::gpt;
 
 #[allow(dead_code)]
 #[path = "../../examples/models/resnet.rs"]
-mod resnet;
+pub(crate) mod resnet;
 
-fn dir(name: &str) -> PathBuf {
+pub(crate) fn dir(name: &str) -> PathBuf {
     PathBuf::from(format!("{}/tests/golden/workloads/{name}", env!("CARGO_MANIFEST_DIR")))
 }
 
-fn meta(name: &str) -> Json {
+pub(crate) fn meta(name: &str) -> Json {
     serde_json::from_str(&std::fs::read_to_string(dir(name).join("meta.json")).unwrap()).unwrap()
 }
 
-fn file(name: &str, which: &str) -> StateDict {
+pub(crate) fn file(name: &str, which: &str) -> StateDict {
     torchfn::safetensors::load_file(dir(name).join(format!("{which}.safetensors"))).unwrap()
 }
 
@@ -48,7 +48,7 @@ fn rel_l2(got: &Tensor, want: &Tensor) -> f64 {
     if norm == 0.0 { diff } else { diff / norm }
 }
 
-fn gpt_config(meta: &Json) -> gpt::GptConfig {
+pub(crate) fn gpt_config(meta: &Json) -> gpt::GptConfig {
     let c = &meta["config"];
     let n = |k: &str| c[k].as_u64().unwrap() as usize;
     gpt::GptConfig {
@@ -128,7 +128,7 @@ fn gpt_tiny_gives_pytorch_s_logits_loss_and_gradients() {
     check_first_step("gpt_tiny", &model, &logits, loss);
 }
 
-fn resnet(meta: &Json) -> resnet::NarrowResNet {
+pub(crate) fn resnet(meta: &Json) -> resnet::NarrowResNet {
     let c = &meta["config"];
     let four = |k: &str| -> [usize; 4] {
         let v: Vec<usize> = c[k].as_array().unwrap().iter().map(|x| x.as_u64().unwrap() as usize).collect();

@@ -236,3 +236,9 @@ impl std::fmt::Display for GraphModule {
         write!(f, "{}\n\n{}", self.repr(), self.graph)
     }
 }
+
+impl std::fmt::Debug for GraphModule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}

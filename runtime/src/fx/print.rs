@@ -101,7 +101,7 @@ impl Graph {
                 label += &format!("\\n{}", quote(&node.op.target()));
             }
             if let (Some(shape), Some(dtype)) = (&node.meta.shape, node.meta.dtype) {
-                label += &format!("\\n{dtype}{shape:?}");
+                label += &format!("\\n{dtype}{:?}", shape.to_vec());
             }
             writeln!(out, "  \"{}\" [label=\"{label}\", fillcolor=\"{color}\"];", quote(node.name())).ok();
         }
