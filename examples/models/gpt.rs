@@ -207,7 +207,6 @@ impl GPT2LMHeadModel {
         })
     }
 
-
     /// The mean cross-entropy of `logits` against `targets` `[B, T]`.
     pub fn loss(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
         let vocab = logits.shape()?[2] as i64;

@@ -77,8 +77,16 @@ fn same_tensor(x: &Tensor, y: &Tensor) -> bool {
         return false;
     }
     match x.dtype().unwrap() {
-        DType::Float32 => x.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).eq(y.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits())),
-        DType::Float64 => x.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).eq(y.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits())),
+        DType::Float32 => x.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).eq(y
+            .to_vec::<f32>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())),
+        DType::Float64 => x.to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).eq(y
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())),
         DType::Int64 => x.to_vec::<i64>().unwrap() == y.to_vec::<i64>().unwrap(),
         DType::Int32 => x.to_vec::<i32>().unwrap() == y.to_vec::<i32>().unwrap(),
         DType::Bool => x.to_vec::<bool>().unwrap() == y.to_vec::<bool>().unwrap(),
@@ -133,7 +141,9 @@ fn leaf_policy_and_trace_through_choose_the_level_of_the_graph() {
     let eager = model.forward(&x).unwrap();
     let flat = Tracer::new().leaf_modules(|_, _| false).trace_through(&SCALED_TANH).trace(model).unwrap();
     let targets: Vec<String> = flat.graph().nodes().map(|(_, n)| n.op.target()).collect();
-    assert!(targets.contains(&"fc1.weight".to_string()) && targets.contains(&"torchfn.nn.functional.linear".to_string()));
+    assert!(
+        targets.contains(&"fc1.weight".to_string()) && targets.contains(&"torchfn.nn.functional.linear".to_string())
+    );
     assert!(targets.contains(&"torchfn.nn.functional.layer_norm".to_string()));
     assert!(targets.contains(&"tanh".to_string()), "scaled_tanh is traced through: {targets:?}");
     assert!(!flat.graph().nodes().any(|(_, n)| matches!(n.op, Op::CallModule(_))));
@@ -270,7 +280,8 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
     assert_eq!(y.as_tensor().unwrap().to_vec::<f32>().unwrap(), [1.0, 3.0]);
     // A use before the definition is caught.
     let graph = gm.graph_mut();
-    let early = graph.insert(Position::Before(x), Op::CallMethod(&Tensor::RELU), vec![Argument::Node(x)], vec![], "early");
+    let early =
+        graph.insert(Position::Before(x), Op::CallMethod(&Tensor::RELU), vec![Argument::Node(x)], vec![], "early");
     let err = graph.lint().unwrap_err();
     assert_eq!(err.to_string(), "Argument x of Node early was used before it was defined!");
     graph.erase(early).unwrap();
@@ -364,7 +375,11 @@ fn every_sampled_operation_traces_and_interprets_to_the_eager_result_bit_for_bit
                 gm.call(&tensors.iter().map(|t| Value::Tensor(t.clone())).collect::<Vec<_>>())
             });
             // An address is the same only for the same tensor: compare with the traced run's own.
-            let eager = if func == Tensor::DATA_PTR { Tensor::DATA_PTR.call(&[tensors[0].clone().into()], &Kwargs::new()) } else { eager };
+            let eager = if func == Tensor::DATA_PTR {
+                Tensor::DATA_PTR.call(&[tensors[0].clone().into()], &Kwargs::new())
+            } else {
+                eager
+            };
             let ok = match (&eager, &run) {
                 (Ok(a), Ok(b)) => same(a, b),
                 (Err(a), Err(b)) => a.kind() == b.kind() && a.to_string() == b.to_string(),

@@ -349,7 +349,8 @@ impl Graph {
     /// A name not yet used in this graph, made from `hint` as fx does: characters that cannot
     /// be in an identifier become `_`, and a taken name gets `_1`, `_2`...
     fn unique_name(&self, hint: &str) -> String {
-        let mut base: String = hint.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+        let mut base: String =
+            hint.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
         if base.is_empty() || base.starts_with(|c: char| c.is_ascii_digit()) {
             base.insert(0, '_');
         }
@@ -425,7 +426,10 @@ impl Graph {
                 match self.get(input) {
                     None => return fail(format!("Argument of Node {} refers to an erased node", node.name)),
                     Some(arg) if !seen.contains(&input) => {
-                        return fail(format!("Argument {} of Node {} was used before it was defined!", arg.name, node.name));
+                        return fail(format!(
+                            "Argument {} of Node {} was used before it was defined!",
+                            arg.name, node.name
+                        ));
                     }
                     Some(_) => {}
                 }

@@ -204,9 +204,10 @@ pub(super) fn attributes(module: &dyn Module) -> HashMap<String, Tensor> {
 pub(super) fn submodule<'m>(root: &'m dyn Module, path: &str) -> Result<&'m dyn Layer> {
     let mut module = root;
     for part in path.split('.') {
-        module = module.named_children().into_iter().find(|(name, _)| name == part).map(|(_, m)| m).ok_or_else(|| {
-            Error::value_error(format!("{} has no submodule '{path}' ('{part}' is missing)", root.type_name()))
-        })?;
+        module =
+            module.named_children().into_iter().find(|(name, _)| name == part).map(|(_, m)| m).ok_or_else(|| {
+                Error::value_error(format!("{} has no submodule '{path}' ('{part}' is missing)", root.type_name()))
+            })?;
     }
     module.as_layer().ok_or_else(|| {
         Error::type_error(format!(

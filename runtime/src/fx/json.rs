@@ -127,7 +127,8 @@ impl Graph {
                 return Err(bad(format!("the name {name} is used twice")));
             }
             if let Some(meta) = node.get("meta") {
-                let shape = meta["shape"].as_array().map(|s| s.iter().filter_map(Json::as_u64).map(|n| n as usize).collect());
+                let shape =
+                    meta["shape"].as_array().map(|s| s.iter().filter_map(Json::as_u64).map(|n| n as usize).collect());
                 let node = graph.get_mut(id).expect("just created");
                 node.meta.shape = shape.map(|s: Vec<usize>| Shape::from(&s[..]));
                 node.meta.dtype = meta["dtype"].as_str().and_then(DType::from_name);
@@ -173,9 +174,11 @@ fn decode(arg: &Json, ids: &HashMap<String, NodeId>) -> std::result::Result<Argu
                     Some("-inf") => constant(Value::Float(f64::NEG_INFINITY)),
                     _ => Err(format!("{v} is not a float")),
                 },
-                "dtype" => {
-                    v.as_str().and_then(DType::from_name).map(|d| Argument::Const(Value::DType(d))).ok_or(format!("no dtype {v}"))
-                }
+                "dtype" => v
+                    .as_str()
+                    .and_then(DType::from_name)
+                    .map(|d| Argument::Const(Value::DType(d)))
+                    .ok_or(format!("no dtype {v}")),
                 "device" => v
                     .as_str()
                     .and_then(|d| Device::parse(d).ok())

@@ -106,9 +106,9 @@ pub static GETITEM: Func = Func::new(
 fn getitem(args: &[Value], _: &Kwargs) -> Result<Value> {
     match args {
         [sequence, Value::Int(i)] => {
-            let items = sequence.as_slice().ok_or_else(|| {
-                Error::type_error(format!("'{}' object is not subscriptable", sequence.type_name()))
-            })?;
+            let items = sequence
+                .as_slice()
+                .ok_or_else(|| Error::type_error(format!("'{}' object is not subscriptable", sequence.type_name())))?;
             let at = if *i < 0 { *i + items.len() as i64 } else { *i };
             usize::try_from(at)
                 .ok()

@@ -19,7 +19,14 @@ impl fmt::Display for Graph {
                 writeln!(f, "    return {}", self.python(&node.args[0], ""))?;
                 continue;
             }
-            write!(f, "    %{} : [num_users={}] = {}[target={}]", node.name(), users[&id], node.op.kind(), node.op.target())?;
+            write!(
+                f,
+                "    %{} : [num_users={}] = {}[target={}]",
+                node.name(),
+                users[&id],
+                node.op.kind(),
+                node.op.target()
+            )?;
             if !matches!(node.op, Op::Placeholder(_) | Op::GetAttr(_)) {
                 write!(f, "(args = {}, kwargs = {})", self.python_args(node), self.python_kwargs(node))?;
             }
@@ -60,10 +67,7 @@ impl Graph {
         for (_, node) in self.nodes() {
             let (args, kwargs) = match node.op {
                 Op::Output => (self.python(&node.args[0], ""), "{}".to_string()),
-                _ => (
-                    self.python(&Argument::Tuple(node.args.clone()), ""),
-                    self.python_kwargs(node).replace('%', ""),
-                ),
+                _ => (self.python(&Argument::Tuple(node.args.clone()), ""), self.python_kwargs(node).replace('%', "")),
             };
             rows.push([node.op.kind().to_string(), node.name().to_string(), node.op.target(), args, kwargs]);
         }
@@ -142,7 +146,11 @@ impl Graph {
                     .iter()
                     .map(|(k, a)| Ok(format!("({k:?}, {})", rust_value(a, &vars)?)))
                     .collect::<Result<Vec<_>>>()?;
-                Ok(if parts.is_empty() { "&Kwargs::new()".to_string() } else { format!("&Kwargs::from([{}])", parts.join(", ")) })
+                Ok(if parts.is_empty() {
+                    "&Kwargs::new()".to_string()
+                } else {
+                    format!("&Kwargs::from([{}])", parts.join(", "))
+                })
             };
             let statement = match &node.op {
                 Op::Placeholder(_) => {

@@ -464,8 +464,7 @@ impl TorchFunctionMode for TraceMode {
         };
         let mut state = self.0.borrow_mut();
         let args = args.iter().map(|v| state.argument(v)).collect::<Result<Vec<_>>>()?;
-        let kwargs =
-            kwargs.iter().map(|(k, v)| Ok((k.to_string(), state.argument(v)?))).collect::<Result<Vec<_>>>()?;
+        let kwargs = kwargs.iter().map(|(k, v)| Ok((k.to_string(), state.argument(v)?))).collect::<Result<Vec<_>>>()?;
         let node = state.graph.create_node(Op::call(func), args, kwargs, &node_name(func));
         Ok(state.result(node, example))
     }
@@ -482,7 +481,11 @@ impl ModuleCallHook for TraceMode {
             if state.paused {
                 None
             } else {
-                state.modules.get(&module_key(module.as_dyn())).cloned().filter(|path| (state.leaf)(module.as_dyn(), path))
+                state
+                    .modules
+                    .get(&module_key(module.as_dyn()))
+                    .cloned()
+                    .filter(|path| (state.leaf)(module.as_dyn(), path))
             }
         };
         let Some(path) = path else {

@@ -10,8 +10,8 @@ pub use layers::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Dropout, Embedding, Flatten, Forward, GELU, Identity, Layer, LayerNorm,
     Linear, MaxPool2d, ReLU, Sequential, Softmax, Tanh,
 };
+pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
 #[doc(hidden)]
 pub use module::layer_probe as __layer_probe;
-pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
 pub use module::{Buffer, Module, ModuleField, Parameter, ParameterClass, Training, Visitor, VisitorMut};
 pub use state_dict::{IncompatibleKeys, StateDict};
