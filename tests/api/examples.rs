@@ -247,3 +247,19 @@ fn quickstart_tells_the_whole_story() {
     );
     assert_eq!(lines[5], "registry: <function mylib.scale(input, factor=2.0)>");
 }
+
+#[allow(dead_code)]
+#[path = "../../examples/fx_gpt.rs"]
+mod fx_gpt;
+
+/// The fx example: the traced GPT computes the eager logits exactly, the gelu pass swaps one
+/// node per block, and the fused perceptron computes what it did.
+#[test]
+fn fx_gpt_traces_draws_and_transforms() {
+    let text = fx_gpt::run(None).unwrap();
+    assert!(text.contains("GraphModule vs eager logits: max |diff| = 0\n"), "{text}");
+    assert!(text.contains("gelu -> relu: 2 nodes swapped"), "{text}");
+    assert!(text.contains("linear + relu fused 1 time(s)"), "{text}");
+    assert!(text.contains("call_function[target=fx_gpt.linear_relu]"), "{text}");
+    assert!(text.contains("fused vs eager: max |diff| = 0\n"), "{text}");
+}
