@@ -10,7 +10,7 @@ use std::fmt::Write;
 use std::path::Path;
 use std::time::Instant;
 
-use torchfn::fx::{self, Argument, Graph, Op, Position, Tracer};
+use torchfn::fx::{self, Graph, Op, Tracer};
 use torchfn::nn::functional as F;
 use torchfn::nn::{Forward, Layer, Linear, ReLU};
 use torchfn::prelude::*;
@@ -38,24 +38,13 @@ pub fn gelu_to_relu(graph: &mut Graph) -> usize {
     gelus.len()
 }
 
-/// A pass: each `relu(linear(x, w, b))` whose linear has no other user becomes one
+/// A pass written as a pattern: each `relu(linear(x, w, b))` becomes one
 /// `linear_relu(x, w, b)` node. Returns how many pairs it fused.
-pub fn fuse_linear_relu(graph: &mut Graph) -> usize {
-    let mut fused = 0;
-    for relu in graph.ids().to_vec() {
-        let Some(node) = graph.get(relu).filter(|n| n.func() == Some(&F::RELU)) else { continue };
-        let Some(&Argument::Node(linear)) = node.args.first() else { continue };
-        if graph.node(linear).func() != Some(&F::LINEAR) || graph.users(linear).len() != 1 {
-            continue;
-        }
-        let (args, kwargs) = (graph.node(linear).args.clone(), graph.node(linear).kwargs.clone());
-        let fused_node =
-            graph.insert(Position::After(relu), Op::CallFunction(&LINEAR_RELU), args, kwargs, "linear_relu");
-        graph.replace_all_uses_with(relu, fused_node);
-        fused += 1;
-    }
-    graph.eliminate_dead_code();
-    fused
+pub fn fuse_linear_relu(graph: &mut Graph) -> Result<usize> {
+    let names = ["x", "w", "b"];
+    let pattern = fx::symbolic_trace_fn(&names, |a| F::relu(&F::linear(&a[0], &a[1], Some(&a[2]))?, false))?;
+    let fused = fx::symbolic_trace_fn(&names, |a| linear_relu(&a[0], &a[1], Some(&a[2])))?;
+    Ok(fx::replace_pattern(graph, pattern.graph(), fused.graph())?.len())
 }
 
 /// A two-layer perceptron, for the fusion pass.
@@ -126,7 +115,7 @@ pub fn run(out: Option<&Path>) -> Result<String> {
     let x = torchfn::randn([3, 8], &g, None, None)?;
     let want = mlp.forward(&x)?;
     let mut flat = Tracer::new().leaf_modules(|_, _| false).trace(mlp)?;
-    let fused = fuse_linear_relu(flat.graph_mut());
+    let fused = fuse_linear_relu(flat.graph_mut())?;
     flat.lint()?;
     writeln!(text, "linear + relu fused {fused} time(s); the graph is now:\n{}", flat.graph()).ok();
     writeln!(text, "fused vs eager: max |diff| = {}", max_diff(&flat.forward(&x)?, &want)?).ok();

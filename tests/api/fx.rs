@@ -436,3 +436,35 @@ fn traced_gpt_tiny_and_resnet_tiny_give_the_eager_logits_and_gradients_bit_for_b
     assert!(gm.graph().nodes().any(|(_, n)| n.op.target() == "layer1.0.bn1"));
     assert!(same_tensor(&eager.forward(&images).unwrap(), &gm.forward(&images).unwrap()));
 }
+
+#[test]
+fn replace_pattern_rewrites_every_self_contained_occurrence() {
+    let pattern = fx::symbolic_trace_fn(&["a"], |a| (&a[0].exp()? + 1.0)?.log()).unwrap();
+    let fused = fx::symbolic_trace_fn(&["a"], |a| a[0].exp()?.log1p()).unwrap();
+    let x = torchfn::tensor([0.5f32, -2.0]).unwrap();
+    // Two occurrences, one feeding the other.
+    let softplus2 = |x: &Tensor| -> Result<Tensor> {
+        let y = (&x.exp()? + 1.0)?.log()?;
+        (&y.exp()? + 1.0)?.log()
+    };
+    let mut gm = fx::symbolic_trace_fn(&["x"], |x| softplus2(&x[0])).unwrap();
+    assert_eq!(fx::replace_pattern(gm.graph_mut(), pattern.graph(), fused.graph()).unwrap().len(), 2);
+    gm.lint().unwrap();
+    let targets: Vec<String> = gm.graph().nodes().map(|(_, n)| n.op.target()).collect();
+    assert_eq!(targets, ["x", "exp", "log1p", "exp", "log1p", "output"]);
+    let got = gm.call(&[x.clone().into()]).unwrap();
+    let want = softplus2(&x).unwrap().to_vec::<f32>().unwrap();
+    for (g, w) in got.as_tensor().unwrap().to_vec::<f32>().unwrap().iter().zip(want) {
+        assert!((g - w).abs() < 1e-6);
+    }
+    // An intermediate used outside the occurrence keeps it from being replaced.
+    let mut gm = fx::symbolic_trace_fn(&["x"], |x| {
+        let e = x[0].exp()?;
+        &(&e + 1.0)?.log()? + &e
+    })
+    .unwrap();
+    assert!(fx::replace_pattern(gm.graph_mut(), pattern.graph(), fused.graph()).unwrap().is_empty());
+    // A different constant does not match.
+    let mut gm = fx::symbolic_trace_fn(&["x"], |x| (&x[0].exp()? + 2.0)?.log()).unwrap();
+    assert!(fx::replace_pattern(gm.graph_mut(), pattern.graph(), fused.graph()).unwrap().is_empty());
+}

@@ -130,7 +130,7 @@ impl Argument {
 }
 
 /// Whether two constants are equal (floats bit for bit, generators by identity).
-fn same_constant(a: &Value, b: &Value) -> bool {
+pub(super) fn same_constant(a: &Value, b: &Value) -> bool {
     match (a, b) {
         (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
         (Value::NotImplemented, Value::NotImplemented) => true,

@@ -81,11 +81,13 @@ mod graph_module;
 mod interpreter;
 mod json;
 mod print;
+mod rewrite;
 mod tracer;
 
 pub use graph::{Argument, Graph, Meta, Node, NodeId, Op, Position};
 pub use graph_module::{GraphModule, NoModule};
 pub use interpreter::{Interpreter, Run, ShapeProp, execute};
+pub use rewrite::replace_pattern;
 pub(crate) use tracer::reading_a_proxy;
 pub use tracer::{LeafPolicy, Proxy, Tracer, default_leaf, symbolic_trace, symbolic_trace_fn};
 
