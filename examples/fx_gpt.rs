@@ -28,10 +28,10 @@ pub fn linear_relu(input: &Tensor, weight: &Tensor, #[default(None)] bias: Optio
 
 /// A pass: every `gelu(x, approximate)` becomes `relu(x)`. Returns how many it changed.
 pub fn gelu_to_relu(graph: &mut Graph) -> usize {
-    let gelus: Vec<_> = graph.nodes().filter(|(_, n)| n.func() == Some(&F::GELU)).map(|(id, _)| id).collect();
+    let gelus: Vec<_> = graph.nodes().filter(|(_, n)| n.func() == Some(F::GELU)).map(|(id, _)| id).collect();
     for &id in &gelus {
         let node = graph.get_mut(id).expect("a live node");
-        node.op = Op::CallFunction(&F::RELU);
+        node.op = Op::CallFunction(F::RELU);
         node.args.truncate(1);
         node.kwargs.clear();
     }
@@ -71,7 +71,7 @@ pub fn run(out: Option<&Path>) -> Result<String> {
     let mut text = String::new();
     let config = gpt::GptConfig { n_layer: 2, n_head: 4, n_embd: 64, vocab_size: 128, n_positions: 32, dropout: 0.0 };
     let model = gpt::GPT2LMHeadModel::new(config, &Generator::new().manual_seed(0))?;
-    let ids = torchfn::randint(128, [2, 16], &Generator::new().manual_seed(1), None, None)?;
+    let ids = torchfn::randint(128, [2, 16], Generator::new().manual_seed(1), None, None)?;
     let eager = model.forward(&ids)?;
 
     // GPT reads its input's shape, so it is traced with an example: the graph is specialised

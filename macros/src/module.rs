@@ -77,7 +77,7 @@ fn expand(input: &DeriveInput) -> syn::Result<TokenStream> {
             fn as_layer(&self) -> ::core::option::Option<&dyn ::torchfn::nn::Layer> {
                 #[allow(unused_imports)]
                 use ::torchfn::nn::__layer_probe::{HasForward as _, NoForward as _};
-                (&&::torchfn::nn::__layer_probe::LayerProbe(self)).as_layer()
+                (&&::torchfn::nn::__layer_probe::LayerProbe(self)).probe_layer()
             }
             fn rust_path(&self) -> &'static str {
                 ::core::module_path!()

@@ -248,7 +248,7 @@ fn quickstart_tells_the_whole_story() {
     assert_eq!(lines[5], "registry: <function mylib.scale(input, factor=2.0)>");
 }
 
-#[allow(dead_code)]
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../examples/fx_gpt.rs"]
 mod fx_gpt;
 

@@ -56,7 +56,7 @@ impl Forward for Small {
 }
 
 fn input() -> Tensor {
-    torchfn::randn([2, 4], &Generator::new().manual_seed(1), None, None).unwrap()
+    torchfn::randn([2, 4], Generator::new().manual_seed(1), None, None).unwrap()
 }
 
 /// Bit-for-bit equality of two results (tensors by dtype, shape and element bits).
@@ -139,7 +139,7 @@ fn leaf_policy_and_trace_through_choose_the_level_of_the_graph() {
     let x = input();
     let model = Small::new();
     let eager = model.forward(&x).unwrap();
-    let flat = Tracer::new().leaf_modules(|_, _| false).trace_through(&SCALED_TANH).trace(model).unwrap();
+    let flat = Tracer::new().leaf_modules(|_, _| false).trace_through(SCALED_TANH).trace(model).unwrap();
     let targets: Vec<String> = flat.graph().nodes().map(|(_, n)| n.op.target()).collect();
     assert!(
         targets.contains(&"fc1.weight".to_string()) && targets.contains(&"torchfn.nn.functional.linear".to_string())
@@ -151,7 +151,7 @@ fn leaf_policy_and_trace_through_choose_the_level_of_the_graph() {
     // Only `fc2` is a leaf.
     let one = Tracer::new().leaf_modules(|_, path| path == "fc2").trace(Small::new()).unwrap();
     let modules: Vec<String> =
-        one.graph().nodes().filter_map(|(_, n)| matches!(n.op, Op::CallModule(_)).then(|| n.op.target())).collect();
+        one.graph().nodes().filter(|(_, n)| matches!(n.op, Op::CallModule(_))).map(|(_, n)| n.op.target()).collect();
     assert_eq!(modules, ["fc2"]);
 }
 
@@ -181,7 +181,8 @@ fn constants_and_constructors_are_recorded() {
 
 #[test]
 fn reading_a_proxy_is_a_trace_error_naming_the_operation_and_the_way_out() {
-    let cases: Vec<(&str, Box<dyn Fn(&Tensor) -> Result<Tensor>>)> = vec![
+    type Program = Box<dyn Fn(&Tensor) -> Result<Tensor>>;
+    let cases: Vec<(&str, Program)> = vec![
         ("Tensor.item", Box::new(|x: &Tensor| x.sum()?.item().map(|_| x.clone()))),
         ("to_vec()", Box::new(|x: &Tensor| x.to_vec::<f32>().map(|_| x.clone()))),
         ("Tensor.shape.__get__", Box::new(|x: &Tensor| x.shape().map(|_| x.clone()))),
@@ -265,7 +266,7 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
     // relu(x) becomes relu(x) + 1, by inserting after it and moving its uses.
     let add = graph.insert(
         Position::After(relu),
-        Op::CallFunction(&torchfn::ADD),
+        Op::CallFunction(torchfn::ADD),
         vec![Argument::Node(relu), Argument::Const(Value::Int(1))],
         vec![],
         "add",
@@ -281,7 +282,7 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
     // A use before the definition is caught.
     let graph = gm.graph_mut();
     let early =
-        graph.insert(Position::Before(x), Op::CallMethod(&Tensor::RELU), vec![Argument::Node(x)], vec![], "early");
+        graph.insert(Position::Before(x), Op::CallMethod(Tensor::RELU), vec![Argument::Node(x)], vec![], "early");
     let err = graph.lint().unwrap_err();
     assert_eq!(err.to_string(), "Argument x of Node early was used before it was defined!");
     graph.erase(early).unwrap();

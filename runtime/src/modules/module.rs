@@ -578,7 +578,7 @@ impl ModuleField for Training {
     fn visit_field_mut(&mut self, _: &str, _: &mut dyn VisitorMut) {}
 }
 
-/// What `#[derive(Module)]` uses to write [`Module::as_layer`]: `(&&LayerProbe(m)).as_layer()`
+/// What `#[derive(Module)]` uses to write [`Module::as_layer`]: `(&&LayerProbe(m)).probe_layer()`
 /// is `Some` when the module's type implements [`Forward`](super::Forward) and `None`
 /// otherwise (method resolution tries the impl on `&&LayerProbe<T>`, which needs a forward,
 /// before the one on `&LayerProbe<T>`). Not public API.
@@ -592,11 +592,11 @@ pub mod layer_probe {
     /// Chosen when the type has a forward.
     pub trait HasForward<'a> {
         /// The module as a layer.
-        fn as_layer(self) -> Option<&'a dyn Layer>;
+        fn probe_layer(self) -> Option<&'a dyn Layer>;
     }
 
     impl<'a, T: Layer> HasForward<'a> for &&LayerProbe<'a, T> {
-        fn as_layer(self) -> Option<&'a dyn Layer> {
+        fn probe_layer(self) -> Option<&'a dyn Layer> {
             Some(self.0)
         }
     }
@@ -604,11 +604,11 @@ pub mod layer_probe {
     /// Chosen otherwise.
     pub trait NoForward<'a> {
         /// `None`.
-        fn as_layer(self) -> Option<&'a dyn Layer>;
+        fn probe_layer(self) -> Option<&'a dyn Layer>;
     }
 
     impl<'a, T> NoForward<'a> for &LayerProbe<'a, T> {
-        fn as_layer(self) -> Option<&'a dyn Layer> {
+        fn probe_layer(self) -> Option<&'a dyn Layer> {
             None
         }
     }
