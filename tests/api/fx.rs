@@ -264,13 +264,15 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
     let relu = graph.find("relu").unwrap();
     let x = graph.find("x").unwrap();
     // relu(x) becomes relu(x) + 1, by inserting after it and moving its uses.
-    let add = graph.insert(
-        Position::After(relu),
-        Op::CallFunction(torchfn::ADD),
-        vec![Argument::Node(relu), Argument::Const(Value::Int(1))],
-        vec![],
-        "add",
-    );
+    let add = graph
+        .insert(
+            Position::After(relu),
+            Op::CallFunction(torchfn::ADD),
+            vec![Argument::Node(relu), Argument::Const(Value::Int(1))],
+            vec![],
+            "add",
+        )
+        .unwrap();
     assert_eq!(graph.replace_all_uses_with(relu, add), [graph.output().unwrap()]);
     let err = graph.erase(x).unwrap_err();
     assert!(err.to_string().starts_with("Tried to erase Node x but it still had 2 users"), "{err}");
@@ -281,12 +283,15 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
     assert_eq!(y.as_tensor().unwrap().to_vec::<f32>().unwrap(), [1.0, 3.0]);
     // A use before the definition is caught.
     let graph = gm.graph_mut();
-    let early =
-        graph.insert(Position::Before(x), Op::CallMethod(Tensor::RELU), vec![Argument::Node(x)], vec![], "early");
+    let early = graph
+        .insert(Position::Before(x), Op::CallMethod(Tensor::RELU), vec![Argument::Node(x)], vec![], "early")
+        .unwrap();
     let err = graph.lint().unwrap_err();
     assert_eq!(err.to_string(), "Argument x of Node early was used before it was defined!");
     graph.erase(early).unwrap();
     graph.lint().unwrap();
+    let gone = graph.insert(Position::After(early), Op::Output, vec![], vec![], "again").unwrap_err();
+    assert_eq!(gone.to_string(), "insert: the anchor node is not in this graph");
 }
 
 #[test]

@@ -310,14 +310,11 @@ impl Graph {
 
     /// Appends a node (before the output node, if any); `name` is a hint, made unique.
     pub fn create_node(&mut self, op: Op, args: Vec<Argument>, kwargs: Vec<(String, Argument)>, name: &str) -> NodeId {
-        self.insert(Position::End, op, args, kwargs, name)
+        self.insert(Position::End, op, args, kwargs, name).expect("the end is always a position")
     }
 
-    /// Inserts a node at `position`; `name` is a hint (`add` becomes `add_1` if taken).
-    ///
-    /// # Panics
-    ///
-    /// When `position` names a node that is not in the graph.
+    /// Inserts a node at `position`; `name` is a hint (`add` becomes `add_1` if taken). An
+    /// anchor that is not a node of this graph is a `ValueError`.
     pub fn insert(
         &mut self,
         position: Position,
@@ -325,25 +322,28 @@ impl Graph {
         args: Vec<Argument>,
         kwargs: Vec<(String, Argument)>,
         name: &str,
-    ) -> NodeId {
-        let name = self.unique_name(name);
-        self.names.insert(name.clone());
-        let id = NodeId(self.nodes.len());
-        self.nodes.push(Some(Node { name, op, args, kwargs, meta: Meta::default() }));
+    ) -> Result<NodeId> {
         let at = match position {
-            Position::Before(anchor) => self.index_of(anchor),
-            Position::After(anchor) => self.index_of(anchor) + 1,
+            Position::Before(anchor) => self.index_of(anchor)?,
+            Position::After(anchor) => self.index_of(anchor)? + 1,
             Position::End => match self.order.last() {
                 Some(&last) if matches!(self.node(last).op, Op::Output) => self.order.len() - 1,
                 _ => self.order.len(),
             },
         };
+        let name = self.unique_name(name);
+        self.names.insert(name.clone());
+        let id = NodeId(self.nodes.len());
+        self.nodes.push(Some(Node { name, op, args, kwargs, meta: Meta::default() }));
         self.order.insert(at, id);
-        id
+        Ok(id)
     }
 
-    fn index_of(&self, id: NodeId) -> usize {
-        self.order.iter().position(|&n| n == id).expect("fx: the anchor node is not in this graph")
+    fn index_of(&self, id: NodeId) -> Result<usize> {
+        self.order
+            .iter()
+            .position(|&n| n == id)
+            .ok_or_else(|| Error::value_error("insert: the anchor node is not in this graph"))
     }
 
     /// A name not yet used in this graph, made from `hint` as fx does: characters that cannot

@@ -74,7 +74,7 @@ pub trait Interpreter<'g> {
             };
             env[id.0] = Some(value);
             for input in node.inputs() {
-                if last_use[input.0] == position {
+                if last_use.get(input.0) == Some(&position) {
                     env[input.0] = None;
                 }
             }
@@ -159,8 +159,8 @@ impl<'g> Interpreter<'g> for Run<'g> {
 /// (`usize::MAX` for unused ones), so the interpreter can free values early.
 fn last_uses(gm: &GraphModule) -> Vec<usize> {
     let graph = gm.graph();
-    let size = graph.ids().iter().map(|id| id.0 + 1).max().unwrap_or(0);
-    let mut last = vec![usize::MAX; size];
+    let ids = graph.nodes().flat_map(|(id, node)| std::iter::once(id).chain(node.inputs()));
+    let mut last = vec![usize::MAX; ids.map(|id| id.0 + 1).max().unwrap_or(0)];
     for (position, (_, node)) in graph.nodes().enumerate() {
         for input in node.inputs() {
             last[input.0] = position;

@@ -16,7 +16,7 @@ impl fmt::Display for Graph {
         writeln!(f, "graph():")?;
         for (id, node) in self.nodes() {
             if let Op::Output = node.op {
-                writeln!(f, "    return {}", self.python(&node.args[0], ""))?;
+                writeln!(f, "    return {}", self.python(&returned(node), ""))?;
                 continue;
             }
             write!(
@@ -66,7 +66,7 @@ impl Graph {
         let mut rows = vec![["opcode", "name", "target", "args", "kwargs"].map(String::from)];
         for (_, node) in self.nodes() {
             let (args, kwargs) = match node.op {
-                Op::Output => (self.python(&node.args[0], ""), "{}".to_string()),
+                Op::Output => (self.python(&returned(node), ""), "{}".to_string()),
                 _ => (self.python(&Argument::Tuple(node.args.clone()), ""), self.python_kwargs(node).replace('%', "")),
             };
             rows.push([node.op.kind().to_string(), node.name().to_string(), node.op.target(), args, kwargs]);
@@ -114,7 +114,13 @@ impl Graph {
             for input in node.inputs() {
                 if !seen.contains(&input) {
                     seen.push(input);
-                    writeln!(out, "  \"{}\" -> \"{}\";", quote(self.node(input).name()), quote(node.name())).ok();
+                    writeln!(
+                        out,
+                        "  \"{}\" -> \"{}\";",
+                        quote(self.get(input).map_or("<erased>", Node::name)),
+                        quote(node.name())
+                    )
+                    .ok();
                 }
             }
         }
@@ -162,7 +168,7 @@ impl Graph {
                     format!("let {var} = call({:?}, &[{}], {})?;", func.qualified_name(), args()?, kwargs()?)
                 }
                 Op::CallModule(path) => format!("let {var} = call_module(root, {path:?}, &[{}])?;", args()?),
-                Op::Output => format!("Ok({})", rust_value(&node.args[0], &vars)?),
+                Op::Output => format!("Ok({})", rust_value(&returned(node), &vars)?),
             };
             writeln!(body, "    {statement}").ok();
         }
@@ -174,6 +180,11 @@ impl Graph {
              use torchfn::{{Kwargs, Value}};\n{body}}}\n"
         ))
     }
+}
+
+/// What an output node returns (`None` for a malformed one without arguments).
+fn returned(node: &Node) -> Argument {
+    node.args.first().cloned().unwrap_or(Argument::Const(Value::None))
 }
 
 /// A node's name as a Rust variable: `v_` before it, so that no name is a keyword or clashes

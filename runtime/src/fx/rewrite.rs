@@ -77,11 +77,11 @@ pub fn replace_pattern(graph: &mut Graph, pattern: &Graph, replacement: &Graph) 
             let mut remap = |n: NodeId| map[&n];
             let args = node.args.iter().map(|a| a.map_nodes(&mut remap)).collect();
             let kwargs = node.kwargs.iter().map(|(k, a)| (k.clone(), a.map_nodes(&mut remap))).collect();
-            let new = graph.insert(Position::Before(target), node.op.clone(), args, kwargs, node.name());
+            let new = graph.insert(Position::Before(target), node.op.clone(), args, kwargs, node.name())?;
             map.insert(id, new);
         }
-        let result = match &replacement.node(replacement_out).args[0] {
-            Argument::Node(n) => map[n],
+        let result = match replacement.node(replacement_out).args.first() {
+            Some(Argument::Node(n)) => map[n],
             _ => return Err(Error::value_error("replace_pattern: the replacement must return one node")),
         };
         graph.replace_all_uses_with(target, result);

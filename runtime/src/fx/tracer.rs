@@ -260,7 +260,13 @@ impl Tracer {
             let _hook = install_module_call_hook(Some(Rc::new(TraceMode(state.clone()))));
             program(&proxies)
         }?;
-        let mut state = Rc::try_unwrap(state).ok().expect("the trace's mode is gone").into_inner();
+        let mut state = Rc::try_unwrap(state)
+            .map_err(|_| {
+                Error::runtime_error(
+                    "fx: the traced program kept the tracer's mode (from mode_stack or pop_mode) after the trace",
+                )
+            })?
+            .into_inner();
         let output = state.argument(&result)?;
         state.graph.create_node(Op::Output, vec![output], vec![], "output");
         Ok((state.graph, state.constants))
