@@ -394,9 +394,9 @@ fn ctx_saved_tensors_of_the_wrong_arity_or_a_missing_one_are_errors() {
 #[derive(TensorSubclass)]
 struct Tagged;
 
-/// Records the functions it sees.
+/// Records the functions it sees (shared with the fx tests).
 #[derive(Default)]
-struct Log(RefCell<Vec<String>>);
+pub(crate) struct Log(pub(crate) RefCell<Vec<String>>);
 
 impl TorchFunctionMode for Log {
     fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {

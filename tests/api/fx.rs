@@ -1,8 +1,6 @@
 //! torch.fx for Rust: tracing through the protocol, the graph and its printouts, running,
 //! editing and saving it, and conformance (every sampled operation, the two real models).
 
-use std::cell::RefCell;
-
 use torchfn::ErrorKind;
 use torchfn::fx::{self, Argument, GraphModule, Interpreter, Op, Position, Run, ShapeProp, Tracer};
 use torchfn::nn::{Forward, GELU, Layer, LayerNorm, Linear, Module};
@@ -11,6 +9,7 @@ use torchfn::prelude::*;
 use torchfn::testing::samples;
 
 use crate::examples::train_gpt::gpt;
+use crate::function::Log;
 use crate::workloads::{file, gpt_config, meta, resnet};
 
 #[allow(dead_code, unused_imports)]
@@ -216,17 +215,6 @@ fn reading_a_proxy_is_a_trace_error_naming_the_operation_and_the_way_out() {
         .unwrap();
     let y = gm.call(&[torchfn::tensor([3.0f32]).unwrap().into(), Value::None]).unwrap();
     assert_eq!(y.as_tensor().unwrap().to_vec::<f32>().unwrap(), [6.0]);
-}
-
-/// A mode that logs every call's name.
-#[derive(Default)]
-struct Log(RefCell<Vec<String>>);
-
-impl TorchFunctionMode for Log {
-    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
-        self.0.borrow_mut().push(func.qualified_name());
-        func.call(args, kwargs)
-    }
 }
 
 #[test]
