@@ -262,7 +262,7 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
         )
         .unwrap();
     assert_eq!(graph.replace_all_uses_with(relu, add), [graph.output().unwrap()]);
-    let err = graph.erase(x).unwrap_err();
+    let err = graph.erase_node(x).unwrap_err();
     assert!(err.to_string().starts_with("Tried to erase Node x but it still had 2 users"), "{err}");
     assert!(graph.eliminate_dead_code());
     assert!(graph.find("exp").is_none());
@@ -276,7 +276,7 @@ fn graphs_are_edited_with_insert_replace_erase_and_dead_code_elimination() {
         .unwrap();
     let err = graph.lint().unwrap_err();
     assert_eq!(err.to_string(), "Argument x of Node early was used before it was defined!");
-    graph.erase(early).unwrap();
+    graph.erase_node(early).unwrap();
     graph.lint().unwrap();
     let gone = graph.insert(Position::After(early), Op::Output, vec![], vec![], "again").unwrap_err();
     assert_eq!(gone.to_string(), "insert: the anchor node is not in this graph");

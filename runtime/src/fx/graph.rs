@@ -375,9 +375,9 @@ impl Graph {
 
     /// Removes a node nobody uses (`erase_node`); a node still in use is a `RuntimeError`
     /// naming its users.
-    pub fn erase(&mut self, id: NodeId) -> Result<()> {
+    pub fn erase_node(&mut self, id: NodeId) -> Result<()> {
         let Some(node) = self.get(id) else {
-            return Err(Error::runtime_error("erase: the node is not in this graph"));
+            return Err(Error::runtime_error("erase_node: the node is not in this graph"));
         };
         let users = self.users(id);
         if !users.is_empty() {
@@ -403,7 +403,7 @@ impl Graph {
         let mut changed = false;
         for id in self.order.clone().into_iter().rev() {
             if !self.node(id).is_impure() && self.users(id).is_empty() {
-                self.erase(id).expect("an unused node erases");
+                self.erase_node(id).expect("an unused node erases");
                 changed = true;
             }
         }

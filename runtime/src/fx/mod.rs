@@ -10,7 +10,7 @@
 //!
 //! The graph can be printed (fx's printout, [`Graph::tabular`]), drawn ([`Graph::to_dot`]),
 //! written as Rust source ([`Graph::to_rust`]), edited ([`Graph::insert`],
-//! [`Graph::replace_all_uses_with`], [`Graph::erase`], [`Graph::eliminate_dead_code`],
+//! [`Graph::replace_all_uses_with`], [`Graph::erase_node`], [`Graph::eliminate_dead_code`],
 //! [`Graph::lint`]; passes below), saved ([`Graph::to_json`], [`GraphModule::save`]) and run
 //! ([`GraphModule`], an [`Interpreter`], [`ShapeProp`]).
 //!

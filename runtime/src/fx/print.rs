@@ -84,6 +84,11 @@ impl Graph {
         out
     }
 
+    /// Prints [`tabular`](Graph::tabular) to standard output (fx's `print_tabular`).
+    pub fn print_tabular(&self) {
+        print!("{}", self.tabular());
+    }
+
     /// The graph in Graphviz's DOT language, one box per node (colored by kind, with shape and
     /// dtype when known) and an edge from each argument to its user, as fx's `FxGraphDrawer`
     /// draws it. Render it with `dot -Tsvg graph.dot -o graph.svg`.

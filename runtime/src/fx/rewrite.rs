@@ -88,7 +88,7 @@ pub fn replace_pattern(graph: &mut Graph, pattern: &Graph, replacement: &Graph) 
         let mut dead: Vec<NodeId> = inner.clone();
         dead.sort_by_key(|n| std::cmp::Reverse(graph.ids().iter().position(|x| x == n)));
         for n in dead {
-            graph.erase(n)?;
+            graph.erase_node(n)?;
         }
         taken.extend(inner);
         replaced.push(result);
