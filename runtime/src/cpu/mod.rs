@@ -11,6 +11,7 @@ pub(crate) mod pool;
 mod random;
 mod reduce;
 mod softmax;
+mod strided;
 mod unary;
 mod window;
 mod write;
@@ -251,14 +252,7 @@ pub(crate) fn read_as<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>
 
 /// The elements of `x` converted to `T`, in row-major order, in a fresh vector.
 pub(crate) fn elements<T: Element>(func: &str, x: &Array) -> Result<Vec<T>> {
-    with_dtype!(x.dtype, S => read(x, |v: ArrayViewD<'_, S>| -> Result<Vec<T>> {
-        let mut data = alloc(func, v.len())?;
-        match v.as_slice() {
-            Some(s) if S::DTYPE == T::DTYPE => data.extend(s.iter().map(|&e| cast::<S, T>(e))),
-            _ => data.extend(v.iter().map(|&e| cast::<S, T>(e))),
-        }
-        Ok(data)
-    })?)
+    with_dtype!(x.dtype, S => map::with_input(x, |data: &[S], layout| map::gather::<S, T>(func, data, layout))?)
 }
 
 /// Runs `f` on the elements of `x` as `T`, in row-major order: in place when `x` is
