@@ -179,6 +179,22 @@ impl Backend for Cpu {
         }
     }
 
+    fn conv2d_backward(
+        &self,
+        input: &Array,
+        weight: &Array,
+        grad: &Array,
+        groups: usize,
+        win: &Window,
+        which: [bool; 2],
+    ) -> Result<Option<[Option<Array>; 2]>> {
+        host([input, weight, grad])?;
+        Ok(Some(match input.dtype {
+            DType::Float64 => window::conv2d_backward::<f64>(input, weight, grad, groups, win, which)?,
+            _ => window::conv2d_backward::<f32>(input, weight, grad, groups, win, which)?,
+        }))
+    }
+
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
         host([input])?;
         match input.dtype {
