@@ -1,6 +1,6 @@
 //! Sliding-window kernels over the last two dimensions of `[batch, channels, height, width]`
-//! data: convolution (im2col, then one matrix product per batch element and group) and max
-//! pooling. The operations check every size; these only compute.
+//! data: convolution and its gradients (im2col, then one matrix product per group for as many
+//! samples as fit) and max pooling. The operations check every size; these only compute.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
