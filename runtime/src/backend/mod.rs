@@ -173,6 +173,23 @@ pub trait Backend: Send + Sync + 'static {
         window: &Window,
     ) -> Result<Array>;
 
+    /// The gradients of [`conv2d`](Backend::conv2d)'s input and weight (each where `which`
+    /// asks for it) from the gradient `grad` of its result, without history. `None` leaves
+    /// them to the composite formulation every backend has (a transposed convolution, and a
+    /// convolution of the input by `grad`).
+    fn conv2d_backward(
+        &self,
+        input: &Array,
+        weight: &Array,
+        grad: &Array,
+        groups: usize,
+        window: &Window,
+        which: [bool; 2],
+    ) -> Result<Option<[Option<Array>; 2]>> {
+        let _ = (input, weight, grad, groups, window, which);
+        Ok(None)
+    }
+
     /// Max pooling of `input` (`[planes, h, w]`, a float dtype): the largest element of each
     /// window (NaN wins) and its position in its plane (`row * w + column`, in the device's
     /// index dtype), both `[planes, out_h, out_w]`.

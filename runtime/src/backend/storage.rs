@@ -241,11 +241,6 @@ impl Storage {
         self.host_buffer()?.try_write()
     }
 
-    /// Shared access to host memory if no one writes now (for kernels that hold other locks).
-    pub(crate) fn try_read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
-        self.host_buffer()?.try_read_recursive()
-    }
-
     /// Shared access to host memory. Recursive, so one thread may read the same storage twice
     /// (`x + x`).
     pub(crate) fn read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {

@@ -1,15 +1,13 @@
 //! The elementwise operations of two operands ([`Binary`]) and the selection behind `where`
 //! on the CPU: each operation becomes one monomorphised loop, chosen once per call.
 
-use ndarray::{ArrayViewD, IxDyn};
-
 use crate::backend::{Array, Binary};
 use crate::error::Result;
 use crate::types::{DType, Element, Shape, with_dtype};
 
 use super::elementwise::{Float, Signed};
 use super::map::binary_to;
-use super::{Number, alloc, array, internal, read_as, undefined};
+use super::{Number, undefined};
 
 /// `op` on the elements of `a` and `b` broadcast to `shape`, computed in `dtype` (see
 /// [`Backend::binary`](crate::backend::Backend::binary)).
@@ -135,29 +133,13 @@ fn boolean(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>)
 /// `a` where `condition` is true, `b` elsewhere, the three broadcast to `shape` (`condition`
 /// read as bool, the others as `dtype`).
 pub(super) fn select(condition: &Array, a: &Array, b: &Array, shape: &Shape, dtype: DType) -> Result<Array> {
-    with_dtype!(dtype, T => choose::<T>(condition, a, b, shape))
-}
-
-fn choose<T: Element>(condition: &Array, a: &Array, b: &Array, shape: &Shape) -> Result<Array> {
-    let dims = IxDyn(shape);
-    read_as(condition, |c: ArrayViewD<'_, bool>| {
-        read_as(a, |x: ArrayViewD<'_, T>| {
-            read_as(b, |y: ArrayViewD<'_, T>| -> Result<Array> {
-                let c = c.broadcast(dims.clone()).ok_or_else(|| internal("condition does not broadcast"))?;
-                let x = x.broadcast(dims.clone()).ok_or_else(|| internal("input does not broadcast"))?;
-                let y = y.broadcast(dims.clone()).ok_or_else(|| internal("other does not broadcast"))?;
-                let mut out = alloc("where", c.len())?;
-                out.extend(c.iter().zip(x.iter()).zip(y.iter()).map(|((&c, &x), &y)| if c { x } else { y }));
-                Ok(array(out, shape.clone()))
-            })
-        })
-    })???
+    with_dtype!(dtype, T => super::map::select::<T>(condition, a, b, shape))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::elements;
+    use crate::cpu::{array, elements};
     use crate::types::Scalar;
 
     fn ints(values: &[i64]) -> Array {

@@ -8,7 +8,7 @@ use crate::backend::Array;
 use crate::error::{Error, Result};
 use crate::types::{Element, Shape, with_dtype};
 
-use super::{Number, alloc, elements, internal, read, read_as};
+use super::{Number, alloc, elements, internal, read, read_as, with_elements};
 
 /// An array of `shape` filled with `T::default()`, allocated without aborting.
 fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
@@ -51,20 +51,23 @@ pub(super) fn concat<T: Element>(pieces: &[&Array], dim: usize, shape: &Shape) -
     Ok(finished(out))
 }
 
-/// The positions `index` (all in range) of dimension `dim` of `x`, in that order.
+/// The positions `index` (all in range) of dimension `dim` of `x`, in that order: for each
+/// position before `dim`, the chosen blocks of the dimensions after it, copied whole.
 pub(super) fn index_select(x: &Array, dim: usize, index: &Array) -> Result<Array> {
     let positions = positions("index_select", index, x.layout.shape[dim])?;
-    let mut shape = x.layout.shape.to_vec();
-    shape[dim] = positions.len();
-    with_dtype!(x.dtype, T => {
-        let mut out = filled::<T>("index_select", &shape)?;
-        read(x, |v: ArrayViewD<'_, T>| {
-            for (j, &p) in positions.iter().enumerate() {
-                out.index_axis_mut(Axis(dim), j).assign(&v.index_axis(Axis(dim), p));
+    let shape: Shape =
+        x.layout.shape.iter().enumerate().map(|(d, &size)| if d == dim { positions.len() } else { size }).collect();
+    let n = shape.checked_numel().ok_or_else(|| internal("an index_select too large"))?;
+    let inner: usize = x.layout.shape[dim + 1..].iter().product();
+    with_dtype!(x.dtype, T => with_elements(x, |data: &[T]| -> Result<Array> {
+        let mut out = alloc("index_select", n)?;
+        if n > 0 {
+            for block in data.chunks_exact(x.layout.shape[dim] * inner) {
+                positions.iter().for_each(|&p| out.extend_from_slice(&block[p * inner..][..inner]));
             }
-        })?;
-        Ok(finished(out))
-    })
+        }
+        Ok(super::array(out, shape))
+    })?)
 }
 
 /// `out[i] = x[i with its dim-th coordinate replaced by index[i]]` for every position `i` of

@@ -1,37 +1,48 @@
-//! Elementwise loops: `f` applied to each element of one or two arrays, or written into an
-//! output. Contiguous operands take parallel slice loops, which the compiler vectorises (with
-//! AVX2 and FMA where the processor has them); other layouts go through ndarray.
+//! Elementwise loops: `f` applied to each element of one or more arrays broadcast together, or
+//! written into an output. The elements are walked run by run ([`Walk`]); each run is a slice
+//! loop (or a repeated element, or a strided one) which the compiler vectorises, with AVX2 and
+//! FMA where the processor has them, and large outputs are split across threads.
 
-use std::sync::Arc;
-
-use ndarray::{ArrayViewD, IxDyn};
 use rayon::prelude::*;
 
 use crate::backend::Array;
 use crate::error::{Error, Result};
-use crate::types::{Element, Shape, with_dtype};
+use crate::types::{Element, Layout, Shape, with_dtype};
 
 use super::pool::take as take_pooled;
-use super::{alloc, array, cast, internal, read_as};
+use super::strided::Walk;
+use super::{array, cast, elements, internal};
 
 /// Elements per task: large enough that scheduling a task is noise, small enough that both
 /// threads get work from a few hundred thousand elements on.
 const GRAIN: usize = 1 << 16;
 
-/// An operand of an elementwise loop: contiguous elements, or one element repeated (a Python
-/// number, a one-element tensor broadcast).
+/// An operand of an elementwise loop along one run of a [`Walk`]: contiguous elements, one
+/// element repeated (a Python number, a broadcast dimension), or elements `step` apart.
 #[derive(Clone, Copy)]
 enum Operand<'a, T> {
     Slice(&'a [T]),
     Repeat(T),
+    Strided(&'a [T], usize),
 }
 
 impl<'a, T: Copy> Operand<'a, T> {
-    /// The part of this operand for the elements `start..start + len` of the output.
-    fn part(self, start: usize, len: usize) -> Operand<'a, T> {
+    /// The run of `len` (at least one) elements of `data` from `position` on, `step` apart.
+    #[inline(always)]
+    fn run(data: &'a [T], position: usize, len: usize, step: usize) -> Operand<'a, T> {
+        match step {
+            0 => Operand::Repeat(data[position]),
+            1 => Operand::Slice(&data[position..position + len]),
+            _ => Operand::Strided(&data[position..=position + (len - 1) * step], step),
+        }
+    }
+
+    #[inline(always)]
+    fn get(self, i: usize) -> T {
         match self {
-            Operand::Slice(s) => Operand::Slice(&s[start..start + len]),
-            repeat => repeat,
+            Operand::Slice(s) => s[i],
+            Operand::Repeat(v) => v,
+            Operand::Strided(s, step) => s[i * step],
         }
     }
 }
@@ -79,60 +90,83 @@ pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
     f()
 }
 
-/// `out[i] = f(x[i])`; `x` has `out`'s length.
-fn map1<T: Element, U: Element>(x: &[T], out: &mut [U], f: impl Fn(T) -> U + Sync) {
-    chunked(out, |start, out| {
-        let x = &x[start..start + out.len()];
-        out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v));
-    });
+/// `out[i] = f(x[i])`.
+#[inline(always)]
+fn apply1<T: Copy, U>(x: Operand<'_, T>, out: &mut [U], f: impl Fn(T) -> U) {
+    match x {
+        Operand::Slice(x) => out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v)),
+        Operand::Repeat(v) => out.iter_mut().for_each(|o| *o = f(v)),
+        x => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(x.get(i))),
+    }
 }
 
-/// `out[i] = f(a[i], b[i])`; slice operands have `out`'s length.
-fn map2<T: Element, U: Element>(a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U + Sync) {
-    chunked(out, |start, out| match (a.part(start, out.len()), b.part(start, out.len())) {
-        (Operand::Slice(a), Operand::Slice(b)) => {
-            out.iter_mut().zip(a).zip(b).for_each(|((o, &p), &q)| *o = f(p, q));
-        }
+/// `out[i] = f(a[i], b[i])`.
+#[inline(always)]
+fn apply2<T: Copy, U>(a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U) {
+    match (a, b) {
+        (Operand::Slice(a), Operand::Slice(b)) => out.iter_mut().zip(a).zip(b).for_each(|((o, &p), &q)| *o = f(p, q)),
         (Operand::Slice(a), Operand::Repeat(q)) => out.iter_mut().zip(a).for_each(|(o, &p)| *o = f(p, q)),
         (Operand::Repeat(p), Operand::Slice(b)) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(p, q)),
-        (Operand::Repeat(p), Operand::Repeat(q)) => out.fill(f(p, q)),
-    });
+        _ => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(a.get(i), b.get(i))),
+    }
 }
 
-/// `out[i] = f(out[i])`.
-fn map1_in_place<T: Element>(out: &mut [T], f: impl Fn(T) -> T + Sync) {
-    chunked(out, |_, out| out.iter_mut().for_each(|o| *o = f(*o)));
-}
-
-/// `out[i] = f(out[i], b[i])`; a slice `b` has `out`'s length.
-fn map2_in_place<T: Element>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T + Sync) {
-    chunked(out, |start, out| match b.part(start, out.len()) {
+/// `out[i] = f(out[i], b[i])`.
+#[inline(always)]
+fn update<T: Copy>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T) {
+    match b {
         Operand::Slice(b) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(*o, q)),
         Operand::Repeat(q) => out.iter_mut().for_each(|o| *o = f(*o, q)),
+        b => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(*o, b.get(i))),
+    }
+}
+
+/// Writes each element of the loop `walk` into `out` (all of its elements, in order): `body`
+/// gets the positions and steps of each run in the operands and the part of `out` it fills.
+fn fill<U: Send, const N: usize>(
+    walk: &Walk<N>,
+    out: &mut [U],
+    body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
+) {
+    chunked(out, |start, chunk| {
+        let mut rest = chunk;
+        walk.runs(start..start + rest.len(), |positions, len, steps| {
+            let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
+            body(positions, steps, part);
+            rest = tail;
+        });
     });
 }
 
-/// Copies `x` into `out`, of the same length.
-fn copy<T: Element>(x: &[T], out: &mut [T]) {
-    chunked(out, |start, out| out.copy_from_slice(&x[start..start + out.len()]));
+/// The loop over `shape` reading operands through `layouts` broadcast to it, in memories of
+/// `lens` elements; an error when a layout does not broadcast or reaches past its memory (a bug).
+fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Walk<N>> {
+    let walk = Walk::new(shape, layouts).ok_or_else(|| internal("an operand does not broadcast"))?;
+    if (0..N).any(|i| walk.span(i) > lens[i]) {
+        return Err(internal("a layout leaves its storage"));
+    }
+    Ok(walk)
 }
 
-/// Runs `f` on `x` as an operand of an elementwise loop over `shape`: one element repeated
-/// when it has a single element, its contiguous elements when it has `shape` and dtype `T`,
-/// `None` otherwise.
-fn with_operand<T: Element, R>(x: &Array, shape: &Shape, f: impl FnOnce(Option<Operand<'_, T>>) -> R) -> R {
-    // Never waits for the lock: a caller may hold another storage's (see `binary_to`).
-    let Some(buffer) = x.storage.try_read() else { return f(None) };
-    let (offset, n) = (x.layout.offset, x.layout.numel());
-    if n == 1 {
-        let value =
-            with_dtype!(x.dtype, S => buffer.as_slice::<S>().and_then(|d| d.get(offset)).map(|&v| cast::<S, T>(v)));
-        return f(value.map(Operand::Repeat));
+/// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory
+/// when it is of dtype `T`, else a converted contiguous copy.
+pub(super) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout) -> R) -> Result<R> {
+    if x.dtype == T::DTYPE {
+        let buffer = x.storage.read().ok_or_else(|| internal("a read of memory not on the host"))?;
+        let data = buffer.as_slice::<T>().ok_or_else(|| internal("a tensor's dtype is not its storage's"))?;
+        return Ok(f(data, &x.layout));
     }
-    if x.dtype != T::DTYPE || x.layout.shape != *shape || !x.layout.is_contiguous() {
-        return f(None);
-    }
-    f(buffer.as_slice::<T>().and_then(|data| data.get(offset..offset + n)).map(Operand::Slice))
+    let converted = elements::<T>("read", x)?;
+    Ok(f(&converted, &Layout::contiguous(x.layout.shape.clone())))
+}
+
+/// The elements of `data` that `layout` addresses, converted to `T`, in row-major order.
+pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &Layout) -> Result<Vec<T>> {
+    let n = layout.shape.checked_numel().ok_or_else(|| internal("a tensor too large to read"))?;
+    let walk = walk(&layout.shape, [layout], [data.len()])?;
+    let mut out = output::<T>(func, n)?;
+    fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>));
+    Ok(out)
 }
 
 /// The elements `out` covers, locked for writing, when it is a contiguous array of dtype `T`
@@ -146,24 +180,14 @@ fn writable<'a, T: Element>(out: &'a Array, shape: &Shape) -> Option<impl std::o
     parking_lot::RwLockWriteGuard::try_map(guard, |buffer| buffer.as_mut_slice::<T>()?.get_mut(range)).ok()
 }
 
-/// `f` applied to each element of `x` (read as `T`), producing `U`. Contiguous inputs of dtype
-/// `T` take the parallel loop; other layouts and dtypes go through ndarray.
+/// `f` applied to each element of `x` (read as `T`), producing `U`, in one pass over its
+/// memory whatever its layout (in parallel when large).
 pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync) -> Result<Array> {
-    let shape = &x.layout.shape;
-    let fast = with_operand(x, shape, |operand: Option<Operand<'_, T>>| match operand? {
-        Operand::Slice(v) => Some(output::<U>("unary", v.len()).map(|mut out| {
-            map1(v, &mut out, &f);
-            array(out, shape.clone())
-        })),
-        Operand::Repeat(v) => Some(Ok(array(vec![f(v)], shape.clone()))),
-    });
-    if let Some(result) = fast {
-        return result;
-    }
-    read_as(x, |v: ArrayViewD<'_, T>| -> Result<Array> {
-        let mut out = alloc("unary", v.len())?;
-        vectorised(|| out.extend(v.iter().map(|&e| f(e))));
-        Ok(array(out, shape.clone()))
+    with_input(x, |data: &[T], layout| -> Result<Array> {
+        let walk = walk(&layout.shape, [layout], [data.len()])?;
+        let mut out = output::<U>("unary", x.layout.numel())?;
+        fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+        Ok(array(out, x.layout.shape.clone()))
     })?
 }
 
@@ -177,63 +201,48 @@ pub(super) fn unary_to<T: Element, U: Element>(
     f: impl Fn(T) -> U + Sync,
 ) -> Result<Array> {
     let shape = &x.layout.shape;
-    let written = out.is_some_and(|out| {
-        if x.shares(out) {
+    let written = match out {
+        None => false,
+        Some(out) if x.shares(out) => {
             x.layout == out.layout
                 && (x.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
                 && writable::<T>(out, shape).is_some_and(|mut o| {
-                    map1_in_place(&mut o, |v| cast::<U, T>(f(v)));
+                    chunked(&mut o, |_, part| part.iter_mut().for_each(|v| *v = cast::<U, T>(f(*v))));
                     true
                 })
-        } else {
-            with_operand(x, shape, |operand: Option<Operand<'_, T>>| match (operand, writable::<U>(out, shape)) {
-                (Some(Operand::Slice(x)), Some(mut o)) => {
-                    map1(x, &mut o, &f);
-                    true
-                }
-                (Some(Operand::Repeat(v)), Some(mut o)) => {
-                    o.fill(f(v));
-                    true
-                }
-                _ => false,
-            })
         }
-    });
+        // The input is read (waiting for its lock if need be) before the output's lock is tried.
+        Some(out) => with_input(x, |data: &[T], layout| -> Result<bool> {
+            let walk = walk(shape, [layout], [data.len()])?;
+            Ok(writable::<U>(out, shape).is_some_and(|mut o| {
+                fill(&walk, &mut o, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+                true
+            }))
+        })??,
+    };
     match out {
         Some(out) if written => Ok(out.clone()),
         _ => unary(x, f),
     }
 }
 
-/// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`. Operands of
-/// that shape, contiguous and of dtype `T`, or of one element, take the parallel loop; others
-/// go through ndarray.
+/// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`, in one pass
+/// over their memory whatever their layouts (in parallel when large).
 pub(super) fn binary<T: Element, U: Element>(
     a: &Array,
     b: &Array,
     shape: &Shape,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<Array> {
-    let fast = with_operand(a, shape, |x| {
-        with_operand(b, shape, |y| -> Option<Result<Array>> {
-            let (x, y) = (x?, y?);
-            let n = shape.checked_numel()?;
-            Some(output::<U>("binary", n).map(|mut out| {
-                map2(x, y, &mut out, &f);
-                array(out, shape.clone())
-            }))
-        })
-    });
-    if let Some(result) = fast {
-        return result;
-    }
-    read_as(a, |av: ArrayViewD<'_, T>| {
-        read_as(b, |bv: ArrayViewD<'_, T>| -> Result<Array> {
-            let dims = IxDyn(shape);
-            let av = av.broadcast(dims.clone()).ok_or_else(|| internal("left operand does not broadcast"))?;
-            let bv = bv.broadcast(dims).ok_or_else(|| internal("right operand does not broadcast"))?;
-            let mut out = alloc("binary", av.len())?;
-            vectorised(|| out.extend(av.iter().zip(bv.iter()).map(|(&p, &q)| f(p, q))));
+    let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
+    with_input(a, |x: &[T], la| {
+        with_input(b, |y: &[T], lb| -> Result<Array> {
+            let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
+            let mut out = output::<U>("binary", n)?;
+            fill(&walk, &mut out, |[p, q], [s, t], part| {
+                let len = part.len();
+                apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
+            });
             Ok(array(out, shape.clone()))
         })
     })??
@@ -242,8 +251,9 @@ pub(super) fn binary<T: Element, U: Element>(
 /// As [`binary`], written into `out` when it can be: `out` contiguous, of dtype `U` and
 /// `shape`, and either `a` itself (same storage, layout and dtype, as an in-place operation's
 /// `self`) while `b` is elsewhere, or a storage neither operand shares. Returns `out` when it
-/// was written, a new array otherwise. Locks are only tried while another is held, so two
-/// threads writing into each other's operands fall back instead of deadlocking.
+/// was written, a new array otherwise. The operands are read (waiting for their locks if need
+/// be) before the output's lock is tried, never waited for, so two threads writing into each
+/// other's operands fall back instead of deadlocking.
 pub(super) fn binary_to<T: Element, U: Element>(
     a: &Array,
     b: &Array,
@@ -251,48 +261,77 @@ pub(super) fn binary_to<T: Element, U: Element>(
     out: Option<&Array>,
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<Array> {
-    let written = out.is_some_and(|out| {
-        if b.shares(out) {
-            false
-        } else if a.shares(out) {
+    let written = match out {
+        None => false,
+        Some(out) if b.shares(out) => false,
+        Some(out) if a.shares(out) => {
             a.layout == out.layout
                 && (a.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
-                && writable::<T>(out, shape).is_some_and(|mut o| {
-                    with_operand(b, shape, |y: Option<Operand<'_, T>>| {
-                        y.map(|y| map2_in_place(&mut o, y, |p, q| cast::<U, T>(f(p, q)))).is_some()
-                    })
-                })
-        } else {
-            with_operand(a, shape, |x| {
-                with_operand(b, shape, |y| match (x, y, writable::<U>(out, shape)) {
-                    (Some(x), Some(y), Some(mut o)) => {
-                        map2(x, y, &mut o, &f);
+                && with_input(b, |y: &[T], lb| -> Result<bool> {
+                    let walk = walk(shape, [lb], [y.len()])?;
+                    Ok(writable::<T>(out, shape).is_some_and(|mut o| {
+                        fill(&walk, &mut o, |[q], [t], part| {
+                            update(part, Operand::run(y, q, part.len(), t), |p, q| cast::<U, T>(f(p, q)))
+                        });
                         true
-                    }
-                    _ => false,
-                })
-            })
+                    }))
+                })??
         }
-    });
+        Some(out) => with_input(a, |x: &[T], la| {
+            with_input(b, |y: &[T], lb| -> Result<bool> {
+                let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
+                Ok(writable::<U>(out, shape).is_some_and(|mut o| {
+                    fill(&walk, &mut o, |[p, q], [s, t], part| {
+                        let len = part.len();
+                        apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
+                    });
+                    true
+                }))
+            })
+        })???,
+    };
     match out {
         Some(out) if written => Ok(out.clone()),
         _ => binary(a, b, shape, f),
     }
 }
 
-/// Copies `src` into `dst` in one parallel pass when both are contiguous, of one dtype, in
-/// different storages (or `src` has one element); false, changing nothing, otherwise.
-pub(super) fn copied(dst: &Array, src: &Array) -> bool {
+/// `a` where `condition` is true, `b` elsewhere, the three broadcast to `shape` (`condition`
+/// read as bool, the others as `T`).
+pub(super) fn select<T: Element>(condition: &Array, a: &Array, b: &Array, shape: &Shape) -> Result<Array> {
+    let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
+    with_input(condition, |c: &[bool], lc| {
+        with_input(a, |x: &[T], la| {
+            with_input(b, |y: &[T], lb| -> Result<Array> {
+                let walk = walk(shape, [lc, la, lb], [c.len(), x.len(), y.len()])?;
+                let mut out = output::<T>("where", n)?;
+                fill(&walk, &mut out, |[i, p, q], [r, s, t], part| {
+                    let len = part.len();
+                    let (c, x, y) =
+                        (Operand::run(c, i, len, r), Operand::run(x, p, len, s), Operand::run(y, q, len, t));
+                    part.iter_mut().enumerate().for_each(|(k, o)| *o = if c.get(k) { x.get(k) } else { y.get(k) });
+                });
+                Ok(array(out, shape.clone()))
+            })
+        })
+    })???
+}
+
+/// Copies `src` (any dtype, broadcast to `dst`'s shape) into `dst`'s memory, converting its
+/// elements, when `dst` is contiguous and its storage is not `src`'s nor locked by anyone;
+/// false, changing nothing, otherwise.
+pub(super) fn copied(dst: &Array, src: &Array) -> Result<bool> {
+    if dst.shares(src) {
+        return Ok(false);
+    }
     let shape = &dst.layout.shape;
-    !Arc::ptr_eq(&dst.storage, &src.storage)
-        && with_dtype!(dst.dtype, T => with_operand(src, shape, |x: Option<Operand<'_, T>>| {
-            match (x, writable::<T>(dst, shape)) {
-                (Some(Operand::Slice(x)), Some(mut out)) => copy(x, &mut out),
-                (Some(Operand::Repeat(v)), Some(mut out)) => out.fill(v),
-                _ => return false,
-            }
+    with_dtype!(dst.dtype, T => with_input(src, |data: &[T], layout| -> Result<bool> {
+        let walk = walk(shape, [layout], [data.len()])?;
+        Ok(writable::<T>(dst, shape).is_some_and(|mut out| {
+            fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
             true
         }))
+    })?)
 }
 
 #[cfg(test)]
@@ -316,22 +355,26 @@ mod tests {
     }
 
     #[test]
-    fn large_loops_cover_every_element_once() {
-        let n = 5 * GRAIN + 123;
-        let x: Vec<i64> = (0..n as i64).collect();
-        let mut out = vec![0i64; n];
-        map2(Operand::Slice(&x), Operand::Repeat(10), &mut out, |p, q| p * q);
-        assert!(out.iter().enumerate().all(|(i, &v)| v == 10 * i as i64));
-        map2(Operand::Repeat(1), Operand::Slice(&x), &mut out, |p, q| q - p);
-        assert!(out.iter().enumerate().all(|(i, &v)| v == i as i64 - 1));
-        let mut halves = vec![0.0f64; n];
-        map1(&x, &mut halves, |v| v as f64 / 2.0);
-        assert_eq!(halves[n - 1], (n - 1) as f64 / 2.0);
-        map1_in_place(&mut halves, |v| v * 2.0);
-        map2_in_place(&mut halves, Operand::Repeat(1.0), |p, q| p + q);
-        assert!(halves.iter().enumerate().all(|(i, &v)| v == i as f64 + 1.0));
-        let mut copied = vec![0i64; n];
-        copy(&x, &mut copied);
-        assert_eq!(copied, x);
+    fn large_loops_cover_every_element_once_across_threads_and_rows() {
+        // Rows of 1000 (not a divisor of the threads' chunks) plus a broadcast row and a scalar.
+        let (rows, width) = (3 * GRAIN / 1000 + 7, 1000);
+        let n = rows * width;
+        let x = array((0..n as i64).collect::<Vec<_>>(), Shape::from([rows, width]));
+        let row = array((0..width as i64).map(|v| -v).collect::<Vec<_>>(), Shape::from([width]));
+        let ten = array(vec![10i64], Shape::from([]));
+        let shape = Shape::from([rows, width]);
+        let values = |a: &Array| elements::<i64>("test", a).unwrap();
+        let scaled = binary::<i64, i64>(&x, &ten, &shape, |p, q| p * q).unwrap();
+        assert!(values(&scaled).iter().enumerate().all(|(i, &v)| v == 10 * i as i64));
+        let shifted = binary::<i64, i64>(&row, &x, &shape, |p, q| q + p).unwrap();
+        assert!(values(&shifted).iter().enumerate().all(|(i, &v)| v == (i - i % width) as i64));
+        // The transpose, read through its strides, and halved into another dtype.
+        let t = x.with_layout(Layout {
+            shape: Shape::from([width, rows]),
+            strides: [1, width].into_iter().collect(),
+            offset: 0,
+        });
+        let halves = elements::<f64>("test", &unary::<i64, f64>(&t, |v| v as f64 / 2.0).unwrap()).unwrap();
+        assert!(halves.iter().enumerate().all(|(i, &v)| v == ((i % rows) * width + i / rows) as f64 / 2.0));
     }
 }

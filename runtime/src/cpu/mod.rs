@@ -11,11 +11,12 @@ pub(crate) mod pool;
 mod random;
 mod reduce;
 mod softmax;
+mod strided;
 mod unary;
 mod window;
 mod write;
 
-use ndarray::{ArrayD, ArrayViewD, Axis, Dimension, Ix2, IxDyn, ShapeBuilder};
+use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
@@ -178,6 +179,22 @@ impl Backend for Cpu {
         }
     }
 
+    fn conv2d_backward(
+        &self,
+        input: &Array,
+        weight: &Array,
+        grad: &Array,
+        groups: usize,
+        win: &Window,
+        which: [bool; 2],
+    ) -> Result<Option<[Option<Array>; 2]>> {
+        host([input, weight, grad])?;
+        Ok(Some(match input.dtype {
+            DType::Float64 => window::conv2d_backward::<f64>(input, weight, grad, groups, win, which)?,
+            _ => window::conv2d_backward::<f32>(input, weight, grad, groups, win, which)?,
+        }))
+    }
+
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
         host([input])?;
         match input.dtype {
@@ -251,14 +268,7 @@ pub(crate) fn read_as<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>
 
 /// The elements of `x` converted to `T`, in row-major order, in a fresh vector.
 pub(crate) fn elements<T: Element>(func: &str, x: &Array) -> Result<Vec<T>> {
-    with_dtype!(x.dtype, S => read(x, |v: ArrayViewD<'_, S>| -> Result<Vec<T>> {
-        let mut data = alloc(func, v.len())?;
-        match v.as_slice() {
-            Some(s) if S::DTYPE == T::DTYPE => data.extend(s.iter().map(|&e| cast::<S, T>(e))),
-            _ => data.extend(v.iter().map(|&e| cast::<S, T>(e))),
-        }
-        Ok(data)
-    })?)
+    with_dtype!(x.dtype, S => map::with_input(x, |data: &[S], layout| map::gather::<S, T>(func, data, layout))?)
 }
 
 /// Runs `f` on the elements of `x` as `T`, in row-major order: in place when `x` is
@@ -316,40 +326,46 @@ fn undefined(op: impl std::fmt::Debug, dtype: DType) -> Error {
     internal(&format!("{op:?} is not defined for {dtype}"))
 }
 
-/// The matrix at batch position `index` of a batched view.
-fn matrix<'a, T>(view: ArrayViewD<'a, T>, index: &[usize]) -> Result<ndarray::ArrayView2<'a, T>> {
-    let m = index.iter().fold(view, |v, &i| v.index_axis_move(Axis(0), i));
-    m.into_dimensionality::<Ix2>().map_err(|_| internal("matmul operand is not a matrix"))
+/// The batch dimensions of a matmul operand's layout (all but the last two).
+fn batch_part(l: &Layout) -> Layout {
+    let outer = l.ndim() - 2;
+    Layout { shape: l.shape[..outer].iter().copied().collect(), strides: l.strides[..outer].into(), offset: l.offset }
+}
+
+/// The matrix (the last two dimensions of `l`) whose first element is `data[start]`.
+fn matrix_at<'a, T>(data: &'a [T], l: &Layout, start: usize) -> Result<ndarray::ArrayView2<'a, T>> {
+    let (rows, cols) = (l.shape[l.ndim() - 2], l.shape[l.ndim() - 1]);
+    // An empty matrix addresses nothing: any strides do.
+    let strides = if rows * cols == 0 { (0, 0) } else { (l.strides[l.ndim() - 2], l.strides[l.ndim() - 1]) };
+    ndarray::ArrayView2::from_shape((rows, cols).strides(strides), data.get(start..).unwrap_or_default())
+        .map_err(|_| internal("a matmul operand outside its storage"))
 }
 
 /// `a @ b` for `a` of shape `[..batch_a, n, k]` and `b` of shape `[..batch_b, k, m]`, with the
-/// batch dimensions broadcast to `batch`.
+/// batch dimensions broadcast to `batch`: one product per batch position, each operand's
+/// matrix read in place through its strides (found by walking the batch dimensions).
 fn matmul<T: Number>(a: &Array, b: &Array, batch: &Shape) -> Result<Array> {
-    let (n, k) = (a.layout.shape[a.layout.ndim() - 2], a.layout.shape[a.layout.ndim() - 1]);
+    let n = a.layout.shape[a.layout.ndim() - 2];
     let m = b.layout.shape[b.layout.ndim() - 1];
-    let full = |rows: usize, cols: usize| -> Shape { batch.iter().copied().chain([rows, cols]).collect() };
-    let shape = full(n, m);
+    let shape: Shape = batch.iter().copied().chain([n, m]).collect();
     let total = shape.checked_numel().ok_or_else(|| too_large("matmul", &shape))?;
+    let count = batch.numel();
     // A pooled buffer: every product below writes each element of its matrix.
-    let data = map::output::<T>("matmul", total)?;
-    let mut out = ArrayD::from_shape_vec(IxDyn(&shape), data).map_err(|_| internal("matmul output"))?;
-    read_as(a, |av: ArrayViewD<'_, T>| {
-        read_as(b, |bv: ArrayViewD<'_, T>| -> Result<()> {
-            let av = av.broadcast(IxDyn(&full(n, k))).ok_or_else(|| internal("matmul batch does not broadcast"))?;
-            let bv = bv.broadcast(IxDyn(&full(k, m))).ok_or_else(|| internal("matmul batch does not broadcast"))?;
-            for index in ndarray::indices(IxDyn(batch)) {
-                let index = index.slice();
-                let x = matrix(av.view(), index)?;
-                let y = matrix(bv.view(), index)?;
-                let mut o = index.iter().fold(out.view_mut(), |v, &i| v.index_axis_move(Axis(0), i));
-                let mut o = o.view_mut().into_dimensionality::<Ix2>().map_err(|_| internal("matmul output"))?;
-                T::matmul(x, y, &mut o);
+    let mut out = map::output::<T>("matmul", total)?;
+    map::with_input(a, |x: &[T], la| {
+        map::with_input(b, |y: &[T], lb| -> Result<()> {
+            let walk = strided::Walk::new(batch, [&batch_part(la), &batch_part(lb)])
+                .ok_or_else(|| internal("matmul batch does not broadcast"))?;
+            let mut starts = alloc::<[usize; 2]>("matmul", count)?;
+            walk.runs(0..count, |[p, q], len, [s, t]| starts.extend((0..len).map(|i| [p + i * s, q + i * t])));
+            for ([p, q], o) in starts.into_iter().zip(out.chunks_exact_mut((n * m).max(1))) {
+                let mut o = ndarray::ArrayViewMut2::from_shape((n, m), o).map_err(|_| internal("matmul output"))?;
+                T::matmul(matrix_at(x, la, p)?, matrix_at(y, lb, q)?, &mut o);
             }
             Ok(())
         })
     })???;
-    let (data, _) = out.into_raw_vec_and_offset();
-    Ok(array(data, shape))
+    Ok(array(out, shape))
 }
 
 #[cfg(test)]

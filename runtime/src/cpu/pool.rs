@@ -38,7 +38,7 @@ pub(crate) fn give(buffer: Buffer) {
 /// least `n` and at most twice `n` elements (the smallest such). Its elements are what the
 /// buffer held before: the caller overwrites every one.
 pub(super) fn take<T: Element>(n: usize) -> Option<Vec<T>> {
-    if n * std::mem::size_of::<T>() < MIN_BYTES {
+    if n.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES {
         return None;
     }
     let mut pool = POOL.lock();

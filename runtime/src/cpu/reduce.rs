@@ -1,15 +1,15 @@
 //! Reductions ([`Reduce`]) and scans ([`Scan`]) along dimensions on the CPU: the reduced
 //! dimensions are moved last, so each output element reduces one contiguous lane.
 
-use ndarray::{ArrayD, ArrayViewD, IxDyn};
+use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
 
 use crate::backend::{Array, Reduce, Scan};
 use crate::error::{Error, Result};
-use crate::types::{DType, Element, Shape};
+use crate::types::{DType, Element, Layout, Shape};
 
 use super::map::vectorised;
-use super::{Number, alloc, array, internal, read_as, undefined};
+use super::{Number, alloc, array, elements, internal, undefined};
 
 /// Lanes of at least this many elements are split across threads by [`fold`].
 const GRAIN: usize = 1 << 16;
@@ -128,13 +128,13 @@ fn with_lanes<T: Element, R>(x: &Array, reduced: &[usize], body: impl FnOnce(&[T
             return Ok(body(data, lane, kept_shape));
         }
     }
-    let order: Vec<usize> = kept.iter().chain(reduced).copied().collect();
-    let data = read_as(x, |v: ArrayViewD<'_, T>| -> Result<Vec<T>> {
-        let v = v.permuted_axes(IxDyn(&order));
-        let mut data = alloc("reduce", v.len())?;
-        data.extend(v.iter().copied());
-        Ok(data)
-    })??;
+    let order = kept.iter().chain(reduced);
+    let moved = Layout {
+        shape: order.clone().map(|&d| shape[d]).collect(),
+        strides: order.map(|&d| x.layout.strides[d]).collect(),
+        offset: x.layout.offset,
+    };
+    let data = elements::<T>("reduce", &x.with_layout(moved))?;
     Ok(body(&data, lane, kept_shape))
 }
 

@@ -1,6 +1,6 @@
 //! Sliding-window kernels over the last two dimensions of `[batch, channels, height, width]`
-//! data: convolution (im2col, then one matrix product per batch element and group) and max
-//! pooling. The operations check every size; these only compute.
+//! data: convolution and its gradients (im2col, then one matrix product per group for as many
+//! samples as fit) and max pooling. The operations check every size; these only compute.
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
@@ -30,9 +30,131 @@ fn internal(what: &str) -> Error {
     Error::runtime_error(format!("internal error in the convolution kernel: {what}"))
 }
 
+/// Elements of im2col columns one matrix product takes at most: the samples of a batch are
+/// convolved together (one product per group for as many samples as fit), so that a small
+/// image makes a wide product rather than many narrow ones.
+const COLUMNS: usize = 1 << 21;
+
+/// The sizes of one convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` over a window,
+/// and how its im2col columns are laid out: one row per tap (channel, kernel row, kernel
+/// column), one column per (sample, output position), for `batch` samples at a time.
+struct Conv {
+    n: usize,
+    c: usize,
+    o: usize,
+    groups: usize,
+    taps: usize,
+    positions: usize,
+    batch: usize,
+    win: Window,
+}
+
+/// A run of samples of one group: the first sample, how many, and the group.
+#[derive(Clone, Copy)]
+struct Chunk {
+    first: usize,
+    samples: usize,
+    group: usize,
+}
+
+impl Conv {
+    /// The convolution of `input` by `weight`; an error when its buffers could not be counted.
+    fn new(func: &str, input: &Array, weight: &Array, groups: usize, win: &Window) -> Result<Conv> {
+        let too_big = || Error::runtime_error(format!("{func}(): the result is too large to allocate"));
+        let (n, c) = (input.layout.shape[0], input.layout.shape[1]);
+        let o = weight.layout.shape.first().copied().unwrap_or(0);
+        let taps = (c / groups).checked_mul(win.kernel[0] * win.kernel[1]).ok_or_else(too_big)?;
+        let positions = win.out[0].checked_mul(win.out[1]).ok_or_else(too_big)?;
+        let per_sample = taps.checked_mul(positions).ok_or_else(too_big)?;
+        // As many samples as fit in COLUMNS (at least one).
+        let batch = (COLUMNS / per_sample.max(1)).clamp(1, n.max(1));
+        Ok(Conv { n, c, o, groups, taps, positions, batch, win: *win })
+    }
+
+    /// Output channels per group.
+    fn filters(&self) -> usize {
+        self.o / self.groups
+    }
+
+    /// Every run of samples of every group, in order.
+    fn chunks(&self) -> impl Iterator<Item = Chunk> + use<> {
+        let (n, batch, groups) = (self.n, self.batch, self.groups);
+        (0..n)
+            .step_by(batch)
+            .flat_map(move |first| (0..groups).map(move |group| Chunk { first, samples: batch.min(n - first), group }))
+    }
+
+    /// The columns of a chunk: `samples` × `positions`.
+    fn width(&self, chunk: Chunk) -> usize {
+        chunk.samples * self.positions
+    }
+
+    /// For each im2col row of `chunk` and each of its samples: the part of the columns
+    /// (`taps` × `width`) it is, where its channel's plane starts in the input, and the
+    /// row's kernel tap.
+    fn unfolded(&self, chunk: Chunk) -> impl Iterator<Item = (std::ops::Range<usize>, usize, [usize; 2])> + use<> {
+        let [kh, kw] = self.win.kernel;
+        let (c, cg, plane, positions, width) =
+            (self.c, self.c / self.groups, self.win.input[0] * self.win.input[1], self.positions, self.width(chunk));
+        (0..cg * kh * kw).flat_map(move |row| {
+            let (ch, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
+            (0..chunk.samples).map(move |s| {
+                let at = row * width + s * positions;
+                (at..at + positions, ((chunk.first + s) * c + chunk.group * cg + ch) * plane, [i, j])
+            })
+        })
+    }
+
+    /// For each filter of `chunk`'s group and each of its samples: the part of a
+    /// `[filters, width]` product it is, and the same positions in the `[n, o, out_h, out_w]`
+    /// result.
+    fn regrouped(
+        &self,
+        chunk: Chunk,
+    ) -> impl Iterator<Item = (std::ops::Range<usize>, std::ops::Range<usize>)> + use<> {
+        let (o, og, positions, width) = (self.o, self.filters(), self.positions, self.width(chunk));
+        (0..og).flat_map(move |f| {
+            (0..chunk.samples).map(move |s| {
+                let (p, r) = (f * width + s * positions, ((chunk.first + s) * o + chunk.group * og + f) * positions);
+                (p..p + positions, r..r + positions)
+            })
+        })
+    }
+
+    /// The im2col columns of `chunk` of the input `x`.
+    fn im2col<T: Element>(&self, x: &[T], chunk: Chunk, columns: &mut [T]) {
+        let plane = self.win.input[0] * self.win.input[1];
+        for (part, start, tap) in self.unfolded(chunk) {
+            unfold(&x[start..][..plane], &mut columns[part], &self.win, tap);
+        }
+    }
+
+    /// The adjoint of [`Conv::im2col`]: each column element added to the input element it was
+    /// read from, in `dx`.
+    fn col2im<T: Number>(&self, columns: &[T], chunk: Chunk, dx: &mut [T]) {
+        let plane = self.win.input[0] * self.win.input[1];
+        for (part, start, tap) in self.unfolded(chunk) {
+            fold(&columns[part], &mut dx[start..][..plane], &self.win, tap);
+        }
+    }
+}
+
+/// A matrix view of `data`'s first `rows × cols` elements.
+fn matrix<T>(data: &[T], rows: usize, cols: usize) -> Result<ArrayView2<'_, T>> {
+    ArrayView2::from_shape((rows, cols), data.get(..rows * cols).ok_or_else(|| internal("a matrix"))?)
+        .map_err(|_| internal("a matrix"))
+}
+
+/// A mutable matrix view of `data`'s first `rows × cols` elements.
+fn matrix_mut<T>(data: &mut [T], rows: usize, cols: usize) -> Result<ArrayViewMut2<'_, T>> {
+    ArrayViewMut2::from_shape((rows, cols), data.get_mut(..rows * cols).ok_or_else(|| internal("a matrix"))?)
+        .map_err(|_| internal("a matrix"))
+}
+
 /// The 2-D convolution (cross-correlation, as PyTorch's) of `input` (`[n, c, h, w]`) with
 /// `weight` (`[o, c / groups, kh, kw]`), plus `bias` (`o` elements): the `[n, o, out_h, out_w]`
-/// result.
+/// result. Per chunk of samples and group: im2col, one product by the group's filters, and
+/// the product's rows put in place.
 pub(super) fn conv2d<T: Number>(
     input: &Array,
     weight: &Array,
@@ -41,49 +163,20 @@ pub(super) fn conv2d<T: Number>(
     win: &Window,
 ) -> Result<Array> {
     let func = "conv2d";
-    let (n, c) = (input.layout.shape[0], input.layout.shape[1]);
-    let [h, w] = win.input;
-    let o = weight.layout.shape.first().copied().unwrap_or(0);
-    let (cg, og) = (c / groups, o / groups);
-    let [kh, kw] = win.kernel;
-    let [oh, ow] = win.out;
-    let too_big = || Error::runtime_error(format!("{func}(): the result is too large to allocate"));
-    let taps = cg.checked_mul(kh).and_then(|x| x.checked_mul(kw)).ok_or_else(too_big)?;
-    let positions = oh.checked_mul(ow).ok_or_else(too_big)?;
-    let total = n.checked_mul(o).and_then(|x| x.checked_mul(positions));
-    let mut out = zeros::<T>(func, total)?;
-    let mut columns = zeros::<T>(func, taps.checked_mul(positions))?;
+    let conv = Conv::new(func, input, weight, groups, win)?;
+    let (taps, og, width) = (conv.taps, conv.filters(), conv.batch * conv.positions);
+    let mut out = zeros::<T>(func, conv.n.checked_mul(conv.o).and_then(|x| x.checked_mul(conv.positions)))?;
+    let mut columns = zeros::<T>(func, taps.checked_mul(width))?;
+    let mut products = zeros::<T>(func, og.checked_mul(width))?;
     with_elements(input, |x: &[T]| {
         with_elements(weight, |wt: &[T]| -> Result<()> {
-            for b in 0..n {
-                for g in 0..groups {
-                    // im2col: one row per (channel, kernel row, kernel column), one column per
-                    // output position.
-                    for ch in 0..cg {
-                        let plane = &x[((b * c) + g * cg + ch) * h * w..][..h * w];
-                        for i in 0..kh {
-                            for j in 0..kw {
-                                let row = &mut columns[((ch * kh + i) * kw + j) * positions..][..positions];
-                                for y in 0..oh {
-                                    let source = win.source(0, y, i);
-                                    for (z, slot) in row[y * ow..][..ow].iter_mut().enumerate() {
-                                        *slot = match (source, win.source(1, z, j)) {
-                                            (Some(r), Some(s)) => plane[r * w + s],
-                                            _ => T::default(),
-                                        };
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    let filters = ArrayView2::from_shape((og, taps), &wt[g * og * taps..][..og * taps])
-                        .map_err(|_| internal("weight"))?;
-                    let cols =
-                        ArrayView2::from_shape((taps, positions), &columns[..]).map_err(|_| internal("columns"))?;
-                    let start = (b * o + g * og) * positions;
-                    let mut result = ArrayViewMut2::from_shape((og, positions), &mut out[start..][..og * positions])
-                        .map_err(|_| internal("output"))?;
-                    T::matmul(filters, cols, &mut result);
+            for chunk in conv.chunks() {
+                let width = conv.width(chunk);
+                conv.im2col(x, chunk, &mut columns);
+                let filters = matrix(&wt[chunk.group * og * taps..], og, taps)?;
+                T::matmul(filters, matrix(&columns, taps, width)?, &mut matrix_mut(&mut products, og, width)?);
+                for (product, result) in conv.regrouped(chunk) {
+                    out[result].copy_from_slice(&products[product]);
                 }
             }
             Ok(())
@@ -91,12 +184,109 @@ pub(super) fn conv2d<T: Number>(
     })???;
     if let Some(bias) = bias {
         with_elements(bias, |bs: &[T]| {
-            for (plane, &add) in out.chunks_mut(positions.max(1)).zip(bs.iter().cycle()) {
+            for (plane, &add) in out.chunks_mut(conv.positions.max(1)).zip(bs.iter().cycle()) {
                 plane.iter_mut().for_each(|v| *v = v.add(add));
             }
         })?;
     }
-    Ok(array(out, Shape::from([n, o, oh, ow])))
+    Ok(array(out, Shape::from([conv.n, conv.o, win.out[0], win.out[1]])))
+}
+
+/// The gradients of [`conv2d`]'s input and weight (where `which` asks for them) from the
+/// gradient `grad` of its result. Per chunk of samples and group, with `grad`'s rows gathered
+/// into a `[filters, width]` matrix G: the weight's gradient adds G times the transposed
+/// im2col columns of the input, and the input's is the col2im of the group's filters
+/// transposed times G.
+pub(super) fn conv2d_backward<T: Number>(
+    input: &Array,
+    weight: &Array,
+    grad: &Array,
+    groups: usize,
+    win: &Window,
+    which: [bool; 2],
+) -> Result<[Option<Array>; 2]> {
+    let func = "conv2d_backward";
+    let conv = Conv::new(func, input, weight, groups, win)?;
+    let (taps, og, width) = (conv.taps, conv.filters(), conv.batch * conv.positions);
+    let wanted = |asked: bool, n: Option<usize>| if asked { zeros::<T>(func, n).map(Some) } else { Ok(None) };
+    let mut dx = wanted(which[0], input.layout.shape.checked_numel())?;
+    let mut dw = wanted(which[1], weight.layout.shape.checked_numel())?;
+    let mut columns = zeros::<T>(func, taps.checked_mul(width))?;
+    let mut gathered = zeros::<T>(func, og.checked_mul(width))?;
+    let mut product = zeros::<T>(func, if which[1] { og.checked_mul(taps) } else { Some(0) })?;
+    with_elements(input, |x: &[T]| {
+        with_elements(weight, |wt: &[T]| {
+            with_elements(grad, |gr: &[T]| -> Result<()> {
+                for chunk in conv.chunks() {
+                    let width = conv.width(chunk);
+                    for (part, result) in conv.regrouped(chunk) {
+                        gathered[part].copy_from_slice(&gr[result]);
+                    }
+                    let g = matrix(&gathered, og, width)?;
+                    if let Some(dw) = dw.as_mut() {
+                        conv.im2col(x, chunk, &mut columns);
+                        T::matmul(g, matrix(&columns, taps, width)?.t(), &mut matrix_mut(&mut product, og, taps)?);
+                        let sums = &mut dw[chunk.group * og * taps..][..og * taps];
+                        sums.iter_mut().zip(&product).for_each(|(s, &p)| *s = s.add(p));
+                    }
+                    if let Some(dx) = dx.as_mut() {
+                        let filters = matrix(&wt[chunk.group * og * taps..], og, taps)?;
+                        T::matmul(filters.t(), g, &mut matrix_mut(&mut columns, taps, width)?);
+                        conv.col2im(&columns, chunk, dx);
+                    }
+                }
+                Ok(())
+            })
+        })
+    })????;
+    let finish = |data: Option<Vec<T>>, shape: &Shape| data.map(|d| array(d, shape.clone()));
+    Ok([finish(dx, &input.layout.shape), finish(dw, &weight.layout.shape)])
+}
+
+/// The output columns `first..last` whose input column (`z · stride + shift - padding`, for
+/// kernel column `j`) lies inside the plane.
+fn inside(win: &Window, j: usize) -> (usize, usize, usize) {
+    let [w, ow] = [win.input[1], win.out[1]];
+    let (stride, pad) = (win.stride[1], win.padding[1]);
+    let shift = j * win.dilation[1];
+    let first = pad.saturating_sub(shift).div_ceil(stride).min(ow);
+    let last = (w + pad).saturating_sub(shift).div_ceil(stride).clamp(first, ow);
+    // The input column of `first` (meaningful only when first < last).
+    (first, last, (first * stride + shift).saturating_sub(pad))
+}
+
+/// One im2col row of one input plane: what kernel tap `[i, j]` reads at each output position
+/// (row-major), zero where it falls in the padding.
+fn unfold<T: Element>(plane: &[T], out: &mut [T], win: &Window, [i, j]: [usize; 2]) {
+    let (w, stride) = (win.input[1], win.stride[1]);
+    let (first, last, column) = inside(win, j);
+    for (y, line) in out.chunks_exact_mut(win.out[1].max(1)).enumerate() {
+        match win.source(0, y, i) {
+            Some(r) if first < last => {
+                let source = &plane[r * w + column..][..=(last - first - 1) * stride];
+                line[..first].fill(T::default());
+                line[last..].fill(T::default());
+                line[first..last].iter_mut().zip(source.iter().step_by(stride)).for_each(|(o, &v)| *o = v);
+            }
+            _ => line.fill(T::default()),
+        }
+    }
+}
+
+/// The adjoint of [`unfold`]: each element of the row added to the element of `plane` it was
+/// read from (those read from the padding are dropped).
+fn fold<T: Number>(row: &[T], plane: &mut [T], win: &Window, [i, j]: [usize; 2]) {
+    let (w, stride) = (win.input[1], win.stride[1]);
+    let (first, last, column) = inside(win, j);
+    if first == last {
+        return;
+    }
+    for (y, line) in row.chunks_exact(win.out[1].max(1)).enumerate() {
+        if let Some(r) = win.source(0, y, i) {
+            let target = &mut plane[r * w + column..][..=(last - first - 1) * stride];
+            target.iter_mut().step_by(stride).zip(&line[first..last]).for_each(|(t, &v)| *t = t.add(v));
+        }
+    }
 }
 
 /// Max pooling of `input` (`[planes, h, w]`): the largest element of each window (NaN wins, as
@@ -133,4 +323,113 @@ pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Arr
     })?;
     let shape = Shape::from([planes, oh, ow]);
     Ok((array(values, shape.clone()), array(indices, shape)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cpu::elements;
+
+    #[test]
+    fn samples_too_large_to_share_a_product_are_convolved_one_by_one() {
+        // Each sample's columns exceed half of COLUMNS: three products, one per sample.
+        let (n, h, w) = (3, 1024, 1100);
+        assert!(2 * h * w > COLUMNS);
+        let input = array((0..n * h * w).map(|i| (i % 7) as f32).collect::<Vec<_>>(), Shape::from([n, 1, h, w]));
+        let weight = array(vec![2.0f32, -1.0], Shape::from([2, 1, 1, 1]));
+        let bias = array(vec![0.5f32, 0.0], Shape::from([2]));
+        let win =
+            Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1], input: [h, w], out: [h, w] };
+        let out = elements::<f32>("test", &conv2d::<f32>(&input, &weight, Some(&bias), 1, &win).unwrap()).unwrap();
+        for (b, sample) in out.chunks(2 * h * w).enumerate() {
+            let x = |p: usize| ((b * h * w + p) % 7) as f32;
+            assert!(sample[..h * w].iter().enumerate().all(|(p, &v)| v == 2.0 * x(p) + 0.5));
+            assert!(sample[h * w..].iter().enumerate().all(|(p, &v)| v == -x(p)));
+        }
+    }
+
+    #[test]
+    fn the_backward_kernel_gives_the_gradients_of_the_definition() {
+        // Groups, stride, padding and dilation, in both dimensions, over three samples.
+        let (n, c, o, groups, [h, w], [kh, kw]) = (3, 4, 6, 2, [7, 6], [3, 2]);
+        let win =
+            Window { kernel: [kh, kw], stride: [2, 1], padding: [1, 2], dilation: [2, 3], input: [h, w], out: [0, 0] };
+        let out = |a: usize| {
+            (win.input[a] + 2 * win.padding[a] - win.dilation[a] * (win.kernel[a] - 1) - 1) / win.stride[a] + 1
+        };
+        let win = Window { out: [out(0), out(1)], ..win };
+        let [oh, ow] = win.out;
+        let (cg, og) = (c / groups, o / groups);
+        let ramp = |k: usize, scale: f64| (0..k).map(|i| ((i * 37 % 11) as f64 - 5.0) * scale).collect::<Vec<_>>();
+        let (x, wt, g) = (ramp(n * c * h * w, 0.5), ramp(o * cg * kh * kw, 0.25), ramp(n * o * oh * ow, 1.0));
+        let (mut dx, mut dw) = (vec![0.0; x.len()], vec![0.0; wt.len()]);
+        for (b, f, y, z, ch, i, j) in positions(n, o, oh, ow, cg, kh, kw) {
+            let (Some(r), Some(s)) = (win.source(0, y, i), win.source(1, z, j)) else { continue };
+            let xi = ((b * c + f / og * cg + ch) * h + r) * w + s;
+            let (wi, gi) = (((f * cg + ch) * kh + i) * kw + j, ((b * o + f) * oh + y) * ow + z);
+            dx[xi] += g[gi] * wt[wi];
+            dw[wi] += g[gi] * x[xi];
+        }
+        let arr = |v: &Vec<f64>, s: &[usize]| array(v.clone(), Shape::new(s));
+        let [gx, gw] = conv2d_backward::<f64>(
+            &arr(&x, &[n, c, h, w]),
+            &arr(&wt, &[o, cg, kh, kw]),
+            &arr(&g, &[n, o, oh, ow]),
+            groups,
+            &win,
+            [true, true],
+        )
+        .unwrap();
+        let close = |got: Vec<f64>, want: &[f64]| got.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9);
+        assert!(close(elements::<f64>("test", &gx.unwrap()).unwrap(), &dx));
+        assert!(close(elements::<f64>("test", &gw.unwrap()).unwrap(), &dw));
+        let [none, gw] = conv2d_backward::<f64>(
+            &arr(&x, &[n, c, h, w]),
+            &arr(&wt, &[o, cg, kh, kw]),
+            &arr(&g, &[n, o, oh, ow]),
+            groups,
+            &win,
+            [false, true],
+        )
+        .unwrap();
+        assert!(none.is_none() && close(elements::<f64>("test", &gw.unwrap()).unwrap(), &dw));
+    }
+
+    /// Every (sample, filter, out row, out column, channel in group, kernel row, kernel column).
+    fn positions(
+        n: usize,
+        o: usize,
+        oh: usize,
+        ow: usize,
+        cg: usize,
+        kh: usize,
+        kw: usize,
+    ) -> impl Iterator<Item = (usize, usize, usize, usize, usize, usize, usize)> {
+        let total = n * o * oh * ow * cg * kh * kw;
+        (0..total).map(move |k| {
+            let (j, k) = (k % kw, k / kw);
+            let (i, k) = (k % kh, k / kh);
+            let (ch, k) = (k % cg, k / cg);
+            let (z, k) = (k % ow, k / ow);
+            let (y, k) = (k % oh, k / oh);
+            let (f, b) = (k % o, k / o);
+            (b, f, y, z, ch, i, j)
+        })
+    }
+
+    #[test]
+    fn unfolding_pads_strides_and_dilates() {
+        // A 3 x 4 plane, kernel 3 x 3 with stride 2, padding 1, dilation 1: out 2 x 2.
+        let plane: Vec<i64> = (1..=12).collect();
+        let win =
+            Window { kernel: [3, 3], stride: [2, 2], padding: [1, 1], dilation: [1, 1], input: [3, 4], out: [2, 2] };
+        let unfolded = |tap| {
+            let mut out = vec![-1i64; 4];
+            unfold(&plane, &mut out, &win, tap);
+            out
+        };
+        assert_eq!(unfolded([0, 0]), [0, 0, 0, 6]);
+        assert_eq!(unfolded([1, 1]), [1, 3, 9, 11]);
+        assert_eq!(unfolded([2, 2]), [6, 8, 0, 0]);
+    }
 }

@@ -510,9 +510,13 @@ impl Op {
             }
             Op::Conv2d { groups, window } => {
                 let (x, w) = (&saved[0], &saved[1]);
-                let gx = if needs(0) { Some(conv2d_input_gradient(g, w, *groups, window)?) } else { None };
-                let gw =
-                    if needs(1) { Some(conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)?) } else { None };
+                let [gx, gw] = match super::conv2d_backward(g, x, w, *groups, window, [needs(0), needs(1)])? {
+                    Some(grads) => grads,
+                    None => [
+                        needs(0).then(|| conv2d_input_gradient(g, w, *groups, window)).transpose()?,
+                        needs(1).then(|| conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)).transpose()?,
+                    ],
+                };
                 let gb = if needs(2) { Some(super::reduce(g, &[0, 2, 3], Reduce::Sum, dtype(g)?)?) } else { None };
                 let mut grads = vec![gx, gw];
                 if inputs.len() > 2 {

@@ -287,6 +287,26 @@ pub(crate) fn conv2d(
     finish(&inputs, array, || (Op::Conv2d { groups, window: *window }, Keep { inputs: &[0, 1], ..Keep::default() }))
 }
 
+/// The gradients of conv2d's input and weight (where `which` asks) from the gradient `g` of
+/// its result, by the backend's own kernel: `None` when it has none, or when the gradients
+/// would record history or carry tangents (the composite formulation does both).
+pub(crate) fn conv2d_backward(
+    g: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    groups: usize,
+    window: &Window,
+    which: [bool; 2],
+) -> Result<Option<[Option<Tensor>; 2]>> {
+    if recording(&[g, input, weight]) || forward_ad::level_active() {
+        return Ok(None);
+    }
+    let (x, w, d) = (data(input, "conv2d")?, data(weight, "conv2d")?, data(g, "conv2d")?);
+    let device = device("conv2d", &[x, w, d])?;
+    let grads = device.backend().conv2d_backward(x, w, d, groups, window, which)?;
+    Ok(grads.map(|grads| grads.map(|a| a.map(Tensor::from_array))))
+}
+
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
 /// one's position in its plane.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Tensor)> {
