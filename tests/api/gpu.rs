@@ -156,6 +156,7 @@ fn operations_on_two_devices_are_an_error_naming_both() {
 
 #[test]
 fn creation_functions_take_a_device() {
+    let _seeded = crate::seeded();
     let Some(gpu) = gpu() else { return };
     let z = torchfn::zeros([2, 3], None, gpu).unwrap();
     assert_eq!((z.device().unwrap(), z.dtype().unwrap()), (gpu, DType::Float32));
@@ -349,6 +350,7 @@ const MOVES: &[&str] = &["Tensor.to", "Tensor.cpu", "torchfn.nn.utils.clip_grad_
 
 #[test]
 fn every_operation_gives_the_cpu_s_results_on_the_gpu() {
+    let _seeded = crate::seeded();
     let Some(device) = gpu() else { return };
     let mut failures = Vec::new();
     let mut compared = 0;
@@ -474,6 +476,7 @@ fn gradients(func: &'static Func, sample: &torchfn::testing::Sample, device: Dev
 /// Gradients are computed on the GPU, and match the CPU's, for every differentiable sample.
 #[test]
 fn every_operation_gives_the_cpu_s_gradients_on_the_gpu() {
+    let _seeded = crate::seeded();
     let Some(device) = gpu() else { return };
     let (mut failures, mut compared) = (Vec::new(), 0);
     let operations = get_overridable_functions()

@@ -77,3 +77,11 @@ pub fn allocations(f: impl FnOnce()) -> usize {
 /// Held by every test that enters a forward-AD level: the level is process-wide (as PyTorch's),
 /// and only one can be active at a time.
 pub(crate) static FORWARD_AD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Held by every test that seeds the default generator and compares what it draws: the default
+/// generator is process-wide (as PyTorch's), so two such tests running at once would draw from
+/// each other's seeds.
+pub(crate) fn seeded() -> std::sync::MutexGuard<'static, ()> {
+    static DEFAULT_GENERATOR: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    DEFAULT_GENERATOR.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+}

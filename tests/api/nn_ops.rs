@@ -130,6 +130,7 @@ fn attention_rows_masked_out_entirely_give_zeros_and_finite_gradients() {
 
 #[test]
 fn attention_dropout_draws_from_the_default_generator() {
+    let _seeded = crate::seeded();
     let q = torchfn::randn([2, 4, 3], None, None, None).unwrap();
     let draw = || {
         torchfn::manual_seed(7);
