@@ -342,7 +342,7 @@ pub fn generate(
         if Some(i) == variadic_at {
             quote!(__args.extend(#private::splat(::torchfn::ToValue::to_value(#id)));)
         } else {
-            quote!(__args.push(::torchfn::ToValue::to_value(#id));)
+            quote!(::torchfn::ToValue::push_arg(#id, __args);)
         }
     });
     let keyword_only =
@@ -384,7 +384,7 @@ pub fn generate(
                 &__torchfn_relevant,
                 &mut |__args, __kwargs| match __torchfn_raw {
                     ::core::option::Option::Some((__given, __given_kwargs)) => {
-                        __args.extend(__given.iter().cloned());
+                        __args.push_given(__given);
                         __kwargs.clone_from(__given_kwargs);
                     }
                     ::core::option::Option::None => {

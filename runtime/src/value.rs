@@ -9,6 +9,7 @@ use std::fmt;
 
 use crate::backend::Device;
 use crate::error::{Error, Result};
+use crate::protocol::dispatch::Args;
 use crate::protocol::{Func, Relevant};
 use crate::tensor::{DType, Generator, Scalar, Shape, Tensor};
 
@@ -64,6 +65,16 @@ impl Value {
             Value::Tuple(_) => "tuple",
             Value::Slice(..) => "slice",
             Value::Ellipsis => "ellipsis",
+        }
+    }
+
+    /// Drops the value, without calling its drop glue when it owns nothing (numbers, dtypes,
+    /// devices): what a converted result costs.
+    #[inline]
+    fn discard(self) {
+        use Value::*;
+        if matches!(self, None | NotImplemented | Bool(_) | Int(_) | Float(_) | DType(_) | Device(_) | Ellipsis) {
+            std::mem::forget(self);
         }
     }
 
@@ -253,6 +264,15 @@ impl fmt::Display for Kwargs {
 pub trait ToValue {
     /// The dynamic form of `self`.
     fn to_value(&self) -> Value;
+
+    /// Appends `self` to the positional arguments of a dispatched call as hooks see it: its
+    /// [`to_value`](ToValue::to_value), except that tensors are lent rather than cloned (see
+    /// [`Args`]). Used by the code `#[torch_function]` writes.
+    #[doc(hidden)]
+    #[inline]
+    fn push_arg<'s>(&'s self, args: &mut Args<'s>) {
+        args.push(self.to_value());
+    }
 }
 
 /// Converts a [`Value`] back into a Rust value (how the by-name call binds arguments).
@@ -272,7 +292,13 @@ pub trait FromValue: Sized {
     /// The Rust value, taking `value` (no clone where a type can move out of it), or `value`
     /// back when it is of another type.
     fn take_value(value: Value) -> Result<Self, Value> {
-        Self::from_value(&value).ok_or(value)
+        match Self::from_value(&value) {
+            Some(taken) => {
+                value.discard();
+                Ok(taken)
+            }
+            None => Err(value),
+        }
     }
 }
 
@@ -317,6 +343,10 @@ impl<T: ToValue + ?Sized> ToValue for &T {
     fn to_value(&self) -> Value {
         (**self).to_value()
     }
+    #[inline]
+    fn push_arg<'s>(&'s self, args: &mut Args<'s>) {
+        (**self).push_arg(args)
+    }
 }
 
 impl ToValue for Value {
@@ -337,6 +367,13 @@ impl FromValue for Value {
 impl<T: ToValue> ToValue for Option<T> {
     fn to_value(&self) -> Value {
         self.as_ref().map_or(Value::None, ToValue::to_value)
+    }
+    #[inline]
+    fn push_arg<'s>(&'s self, args: &mut Args<'s>) {
+        match self {
+            Some(v) => v.push_arg(args),
+            None => args.push(Value::None),
+        }
     }
 }
 

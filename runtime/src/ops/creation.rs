@@ -115,7 +115,7 @@ fn tensor_under_modes(made: Tensor) -> Result<Tensor> {
         with_dtype!(dense.dtype, T => made.to_vec::<T>()?.into_iter().map(|x| x.to_scalar().into()).collect());
     let data = nest(&mut elements.into_iter(), &shape);
     let dtype = dense.dtype;
-    let fill = &mut |args: &mut Args, kwargs: &mut Kwargs| {
+    let fill = &mut |args: &mut Args<'_>, kwargs: &mut Kwargs| {
         args.push(data.clone());
         kwargs.insert("dtype", dtype);
     };

@@ -13,11 +13,18 @@ fn joins_any(x: &Dense) -> bool {
 
 /// The device an operation on `operands` (name, data) runs on: the one they are all on. A
 /// zero-dimensional CPU tensor joins any device. Two devices are an error naming both.
+#[inline]
 pub(crate) fn device_of(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
     let first = operands.first().map_or(Device::CPU, |(_, x)| x.device());
     if operands.iter().all(|(_, x)| x.device() == first) {
         return Ok(first);
     }
+    mixed_devices(func, operands)
+}
+
+/// [`device_of`] for operands on more than one device.
+#[cold]
+fn mixed_devices(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
     // The device so far, the argument that set it, and whether only CPU scalars were seen.
     let mut found: Option<(Device, &str, bool)> = None;
     for &(name, x) in operands {

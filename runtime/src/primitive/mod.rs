@@ -132,11 +132,13 @@ fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
 /// `out` for a kernel that may write into it: never while recording or computing a tangent
 /// (the result must be a fresh tensor that the in-place operation then writes, so saved
 /// tensors and the inputs the formulas read stay intact).
+#[inline]
 fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Option<&'t Array> {
+    let out = out?;
     if records || forward_ad::tangents(inputs).is_some() {
         return None;
     }
-    out.and_then(|t| t.dense()).map(|d| &d.array)
+    out.dense().map(|d| &d.array)
 }
 
 /// An input of an in-place operation: the tensor itself, or, when the operation records, a

@@ -21,8 +21,7 @@ pub fn fast_path(relevant: &impl Relevant) -> bool {
     relevant.all_plain() && !state::modes_active()
 }
 
-/// The positional arguments a hook sees; up to four are kept inline, without allocating.
-pub type Args = SmallVec<[Value; 4]>;
+pub use crate::protocol::args::Args;
 
 /// Steps 3-6 for a call that left the fast path. `Ok(None)` means nothing dispatched (all
 /// disabled, or only plain tensors under a disabled mode stack): run the implementation.
@@ -31,17 +30,18 @@ pub type Args = SmallVec<[Value; 4]>;
 #[doc(hidden)]
 #[cold]
 #[inline(never)]
-pub fn dispatch(
+pub fn dispatch<'a>(
     func: &'static Func,
     relevant: &dyn Relevant,
-    fill_args: &mut dyn FnMut(&mut Args, &mut Kwargs),
+    fill_args: &mut dyn FnMut(&mut Args<'a>, &mut Kwargs),
     typed: Option<Typed<'_>>,
 ) -> Result<Option<Value>> {
     let enabled = state::enabled();
     if enabled == Enabled::Nothing {
         return Ok(None);
     }
-    let types = if enabled == Enabled::All { gather(relevant) } else { SmallVec::new() };
+    // Under a mode, plain tensors are the common case: nothing to gather.
+    let types = if enabled == Enabled::All && !relevant.all_plain() { gather(relevant) } else { SmallVec::new() };
     let mode_active = state::modes_active();
     if types.is_empty() && !mode_active {
         return Ok(None);
@@ -74,30 +74,32 @@ pub struct Typed<'a> {
 
 /// Steps 4-6 with the arguments built: the top mode, then each gathered class's hook.
 #[inline]
-fn hooks(
+fn hooks<'a>(
     func: &'static Func,
     types: &Types,
     mode_active: bool,
-    fill_args: &mut dyn FnMut(&mut Args, &mut Kwargs),
+    fill_args: &mut dyn FnMut(&mut Args<'a>, &mut Kwargs),
     rerun: Option<Rerun<'_>>,
 ) -> Result<Option<Value>> {
     let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
     fill_args(&mut args, &mut kwargs);
     let _depth = Depth::enter(func)?;
-    let call = || -> Result<Option<Value>> {
+    let current = rerun.map(|rerun| Current::new(func, &args, &kwargs, rerun));
+    with_current(current.as_ref(), || {
         let mut declined_mode = None;
         if mode_active {
             let outcome = state::with_top_mode(|mode| {
                 let result = mode.torch_function(func, types, &args, &kwargs);
-                let declined = matches!(result, Ok(Value::NotImplemented)).then(|| mode.name());
-                (result, declined)
+                if let Ok(Value::NotImplemented) = result {
+                    declined_mode = Some(mode.name());
+                }
+                result
             });
-            if let Some((result, declined)) = outcome {
+            if let Some(result) = outcome {
                 let result = result?;
                 if !result.is_not_implemented() {
                     return Ok(Some(result));
                 }
-                declined_mode = declined;
             }
         }
         for &cls in types {
@@ -108,11 +110,7 @@ fn hooks(
             }
         }
         Err(no_implementation(func, types, declined_mode))
-    };
-    match rerun {
-        Some(rerun) => with_current(&Current::new(func, &args, &kwargs, rerun), call),
-        None => call(),
-    }
+    })
 }
 
 /// Step 3: the classes that take part, in precedence order. A class comes once; a subclass goes
@@ -156,6 +154,20 @@ pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
     }
 }
 
+/// [`dispatch`] for a call by name, whose hooks and modes see its own `args` and `kwargs`.
+pub(crate) fn dispatch_given<'a>(
+    func: &'static Func,
+    relevant: &dyn Relevant,
+    args: &'a [Value],
+    kwargs: &Kwargs,
+) -> Result<Option<Value>> {
+    let fill = &mut |a: &mut Args<'a>, k: &mut Kwargs| {
+        a.push_given(args);
+        k.clone_from(kwargs);
+    };
+    dispatch(func, relevant, fill, None)
+}
+
 /// `handle_torch_function`: runs the protocol for a function written by hand, without the
 /// macro. Call it when [`has_torch_function`] is true; if nothing dispatches after all (every
 /// class disabled in this scope), it runs `func`'s implementation.
@@ -165,11 +177,7 @@ pub fn handle_torch_function(
     args: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Value> {
-    let fill = &mut |a: &mut Args, k: &mut Kwargs| {
-        a.extend(args.iter().cloned());
-        k.clone_from(kwargs);
-    };
-    match dispatch(func, relevant, fill, None)? {
+    match dispatch_given(func, relevant, args, kwargs)? {
         Some(result) => Ok(result),
         None => func.implementation(args, kwargs),
     }

@@ -8,7 +8,7 @@ use std::sync::OnceLock;
 
 use crate::error::{Error, ErrorKind, Result};
 use crate::protocol::bind::bind;
-use crate::protocol::dispatch::{self, Args};
+use crate::protocol::dispatch;
 use crate::protocol::rerun::rerun_current;
 use crate::protocol::state::{self, Enabled};
 use crate::value::{Kwargs, Value};
@@ -302,11 +302,7 @@ impl Func {
             && let Err(unbound) = self.fits(args, kwargs)
         {
             let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
-            let fill = &mut |a: &mut Args, k: &mut Kwargs| {
-                a.extend(args.iter().cloned());
-                k.clone_from(kwargs);
-            };
-            return match dispatch::dispatch(self, &relevant, fill, None) {
+            return match dispatch::dispatch_given(self, &relevant, args, kwargs) {
                 Ok(Some(value)) => Ok(value),
                 Err(e) if !e.is_declined() => Err(e),
                 _ => Err(unbound),

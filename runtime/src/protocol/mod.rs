@@ -1,6 +1,7 @@
 //! The override protocol (layer 1): classes and hooks, function handles, relevant arguments,
 //! dispatch, modes and guards.
 
+mod args;
 pub mod bind;
 mod class;
 pub mod dispatch;

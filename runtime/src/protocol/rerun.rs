@@ -26,6 +26,7 @@ pub(crate) struct Current<'a> {
 }
 
 impl<'a> Current<'a> {
+    #[inline]
     pub(crate) fn new(func: &'static Func, args: &'a [Value], kwargs: &'a Kwargs, rerun: Rerun<'a>) -> Self {
         Current { func, args, kwargs, rerun }
     }
@@ -36,24 +37,28 @@ thread_local! {
     static CURRENT: Cell<*const Current<'static>> = const { Cell::new(std::ptr::null()) };
 }
 
-/// Runs `f` with `current` as the typed call in progress, then restores the previous one (of an
-/// enclosing call), also when `f` unwinds.
-pub(crate) fn with_current<R>(current: &Current<'_>, f: impl FnOnce() -> R) -> R {
+/// Runs `f` with `current`, when given, as the typed call in progress, then restores the
+/// previous one (of an enclosing call), also when `f` unwinds. Without `current` the typed call
+/// in progress stays the enclosing one.
+#[inline]
+pub(crate) fn with_current<R>(current: Option<&Current<'_>>, f: impl FnOnce() -> R) -> R {
     struct Restore(*const Current<'static>);
     impl Drop for Restore {
         fn drop(&mut self) {
-            CURRENT.with(|c| c.set(self.0));
+            CURRENT.set(self.0);
         }
     }
-    let pointer = (current as *const Current<'_>).cast::<Current<'static>>();
-    let _restore = Restore(CURRENT.with(|c| c.replace(pointer)));
+    let previous = CURRENT.get();
+    let pointer = current.map_or(previous, |c| std::ptr::from_ref(c).cast::<Current<'static>>());
+    CURRENT.set(pointer);
+    let _restore = Restore(previous);
     f()
 }
 
 /// Reruns the typed call in progress when `func`, `args` and `kwargs` are the ones it gave its
 /// hooks; `None` otherwise.
 pub(crate) fn rerun_current(func: &Func, args: &[Value], kwargs: &Kwargs, route: Route) -> Option<Result<Value>> {
-    let current = CURRENT.with(Cell::get);
+    let current = CURRENT.get();
     if current.is_null() {
         return None;
     }

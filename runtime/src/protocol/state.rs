@@ -95,6 +95,7 @@ pub(crate) fn modes_active() -> bool {
     MODE_COUNT.with(|c| c.get() != 0)
 }
 
+#[inline]
 pub(crate) fn enabled() -> Enabled {
     ENABLED.with(Cell::get)
 }
@@ -332,6 +333,7 @@ static RECURSION_LIMIT: AtomicU32 = AtomicU32::new(DEFAULT_RECURSION_LIMIT);
 
 /// How many hook calls may nest on one thread before dispatch fails instead of overflowing the
 /// stack (a hook calling `func` again on its own arguments recurses without end).
+#[inline]
 pub fn recursion_limit() -> u32 {
     RECURSION_LIMIT.load(Ordering::Relaxed)
 }
@@ -345,23 +347,31 @@ pub fn set_recursion_limit(limit: u32) {
 pub(crate) struct Depth(PhantomData<*const ()>);
 
 impl Depth {
+    #[inline]
     pub(crate) fn enter(func: &Func) -> Result<Depth> {
-        let depth = DEPTH.with(|d| d.get()) + 1;
-        let limit = recursion_limit();
-        if depth > limit {
-            return Err(Error::runtime_error(format!(
-                "maximum recursion depth ({limit}) exceeded while dispatching '{func}': a __torch_function__ hook \
-                 calls '{func}' again on its own arguments; call Tensor::torch_function (super) or \
-                 func.implementation(args, kwargs) instead"
-            )));
+        let depth = DEPTH.get() + 1;
+        if depth > recursion_limit() {
+            return Err(too_deep(func));
         }
-        DEPTH.with(|d| d.set(depth));
+        DEPTH.set(depth);
         Ok(Depth(PhantomData))
     }
 }
 
+/// The error of a call nested deeper than [`recursion_limit`].
+#[cold]
+fn too_deep(func: &Func) -> Error {
+    Error::runtime_error(format!(
+        "maximum recursion depth ({}) exceeded while dispatching '{func}': a __torch_function__ hook calls \
+         '{func}' again on its own arguments; call Tensor::torch_function (super) or \
+         func.implementation(args, kwargs) instead",
+        recursion_limit()
+    ))
+}
+
 impl Drop for Depth {
+    #[inline]
     fn drop(&mut self) {
-        DEPTH.with(|d| d.set(d.get() - 1));
+        DEPTH.set(DEPTH.get() - 1);
     }
 }

@@ -399,6 +399,11 @@ impl ToValue for Tensor {
         }
         Value::Tensor(self.clone())
     }
+
+    #[inline]
+    fn push_arg<'s>(&'s self, args: &mut crate::protocol::dispatch::Args<'s>) {
+        args.push_tensor(self)
+    }
 }
 
 /// Binding accepts tensors, subclass instances, ducks and Python numbers (which become wrapped

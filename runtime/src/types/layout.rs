@@ -1,6 +1,7 @@
 //! Shapes, strides and offsets: where each element of a tensor lives in its storage.
 
 use std::fmt;
+use std::hash::{Hash, Hasher};
 use std::ops::Deref;
 
 use smallvec::SmallVec;
@@ -11,11 +12,36 @@ use crate::error::Result;
 const INLINE_DIMS: usize = 6;
 
 /// The sizes of a tensor's dimensions (`torch.Size`). Cheap for up to six dimensions.
-#[derive(Clone, PartialEq, Eq, Hash, Default)]
+#[derive(Eq, Default)]
 pub struct Shape(SmallVec<[usize; INLINE_DIMS]>);
+
+/// Copies the sizes (`SmallVec`'s own `clone` goes through a generic iterator).
+impl Clone for Shape {
+    #[inline]
+    fn clone(&self) -> Self {
+        Shape::new(self)
+    }
+}
+
+/// Compares sizes one by one: shapes are short, and a call to `memcmp` costs more than the
+/// loop.
+impl PartialEq for Shape {
+    #[inline]
+    fn eq(&self, other: &Shape) -> bool {
+        self.len() == other.len() && self.iter().zip(other.iter()).all(|(a, b)| a == b)
+    }
+}
+
+/// Hashes the sizes as a slice, agreeing with `eq`.
+impl Hash for Shape {
+    fn hash<H: Hasher>(&self, state: &mut H) {
+        self.0.as_slice().hash(state)
+    }
+}
 
 impl Shape {
     /// A shape from its dimension sizes.
+    #[inline]
     pub fn new(dims: &[usize]) -> Self {
         Shape(SmallVec::from_slice(dims))
     }
@@ -36,7 +62,9 @@ impl Shape {
 
     /// The row-major (C-contiguous) strides of this shape, in elements.
     pub fn contiguous_strides(&self) -> Strides {
-        let mut strides = Strides::from_elem(0, self.0.len());
+        let n = self.0.len();
+        let mut strides =
+            if n <= INLINE_DIMS { Strides::from_buf_and_len([0; INLINE_DIMS], n) } else { Strides::from_elem(0, n) };
         let mut step = 1;
         for (s, &d) in strides.iter_mut().zip(&self.0).rev() {
             *s = step;
