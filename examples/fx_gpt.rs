@@ -77,7 +77,7 @@ pub fn run(out: Option<&Path>) -> Result<String> {
     // GPT reads its input's shape, so it is traced with an example: the graph is specialised
     // to [2, 16]. torchfn's own layers (Embedding, LayerNorm, Dropout, Linear) stay leaves.
     let start = Instant::now();
-    let gm = Tracer::new().example_inputs([ids.clone()]).input_names(["input_ids"]).trace(model)?;
+    let gm = Tracer::new().example_inputs([ids.clone()]).input_name("input_ids").trace(model)?;
     let elapsed = start.elapsed();
     let mut kinds = BTreeMap::new();
     for (_, node) in gm.graph().nodes() {

@@ -416,7 +416,7 @@ fn traced_gpt_tiny_and_resnet_tiny_give_the_eager_logits_and_gradients_bit_for_b
         m
     };
     let eager = make();
-    let gm = Tracer::new().example_inputs([ids.clone()]).input_names(["input_ids"]).trace(make()).unwrap();
+    let gm = Tracer::new().example_inputs([ids.clone()]).input_name("input_ids").trace(make()).unwrap();
     let modules = gm.graph().nodes().filter(|(_, n)| matches!(n.op, Op::CallModule(_))).count();
     assert!(modules >= 10, "Embedding, Dropout, LayerNorm and the tied head stay call_module nodes");
     let (want, got) = (eager.forward(&ids).unwrap(), gm.forward(&ids).unwrap());

@@ -98,14 +98,7 @@ impl GraphModule {
 
     /// Calls the submodule at `path` on `args` (one tensor), as a `call_module` node does.
     pub fn call_submodule(&self, path: &str, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
-        let layer = self.layer(path)?;
-        match (args, kwargs.is_empty()) {
-            ([Value::Tensor(input)], true) => Ok(Value::Tensor(layer.call(input)?)),
-            _ => Err(Error::type_error(format!(
-                "the module '{path}' takes one tensor, not ({})",
-                args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ")
-            ))),
-        }
+        call_layer(self.root(), path, args, kwargs)
     }
 
     /// The graph as the source of a Rust function that calls torchfn
@@ -215,6 +208,18 @@ pub(super) fn submodule<'m>(root: &'m dyn Module, path: &str) -> Result<&'m dyn 
             module.type_name()
         ))
     })
+}
+
+/// Calls the submodule of `root` at `path` on `args` (one tensor), as a `call_module` node does.
+pub(super) fn call_layer(root: &dyn Module, path: &str, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+    let layer = submodule(root, path)?;
+    match (args, kwargs.is_empty()) {
+        ([Value::Tensor(input)], true) => Ok(Value::Tensor(layer.call(input)?)),
+        _ => Err(Error::type_error(format!(
+            "the module '{path}' takes one tensor, not ({})",
+            args.iter().map(Value::type_name).collect::<Vec<_>>().join(", ")
+        ))),
+    }
 }
 
 /// The module of a traced function: nothing in it.

@@ -58,16 +58,17 @@ pub trait Interpreter<'g> {
             let value = match &node.op {
                 Op::Placeholder(_) => {
                     let input = inputs.next().cloned().unwrap_or_default();
-                    self.placeholder(node, input)?
+                    self.run_node(id, node, &[input], &Kwargs::new())?
+                }
+                Op::Output => {
+                    return self
+                        .output(node, load(&env, &node.args.first().cloned().unwrap_or(Argument::Const(Value::None)))?);
                 }
                 _ => {
                     let args = node.args.iter().map(|a| load(&env, a)).collect::<Result<Vec<_>>>()?;
                     let mut kwargs = Kwargs::new();
                     for (k, a) in &node.kwargs {
                         kwargs.insert(k.as_str(), load(&env, a)?);
-                    }
-                    if matches!(node.op, Op::Output) {
-                        return self.output(node, args.into_iter().next().unwrap_or_default());
                     }
                     self.run_node(id, node, &args, &kwargs)?
                 }
@@ -82,8 +83,9 @@ pub trait Interpreter<'g> {
         Err(Error::runtime_error("the graph has no output node"))
     }
 
-    /// Runs one node that is not a placeholder or the output, given its arguments' values:
-    /// calls the method for its kind ([`execute`]). Override it to see every node's result.
+    /// Runs one node other than the output, given its arguments' values (a placeholder's is
+    /// its input): calls the method for its kind ([`execute`]). Override it to see every
+    /// node's result.
     fn run_node(&mut self, id: NodeId, node: &'g Node, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         let _ = id;
         execute(self, node, args, kwargs)
@@ -207,13 +209,6 @@ impl<'g> Interpreter<'g> for ShapeProp<'g> {
         let value = execute(self, node, args, kwargs)?;
         self.record(id, &value);
         Ok(value)
-    }
-
-    fn placeholder(&mut self, node: &'g Node, input: Value) -> Result<Value> {
-        if let Some(id) = self.module().graph().find(node.name()) {
-            self.record(id, &input);
-        }
-        Ok(input)
     }
 }
 

@@ -157,9 +157,6 @@ pub mod emitted {
 
     /// Calls the submodule of `root` at `path` on `args` (one tensor).
     pub fn call_module(root: &dyn Module, path: &str, args: &[Value]) -> Result<Value> {
-        match args {
-            [Value::Tensor(x)] => Ok(Value::Tensor(graph_module::submodule(root, path)?.call(x)?)),
-            _ => Err(Error::type_error(format!("the module '{path}' takes one tensor"))),
-        }
+        graph_module::call_layer(root, path, args, &Kwargs::new())
     }
 }

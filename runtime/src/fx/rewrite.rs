@@ -117,7 +117,8 @@ impl Match<'_> {
         if let Some(&already) = self.bound.get(&p) {
             return already == g;
         }
-        let (pn, gn) = (self.pattern.node(p), self.graph.node(g));
+        let (pattern, graph) = (self.pattern, self.graph);
+        let (pn, gn) = (pattern.node(p), graph.node(g));
         if let Op::Placeholder(_) = pn.op {
             self.bound.insert(p, g);
             return true;
@@ -131,8 +132,7 @@ impl Match<'_> {
             return false;
         }
         self.bound.insert(p, g);
-        let (pargs, gargs) = (pn.args.clone(), gn.args.clone());
-        let ok = pargs.iter().zip(&gargs).all(|(a, b)| self.argument(a, b))
+        let ok = pn.args.iter().zip(&gn.args).all(|(a, b)| self.argument(a, b))
             && pn.kwargs.iter().all(|(k, a)| gn.kwargs.iter().any(|(l, b)| k == l && self.argument(a, b)));
         if !ok {
             self.bound.remove(&p);

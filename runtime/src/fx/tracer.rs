@@ -115,7 +115,7 @@ fn reads_metadata(func: &Func) -> bool {
 pub struct Tracer {
     leaf: Rc<LeafPolicy>,
     trace_through: Vec<&'static Func>,
-    input_names: Vec<String>,
+    input_name: String,
     examples: Option<Vec<Tensor>>,
     concrete: Vec<(usize, Tensor)>,
 }
@@ -133,7 +133,7 @@ impl Tracer {
         Tracer {
             leaf: Rc::new(default_leaf),
             trace_through: Vec::new(),
-            input_names: Vec::new(),
+            input_name: "input".to_string(),
             examples: None,
             concrete: Vec::new(),
         }
@@ -153,9 +153,10 @@ impl Tracer {
         self
     }
 
-    /// Names the inputs (the placeholders), in order; by default `input`, `input_1`...
-    pub fn input_names<S: Into<String>>(mut self, names: impl IntoIterator<Item = S>) -> Tracer {
-        self.input_names = names.into_iter().map(Into::into).collect();
+    /// Names a traced module's input (its placeholder); `input` by default. A traced
+    /// function's inputs are named by [`trace_fn`](Tracer::trace_fn)'s `names`.
+    pub fn input_name(mut self, name: impl Into<String>) -> Tracer {
+        self.input_name = name.into();
         self
     }
 
@@ -180,26 +181,16 @@ impl Tracer {
     /// Traces `module`'s forward into a [`GraphModule`] that owns the module.
     pub fn trace<M: Layer + 'static>(&self, module: M) -> Result<GraphModule> {
         // The root's own forward is always traced through, whatever the leaf policy says of it.
-        let (graph, constants) = self.record(Some(&module), 1, |inputs| Ok(module.forward(&inputs[0])?.to_value()))?;
+        let (graph, constants) =
+            self.record(Some(&module), &[&self.input_name], |inputs| Ok(module.forward(&inputs[0])?.to_value()))?;
         Ok(GraphModule::from_parts(Box::new(module), graph, constants))
     }
 
     /// Traces a function of tensors (a closure) into a [`GraphModule`] with no module: one
     /// placeholder per name in `names`, in order.
     pub fn trace_fn<R: ToValue>(&self, names: &[&str], f: impl FnOnce(&[Tensor]) -> Result<R>) -> Result<GraphModule> {
-        let tracer = Tracer { input_names: names.iter().map(|n| n.to_string()).collect(), ..self.clone_config() };
-        let (graph, constants) = tracer.record(None, names.len(), |inputs| Ok(f(inputs)?.to_value()))?;
+        let (graph, constants) = self.record(None, names, |inputs| Ok(f(inputs)?.to_value()))?;
         Ok(GraphModule::from_parts(Box::new(super::graph_module::NoModule), graph, constants))
-    }
-
-    fn clone_config(&self) -> Tracer {
-        Tracer {
-            leaf: self.leaf.clone(),
-            trace_through: self.trace_through.clone(),
-            input_names: self.input_names.clone(),
-            examples: self.examples.clone(),
-            concrete: self.concrete.clone(),
-        }
     }
 
     /// Runs `program` on proxies, with the mode and the module-call hook installed, and returns
@@ -207,7 +198,7 @@ impl Tracer {
     fn record(
         &self,
         root: Option<&dyn Layer>,
-        inputs: usize,
+        names: &[&str],
         program: impl FnOnce(&[Tensor]) -> Result<Value>,
     ) -> Result<(Graph, Vec<(String, Tensor)>)> {
         static TRACES: AtomicU64 = AtomicU64::new(1);
@@ -224,10 +215,11 @@ impl Tracer {
             paused: false,
         };
         if let Some(examples) = &self.examples
-            && examples.len() != inputs
+            && examples.len() != names.len()
         {
             return Err(Error::value_error(format!(
-                "example_inputs: the traced program takes {inputs} inputs, {} examples were given",
+                "example_inputs: the traced program takes {} inputs, {} examples were given",
+                names.len(),
                 examples.len()
             )));
         }
@@ -243,10 +235,9 @@ impl Tracer {
                 state.modules.entry(module_key(m)).or_insert(path);
             }
         }
-        let mut proxies = Vec::with_capacity(inputs);
-        for i in 0..inputs {
-            let name = self.input_names.get(i).cloned().unwrap_or_else(|| "input".to_string());
-            let node = state.graph.create_node(Op::Placeholder(name.clone()), vec![], vec![], &name);
+        let mut proxies = Vec::with_capacity(names.len());
+        for (i, &name) in names.iter().enumerate() {
+            let node = state.graph.create_node(Op::Placeholder(name.to_string()), vec![], vec![], name);
             let concrete = self.concrete.iter().find(|(at, _)| *at == i).map(|(_, t)| t.clone());
             let example = match &self.examples {
                 Some(examples) => Some(crate::clone(&examples[i].detach()?)?),
