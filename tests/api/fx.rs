@@ -290,6 +290,10 @@ fn graphs_save_to_json_and_graph_modules_round_trip_through_files() {
     let json = gm.graph().to_json().unwrap();
     let back = torchfn::fx::Graph::from_json(&json).unwrap();
     assert!(back == *gm.graph());
+    // A graph module made by hand checks that what the graph names exists.
+    let err = GraphModule::new(fx::NoModule, back.clone()).unwrap_err();
+    assert_eq!(err.to_string(), "Module has no submodule 'fc1' ('fc1' is missing)");
+    GraphModule::new(Small::new(), back).unwrap();
     let dir = std::env::temp_dir().join(format!("torchfn-fx-{}", std::process::id()));
     gm.save(&dir).unwrap();
     // Another model of the same type, other weights: loading puts the saved ones in.

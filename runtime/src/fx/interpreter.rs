@@ -61,8 +61,10 @@ pub trait Interpreter<'g> {
                     self.run_node(id, node, &[input], &Kwargs::new())?
                 }
                 Op::Output => {
-                    return self
-                        .output(node, load(&env, &node.args.first().cloned().unwrap_or(Argument::Const(Value::None)))?);
+                    return self.output(
+                        node,
+                        load(&env, &node.args.first().cloned().unwrap_or(Argument::Const(Value::None)))?,
+                    );
                 }
                 _ => {
                     let args = node.args.iter().map(|a| load(&env, a)).collect::<Result<Vec<_>>>()?;
