@@ -19,8 +19,9 @@
 //! multiply-adds for square products of 1024 and 2048 (the README's performance section).
 
 use std::arch::x86_64::{
-    __m256, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_permute2f128_ps,
-    _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps, _mm256_unpacklo_ps,
+    __m256, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
+    _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps,
+    _mm256_unpacklo_ps,
 };
 use std::cell::RefCell;
 use std::ops::Range;
@@ -44,7 +45,7 @@ const PACK_GROUP: usize = 4;
 const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
 /// waking the pool's threads costs more than they save.
-const PARALLEL_MIN: usize = 1 << 22;
+const PARALLEL_MIN: usize = 1 << 23;
 
 /// Proof that the processor has AVX2 and FMA: the kernels here run only with one in hand.
 #[derive(Clone, Copy)]
@@ -59,6 +60,9 @@ impl Avx2Fma {
 
 /// The packed `b` of the last product, kept so that its pages stay mapped for the next one.
 static PACKED_B: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+
+/// Zeros, standing in for the rows past the end of `a` in its last packed panel.
+static ZEROS: [f32; KC] = [0.0; KC];
 
 thread_local! {
     /// Each thread's packed rows of `a`.
@@ -116,7 +120,7 @@ pub(crate) fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32
     if 2 * tiles_area(n, m) <= tiles_area(m, n) {
         return matmul(cpu, b.t(), a.t(), &mut out.view_mut().reversed_axes());
     }
-    let threads = if m * n * k >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 };
+    let threads = if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 };
     let blocks = Blocks::new(k);
     let chunk = (PACKED_B_FLOATS / (k * NR)).max(1) * NR;
     let mut packed = std::mem::take(&mut *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()));
@@ -150,7 +154,7 @@ struct Tile<'o> {
 }
 
 /// `out` cut into tiles of whole micro-tiles (but at the edges) and at most [`MC`] rows: on
-/// one thread as few as can be, else at least four per thread, an even number per thread and
+/// one thread as few as can be, else at least four per thread, as many for each thread and
 /// even in size, so that threads finish together even when one of them is held up for a while.
 /// Rows are cut first; columns too when there are too few rows (each tile then packs its rows
 /// of `a` again).
@@ -183,9 +187,10 @@ fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize) -> Vec<Tile<'_>> {
 
 /// Packs columns `cols` of `b` into `packed`: panels of [`NR`] columns one after the other,
 /// each its `k` rows of `NR` floats (zero past the last column). On several threads when
-/// `parallel`, each task packing [`PACK_GROUP`] panels.
+/// `parallel` and there are groups of [`PACK_GROUP`] panels for each.
 fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, packed: &mut [f32], parallel: bool) {
     let k = b.dim().0;
+    let parallel = parallel && cols.len() >= 2 * PACK_GROUP * NR;
     let pack = |(g, dst): (usize, &mut [f32])| {
         let start = cols.start + g * PACK_GROUP * NR;
         // SAFETY: `pack_b_panels` only needs AVX2 and FMA, which `cpu` proves the processor has.
@@ -255,15 +260,24 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
     for (i, panel) in dst.chunks_exact_mut(depth * MR).take(rows.len().div_ceil(MR)).enumerate() {
         let top = rows.start + i * MR;
         let live = (rows.end - top).min(MR);
-        // SAFETY (both `from_raw_parts`): element (`i`, `j`) of `a` is at `i * rs + j * cs`
-        // from its first; rows `top..top + MR` (`live == MR`) and columns `steps` are inside
-        // `a`, so each slice covers elements of `a` one step apart (`cs == 1`, resp. `rs == 1`).
+        // Element (`i`, `j`) of `a`, at `i * rs + j * cs` from its first.
         let at = |i: usize, j: usize| a.as_ptr().wrapping_offset(i as isize * rs + j as isize * cs);
-        if live == MR && cs == 1 {
-            let rows = std::array::from_fn(|r| unsafe { std::slice::from_raw_parts(at(top + r, steps.start), depth) });
+        if cs == 1 {
+            let rows = std::array::from_fn(|r| {
+                // SAFETY: rows `top..top + live` of `a` hold columns `steps` one element apart
+                // (`cs == 1`), in the memory that `a` borrows.
+                if r < live {
+                    unsafe { std::slice::from_raw_parts(at(top + r, steps.start), depth) }
+                } else {
+                    &ZEROS[..depth]
+                }
+            });
             interleave::<MR>(rows, panel);
         } else if live == MR && rs == 1 {
             for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+                // SAFETY: column `steps.start + p` (`p < depth`) of `a` holds rows
+                // `top..top + MR` (`live == MR`) one element apart (`rs == 1`), in the memory
+                // that `a` borrows.
                 col.copy_from_slice(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), MR) });
             }
         } else {
@@ -287,10 +301,9 @@ fn interleave<const R: usize>(streams: [&[f32]; R], dst: &mut [f32]) {
     for p in (0..whole).step_by(8) {
         for g in (0..R).step_by(8) {
             let live = (R - g).min(8);
-            let rows = std::array::from_fn(|r| match streams.get(g + r) {
-                // SAFETY: the stream holds `len >= p + 8` floats.
-                Some(stream) if r < live => unsafe { _mm256_loadu_ps(stream.as_ptr().add(p)) },
-                _ => _mm256_setzero_ps(),
+            let rows = std::array::from_fn(|r| {
+                // SAFETY: stream `g + r` holds `len >= p + 8` floats.
+                if r < live { unsafe { _mm256_loadu_ps(streams[g + r].as_ptr().add(p)) } } else { _mm256_setzero_ps() }
             });
             for (c, column) in transpose8(rows).into_iter().enumerate() {
                 let mut v = [0.0f32; 8];
@@ -388,8 +401,9 @@ fn run_tile(
 /// `b` (`depth × NR`), written to the `size[0] × size[1]` top-left corner of the micro-tile at
 /// `out` (element `(i, j)` at `out + i * strides[0] + j * strides[1]`), or added to it when
 /// `accumulate`. The tile lives in twelve registers: per step along `k`, two loads of `b`, six
-/// broadcasts of `a` and twelve fused multiply-adds. Meanwhile one cache line every 16 steps
-/// from `ahead` on is pulled into the L2 cache (a prefetch never faults: any address will do).
+/// broadcasts of `a` and twelve fused multiply-adds. The tile of `out` is pulled into the L1
+/// cache first, so that it is there by the end, and one cache line every 16 steps from `ahead`
+/// on into the L2 cache (a prefetch never faults: any address will do).
 ///
 /// # Safety
 ///
@@ -406,6 +420,10 @@ unsafe fn kernel(
     accumulate: bool,
 ) {
     let [rs, cs] = strides;
+    for r in 0..size[0] as isize {
+        _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs).cast());
+        _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs + (NR - 1) as isize * cs).cast());
+    }
     let mut acc = [_mm256_setzero_ps(); 2 * MR];
     for (step, (a, b)) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).enumerate() {
         if step % 16 == 0 {
@@ -419,10 +437,10 @@ unsafe fn kernel(
             acc[2 * r + 1] = _mm256_fmadd_ps(ar, b1, acc[2 * r + 1]);
         }
     }
-    if size == [MR, NR] && cs == 1 {
-        for r in 0..MR {
-            // SAFETY: row `r` of the tile is 16 contiguous floats (`cs == 1`) that the caller
-            // lets us read and write.
+    if size[1] == NR && cs == 1 {
+        for r in (0..MR).filter(|&r| r < size[0]) {
+            // SAFETY: row `r < size[0]` of the tile is 16 contiguous floats (`cs == 1`) that
+            // the caller lets us read and write.
             unsafe {
                 let row = out.offset(r as isize * rs);
                 let (mut lo, mut hi) = (acc[2 * r], acc[2 * r + 1]);
@@ -475,14 +493,16 @@ mod tests {
         let ((m, k), n) = (a.dim(), b.dim().1);
         out.fill(f32::NAN);
         matmul(cpu, a, b, out);
-        for i in 0..m {
-            for j in 0..n {
-                let terms = (0..k).map(|p| a[[i, p]] as f64 * b[[p, j]] as f64);
-                let (sum, size) = terms.fold((0.0, 0.0), |(s, z), t| (s + t, z + t.abs()));
-                let tolerance = k as f64 * f32::EPSILON as f64 * size;
-                let got = out[[i, j]] as f64;
-                assert!((got - sum).abs() <= tolerance, "({m}, {k}, {n}) at ({i}, {j}): {got} against {sum}");
+        let (a64, b64): (Vec<f64>, Vec<f64>) =
+            (a.iter().map(|&x| x as f64).collect(), b.iter().map(|&x| x as f64).collect());
+        for ((i, j), &got) in out.indexed_iter() {
+            let (mut sum, mut size) = (0.0, 0.0);
+            for p in 0..k {
+                let term = a64[i * k + p] * b64[p * n + j];
+                (sum, size) = (sum + term, size + term.abs());
             }
+            let tolerance = k as f64 * f32::EPSILON as f64 * size;
+            assert!((got as f64 - sum).abs() <= tolerance, "({m}, {k}, {n}) at ({i}, {j}): {got} against {sum}");
         }
     }
 
@@ -490,7 +510,7 @@ mod tests {
     fn products_of_every_size_match_the_reference() {
         for m in SIZES {
             for n in SIZES {
-                for k in SIZES.into_iter().filter(|&k| m * n * k <= 1 << 19) {
+                for k in SIZES.into_iter().filter(|&k| m * n * k <= 1 << 18) {
                     let mut out = Array2::zeros((m, n));
                     check(matrix(m, k, 1).view(), matrix(k, n, 2).view(), &mut out.view_mut());
                 }
@@ -525,9 +545,9 @@ mod tests {
 
     #[test]
     fn large_products_split_over_threads_and_column_chunks() {
-        const { assert!(257 * 257 * 64 >= PARALLEL_MIN) };
+        const { assert!(257 * 129 * 257 >= PARALLEL_MIN) };
         let mut out = Array2::zeros((257, 257));
-        check(matrix(257, 64, 1).view(), matrix(64, 257, 2).view(), &mut out.view_mut());
+        check(matrix(257, 129, 1).view(), matrix(129, 257, 2).view(), &mut out.view_mut());
         let wide = PACKED_B_FLOATS / 256 + 40;
         let mut out = Array2::zeros((2, wide));
         check(matrix(2, 256, 3).view(), matrix(256, wide, 4).view(), &mut out.view_mut());
