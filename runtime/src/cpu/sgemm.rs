@@ -13,10 +13,12 @@
 //!   panel of `b` is swept down them, the next panel of `b` pulled into L2 meanwhile; `b` is
 //!   packed once for as many columns as [`PACKED_B_FLOATS`] allows;
 //! - **threads** ([`tiles`]): `out` is cut into tiles of whole micro-tiles, a few per thread
-//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`.
+//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`;
+//!   products under [`PARALLEL_MIN`] multiply-adds stay on the calling thread.
 //!
-//! On this project's 2-core machine it runs at about 94% of the processor's peak of fused
-//! multiply-adds for square products of 1024 and 2048 (the README's performance section).
+//! [`matmul`] computes a product much narrower than a tile (a matrix times a vector) as
+//! `bᵀ @ aᵀ`. On this project's 2-core machine it runs at 94-95% of the processor's peak of
+//! fused multiply-adds for square products of 1024 and 2048 (the README's performance section).
 
 use std::arch::x86_64::{
     __m256, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
@@ -41,7 +43,8 @@ const KC: usize = 1024;
 const MC: usize = 96;
 /// Panels of `b` that one packing task copies: a row of them is four cache lines.
 const PACK_GROUP: usize = 4;
-/// The most floats of packed `b` at once (16 MiB); wider products pack `b` in column chunks.
+/// The most floats of packed `b` at once (16 MiB, or one panel where `k` is longer); wider
+/// products pack `b` in column chunks.
 const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
 /// waking the pool's threads costs more than they save.
