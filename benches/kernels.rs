@@ -62,8 +62,22 @@ const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
     ("kernels/exp_out", "exp into a preallocated output", 8.0 * N as f64, "GB/s", ">= 90% of copy baseline", "19.6"),
     ("kernels/exp_alloc", "exp allocating its result", 8.0 * N as f64, "GB/s", "", ""),
     ("kernels/sum", "sum", 4.0 * N as f64, "GB/s", ">= 90% of read baseline", "23.2"),
-    ("kernels/matmul_1024", "matmul float32 1024", 2.0 * 1024.0 * 1024.0 * 1024.0, "GFLOP/s", ">= 212", "235"),
-    ("kernels/matmul_2048", "matmul float32 2048", 2.0 * 2048.0 * 2048.0 * 2048.0, "GFLOP/s", ">= 228", "253"),
+    (
+        "kernels/matmul_1024",
+        "matmul float32 1024",
+        2.0 * 1024.0 * 1024.0 * 1024.0,
+        "GFLOP/s",
+        ">= 164 (90% of FMA peak)",
+        "235",
+    ),
+    (
+        "kernels/matmul_2048",
+        "matmul float32 2048",
+        2.0 * 2048.0 * 2048.0 * 2048.0,
+        "GFLOP/s",
+        ">= 164 (90% of FMA peak)",
+        "253",
+    ),
     ("kernels/add_1", "add of 1-element tensors", 0.0, "ns", "< 100 ns", "2,100 ns"),
 ];
 

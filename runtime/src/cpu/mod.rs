@@ -10,6 +10,8 @@ mod number;
 pub(crate) mod pool;
 mod random;
 mod reduce;
+#[cfg(target_arch = "x86_64")]
+mod sgemm;
 mod softmax;
 mod strided;
 mod unary;

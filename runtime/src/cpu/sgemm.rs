@@ -1,0 +1,535 @@
+//! torchfn's float32 matrix product, `out = a @ b`, for x86-64 processors with AVX2 and FMA.
+//!
+//! The classic packed, cache-blocked GEMM (Goto and van de Geijn), in four places:
+//!
+//! - **packing** ([`pack_b`], [`pack_a`]): `b` is copied into panels of [`NR`] columns and `a`
+//!   into panels of [`MR`] rows, each laid out in the order the micro-kernel reads it and
+//!   padded with zeros, so the kernel streams contiguous memory whatever the operands' strides
+//!   (transposed, broadcast with stride 0, any row step);
+//! - **the micro-kernel** ([`kernel`]): an `MR × NR` = 6 × 16 tile of `out` held in twelve
+//!   256-bit registers, updated by one fused multiply-add per register per step along `k`;
+//! - **blocking** ([`run_tile`]): `k` goes in blocks of at most [`KC`] steps; a tile's rows
+//!   (at most [`MC`]) of `a` are packed for one block and stay in the L2 cache while each
+//!   panel of `b` is swept down them, the next panel of `b` pulled into L2 meanwhile; `b` is
+//!   packed once for as many columns as [`PACKED_B_FLOATS`] allows;
+//! - **threads** ([`tiles`]): `out` is cut into tiles of whole micro-tiles, a few per thread
+//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`.
+//!
+//! On this project's 2-core machine it runs at about 94% of the processor's peak of fused
+//! multiply-adds for square products of 1024 and 2048 (the README's performance section).
+
+use std::arch::x86_64::{
+    __m256, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_permute2f128_ps,
+    _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps, _mm256_unpacklo_ps,
+};
+use std::cell::RefCell;
+use std::ops::Range;
+use std::sync::Mutex;
+
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
+use rayon::prelude::*;
+
+/// Rows of the micro-kernel's tile.
+const MR: usize = 6;
+/// Columns of the micro-kernel's tile: two 8-lane vectors.
+const NR: usize = 16;
+/// The most steps along `k` in one block: a packed panel of `b` is then at most 64 KiB, and
+/// `out` is read back and added to only when `k` exceeds it.
+const KC: usize = 1024;
+/// The most rows of a tile: its packed rows of `a` are at most `MC × KC` floats (384 KiB).
+const MC: usize = 96;
+/// Panels of `b` that one packing task copies: a row of them is four cache lines.
+const PACK_GROUP: usize = 4;
+/// The most floats of packed `b` at once (16 MiB); wider products pack `b` in column chunks.
+const PACKED_B_FLOATS: usize = 1 << 22;
+/// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
+/// waking the pool's threads costs more than they save.
+const PARALLEL_MIN: usize = 1 << 22;
+
+/// Proof that the processor has AVX2 and FMA: the kernels here run only with one in hand.
+#[derive(Clone, Copy)]
+pub(crate) struct Avx2Fma(());
+
+impl Avx2Fma {
+    /// The proof, when the processor has both extensions.
+    pub(crate) fn detect() -> Option<Avx2Fma> {
+        (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")).then_some(Avx2Fma(()))
+    }
+}
+
+/// The packed `b` of the last product, kept so that its pages stay mapped for the next one.
+static PACKED_B: Mutex<Vec<f32>> = Mutex::new(Vec::new());
+
+thread_local! {
+    /// Each thread's packed rows of `a`.
+    static PACKED_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// `len` floats of `buf` starting on a 64-byte boundary (a cache line), growing `buf` if needed.
+fn aligned(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if buf.len() < len + 16 {
+        buf.resize(len + 16, 0.0);
+    }
+    let start = buf.as_ptr().align_offset(64);
+    &mut buf[start..start + len]
+}
+
+/// `k` cut into `count` blocks of `depth` steps, the last possibly shorter: as even as blocks
+/// of at most [`KC`] can be, so that no block is a short leftover.
+#[derive(Clone, Copy)]
+struct Blocks {
+    /// Steps along `k` in every block but the last.
+    depth: usize,
+    /// How many blocks.
+    count: usize,
+    /// The whole `k`.
+    k: usize,
+}
+
+impl Blocks {
+    /// The blocks of `k` (at least 1).
+    fn new(k: usize) -> Blocks {
+        let count = k.div_ceil(KC);
+        Blocks { depth: k.div_ceil(count), count, k }
+    }
+
+    /// The steps of block `p`.
+    fn range(&self, p: usize) -> Range<usize> {
+        p * self.depth..((p + 1) * self.depth).min(self.k)
+    }
+}
+
+/// `out = a @ b` (`out`'s old contents are never read).
+pub(crate) fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+    let ((m, k), n) = (a.dim(), b.dim().1);
+    assert_eq!((b.dim().0, out.dim()), (k, (m, n)), "matmul operands of mismatched shapes");
+    if m == 0 || n == 0 {
+        return;
+    }
+    if k == 0 {
+        out.fill(0.0);
+        return;
+    }
+    // The kernel computes whole `MR × NR` tiles: a product much narrower than `NR` columns
+    // (a matrix times a vector) computes less than half as much as `bᵀ @ aᵀ`.
+    let tiles_area = |m: usize, n: usize| m.next_multiple_of(MR) * n.next_multiple_of(NR);
+    if 2 * tiles_area(n, m) <= tiles_area(m, n) {
+        return matmul(cpu, b.t(), a.t(), &mut out.view_mut().reversed_axes());
+    }
+    let threads = if m * n * k >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 };
+    let blocks = Blocks::new(k);
+    let chunk = (PACKED_B_FLOATS / (k * NR)).max(1) * NR;
+    let mut packed = std::mem::take(&mut *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()));
+    for start in (0..n).step_by(chunk) {
+        let cols = start..(start + chunk).min(n);
+        let b_packed = aligned(&mut packed, cols.len().div_ceil(NR) * k * NR);
+        pack_b(cpu, b, cols.clone(), b_packed, threads > 1);
+        let b_packed = &*b_packed;
+        let run = |tile: Tile<'_>| {
+            // SAFETY: `run_tile` only needs AVX2 and FMA, which `cpu` proves the processor has.
+            unsafe { run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out) }
+        };
+        let out = if cols.len() == n { out.view_mut() } else { out.slice_mut(s![.., cols]) };
+        if threads == 1 {
+            tiles(out, 1).into_iter().for_each(run);
+        } else {
+            tiles(out, threads).into_par_iter().for_each(run);
+        }
+    }
+    *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()) = packed;
+}
+
+/// A rectangle of `out` that one task computes.
+struct Tile<'o> {
+    /// Its rows (of `a` and `out`).
+    rows: Range<usize>,
+    /// Its panels of packed `b`.
+    panels: Range<usize>,
+    /// Its part of `out`.
+    out: ArrayViewMut2<'o, f32>,
+}
+
+/// `out` cut into tiles of whole micro-tiles (but at the edges) and at most [`MC`] rows: on
+/// one thread as few as can be, else at least four per thread, an even number per thread and
+/// even in size, so that threads finish together even when one of them is held up for a while.
+/// Rows are cut first; columns too when there are too few rows (each tile then packs its rows
+/// of `a` again).
+fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize) -> Vec<Tile<'_>> {
+    let (m, n) = out.dim();
+    let (micro_rows, panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    let wanted = if threads == 1 { 1 } else { 4 * threads };
+    let row_parts = micro_rows.div_ceil(MC / MR).max(wanted).next_multiple_of(threads).min(micro_rows);
+    let col_parts = wanted.div_ceil(row_parts).min(panels);
+    let mut tiles = Vec::with_capacity(row_parts * col_parts);
+    let mut rest = out;
+    let mut row = 0;
+    for r in 1..=row_parts {
+        let end = (r * micro_rows / row_parts * MR).min(m);
+        let (mut band, below) = rest.split_at(Axis(0), end - row);
+        rest = below;
+        let mut panel = 0;
+        for c in 1..=col_parts {
+            let last = c * panels / col_parts;
+            let width = ((last - panel) * NR).min(band.dim().1);
+            let (tile, right) = band.split_at(Axis(1), width);
+            band = right;
+            tiles.push(Tile { rows: row..end, panels: panel..last, out: tile });
+            panel = last;
+        }
+        row = end;
+    }
+    tiles
+}
+
+/// Packs columns `cols` of `b` into `packed`: panels of [`NR`] columns one after the other,
+/// each its `k` rows of `NR` floats (zero past the last column). On several threads when
+/// `parallel`, each task packing [`PACK_GROUP`] panels.
+fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, packed: &mut [f32], parallel: bool) {
+    let k = b.dim().0;
+    let pack = |(g, dst): (usize, &mut [f32])| {
+        let start = cols.start + g * PACK_GROUP * NR;
+        // SAFETY: `pack_b_panels` only needs AVX2 and FMA, which `cpu` proves the processor has.
+        unsafe { pack_b_panels(cpu, b, start..(start + PACK_GROUP * NR).min(cols.end), dst) }
+    };
+    if parallel {
+        packed.par_chunks_mut(PACK_GROUP * k * NR).enumerate().for_each(pack);
+    } else {
+        packed.chunks_mut(PACK_GROUP * k * NR).enumerate().for_each(pack);
+    }
+}
+
+/// Packs columns `cols` of `b` (at most [`PACK_GROUP`] panels) into `dst`. A `b` with rows
+/// of contiguous elements is read row after row (a row of the group is a few whole cache
+/// lines, where reading panel after panel would jump a row's length at every step), one with
+/// contiguous columns (a transposed matrix) sixteen columns at a time; other layouts element
+/// by element.
+#[target_feature(enable = "avx2,fma")]
+fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, dst: &mut [f32]) {
+    let (k, w) = (b.dim().0, cols.len());
+    let [rs, cs] = [b.strides()[0], b.strides()[1]];
+    if cs == 1 {
+        for r in 0..k {
+            // SAFETY: row `r < k` of `b` holds columns `cols` one element apart (`cs == 1`),
+            // all in the memory that `b` borrows.
+            let row =
+                unsafe { std::slice::from_raw_parts(b.as_ptr().offset(r as isize * rs + cols.start as isize), w) };
+            let pieces = row.chunks_exact(NR);
+            let rest = pieces.remainder();
+            for (j, piece) in pieces.enumerate() {
+                dst[(j * k + r) * NR..][..NR].copy_from_slice(piece);
+            }
+            if !rest.is_empty() {
+                let to = &mut dst[(w / NR * k + r) * NR..][..NR];
+                to[..rest.len()].copy_from_slice(rest);
+                to[rest.len()..].fill(0.0);
+            }
+        }
+    } else {
+        for (j, panel) in dst.chunks_exact_mut(k * NR).take(w.div_ceil(NR)).enumerate() {
+            let first = cols.start + j * NR;
+            if rs == 1 && first + NR <= cols.end {
+                // SAFETY: columns `first..first + NR` of `b` (checked) each hold `k` elements
+                // one step apart (`rs == 1`), all in the memory that `b` borrows.
+                let columns = std::array::from_fn(|c| unsafe {
+                    std::slice::from_raw_parts(b.as_ptr().offset((first + c) as isize * cs), k)
+                });
+                interleave::<NR>(columns, panel);
+                continue;
+            }
+            for c in 0..NR {
+                for r in 0..k {
+                    // SAFETY: `r < k` and `first + c < cols.end` (checked) are inside `b`.
+                    panel[r * NR + c] = if first + c < cols.end { unsafe { *b.uget((r, first + c)) } } else { 0.0 };
+                }
+            }
+        }
+    }
+}
+
+/// Packs rows `rows` and columns `steps` of `a` into `dst`: panels of [`MR`] rows one after
+/// the other, each its columns one after the other (`MR` floats each, zero past the last row).
+#[target_feature(enable = "avx2,fma")]
+fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<usize>, dst: &mut [f32]) {
+    let [rs, cs] = [a.strides()[0], a.strides()[1]];
+    let depth = steps.len();
+    for (i, panel) in dst.chunks_exact_mut(depth * MR).take(rows.len().div_ceil(MR)).enumerate() {
+        let top = rows.start + i * MR;
+        let live = (rows.end - top).min(MR);
+        // SAFETY (both `from_raw_parts`): element (`i`, `j`) of `a` is at `i * rs + j * cs`
+        // from its first; rows `top..top + MR` (`live == MR`) and columns `steps` are inside
+        // `a`, so each slice covers elements of `a` one step apart (`cs == 1`, resp. `rs == 1`).
+        let at = |i: usize, j: usize| a.as_ptr().wrapping_offset(i as isize * rs + j as isize * cs);
+        if live == MR && cs == 1 {
+            let rows = std::array::from_fn(|r| unsafe { std::slice::from_raw_parts(at(top + r, steps.start), depth) });
+            interleave::<MR>(rows, panel);
+        } else if live == MR && rs == 1 {
+            for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+                col.copy_from_slice(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), MR) });
+            }
+        } else {
+            for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+                for (r, x) in col.iter_mut().enumerate() {
+                    // SAFETY: row `top + r` (`r < live`, checked) and column `steps.start + p`
+                    // (`p < depth`) are inside `a`.
+                    *x = if r < live { unsafe { *a.uget((top + r, steps.start + p)) } } else { 0.0 };
+                }
+            }
+        }
+    }
+}
+
+/// Interleaves `R` streams of equal length into `dst`: `dst[p * R + r] = streams[r][p]`,
+/// eight steps at a time through 8 × 8 transposes in registers.
+#[target_feature(enable = "avx2,fma")]
+fn interleave<const R: usize>(streams: [&[f32]; R], dst: &mut [f32]) {
+    let len = streams[0].len();
+    let whole = len / 8 * 8;
+    for p in (0..whole).step_by(8) {
+        for g in (0..R).step_by(8) {
+            let live = (R - g).min(8);
+            let rows = std::array::from_fn(|r| match streams.get(g + r) {
+                // SAFETY: the stream holds `len >= p + 8` floats.
+                Some(stream) if r < live => unsafe { _mm256_loadu_ps(stream.as_ptr().add(p)) },
+                _ => _mm256_setzero_ps(),
+            });
+            for (c, column) in transpose8(rows).into_iter().enumerate() {
+                let mut v = [0.0f32; 8];
+                // SAFETY: `v` holds 8 floats.
+                unsafe { _mm256_storeu_ps(v.as_mut_ptr(), column) };
+                dst[(p + c) * R + g..][..live].copy_from_slice(&v[..live]);
+            }
+        }
+    }
+    for p in whole..len {
+        for (r, stream) in streams.iter().enumerate() {
+            dst[p * R + r] = stream[p];
+        }
+    }
+}
+
+/// The columns of the 8 × 8 matrix whose rows are `r`.
+#[target_feature(enable = "avx2,fma")]
+fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
+    // Pairs of rows interleaved, then quadruples (each 128-bit half on its own), then halves.
+    let t = [0, 2, 4, 6].map(|i| [_mm256_unpacklo_ps(r[i], r[i + 1]), _mm256_unpackhi_ps(r[i], r[i + 1])]);
+    let q = [0, 2].map(|i| {
+        [
+            _mm256_shuffle_ps::<0x44>(t[i][0], t[i + 1][0]),
+            _mm256_shuffle_ps::<0xEE>(t[i][0], t[i + 1][0]),
+            _mm256_shuffle_ps::<0x44>(t[i][1], t[i + 1][1]),
+            _mm256_shuffle_ps::<0xEE>(t[i][1], t[i + 1][1]),
+        ]
+    });
+    std::array::from_fn(|c| {
+        if c < 4 {
+            _mm256_permute2f128_ps::<0x20>(q[0][c], q[1][c])
+        } else {
+            _mm256_permute2f128_ps::<0x31>(q[0][c - 4], q[1][c - 4])
+        }
+    })
+}
+
+/// Computes one tile: `out = a @ b` for rows `rows` of `a` and `panels` of the packed `b`.
+///
+/// The blocking loops: for each block of `k`, pack the tile's rows of `a` for that block (at
+/// most `MC × KC` floats, which stay in L2), then sweep each panel of `b` down all the packed
+/// panels of `a`, one micro-tile of `out` at a time. The first block writes `out`, the others
+/// add to it.
+#[target_feature(enable = "avx2,fma")]
+fn run_tile(
+    cpu: Avx2Fma,
+    a: ArrayView2<'_, f32>,
+    rows: Range<usize>,
+    b: &[f32],
+    blocks: Blocks,
+    panels: Range<usize>,
+    mut out: ArrayViewMut2<'_, f32>,
+) {
+    let (m, n) = out.dim();
+    let (o, [rs, cs]) = (out.as_mut_ptr(), [out.strides()[0], out.strides()[1]]);
+    let first = panels.start;
+    PACKED_A.with_borrow_mut(|buf| {
+        let a_packed = aligned(buf, m.div_ceil(MR) * MR * blocks.depth);
+        for p in 0..blocks.count {
+            let steps = blocks.range(p);
+            let depth = steps.len();
+            pack_a(cpu, a, rows.clone(), steps.clone(), a_packed);
+            for j in panels.clone() {
+                let b_panel = &b[(j * blocks.k + steps.start) * NR..][..depth * NR];
+                // The panel after this one, which the kernels pull into L2 meanwhile, a
+                // `depth`-float stretch each.
+                let next = if j + 1 < panels.end { (j + 1, steps.start) } else { (first, steps.end) };
+                let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * NR);
+                let col = (j - first) * NR;
+                for (i, a_panel) in a_packed.chunks_exact(depth * MR).take(m.div_ceil(MR)).enumerate() {
+                    let row = i * MR;
+                    // SAFETY: the micro-tile at (`row`, `col`), of `min(MR, m - row)` rows and
+                    // `min(NR, n - col)` columns, lies inside `out`, which this function borrows
+                    // mutably: nothing else reads or writes it meanwhile. The processor has AVX2
+                    // and FMA (`cpu`).
+                    unsafe {
+                        kernel(
+                            a_panel,
+                            b_panel,
+                            next.wrapping_add(i * depth),
+                            o.offset(row as isize * rs + col as isize * cs),
+                            [rs, cs],
+                            [(m - row).min(MR), (n - col).min(NR)],
+                            p > 0,
+                        )
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// The micro-kernel: the `MR × NR` product of a packed panel of `a` (`depth × MR`) and one of
+/// `b` (`depth × NR`), written to the `size[0] × size[1]` top-left corner of the micro-tile at
+/// `out` (element `(i, j)` at `out + i * strides[0] + j * strides[1]`), or added to it when
+/// `accumulate`. The tile lives in twelve registers: per step along `k`, two loads of `b`, six
+/// broadcasts of `a` and twelve fused multiply-adds. Meanwhile one cache line every 16 steps
+/// from `ahead` on is pulled into the L2 cache (a prefetch never faults: any address will do).
+///
+/// # Safety
+///
+/// The processor has AVX2 and FMA, and `out` addresses a `size[0] × size[1]` matrix through
+/// `strides` that the caller may read and write.
+#[target_feature(enable = "avx2,fma")]
+unsafe fn kernel(
+    a: &[f32],
+    b: &[f32],
+    ahead: *const f32,
+    out: *mut f32,
+    strides: [isize; 2],
+    size: [usize; 2],
+    accumulate: bool,
+) {
+    let [rs, cs] = strides;
+    let mut acc = [_mm256_setzero_ps(); 2 * MR];
+    for (step, (a, b)) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).enumerate() {
+        if step % 16 == 0 {
+            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(step).cast());
+        }
+        // SAFETY: `b` holds `NR` = 16 floats, so both 8-float loads are inside it.
+        let (b0, b1) = unsafe { (_mm256_loadu_ps(b.as_ptr()), _mm256_loadu_ps(b.as_ptr().add(8))) };
+        for r in 0..MR {
+            let ar = _mm256_set1_ps(a[r]);
+            acc[2 * r] = _mm256_fmadd_ps(ar, b0, acc[2 * r]);
+            acc[2 * r + 1] = _mm256_fmadd_ps(ar, b1, acc[2 * r + 1]);
+        }
+    }
+    if size == [MR, NR] && cs == 1 {
+        for r in 0..MR {
+            // SAFETY: row `r` of the tile is 16 contiguous floats (`cs == 1`) that the caller
+            // lets us read and write.
+            unsafe {
+                let row = out.offset(r as isize * rs);
+                let (mut lo, mut hi) = (acc[2 * r], acc[2 * r + 1]);
+                if accumulate {
+                    lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
+                    hi = _mm256_add_ps(hi, _mm256_loadu_ps(row.add(8)));
+                }
+                _mm256_storeu_ps(row, lo);
+                _mm256_storeu_ps(row.add(8), hi);
+            }
+        }
+    } else {
+        let mut tile = [[0.0f32; NR]; MR];
+        for (row, v) in tile.iter_mut().zip(acc.chunks_exact(2)) {
+            // SAFETY: `row` is 16 floats, room for both 8-float stores.
+            unsafe {
+                _mm256_storeu_ps(row.as_mut_ptr(), v[0]);
+                _mm256_storeu_ps(row.as_mut_ptr().add(8), v[1]);
+            }
+        }
+        for (i, row) in tile.iter().enumerate().take(size[0]) {
+            for (j, &v) in row.iter().enumerate().take(size[1]) {
+                // SAFETY: `i < size[0]` and `j < size[1]`: inside the tile the caller lends.
+                unsafe {
+                    let x = out.offset(i as isize * rs + j as isize * cs);
+                    *x = if accumulate { *x + v } else { v };
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::{Array2, ShapeBuilder};
+
+    /// The sizes the shapes are drawn from: around the tile sizes and a block of `k`.
+    const SIZES: [usize; 14] = [0, 1, 2, 5, 6, 7, 15, 16, 17, 31, 33, 64, 100, 257];
+
+    /// A matrix of small integers over 8, varied by `seed` (exact in float32).
+    fn matrix(rows: usize, cols: usize, seed: usize) -> Array2<f32> {
+        Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 7 + j * 13 + seed * 5) % 17) as f32 / 8.0 - 1.0)
+    }
+
+    /// Checks `matmul(a, b)` against a float64 reference, within `k` roundings of the sum of
+    /// the products' magnitudes; `out` starts as NaN, so reading it would show.
+    fn check(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+        let Some(cpu) = Avx2Fma::detect() else { return };
+        let ((m, k), n) = (a.dim(), b.dim().1);
+        out.fill(f32::NAN);
+        matmul(cpu, a, b, out);
+        for i in 0..m {
+            for j in 0..n {
+                let terms = (0..k).map(|p| a[[i, p]] as f64 * b[[p, j]] as f64);
+                let (sum, size) = terms.fold((0.0, 0.0), |(s, z), t| (s + t, z + t.abs()));
+                let tolerance = k as f64 * f32::EPSILON as f64 * size;
+                let got = out[[i, j]] as f64;
+                assert!((got - sum).abs() <= tolerance, "({m}, {k}, {n}) at ({i}, {j}): {got} against {sum}");
+            }
+        }
+    }
+
+    #[test]
+    fn products_of_every_size_match_the_reference() {
+        for m in SIZES {
+            for n in SIZES {
+                for k in SIZES.into_iter().filter(|&k| m * n * k <= 1 << 19) {
+                    let mut out = Array2::zeros((m, n));
+                    check(matrix(m, k, 1).view(), matrix(k, n, 2).view(), &mut out.view_mut());
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn transposed_strided_and_broadcast_operands_are_read_through_their_strides() {
+        let (m, k, n) = (33, 257, 31);
+        let mut out = Array2::zeros((m, n));
+        let (a_t, b_t) = (matrix(k, m, 1), matrix(n, k, 2));
+        check(a_t.t(), b_t.t(), &mut out.view_mut());
+        let (a_wide, b_wide) = (matrix(2 * m, 3 * k, 3), matrix(3 * k, 2 * n, 4));
+        check(a_wide.slice(s![..;2, ..;3]), b_wide.slice(s![..;3, ..;2]), &mut out.view_mut());
+        let (row, col) = (matrix(1, k, 5), matrix(k, 1, 6));
+        check(row.broadcast((m, k)).unwrap(), col.broadcast((k, n)).unwrap(), &mut out.view_mut());
+        let values: Vec<f32> = (0..m).map(|i| i as f32).collect();
+        let column = ArrayView2::from_shape((m, k).strides((1, 0)), &values).unwrap();
+        check(column, b_t.t(), &mut out.view_mut());
+    }
+
+    #[test]
+    fn a_strided_output_is_written_in_place_and_nowhere_else() {
+        let (m, k, n) = (17, 100, 33);
+        let mut big = Array2::from_elem((2 * m, 3 * n), 7.0f32);
+        check(matrix(m, k, 1).view(), matrix(k, n, 2).view(), &mut big.slice_mut(s![..;2, ..;3]));
+        let mut t = Array2::zeros((n, m));
+        check(matrix(m, k, 3).view(), matrix(k, n, 4).view(), &mut t.view_mut().reversed_axes());
+        assert!(big.indexed_iter().all(|((i, j), &v)| (i % 2 == 0 && j % 3 == 0) || v == 7.0));
+    }
+
+    #[test]
+    fn large_products_split_over_threads_and_column_chunks() {
+        const { assert!(257 * 257 * 64 >= PARALLEL_MIN) };
+        let mut out = Array2::zeros((257, 257));
+        check(matrix(257, 64, 1).view(), matrix(64, 257, 2).view(), &mut out.view_mut());
+        let wide = PACKED_B_FLOATS / 256 + 40;
+        let mut out = Array2::zeros((2, wide));
+        check(matrix(2, 256, 3).view(), matrix(256, wide, 4).view(), &mut out.view_mut());
+    }
+}
