@@ -507,3 +507,30 @@ fn every_operation_gives_the_cpu_s_gradients_on_the_gpu() {
     assert!(compared > 150, "only {compared} samples compared");
     assert!(failures.is_empty(), "{} gradients differ on {device}:\n\n{}", failures.len(), failures.join("\n\n"));
 }
+
+#[test]
+fn an_optimizer_built_before_its_module_moved_is_an_error_at_its_step() {
+    use torchfn::nn::{Forward, Linear, Module};
+    use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
+    let Some(gpu) = gpu() else { return };
+    let mut model = Linear::new(3, 2, true, &Generator::new().manual_seed(0)).unwrap();
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new(0.1)).unwrap();
+    // Forward on the CPU, then the module moves before the step (mid-step).
+    let x = torchfn::ones([4, 3], None, None).unwrap();
+    model.forward(&x).unwrap().sum().unwrap().backward().unwrap();
+    let before: Vec<Vec<f32>> = model.parameters().iter().map(|p| p.to_vec::<f32>().unwrap()).collect();
+    model.to_device(gpu).unwrap();
+    let err = opt.step().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime);
+    assert!(err.to_string().contains("parameter 0 was moved to wgpu"), "{err}");
+    assert!(err.to_string().contains("build the optimizer"), "{err}");
+    // Nothing changed, and an optimizer built after the move trains the moved module.
+    let after: Vec<Vec<f32>> = model.parameters().iter().map(|p| p.to_vec::<f32>().unwrap()).collect();
+    assert_eq!(before, after);
+    let mut opt = AdamW::new(model.parameters(), AdamWOptions::new(0.1)).unwrap();
+    let x = torchfn::ones([4, 3], None, gpu).unwrap();
+    model.forward(&x).unwrap().sum().unwrap().backward().unwrap();
+    opt.step().unwrap();
+    let stepped: Vec<Vec<f32>> = model.parameters().iter().map(|p| p.to_vec::<f32>().unwrap()).collect();
+    assert_ne!(stepped, after);
+}

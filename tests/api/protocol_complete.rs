@@ -320,6 +320,43 @@ fn a_duck_with_only_the_reflected_operator_works_on_either_side() {
     assert!(torchfn::ADD.call(&[duck.into(), plain().into()], &Kwargs::new()).is_err());
 }
 
+/// A duck that knows only `Tensor.__rmod__`: `%` with it is 7, whatever side it is on.
+#[derive(Debug, DuckTensor)]
+struct RightModulo;
+impl TorchFunction for RightModulo {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        if func == Tensor::__RMOD__ {
+            return Ok(Tensor::from_vec(vec![7.0f32], [1])?.into());
+        }
+        Ok(Value::NotImplemented)
+    }
+}
+
+#[test]
+fn every_binary_operator_has_its_reflected_form() {
+    let duck = Tensor::from_duck(RightModulo);
+    for rem in [(&duck % &plain()).unwrap(), (&plain() % &duck).unwrap()] {
+        assert_eq!(rem.to_vec::<f32>().unwrap(), [7.0]);
+    }
+    // `%` is Python's: the remainder takes the divisor's sign, numbers on either side.
+    let t = torchfn::tensor([-7i64, 7]).unwrap();
+    assert_eq!((&t % 3).unwrap().to_vec::<i64>().unwrap(), [2, 1]);
+    assert_eq!((7 % &torchfn::tensor([-3i64, 3]).unwrap()).unwrap().to_vec::<i64>().unwrap(), [-2, 1]);
+    // The operators Rust has no symbol for are methods, each with its reflected form.
+    let (a, b) = (torchfn::tensor([7.0f32, -7.0]).unwrap(), torchfn::tensor([2.0f32, 2.0]).unwrap());
+    assert_eq!(a.__floordiv__(&b).unwrap().to_vec::<f32>().unwrap(), [3.0, -4.0]);
+    assert_eq!(b.__rfloordiv__(&a).unwrap().to_vec::<f32>().unwrap(), [3.0, -4.0]);
+    assert_eq!(b.__pow__(&Tensor::scalar(3)).unwrap().to_vec::<f32>().unwrap(), [8.0, 8.0]);
+    assert_eq!(b.__rpow__(&Tensor::scalar(3)).unwrap().to_vec::<f32>().unwrap(), [9.0, 9.0]);
+    let (m, v) = (torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap(), torchfn::tensor([1.0f32, 1.0]).unwrap());
+    assert_eq!(m.__rmatmul__(&v).unwrap().to_vec::<f32>().unwrap(), [4.0, 6.0]);
+    // By name, each is a binary operator: a TypeError is NotImplemented.
+    for func in [Tensor::__MOD__, Tensor::__RMOD__, Tensor::__POW__, Tensor::__RPOW__, Tensor::__FLOORDIV__] {
+        let declined = func.call(&[plain().into(), Value::from("a")], &Kwargs::new()).unwrap();
+        assert!(declined.is_not_implemented(), "{func}");
+    }
+}
+
 // 4. The mode stack.
 
 struct Named(&'static str, RefCell<usize>);

@@ -40,6 +40,9 @@ struct More {
     accumulator: Option<Arc<Node>>,
     /// The forward-AD tangent and the level it belongs to.
     tangent: Option<(u64, Tensor)>,
+    /// The device a module's `to_device` moved this parameter to: the module then holds a new
+    /// tensor there, and this one is stale (an optimizer built before the move holds it).
+    moved_to: Option<crate::Device>,
 }
 
 impl State {
@@ -230,6 +233,18 @@ pub(crate) fn retains_grad(t: &Tensor) -> bool {
 /// The forward-AD tangent of `t` and its level.
 pub(crate) fn tangent(t: &Tensor) -> Option<(u64, Tensor)> {
     meta(t)?.read(|s| s.more.as_ref()?.tangent.clone())
+}
+
+/// The device `Module::to_device` moved the parameter `t` to, leaving `t` behind.
+pub(crate) fn moved_to(t: &Tensor) -> Option<crate::Device> {
+    meta(t)?.read(|s| s.more.as_ref()?.moved_to)
+}
+
+/// Marks the parameter `t` as left behind by a move of its module to `device`.
+pub(crate) fn set_moved_to(t: &Tensor, device: crate::Device) {
+    if let Some(m) = meta(t) {
+        m.with_state(|s| s.more().moved_to = Some(device));
+    }
 }
 
 /// Sets or clears the forward-AD tangent of `t`.

@@ -359,6 +359,9 @@ impl Mover {
         })();
         match result {
             Ok(moved) => {
+                if parameter && moved.identity() != t.identity() {
+                    crate::autograd::meta::set_moved_to(t, self.device);
+                }
                 self.moved.insert(t.identity(), moved.clone());
                 Some(moved)
             }

@@ -363,6 +363,19 @@ impl Tensor {
         arithmetic("__rtruediv__", Op::Div(None), ("other", other), ("self", self), None)
     }
 
+    /// Python's `//` operator (`self // other`, division rounded down, as
+    /// `div(other, rounding_mode="floor")`), which Rust has no symbol for.
+    #[torch_function]
+    pub fn __floordiv__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__floordiv__", Op::Div(Some(Rounding::Floor)), ("self", self), ("other", other), None)
+    }
+
+    /// The reflected `//` operator (`other // self`).
+    #[torch_function]
+    pub fn __rfloordiv__(&self, other: &Tensor) -> Result<Tensor> {
+        arithmetic("__rfloordiv__", Op::Div(Some(Rounding::Floor)), ("other", other), ("self", self), None)
+    }
+
     /// The unary `-` operator.
     #[torch_function]
     pub fn __neg__(&self) -> Result<Tensor> {
@@ -396,6 +409,8 @@ crate::samples! {
     Tensor::__RMUL__ => [sample([f32s(&[3]), Value::Float(2.0)])],
     Tensor::__TRUEDIV__ => [sample([f32s(&[3]), f32s(&[3])])],
     Tensor::__RTRUEDIV__ => [sample([f32s(&[3]), Value::Float(1.0)])],
+    Tensor::__FLOORDIV__ => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    Tensor::__RFLOORDIV__ => [sample([f32s(&[3]), Value::Float(7.0)]), sample([i64s(&[4]), Value::Int(7)])],
     Tensor::__NEG__ => [sample([f32s(&[3])])],
     Tensor::ADD_ => [sample([f32s(&[2, 3]), f32s(&[3])]).kw("alpha", 2)],
     Tensor::SUB_ => [sample([i64s(&[3]), i64s(&[3])])],

@@ -384,6 +384,12 @@ impl Tensor {
     pub fn __matmul__(&self, other: &Tensor) -> Result<Tensor> {
         product("__matmul__", ("self", self), ("other", other), false)
     }
+
+    /// The reflected `@` operator (`other @ self`).
+    #[torch_function]
+    pub fn __rmatmul__(&self, other: &Tensor) -> Result<Tensor> {
+        product("__rmatmul__", ("other", other), ("self", self), false)
+    }
 }
 
 crate::samples! {
@@ -405,4 +411,5 @@ crate::samples! {
     Tensor::MM => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
     Tensor::MATMUL => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
     Tensor::__MATMUL__ => [sample([f32s(&[2, 3]), f32s(&[3, 2])])],
+    Tensor::__RMATMUL__ => [sample([f32s(&[2, 3]), f32s(&[4, 2])])],
 }

@@ -280,6 +280,31 @@ impl Tensor {
         binary_math("pow", Binary::Pow, ("self", self), ("exponent", exponent))
     }
 
+    /// Python's `**` operator (`self ** exponent`), which Rust has no symbol for.
+    #[torch_function]
+    pub fn __pow__(&self, exponent: &Tensor) -> Result<Tensor> {
+        binary_math("__pow__", Binary::Pow, ("self", self), ("exponent", exponent))
+    }
+
+    /// The reflected `**` operator (`other ** self`).
+    #[torch_function]
+    pub fn __rpow__(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("__rpow__", Binary::Pow, ("other", other), ("self", self))
+    }
+
+    /// The `%` operator (`self % other`): the remainder with the divisor's sign, as
+    /// [`remainder`](crate::remainder()).
+    #[torch_function]
+    pub fn __mod__(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("__mod__", Binary::Remainder, ("self", self), ("other", other))
+    }
+
+    /// The reflected `%` operator (`other % self`).
+    #[torch_function]
+    pub fn __rmod__(&self, other: &Tensor) -> Result<Tensor> {
+        binary_math("__rmod__", Binary::Remainder, ("other", other), ("self", self))
+    }
+
     /// The angle of `(other, self)`: the method form of [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2(&self, other: &Tensor) -> Result<Tensor> {
@@ -395,6 +420,10 @@ crate::samples! {
     Tensor::ATAN2 => [sample([f32s(&[3]), f32s(&[3])])],
     Tensor::FMOD => [sample([f32s(&[3]), Value::Float(1.5)])],
     Tensor::REMAINDER => [sample([f32s(&[3]), f32s(&[3])])],
+    Tensor::__MOD__ => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    Tensor::__RMOD__ => [sample([f32s(&[3]), Value::Float(2.5)]), sample([i64s(&[4]), Value::Int(7)])],
+    Tensor::__POW__ => [sample([f32s(&[3]), Value::Int(2)])],
+    Tensor::__RPOW__ => [sample([f32s(&[3]), Value::Float(2.0)])],
     Tensor::CLAMP => [sample([f32s(&[3])]).kw("max", 0.0), sample([f32s(&[3])]).kw("min", f32s(&[1]))],
     Tensor::POW_ => [sample([positive(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
     Tensor::ATAN2_ => [sample([f32s(&[2, 3]), f32s(&[2, 1])])],

@@ -1,11 +1,11 @@
-//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `-&a`.
+//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `&a % 3`, `-&a`.
 //!
 //! Each goes through the overridable operator method (`Tensor.__add__`, `Tensor.__radd__`, ...),
 //! as Python's operators do, and returns a `Result`: a shape or dtype error is an error, never a
 //! panic. A number on either side is a Python-style number ([`Tensor::scalar`]): any
 //! [`Scalar`] on the right, an `f64` or `i64` on the left.
 
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Sub, SubAssign};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, Sub, SubAssign};
 
 use crate::error::{Error, Result};
 use crate::tensor::{Scalar, Tensor};
@@ -69,6 +69,7 @@ binary_operator!(Add, add, __add__, __radd__, "+");
 binary_operator!(Sub, sub, __sub__, __rsub__, "-");
 binary_operator!(Mul, mul, __mul__, __rmul__, "*");
 binary_operator!(Div, div, __truediv__, __rtruediv__, "/");
+binary_operator!(Rem, rem, __mod__, __rmod__, "%");
 
 macro_rules! assign_operator {
     ($trait:ident, $method:ident, $dunder:ident, $fallible:literal) => {

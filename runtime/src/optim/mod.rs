@@ -229,6 +229,14 @@ fn indexed_params<O>(groups: &[ParamGroup<O>]) -> impl Iterator<Item = (usize, &
 
 /// The gradient of parameter `index`, when it has one, checked against the parameter.
 fn checked_grad(name: &str, index: usize, param: &Tensor) -> Result<Option<Tensor>> {
+    if let Some(device) = crate::autograd::meta::moved_to(param) {
+        bail!(
+            Runtime,
+            "{name}.step(): parameter {index} was moved to {device} by the module's to_device() after this \
+             optimizer was built, so the optimizer holds the tensor left behind; move the module first, then \
+             build the optimizer over its parameters()"
+        );
+    }
     let Some(grad) = param.grad()? else { return Ok(None) };
     let (pshape, gshape) = (param.shape()?, grad.shape()?);
     if pshape != gshape {
