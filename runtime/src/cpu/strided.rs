@@ -24,9 +24,6 @@ impl<const N: usize> Walk<N> {
         if layouts.iter().any(|l| l.ndim() > ndim) {
             return None;
         }
-        if let Some(flat) = Walk::flat(shape, layouts) {
-            return Some(flat);
-        }
         let mut dims: SmallVec<[(usize, [usize; N]); 6]> = SmallVec::new();
         for (d, &size) in shape.iter().enumerate() {
             let mut steps = [0; N];
@@ -53,28 +50,6 @@ impl<const N: usize> Walk<N> {
         Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
     }
 
-    /// The loop of one run, when it needs no more (the common case of small and same-shape
-    /// operands, found without the general merge): every operand either holds exactly the
-    /// elements of `shape` contiguously, or a single element that repeats.
-    #[inline]
-    fn flat(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
-        let n: usize = shape.iter().product();
-        let mut steps = [0; N];
-        for (step, layout) in steps.iter_mut().zip(layouts) {
-            if layout.numel() != 1 {
-                if n <= 1 || layout.shape.as_ref() != shape || !layout.is_contiguous() {
-                    return None;
-                }
-                *step = 1;
-            }
-        }
-        let mut dims = SmallVec::new();
-        if n > 1 {
-            dims.push((n, steps));
-        }
-        Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
-    }
-
     /// One past the furthest position the loop reads of operand `i` (0 when it reads nothing).
     pub(super) fn span(&self, i: usize) -> usize {
         if self.dims.iter().any(|&(size, _)| size == 0) {
@@ -94,10 +69,6 @@ impl<const N: usize> Walk<N> {
             Some((&last, outer)) => (last, outer),
             None => ((1, [0; N]), &[][..]),
         };
-        if outer.is_empty() {
-            // One row: the range is one run.
-            return body(std::array::from_fn(|k| self.offsets[k] + range.start * inner[k]), range.len(), inner);
-        }
         // The position of the first row, and the column the range starts at.
         let (mut row, mut column) = (range.start / width, range.start % width);
         let mut index: SmallVec<[usize; 6]> = SmallVec::from_elem(0, outer.len());

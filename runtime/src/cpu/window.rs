@@ -371,27 +371,13 @@ mod tests {
             dw[wi] += g[gi] * x[xi];
         }
         let arr = |v: &Vec<f64>, s: &[usize]| array(v.clone(), Shape::new(s));
-        let [gx, gw] = conv2d_backward::<f64>(
-            &arr(&x, &[n, c, h, w]),
-            &arr(&wt, &[o, cg, kh, kw]),
-            &arr(&g, &[n, o, oh, ow]),
-            groups,
-            &win,
-            [true, true],
-        )
-        .unwrap();
+        let (xa, wa, ga) = (arr(&x, &[n, c, h, w]), arr(&wt, &[o, cg, kh, kw]), arr(&g, &[n, o, oh, ow]));
+        let backward = |which| conv2d_backward::<f64>(&xa, &wa, &ga, groups, &win, which).unwrap();
+        let [gx, gw] = backward([true, true]);
         let close = |got: Vec<f64>, want: &[f64]| got.iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-9);
         assert!(close(elements::<f64>("test", &gx.unwrap()).unwrap(), &dx));
         assert!(close(elements::<f64>("test", &gw.unwrap()).unwrap(), &dw));
-        let [none, gw] = conv2d_backward::<f64>(
-            &arr(&x, &[n, c, h, w]),
-            &arr(&wt, &[o, cg, kh, kw]),
-            &arr(&g, &[n, o, oh, ow]),
-            groups,
-            &win,
-            [false, true],
-        )
-        .unwrap();
+        let [none, gw] = backward([false, true]);
         assert!(none.is_none() && close(elements::<f64>("test", &gw.unwrap()).unwrap(), &dw));
     }
 
