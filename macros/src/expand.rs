@@ -362,8 +362,7 @@ pub fn generate(
     let dispatch_fn = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, clippy::too_many_arguments)]
-        #[cold]
-        #[inline(never)]
+        #[inline]
         #(#cfg_attrs)*
         #vis fn #dispatch_ident #generics (
             #(#ref_params,)*
@@ -379,19 +378,23 @@ pub fn generate(
                 }
                 #private::Returns::into_value(#impl_path(#clones))
             };
+            let mut __torchfn_args = #private::Args::new();
+            let mut __torchfn_kwargs = ::torchfn::Kwargs::new();
+            let (__given, __given_kwargs) = match __torchfn_raw {
+                ::core::option::Option::Some(__raw) => __raw,
+                ::core::option::Option::None => {
+                    #[allow(unused_variables)]
+                    let (__args, __kwargs) = (&mut __torchfn_args, &mut __torchfn_kwargs);
+                    #(#push_args)*
+                    #(#push_kwargs)*
+                    (&*__torchfn_args, &__torchfn_kwargs)
+                }
+            };
             #private::dispatch(
                 #handle_path,
                 &__torchfn_relevant,
-                &mut |__args, __kwargs| match __torchfn_raw {
-                    ::core::option::Option::Some((__given, __given_kwargs)) => {
-                        __args.push_given(__given);
-                        __kwargs.clone_from(__given_kwargs);
-                    }
-                    ::core::option::Option::None => {
-                        #(#push_args)*
-                        #(#push_kwargs)*
-                    }
-                },
+                __given,
+                __given_kwargs,
                 ::core::option::Option::Some(#private::Typed { params: #typed_params, rerun: &__torchfn_rerun }),
             )
         }

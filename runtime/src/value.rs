@@ -14,7 +14,11 @@ use crate::protocol::{Func, Relevant};
 use crate::tensor::{DType, Generator, Scalar, Shape, Tensor};
 
 /// A dynamically typed argument or result, mirroring the Python objects PyTorch passes around.
+// The tag takes a whole word, so every payload starts at offset 8 and a value moves as four
+// words; with a one-byte tag, `Bool` and `DType` sit in bytes 1-7, and every move of a value
+// copies those bytes piecewise (same size either way: 32 bytes).
 #[derive(Clone, Debug, Default)]
+#[repr(u64)]
 pub enum Value {
     /// Python's `None`.
     #[default]
@@ -320,18 +324,9 @@ pub trait Returns: Sized {
 }
 
 impl<T: FromValue + ToValue> Returns for Result<T> {
+    #[inline]
     fn from_value(value: Value, func: &'static Func) -> Self {
-        T::take_value(value).map_err(|value| {
-            if value.duck::<crate::fx::Proxy>().is_some() {
-                return crate::fx::reading_a_proxy(&format!("{func} must give its caller a {} now", T::type_name()));
-            }
-            Error::type_error(format!(
-                "'{}' returned {} from an override, but its callers expect {}",
-                func.qualified_name(),
-                value.type_name(),
-                T::type_name()
-            ))
-        })
+        T::take_value(value).map_err(|value| wrong_return(func, &value, T::type_name()))
     }
 
     fn into_value(self) -> Result<Value> {
@@ -339,11 +334,25 @@ impl<T: FromValue + ToValue> Returns for Result<T> {
     }
 }
 
+/// The error of an override that returned `value` where the callers of `func` expect `expected`.
+#[cold]
+#[inline(never)]
+fn wrong_return(func: &'static Func, value: &Value, expected: String) -> Error {
+    if value.duck::<crate::fx::Proxy>().is_some() {
+        return crate::fx::reading_a_proxy(&format!("{func} must give its caller a {expected} now"));
+    }
+    Error::type_error(format!(
+        "'{}' returned {} from an override, but its callers expect {expected}",
+        func.qualified_name(),
+        value.type_name(),
+    ))
+}
+
 impl<T: ToValue + ?Sized> ToValue for &T {
     fn to_value(&self) -> Value {
         (**self).to_value()
     }
-    #[inline]
+    #[inline(always)]
     fn push_arg<'s>(&'s self, args: &mut Args<'s>) {
         (**self).push_arg(args)
     }

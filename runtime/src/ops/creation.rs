@@ -8,7 +8,6 @@ use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
 use crate::ops::IntList;
 use crate::protocol::Relevant;
-use crate::protocol::dispatch::Args;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, TensorData, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
@@ -115,11 +114,8 @@ fn tensor_under_modes(made: Tensor) -> Result<Tensor> {
         with_dtype!(dense.dtype, T => made.to_vec::<T>()?.into_iter().map(|x| x.to_scalar().into()).collect());
     let data = nest(&mut elements.into_iter(), &shape);
     let dtype = dense.dtype;
-    let fill = &mut |args: &mut Args<'_>, kwargs: &mut Kwargs| {
-        args.push(data.clone());
-        kwargs.insert("dtype", dtype);
-    };
-    match crate::protocol::dispatch::dispatch(TENSOR, &(), fill, None)? {
+    let kwargs = Kwargs::from([("dtype", dtype)]);
+    match crate::protocol::dispatch::dispatch(TENSOR, &(), &[data], &kwargs, None)? {
         Some(value) => Returns::from_value(value, TENSOR),
         None => Ok(made),
     }

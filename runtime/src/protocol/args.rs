@@ -61,16 +61,6 @@ impl<'a> Args<'a> {
         }
     }
 
-    /// Appends a by-name call's own arguments, unchanged: tensors lent, other values cloned.
-    pub fn push_given(&mut self, values: &'a [Value]) {
-        for value in values {
-            match value {
-                Value::Tensor(t) => self.lend(t),
-                other => self.push(other.clone()),
-            }
-        }
-    }
-
     /// Appends `tensor` without counting a reference to it.
     #[inline(always)]
     fn lend(&mut self, tensor: &'a Tensor) {
@@ -157,11 +147,11 @@ mod tests {
     #[test]
     fn many_arguments_are_cloned_past_the_lent_ones() {
         let t = crate::tensor([1.0f32]).unwrap();
-        let given: Vec<Value> = (0..MAX_LENT + 3).map(|_| Value::Tensor(t.clone())).collect();
+        let given: Vec<Tensor> = (0..MAX_LENT + 3).map(|_| t.clone()).collect();
         let weak = t.downgrade();
         drop(t);
         let mut args = Args::new();
-        args.push_given(&given);
+        given.iter().for_each(|t| args.push_tensor(t));
         assert_eq!(args.len(), MAX_LENT + 3);
         drop(args);
         drop(given);

@@ -25,15 +25,18 @@ pub use crate::protocol::args::Args;
 
 /// Steps 3-6 for a call that left the fast path. `Ok(None)` means nothing dispatched (all
 /// disabled, or only plain tensors under a disabled mode stack): run the implementation.
-/// `fill_args` writes the positional and keyword arguments, only if a hook or mode will see them;
-/// a typed call also gives its parameters and a way to rerun it ([`Typed`]).
+/// `args` and `kwargs` are what hooks and modes see; a typed call also gives its parameters and
+/// a way to rerun it ([`Typed`]).
+///
+/// Generic over the relevant arguments so that gathering their classes compiles, in each
+/// function's own dispatch code, to a look at each argument; the rest is [`dispatch_types`].
 #[doc(hidden)]
-#[cold]
-#[inline(never)]
-pub fn dispatch<'a>(
+#[inline(always)]
+pub fn dispatch<R: Relevant + ?Sized>(
     func: &'static Func,
-    relevant: &dyn Relevant,
-    fill_args: &mut dyn FnMut(&mut Args<'a>, &mut Kwargs),
+    relevant: &R,
+    args: &[Value],
+    kwargs: &Kwargs,
     typed: Option<Typed<'_>>,
 ) -> Result<Option<Value>> {
     let enabled = state::enabled();
@@ -41,7 +44,19 @@ pub fn dispatch<'a>(
         return Ok(None);
     }
     // Under a mode, plain tensors are the common case: nothing to gather.
-    let types = if enabled == Enabled::All && !relevant.all_plain() { gather(relevant) } else { SmallVec::new() };
+    let types = if enabled == Enabled::All && !relevant.all_plain() { gather(relevant) } else { Gathered::new() };
+    dispatch_types(func, &types, args, kwargs, typed)
+}
+
+/// [`dispatch`] with the classes gathered.
+#[inline(never)]
+fn dispatch_types(
+    func: &'static Func,
+    types: &Types,
+    args: &[Value],
+    kwargs: &Kwargs,
+    typed: Option<Typed<'_>>,
+) -> Result<Option<Value>> {
     let mode_active = state::modes_active();
     if types.is_empty() && !mode_active {
         return Ok(None);
@@ -60,7 +75,7 @@ pub fn dispatch<'a>(
         return Ok(Some(keep_subclass(func, cls, result, || first_instance(typed.params, cls))));
     }
 
-    hooks(func, &types, mode_active, fill_args, typed.map(|t| t.rerun))
+    hooks(func, types, mode_active, args, kwargs, typed.map(|t| t.rerun))
 }
 
 /// What a typed call gives dispatch besides its arguments as values.
@@ -74,22 +89,21 @@ pub struct Typed<'a> {
 
 /// Steps 4-6 with the arguments built: the top mode, then each gathered class's hook.
 #[inline]
-fn hooks<'a>(
+fn hooks(
     func: &'static Func,
     types: &Types,
     mode_active: bool,
-    fill_args: &mut dyn FnMut(&mut Args<'a>, &mut Kwargs),
+    args: &[Value],
+    kwargs: &Kwargs,
     rerun: Option<Rerun<'_>>,
 ) -> Result<Option<Value>> {
-    let (mut args, mut kwargs) = (Args::new(), Kwargs::new());
-    fill_args(&mut args, &mut kwargs);
     let _depth = Depth::enter(func)?;
-    let current = rerun.map(|rerun| Current::new(func, &args, &kwargs, rerun));
+    let current = rerun.map(|rerun| Current::new(func, args, kwargs, rerun));
     with_current(current.as_ref(), || {
         let mut declined_mode = None;
         if mode_active {
             let outcome = state::with_top_mode(|mode| {
-                let result = mode.torch_function(func, types, &args, &kwargs);
+                let result = mode.torch_function(func, types, args, kwargs);
                 if let Ok(Value::NotImplemented) = result {
                     declined_mode = Some(mode.name());
                 }
@@ -104,7 +118,7 @@ fn hooks<'a>(
         }
         for &cls in types {
             let Some(hook) = cls.hook() else { continue };
-            let result = hook(cls, func, types, &args, &kwargs)?;
+            let result = hook(cls, func, types, args, kwargs)?;
             if !result.is_not_implemented() {
                 return Ok(Some(result));
             }
@@ -113,13 +127,23 @@ fn hooks<'a>(
     })
 }
 
+/// The classes gathered for one call; four fit without allocating.
+type Gathered = SmallVec<[&'static Class; 4]>;
+
 /// Step 3: the classes that take part, in precedence order. A class comes once; a subclass goes
 /// just before the first collected class it descends from; others keep argument order.
-fn gather(relevant: &dyn Relevant) -> SmallVec<[&'static Class; 4]> {
-    let mut types: SmallVec<[&'static Class; 4]> = SmallVec::new();
+#[inline(always)]
+fn gather<R: Relevant + ?Sized>(relevant: &R) -> Gathered {
+    let mut types = Gathered::new();
     relevant.each_tensor(&mut |t| {
         let class = t.class_of();
-        if !class.dispatches() || types.contains(&class) {
+        if !class.dispatches() {
+            return;
+        }
+        if types.is_empty() {
+            return types.push(class);
+        }
+        if types.contains(&class) {
             return;
         }
         match types.iter().position(|&c| class.is_subclass_of(c)) {
@@ -155,17 +179,13 @@ pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
 }
 
 /// [`dispatch`] for a call by name, whose hooks and modes see its own `args` and `kwargs`.
-pub(crate) fn dispatch_given<'a>(
+pub(crate) fn dispatch_given<R: Relevant + ?Sized>(
     func: &'static Func,
-    relevant: &dyn Relevant,
-    args: &'a [Value],
+    relevant: &R,
+    args: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Option<Value>> {
-    let fill = &mut |a: &mut Args<'a>, k: &mut Kwargs| {
-        a.push_given(args);
-        k.clone_from(kwargs);
-    };
-    dispatch(func, relevant, fill, None)
+    dispatch(func, relevant, args, kwargs, None)
 }
 
 /// `handle_torch_function`: runs the protocol for a function written by hand, without the

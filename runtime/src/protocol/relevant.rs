@@ -23,6 +23,7 @@ pub trait Relevant {
 }
 
 impl Relevant for Tensor {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         f(self)
     }
@@ -33,6 +34,7 @@ impl Relevant for Tensor {
 }
 
 impl<T: Relevant + ?Sized> Relevant for &T {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         (**self).each_tensor(f)
     }
@@ -43,6 +45,7 @@ impl<T: Relevant + ?Sized> Relevant for &T {
 }
 
 impl<T: Relevant> Relevant for [T] {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         self.iter().for_each(|x| x.each_tensor(f))
     }
@@ -53,6 +56,7 @@ impl<T: Relevant> Relevant for [T] {
 }
 
 impl<T: Relevant, const N: usize> Relevant for [T; N] {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         self.as_slice().each_tensor(f)
     }
@@ -63,6 +67,7 @@ impl<T: Relevant, const N: usize> Relevant for [T; N] {
 }
 
 impl<T: Relevant> Relevant for Vec<T> {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         self.as_slice().each_tensor(f)
     }
@@ -73,6 +78,7 @@ impl<T: Relevant> Relevant for Vec<T> {
 }
 
 impl<T: Relevant> Relevant for Option<T> {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         if let Some(x) = self {
             x.each_tensor(f)
@@ -85,6 +91,7 @@ impl<T: Relevant> Relevant for Option<T> {
 }
 
 impl Relevant for Value {
+    #[inline]
     fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
         match self {
             Value::Tensor(t) => f(t),
@@ -98,7 +105,8 @@ macro_rules! tuple_relevant {
     ($($name:ident)*) => {
         impl<$($name: Relevant),*> Relevant for ($($name,)*) {
             #[allow(non_snake_case, unused_variables)]
-            fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+            #[inline]
+    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
                 let ($($name,)*) = self;
                 $($name.each_tensor(f);)*
             }

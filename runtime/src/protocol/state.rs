@@ -231,6 +231,7 @@ pub fn mode_stack_len() -> usize {
 }
 
 /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or unwinding.
+#[inline]
 pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> Option<R> {
     /// Makes the running mode active again: the modes up to it, wherever it now stands (its
     /// hook may have pushed or removed modes); nothing if its hook removed it. The same mode

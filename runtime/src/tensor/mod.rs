@@ -400,7 +400,7 @@ impl ToValue for Tensor {
         Value::Tensor(self.clone())
     }
 
-    #[inline]
+    #[inline(always)]
     fn push_arg<'s>(&'s self, args: &mut crate::protocol::dispatch::Args<'s>) {
         args.push_tensor(self)
     }
