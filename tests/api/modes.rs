@@ -5,7 +5,9 @@ use std::cell::RefCell;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use torchfn::prelude::*;
-use torchfn::{DisableTorchFunction, DisableTorchFunctionSubclass, ErrorKind, enable_torch_function, mode_stack_len};
+use torchfn::{
+    DisableTorchFunction, DisableTorchFunctionSubclass, ErrorKind, current_mode, enable_torch_function, mode_stack_len,
+};
 
 /// Records every call it sees (function, gathered classes, stack depth), then runs it.
 #[derive(Default)]
@@ -170,6 +172,38 @@ fn the_running_mode_stays_popped_when_a_mode_below_removes_itself() {
     assert_eq!(mode_stack_len(), 2, "Top and Bottom active again");
     drop(top);
     drop(bottom);
+    assert_eq!(mode_stack_len(), 0);
+}
+
+/// Pushes a recorder the first time its hook runs, and leaves it on the stack.
+#[derive(Default)]
+struct Pushing(RefCell<Option<std::rc::Rc<Recorder>>>);
+impl TorchFunctionMode for Pushing {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        if self.0.borrow().is_none() {
+            *self.0.borrow_mut() = Some(push_mode(Recorder::named("pushed")).keep());
+        }
+        // A mode pushed and popped again inside the hook leaves the stack as it was.
+        drop(push_mode(Recorder::named("gone")));
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn a_mode_whose_hook_pushes_a_mode_is_active_again_below_it() {
+    let pushing = push_mode(Pushing::default());
+    let _ = x().neg().unwrap();
+    // The recorder pushed while Pushing was inactive sits below it; Pushing is active again.
+    assert_eq!(mode_stack_len(), 2);
+    assert!(current_mode().is_some_and(|m| m.downcast_ref::<Pushing>().is_some()));
+    let pushed = pushing.0.borrow().clone().unwrap();
+    let seen = ["pushed:Tensor.neg:[]:stack=0"];
+    assert_eq!(pushed.take(), seen, "the hook's own call reaches the mode it pushed");
+    let _ = x().neg().unwrap();
+    assert_eq!(pushed.take(), seen, "the next call reaches it below Pushing");
+    assert_eq!(mode_stack_len(), 2);
+    drop(pushing);
+    assert!(pop_mode().is_ok_and(|m| m.downcast_ref::<Recorder>().is_some()));
     assert_eq!(mode_stack_len(), 0);
 }
 

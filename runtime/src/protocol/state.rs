@@ -85,6 +85,9 @@ thread_local! {
     /// fast path reads.
     static MODE_COUNT: Cell<usize> = const { Cell::new(0) };
     static MODES: RefCell<Vec<Rc<dyn TorchFunctionMode>>> = const { RefCell::new(Vec::new()) };
+    /// Counts the changes to `MODES`, so that a mode whose hook left the stack as it was is
+    /// made active again without looking for it.
+    static EDITS: Cell<u64> = const { Cell::new(0) };
     static ENABLED: Cell<Enabled> = const { Cell::new(Enabled::All) };
     static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
@@ -130,6 +133,7 @@ pub fn push_mode<M: IntoMode>(mode: M) -> ModeGuard<M::Mode> {
         m.borrow_mut().insert(active, entry);
         MODE_COUNT.with(|c| c.set(active + 1));
     });
+    EDITS.set(EDITS.get() + 1);
     ModeGuard { mode, pops: true }
 }
 
@@ -158,6 +162,7 @@ pub fn pop_mode() -> Result<Rc<dyn TorchFunctionMode>> {
         return Err(Error::runtime_error("trying to pop from empty mode stack"));
     };
     MODE_COUNT.with(|c| c.set(top));
+    EDITS.set(EDITS.get() + 1);
     Ok(MODES.with(|m| m.borrow_mut().remove(top)))
 }
 
@@ -215,6 +220,7 @@ impl<M: TorchFunctionMode + ?Sized> Drop for ModeGuard<M> {
             let mut modes = m.borrow_mut();
             if let Some(i) = modes.iter().rposition(|m| address(m) == ours) {
                 modes.remove(i);
+                EDITS.set(EDITS.get() + 1);
                 MODE_COUNT.with(|c| {
                     if i < c.get() {
                         c.set(c.get() - 1)
@@ -236,9 +242,12 @@ pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> O
     /// Makes the running mode active again: the modes up to it, wherever it now stands (its
     /// hook may have pushed or removed modes); nothing if its hook removed it. The same mode
     /// object may be on the stack twice: the entry at its old place is looked at first.
-    struct PushBack(Rc<dyn TorchFunctionMode>, usize);
+    struct PushBack(Rc<dyn TorchFunctionMode>, usize, u64);
     impl Drop for PushBack {
         fn drop(&mut self) {
+            if EDITS.get() == self.2 {
+                return MODE_COUNT.with(|c| c.set(self.1 + 1));
+            }
             let ours = address(&self.0);
             let _ = MODES.try_with(|m| {
                 let modes = m.borrow();
@@ -256,7 +265,7 @@ pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> O
     let index = active.checked_sub(1)?;
     let top = MODES.with(|m| m.borrow().get(index).cloned())?;
     MODE_COUNT.with(|c| c.set(index));
-    let running = PushBack(top, index);
+    let running = PushBack(top, index, EDITS.get());
     Some(f(&*running.0))
 }
 
