@@ -106,7 +106,20 @@ impl Deref for Args<'_> {
 }
 
 impl Drop for Args<'_> {
+    #[inline(always)]
     fn drop(&mut self) {
+        // Usually every entry is a lent tensor, and there is nothing to drop.
+        let len = self.values.len();
+        if len >= MAX_LENT || self.lent != (1 << len) - 1 {
+            self.drop_owned();
+        }
+    }
+}
+
+impl Args<'_> {
+    /// Drops the entries that are not lent.
+    #[inline(never)]
+    fn drop_owned(&mut self) {
         for (i, value) in self.values.iter_mut().enumerate() {
             if i >= MAX_LENT || self.lent & (1 << i) == 0 {
                 // SAFETY: an owned entry, dropped once, here; it is not used afterwards.
