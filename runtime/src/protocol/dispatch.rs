@@ -137,13 +137,7 @@ fn gather<R: Relevant + ?Sized>(relevant: &R) -> Gathered {
     let mut types = Gathered::new();
     relevant.each_tensor(&mut |t| {
         let class = t.class_of();
-        if !class.dispatches() {
-            return;
-        }
-        if types.is_empty() {
-            return types.push(class);
-        }
-        if types.contains(&class) {
+        if !class.dispatches() || types.contains(&class) {
             return;
         }
         match types.iter().position(|&c| class.is_subclass_of(c)) {
@@ -178,16 +172,6 @@ pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
     }
 }
 
-/// [`dispatch`] for a call by name, whose hooks and modes see its own `args` and `kwargs`.
-pub(crate) fn dispatch_given<R: Relevant + ?Sized>(
-    func: &'static Func,
-    relevant: &R,
-    args: &[Value],
-    kwargs: &Kwargs,
-) -> Result<Option<Value>> {
-    dispatch(func, relevant, args, kwargs, None)
-}
-
 /// `handle_torch_function`: runs the protocol for a function written by hand, without the
 /// macro. Call it when [`has_torch_function`] is true; if nothing dispatches after all (every
 /// class disabled in this scope), it runs `func`'s implementation.
@@ -197,7 +181,7 @@ pub fn handle_torch_function(
     args: &[Value],
     kwargs: &Kwargs,
 ) -> Result<Value> {
-    match dispatch_given(func, relevant, args, kwargs)? {
+    match dispatch(func, relevant, args, kwargs, None)? {
         Some(result) => Ok(result),
         None => func.implementation(args, kwargs),
     }

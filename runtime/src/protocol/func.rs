@@ -308,7 +308,7 @@ impl Func {
             && let Err(unbound) = self.fits(args, kwargs)
         {
             let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
-            return match dispatch::dispatch_given(self, &relevant, args, kwargs) {
+            return match dispatch::dispatch(self, &relevant, args, kwargs, None) {
                 Ok(Some(value)) => Ok(value),
                 Err(e) if !e.is_declined() => Err(e),
                 _ => Err(unbound),
