@@ -278,25 +278,19 @@ impl Func {
     /// (`Tensor.__add__`) returns `NotImplemented` instead of a `TypeError`, as PyTorch's do,
     /// so that the caller can try the reflected operator.
     pub fn call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
-        // A hook handing back the arguments of the typed call in progress reruns that call.
-        let result =
-            rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| self.bind_and_call(args, kwargs));
-        match result {
-            Err(e) if e.kind() == ErrorKind::Type && self.is_binary_operator() => Ok(Value::NotImplemented),
-            result => result,
-        }
-    }
-
-    /// [`call`](Func::call) with arguments that must be bound first.
-    #[inline(never)]
-    fn bind_and_call(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
-        match self.entry {
-            Entry::Generated(_) => self.call_by_name(args, kwargs),
+        let result = match self.entry {
+            Entry::Generated(_) => {
+                rerun_current(self, args, kwargs, Route::Public).unwrap_or_else(|| self.call_by_name(args, kwargs))
+            }
             Entry::Handwritten(_) => {
                 self.resolve(args, kwargs, Route::Bind { strict: false })?;
                 let relevant = (args, kwargs.iter().map(|(_, v)| v).collect::<Vec<_>>());
                 dispatch::handle_torch_function(self, &relevant, args, kwargs)
             }
+        };
+        match result {
+            Err(e) if e.kind() == ErrorKind::Type && self.is_binary_operator() => Ok(Value::NotImplemented),
+            result => result,
         }
     }
 

@@ -106,7 +106,7 @@ macro_rules! tuple_relevant {
         impl<$($name: Relevant),*> Relevant for ($($name,)*) {
             #[allow(non_snake_case, unused_variables)]
             #[inline]
-    fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
+            fn each_tensor<'s>(&'s self, f: &mut dyn FnMut(&'s Tensor)) {
                 let ($($name,)*) = self;
                 $($name.each_tensor(f);)*
             }
