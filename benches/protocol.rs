@@ -100,10 +100,10 @@ fn print_table() {
         }
         let (target, pytorch) = match case {
             // PyTorch's figures from `python bench/protocol.py`, this machine, 2026-11-24.
-            "public_plain" => ("within 2 ns of direct", "1,517 (`torch.add`)"),
-            "subclass" => ("under 100 ns", "+4,886"),
-            "duck" => ("under 50 ns in all", "1,130"),
-            "mode" => ("under 50 ns", "+1,383"),
+            "public_plain" => ("within 2 ns of direct", "1,488 (`torch.add`)"),
+            "subclass" => ("under 100 ns", "+4,922"),
+            "duck" => ("under 50 ns in all", "1,131"),
+            "mode" => ("under 50 ns", "+1,403"),
             _ => ("", ""),
         };
         println!("{row} {target} | {pytorch} |");
