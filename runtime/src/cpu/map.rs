@@ -1,7 +1,8 @@
 //! Elementwise loops: `f` applied to each element of one or more arrays broadcast together, or
-//! written into an output. The elements are walked run by run ([`Walk`]); each run is a slice
-//! loop (or a repeated element, or a strided one) which the compiler vectorises, with AVX2 and
-//! FMA where the processor has them, and large outputs are split across threads.
+//! written into an output. The elements come in one run when every operand is contiguous or a
+//! single element, else run by run ([`Walk`]); each run is a slice loop (or a repeated element,
+//! or a strided one) which the compiler vectorises, with AVX2 and FMA where the processor has
+//! them, and large outputs are split across threads.
 
 use rayon::prelude::*;
 
@@ -47,9 +48,20 @@ impl<'a, T: Copy> Operand<'a, T> {
     }
 }
 
+/// Results of fewer elements than this are allocated plainly: they are too small to be pooled,
+/// and the allocator cannot fail on them in practice.
+const SMALL: usize = 1 << 12;
+
 /// A vector of `n` elements for a result: a pooled buffer when one fits (its old contents are
 /// to be overwritten), else a fresh zeroed one; an error naming `func` when memory runs out.
 pub(super) fn output<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
+    if n < SMALL {
+        // Not `vec![T::default(); n]`: for zeros that is `calloc`, which skips glibc's
+        // thread-local cache of small blocks.
+        let mut data = Vec::with_capacity(n);
+        data.resize(n, T::default());
+        return Ok(data);
+    }
     if let Some(data) = take_pooled::<T>(n) {
         return Ok(data);
     }
@@ -121,31 +133,59 @@ fn update<T: Copy>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T) {
     }
 }
 
-/// Writes each element of the loop `walk` into `out` (all of its elements, in order): `body`
-/// gets the positions and steps of each run in the operands and the part of `out` it fills.
-fn fill<U: Send, const N: usize>(
-    walk: &Walk<N>,
-    out: &mut [U],
-    body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
-) {
-    chunked(out, |start, chunk| {
-        let mut rest = chunk;
-        walk.runs(start..start + rest.len(), |positions, len, steps| {
-            let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
-            body(positions, steps, part);
-            rest = tail;
-        });
-    });
+/// An elementwise loop over the elements of a shape, reading `N` operands.
+enum Loop<const N: usize> {
+    /// Each operand read in one run from `starts[i]`: its elements in order (step 1), or its
+    /// one element repeated (step 0). The common case, planned without walking dimensions.
+    Flat { starts: [usize; N], steps: [usize; N] },
+    /// Run by run, through the operands' layouts.
+    Walk(Walk<N>),
 }
 
 /// The loop over `shape` reading operands through `layouts` broadcast to it, in memories of
 /// `lens` elements; an error when a layout does not broadcast or reaches past its memory (a bug).
-fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Walk<N>> {
+#[inline]
+fn plan<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Loop<N>> {
+    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(0);
+    let mut steps = [0; N];
+    let flat = n > 0
+        && (0..N).all(|i| {
+            let layout = layouts[i];
+            steps[i] = usize::from(layout.numel() != 1);
+            layout.ndim() <= shape.len()
+                && (steps[i] == 0 || (layout.shape[..] == *shape && layout.is_contiguous()))
+                && layout.offset + (n - 1) * steps[i] < lens[i]
+        });
+    if flat {
+        return Ok(Loop::Flat { starts: layouts.map(|l| l.offset), steps });
+    }
     let walk = Walk::new(shape, layouts).ok_or_else(|| internal("an operand does not broadcast"))?;
     if (0..N).any(|i| walk.span(i) > lens[i]) {
         return Err(internal("a layout leaves its storage"));
     }
-    Ok(walk)
+    Ok(Loop::Walk(walk))
+}
+
+/// Writes each element of the loop `plan` into `out` (all of its elements, in order): `body`
+/// gets the positions and steps of each run in the operands and the part of `out` it fills.
+fn fill<U: Send, const N: usize>(
+    plan: &Loop<N>,
+    out: &mut [U],
+    body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
+) {
+    match plan {
+        Loop::Flat { starts, steps } => {
+            chunked(out, |start, chunk| body(std::array::from_fn(|k| starts[k] + start * steps[k]), *steps, chunk))
+        }
+        Loop::Walk(walk) => chunked(out, |start, chunk| {
+            let mut rest = chunk;
+            walk.runs(start..start + rest.len(), |positions, len, steps| {
+                let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                body(positions, steps, part);
+                rest = tail;
+            });
+        }),
+    }
 }
 
 /// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory
@@ -163,9 +203,9 @@ pub(super) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout)
 /// The elements of `data` that `layout` addresses, converted to `T`, in row-major order.
 pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &Layout) -> Result<Vec<T>> {
     let n = layout.shape.checked_numel().ok_or_else(|| internal("a tensor too large to read"))?;
-    let walk = walk(&layout.shape, [layout], [data.len()])?;
+    let plan = plan(&layout.shape, [layout], [data.len()])?;
     let mut out = output::<T>(func, n)?;
-    fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>));
+    fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>));
     Ok(out)
 }
 
@@ -183,12 +223,13 @@ fn writable<'a, T: Element>(out: &'a Array, shape: &Shape) -> Option<impl std::o
 /// `f` applied to each element of `x` (read as `T`), producing `U`, in one pass over its
 /// memory whatever its layout (in parallel when large).
 pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync) -> Result<Array> {
-    with_input(x, |data: &[T], layout| -> Result<Array> {
-        let walk = walk(&layout.shape, [layout], [data.len()])?;
+    let out = with_input(x, |data: &[T], layout| -> Result<Vec<U>> {
+        let plan = plan(&layout.shape, [layout], [data.len()])?;
         let mut out = output::<U>("unary", x.layout.numel())?;
-        fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
-        Ok(array(out, x.layout.shape.clone()))
-    })?
+        fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+        Ok(out)
+    })??;
+    Ok(array(out, x.layout.shape.clone()))
 }
 
 /// As [`unary`], written into `out` when it can be: `out` contiguous, of dtype `U` and `x`'s
@@ -213,9 +254,9 @@ pub(super) fn unary_to<T: Element, U: Element>(
         }
         // The input is read (waiting for its lock if need be) before the output's lock is tried.
         Some(out) => with_input(x, |data: &[T], layout| -> Result<bool> {
-            let walk = walk(shape, [layout], [data.len()])?;
+            let plan = plan(shape, [layout], [data.len()])?;
             Ok(writable::<U>(out, shape).is_some_and(|mut o| {
-                fill(&walk, &mut o, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+                fill(&plan, &mut o, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
                 true
             }))
         })??,
@@ -235,17 +276,18 @@ pub(super) fn binary<T: Element, U: Element>(
     f: impl Fn(T, T) -> U + Sync,
 ) -> Result<Array> {
     let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
-    with_input(a, |x: &[T], la| {
-        with_input(b, |y: &[T], lb| -> Result<Array> {
-            let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
+    let out = with_input(a, |x: &[T], la| {
+        with_input(b, |y: &[T], lb| -> Result<Vec<U>> {
+            let plan = plan(shape, [la, lb], [x.len(), y.len()])?;
             let mut out = output::<U>("binary", n)?;
-            fill(&walk, &mut out, |[p, q], [s, t], part| {
+            fill(&plan, &mut out, |[p, q], [s, t], part| {
                 let len = part.len();
                 apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
             });
-            Ok(array(out, shape.clone()))
+            Ok(out)
         })
-    })??
+    })???;
+    Ok(array(out, shape.clone()))
 }
 
 /// As [`binary`], written into `out` when it can be: `out` contiguous, of dtype `U` and
@@ -268,9 +310,9 @@ pub(super) fn binary_to<T: Element, U: Element>(
             a.layout == out.layout
                 && (a.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
                 && with_input(b, |y: &[T], lb| -> Result<bool> {
-                    let walk = walk(shape, [lb], [y.len()])?;
+                    let plan = plan(shape, [lb], [y.len()])?;
                     Ok(writable::<T>(out, shape).is_some_and(|mut o| {
-                        fill(&walk, &mut o, |[q], [t], part| {
+                        fill(&plan, &mut o, |[q], [t], part| {
                             update(part, Operand::run(y, q, part.len(), t), |p, q| cast::<U, T>(f(p, q)))
                         });
                         true
@@ -279,9 +321,9 @@ pub(super) fn binary_to<T: Element, U: Element>(
         }
         Some(out) => with_input(a, |x: &[T], la| {
             with_input(b, |y: &[T], lb| -> Result<bool> {
-                let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
+                let plan = plan(shape, [la, lb], [x.len(), y.len()])?;
                 Ok(writable::<U>(out, shape).is_some_and(|mut o| {
-                    fill(&walk, &mut o, |[p, q], [s, t], part| {
+                    fill(&plan, &mut o, |[p, q], [s, t], part| {
                         let len = part.len();
                         apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
                     });
@@ -300,21 +342,22 @@ pub(super) fn binary_to<T: Element, U: Element>(
 /// read as bool, the others as `T`).
 pub(super) fn select<T: Element>(condition: &Array, a: &Array, b: &Array, shape: &Shape) -> Result<Array> {
     let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
-    with_input(condition, |c: &[bool], lc| {
+    let out = with_input(condition, |c: &[bool], lc| {
         with_input(a, |x: &[T], la| {
-            with_input(b, |y: &[T], lb| -> Result<Array> {
-                let walk = walk(shape, [lc, la, lb], [c.len(), x.len(), y.len()])?;
+            with_input(b, |y: &[T], lb| -> Result<Vec<T>> {
+                let plan = plan(shape, [lc, la, lb], [c.len(), x.len(), y.len()])?;
                 let mut out = output::<T>("where", n)?;
-                fill(&walk, &mut out, |[i, p, q], [r, s, t], part| {
+                fill(&plan, &mut out, |[i, p, q], [r, s, t], part| {
                     let len = part.len();
                     let (c, x, y) =
                         (Operand::run(c, i, len, r), Operand::run(x, p, len, s), Operand::run(y, q, len, t));
                     part.iter_mut().enumerate().for_each(|(k, o)| *o = if c.get(k) { x.get(k) } else { y.get(k) });
                 });
-                Ok(array(out, shape.clone()))
+                Ok(out)
             })
         })
-    })???
+    })????;
+    Ok(array(out, shape.clone()))
 }
 
 /// Copies `src` (any dtype, broadcast to `dst`'s shape) into `dst`'s memory, converting its
@@ -326,9 +369,9 @@ pub(super) fn copied(dst: &Array, src: &Array) -> Result<bool> {
     }
     let shape = &dst.layout.shape;
     with_dtype!(dst.dtype, T => with_input(src, |data: &[T], layout| -> Result<bool> {
-        let walk = walk(shape, [layout], [data.len()])?;
+        let plan = plan(shape, [layout], [data.len()])?;
         Ok(writable::<T>(dst, shape).is_some_and(|mut out| {
-            fill(&walk, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
+            fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
             true
         }))
     })?)
@@ -352,6 +395,24 @@ mod tests {
         assert!(!unary_to::<f32, f64>(&a, Some(&a), f64::from).unwrap().shares(&a), "another dtype");
         let _held = out.storage.read();
         assert!(!into(&a, &b, &out).shares(&out), "a locked output is not waited for");
+    }
+
+    #[test]
+    fn contiguous_operands_and_single_elements_are_read_in_one_run() {
+        let layout = |shape: &[usize], strides: &[usize], offset| Layout {
+            shape: Shape::new(shape),
+            strides: strides.iter().copied().collect(),
+            offset,
+        };
+        let dense = layout(&[2, 3], &[3, 1], 4);
+        let one = layout(&[1, 1], &[0, 0], 7);
+        assert!(matches!(plan(&[2, 3], [&dense, &one], [10, 8]), Ok(Loop::Flat { starts: [4, 7], steps: [1, 0] })));
+        // A row broadcast over rows, a transpose: walked.
+        assert!(matches!(plan(&[2, 3], [&dense, &layout(&[3], &[1], 0)], [10, 3]), Ok(Loop::Walk(_))));
+        assert!(matches!(plan(&[2, 3], [&layout(&[2, 3], &[1, 2], 0)], [6]), Ok(Loop::Walk(_))));
+        // Past the end of its memory, or not broadcasting: an error, not a panic.
+        assert!(plan(&[2, 3], [&dense], [9]).is_err());
+        assert!(plan(&[3, 2], [&dense], [10]).is_err());
     }
 
     #[test]
