@@ -1,8 +1,7 @@
 //! Elementwise loops: `f` applied to each element of one or more arrays broadcast together, or
-//! written into an output. The elements come in one run when every operand is contiguous or a
-//! single element, else run by run ([`Walk`]); each run is a slice loop (or a repeated element,
-//! or a strided one) which the compiler vectorises, with AVX2 and FMA where the processor has
-//! them, and large outputs are split across threads.
+//! written into an output. The elements are walked run by run ([`Walk`]); each run is a slice
+//! loop (or a repeated element, or a strided one) which the compiler vectorises, with AVX2 and
+//! FMA where the processor has them, and large outputs are split across threads.
 
 use rayon::prelude::*;
 
@@ -76,10 +75,21 @@ pub(super) fn output<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
 /// Runs `body(start, chunk)` over consecutive chunks of `out`, on several threads when `out`
 /// is large, each chunk compiled for the widest vector instructions the processor has.
 fn chunked<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
+    // `vectorised` calls its closure twice (with AVX2 and FMA, and without), and a closure
+    // called from two places is compiled on its own, for baseline x86-64 (`exp`'s fused
+    // multiply-adds become calls to the software `fmaf`, 30 times slower). So every closure
+    // from here down to the loop over elements is inlined by force (`#[inline(always)]`), here
+    // and in the loops that call `chunked` and `fill`.
+    let run = |start: usize, chunk: &mut [U]| {
+        vectorised(
+            #[inline(always)]
+            || body(start, chunk),
+        )
+    };
     if out.len() < 2 * GRAIN {
-        vectorised(|| body(0, out));
+        run(0, out);
     } else {
-        out.par_chunks_mut(GRAIN).enumerate().for_each(|(i, chunk)| vectorised(|| body(i * GRAIN, chunk)));
+        out.par_chunks_mut(GRAIN).enumerate().for_each(|(i, chunk)| run(i * GRAIN, chunk));
     }
 }
 
@@ -133,59 +143,41 @@ fn update<T: Copy>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T) {
     }
 }
 
-/// An elementwise loop over the elements of a shape, reading `N` operands.
-enum Loop<const N: usize> {
-    /// Each operand read in one run from `starts[i]`: its elements in order (step 1), or its
-    /// one element repeated (step 0). The common case, planned without walking dimensions.
-    Flat { starts: [usize; N], steps: [usize; N] },
-    /// Run by run, through the operands' layouts.
-    Walk(Walk<N>),
+/// Writes each element of the loop `walk` into `out` (all of its elements, in order): `body`
+/// gets the positions and steps of each run in the operands and the part of `out` it fills.
+/// (`body` has this one call site, so it is compiled into the vectorised loop.)
+fn fill<U: Send, const N: usize>(
+    walk: &Walk<N>,
+    out: &mut [U],
+    body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
+) {
+    chunked(
+        out,
+        #[inline(always)]
+        |start, chunk| {
+            let mut rest = chunk;
+            walk.runs(
+                start..start + rest.len(),
+                #[inline(always)]
+                |positions, len, steps| {
+                    let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
+                    body(positions, steps, part);
+                    rest = tail;
+                },
+            );
+        },
+    );
 }
 
 /// The loop over `shape` reading operands through `layouts` broadcast to it, in memories of
 /// `lens` elements; an error when a layout does not broadcast or reaches past its memory (a bug).
 #[inline]
-fn plan<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Loop<N>> {
-    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).unwrap_or(0);
-    let mut steps = [0; N];
-    let flat = n > 0
-        && (0..N).all(|i| {
-            let layout = layouts[i];
-            steps[i] = usize::from(layout.numel() != 1);
-            layout.ndim() <= shape.len()
-                && (steps[i] == 0 || (layout.shape[..] == *shape && layout.is_contiguous()))
-                && layout.offset + (n - 1) * steps[i] < lens[i]
-        });
-    if flat {
-        return Ok(Loop::Flat { starts: layouts.map(|l| l.offset), steps });
-    }
+fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Walk<N>> {
     let walk = Walk::new(shape, layouts).ok_or_else(|| internal("an operand does not broadcast"))?;
     if (0..N).any(|i| walk.span(i) > lens[i]) {
         return Err(internal("a layout leaves its storage"));
     }
-    Ok(Loop::Walk(walk))
-}
-
-/// Writes each element of the loop `plan` into `out` (all of its elements, in order): `body`
-/// gets the positions and steps of each run in the operands and the part of `out` it fills.
-fn fill<U: Send, const N: usize>(
-    plan: &Loop<N>,
-    out: &mut [U],
-    body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
-) {
-    match plan {
-        Loop::Flat { starts, steps } => {
-            chunked(out, |start, chunk| body(std::array::from_fn(|k| starts[k] + start * steps[k]), *steps, chunk))
-        }
-        Loop::Walk(walk) => chunked(out, |start, chunk| {
-            let mut rest = chunk;
-            walk.runs(start..start + rest.len(), |positions, len, steps| {
-                let (part, tail) = std::mem::take(&mut rest).split_at_mut(len);
-                body(positions, steps, part);
-                rest = tail;
-            });
-        }),
-    }
+    Ok(walk)
 }
 
 /// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory
@@ -203,9 +195,14 @@ pub(super) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout)
 /// The elements of `data` that `layout` addresses, converted to `T`, in row-major order.
 pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &Layout) -> Result<Vec<T>> {
     let n = layout.shape.checked_numel().ok_or_else(|| internal("a tensor too large to read"))?;
-    let plan = plan(&layout.shape, [layout], [data.len()])?;
+    let walk = walk(&layout.shape, [layout], [data.len()])?;
     let mut out = output::<T>(func, n)?;
-    fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>));
+    fill(
+        &walk,
+        &mut out,
+        #[inline(always)]
+        |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>),
+    );
     Ok(out)
 }
 
@@ -224,9 +221,14 @@ fn writable<'a, T: Element>(out: &'a Array, shape: &Shape) -> Option<impl std::o
 /// memory whatever its layout (in parallel when large).
 pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync) -> Result<Array> {
     let out = with_input(x, |data: &[T], layout| -> Result<Vec<U>> {
-        let plan = plan(&layout.shape, [layout], [data.len()])?;
+        let walk = walk(&layout.shape, [layout], [data.len()])?;
         let mut out = output::<U>("unary", x.layout.numel())?;
-        fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+        fill(
+            &walk,
+            &mut out,
+            #[inline(always)]
+            |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f),
+        );
         Ok(out)
     })??;
     Ok(array(out, x.layout.shape.clone()))
@@ -248,15 +250,24 @@ pub(super) fn unary_to<T: Element, U: Element>(
             x.layout == out.layout
                 && (x.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
                 && writable::<T>(out, shape).is_some_and(|mut o| {
-                    chunked(&mut o, |_, part| part.iter_mut().for_each(|v| *v = cast::<U, T>(f(*v))));
+                    chunked(
+                        &mut o,
+                        #[inline(always)]
+                        |_, part| part.iter_mut().for_each(|v| *v = cast::<U, T>(f(*v))),
+                    );
                     true
                 })
         }
         // The input is read (waiting for its lock if need be) before the output's lock is tried.
         Some(out) => with_input(x, |data: &[T], layout| -> Result<bool> {
-            let plan = plan(shape, [layout], [data.len()])?;
+            let walk = walk(shape, [layout], [data.len()])?;
             Ok(writable::<U>(out, shape).is_some_and(|mut o| {
-                fill(&plan, &mut o, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f));
+                fill(
+                    &walk,
+                    &mut o,
+                    #[inline(always)]
+                    |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f),
+                );
                 true
             }))
         })??,
@@ -278,12 +289,17 @@ pub(super) fn binary<T: Element, U: Element>(
     let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
     let out = with_input(a, |x: &[T], la| {
         with_input(b, |y: &[T], lb| -> Result<Vec<U>> {
-            let plan = plan(shape, [la, lb], [x.len(), y.len()])?;
+            let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
             let mut out = output::<U>("binary", n)?;
-            fill(&plan, &mut out, |[p, q], [s, t], part| {
-                let len = part.len();
-                apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
-            });
+            fill(
+                &walk,
+                &mut out,
+                #[inline(always)]
+                |[p, q], [s, t], part| {
+                    let len = part.len();
+                    apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
+                },
+            );
             Ok(out)
         })
     })???;
@@ -310,23 +326,33 @@ pub(super) fn binary_to<T: Element, U: Element>(
             a.layout == out.layout
                 && (a.dtype, U::DTYPE) == (T::DTYPE, T::DTYPE)
                 && with_input(b, |y: &[T], lb| -> Result<bool> {
-                    let plan = plan(shape, [lb], [y.len()])?;
+                    let walk = walk(shape, [lb], [y.len()])?;
                     Ok(writable::<T>(out, shape).is_some_and(|mut o| {
-                        fill(&plan, &mut o, |[q], [t], part| {
-                            update(part, Operand::run(y, q, part.len(), t), |p, q| cast::<U, T>(f(p, q)))
-                        });
+                        fill(
+                            &walk,
+                            &mut o,
+                            #[inline(always)]
+                            |[q], [t], part| {
+                                update(part, Operand::run(y, q, part.len(), t), |p, q| cast::<U, T>(f(p, q)))
+                            },
+                        );
                         true
                     }))
                 })??
         }
         Some(out) => with_input(a, |x: &[T], la| {
             with_input(b, |y: &[T], lb| -> Result<bool> {
-                let plan = plan(shape, [la, lb], [x.len(), y.len()])?;
+                let walk = walk(shape, [la, lb], [x.len(), y.len()])?;
                 Ok(writable::<U>(out, shape).is_some_and(|mut o| {
-                    fill(&plan, &mut o, |[p, q], [s, t], part| {
-                        let len = part.len();
-                        apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
-                    });
+                    fill(
+                        &walk,
+                        &mut o,
+                        #[inline(always)]
+                        |[p, q], [s, t], part| {
+                            let len = part.len();
+                            apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
+                        },
+                    );
                     true
                 }))
             })
@@ -345,14 +371,19 @@ pub(super) fn select<T: Element>(condition: &Array, a: &Array, b: &Array, shape:
     let out = with_input(condition, |c: &[bool], lc| {
         with_input(a, |x: &[T], la| {
             with_input(b, |y: &[T], lb| -> Result<Vec<T>> {
-                let plan = plan(shape, [lc, la, lb], [c.len(), x.len(), y.len()])?;
+                let walk = walk(shape, [lc, la, lb], [c.len(), x.len(), y.len()])?;
                 let mut out = output::<T>("where", n)?;
-                fill(&plan, &mut out, |[i, p, q], [r, s, t], part| {
-                    let len = part.len();
-                    let (c, x, y) =
-                        (Operand::run(c, i, len, r), Operand::run(x, p, len, s), Operand::run(y, q, len, t));
-                    part.iter_mut().enumerate().for_each(|(k, o)| *o = if c.get(k) { x.get(k) } else { y.get(k) });
-                });
+                fill(
+                    &walk,
+                    &mut out,
+                    #[inline(always)]
+                    |[i, p, q], [r, s, t], part| {
+                        let len = part.len();
+                        let (c, x, y) =
+                            (Operand::run(c, i, len, r), Operand::run(x, p, len, s), Operand::run(y, q, len, t));
+                        part.iter_mut().enumerate().for_each(|(k, o)| *o = if c.get(k) { x.get(k) } else { y.get(k) });
+                    },
+                );
                 Ok(out)
             })
         })
@@ -369,9 +400,9 @@ pub(super) fn copied(dst: &Array, src: &Array) -> Result<bool> {
     }
     let shape = &dst.layout.shape;
     with_dtype!(dst.dtype, T => with_input(src, |data: &[T], layout| -> Result<bool> {
-        let plan = plan(shape, [layout], [data.len()])?;
+        let walk = walk(shape, [layout], [data.len()])?;
         Ok(writable::<T>(dst, shape).is_some_and(|mut out| {
-            fill(&plan, &mut out, |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
+            fill(&walk, &mut out, #[inline(always)] |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
             true
         }))
     })?)
@@ -398,21 +429,11 @@ mod tests {
     }
 
     #[test]
-    fn contiguous_operands_and_single_elements_are_read_in_one_run() {
-        let layout = |shape: &[usize], strides: &[usize], offset| Layout {
-            shape: Shape::new(shape),
-            strides: strides.iter().copied().collect(),
-            offset,
-        };
-        let dense = layout(&[2, 3], &[3, 1], 4);
-        let one = layout(&[1, 1], &[0, 0], 7);
-        assert!(matches!(plan(&[2, 3], [&dense, &one], [10, 8]), Ok(Loop::Flat { starts: [4, 7], steps: [1, 0] })));
-        // A row broadcast over rows, a transpose: walked.
-        assert!(matches!(plan(&[2, 3], [&dense, &layout(&[3], &[1], 0)], [10, 3]), Ok(Loop::Walk(_))));
-        assert!(matches!(plan(&[2, 3], [&layout(&[2, 3], &[1, 2], 0)], [6]), Ok(Loop::Walk(_))));
-        // Past the end of its memory, or not broadcasting: an error, not a panic.
-        assert!(plan(&[2, 3], [&dense], [9]).is_err());
-        assert!(plan(&[3, 2], [&dense], [10]).is_err());
+    fn layouts_past_their_memory_or_not_broadcasting_are_errors() {
+        let dense = Layout { shape: Shape::from([2, 3]), strides: [3, 1].into_iter().collect(), offset: 4 };
+        assert!(walk(&[2, 3], [&dense], [10]).is_ok());
+        assert!(walk(&[2, 3], [&dense], [9]).is_err());
+        assert!(walk(&[3, 2], [&dense], [10]).is_err());
     }
 
     #[test]

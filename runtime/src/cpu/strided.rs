@@ -24,6 +24,9 @@ impl<const N: usize> Walk<N> {
         if layouts.iter().any(|l| l.ndim() > ndim) {
             return None;
         }
+        if let Some(flat) = Walk::flat(shape, layouts) {
+            return Some(flat);
+        }
         let mut dims: SmallVec<[(usize, [usize; N]); 6]> = SmallVec::new();
         for (d, &size) in shape.iter().enumerate() {
             let mut steps = [0; N];
@@ -50,6 +53,24 @@ impl<const N: usize> Walk<N> {
         Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
     }
 
+    /// The loop in one run, when every operand is contiguous with `shape` (step 1) or is a
+    /// single element (step 0): the common case, found without walking the dimensions.
+    #[inline]
+    fn flat(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
+        let mut steps = [0; N];
+        for (step, layout) in steps.iter_mut().zip(layouts) {
+            if layout.numel() != 1 {
+                if layout.shape[..] != *shape || !layout.is_contiguous() {
+                    return None;
+                }
+                *step = 1;
+            }
+        }
+        let dims = if n == 1 { SmallVec::new() } else { SmallVec::from_elem((n, steps), 1) };
+        Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
+    }
+
     /// One past the furthest position the loop reads of operand `i` (0 when it reads nothing).
     pub(super) fn span(&self, i: usize) -> usize {
         if self.dims.iter().any(|&(size, _)| size == 0) {
@@ -61,6 +82,7 @@ impl<const N: usize> Walk<N> {
     /// Calls `body(positions, len, steps)` for each run of the elements `range` (row-major
     /// positions in the loop), in order: the run's `len` elements are at `positions[i]`,
     /// `positions[i] + steps[i]`, ... of operand `i`.
+    #[inline(always)]
     pub(super) fn runs(&self, range: std::ops::Range<usize>, mut body: impl FnMut([usize; N], usize, [usize; N])) {
         if range.is_empty() {
             return;
@@ -149,6 +171,19 @@ mod tests {
         let walk = Walk::new(&[2, 3, 4], [&column, &Layout::contiguous(Shape::from([]))]).unwrap();
         assert_eq!(runs(&walk, 0..24)[..2], [([10, 0], 4, [0, 0]), ([11, 0], 4, [0, 0])]);
         assert_eq!(walk.span(0), 16);
+    }
+
+    #[test]
+    fn contiguous_operands_and_single_elements_make_one_run_at_once() {
+        let dense = layout(&[2, 3], &[3, 1], 4);
+        let one = layout(&[1, 1], &[0, 0], 7);
+        let walk = Walk::flat(&[2, 3], [&dense, &one]).unwrap();
+        assert_eq!(runs(&walk, 0..6), [([4, 7], 6, [1, 0])]);
+        assert_eq!(runs(&walk, 2..5), [([6, 7], 3, [1, 0])]);
+        assert_eq!(runs(&Walk::flat(&[1], [&one]).unwrap(), 0..1), [([7], 1, [0])]);
+        // A row broadcast over rows, a transpose: not flat, walked dimension by dimension.
+        assert!(Walk::flat(&[2, 3], [&dense, &layout(&[3], &[1], 0)]).is_none());
+        assert!(Walk::flat(&[2, 3], [&layout(&[2, 3], &[1, 2], 0)]).is_none());
     }
 
     #[test]
