@@ -145,7 +145,7 @@ fn update<T: Copy>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T) {
 
 /// Writes each element of the loop `walk` into `out` (all of its elements, in order): `body`
 /// gets the positions and steps of each run in the operands and the part of `out` it fills.
-/// (`body` has this one call site, so it is compiled into the vectorised loop.)
+/// (`body` is inlined into the vectorised loop by force: see [`chunked`].)
 fn fill<U: Send, const N: usize>(
     walk: &Walk<N>,
     out: &mut [U],
