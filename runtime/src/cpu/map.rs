@@ -26,10 +26,13 @@ enum Operand<'a, T> {
     Strided(&'a [T], usize),
 }
 
+/// Where an operand's run is: its memory, the run's first position in it, and the step.
+type Run<'a, T> = (&'a [T], usize, usize);
+
 impl<'a, T: Copy> Operand<'a, T> {
     /// The run of `len` (at least one) elements of `data` from `position` on, `step` apart.
     #[inline(always)]
-    fn run(data: &'a [T], position: usize, len: usize, step: usize) -> Operand<'a, T> {
+    fn run((data, position, step): Run<'a, T>, len: usize) -> Operand<'a, T> {
         match step {
             0 => Operand::Repeat(data[position]),
             1 => Operand::Slice(&data[position..position + len]),
@@ -114,8 +117,8 @@ pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
 
 /// `out[i] = f(x[i])`.
 #[inline(always)]
-fn apply1<T: Copy, U>(x: Operand<'_, T>, out: &mut [U], f: impl Fn(T) -> U) {
-    match x {
+fn apply1<T: Copy, U>(x: Run<'_, T>, out: &mut [U], f: impl Fn(T) -> U) {
+    match Operand::run(x, out.len()) {
         Operand::Slice(x) => out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v)),
         Operand::Repeat(v) => out.iter_mut().for_each(|o| *o = f(v)),
         x => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(x.get(i))),
@@ -124,7 +127,8 @@ fn apply1<T: Copy, U>(x: Operand<'_, T>, out: &mut [U], f: impl Fn(T) -> U) {
 
 /// `out[i] = f(a[i], b[i])`.
 #[inline(always)]
-fn apply2<T: Copy, U>(a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U) {
+fn apply2<T: Copy, U>(a: Run<'_, T>, b: Run<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U) {
+    let (a, b) = (Operand::run(a, out.len()), Operand::run(b, out.len()));
     match (a, b) {
         (Operand::Slice(a), Operand::Slice(b)) => out.iter_mut().zip(a).zip(b).for_each(|((o, &p), &q)| *o = f(p, q)),
         (Operand::Slice(a), Operand::Repeat(q)) => out.iter_mut().zip(a).for_each(|(o, &p)| *o = f(p, q)),
@@ -135,8 +139,8 @@ fn apply2<T: Copy, U>(a: Operand<'_, T>, b: Operand<'_, T>, out: &mut [U], f: im
 
 /// `out[i] = f(out[i], b[i])`.
 #[inline(always)]
-fn update<T: Copy>(out: &mut [T], b: Operand<'_, T>, f: impl Fn(T, T) -> T) {
-    match b {
+fn update<T: Copy>(out: &mut [T], b: Run<'_, T>, f: impl Fn(T, T) -> T) {
+    match Operand::run(b, out.len()) {
         Operand::Slice(b) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(*o, q)),
         Operand::Repeat(q) => out.iter_mut().for_each(|o| *o = f(*o, q)),
         b => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(*o, b.get(i))),
@@ -201,7 +205,7 @@ pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &La
         &walk,
         &mut out,
         #[inline(always)]
-        |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, cast::<S, T>),
+        |[p], [s], part| apply1((data, p, s), part, cast::<S, T>),
     );
     Ok(out)
 }
@@ -227,7 +231,7 @@ pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync
             &walk,
             &mut out,
             #[inline(always)]
-            |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f),
+            |[p], [s], part| apply1((data, p, s), part, &f),
         );
         Ok(out)
     })??;
@@ -266,7 +270,7 @@ pub(super) fn unary_to<T: Element, U: Element>(
                     &walk,
                     &mut o,
                     #[inline(always)]
-                    |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, &f),
+                    |[p], [s], part| apply1((data, p, s), part, &f),
                 );
                 true
             }))
@@ -295,10 +299,7 @@ pub(super) fn binary<T: Element, U: Element>(
                 &walk,
                 &mut out,
                 #[inline(always)]
-                |[p, q], [s, t], part| {
-                    let len = part.len();
-                    apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
-                },
+                |[p, q], [s, t], part| apply2((x, p, s), (y, q, t), part, &f),
             );
             Ok(out)
         })
@@ -332,9 +333,7 @@ pub(super) fn binary_to<T: Element, U: Element>(
                             &walk,
                             &mut o,
                             #[inline(always)]
-                            |[q], [t], part| {
-                                update(part, Operand::run(y, q, part.len(), t), |p, q| cast::<U, T>(f(p, q)))
-                            },
+                            |[q], [t], part| update(part, (y, q, t), |p, q| cast::<U, T>(f(p, q))),
                         );
                         true
                     }))
@@ -348,10 +347,7 @@ pub(super) fn binary_to<T: Element, U: Element>(
                         &walk,
                         &mut o,
                         #[inline(always)]
-                        |[p, q], [s, t], part| {
-                            let len = part.len();
-                            apply2(Operand::run(x, p, len, s), Operand::run(y, q, len, t), part, &f)
-                        },
+                        |[p, q], [s, t], part| apply2((x, p, s), (y, q, t), part, &f),
                     );
                     true
                 }))
@@ -380,7 +376,7 @@ pub(super) fn select<T: Element>(condition: &Array, a: &Array, b: &Array, shape:
                     |[i, p, q], [r, s, t], part| {
                         let len = part.len();
                         let (c, x, y) =
-                            (Operand::run(c, i, len, r), Operand::run(x, p, len, s), Operand::run(y, q, len, t));
+                            (Operand::run((c, i, r), len), Operand::run((x, p, s), len), Operand::run((y, q, t), len));
                         part.iter_mut().enumerate().for_each(|(k, o)| *o = if c.get(k) { x.get(k) } else { y.get(k) });
                     },
                 );
@@ -402,7 +398,7 @@ pub(super) fn copied(dst: &Array, src: &Array) -> Result<bool> {
     with_dtype!(dst.dtype, T => with_input(src, |data: &[T], layout| -> Result<bool> {
         let walk = walk(shape, [layout], [data.len()])?;
         Ok(writable::<T>(dst, shape).is_some_and(|mut out| {
-            fill(&walk, &mut out, #[inline(always)] |[p], [s], part| apply1(Operand::run(data, p, part.len(), s), part, |v| v));
+            fill(&walk, &mut out, #[inline(always)] |[p], [s], part| apply1((data, p, s), part, |v| v));
             true
         }))
     })?)

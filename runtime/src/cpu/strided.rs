@@ -24,9 +24,6 @@ impl<const N: usize> Walk<N> {
         if layouts.iter().any(|l| l.ndim() > ndim) {
             return None;
         }
-        if let Some(flat) = Walk::flat(shape, layouts) {
-            return Some(flat);
-        }
         let mut dims: SmallVec<[(usize, [usize; N]); 6]> = SmallVec::new();
         for (d, &size) in shape.iter().enumerate() {
             let mut steps = [0; N];
@@ -50,24 +47,6 @@ impl<const N: usize> Walk<N> {
                 _ => dims.push((size, steps)),
             }
         }
-        Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
-    }
-
-    /// The loop in one run, when every operand is contiguous with `shape` (step 1) or is a
-    /// single element (step 0): the common case, found without walking the dimensions.
-    #[inline]
-    fn flat(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
-        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d))?;
-        let mut steps = [0; N];
-        for (step, layout) in steps.iter_mut().zip(layouts) {
-            if layout.numel() != 1 {
-                if layout.shape[..] != *shape || !layout.is_contiguous() {
-                    return None;
-                }
-                *step = 1;
-            }
-        }
-        let dims = if n == 1 { SmallVec::new() } else { SmallVec::from_elem((n, steps), 1) };
         Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
     }
 
@@ -174,16 +153,13 @@ mod tests {
     }
 
     #[test]
-    fn contiguous_operands_and_single_elements_make_one_run_at_once() {
+    fn contiguous_operands_and_single_elements_make_one_run() {
         let dense = layout(&[2, 3], &[3, 1], 4);
         let one = layout(&[1, 1], &[0, 0], 7);
-        let walk = Walk::flat(&[2, 3], [&dense, &one]).unwrap();
+        let walk = Walk::new(&[2, 3], [&dense, &one]).unwrap();
         assert_eq!(runs(&walk, 0..6), [([4, 7], 6, [1, 0])]);
         assert_eq!(runs(&walk, 2..5), [([6, 7], 3, [1, 0])]);
-        assert_eq!(runs(&Walk::flat(&[1], [&one]).unwrap(), 0..1), [([7], 1, [0])]);
-        // A row broadcast over rows, a transpose: not flat, walked dimension by dimension.
-        assert!(Walk::flat(&[2, 3], [&dense, &layout(&[3], &[1], 0)]).is_none());
-        assert!(Walk::flat(&[2, 3], [&layout(&[2, 3], &[1, 2], 0)]).is_none());
+        assert_eq!(runs(&Walk::new(&[1, 1], [&one]).unwrap(), 0..1), [([7], 1, [0])]);
     }
 
     #[test]
