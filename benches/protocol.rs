@@ -100,10 +100,10 @@ fn print_table() {
         }
         let (target, pytorch) = match case {
             // PyTorch's figures from `python bench/protocol.py`, this machine, 2026-11-24.
-            "public_plain" => ("within 2 ns of direct", "1,488 (`torch.add`)"),
-            "subclass" => ("under 100 ns", "+5,113"),
-            "duck" => ("under 50 ns in all", "1,136"),
-            "mode" => ("under 50 ns", "+1,415"),
+            "public_plain" => ("within 2 ns of direct", "1,467 (`torch.add`)"),
+            "subclass" => ("under 100 ns", "+4,981"),
+            "duck" => ("under 50 ns in all", "1,123"),
+            "mode" => ("under 50 ns", "+1,477"),
             _ => ("", ""),
         };
         println!("{row} {target} | {pytorch} |");
