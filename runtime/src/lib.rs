@@ -33,6 +33,7 @@ extern crate self as torchfn;
 pub mod autograd;
 pub mod backend;
 mod cpu;
+pub mod dispatch;
 mod error;
 pub mod func;
 pub mod fx;

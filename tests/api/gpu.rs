@@ -278,7 +278,7 @@ fn the_seeds_examples_work_with_gpu_tensors() {
 
 /// A sample argument as the parity suite gives it to the GPU: float64 tensors and dtypes as
 /// float32, int64 as int32 (the dtypes a GPU holds), moved to `device` with their gradients.
-fn prepared(value: &Value, device: Device) -> Value {
+pub(crate) fn prepared(value: &Value, device: Device) -> Value {
     let narrow = |d: DType| match d {
         DType::Float64 => DType::Float32,
         DType::Int64 => DType::Int32,

@@ -4,6 +4,7 @@
 mod autograd;
 mod binding;
 mod coverage;
+mod dispatch;
 mod edge_cases;
 mod elementwise;
 mod examples;

@@ -1,19 +1,20 @@
-//! Layer 3, the primitives: one tensor-level function per kernel family, the only code above
-//! the backends that calls them. Each picks the device its operands share, calls the family
-//! on that device's backend, wraps the result as a tensor and, when grad mode is on and an
-//! operand requires grad, records the node whose backward the derivatives table
+//! Layer 3, the primitives: one tensor-level function per kernel family. Each calls its
+//! operator through the dispatch layer below ([`crate::dispatch`]: dispatch modes, then the
+//! backend of the operands' device), wraps the result as a tensor and, when grad mode is on
+//! and an operand requires grad, records the node whose backward the derivatives table
 //! ([`derivatives`]) declares. Public operations (layer 2, `ops/`) are compositions of these,
-//! so every one of them differentiates, on every device. (A later layer of hooks below
-//! autograd, PyTorch's `__torch_dispatch__`, belongs here too.)
+//! so every one of them differentiates, on every device, and every operator call they make,
+//! the backward formulas' included, reaches the dispatch layer.
 
 mod derivatives;
 
 use std::borrow::Cow;
 
 use crate::autograd::{self, Edge, Meta, Node, SavedTensor, forward_ad, meta};
-use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window, host};
+use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
+use crate::dispatch;
 use crate::error::{Result, bail};
-use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes};
+use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor};
 
 pub(crate) use derivatives::Op;
 
@@ -21,28 +22,6 @@ pub(crate) use derivatives::Op;
 /// duck here names the primitive.
 fn data<'t>(t: &'t Tensor, func: &str) -> Result<&'t Dense> {
     t.data(func, "input")
-}
-
-/// The device of `operands`: the one they share (zero-dimensional CPU tensors join any).
-#[inline]
-fn device(func: &str, operands: &[&Dense]) -> Result<Device> {
-    let first = operands.first().map_or(Device::CPU, |d| d.device());
-    if operands.iter().all(|d| d.device() == first) {
-        return Ok(first);
-    }
-    mixed_devices(func, operands)
-}
-
-#[cold]
-fn mixed_devices(func: &str, operands: &[&Dense]) -> Result<Device> {
-    let named: Vec<(&str, &Dense)> = operands.iter().map(|&d| ("input", d)).collect();
-    crate::ops::device::device_of(func, &named)
-}
-
-/// The shape `a` and `b` broadcast to, borrowed when they are the same.
-#[inline]
-fn broadcast<'s>(a: &'s Shape, b: &Shape, func: &str) -> Result<Cow<'s, Shape>> {
-    if a == b { Ok(Cow::Borrowed(a)) } else { Ok(Cow::Owned(broadcast_shapes(a, b, func)?)) }
 }
 
 /// Whether an operation on `inputs` records: grad mode is on and one of them requires grad.
@@ -165,38 +144,29 @@ pub(crate) fn refuse_out(func: &str, inputs: &[&Tensor]) -> Result<()> {
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
-    let a = data(x, "unary")?;
     let records = recording(&[x]);
-    let array = a.device().backend().unary(a, op, dtype, target(out, records, &[x]))?;
+    let array = dispatch::unary(x, op, dtype, target(out, records, &[x]))?;
     finish_with(records, &[x], array, || (Op::Unary(op), derivatives::unary_keeps(op)))
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
-    let (x, y) = (data(a, "binary")?, data(b, "binary")?);
-    let device = device("binary", &[x, y])?;
-    let shape = broadcast(&x.layout.shape, &y.layout.shape, "binary")?;
     let records = recording(&[a, b]);
-    let array = device.backend().binary(x, y, &shape, op, dtype, target(out, records, &[a, b]))?;
-    let number = y.wrapped_number;
+    let array = dispatch::binary(a, b, op, dtype, target(out, records, &[a, b]))?;
+    let number = b.dense().is_some_and(|y| y.wrapped_number);
     finish_with(records, &[a, b], array, || (Op::Binary { op, number }, derivatives::binary_keeps(op)))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, broadcast together, in `dtype`.
 pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
-    let (c, x, y) = (data(condition, "where")?, data(a, "where")?, data(b, "where")?);
-    let device = device("where", &[c, x, y])?;
-    let shape =
-        broadcast_shapes(&broadcast_shapes(&c.layout.shape, &x.layout.shape, "where")?, &y.layout.shape, "where")?;
-    let array = device.backend().select(c, x, y, &shape, dtype)?;
+    let array = dispatch::select(condition, a, b, dtype)?;
     finish(&[condition, a, b], array, || (Op::Select, Keep { inputs: &[0], ..Keep::default() }))
 }
 
 /// `op` over the dimensions `dims` (sorted, distinct) of `x`, read as `dtype`; the reduced
 /// dimensions are dropped.
 pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Tensor> {
-    let a = data(x, "reduce")?;
-    let array = a.device().backend().reduce(a, dims, op, dtype)?;
+    let array = dispatch::reduce(x, dims, op, dtype)?;
     let keep = match op {
         Reduce::Prod => Keep { inputs: &[0], ..Keep::default() },
         Reduce::Max | Reduce::Min => Keep { inputs: &[0], output: true, ..Keep::default() },
@@ -207,8 +177,7 @@ pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Re
 
 /// The running `op` along `dim` of `x`, in `dtype`.
 pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Tensor> {
-    let a = data(x, "scan")?;
-    let array = a.device().backend().scan(a, dim, op, dtype)?;
+    let array = dispatch::scan(x, dim, op, dtype)?;
     let keep = match op {
         Scan::Prod => Keep { inputs: &[0], ..Keep::default() },
         _ => Keep::default(),
@@ -219,52 +188,33 @@ pub(crate) fn scan(x: &Tensor, dim: usize, op: Scan, dtype: DType) -> Result<Ten
 /// `a @ b` in `dtype` for `a` of shape `[..., n, k]` and `b` of shape `[..., k, m]` (two or
 /// more dimensions each, the leading ones broadcasting): `[*batch, n, m]`.
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Tensor> {
-    let (x, y) = (data(a, "matmul")?, data(b, "matmul")?);
-    let device = device("matmul", &[x, y])?;
-    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
-    let batch = broadcast_shapes(&Shape::new(&xs[..xs.len() - 2]), &Shape::new(&ys[..ys.len() - 2]), "matmul")?;
-    let pad = |arr: &Array| -> Array {
-        let l = &arr.layout;
-        let missing = batch.len() + 2 - l.ndim();
-        let shape: Vec<usize> = std::iter::repeat_n(1, missing).chain(l.shape.iter().copied()).collect();
-        let strides: Vec<usize> = std::iter::repeat_n(0, missing).chain(l.strides.iter().copied()).collect();
-        arr.with_layout(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
-    };
-    let array = device.backend().matmul(&pad(x), &pad(y), &batch, dtype)?;
+    let array = dispatch::matmul(a, b, dtype)?;
     finish(&[a, b], array, || (Op::Matmul, Keep { inputs: &[0, 1], ..Keep::default() }))
 }
 
 /// The positions `index` (an integer vector in range) of dimension `dim` of `x`.
 pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
-    let (a, i) = (data(x, "index_select")?, data(index, "index_select")?);
-    device("index_select", &[a, i])?;
-    let array = a.device().backend().index_select(a, dim, i)?;
+    let array = dispatch::index_select(x, dim, index)?;
     finish(&[x], array, || (Op::IndexSelect { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// `x` at `index` (integers in range) along `dim`, elementwise.
 pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Tensor> {
-    let (a, i) = (data(x, "gather")?, data(index, "gather")?);
-    device("gather", &[a, i])?;
-    let array = a.device().backend().gather(a, dim, i)?;
+    let array = dispatch::gather(x, dim, index)?;
     finish(&[x], array, || (Op::Gather { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// `pieces` joined along `dim` into one tensor of `shape`, read as `dtype`.
 pub(crate) fn concat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Tensor> {
-    let arrays: Vec<&Dense> = pieces.iter().map(|p| data(p, "cat")).collect::<Result<_>>()?;
-    let device = device("cat", &arrays)?;
-    let refs: Vec<&Array> = arrays.iter().map(|d| &d.array).collect();
-    let array = device.backend().concat(&refs, dim, shape, dtype)?;
+    let array = dispatch::cat(pieces, dim, shape, dtype)?;
     let inputs: Vec<&Tensor> = pieces.iter().collect();
-    let sizes = || arrays.iter().map(|d| d.layout.shape[dim]).collect();
+    let sizes = || pieces.iter().map(|p| p.dense().map_or(0, |d| d.layout.shape[dim])).collect();
     finish(&inputs, array, || (Op::Concat { dim, sizes: sizes() }, Keep::default()))
 }
 
 /// The softmax (or, with `log`, log-softmax) of `x` along `dim`, in the float `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Tensor> {
-    let a = data(x, "softmax")?;
-    let array = a.device().backend().softmax(a, dim, log, dtype)?;
+    let array = dispatch::softmax(x, dim, log, dtype)?;
     finish(&[x], array, || (Op::Softmax { dim, log }, Keep { output: true, ..Keep::default() }))
 }
 
@@ -278,12 +228,7 @@ pub(crate) fn conv2d(
     window: &Window,
 ) -> Result<Tensor> {
     let input = &contiguous(input)?;
-    let (x, w) = (data(input, "conv2d")?, data(weight, "conv2d")?);
-    let b = bias.map(|b| data(b, "conv2d")).transpose()?;
-    let mut operands = vec![x, w];
-    operands.extend(b);
-    let device = device("conv2d", &operands)?;
-    let array = device.backend().conv2d(x, w, b.map(|b| &b.array), groups, window)?;
+    let array = dispatch::convolution(input, weight, bias, groups, window)?;
     let mut inputs = vec![input, weight];
     inputs.extend(bias);
     finish(&inputs, array, || (Op::Conv2d { groups, window: *window }, Keep { inputs: &[0, 1], ..Keep::default() }))
@@ -303,27 +248,23 @@ pub(crate) fn conv2d_backward(
     if recording(&[g, input, weight]) || forward_ad::level_active() {
         return Ok(None);
     }
-    let (x, w, d) = (data(input, "conv2d")?, data(weight, "conv2d")?, data(g, "conv2d")?);
-    let device = device("conv2d", &[x, w, d])?;
-    let grads = device.backend().conv2d_backward(x, w, d, groups, window, which)?;
+    let grads = dispatch::convolution_backward(g, input, weight, groups, window, which)?;
     Ok(grads.map(|grads| grads.map(|a| a.map(Tensor::from_array))))
 }
 
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
 /// one's position in its plane.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Tensor)> {
-    let x = data(input, "max_pool2d")?;
-    let (values, indices) = x.device().backend().max_pool2d(x, window)?;
+    let (values, indices) = dispatch::max_pool2d(input, window)?;
     let indices = Tensor::from_array(indices);
-    let record =
-        || (Op::MaxPool2d { input: x.layout.shape.clone() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
+    let shape = || input.shape().unwrap_or_default();
+    let record = || (Op::MaxPool2d { input: shape() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
     Ok((finish(&[input], values, record)?, indices))
 }
 
 /// A contiguous copy of `x` converted to `dtype` (`clone`, `contiguous`, `to(dtype)`).
 pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
-    let a = data(x, "copy")?;
-    let array = a.device().backend().copy(a, dtype)?;
+    let array = dispatch::to_copy(x, dtype, data(x, "copy")?.device())?;
     finish(&[x], array, || (Op::Copy, Keep::default()))
 }
 
@@ -335,8 +276,7 @@ pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
 
 /// `x` copied to `device` as `dtype`, through host memory.
 pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tensor> {
-    let a = data(x, "to")?;
-    let array = host::transfer("to", a, device, dtype)?;
+    let array = dispatch::to_copy(x, dtype, device)?;
     finish(&[x], array, || (Op::Transfer, Keep::default()))
 }
 
@@ -355,8 +295,8 @@ pub(crate) fn unsafe_view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) 
 
 fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool) -> Result<Tensor> {
     let a = data(x, "view")?;
-    let layout = make(&a.layout)?;
-    let view = if is_view { x.make_view(a, layout) } else { Tensor::from_array(a.with_layout(layout)) };
+    let array = dispatch::as_strided(x, make(&a.layout)?)?;
+    let view = if is_view { x.view_of(a, array) } else { Tensor::from_array(array) };
     let tangents = forward_ad::tangents(&[x]);
     let records = recording(&[x]);
     if !records && tangents.is_none() {
@@ -395,26 +335,23 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         }
         return embed(&summed, shape, &relative);
     }
-    let device = s.device();
-    let zeros = device.backend().fill(device, shape, Scalar::Int(0), s.dtype)?;
-    device
-        .backend()
-        .assign(&zeros.with_layout(Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() }), s)?;
+    let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?;
+    let at = Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() };
+    let at = dispatch::as_strided(&Tensor::from_array(zeros.clone()), at)?;
+    dispatch::copy_(&Tensor::from_array(at), src)?;
     finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
 /// does not point along `dim`, and the sum of the elements of `src` that point there elsewhere.
 pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Tensor> {
-    let (i, s) = (data(index, "scatter_add")?, data(src, "scatter_add")?);
-    let device = device("scatter_add", &[i, s])?;
-    let array = device.backend().scatter_add(shape, dim, i, s)?;
+    let array = dispatch::scatter_add(shape, dim, index, src)?;
     finish(&[src], array, || (Op::ScatterAdd { dim }, Keep { extra: vec![index.clone()], ..Keep::default() }))
 }
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
-    Ok(Tensor::from_array(device.backend().fill(device, shape, value, dtype)?))
+    Ok(Tensor::from_array(dispatch::full(shape, value, dtype, device)?))
 }
 
 /// Zeros of `shape`, `dtype`, on `device`.
@@ -469,7 +406,8 @@ pub(crate) fn reshape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
 /// `dst`'s dtype and moving them from `src`'s device, and counts the write in the version
 /// counter. A `dst` whose elements overlap in memory (an expanded tensor) is refused, as in
 /// PyTorch. No history is recorded: see [`write`].
-pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
+pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()> {
+    let dst = data(target, func)?;
     let layout = &dst.layout;
     let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
     if expanded && layout.numel() > 0 {
@@ -479,12 +417,7 @@ pub(crate) fn assign(func: &str, dst: &Dense, src: &Dense) -> Result<()> {
              memory location"
         );
     }
-    let device = dst.device();
-    if src.device() == device {
-        device.backend().assign(dst, src)?;
-    } else {
-        device.backend().assign(dst, &host::transfer(func, src, device, dst.dtype)?)?;
-    }
+    dispatch::copy_(target, source)?;
     dst.storage.bump_version();
     Ok(())
 }
@@ -512,7 +445,7 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
     if dst.shares(src) && dst.layout == src.layout {
         dst.storage.bump_version();
     } else {
-        assign(func, dst, src)?;
+        assign(func, target, result)?;
     }
     if let Some(tangent) = forward_ad::tangents(&[target, result]).map(|mut t| t.pop().flatten()) {
         derivatives::write_tangent(target, tangent)?;

@@ -8,7 +8,7 @@ pub mod dispatch;
 mod func;
 mod relevant;
 mod rerun;
-mod state;
+pub(crate) mod state;
 
 pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorParent, TensorSubclass, TorchFunction, Types};
 pub use dispatch::{handle_torch_function, has_torch_function, is_tensor_like};

@@ -1,11 +1,13 @@
-//! Per-thread protocol state: the mode stack, the disable guards and the recursion depth.
+//! Per-thread protocol state: the mode stacks, the disable guards and the recursion depth.
 
 use std::any::Any;
 use std::cell::{Cell, RefCell};
+use std::fmt;
 use std::marker::PhantomData;
 use std::ops::Deref;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::thread::LocalKey;
 
 use crate::error::{Error, Result};
 use crate::protocol::{Func, Outcome, Types};
@@ -22,9 +24,14 @@ pub trait TorchFunctionMode: Any {
 
     /// The name error messages use for this mode; the type's name by default.
     fn name(&self) -> String {
-        let full = std::any::type_name::<Self>();
-        full.rsplit("::").next().unwrap_or(full).to_string()
+        type_name::<Self>()
     }
+}
+
+/// The last segment of `T`'s type name: a mode's default name.
+pub(crate) fn type_name<T: ?Sized>() -> String {
+    let full = std::any::type_name::<T>();
+    full.rsplit("::").next().unwrap_or(full).to_string()
 }
 
 impl dyn TorchFunctionMode {
@@ -35,40 +42,166 @@ impl dyn TorchFunctionMode {
     }
 }
 
-/// What [`push_mode`] takes: a mode, or a mode already shared (`Rc<M>`, or the
-/// `Rc<dyn TorchFunctionMode>` that [`pop_mode`] and [`mode_stack`] give), so the same mode
-/// object can be pushed again after it was popped, or be on the stack twice.
-pub trait IntoMode {
+/// What [`push_mode`] (and [`push_dispatch_mode`](crate::dispatch::push_dispatch_mode), with
+/// `Stacked = dyn TorchDispatchMode`) takes: a mode, or a mode already shared (`Rc<M>`, or the
+/// `Rc<dyn ...>` that the pop and stack functions give), so the same mode object can be pushed
+/// again after it was popped, or be on the stack twice.
+pub trait IntoMode<Stacked: ?Sized = dyn TorchFunctionMode> {
     /// The mode's type, which the guard derefs to.
-    type Mode: TorchFunctionMode + ?Sized;
+    type Mode: ?Sized;
     /// The shared mode, and the same as a stack entry.
-    fn into_mode(self) -> (Rc<Self::Mode>, Rc<dyn TorchFunctionMode>);
+    fn into_mode(self) -> (Rc<Self::Mode>, Rc<Stacked>);
 }
 
-impl<M: TorchFunctionMode> IntoMode for M {
-    type Mode = M;
-    fn into_mode(self) -> (Rc<M>, Rc<dyn TorchFunctionMode>) {
-        Rc::new(self).into_mode()
-    }
+/// `IntoMode<dyn $trait>` for a mode, a shared mode and a stack entry.
+macro_rules! into_mode {
+    ($trait:path) => {
+        impl<M: $trait> $crate::protocol::IntoMode<dyn $trait> for M {
+            type Mode = M;
+            fn into_mode(self) -> (::std::rc::Rc<M>, ::std::rc::Rc<dyn $trait>) {
+                let mode = ::std::rc::Rc::new(self);
+                (mode.clone(), mode)
+            }
+        }
+        impl<M: $trait> $crate::protocol::IntoMode<dyn $trait> for ::std::rc::Rc<M> {
+            type Mode = M;
+            fn into_mode(self) -> (::std::rc::Rc<M>, ::std::rc::Rc<dyn $trait>) {
+                (self.clone(), self)
+            }
+        }
+        impl $crate::protocol::IntoMode<dyn $trait> for ::std::rc::Rc<dyn $trait> {
+            type Mode = dyn $trait;
+            fn into_mode(self) -> (::std::rc::Rc<dyn $trait>, ::std::rc::Rc<dyn $trait>) {
+                (self.clone(), self)
+            }
+        }
+    };
 }
+pub(crate) use into_mode;
 
-impl<M: TorchFunctionMode> IntoMode for Rc<M> {
-    type Mode = M;
-    fn into_mode(self) -> (Rc<M>, Rc<dyn TorchFunctionMode>) {
-        (self.clone(), self)
-    }
-}
-
-impl IntoMode for Rc<dyn TorchFunctionMode> {
-    type Mode = dyn TorchFunctionMode;
-    fn into_mode(self) -> (Rc<dyn TorchFunctionMode>, Rc<dyn TorchFunctionMode>) {
-        (self.clone(), self)
-    }
-}
+into_mode!(TorchFunctionMode);
 
 /// The address identifying a mode object on the stack.
 fn address<M: ?Sized>(mode: &Rc<M>) -> *const () {
     Rc::as_ptr(mode) as *const ()
+}
+
+/// One thread's stack of modes of one kind: the bottom `count` entries are active; a mode whose
+/// hook is running sits above them, inactive, until its hook returns. Function modes and
+/// dispatch modes each have one.
+pub(crate) struct Stack<M: ?Sized + 'static> {
+    /// How many modes are active: the one number the fast paths read.
+    count: Cell<usize>,
+    entries: RefCell<Vec<Rc<M>>>,
+    /// Counts the changes to `entries`, so that a mode whose hook left the stack as it was is
+    /// made active again without looking for it.
+    edits: Cell<u64>,
+}
+
+impl<M: ?Sized + 'static> Stack<M> {
+    pub(crate) const fn new() -> Self {
+        Stack { count: Cell::new(0), entries: RefCell::new(Vec::new()), edits: Cell::new(0) }
+    }
+
+    /// True when a mode is active.
+    #[inline(always)]
+    pub(crate) fn active(key: &'static LocalKey<Self>) -> bool {
+        key.with(|s| s.count.get() != 0)
+    }
+
+    /// How many modes are active.
+    pub(crate) fn len(key: &'static LocalKey<Self>) -> usize {
+        key.with(|s| s.count.get())
+    }
+
+    /// Pushes `mode` on top of the active modes (modes whose hooks are running stay above it)
+    /// until the returned guard is dropped.
+    pub(crate) fn push<G: ?Sized>(key: &'static LocalKey<Self>, (mode, entry): (Rc<G>, Rc<M>)) -> ModeGuard<G> {
+        key.with(|s| {
+            let active = s.count.get();
+            s.entries.borrow_mut().insert(active, entry);
+            s.count.set(active + 1);
+            s.edits.set(s.edits.get() + 1);
+        });
+        fn remove<M: ?Sized + 'static>(key: &'static LocalKey<Stack<M>>, ours: *const ()) {
+            // `try_with`: a guard kept in a thread-local may be dropped after the stack is gone.
+            let _ = key.try_with(|s| {
+                let mut modes = s.entries.borrow_mut();
+                if let Some(i) = modes.iter().rposition(|m| address(m) == ours) {
+                    modes.remove(i);
+                    s.edits.set(s.edits.get() + 1);
+                    if i < s.count.get() {
+                        s.count.set(s.count.get() - 1)
+                    }
+                }
+            });
+        }
+        let remover: Remover = Box::new(move |ours| remove(key, ours));
+        ModeGuard { mode, remove: Some(remover) }
+    }
+
+    /// Pops the top active mode; popping an empty stack is PyTorch's `RuntimeError`.
+    pub(crate) fn pop(key: &'static LocalKey<Self>) -> Result<Rc<M>> {
+        key.with(|s| {
+            let Some(top) = s.count.get().checked_sub(1) else {
+                return Err(Error::runtime_error("trying to pop from empty mode stack"));
+            };
+            s.count.set(top);
+            s.edits.set(s.edits.get() + 1);
+            Ok(s.entries.borrow_mut().remove(top))
+        })
+    }
+
+    /// The top active mode.
+    pub(crate) fn current(key: &'static LocalKey<Self>) -> Option<Rc<M>> {
+        key.with(|s| s.entries.borrow().get(s.count.get().checked_sub(1)?).cloned())
+    }
+
+    /// The active modes, bottom to top.
+    pub(crate) fn modes(key: &'static LocalKey<Self>) -> Vec<Rc<M>> {
+        key.with(|s| s.entries.borrow()[..s.count.get()].to_vec())
+    }
+
+    /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or
+    /// unwinding; `None` when no mode is active.
+    #[inline]
+    pub(crate) fn with_top<R>(key: &'static LocalKey<Self>, f: impl FnOnce(&M) -> R) -> Option<R> {
+        /// Makes the running mode active again: the modes up to it, wherever it now stands (its
+        /// hook may have pushed or removed modes); nothing if its hook removed it. The same mode
+        /// object may be on the stack twice: the entry at its old place is looked at first.
+        struct PushBack<M: ?Sized + 'static>(&'static LocalKey<Stack<M>>, Rc<M>, usize, u64);
+        impl<M: ?Sized + 'static> Drop for PushBack<M> {
+            fn drop(&mut self) {
+                let ours = address(&self.1);
+                let _ = self.0.try_with(|s| {
+                    if s.edits.get() == self.3 {
+                        return s.count.set(self.2 + 1);
+                    }
+                    let modes = s.entries.borrow();
+                    let at = match modes.get(self.2) {
+                        Some(entry) if address(entry) == ours => Some(self.2),
+                        _ => modes.iter().rposition(|m| address(m) == ours),
+                    };
+                    if let Some(i) = at {
+                        s.count.set(i + 1);
+                    }
+                });
+            }
+        }
+        let running = key.with(|s| {
+            let index = s.count.get().checked_sub(1)?;
+            let top = s.entries.borrow().get(index).cloned()?;
+            s.count.set(index);
+            Some(PushBack(key, top, index, s.edits.get()))
+        })?;
+        Some(f(&*running.1))
+    }
+}
+
+thread_local! {
+    static MODES: Stack<dyn TorchFunctionMode> = const { Stack::new() };
+    static ENABLED: Cell<Enabled> = const { Cell::new(Enabled::All) };
+    static DEPTH: Cell<u32> = const { Cell::new(0) };
 }
 
 /// Whether dispatch is enabled, as PyTorch's `TorchFunctionDisabledState`.
@@ -79,30 +212,16 @@ pub(crate) enum Enabled {
     Nothing,
 }
 
-thread_local! {
-    /// How many modes are active: the bottom `MODE_COUNT` entries of `MODES`. A mode whose hook
-    /// is running sits above them, inactive, until its hook returns. This is the one number the
-    /// fast path reads.
-    static MODE_COUNT: Cell<usize> = const { Cell::new(0) };
-    static MODES: RefCell<Vec<Rc<dyn TorchFunctionMode>>> = const { RefCell::new(Vec::new()) };
-    /// Counts the changes to `MODES`, so that a mode whose hook left the stack as it was is
-    /// made active again without looking for it.
-    static EDITS: Cell<u64> = const { Cell::new(0) };
-    static ENABLED: Cell<Enabled> = const { Cell::new(Enabled::All) };
-    static DEPTH: Cell<u32> = const { Cell::new(0) };
-}
-
 /// True when a mode is active on this thread.
 #[inline(always)]
 pub(crate) fn modes_active() -> bool {
-    MODE_COUNT.with(|c| c.get() != 0)
+    Stack::active(&MODES)
 }
 
 #[inline]
 pub(crate) fn enabled() -> Enabled {
     ENABLED.with(Cell::get)
 }
-
 /// Pushes `mode` on this thread's mode stack until the returned guard is dropped (Python's
 /// `with mode:`). The guard gives access to the mode, to read what it recorded.
 ///
@@ -126,15 +245,7 @@ pub(crate) fn enabled() -> Enabled {
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub fn push_mode<M: IntoMode>(mode: M) -> ModeGuard<M::Mode> {
-    let (mode, entry) = mode.into_mode();
-    MODES.with(|m| {
-        // On top of the active modes; modes whose hooks are running stay above it.
-        let active = MODE_COUNT.with(Cell::get);
-        m.borrow_mut().insert(active, entry);
-        MODE_COUNT.with(|c| c.set(active + 1));
-    });
-    EDITS.set(EDITS.get() + 1);
-    ModeGuard { mode, pops: true }
+    Stack::push(&MODES, mode.into_mode())
 }
 
 /// Pops the top mode off this thread's stack and returns it
@@ -157,42 +268,37 @@ pub fn push_mode<M: IntoMode>(mode: M) -> ModeGuard<M::Mode> {
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub fn pop_mode() -> Result<Rc<dyn TorchFunctionMode>> {
-    let active = MODE_COUNT.with(Cell::get);
-    let Some(top) = active.checked_sub(1) else {
-        return Err(Error::runtime_error("trying to pop from empty mode stack"));
-    };
-    MODE_COUNT.with(|c| c.set(top));
-    EDITS.set(EDITS.get() + 1);
-    Ok(MODES.with(|m| m.borrow_mut().remove(top)))
+    Stack::pop(&MODES)
 }
 
 /// The top active mode of this thread's stack, if any (`_get_current_function_mode`). Inside a
 /// mode's hook that mode is not active: this is the mode below it.
 pub fn current_mode() -> Option<Rc<dyn TorchFunctionMode>> {
-    let active = MODE_COUNT.with(Cell::get);
-    MODES.with(|m| m.borrow().get(active.checked_sub(1)?).cloned())
+    Stack::current(&MODES)
 }
 
 /// The active modes of this thread's stack, bottom to top (`_get_current_function_mode_stack`).
 pub fn mode_stack() -> Vec<Rc<dyn TorchFunctionMode>> {
-    let active = MODE_COUNT.with(Cell::get);
-    MODES.with(|m| m.borrow()[..active].to_vec())
+    Stack::modes(&MODES)
 }
 
-/// Keeps a mode on the stack; dropping it removes the mode (the topmost entry of that mode
-/// object, if it is still there).
+/// Removes a guard's mode (the topmost entry of that mode object) from the stack it was pushed on.
+type Remover = Box<dyn Fn(*const ())>;
+
+/// Keeps a mode on its stack (function modes or dispatch modes); dropping it removes the mode
+/// (the topmost entry of that mode object, if it is still there).
 #[must_use = "the mode is popped when the guard is dropped; call `keep` to leave it pushed"]
-pub struct ModeGuard<M: TorchFunctionMode + ?Sized> {
+pub struct ModeGuard<M: ?Sized> {
     mode: Rc<M>,
-    /// False once [`keep`](ModeGuard::keep) left the mode on the stack.
-    pops: bool,
+    /// `None` once [`keep`](ModeGuard::keep) left the mode on the stack.
+    remove: Option<Remover>,
 }
 
-impl<M: TorchFunctionMode + ?Sized> ModeGuard<M> {
+impl<M: ?Sized> ModeGuard<M> {
     /// Leaves the mode on the stack after the guard is gone (the primitive push,
     /// `_push_on_torch_function_stack`): [`pop_mode`] removes it. Returns the mode.
     pub fn keep(mut self) -> Rc<M> {
-        self.pops = false;
+        self.remove = None;
         self.mode.clone()
     }
 
@@ -202,71 +308,36 @@ impl<M: TorchFunctionMode + ?Sized> ModeGuard<M> {
     }
 }
 
-impl<M: TorchFunctionMode + ?Sized> Deref for ModeGuard<M> {
+impl<M: ?Sized> Deref for ModeGuard<M> {
     type Target = M;
     fn deref(&self) -> &M {
         &self.mode
     }
 }
 
-impl<M: TorchFunctionMode + ?Sized> Drop for ModeGuard<M> {
+impl<M: ?Sized> Drop for ModeGuard<M> {
     fn drop(&mut self) {
-        if !self.pops {
-            return;
+        if let Some(remove) = &self.remove {
+            remove(address(&self.mode));
         }
-        let ours = address(&self.mode);
-        // `try_with`: a guard kept in a thread-local may be dropped after the stack is gone.
-        let _ = MODES.try_with(|m| {
-            let mut modes = m.borrow_mut();
-            if let Some(i) = modes.iter().rposition(|m| address(m) == ours) {
-                modes.remove(i);
-                EDITS.set(EDITS.get() + 1);
-                MODE_COUNT.with(|c| {
-                    if i < c.get() {
-                        c.set(c.get() - 1)
-                    }
-                });
-            }
-        });
+    }
+}
+
+impl<M: ?Sized> fmt::Debug for ModeGuard<M> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ModeGuard").field("keeps", &self.remove.is_none()).finish_non_exhaustive()
     }
 }
 
 /// How many modes are active on this thread's stack (`_len_torch_function_stack`).
 pub fn mode_stack_len() -> usize {
-    MODE_COUNT.with(Cell::get)
+    Stack::len(&MODES)
 }
 
 /// Runs `f` with the top mode popped, pushing it back afterwards, also on error or unwinding.
 #[inline]
 pub(crate) fn with_top_mode<R>(f: impl FnOnce(&dyn TorchFunctionMode) -> R) -> Option<R> {
-    /// Makes the running mode active again: the modes up to it, wherever it now stands (its
-    /// hook may have pushed or removed modes); nothing if its hook removed it. The same mode
-    /// object may be on the stack twice: the entry at its old place is looked at first.
-    struct PushBack(Rc<dyn TorchFunctionMode>, usize, u64);
-    impl Drop for PushBack {
-        fn drop(&mut self) {
-            if EDITS.get() == self.2 {
-                return MODE_COUNT.with(|c| c.set(self.1 + 1));
-            }
-            let ours = address(&self.0);
-            let _ = MODES.try_with(|m| {
-                let modes = m.borrow();
-                let at = match modes.get(self.1) {
-                    Some(entry) if address(entry) == ours => Some(self.1),
-                    _ => modes.iter().rposition(|m| address(m) == ours),
-                };
-                if let Some(i) = at {
-                    MODE_COUNT.with(|c| c.set(i + 1));
-                }
-            });
-        }
-    }
-    let active = MODE_COUNT.with(Cell::get);
-    let index = active.checked_sub(1)?;
-    let top = MODES.with(|m| m.borrow().get(index).cloned())?;
-    MODE_COUNT.with(|c| c.set(index));
-    let running = PushBack(top, index, EDITS.get());
-    Some(f(&*running.0))
+    Stack::with_top(&MODES, f)
 }
 
 /// Sets the enabled state until dropped, then restores the previous one. Like Python's `with`
@@ -359,9 +430,15 @@ pub(crate) struct Depth(PhantomData<*const ()>);
 impl Depth {
     #[inline]
     pub(crate) fn enter(func: &Func) -> Result<Depth> {
+        Depth::enter_or(|| too_deep(func))
+    }
+
+    /// One more level, or the error `too_deep` gives past [`recursion_limit`].
+    #[inline]
+    pub(crate) fn enter_or(too_deep: impl FnOnce() -> Error) -> Result<Depth> {
         let depth = DEPTH.get() + 1;
         if depth > recursion_limit() {
-            return Err(too_deep(func));
+            return Err(too_deep());
         }
         DEPTH.set(depth);
         Ok(Depth(PhantomData))

@@ -180,8 +180,14 @@ impl Tensor {
     /// A new plain tensor viewing `layout` of this tensor's storage; its `_base` is the root
     /// of the view chain.
     pub(crate) fn make_view(&self, dense: &Dense, layout: Layout) -> Tensor {
+        self.view_of(dense, dense.with_layout(layout))
+    }
+
+    /// A new plain tensor holding `array` (memory of this tensor's, seen through another
+    /// layout) as a view of this one: its `_base` is the root of the view chain.
+    pub(crate) fn view_of(&self, dense: &Dense, array: Array) -> Tensor {
         let base = dense.base.clone().unwrap_or_else(|| self.clone());
-        Tensor::from_dense(Dense { base: Some(base), ..Dense::new(dense.with_layout(layout)) })
+        Tensor::from_dense(Dense { base: Some(base), ..Dense::new(array) })
     }
 
     /// The data, for a dense tensor.

@@ -118,7 +118,7 @@ fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, nor
             _ => scaled_row::<f32>(&view, max_norm, norm_type)?,
         };
         if let Some(scaled) = scaled {
-            primitive::assign(func, &view, &scaled)?;
+            primitive::assign(func, &Tensor::from_dense(view), &Tensor::from_dense(scaled))?;
         }
     }
     Ok(())

@@ -1,0 +1,322 @@
+//! The operators (PyTorch's `torch.ops.aten`): one static per operator and overload, named
+//! after it in capitals (`aten::add.Tensor` is [`ADD_TENSOR`], `aten::exp` is [`EXP`]).
+//! Each is declared once here, with its schema, tags and kernel family.
+
+use super::{Kernel, Operator, Tag};
+use crate::backend::{Binary, Reduce, Scan, Unary};
+use crate::types::Scalar;
+
+/// Declares each operator's static, and [`ALL`].
+macro_rules! operators {
+    ($($(#[$doc:meta])* $name:ident = $schema:expr, [$($tag:ident),*] $kernel:expr;)*) => {
+        $(
+            $(#[$doc])*
+            pub static $name: Operator = Operator::new("aten", $schema, &[$(Tag::$tag),*], $kernel);
+        )*
+        /// Every operator of this namespace.
+        pub static ALL: &[&Operator] = &[$(&$name),*];
+    };
+}
+
+/// A unary float function: `NAME(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
+macro_rules! unary {
+    ($name:literal) => {
+        concat!($name, "(Tensor self, *, ScalarType? dtype=None) -> Tensor")
+    };
+}
+
+/// A binary function: `NAME.Tensor(Tensor self, Tensor other, *, ScalarType? dtype=None)`.
+macro_rules! binary {
+    ($name:literal) => {
+        concat!($name, ".Tensor(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor")
+    };
+}
+
+operators! {
+    /// `e^x`.
+    EXP = unary!("exp"), [Pointwise] Kernel::Unary(Unary::Exp);
+    /// The natural logarithm.
+    LOG = unary!("log"), [Pointwise] Kernel::Unary(Unary::Log);
+    /// `log(1 + x)`.
+    LOG1P = unary!("log1p"), [Pointwise] Kernel::Unary(Unary::Log1p);
+    /// `e^x - 1`.
+    EXPM1 = unary!("expm1"), [Pointwise] Kernel::Unary(Unary::Expm1);
+    /// The square root.
+    SQRT = unary!("sqrt"), [Pointwise] Kernel::Unary(Unary::Sqrt);
+    /// `1 / sqrt(x)`.
+    RSQRT = unary!("rsqrt"), [Pointwise] Kernel::Unary(Unary::Rsqrt);
+    /// The sine.
+    SIN = unary!("sin"), [Pointwise] Kernel::Unary(Unary::Sin);
+    /// The cosine.
+    COS = unary!("cos"), [Pointwise] Kernel::Unary(Unary::Cos);
+    /// The tangent.
+    TAN = unary!("tan"), [Pointwise] Kernel::Unary(Unary::Tan);
+    /// The hyperbolic tangent.
+    TANH = unary!("tanh"), [Pointwise] Kernel::Unary(Unary::Tanh);
+    /// The logistic function.
+    SIGMOID = unary!("sigmoid"), [Pointwise] Kernel::Unary(Unary::Sigmoid);
+    /// The error function.
+    ERF = unary!("erf"), [Pointwise] Kernel::Unary(Unary::Erf);
+    /// `1 / x`.
+    RECIPROCAL = unary!("reciprocal"), [Pointwise] Kernel::Unary(Unary::Reciprocal);
+    /// GELU, exact (`approximate='none'`) or with tanh (`'tanh'`).
+    GELU = "gelu(Tensor self, *, str approximate='none', ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Unary(Unary::Gelu);
+    /// `x * sigmoid(x)`.
+    SILU = unary!("silu"), [Pointwise] Kernel::Unary(Unary::Silu);
+    /// Rounds up.
+    CEIL = unary!("ceil"), [Pointwise] Kernel::Unary(Unary::Ceil);
+    /// Rounds down.
+    FLOOR = unary!("floor"), [Pointwise] Kernel::Unary(Unary::Floor);
+    /// Rounds toward zero.
+    TRUNC = unary!("trunc"), [Pointwise] Kernel::Unary(Unary::Trunc);
+    /// Rounds half to even at `decimals` places.
+    ROUND_DECIMALS = "round.decimals(Tensor self, *, int decimals, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Unary(Unary::Round(0));
+    /// `-x`.
+    NEG = unary!("neg"), [Pointwise] Kernel::Unary(Unary::Neg);
+    /// `|x|`.
+    ABS = unary!("abs"), [Pointwise] Kernel::Unary(Unary::Abs);
+    /// -1, 0 or 1.
+    SIGN = unary!("sign"), [Pointwise] Kernel::Unary(Unary::Sign);
+    /// `x * x`.
+    SQUARE = unary!("square"), [Pointwise] Kernel::Unary(Unary::Square);
+    /// `max(x, 0)`.
+    RELU = unary!("relu"), [Pointwise] Kernel::Unary(Unary::Relu);
+    /// Logical not.
+    LOGICAL_NOT = unary!("logical_not"), [Pointwise] Kernel::Unary(Unary::Not);
+    /// Whether each element is NaN.
+    ISNAN = unary!("isnan"), [Pointwise] Kernel::Unary(Unary::IsNan);
+    /// Whether each element is infinite.
+    ISINF = unary!("isinf"), [Pointwise] Kernel::Unary(Unary::IsInf);
+
+    /// `self + alpha * other`.
+    ADD_TENSOR = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Binary(Binary::Add(Scalar::Int(1)));
+    /// `self - alpha * other`.
+    SUB_TENSOR = "sub.Tensor(Tensor self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Binary(Binary::Sub(Scalar::Int(1)));
+    /// `self * other`.
+    MUL_TENSOR = binary!("mul"), [Pointwise] Kernel::Binary(Binary::Mul);
+    /// True division.
+    DIV_TENSOR = binary!("div"), [Pointwise] Kernel::Binary(Binary::Div);
+    /// Division rounded by `rounding_mode` (`'trunc'` or `'floor'`).
+    DIV_TENSOR_MODE =
+        "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Binary(Binary::DivTrunc);
+    /// The larger of the two, NaN propagating.
+    MAXIMUM = "maximum(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Maximum);
+    /// The smaller of the two, NaN propagating.
+    MINIMUM = "minimum(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Minimum);
+    /// `self ** exponent`.
+    POW_TENSOR_TENSOR =
+        "pow.Tensor_Tensor(Tensor self, Tensor exponent, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Pow);
+    /// `atan2(self, other)`.
+    ATAN2 = "atan2(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Atan2);
+    /// The remainder with the dividend's sign.
+    FMOD_TENSOR = binary!("fmod"), [Pointwise] Kernel::Binary(Binary::Fmod);
+    /// The remainder with the divisor's sign.
+    REMAINDER_TENSOR = binary!("remainder"), [Pointwise] Kernel::Binary(Binary::Remainder);
+    /// `self` clamped from below by `min`.
+    CLAMP_MIN_TENSOR = "clamp_min.Tensor(Tensor self, Tensor min, *, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Binary(Binary::ClampMin);
+    /// `self` clamped from above by `max`.
+    CLAMP_MAX_TENSOR = "clamp_max.Tensor(Tensor self, Tensor max, *, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Binary(Binary::ClampMax);
+    /// `self == other`.
+    EQ_TENSOR = binary!("eq"), [Pointwise] Kernel::Binary(Binary::Eq);
+    /// `self != other`.
+    NE_TENSOR = binary!("ne"), [Pointwise] Kernel::Binary(Binary::Ne);
+    /// `self < other`.
+    LT_TENSOR = binary!("lt"), [Pointwise] Kernel::Binary(Binary::Lt);
+    /// `self <= other`.
+    LE_TENSOR = binary!("le"), [Pointwise] Kernel::Binary(Binary::Le);
+    /// `self > other`.
+    GT_TENSOR = binary!("gt"), [Pointwise] Kernel::Binary(Binary::Gt);
+    /// `self >= other`.
+    GE_TENSOR = binary!("ge"), [Pointwise] Kernel::Binary(Binary::Ge);
+    /// Logical and.
+    LOGICAL_AND = "logical_and(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::And);
+    /// Logical or.
+    LOGICAL_OR = "logical_or(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Or);
+    /// Logical exclusive or.
+    LOGICAL_XOR = "logical_xor(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
+        Kernel::Binary(Binary::Xor);
+    /// `self` where `condition` holds, `other` elsewhere.
+    WHERE_SELF =
+        "where.self(Tensor condition, Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor",
+        [Pointwise] Kernel::Where;
+
+    /// The sum over `dim` (every dimension when it is empty).
+    SUM_DIM_INTLIST =
+        "sum.dim_IntList(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Sum);
+    /// The product over `dim` (torchfn's kernel takes several dimensions).
+    PROD_DIM_INT =
+        "prod.dim_int(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Prod);
+    /// The mean over `dim`.
+    MEAN_DIM = "mean.dim(Tensor self, int[1]? dim, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Mean);
+    /// The largest element over `dim`.
+    AMAX = "amax(Tensor self, int[1] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Max);
+    /// The smallest element over `dim`.
+    AMIN = "amin(Tensor self, int[1] dim=[], bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Min);
+    /// The position of the largest element over `dim` (torchfn's kernel takes several).
+    ARGMAX = "argmax(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::ArgMax);
+    /// The position of the smallest element over `dim`.
+    ARGMIN = "argmin(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::ArgMin);
+    /// Whether every element over `dim` is true.
+    ALL_DIMS = "all.dims(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::All);
+    /// Whether any element over `dim` is true.
+    ANY_DIMS = "any.dims(Tensor self, int[1]? dim=None, bool keepdim=False, *, ScalarType? dtype=None) -> Tensor",
+        [Reduction] Kernel::Reduce(Reduce::Any);
+    /// Running sums along `dim`.
+    CUMSUM = "cumsum(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", [] Kernel::Scan(Scan::Sum);
+    /// Running products along `dim`.
+    CUMPROD = "cumprod(Tensor self, int dim, *, ScalarType? dtype=None) -> Tensor", [] Kernel::Scan(Scan::Prod);
+
+    /// The matrix product, batched and broadcast over leading dimensions.
+    MATMUL = "matmul(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [] Kernel::Matmul;
+    /// The positions `index` of dimension `dim`.
+    INDEX_SELECT = "index_select(Tensor self, int dim, Tensor index) -> Tensor", [] Kernel::IndexSelect;
+    /// `self` at `index` along `dim`, elementwise.
+    GATHER = "gather(Tensor self, int dim, Tensor index, *, bool sparse_grad=False) -> Tensor", [] Kernel::Gather;
+    /// `src` added into zeros of `size` at `index` along `dim` (torchfn's
+    /// `zeros(size).scatter_add_(dim, index, src)` in one kernel).
+    SCATTER_ADD = "scatter_add(SymInt[] size, int dim, Tensor index, Tensor src) -> Tensor", [] Kernel::ScatterAdd;
+    /// The tensors joined along `dim`.
+    CAT = "cat(Tensor[] tensors, int dim=0, *, ScalarType? dtype=None) -> Tensor", [] Kernel::Cat;
+    /// Softmax along `dim`, in `dtype`.
+    SOFTMAX = "_softmax(Tensor self, int dim, bool half_to_float, *, ScalarType? dtype=None) -> Tensor", []
+        Kernel::Softmax { log: false };
+    /// Log-softmax along `dim`, in `dtype`.
+    LOG_SOFTMAX = "_log_softmax(Tensor self, int dim, bool half_to_float, *, ScalarType? dtype=None) -> Tensor", []
+        Kernel::Softmax { log: true };
+    /// The 2-D cross-correlation (`transposed` must be false).
+    CONVOLUTION = "convolution(Tensor input, Tensor weight, Tensor? bias, SymInt[] stride, SymInt[] padding, \
+        SymInt[] dilation, bool transposed, SymInt[] output_padding, SymInt groups) -> Tensor", []
+        Kernel::Convolution;
+    /// The gradients of a convolution's input and weight where `output_mask` asks; `None` for
+    /// one asked for means the backend has no kernel of its own (autograd then composes it).
+    CONVOLUTION_BACKWARD = "convolution_backward(Tensor grad_output, Tensor input, Tensor weight, \
+        SymInt[]? bias_sizes, SymInt[] stride, SymInt[] padding, SymInt[] dilation, bool transposed, \
+        SymInt[] output_padding, SymInt groups, bool[3] output_mask) -> (Tensor?, Tensor?, Tensor?)", []
+        Kernel::ConvolutionBackward;
+    /// Max pooling of `[planes, h, w]`: the values and each one's position in its plane.
+    MAX_POOL2D_WITH_INDICES = "max_pool2d_with_indices(Tensor self, int[2] kernel_size, int[2] stride=[], \
+        int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", []
+        Kernel::MaxPool2d;
+
+    /// A contiguous copy, converted to `dtype` and moved to `device`.
+    TO_COPY = "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", []
+        Kernel::ToCopy;
+    /// A view of `self`'s memory with the given sizes, strides and offset (every view torchfn
+    /// makes is one of these).
+    AS_STRIDED = "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> \
+        Tensor(a)", [View] Kernel::AsStrided;
+    /// A tensor of `size` filled with `fill_value`.
+    FULL = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
+        [Factory] Kernel::Full;
+    /// Writes `src` into `self`, converting and moving it.
+    COPY_ = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", [Inplace] Kernel::Copy;
+}
+
+/// The operator of unary kernel `op`, and the keyword arguments that give its parameters.
+pub(crate) fn unary(op: Unary) -> (&'static Operator, Option<(&'static str, crate::Value)>) {
+    let op = match op {
+        Unary::Exp => &EXP,
+        Unary::Log => &LOG,
+        Unary::Log1p => &LOG1P,
+        Unary::Expm1 => &EXPM1,
+        Unary::Sqrt => &SQRT,
+        Unary::Rsqrt => &RSQRT,
+        Unary::Sin => &SIN,
+        Unary::Cos => &COS,
+        Unary::Tan => &TAN,
+        Unary::Tanh => &TANH,
+        Unary::Sigmoid => &SIGMOID,
+        Unary::Erf => &ERF,
+        Unary::Reciprocal => &RECIPROCAL,
+        Unary::Gelu => &GELU,
+        Unary::GeluTanh => return (&GELU, Some(("approximate", "tanh".into()))),
+        Unary::Silu => &SILU,
+        Unary::Ceil => &CEIL,
+        Unary::Floor => &FLOOR,
+        Unary::Trunc => &TRUNC,
+        Unary::Round(decimals) => return (&ROUND_DECIMALS, Some(("decimals", decimals.into()))),
+        Unary::Neg => &NEG,
+        Unary::Abs => &ABS,
+        Unary::Sign => &SIGN,
+        Unary::Square => &SQUARE,
+        Unary::Relu => &RELU,
+        Unary::Not => &LOGICAL_NOT,
+        Unary::IsNan => &ISNAN,
+        Unary::IsInf => &ISINF,
+    };
+    (op, None)
+}
+
+/// The operator of binary kernel `op`, and the keyword argument that gives its parameter.
+pub(crate) fn binary(op: Binary) -> (&'static Operator, Option<(&'static str, crate::Value)>) {
+    let op = match op {
+        Binary::Add(alpha) => return (&ADD_TENSOR, Some(("alpha", alpha.into()))),
+        Binary::Sub(alpha) => return (&SUB_TENSOR, Some(("alpha", alpha.into()))),
+        Binary::Mul => &MUL_TENSOR,
+        Binary::Div => &DIV_TENSOR,
+        Binary::DivTrunc => return (&DIV_TENSOR_MODE, Some(("rounding_mode", "trunc".into()))),
+        Binary::DivFloor => return (&DIV_TENSOR_MODE, Some(("rounding_mode", "floor".into()))),
+        Binary::Maximum => &MAXIMUM,
+        Binary::Minimum => &MINIMUM,
+        Binary::Pow => &POW_TENSOR_TENSOR,
+        Binary::Atan2 => &ATAN2,
+        Binary::Fmod => &FMOD_TENSOR,
+        Binary::Remainder => &REMAINDER_TENSOR,
+        Binary::ClampMin => &CLAMP_MIN_TENSOR,
+        Binary::ClampMax => &CLAMP_MAX_TENSOR,
+        Binary::Eq => &EQ_TENSOR,
+        Binary::Ne => &NE_TENSOR,
+        Binary::Lt => &LT_TENSOR,
+        Binary::Le => &LE_TENSOR,
+        Binary::Gt => &GT_TENSOR,
+        Binary::Ge => &GE_TENSOR,
+        Binary::And => &LOGICAL_AND,
+        Binary::Or => &LOGICAL_OR,
+        Binary::Xor => &LOGICAL_XOR,
+    };
+    (op, None)
+}
+
+/// The operator of reduction `op`.
+pub(crate) fn reduce(op: Reduce) -> &'static Operator {
+    match op {
+        Reduce::Sum => &SUM_DIM_INTLIST,
+        Reduce::Prod => &PROD_DIM_INT,
+        Reduce::Mean => &MEAN_DIM,
+        Reduce::Max => &AMAX,
+        Reduce::Min => &AMIN,
+        Reduce::ArgMax => &ARGMAX,
+        Reduce::ArgMin => &ARGMIN,
+        Reduce::All => &ALL_DIMS,
+        Reduce::Any => &ANY_DIMS,
+    }
+}
+
+/// The operator of scan `op`.
+pub(crate) fn scan(op: Scan) -> &'static Operator {
+    match op {
+        Scan::Sum => &CUMSUM,
+        Scan::Prod => &CUMPROD,
+    }
+}

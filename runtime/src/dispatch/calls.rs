@@ -1,0 +1,827 @@
+//! Each kernel family's call through the dispatch layer, in two forms that run the same
+//! kernel: the typed entry the primitives call (the backend straight away when no dispatch mode
+//! is active; else the call as values, through the modes), and [`run`], which binds an
+//! operator's values to its schema, checks them and runs the kernel (where the last mode's
+//! `func.call(...)` lands).
+
+use std::borrow::Cow;
+
+use super::mode::{dispatch, intercepting};
+use super::schema::tensors_in;
+use super::{Kernel, Operator, aten};
+use crate::backend::{Array, Binary, Device, Reduce, Unary, Window, host};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim, result_type};
+use crate::value::{FromValue, Kwargs, Value};
+
+// ---------------------------------------------------------------------------------------------
+// The typed entries (layer 3 calls these).
+
+/// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
+pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    if intercepting() {
+        let (operator, param) = aten::unary(op);
+        return intercept(operator, vec![x.into()], keywords(param, dtype));
+    }
+    run_unary(dense(x)?, op, dtype, out)
+}
+
+/// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
+pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    if intercepting() {
+        let (operator, param) = aten::binary(op);
+        return intercept(operator, vec![a.into(), b.into()], keywords(param, dtype));
+    }
+    run_binary(dense(a)?, dense(b)?, op, dtype, out)
+}
+
+/// `a` where `condition` holds, `b` elsewhere, in `dtype`.
+pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        return intercept(&aten::WHERE_SELF, vec![condition.into(), a.into(), b.into()], keywords(None, dtype));
+    }
+    run_select(dense(condition)?, dense(a)?, dense(b)?, dtype)
+}
+
+/// `op` over `dims` (sorted, distinct) of `x`, read as `dtype`.
+pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        let args = vec![x.into(), Value::from(dims), false.into()];
+        return intercept(aten::reduce(op), args, keywords(None, dtype));
+    }
+    let x = dense(x)?;
+    x.device().backend().reduce(x, dims, op, dtype)
+}
+
+/// The running `op` along `dim` of `x`, in `dtype`.
+pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        return intercept(aten::scan(op), vec![x.into(), dim.into()], keywords(None, dtype));
+    }
+    let x = dense(x)?;
+    x.device().backend().scan(x, dim, op, dtype)
+}
+
+/// `a @ b` in `dtype` (two or more dimensions each, the leading ones broadcasting).
+pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        return intercept(&aten::MATMUL, vec![a.into(), b.into()], keywords(None, dtype));
+    }
+    run_matmul(dense(a)?, dense(b)?, dtype)
+}
+
+/// The positions `index` of dimension `dim` of `x`.
+pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+    if intercepting() {
+        return intercept(&aten::INDEX_SELECT, vec![x.into(), dim.into(), index.into()], Kwargs::new());
+    }
+    let (x, i) = (dense(x)?, dense(index)?);
+    device("index_select", &[x, i])?.backend().index_select(x, dim, i)
+}
+
+/// `x` at `index` along `dim`, elementwise.
+pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+    if intercepting() {
+        return intercept(&aten::GATHER, vec![x.into(), dim.into(), index.into()], Kwargs::new());
+    }
+    let (x, i) = (dense(x)?, dense(index)?);
+    device("gather", &[x, i])?.backend().gather(x, dim, i)
+}
+
+/// `src` added at `index` along `dim` into zeros of `shape`.
+pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Array> {
+    if intercepting() {
+        let args = vec![Value::from(&shape[..]), dim.into(), index.into(), src.into()];
+        return intercept(&aten::SCATTER_ADD, args, Kwargs::new());
+    }
+    let (i, s) = (dense(index)?, dense(src)?);
+    device("scatter_add", &[i, s])?.backend().scatter_add(shape, dim, i, s)
+}
+
+/// `pieces` joined along `dim` into `shape`, read as `dtype`.
+pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        let tensors = Value::List(pieces.iter().map(Value::from).collect());
+        return intercept(&aten::CAT, vec![tensors, dim.into()], keywords(None, dtype));
+    }
+    let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
+    run_cat(&arrays, dim, shape, dtype)
+}
+
+/// The softmax (or log-softmax) of `x` along `dim`, in `dtype`.
+pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+    if intercepting() {
+        let op = if log { &aten::LOG_SOFTMAX } else { &aten::SOFTMAX };
+        return intercept(op, vec![x.into(), dim.into(), false.into()], keywords(None, dtype));
+    }
+    let x = dense(x)?;
+    x.device().backend().softmax(x, dim, log, dtype)
+}
+
+/// The 2-D cross-correlation of `input` with `weight` plus `bias`, over `window`.
+pub(crate) fn convolution(
+    input: &Tensor,
+    weight: &Tensor,
+    bias: Option<&Tensor>,
+    groups: usize,
+    window: &Window,
+) -> Result<Array> {
+    if intercepting() {
+        let mut args = vec![input.into(), weight.into(), bias.map_or(Value::None, Value::from)];
+        args.extend(window_values(window, false));
+        args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into()]);
+        return intercept(&aten::CONVOLUTION, args, Kwargs::new());
+    }
+    run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window)
+}
+
+/// The gradients of a convolution's input and weight where `which` asks; `None` when the
+/// backend has no kernel of its own.
+pub(crate) fn convolution_backward(
+    grad: &Tensor,
+    input: &Tensor,
+    weight: &Tensor,
+    groups: usize,
+    window: &Window,
+    which: [bool; 2],
+) -> Result<Option<[Option<Array>; 2]>> {
+    if intercepting() {
+        let mut args = vec![grad.into(), input.into(), weight.into(), Value::None];
+        args.extend(window_values(window, false));
+        let mask = [which[0], which[1], false];
+        args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into(), Value::from(&mask[..])]);
+        return intercept(&aten::CONVOLUTION_BACKWARD, args, Kwargs::new());
+    }
+    let (x, w, g) = (dense(input)?, dense(weight)?, dense(grad)?);
+    device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
+}
+
+/// Max pooling of `[planes, h, w]` over `window`: values and positions.
+pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Array, Array)> {
+    if intercepting() {
+        let mut args = vec![input.into(), Value::from(&window.kernel[..])];
+        args.extend(window_values(window, true));
+        return intercept(&aten::MAX_POOL2D_WITH_INDICES, args, Kwargs::new());
+    }
+    let x = dense(input)?;
+    x.device().backend().max_pool2d(x, window)
+}
+
+/// A contiguous copy of `x` as `dtype` on `device`.
+pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Array> {
+    if intercepting() {
+        let kwargs = Kwargs::from([("dtype", Value::DType(dtype)), ("device", Value::Device(device))]);
+        return intercept(&aten::TO_COPY, vec![x.into()], kwargs);
+    }
+    run_to_copy(dense(x)?, dtype, device)
+}
+
+/// `x`'s memory seen through `layout` (a view the operation worked out).
+pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Array> {
+    if intercepting() {
+        let (size, stride) = (layout.shape.to_vec(), layout.strides.to_vec());
+        let args = vec![x.into(), Value::from(&size[..]), Value::from(&stride[..]), layout.offset.into()];
+        return intercept(&aten::AS_STRIDED, args, Kwargs::new());
+    }
+    Ok(dense(x)?.with_layout(layout))
+}
+
+/// A tensor of `shape` on `device` with every element `value` as `dtype`.
+pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Array> {
+    if intercepting() {
+        let kwargs = Kwargs::from([("dtype", Value::DType(dtype)), ("device", Value::Device(device))]);
+        return intercept(&aten::FULL, vec![Value::from(&shape[..]), value.into()], kwargs);
+    }
+    device.backend().fill(device, shape, value, dtype)
+}
+
+/// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
+pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    if intercepting() {
+        return intercept::<Array>(&aten::COPY_, vec![dst.into(), src.into()], Kwargs::new()).map(drop);
+    }
+    run_copy(dense(dst)?, dense(src)?)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The kernels both forms run.
+
+fn run_unary(x: &Dense, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    x.device().backend().unary(x, op, dtype, out)
+}
+
+fn run_binary(x: &Dense, y: &Dense, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    let device = device("binary", &[x, y])?;
+    let shape = broadcast(&x.layout.shape, &y.layout.shape)?;
+    device.backend().binary(x, y, &shape, op, dtype, out)
+}
+
+fn run_select(c: &Dense, x: &Dense, y: &Dense, dtype: DType) -> Result<Array> {
+    let device = device("where", &[c, x, y])?;
+    let shape = broadcast(&c.layout.shape, &x.layout.shape)?;
+    let shape = broadcast(&shape, &y.layout.shape)?;
+    device.backend().select(c, x, y, &shape, dtype)
+}
+
+fn run_matmul(x: &Dense, y: &Dense, dtype: DType) -> Result<Array> {
+    let device = device("matmul", &[x, y])?;
+    let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+    let batch = broadcast_shapes(&Shape::new(&xs[..xs.len() - 2]), &Shape::new(&ys[..ys.len() - 2]), "matmul")?;
+    let pad = |arr: &Array| -> Array {
+        let l = &arr.layout;
+        let missing = batch.len() + 2 - l.ndim();
+        let shape: Vec<usize> = std::iter::repeat_n(1, missing).chain(l.shape.iter().copied()).collect();
+        let strides: Vec<usize> = std::iter::repeat_n(0, missing).chain(l.strides.iter().copied()).collect();
+        arr.with_layout(Layout { shape: Shape::from(shape), strides: strides.into_iter().collect(), offset: l.offset })
+    };
+    device.backend().matmul(&pad(x), &pad(y), &batch, dtype)
+}
+
+fn run_cat(pieces: &[&Dense], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
+    let device = device("cat", pieces)?;
+    let arrays: Vec<&Array> = pieces.iter().map(|d| &d.array).collect();
+    device.backend().concat(&arrays, dim, shape, dtype)
+}
+
+fn run_convolution(x: &Dense, w: &Dense, b: Option<&Dense>, groups: usize, window: &Window) -> Result<Array> {
+    let mut operands = vec![x, w];
+    operands.extend(b);
+    device("convolution", &operands)?.backend().conv2d(x, w, b.map(|b| &b.array), groups, window)
+}
+
+fn run_to_copy(x: &Dense, dtype: DType, device: Device) -> Result<Array> {
+    if x.device() == device { x.device().backend().copy(x, dtype) } else { host::transfer("to", x, device, dtype) }
+}
+
+fn run_copy(dst: &Dense, src: &Dense) -> Result<()> {
+    let device = dst.device();
+    if src.device() == device {
+        device.backend().assign(dst, src)
+    } else {
+        device.backend().assign(dst, &host::transfer("copy_", src, device, dst.dtype)?)
+    }
+}
+
+/// The data of an operand: primitives pass dense tensors, so a duck here is an error naming
+/// the layer.
+#[inline]
+fn dense(t: &Tensor) -> Result<&Dense> {
+    t.data("dispatch", "input")
+}
+
+/// The device `operands` share (zero-dimensional CPU tensors join any).
+#[inline]
+fn device(func: &str, operands: &[&Dense]) -> Result<Device> {
+    let first = operands.first().map_or(Device::CPU, |d| d.device());
+    if operands.iter().all(|d| d.device() == first) {
+        return Ok(first);
+    }
+    mixed_devices(func, operands)
+}
+
+#[cold]
+fn mixed_devices(func: &str, operands: &[&Dense]) -> Result<Device> {
+    let named: Vec<(&str, &Dense)> = operands.iter().map(|&d| ("input", d)).collect();
+    crate::ops::device::device_of(func, &named)
+}
+
+/// The shape `a` and `b` broadcast to, borrowed when they are the same.
+#[inline]
+fn broadcast<'s>(a: &'s Shape, b: &Shape) -> Result<Cow<'s, Shape>> {
+    if a == b { Ok(Cow::Borrowed(a)) } else { Ok(Cow::Owned(broadcast_shapes(a, b, "binary")?)) }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Calls as values.
+
+/// The keyword arguments of a family call: its parameter, if any, and the dtype.
+fn keywords(param: Option<(&'static str, Value)>, dtype: DType) -> Kwargs {
+    let mut kwargs = Kwargs::new();
+    if let Some((name, value)) = param {
+        kwargs.insert(name, value);
+    }
+    kwargs.insert("dtype", dtype);
+    kwargs
+}
+
+/// A window's stride, padding and dilation as values; with `ceil`, also whether the output
+/// size was rounded up (pooling's `ceil_mode`).
+fn window_values(window: &Window, ceil: bool) -> Vec<Value> {
+    let mut values: Vec<Value> =
+        [window.stride, window.padding, window.dilation].into_iter().map(|v| Value::from(&v[..])).collect();
+    if ceil {
+        let floor = [0, 1].map(|a| {
+            window_out(
+                window.input[a],
+                window.kernel[a],
+                window.stride[a],
+                window.padding[a],
+                window.dilation[a],
+                false,
+            )
+        });
+        values.push((floor != [Some(window.out[0]), Some(window.out[1])]).into());
+    }
+    values
+}
+
+/// The output size of a window along one axis, PyTorch's formula; `None` when the window does
+/// not fit.
+fn window_out(
+    input: usize,
+    kernel: usize,
+    stride: usize,
+    padding: usize,
+    dilation: usize,
+    ceil: bool,
+) -> Option<usize> {
+    let reach = dilation.checked_mul(kernel.checked_sub(1)?)?.checked_add(1)?;
+    let span = (input + 2 * padding).checked_sub(reach)?;
+    let mut out = if ceil { span.div_ceil(stride) } else { span / stride } + 1;
+    // A window that would start in the right padding is dropped (PyTorch's pooling).
+    if ceil && (out - 1) * stride >= input + padding {
+        out -= 1;
+    }
+    Some(out)
+}
+
+/// The operator's result read back as what the primitive expects.
+#[cold]
+#[inline(never)]
+fn intercept<T: FromResult>(op: &'static Operator, args: Vec<Value>, kwargs: Kwargs) -> Result<T> {
+    let result = dispatch(op, &args, &kwargs)?;
+    T::from_result(op, result)
+}
+
+/// What a dispatch hook's result gives back to a primitive.
+trait FromResult: Sized {
+    fn from_result(op: &Operator, value: Value) -> Result<Self>;
+}
+
+/// The error of a hook's result that is not what the operator returns.
+fn wrong_result(op: &Operator, value: &Value) -> Error {
+    let returns: Vec<&str> = op.schema().returns().iter().map(|r| r.ty()).collect();
+    Error::type_error(format!(
+        "{op}: the __torch_dispatch__ hook returned {}, but the operator returns ({})",
+        value.type_name(),
+        returns.join(", ")
+    ))
+}
+
+/// The array of a result tensor.
+fn result_array(op: &Operator, value: &Value) -> Result<Array> {
+    match value.as_tensor().map(Tensor::dense) {
+        Some(Some(dense)) => Ok(dense.array.clone()),
+        Some(None) => Err(Error::type_error(format!(
+            "{op}: the __torch_dispatch__ hook returned a duck tensor ({}), but the operator returns a tensor with \
+             data",
+            value.type_name()
+        ))),
+        None => Err(wrong_result(op, value)),
+    }
+}
+
+impl FromResult for Array {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        result_array(op, &value)
+    }
+}
+
+impl FromResult for (Array, Array) {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        match value.as_slice() {
+            Some([a, b]) => Ok((result_array(op, a)?, result_array(op, b)?)),
+            _ => Err(wrong_result(op, &value)),
+        }
+    }
+}
+
+impl FromResult for Option<[Option<Array>; 2]> {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        let Some([a, b, _]) = value.as_slice() else { return Err(wrong_result(op, &value)) };
+        let read = |v: &Value| if v.is_none() { Ok(None) } else { result_array(op, v).map(Some) };
+        let grads = [read(a)?, read(b)?];
+        // A gradient asked for and not given: the backend has no kernel (see the schema).
+        Ok(if grads.iter().all(Option::is_none) { None } else { Some(grads) })
+    }
+}
+
+/// An operator's arguments bound to its schema.
+struct Bound {
+    op: &'static Operator,
+    values: Vec<Value>,
+}
+
+impl Bound {
+    fn position(&self, name: &str) -> usize {
+        // The names come from the schemas this file reads, which a unit test checks.
+        self.op.schema().arguments().iter().position(|a| a.name() == name).unwrap_or(usize::MAX)
+    }
+
+    fn get(&self, name: &str) -> &Value {
+        self.values.get(self.position(name)).unwrap_or(&Value::None)
+    }
+
+    fn invalid(&self, name: &str, why: impl std::fmt::Display) -> Error {
+        Error::value_error(format!("{}(): argument '{name}' {why}", self.op.name()))
+    }
+
+    fn dense(&self, name: &str) -> Result<&Dense> {
+        match self.get(name).as_tensor() {
+            Some(t) => t.data(self.op.name(), name),
+            None => Err(self.invalid(name, "must be a tensor")),
+        }
+    }
+
+    fn dense_opt(&self, name: &str) -> Result<Option<&Dense>> {
+        if self.get(name).is_none() { Ok(None) } else { self.dense(name).map(Some) }
+    }
+
+    fn int(&self, name: &str) -> i64 {
+        self.get(name).as_int().unwrap_or(0)
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.get(name), Value::Bool(true))
+    }
+
+    fn text(&self, name: &str) -> Option<&str> {
+        self.get(name).as_str()
+    }
+
+    /// A non-negative size.
+    fn size(&self, name: &str, value: i64) -> Result<usize> {
+        usize::try_from(value).map_err(|_| self.invalid(name, format_args!("must not be negative, got {value}")))
+    }
+
+    /// A list of non-negative sizes (one number standing for all of a fixed-size list).
+    fn sizes(&self, name: &str, fixed: usize) -> Result<Vec<usize>> {
+        let ints: Vec<i64> = match self.get(name) {
+            Value::Int(i) => vec![*i; fixed.max(1)],
+            v => v.as_slice().unwrap_or(&[]).iter().filter_map(Value::as_int).collect(),
+        };
+        ints.into_iter().map(|i| self.size(name, i)).collect()
+    }
+
+    /// Two sizes (kernel, stride, padding, dilation).
+    fn pair(&self, name: &str) -> Result<[usize; 2]> {
+        match self.sizes(name, 2)?[..] {
+            [a, b] => Ok([a, b]),
+            ref other => Err(self.invalid(name, format_args!("must have 2 elements, got {}", other.len()))),
+        }
+    }
+
+    fn dim(&self, name: &str, ndim: usize) -> Result<usize> {
+        normalize_dim(self.int(name), ndim, self.op.name())
+    }
+
+    /// Sorted, distinct dimensions; none (or an empty list) means all.
+    fn dims(&self, name: &str, ndim: usize) -> Result<Vec<usize>> {
+        let given: Vec<i64> = self.get(name).as_slice().unwrap_or(&[]).iter().filter_map(Value::as_int).collect();
+        if given.is_empty() {
+            return Ok((0..ndim).collect());
+        }
+        let mut dims = given.into_iter().map(|d| normalize_dim(d, ndim, self.op.name())).collect::<Result<Vec<_>>>()?;
+        dims.sort_unstable();
+        dims.dedup();
+        Ok(dims)
+    }
+
+    fn dtype(&self, default: DType) -> DType {
+        match self.get("dtype") {
+            Value::DType(d) => *d,
+            _ => default,
+        }
+    }
+
+    /// Integer indices in `0..size`, read on the host (an out-of-range index is an error here,
+    /// where the kernels assume checked indices).
+    fn indices(&self, name: &str, size: usize) -> Result<&Dense> {
+        let index = self.dense(name)?;
+        if !matches!(index.dtype, DType::Int64 | DType::Int32) {
+            return Err(self.invalid(name, format_args!("must be an integer tensor, got {}", index.dtype)));
+        }
+        if index.numel() == 0 {
+            return Ok(index);
+        }
+        let all: Vec<usize> = (0..index.layout.ndim()).collect();
+        let backend = index.device().backend();
+        let lo = host::scalar_of(&backend.reduce(index, &all, Reduce::Min, index.dtype)?)?.to_i64();
+        let hi = host::scalar_of(&backend.reduce(index, &all, Reduce::Max, index.dtype)?)?.to_i64();
+        if lo < 0 || usize::try_from(hi).is_ok_and(|hi| hi >= size) {
+            let bad = if lo < 0 { lo } else { hi };
+            return Err(Error::index_error(format!(
+                "{}(): index {bad} is out of bounds for dimension with size {size}",
+                self.op.name()
+            )));
+        }
+        Ok(index)
+    }
+
+    /// The window of a convolution or pooling over `input` (`[.., h, w]`) with `kernel`.
+    fn window(&self, input: &Shape, kernel: [usize; 2], stride: [usize; 2], ceil: bool) -> Result<Window> {
+        let (padding, dilation) = (self.pair("padding")?, self.pair("dilation")?);
+        let n = input.len();
+        let plane = [input[n - 2], input[n - 1]];
+        if stride.contains(&0) || dilation.contains(&0) || kernel.contains(&0) {
+            return Err(self.invalid("stride", "kernel size, stride and dilation must be positive"));
+        }
+        let mut out = [0; 2];
+        for a in 0..2 {
+            out[a] = window_out(plane[a], kernel[a], stride[a], padding[a], dilation[a], ceil)
+                .filter(|&o| o > 0)
+                .ok_or_else(|| self.invalid("input", format_args!("is too small ({plane:?}) for the window")))?;
+        }
+        Ok(Window { kernel, stride, padding, dilation, input: plane, out })
+    }
+}
+
+/// `op` on `args` and `kwargs` by the backend's kernel: the arguments bound to the schema and
+/// checked (types, dimensions, shapes, index ranges), so no kernel sees what it cannot take.
+pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+    let values = op.schema().bind(&op.name(), args, kwargs)?;
+    let b = Bound { op, values };
+    let tensor = |array: Array| Ok(Value::Tensor(Tensor::from_array(array)));
+    match op.kernel {
+        Kernel::Unary(u) => {
+            let x = b.dense("self")?;
+            let u = match u {
+                Unary::Gelu if b.text("approximate") == Some("tanh") => Unary::GeluTanh,
+                Unary::Round(_) => Unary::Round(b.int("decimals")),
+                u => u,
+            };
+            // Float functions of integers compute in the default float dtype, as in PyTorch.
+            let float = matches!(
+                u,
+                Unary::Exp
+                    | Unary::Log
+                    | Unary::Log1p
+                    | Unary::Expm1
+                    | Unary::Sqrt
+                    | Unary::Rsqrt
+                    | Unary::Sin
+                    | Unary::Cos
+                    | Unary::Tan
+                    | Unary::Tanh
+                    | Unary::Sigmoid
+                    | Unary::Erf
+                    | Unary::Reciprocal
+                    | Unary::Gelu
+                    | Unary::GeluTanh
+                    | Unary::Silu
+            );
+            let default =
+                if float && !x.dtype.is_floating_point() { crate::types::get_default_dtype() } else { x.dtype };
+            tensor(run_unary(x, u, b.dtype(default), None)?)
+        }
+        Kernel::Binary(op) => {
+            let (x, y) = (b.dense("self")?, b.dense(b.op.schema().arguments()[1].name())?);
+            let alpha = || Scalar::from_value(b.get("alpha")).unwrap_or(Scalar::Int(1));
+            let op = match op {
+                Binary::Add(_) => Binary::Add(alpha()),
+                Binary::Sub(_) => Binary::Sub(alpha()),
+                Binary::DivTrunc => match b.text("rounding_mode") {
+                    None => Binary::Div,
+                    Some("trunc") => Binary::DivTrunc,
+                    Some("floor") => Binary::DivFloor,
+                    Some(other) => {
+                        return Err(
+                            b.invalid("rounding_mode", format_args!("must be 'trunc' or 'floor', got '{other}'"))
+                        );
+                    }
+                },
+                op => op,
+            };
+            let promoted = result_type([x.participant(), y.participant()]);
+            tensor(run_binary(x, y, op, b.dtype(promoted), None)?)
+        }
+        Kernel::Where => {
+            let (c, x, y) = (b.dense("condition")?, b.dense("self")?, b.dense("other")?);
+            if c.dtype != DType::Bool {
+                return Err(b.invalid("condition", format_args!("must be a bool tensor, got {}", c.dtype)));
+            }
+            tensor(run_select(c, x, y, b.dtype(result_type([x.participant(), y.participant()])))?)
+        }
+        Kernel::Reduce(r) => {
+            let x = b.dense("self")?;
+            let dims = b.dims("dim", x.layout.ndim())?;
+            let result = x.device().backend().reduce(x, &dims, r, b.dtype(x.dtype))?;
+            if !b.flag("keepdim") {
+                return tensor(result);
+            }
+            let kept: Shape =
+                x.layout.shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
+            tensor(result.with_layout(Layout { offset: result.layout.offset, ..Layout::contiguous(kept) }))
+        }
+        Kernel::Scan(s) => {
+            let x = b.dense("self")?;
+            let dim = b.dim("dim", x.layout.ndim())?;
+            tensor(x.device().backend().scan(x, dim, s, b.dtype(x.dtype))?)
+        }
+        Kernel::Matmul => {
+            let (x, y) = (b.dense("self")?, b.dense("other")?);
+            let (xs, ys) = (&x.layout.shape, &y.layout.shape);
+            if xs.len() < 2 || ys.len() < 2 || xs[xs.len() - 1] != ys[ys.len() - 2] {
+                return Err(b.invalid(
+                    "other",
+                    format_args!("shapes {:?} and {:?} cannot be multiplied (each needs two dimensions, and the inner sizes must match)", &xs[..], &ys[..]),
+                ));
+            }
+            tensor(run_matmul(x, y, b.dtype(result_type([x.participant(), y.participant()])))?)
+        }
+        Kernel::IndexSelect => {
+            let x = b.dense("self")?;
+            let dim = b.dim("dim", x.layout.ndim())?;
+            let index = b.indices("index", x.layout.shape.get(dim).copied().unwrap_or(1))?;
+            if index.layout.ndim() != 1 {
+                return Err(b.invalid("index", "must be a vector"));
+            }
+            tensor(device(op.name(), &[x, index])?.backend().index_select(
+                x,
+                dim.min(x.layout.ndim().saturating_sub(1)),
+                index,
+            )?)
+        }
+        Kernel::Gather => {
+            let x = b.dense("self")?;
+            let dim = b.dim("dim", x.layout.ndim())?;
+            let index = b.indices("index", x.layout.shape.get(dim).copied().unwrap_or(1))?;
+            let fits = index.layout.ndim() == x.layout.ndim()
+                && (0..x.layout.ndim()).all(|d| d == dim || index.layout.shape[d] <= x.layout.shape[d]);
+            if !fits {
+                return Err(
+                    b.invalid("index", "must have self's number of dimensions and no larger size except along dim")
+                );
+            }
+            tensor(device(op.name(), &[x, index])?.backend().gather(x, dim, index)?)
+        }
+        Kernel::ScatterAdd => {
+            let shape = Shape::from(b.sizes("size", 0)?);
+            let src = b.dense("src")?;
+            let dim = b.dim("dim", shape.len())?;
+            let index = b.indices("index", shape.get(dim).copied().unwrap_or(1))?;
+            let fits = index.layout.shape == src.layout.shape
+                && index.layout.ndim() == shape.len()
+                && (0..shape.len()).all(|d| d == dim || index.layout.shape[d] <= shape[d]);
+            if !fits {
+                return Err(b.invalid(
+                    "index",
+                    "must have src's shape, size's number of dimensions and no larger size except along dim",
+                ));
+            }
+            tensor(device(op.name(), &[index, src])?.backend().scatter_add(&shape, dim, index, src)?)
+        }
+        Kernel::Cat => {
+            let tensors: Vec<&Dense> =
+                tensors_in(b.get("tensors")).map(|t| t.data(op.name(), "tensors")).collect::<Result<_>>()?;
+            let Some(first) = tensors.first() else { return Err(b.invalid("tensors", "must not be empty")) };
+            let dim = b.dim("dim", first.layout.ndim())?;
+            let mut shape = first.layout.shape.to_vec();
+            shape[dim] = 0;
+            for t in &tensors {
+                let same = t.layout.ndim() == shape.len()
+                    && (0..shape.len()).all(|d| d == dim || t.layout.shape[d] == shape[d]);
+                if !same {
+                    return Err(b.invalid("tensors", "must have the same sizes except along dim"));
+                }
+                shape[dim] += t.layout.shape[dim];
+            }
+            let dtype = b.dtype(result_type(tensors.iter().map(|t| t.participant())));
+            tensor(run_cat(&tensors, dim, &Shape::from(shape), dtype)?)
+        }
+        Kernel::Softmax { log } => {
+            let x = b.dense("self")?;
+            let dim = b.dim("dim", x.layout.ndim())?;
+            let dtype = b.dtype(x.dtype);
+            if !dtype.is_floating_point() {
+                return Err(b.invalid("dtype", format_args!("must be a floating point dtype, got {dtype}")));
+            }
+            tensor(x.device().backend().softmax(x, dim, log, dtype)?)
+        }
+        Kernel::Convolution | Kernel::ConvolutionBackward => {
+            let (x, w) = (b.dense("input")?, b.dense("weight")?);
+            let groups = b.size("groups", b.int("groups"))?;
+            let (xs, ws) = (&x.layout.shape, &w.layout.shape);
+            let fits = xs.len() == 4
+                && ws.len() == 4
+                && groups > 0
+                && xs[1] == ws[1] * groups
+                && ws[0] % groups == 0
+                && x.dtype.is_floating_point();
+            if !fits || b.flag("transposed") {
+                return Err(b.invalid(
+                    "weight",
+                    format_args!(
+                        "{:?} does not fit a 2-D convolution of input {:?} in {groups} groups (float, not transposed)",
+                        &ws[..],
+                        &xs[..]
+                    ),
+                ));
+            }
+            let window = b.window(xs, [ws[2], ws[3]], b.pair("stride")?, false)?;
+            if let Kernel::Convolution = op.kernel {
+                let bias = b.dense_opt("bias")?;
+                if bias.is_some_and(|bias| bias.layout.shape[..] != [ws[0]]) {
+                    return Err(b.invalid("bias", format_args!("must have shape [{}]", ws[0])));
+                }
+                return tensor(run_convolution(x, w, bias, groups, &window)?);
+            }
+            let g = b.dense("grad_output")?;
+            if g.layout.shape[..] != [xs[0], ws[0], window.out[0], window.out[1]] {
+                return Err(b.invalid("grad_output", "must have the convolution's output shape"));
+            }
+            let mask: Vec<bool> =
+                b.get("output_mask").as_slice().unwrap_or(&[]).iter().map(|v| matches!(v, Value::Bool(true))).collect();
+            let which = [mask.first() == Some(&true), mask.get(1) == Some(&true)];
+            let grads = device(op.name(), &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, &window, which)?;
+            let [gx, gw] = grads.unwrap_or([None, None]);
+            let value = |a: Option<Array>| a.map_or(Value::None, |a| Value::Tensor(Tensor::from_array(a)));
+            Ok(Value::Tuple(vec![value(gx), value(gw), Value::None]))
+        }
+        Kernel::MaxPool2d => {
+            let x = b.dense("self")?;
+            if x.layout.ndim() != 3 || !x.dtype.is_floating_point() {
+                return Err(b.invalid("self", "must be a float tensor of shape [planes, h, w]"));
+            }
+            let kernel = b.pair("kernel_size")?;
+            let stride =
+                if b.get("stride").as_slice().is_some_and(<[Value]>::is_empty) { kernel } else { b.pair("stride")? };
+            let window = b.window(&x.layout.shape, kernel, stride, b.flag("ceil_mode"))?;
+            let (values, indices) = x.device().backend().max_pool2d(x, &window)?;
+            Ok(Value::Tuple(vec![
+                Value::Tensor(Tensor::from_array(values)),
+                Value::Tensor(Tensor::from_array(indices)),
+            ]))
+        }
+        Kernel::ToCopy => {
+            let x = b.dense("self")?;
+            let device = match b.get("device") {
+                Value::Device(d) => *d,
+                _ => x.device(),
+            };
+            tensor(run_to_copy(x, b.dtype(x.dtype), device)?)
+        }
+        Kernel::AsStrided => {
+            let t = b.get("self").as_tensor().ok_or_else(|| b.invalid("self", "must be a tensor"))?;
+            let x = b.dense("self")?;
+            let (size, stride) = (b.sizes("size", 0)?, b.sizes("stride", 0)?);
+            let offset = match b.get("storage_offset") {
+                Value::None => x.layout.offset,
+                v => b.size("storage_offset", v.as_int().unwrap_or(0))?,
+            };
+            if size.len() != stride.len() {
+                return Err(b.invalid("stride", "must have as many elements as size"));
+            }
+            let layout = Layout { shape: Shape::from(size), strides: stride.into_iter().collect(), offset };
+            if !within(&layout, &x.layout) {
+                return Err(b.invalid("size", "and stride reach memory outside self's elements"));
+            }
+            Ok(Value::Tensor(t.make_view(x, layout)))
+        }
+        Kernel::Full => {
+            let shape = Shape::from(b.sizes("size", 0)?);
+            let value = Scalar::from_value(b.get("fill_value")).unwrap_or(Scalar::Int(0));
+            let default = match value {
+                Scalar::Bool(_) => DType::Bool,
+                Scalar::Int(_) => DType::Int64,
+                Scalar::Float(_) => crate::types::get_default_dtype(),
+            };
+            let device = match b.get("device") {
+                Value::Device(d) => *d,
+                _ => Device::CPU,
+            };
+            let dtype = b.dtype(default);
+            host::check_dtype(op.name(), device, dtype)?;
+            tensor(device.backend().fill(device, &shape, value, dtype)?)
+        }
+        Kernel::Copy => {
+            let (dst, src) = (b.dense("self")?, b.dense("src")?);
+            if dst.layout.shape != src.layout.shape {
+                return Err(b.invalid(
+                    "src",
+                    format_args!("must have self's shape {:?}, got {:?}", &dst.layout.shape[..], &src.layout.shape[..]),
+                ));
+            }
+            run_copy(dst, src)?;
+            Ok(b.get("self").clone())
+        }
+    }
+}
+
+/// Whether every element `layout` addresses lies between the first and last element `outer`
+/// addresses (an empty layout addresses none).
+fn within(layout: &Layout, outer: &Layout) -> bool {
+    let span = |l: &Layout| -> Option<(usize, usize)> {
+        if l.numel() == 0 {
+            return None;
+        }
+        let last: usize =
+            l.shape.iter().zip(&l.strides).map(|(&n, &s)| (n - 1).saturating_mul(s)).fold(0, usize::saturating_add);
+        Some((l.offset, l.offset.saturating_add(last)))
+    };
+    match (span(layout), span(outer)) {
+        (None, _) => true,
+        (Some(_), None) => false,
+        (Some((lo, hi)), Some((olo, ohi))) => lo >= olo && hi <= ohi,
+    }
+}

@@ -1,0 +1,417 @@
+//! The dispatch layer below autograd (`torchfn::dispatch`): the operator registry, dispatch
+//! modes (stack, guards, recursion, errors), and the conformance property: under a
+//! pass-through dispatch mode every sample of every operation gives the same result, gradients
+//! and error as without it, bit for bit, on the CPU and the GPU.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use torchfn::dispatch::{
+    self, Operator, Tag, TorchDispatchMode, aten, current_dispatch_mode, dispatch_mode_stack, no_dispatch,
+    pop_dispatch_mode, push_dispatch_mode,
+};
+use torchfn::overrides::get_overridable_functions;
+use torchfn::prelude::*;
+use torchfn::testing::samples;
+
+/// Hands every call on unchanged, counting them.
+#[derive(Default)]
+struct PassThrough(Cell<usize>);
+
+impl TorchDispatchMode for PassThrough {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        self.0.set(self.0.get() + 1);
+        func.call(args, kwargs)
+    }
+}
+
+/// Records the operators it sees, by name, and hands them on.
+#[derive(Default)]
+struct Names(RefCell<Vec<String>>);
+
+impl TorchDispatchMode for Names {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        self.0.borrow_mut().push(func.to_string());
+        func.call(args, kwargs)
+    }
+}
+
+fn names(mode: &Names) -> Vec<String> {
+    mode.0.borrow().clone()
+}
+
+#[test]
+fn the_registry_lists_operators_with_schemas_and_tags() {
+    let all = dispatch::operators();
+    assert!(all.len() >= 70, "{} operators", all.len());
+    let mut sorted: Vec<&str> = all.iter().map(|op| op.name()).collect();
+    sorted.sort_unstable();
+    assert_eq!(sorted, all.iter().map(|op| op.name()).collect::<Vec<_>>(), "listed by name");
+
+    let mul = dispatch::operator("aten::mul.Tensor").unwrap();
+    assert_eq!(mul, &aten::MUL_TENSOR);
+    assert_eq!((mul.name(), mul.to_string()), ("aten::mul.Tensor", "aten.mul.Tensor".to_string()));
+    assert_eq!(format!("{mul:?}"), "<OpOverload(op='aten.mul', overload='Tensor')>");
+    assert_eq!(dispatch::operator("aten.exp.default"), Some(&aten::EXP));
+    assert_eq!(dispatch::operator("aten::exp"), Some(&aten::EXP));
+    assert_eq!(dispatch::operator("aten::nope"), None);
+
+    let copy = &aten::COPY_;
+    assert!(copy.has_tag(Tag::Inplace) && copy.schema().is_mutable());
+    assert!(copy.schema().arguments()[0].is_write());
+    assert_eq!(copy.schema().aliased_argument(0), Some(0));
+    let view = &aten::AS_STRIDED;
+    assert!(view.has_tag(Tag::View) && !view.schema().is_mutable());
+    assert_eq!(view.schema().aliased_argument(0), Some(0));
+    assert!(aten::SUM_DIM_INTLIST.has_tag(Tag::Reduction));
+    assert!(aten::FULL.has_tag(Tag::Factory));
+    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 50);
+}
+
+#[test]
+fn a_dispatch_mode_sees_forward_and_backward_operators_below_autograd() {
+    let x = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap().requires_grad_(true).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    let y = (&x * &x).unwrap().sum().unwrap();
+    // Autograd recorded the calls above the mode: the result has its history.
+    assert!(y.grad_fn().is_some());
+    let forward = names(&mode);
+    assert_eq!(forward, ["aten.mul.Tensor", "aten.sum.dim_IntList"]);
+    y.backward().unwrap();
+    drop(mode);
+    // The gradient is right, and no mode is left behind.
+    assert_eq!(x.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [2.0, 4.0, 6.0]);
+    assert!(dispatch_mode_stack().is_empty());
+}
+
+#[test]
+fn the_backward_pass_reaches_the_mode() {
+    let x = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap().requires_grad_(true).unwrap();
+    let y = (&x * &x).unwrap().sum().unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    y.backward().unwrap();
+    let backward = names(&mode);
+    assert!(backward.iter().any(|n| n == "aten.mul.Tensor"), "{backward:?}");
+    assert!(!backward.is_empty());
+}
+
+#[test]
+fn the_dispatch_mode_stack_behaves_as_pytorchs() {
+    assert!(current_dispatch_mode().is_none());
+    let outer = push_dispatch_mode(PassThrough::default());
+    let inner = push_dispatch_mode(Names::default());
+    assert_eq!(dispatch_mode_stack().len(), 2);
+    assert!(current_dispatch_mode().unwrap().downcast_ref::<Names>().is_some());
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let _ = x.exp().unwrap();
+    // The inner mode saw the call first and passed it down to the outer one.
+    assert_eq!(names(&inner), ["aten.exp.default"]);
+    assert_eq!(outer.0.get(), 1);
+    drop(inner);
+    let popped = pop_dispatch_mode().unwrap();
+    assert!(popped.downcast_ref::<PassThrough>().is_some());
+    let Err(empty) = pop_dispatch_mode() else { panic!("popped an empty stack") };
+    assert_eq!(empty.to_string(), "trying to pop from empty mode stack");
+    drop(outer); // already popped: dropping the guard changes nothing
+    assert!(dispatch_mode_stack().is_empty());
+}
+
+/// Looks at the stack from inside its hook.
+struct Inspecting(RefCell<Vec<usize>>);
+
+impl TorchDispatchMode for Inspecting {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        self.0.borrow_mut().push(dispatch_mode_stack().len());
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn inside_its_hook_a_mode_is_off_the_stack() {
+    let mode = push_dispatch_mode(Inspecting(RefCell::new(Vec::new())));
+    let _ = torchfn::tensor([1.0f32]).unwrap().neg().unwrap();
+    assert_eq!(*mode.0.borrow(), [0]);
+    assert_eq!(dispatch_mode_stack().len(), 1, "pushed back after the hook");
+}
+
+#[test]
+fn no_dispatch_sends_calls_straight_to_the_backend() {
+    let mode = push_dispatch_mode(PassThrough::default());
+    {
+        let _off = no_dispatch();
+        let _ = torchfn::tensor([1.0f32]).unwrap().exp().unwrap();
+    }
+    assert_eq!(mode.0.get(), 0);
+    let _ = torchfn::tensor([1.0f32]).unwrap().exp().unwrap();
+    assert_eq!(mode.0.get(), 1);
+}
+
+/// Computes `exp` itself (as `2` everywhere) and hands everything else on.
+struct Answering;
+
+impl TorchDispatchMode for Answering {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        if func == &aten::EXP {
+            let x = args[0].as_tensor().unwrap();
+            return Ok(torchfn::full_like(x, 2.0, None)?.into());
+        }
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn a_mode_may_compute_an_operator_itself_and_autograd_uses_its_result() {
+    let x = torchfn::tensor([0.0f32, 1.0]).unwrap().requires_grad_(true).unwrap();
+    let _mode = push_dispatch_mode(Answering);
+    let y = x.exp().unwrap();
+    assert_eq!(y.to_vec::<f32>().unwrap(), [2.0, 2.0]);
+    // exp's backward multiplies by the saved output, which is the mode's.
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [2.0, 2.0]);
+}
+
+/// Pushes itself back inside its hook, then calls the operator: it sees itself again.
+struct Recursing(Rc<Cell<usize>>);
+
+impl TorchDispatchMode for Recursing {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        self.0.set(self.0.get() + 1);
+        let _again = push_dispatch_mode(Recursing(self.0.clone()));
+        func.call(args, kwargs)
+    }
+}
+
+#[test]
+fn a_hook_that_recurses_without_end_is_an_error_naming_the_operator() {
+    let calls = Rc::new(Cell::new(0));
+    let mode = push_dispatch_mode(Recursing(calls.clone()));
+    let err = torchfn::tensor([1.0f32]).unwrap().exp().unwrap_err();
+    assert!(err.to_string().starts_with("maximum recursion depth"), "{err}");
+    assert!(err.to_string().contains("'aten.exp.default'"), "{err}");
+    assert_eq!(calls.get() as u32, torchfn::recursion_limit());
+    drop(mode);
+    assert!(dispatch_mode_stack().is_empty());
+}
+
+/// Returns the wrong kinds of things.
+struct Wrong(Value);
+
+impl TorchDispatchMode for Wrong {
+    fn torch_dispatch(&self, _: &'static Operator, _: &Types, _: &[Value], _: &Kwargs) -> Result<Value> {
+        Ok(self.0.clone())
+    }
+}
+
+#[test]
+fn a_hook_returning_the_wrong_kind_is_an_error_naming_the_operator() {
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let cases = [
+        (
+            Value::Int(3),
+            "aten.exp.default: the __torch_dispatch__ hook returned int, but the operator returns (Tensor)",
+        ),
+        (
+            Value::NotImplemented,
+            "Multiple dispatch failed for 'aten::exp'; all __torch_dispatch__ handlers returned NotImplemented",
+        ),
+    ];
+    for (value, message) in cases {
+        let _mode = push_dispatch_mode(Wrong(value));
+        let err = x.exp().unwrap_err();
+        assert!(err.to_string().starts_with(message), "{err}");
+    }
+    let planes = torchfn::ones([1, 1, 2], None, None).unwrap();
+    let _mode = push_dispatch_mode(Wrong(Value::Tensor(x.clone())));
+    let err = torchfn::nn::functional::max_pool2d(&planes, [1, 1], None, 0, 1, false, false).unwrap_err();
+    assert!(err.to_string().contains("aten.max_pool2d_with_indices.default: the __torch_dispatch__ hook returned Tensor, but the operator returns (Tensor, Tensor)"), "{err}");
+}
+
+#[test]
+fn calling_an_operator_checks_its_arguments() {
+    let x = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
+    let call =
+        |op: &'static Operator, args: Vec<Value>, kwargs: Kwargs| op.call(&args, &kwargs).unwrap_err().to_string();
+    assert_eq!(
+        call(&aten::EXP, vec!["x".into()], Kwargs::new()),
+        "aten::exp() expected a value of type 'Tensor' for argument 'self' but instead found type 'str'"
+    );
+    assert_eq!(
+        call(&aten::MUL_TENSOR, vec![x.clone().into()], Kwargs::new()),
+        "aten::mul.Tensor() missing required argument 'other'"
+    );
+    let index = torchfn::tensor([0i64, 2]).unwrap();
+    let err = call(&aten::INDEX_SELECT, vec![x.clone().into(), 0i64.into(), index.into()], Kwargs::new());
+    assert_eq!(err, "aten::index_select(): index 2 is out of bounds for dimension with size 2");
+    let err = call(
+        &aten::AS_STRIDED,
+        vec![x.clone().into(), Value::from(&[3i64][..]), Value::from(&[2i64][..])],
+        Kwargs::new(),
+    );
+    assert!(err.contains("reach memory outside self's elements"), "{err}");
+    let err =
+        call(&aten::MATMUL, vec![x.clone().into(), torchfn::ones([3, 1], None, None).unwrap().into()], Kwargs::new());
+    assert!(err.contains("cannot be multiplied"), "{err}");
+    let err = call(&aten::SUM_DIM_INTLIST, vec![x.clone().into(), Value::from(&[5i64][..])], Kwargs::new());
+    assert!(err.contains("dimension out of range"), "{err}");
+
+    // And computes when they are right: keepdim, the default dtype, views.
+    let kept =
+        aten::SUM_DIM_INTLIST.call(&[x.clone().into(), Value::from(&[1i64][..]), true.into()], &Kwargs::new()).unwrap();
+    assert_eq!(kept.as_tensor().unwrap().shape().unwrap(), [2, 1]);
+    assert_eq!(kept.as_tensor().unwrap().to_vec::<f32>().unwrap(), [3.0, 7.0]);
+    let column = aten::AS_STRIDED
+        .call(&[x.clone().into(), Value::from(&[2i64][..]), Value::from(&[2i64][..]), 1i64.into()], &Kwargs::new())
+        .unwrap();
+    assert_eq!(column.as_tensor().unwrap().to_vec::<f32>().unwrap(), [2.0, 4.0]);
+    assert!(column.as_tensor().unwrap().base().unwrap().is_some());
+}
+
+// ---------------------------------------------------------------------------------------------
+// Conformance: a pass-through mode changes nothing.
+
+/// torchfn's own operations (this test binary registers functions of its own too).
+fn operations() -> Vec<&'static Func> {
+    get_overridable_functions()
+        .into_iter()
+        .filter(|(ns, _)| *ns == "Tensor" || *ns == "torchfn" || ns.starts_with("torchfn."))
+        .flat_map(|(_, funcs)| funcs)
+        .collect()
+}
+
+/// Results that differ between two runs whatever the mode: addresses.
+const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
+
+fn is_float(t: &Tensor) -> bool {
+    !t.is_duck() && t.dtype().unwrap().is_floating_point()
+}
+
+/// `value` with its float tensors replaced by leaves that require grad (collected in `leaves`).
+fn leafed(value: &Value, leaves: &mut Vec<Tensor>) -> Value {
+    match value {
+        Value::Tensor(t) if is_float(t) && !t.requires_grad().unwrap() => {
+            let leaf = t.detach().unwrap().requires_grad_(true).unwrap();
+            leaves.push(leaf.clone());
+            Value::Tensor(leaf)
+        }
+        Value::List(items) => Value::List(items.iter().map(|v| leafed(v, leaves)).collect()),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| leafed(v, leaves)).collect()),
+        other => other.clone(),
+    }
+}
+
+/// The float tensors of `value` that have history.
+fn differentiable(value: &Value, out: &mut Vec<Tensor>) {
+    match value {
+        Value::Tensor(t) if is_float(t) && t.requires_grad().unwrap() => out.push(t.clone()),
+        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| differentiable(v, out)),
+        _ => {}
+    }
+}
+
+/// What one run of a sample gives: its result (or error) and, with `grad`, the gradients of
+/// the sum of its differentiable outputs at the sample's float inputs (or the error).
+fn run(func: &'static Func, k: usize, prepare: &dyn Fn(&Value) -> Value, grad: bool) -> Vec<Value> {
+    torchfn::manual_seed(0);
+    let sample = &samples(func)[k];
+    let mut args: Vec<Value> = sample.args.iter().map(prepare).collect();
+    let mut kwargs: Kwargs = sample.kwargs.iter().map(|(k, v)| (k.to_string(), prepare(v))).collect();
+    let mut leaves = Vec::new();
+    if grad {
+        args = args.iter().map(|v| leafed(v, &mut leaves)).collect();
+        kwargs = kwargs.iter().map(|(k, v)| (k.to_string(), leafed(v, &mut leaves))).collect();
+    }
+    let result = match func.call(&args, &kwargs) {
+        Ok(v) => v,
+        Err(e) => return vec![Value::Str(format!("error: {e}"))],
+    };
+    let mut outputs = Vec::new();
+    differentiable(&result, &mut outputs);
+    let mut runs = vec![result];
+    if grad && !outputs.is_empty() {
+        let total = outputs.iter().try_fold(None::<Tensor>, |acc, o| {
+            let s = o.sum()?;
+            Ok::<_, torchfn::Error>(Some(match acc {
+                None => s,
+                Some(a) => (&a + &s)?,
+            }))
+        });
+        match total.and_then(|t| t.map_or(Ok(()), |t| t.backward())) {
+            Ok(()) => runs.extend(leaves.iter().map(|l| l.grad().unwrap().map_or(Value::None, Value::Tensor))),
+            Err(e) => runs.push(Value::Str(format!("backward error: {e}"))),
+        }
+    }
+    runs
+}
+
+/// The elements of `t` as float64 bits (exact for every dtype torchfn holds; NaNs as one).
+fn bits(t: &Tensor) -> Vec<u64> {
+    let values = t.detach().unwrap().cpu().unwrap().to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+    values.into_iter().map(|v| if v.is_nan() { f64::NAN.to_bits() } else { v.to_bits() }).collect()
+}
+
+/// Where `a` and `b` differ, bit for bit.
+fn identical(a: &Value, b: &Value) -> Result<(), String> {
+    match (a, b) {
+        (Value::Tensor(x), Value::Tensor(y)) if !x.is_duck() && !y.is_duck() => {
+            let describe = |t: &Tensor| (t.dtype().unwrap(), t.shape().unwrap().to_vec(), t.device().unwrap());
+            if describe(x) != describe(y) {
+                return Err(format!("{:?} under the mode, {:?} without", describe(y), describe(x)));
+            }
+            if bits(x) != bits(y) {
+                return Err(format!("{y} under the mode, {x} without"));
+            }
+            Ok(())
+        }
+        (Value::List(p) | Value::Tuple(p), Value::List(q) | Value::Tuple(q)) if p.len() == q.len() => {
+            p.iter().zip(q).try_for_each(|(p, q)| identical(p, q))
+        }
+        (a, b) if a.to_string() == b.to_string() => Ok(()),
+        (a, b) => Err(format!("{b} under the mode, {a} without")),
+    }
+}
+
+/// Every sample of every operation, its arguments passed through `prepare` (moved to a
+/// device), with and without a pass-through mode: the number compared, the operator calls the
+/// mode saw, and the differences.
+fn conformance(prepare: &dyn Fn(&Value) -> Value) -> (usize, usize, Vec<String>) {
+    let (mut compared, mut seen, mut differences) = (0, 0, Vec::new());
+    for func in operations() {
+        if INCOMPARABLE.contains(&func.qualified_name().as_str()) {
+            continue;
+        }
+        for k in 0..samples(func).len() {
+            for grad in [false, true] {
+                let plain = Value::List(run(func, k, prepare, grad));
+                let mode = push_dispatch_mode(PassThrough::default());
+                let under = Value::List(run(func, k, prepare, grad));
+                seen += mode.0.get();
+                drop(mode);
+                if let Err(e) = identical(&plain, &under) {
+                    differences.push(format!("{func} sample {k} (grad: {grad}): {e}"));
+                }
+                compared += 1;
+            }
+        }
+    }
+    (compared, seen, differences)
+}
+
+#[test]
+fn a_pass_through_dispatch_mode_changes_no_result_gradient_or_error() {
+    let (compared, seen, differences) = conformance(&Value::clone);
+    let shown: Vec<String> = differences.iter().map(|d| d.chars().take(400).collect()).collect();
+    assert!(differences.is_empty(), "{} of {compared} runs differ:\n\n{}", differences.len(), shown.join("\n"));
+    assert!(compared > 900, "only {compared} runs compared");
+    assert!(seen > 5000, "the mode saw only {seen} operator calls");
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn a_pass_through_dispatch_mode_changes_nothing_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let (compared, seen, differences) = conformance(&|v| crate::gpu::prepared(v, device));
+    let shown: Vec<String> = differences.iter().map(|d| d.chars().take(400).collect()).collect();
+    assert!(differences.is_empty(), "{} of {compared} runs differ:\n\n{}", differences.len(), shown.join("\n"));
+    assert!(compared > 900, "only {compared} runs compared");
+    assert!(seen > 5000, "the mode saw only {seen} operator calls");
+}
