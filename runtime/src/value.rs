@@ -5,7 +5,10 @@
 //! into `&[Value]` and keyword into [`Kwargs`], as PyTorch hands `args` and `kwargs` to
 //! `__torch_function__`.
 
+use std::borrow::Cow;
 use std::fmt;
+
+use smallvec::SmallVec;
 
 use crate::backend::Device;
 use crate::error::{Error, Result};
@@ -196,12 +199,12 @@ impl From<Slice> for Value {
 
 /// Keyword arguments: names and values, in the order given.
 #[derive(Clone, Debug, Default)]
-pub struct Kwargs(Vec<(String, Value)>);
+pub struct Kwargs(SmallVec<[(Cow<'static, str>, Value); 2]>);
 
 impl Kwargs {
     /// No keyword arguments.
     pub const fn new() -> Self {
-        Kwargs(Vec::new())
+        Kwargs(SmallVec::new_const())
     }
 
     /// The value passed for `name`.
@@ -211,7 +214,16 @@ impl Kwargs {
 
     /// Sets `name` to `value`, replacing an earlier value.
     pub fn insert(&mut self, name: impl Into<String>, value: impl Into<Value>) {
-        let (name, value) = (name.into(), value.into());
+        self.set(Cow::Owned(name.into()), value.into())
+    }
+
+    /// [`insert`](Kwargs::insert) with a name that needs no allocation (the dispatch layer's
+    /// calls, made on every operator call under a mode).
+    pub(crate) fn insert_static(&mut self, name: &'static str, value: impl Into<Value>) {
+        self.set(Cow::Borrowed(name), value.into())
+    }
+
+    fn set(&mut self, name: Cow<'static, str>, value: Value) {
         match self.0.iter_mut().find(|(k, _)| *k == name) {
             Some(slot) => slot.1 = value,
             None => self.0.push((name, value)),
@@ -220,7 +232,7 @@ impl Kwargs {
 
     /// The names and values, in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
-        self.0.iter().map(|(k, v)| (k.as_str(), v))
+        self.0.iter().map(|(k, v)| (k.as_ref(), v))
     }
 
     /// How many keyword arguments there are.

@@ -11,111 +11,144 @@ use super::schema::tensors_in;
 use super::{Kernel, Operator, aten};
 use crate::backend::{Array, Binary, Device, Reduce, Unary, Window, host};
 use crate::error::{Error, Result};
+use crate::protocol::Route;
+use crate::protocol::rerun::{Current, rerun_current, with_current};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim, result_type};
 use crate::value::{FromValue, Kwargs, Value};
 
 // ---------------------------------------------------------------------------------------------
-// The typed entries (layer 3 calls these).
+// The typed entries (layer 3 calls these). Each runs its kernel straight away when no dispatch
+// mode is active; else it offers the call to the modes, as values, with the same kernel ready
+// for a hook that hands the call on unchanged (see `intercept`).
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    let kernel = |out| run_unary(dense(x)?, op, dtype, out);
     if intercepting() {
         let (operator, param) = aten::unary(op);
-        return intercept(operator, vec![x.into()], keywords(param, dtype));
+        return intercept(operator, &[x.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
     }
-    run_unary(dense(x)?, op, dtype, out)
+    kernel(out)
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+    let kernel = |out| run_binary(dense(a)?, dense(b)?, op, dtype, out);
     if intercepting() {
         let (operator, param) = aten::binary(op);
-        return intercept(operator, vec![a.into(), b.into()], keywords(param, dtype));
+        return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
     }
-    run_binary(dense(a)?, dense(b)?, op, dtype, out)
+    kernel(out)
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
 pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+    let kernel = || run_select(dense(condition)?, dense(a)?, dense(b)?, dtype);
     if intercepting() {
-        return intercept(&aten::WHERE_SELF, vec![condition.into(), a.into(), b.into()], keywords(None, dtype));
+        let args = [condition.into(), a.into(), b.into()];
+        return intercept(&aten::WHERE_SELF, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    run_select(dense(condition)?, dense(a)?, dense(b)?, dtype)
+    kernel()
 }
 
 /// `op` over `dims` (sorted, distinct) of `x`, read as `dtype`.
 pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+    let kernel = || {
+        let x = dense(x)?;
+        x.device().backend().reduce(x, dims, op, dtype)
+    };
     if intercepting() {
-        let args = vec![x.into(), Value::from(dims), false.into()];
-        return intercept(aten::reduce(op), args, keywords(None, dtype));
+        let args = [x.into(), Value::from(dims), false.into()];
+        return intercept(aten::reduce(op), &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    let x = dense(x)?;
-    x.device().backend().reduce(x, dims, op, dtype)
+    kernel()
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
 pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Array> {
+    let kernel = || {
+        let x = dense(x)?;
+        x.device().backend().scan(x, dim, op, dtype)
+    };
     if intercepting() {
-        return intercept(aten::scan(op), vec![x.into(), dim.into()], keywords(None, dtype));
+        return intercept(aten::scan(op), &[x.into(), dim.into()], keywords(None, dtype), &|| kernel().map(tensor));
     }
-    let x = dense(x)?;
-    x.device().backend().scan(x, dim, op, dtype)
+    kernel()
 }
 
 /// `a @ b` in `dtype` (two or more dimensions each, the leading ones broadcasting).
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+    let kernel = || run_matmul(dense(a)?, dense(b)?, dtype);
     if intercepting() {
-        return intercept(&aten::MATMUL, vec![a.into(), b.into()], keywords(None, dtype));
+        return intercept(&aten::MATMUL, &[a.into(), b.into()], keywords(None, dtype), &|| kernel().map(tensor));
     }
-    run_matmul(dense(a)?, dense(b)?, dtype)
+    kernel()
 }
 
 /// The positions `index` of dimension `dim` of `x`.
 pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+    let kernel = || {
+        let (x, i) = (dense(x)?, dense(index)?);
+        device("index_select", &[x, i])?.backend().index_select(x, dim, i)
+    };
     if intercepting() {
-        return intercept(&aten::INDEX_SELECT, vec![x.into(), dim.into(), index.into()], Kwargs::new());
+        let args = [x.into(), dim.into(), index.into()];
+        return intercept(&aten::INDEX_SELECT, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    let (x, i) = (dense(x)?, dense(index)?);
-    device("index_select", &[x, i])?.backend().index_select(x, dim, i)
+    kernel()
 }
 
 /// `x` at `index` along `dim`, elementwise.
 pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+    let kernel = || {
+        let (x, i) = (dense(x)?, dense(index)?);
+        device("gather", &[x, i])?.backend().gather(x, dim, i)
+    };
     if intercepting() {
-        return intercept(&aten::GATHER, vec![x.into(), dim.into(), index.into()], Kwargs::new());
+        let args = [x.into(), dim.into(), index.into()];
+        return intercept(&aten::GATHER, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    let (x, i) = (dense(x)?, dense(index)?);
-    device("gather", &[x, i])?.backend().gather(x, dim, i)
+    kernel()
 }
 
 /// `src` added at `index` along `dim` into zeros of `shape`.
 pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Array> {
+    let kernel = || {
+        let (i, s) = (dense(index)?, dense(src)?);
+        device("scatter_add", &[i, s])?.backend().scatter_add(shape, dim, i, s)
+    };
     if intercepting() {
-        let args = vec![Value::from(&shape[..]), dim.into(), index.into(), src.into()];
-        return intercept(&aten::SCATTER_ADD, args, Kwargs::new());
+        let args = [Value::from(&shape[..]), dim.into(), index.into(), src.into()];
+        return intercept(&aten::SCATTER_ADD, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    let (i, s) = (dense(index)?, dense(src)?);
-    device("scatter_add", &[i, s])?.backend().scatter_add(shape, dim, i, s)
+    kernel()
 }
 
 /// `pieces` joined along `dim` into `shape`, read as `dtype`.
 pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
+    let kernel = || {
+        let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
+        run_cat(&arrays, dim, shape, dtype)
+    };
     if intercepting() {
-        let tensors = Value::List(pieces.iter().map(Value::from).collect());
-        return intercept(&aten::CAT, vec![tensors, dim.into()], keywords(None, dtype));
+        let args = [Value::List(pieces.iter().map(Value::from).collect()), dim.into()];
+        return intercept(&aten::CAT, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
-    run_cat(&arrays, dim, shape, dtype)
+    kernel()
 }
 
 /// The softmax (or log-softmax) of `x` along `dim`, in `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+    let kernel = || {
+        let x = dense(x)?;
+        x.device().backend().softmax(x, dim, log, dtype)
+    };
     if intercepting() {
         let op = if log { &aten::LOG_SOFTMAX } else { &aten::SOFTMAX };
-        return intercept(op, vec![x.into(), dim.into(), false.into()], keywords(None, dtype));
+        let args = [x.into(), dim.into(), false.into()];
+        return intercept(op, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    let x = dense(x)?;
-    x.device().backend().softmax(x, dim, log, dtype)
+    kernel()
 }
 
 /// The 2-D cross-correlation of `input` with `weight` plus `bias`, over `window`.
@@ -126,13 +159,14 @@ pub(crate) fn convolution(
     groups: usize,
     window: &Window,
 ) -> Result<Array> {
+    let kernel = || run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window);
     if intercepting() {
         let mut args = vec![input.into(), weight.into(), bias.map_or(Value::None, Value::from)];
         args.extend(window_values(window, false));
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into()]);
-        return intercept(&aten::CONVOLUTION, args, Kwargs::new());
+        return intercept(&aten::CONVOLUTION, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window)
+    kernel()
 }
 
 /// The gradients of a convolution's input and weight where `which` asks; `None` when the
@@ -145,62 +179,73 @@ pub(crate) fn convolution_backward(
     window: &Window,
     which: [bool; 2],
 ) -> Result<Option<[Option<Array>; 2]>> {
+    let kernel = || {
+        let (x, w, g) = (dense(input)?, dense(weight)?, dense(grad)?);
+        device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
+    };
     if intercepting() {
         let mut args = vec![grad.into(), input.into(), weight.into(), Value::None];
         args.extend(window_values(window, false));
         let mask = [which[0], which[1], false];
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into(), Value::from(&mask[..])]);
-        return intercept(&aten::CONVOLUTION_BACKWARD, args, Kwargs::new());
+        return intercept(&aten::CONVOLUTION_BACKWARD, &args, Kwargs::new(), &|| kernel().map(gradients));
     }
-    let (x, w, g) = (dense(input)?, dense(weight)?, dense(grad)?);
-    device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
+    kernel()
 }
 
 /// Max pooling of `[planes, h, w]` over `window`: values and positions.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Array, Array)> {
+    let kernel = || {
+        let x = dense(input)?;
+        x.device().backend().max_pool2d(x, window)
+    };
     if intercepting() {
         let mut args = vec![input.into(), Value::from(&window.kernel[..])];
         args.extend(window_values(window, true));
-        return intercept(&aten::MAX_POOL2D_WITH_INDICES, args, Kwargs::new());
+        return intercept(&aten::MAX_POOL2D_WITH_INDICES, &args, Kwargs::new(), &|| kernel().map(pair));
     }
-    let x = dense(input)?;
-    x.device().backend().max_pool2d(x, window)
+    kernel()
 }
 
 /// A contiguous copy of `x` as `dtype` on `device`.
 pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Array> {
+    let kernel = || run_to_copy(dense(x)?, dtype, device);
     if intercepting() {
-        let kwargs = Kwargs::from([("dtype", Value::DType(dtype)), ("device", Value::Device(device))]);
-        return intercept(&aten::TO_COPY, vec![x.into()], kwargs);
+        return intercept(&aten::TO_COPY, &[x.into()], placement(dtype, device), &|| kernel().map(tensor));
     }
-    run_to_copy(dense(x)?, dtype, device)
+    kernel()
 }
 
 /// `x`'s memory seen through `layout` (a view the operation worked out).
 pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Array> {
     if intercepting() {
         let (size, stride) = (layout.shape.to_vec(), layout.strides.to_vec());
-        let args = vec![x.into(), Value::from(&size[..]), Value::from(&stride[..]), layout.offset.into()];
-        return intercept(&aten::AS_STRIDED, args, Kwargs::new());
+        let args = [x.into(), Value::from(&size[..]), Value::from(&stride[..]), layout.offset.into()];
+        let kernel = || Ok(Value::Tensor(x.view_of(dense(x)?, dense(x)?.with_layout(layout.clone()))));
+        return intercept(&aten::AS_STRIDED, &args, Kwargs::new(), &kernel);
     }
     Ok(dense(x)?.with_layout(layout))
 }
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype`.
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Array> {
+    let kernel = || device.backend().fill(device, shape, value, dtype);
     if intercepting() {
-        let kwargs = Kwargs::from([("dtype", Value::DType(dtype)), ("device", Value::Device(device))]);
-        return intercept(&aten::FULL, vec![Value::from(&shape[..]), value.into()], kwargs);
+        let args = [Value::from(&shape[..]), value.into()];
+        return intercept(&aten::FULL, &args, placement(dtype, device), &|| kernel().map(tensor));
     }
-    device.backend().fill(device, shape, value, dtype)
+    kernel()
 }
 
 /// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
 pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
+    let kernel = || run_copy(dense(dst)?, dense(src)?);
     if intercepting() {
-        return intercept::<Array>(&aten::COPY_, vec![dst.into(), src.into()], Kwargs::new()).map(drop);
+        let args = [dst.into(), src.into()];
+        let written = || kernel().map(|()| Value::Tensor(dst.clone()));
+        return intercept::<Array>(&aten::COPY_, &args, Kwargs::new(), &written).map(drop);
     }
-    run_copy(dense(dst)?, dense(src)?)
+    kernel()
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -298,9 +343,17 @@ fn broadcast<'s>(a: &'s Shape, b: &Shape) -> Result<Cow<'s, Shape>> {
 fn keywords(param: Option<(&'static str, Value)>, dtype: DType) -> Kwargs {
     let mut kwargs = Kwargs::new();
     if let Some((name, value)) = param {
-        kwargs.insert(name, value);
+        kwargs.insert_static(name, value);
     }
-    kwargs.insert("dtype", dtype);
+    kwargs.insert_static("dtype", dtype);
+    kwargs
+}
+
+/// The keyword arguments of a call that creates a tensor: its dtype and device.
+fn placement(dtype: DType, device: Device) -> Kwargs {
+    let mut kwargs = Kwargs::new();
+    kwargs.insert_static("dtype", dtype);
+    kwargs.insert_static("device", device);
     kwargs
 }
 
@@ -345,12 +398,38 @@ fn window_out(
     Some(out)
 }
 
-/// The operator's result read back as what the primitive expects.
+/// `op` on `args` and `kwargs` through the dispatch modes, its result read back as what the
+/// primitive expects. While the modes run, `kernel` (the typed call, its result as a value) is
+/// the call in progress: a hook that hands these very `args` and `kwargs` on to
+/// [`Operator::call`] reaches it without binding them again (`protocol/rerun.rs`).
 #[cold]
 #[inline(never)]
-fn intercept<T: FromResult>(op: &'static Operator, args: Vec<Value>, kwargs: Kwargs) -> Result<T> {
-    let result = dispatch(op, &args, &kwargs)?;
+fn intercept<T: FromResult>(
+    op: &'static Operator,
+    args: &[Value],
+    kwargs: Kwargs,
+    kernel: &dyn Fn() -> Result<Value>,
+) -> Result<T> {
+    let rerun = |_: Route| kernel();
+    let current = Current::new(op, args, &kwargs, &rerun);
+    let result = with_current(Some(&current), || dispatch(op, args, &kwargs))?;
     T::from_result(op, result)
+}
+
+/// A kernel's result as a value.
+fn tensor(array: Array) -> Value {
+    Value::Tensor(Tensor::from_array(array))
+}
+
+/// A kernel's two results as a value.
+fn pair((a, b): (Array, Array)) -> Value {
+    Value::Tuple(vec![tensor(a), tensor(b)])
+}
+
+/// The convolution gradients as `convolution_backward`'s three results (none for the bias).
+fn gradients(grads: Option<[Option<Array>; 2]>) -> Value {
+    let [gx, gw] = grads.unwrap_or([None, None]);
+    Value::Tuple(vec![gx.map_or(Value::None, tensor), gw.map_or(Value::None, tensor), Value::None])
 }
 
 /// What a dispatch hook's result gives back to a primitive.
@@ -409,7 +488,7 @@ impl FromResult for Option<[Option<Array>; 2]> {
 /// An operator's arguments bound to its schema.
 struct Bound {
     op: &'static Operator,
-    values: Vec<Value>,
+    values: super::schema::Bound,
 }
 
 impl Bound {
@@ -539,9 +618,12 @@ impl Bound {
 /// `op` on `args` and `kwargs` by the backend's kernel: the arguments bound to the schema and
 /// checked (types, dimensions, shapes, index ranges), so no kernel sees what it cannot take.
 pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+    if let Some(result) = rerun_current(op, args, kwargs, Route::Implementation) {
+        return result;
+    }
     let values = op.schema().bind(&op.name(), args, kwargs)?;
     let b = Bound { op, values };
-    let tensor = |array: Array| Ok(Value::Tensor(Tensor::from_array(array)));
+    let tensor = |array: Array| Ok(self::tensor(array));
     match op.kernel {
         Kernel::Unary(u) => {
             let x = b.dense("self")?;
@@ -734,9 +816,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 b.get("output_mask").as_slice().unwrap_or(&[]).iter().map(|v| matches!(v, Value::Bool(true))).collect();
             let which = [mask.first() == Some(&true), mask.get(1) == Some(&true)];
             let grads = device(op.name(), &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, &window, which)?;
-            let [gx, gw] = grads.unwrap_or([None, None]);
-            let value = |a: Option<Array>| a.map_or(Value::None, |a| Value::Tensor(Tensor::from_array(a)));
-            Ok(Value::Tuple(vec![value(gx), value(gw), Value::None]))
+            Ok(gradients(grads))
         }
         Kernel::MaxPool2d => {
             let x = b.dense("self")?;
@@ -747,11 +827,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             let stride =
                 if b.get("stride").as_slice().is_some_and(<[Value]>::is_empty) { kernel } else { b.pair("stride")? };
             let window = b.window(&x.layout.shape, kernel, stride, b.flag("ceil_mode"))?;
-            let (values, indices) = x.device().backend().max_pool2d(x, &window)?;
-            Ok(Value::Tuple(vec![
-                Value::Tensor(Tensor::from_array(values)),
-                Value::Tensor(Tensor::from_array(indices)),
-            ]))
+            Ok(pair(x.device().backend().max_pool2d(x, &window)?))
         }
         Kernel::ToCopy => {
             let x = b.dense("self")?;

@@ -4,6 +4,8 @@
 
 use std::fmt;
 
+use smallvec::SmallVec;
+
 use crate::error::{Error, Result};
 use crate::tensor::{Scalar, Tensor};
 use crate::value::{FromValue, Kwargs, Value};
@@ -16,6 +18,10 @@ pub struct Schema {
     arguments: Vec<Argument>,
     returns: Vec<Return>,
 }
+
+/// A call's values, one for each argument of its schema, in order (on the stack: binding
+/// happens on every operator call under a dispatch mode).
+pub(crate) type Bound = SmallVec<[Value; 12]>;
 
 /// One argument of a [`Schema`].
 #[derive(Clone, Debug)]
@@ -127,7 +133,7 @@ impl Schema {
 
     /// Binds a call's values to the arguments (PyTorch's rules: positional arguments up to
     /// `*`, keywords by name, defaults for the rest), checking each value's type.
-    pub(crate) fn bind<'v>(&self, op: &dyn fmt::Display, args: &'v [Value], kwargs: &'v Kwargs) -> Result<Vec<Value>> {
+    pub(crate) fn bind(&self, op: &dyn fmt::Display, args: &[Value], kwargs: &Kwargs) -> Result<Bound> {
         let positional = self.arguments.iter().take_while(|a| !a.kwarg_only).count();
         if args.len() > positional {
             return Err(Error::type_error(format!(
@@ -138,7 +144,7 @@ impl Schema {
         if let Some((name, _)) = kwargs.iter().find(|(k, _)| !self.arguments.iter().any(|a| a.name == *k)) {
             return Err(Error::type_error(format!("{op}() got an unexpected keyword argument '{name}'")));
         }
-        let mut bound = Vec::with_capacity(self.arguments.len());
+        let mut bound = Bound::new();
         for (i, arg) in self.arguments.iter().enumerate() {
             let given = match (args.get(i), kwargs.get(&arg.name)) {
                 (Some(_), Some(_)) => {

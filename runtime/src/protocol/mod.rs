@@ -7,7 +7,7 @@ mod class;
 pub mod dispatch;
 mod func;
 mod relevant;
-mod rerun;
+pub(crate) mod rerun;
 pub(crate) mod state;
 
 pub use class::{Class, DuckTensor, Hook, Outcome, TensorLike, TensorParent, TensorSubclass, TorchFunction, Types};

@@ -1,5 +1,6 @@
 //! The typed call in progress: how a hook's `func.call(args, kwargs)` or
-//! `func.implementation(args, kwargs)` with the arguments it was given skips binding.
+//! `func.implementation(args, kwargs)` with the arguments it was given skips binding (for
+//! function hooks, and for dispatch hooks calling their operator).
 //!
 //! A typed call that leaves the fast path converts its arguments into `args` and `kwargs` for
 //! the hooks. The default hook (and most modes and user hooks) hand those very slices back to
@@ -11,15 +12,16 @@
 use std::cell::Cell;
 
 use crate::error::Result;
-use crate::protocol::{Func, Route};
+use crate::protocol::Route;
 use crate::value::{Kwargs, Value};
 
 /// Reruns the typed call by route, returning its result as a value.
 pub type Rerun<'a> = &'a dyn Fn(Route) -> Result<Value>;
 
-/// The typed call in progress, on the stack of `dispatch`.
+/// The typed call in progress, on the stack of `dispatch` (of either layer).
 pub(crate) struct Current<'a> {
-    func: &'static Func,
+    /// The address of the function or operator called.
+    func: *const (),
     args: &'a [Value],
     kwargs: &'a Kwargs,
     rerun: Rerun<'a>,
@@ -27,8 +29,8 @@ pub(crate) struct Current<'a> {
 
 impl<'a> Current<'a> {
     #[inline]
-    pub(crate) fn new(func: &'static Func, args: &'a [Value], kwargs: &'a Kwargs, rerun: Rerun<'a>) -> Self {
-        Current { func, args, kwargs, rerun }
+    pub(crate) fn new<F>(func: &'static F, args: &'a [Value], kwargs: &'a Kwargs, rerun: Rerun<'a>) -> Self {
+        Current { func: std::ptr::from_ref(func).cast(), args, kwargs, rerun }
     }
 }
 
@@ -57,7 +59,7 @@ pub(crate) fn with_current<R>(current: Option<&Current<'_>>, f: impl FnOnce() ->
 
 /// Reruns the typed call in progress when `func`, `args` and `kwargs` are the ones it gave its
 /// hooks; `None` otherwise.
-pub(crate) fn rerun_current(func: &Func, args: &[Value], kwargs: &Kwargs, route: Route) -> Option<Result<Value>> {
+pub(crate) fn rerun_current<F>(func: &F, args: &[Value], kwargs: &Kwargs, route: Route) -> Option<Result<Value>> {
     let current = CURRENT.get();
     if current.is_null() {
         return None;
@@ -69,7 +71,7 @@ pub(crate) fn rerun_current(func: &Func, args: &[Value], kwargs: &Kwargs, route:
     // live `Current` whose borrows are alive for at least this call; the `'static` in its type
     // is never relied upon, as nothing read from it outlives this function.
     let current = unsafe { &*current };
-    let same =
-        std::ptr::eq(current.func, func) && std::ptr::eq(current.args, args) && std::ptr::eq(current.kwargs, kwargs);
+    let func: *const () = std::ptr::from_ref(func).cast();
+    let same = current.func == func && std::ptr::eq(current.args, args) && std::ptr::eq(current.kwargs, kwargs);
     same.then(|| (current.rerun)(route))
 }
