@@ -20,6 +20,10 @@ pub(crate) mod metadata_tensor;
 pub(crate) mod logging_tensor;
 
 #[allow(dead_code)]
+#[path = "../../examples/logging_mode.rs"]
+mod logging_mode;
+
+#[allow(dead_code)]
 #[path = "../../examples/subclass.rs"]
 pub(crate) mod subclass;
 
@@ -211,6 +215,25 @@ fn logging_tensor_logs_every_function_method_and_operator() {
     assert_eq!(log, expected_log);
     assert!(out.contains("&t * 2.0 = LoggingTensor([2.])"), "{out}");
     assert!(out.contains("t.shape() = torch.Size([1])"), "{out}");
+}
+
+#[test]
+fn logging_mode_logs_forward_and_backward_operators_in_pytorch_s_format() {
+    let log = logging_mode::run().unwrap();
+    let expected = [
+        // forward
+        "$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)",
+        "$3: f32[] = aten.sum.dim_IntList($2, [0], False, dtype=torch.float32)",
+        // backward: the seed gradient, spread back over the sum, times y, into x.grad
+        "$4: f32[] = aten.full.default([], 1, dtype=torch.float32, device=device(type='cpu'))",
+        "$5: f32[1] = aten.as_strided.default($4, [1], [1], 0)",
+        "$6: f32[2] = aten.as_strided.default($5, [2], [0], 0)",
+        "$7: f32[2] = aten.mul.Tensor($6, $1, dtype=torch.float32)",
+        "$8: f32[2] = aten._to_copy.default($7, dtype=torch.float32, device=device(type='cpu'))",
+        "",
+    ]
+    .join("\n");
+    assert_eq!(log, expected);
 }
 
 #[test]

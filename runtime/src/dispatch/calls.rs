@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
-use super::{Kernel, Operator, aten};
+use super::{Kernel, Operator, Output, aten};
 use crate::backend::{Array, Binary, Device, Reduce, Unary, Window, host};
 use crate::error::{Error, Result};
 use crate::protocol::Route;
@@ -22,37 +22,37 @@ use crate::value::{FromValue, Kwargs, Value};
 // for a hook that hands the call on unchanged (see `intercept`).
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
-pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Output> {
     let kernel = |out| run_unary(dense(x)?, op, dtype, out);
     if intercepting() {
         let (operator, param) = aten::unary(op);
         return intercept(operator, &[x.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
     }
-    kernel(out)
+    kernel(out).map(Output::Array)
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
-pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
+pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
     let kernel = |out| run_binary(dense(a)?, dense(b)?, op, dtype, out);
     if intercepting() {
         let (operator, param) = aten::binary(op);
         return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
     }
-    kernel(out)
+    kernel(out).map(Output::Array)
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
-pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
     let kernel = || run_select(dense(condition)?, dense(a)?, dense(b)?, dtype);
     if intercepting() {
         let args = [condition.into(), a.into(), b.into()];
         return intercept(&aten::WHERE_SELF, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `op` over `dims` (sorted, distinct) of `x`, read as `dtype`.
-pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Output> {
     let kernel = || {
         let x = dense(x)?;
         x.device().backend().reduce(x, dims, op, dtype)
@@ -61,11 +61,11 @@ pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Re
         let args = [x.into(), Value::from(dims), false.into()];
         return intercept(aten::reduce(op), &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
-pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Array> {
+pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Output> {
     let kernel = || {
         let x = dense(x)?;
         x.device().backend().scan(x, dim, op, dtype)
@@ -73,20 +73,20 @@ pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DTyp
     if intercepting() {
         return intercept(aten::scan(op), &[x.into(), dim.into()], keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `a @ b` in `dtype` (two or more dimensions each, the leading ones broadcasting).
-pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Array> {
+pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
     let kernel = || run_matmul(dense(a)?, dense(b)?, dtype);
     if intercepting() {
         return intercept(&aten::MATMUL, &[a.into(), b.into()], keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// The positions `index` of dimension `dim` of `x`.
-pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
     let kernel = || {
         let (x, i) = (dense(x)?, dense(index)?);
         device("index_select", &[x, i])?.backend().index_select(x, dim, i)
@@ -95,11 +95,11 @@ pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Arr
         let args = [x.into(), dim.into(), index.into()];
         return intercept(&aten::INDEX_SELECT, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `x` at `index` along `dim`, elementwise.
-pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
+pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
     let kernel = || {
         let (x, i) = (dense(x)?, dense(index)?);
         device("gather", &[x, i])?.backend().gather(x, dim, i)
@@ -108,11 +108,11 @@ pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Array> {
         let args = [x.into(), dim.into(), index.into()];
         return intercept(&aten::GATHER, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `src` added at `index` along `dim` into zeros of `shape`.
-pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Array> {
+pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Output> {
     let kernel = || {
         let (i, s) = (dense(index)?, dense(src)?);
         device("scatter_add", &[i, s])?.backend().scatter_add(shape, dim, i, s)
@@ -121,11 +121,11 @@ pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tenso
         let args = [Value::from(&shape[..]), dim.into(), index.into(), src.into()];
         return intercept(&aten::SCATTER_ADD, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `pieces` joined along `dim` into `shape`, read as `dtype`.
-pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
+pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Output> {
     let kernel = || {
         let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
         run_cat(&arrays, dim, shape, dtype)
@@ -134,11 +134,11 @@ pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) ->
         let args = [Value::List(pieces.iter().map(Value::from).collect()), dim.into()];
         return intercept(&aten::CAT, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// The softmax (or log-softmax) of `x` along `dim`, in `dtype`.
-pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Output> {
     let kernel = || {
         let x = dense(x)?;
         x.device().backend().softmax(x, dim, log, dtype)
@@ -148,7 +148,7 @@ pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result
         let args = [x.into(), dim.into(), false.into()];
         return intercept(op, &args, keywords(None, dtype), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// The 2-D cross-correlation of `input` with `weight` plus `bias`, over `window`.
@@ -158,7 +158,7 @@ pub(crate) fn convolution(
     bias: Option<&Tensor>,
     groups: usize,
     window: &Window,
-) -> Result<Array> {
+) -> Result<Output> {
     let kernel = || run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window);
     if intercepting() {
         let mut args = vec![input.into(), weight.into(), bias.map_or(Value::None, Value::from)];
@@ -166,7 +166,7 @@ pub(crate) fn convolution(
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into()]);
         return intercept(&aten::CONVOLUTION, &args, Kwargs::new(), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// The gradients of a convolution's input and weight where `which` asks; `None` when the
@@ -178,7 +178,7 @@ pub(crate) fn convolution_backward(
     groups: usize,
     window: &Window,
     which: [bool; 2],
-) -> Result<Option<[Option<Array>; 2]>> {
+) -> Result<Option<[Option<Tensor>; 2]>> {
     let kernel = || {
         let (x, w, g) = (dense(input)?, dense(weight)?, dense(grad)?);
         device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
@@ -190,11 +190,11 @@ pub(crate) fn convolution_backward(
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into(), Value::from(&mask[..])]);
         return intercept(&aten::CONVOLUTION_BACKWARD, &args, Kwargs::new(), &|| kernel().map(gradients));
     }
-    kernel()
+    Ok(kernel()?.map(|grads| grads.map(|g| g.map(Tensor::from_array))))
 }
 
 /// Max pooling of `[planes, h, w]` over `window`: values and positions.
-pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Array, Array)> {
+pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Output, Output)> {
     let kernel = || {
         let x = dense(input)?;
         x.device().backend().max_pool2d(x, window)
@@ -204,37 +204,37 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Array, Arra
         args.extend(window_values(window, true));
         return intercept(&aten::MAX_POOL2D_WITH_INDICES, &args, Kwargs::new(), &|| kernel().map(pair));
     }
-    kernel()
+    kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
 }
 
 /// A contiguous copy of `x` as `dtype` on `device`.
-pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Array> {
+pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output> {
     let kernel = || run_to_copy(dense(x)?, dtype, device);
     if intercepting() {
         return intercept(&aten::TO_COPY, &[x.into()], placement(dtype, device), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// `x`'s memory seen through `layout` (a view the operation worked out).
-pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Array> {
+pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Output> {
     if intercepting() {
         let (size, stride) = (layout.shape.to_vec(), layout.strides.to_vec());
         let args = [x.into(), Value::from(&size[..]), Value::from(&stride[..]), layout.offset.into()];
         let kernel = || Ok(Value::Tensor(x.view_of(dense(x)?, dense(x)?.with_layout(layout.clone()))));
         return intercept(&aten::AS_STRIDED, &args, Kwargs::new(), &kernel);
     }
-    Ok(dense(x)?.with_layout(layout))
+    Ok(Output::Array(dense(x)?.with_layout(layout)))
 }
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype`.
-pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Array> {
+pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Output> {
     let kernel = || device.backend().fill(device, shape, value, dtype);
     if intercepting() {
         let args = [Value::from(&shape[..]), value.into()];
         return intercept(&aten::FULL, &args, placement(dtype, device), &|| kernel().map(tensor));
     }
-    kernel()
+    kernel().map(Output::Array)
 }
 
 /// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
@@ -243,7 +243,7 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     if intercepting() {
         let args = [dst.into(), src.into()];
         let written = || kernel().map(|()| Value::Tensor(dst.clone()));
-        return intercept::<Array>(&aten::COPY_, &args, Kwargs::new(), &written).map(drop);
+        return intercept::<Output>(&aten::COPY_, &args, Kwargs::new(), &written).map(drop);
     }
     kernel()
 }
@@ -460,25 +460,35 @@ fn result_array(op: &Operator, value: &Value) -> Result<Array> {
     }
 }
 
-impl FromResult for Array {
+impl FromResult for Output {
     fn from_result(op: &Operator, value: Value) -> Result<Self> {
-        result_array(op, &value)
-    }
-}
-
-impl FromResult for (Array, Array) {
-    fn from_result(op: &Operator, value: Value) -> Result<Self> {
-        match value.as_slice() {
-            Some([a, b]) => Ok((result_array(op, a)?, result_array(op, b)?)),
-            _ => Err(wrong_result(op, &value)),
+        let array = result_array(op, &value)?;
+        match value {
+            Value::Tensor(tensor) => Ok(Output::Given { tensor, array }),
+            other => Err(wrong_result(op, &other)),
         }
     }
 }
 
-impl FromResult for Option<[Option<Array>; 2]> {
+impl FromResult for (Output, Output) {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        match value {
+            Value::Tuple(items) if items.len() == 2 => {
+                let mut items = items.into_iter();
+                let mut next = || Output::from_result(op, items.next().unwrap_or_default());
+                Ok((next()?, next()?))
+            }
+            other => Err(wrong_result(op, &other)),
+        }
+    }
+}
+
+impl FromResult for Option<[Option<Tensor>; 2]> {
     fn from_result(op: &Operator, value: Value) -> Result<Self> {
         let Some([a, b, _]) = value.as_slice() else { return Err(wrong_result(op, &value)) };
-        let read = |v: &Value| if v.is_none() { Ok(None) } else { result_array(op, v).map(Some) };
+        let read = |v: &Value| {
+            if v.is_none() { Ok(None) } else { Output::from_result(op, v.clone()).map(|o| Some(o.into_tensor())) }
+        };
         let grads = [read(a)?, read(b)?];
         // A gradient asked for and not given: the backend has no kernel (see the schema).
         Ok(if grads.iter().all(Option::is_none) { None } else { Some(grads) })

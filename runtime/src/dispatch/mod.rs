@@ -48,8 +48,9 @@ pub use mode::{
 };
 pub use schema::{Alias, Argument, Return, Schema};
 
-use crate::backend::{Binary, Reduce, Scan, Unary};
+use crate::backend::{Array, Binary, Reduce, Scan, Unary};
 use crate::error::Result;
+use crate::tensor::Tensor;
 use crate::value::{Kwargs, Value};
 
 /// What kind of computation an operator is, as PyTorch's `torch.Tag`: what tools that work
@@ -98,6 +99,34 @@ pub(crate) enum Kernel {
     ScatterAdd,
     Full,
     Copy,
+}
+
+/// What an operator call gives the primitive that made it: the kernel's array (no dispatch
+/// mode ran: the primitive wraps it), or the tensor a dispatch hook returned, which stays the
+/// program's tensor (autograd records its history on it, as PyTorch does on the object
+/// `__torch_dispatch__` returns).
+pub(crate) enum Output {
+    /// A kernel's result.
+    Array(Array),
+    /// A hook's result, and its array.
+    Given { tensor: Tensor, array: Array },
+}
+
+impl Output {
+    /// The result's array.
+    pub(crate) fn array(&self) -> &Array {
+        match self {
+            Output::Array(array) | Output::Given { array, .. } => array,
+        }
+    }
+
+    /// The result as a tensor (the hook's own, or the kernel's array wrapped).
+    pub(crate) fn into_tensor(self) -> Tensor {
+        match self {
+            Output::Array(array) => Tensor::from_array(array),
+            Output::Given { tensor, .. } => tensor,
+        }
+    }
 }
 
 /// An operator of the dispatch layer (PyTorch's `OpOverload`, `torch.ops.aten.add.Tensor`): a

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 
 use crate::autograd::{self, Edge, Meta, Node, SavedTensor, forward_ad, meta};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
-use crate::dispatch;
+use crate::dispatch::{self, Output};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor};
 
@@ -43,36 +43,36 @@ struct Keep {
 /// tangent when an input has one (integer and bool results are neither differentiable).
 /// `record` gives the node's operation and what it keeps; it runs only when the operation
 /// records or computes a tangent, so nothing is built (or allocated) for it otherwise.
-fn finish(inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
-    finish_with(recording(inputs), inputs, array, record)
+fn finish(inputs: &[&Tensor], out: Output, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
+    finish_with(recording(inputs), inputs, out, record)
 }
 
 /// [`finish`] when whether the operation records is already known.
 #[inline]
-fn finish_with(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
+fn finish_with(records: bool, inputs: &[&Tensor], out: Output, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
     if forward_ad::level_active() {
-        return finish_dual(records, inputs, array, record);
+        return finish_dual(records, inputs, out, record);
     }
-    if !records || !array.dtype.is_floating_point() {
-        return Ok(Tensor::from_array(array));
+    if !records || !out.array().dtype.is_floating_point() {
+        return Ok(out.into_tensor());
     }
     let (op, keep) = record();
-    Ok(recorded(inputs, array, op, keep))
+    Ok(recorded(inputs, out, op, keep))
 }
 
 /// [`finish_with`] while a forward-AD level is active: the result also gets its tangent when an
 /// input has one.
 #[cold]
 #[inline(never)]
-fn finish_dual(records: bool, inputs: &[&Tensor], array: Array, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
+fn finish_dual(records: bool, inputs: &[&Tensor], out: Output, record: impl FnOnce() -> (Op, Keep)) -> Result<Tensor> {
     let tangents = forward_ad::tangents(inputs);
-    if (!records && tangents.is_none()) || !array.dtype.is_floating_point() {
-        return Ok(Tensor::from_array(array));
+    if (!records && tangents.is_none()) || !out.array().dtype.is_floating_point() {
+        return Ok(out.into_tensor());
     }
     let (op, keep) = record();
-    let Some(tangents) = tangents else { return Ok(recorded(inputs, array, op, keep)) };
+    let Some(tangents) = tangents else { return Ok(recorded(inputs, out, op, keep)) };
     let (forward, extra) = (op.clone(), keep.extra.clone());
-    let out = if records { recorded(inputs, array, op, keep) } else { Tensor::from_array(array) };
+    let out = if records { recorded(inputs, out, op, keep) } else { out.into_tensor() };
     give_tangent(&forward, inputs, &extra, &out, &tangents)?;
     Ok(out)
 }
@@ -94,9 +94,12 @@ fn give_tangent(
     Ok(())
 }
 
-/// The result `array` of `op` on `inputs`, as the output of a new node.
+/// The result `out` of `op` on `inputs`, as the output of a new node: a hook's tensor gets the
+/// history itself, unless it has autograd state of its own (an input handed back, say), when a
+/// new handle of its data does.
 #[inline]
-fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
+fn recorded(inputs: &[&Tensor], out: Output, op: Op, keep: Keep) -> Tensor {
+    let array = out.array();
     let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
     let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
@@ -104,8 +107,16 @@ fn recorded(inputs: &[&Tensor], array: Array, op: Op, keep: Keep) -> Tensor {
     if keep.output {
         saved.push(SavedTensor::output(Tensor::from_array(array.clone()), 0));
     }
-    let node = Node::function(op, next, saved, [output]);
-    Tensor::from_dense(Dense::with_meta(array, Meta::with_history(Edge { node, output_nr: 0 })))
+    let edge = Edge { node: Node::function(op, next, saved, [output]), output_nr: 0 };
+    match out {
+        Output::Given { tensor, .. } if !meta::requires_grad(&tensor) => {
+            meta::set_history(&tensor, Some(edge));
+            tensor
+        }
+        Output::Given { array, .. } | Output::Array(array) => {
+            Tensor::from_dense(Dense::with_meta(array, Meta::with_history(edge)))
+        }
+    }
 }
 
 /// `out` for a kernel that may write into it: never while recording or computing a tangent
@@ -248,15 +259,14 @@ pub(crate) fn conv2d_backward(
     if recording(&[g, input, weight]) || forward_ad::level_active() {
         return Ok(None);
     }
-    let grads = dispatch::convolution_backward(g, input, weight, groups, window, which)?;
-    Ok(grads.map(|grads| grads.map(|a| a.map(Tensor::from_array))))
+    dispatch::convolution_backward(g, input, weight, groups, window, which)
 }
 
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
 /// one's position in its plane.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Tensor)> {
     let (values, indices) = dispatch::max_pool2d(input, window)?;
-    let indices = Tensor::from_array(indices);
+    let indices = indices.into_tensor();
     let shape = || input.shape().unwrap_or_default();
     let record = || (Op::MaxPool2d { input: shape() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
     Ok((finish(&[input], values, record)?, indices))
@@ -295,8 +305,11 @@ pub(crate) fn unsafe_view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) 
 
 fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool) -> Result<Tensor> {
     let a = data(x, "view")?;
-    let array = dispatch::as_strided(x, make(&a.layout)?)?;
-    let view = if is_view { x.view_of(a, array) } else { Tensor::from_array(array) };
+    let view = match dispatch::as_strided(x, make(&a.layout)?)? {
+        Output::Array(array) if is_view => x.view_of(a, array),
+        Output::Given { tensor, .. } if is_view => tensor,
+        out => Tensor::from_array(out.array().clone()),
+    };
     let tangents = forward_ad::tangents(&[x]);
     let records = recording(&[x]);
     if !records && tangents.is_none() {
@@ -335,10 +348,10 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         }
         return embed(&summed, shape, &relative);
     }
-    let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?;
-    let at = Layout { offset: zeros.layout.offset + relative.offset, ..relative.clone() };
-    let at = dispatch::as_strided(&Tensor::from_array(zeros.clone()), at)?;
-    dispatch::copy_(&Tensor::from_array(at), src)?;
+    let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?.into_tensor();
+    let at = Layout { offset: data(&zeros, "embed")?.layout.offset + relative.offset, ..relative.clone() };
+    dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
+    let zeros = Output::Given { array: data(&zeros, "embed")?.array.clone(), tensor: zeros };
     finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
@@ -351,7 +364,7 @@ pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tenso
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
-    Ok(Tensor::from_array(dispatch::full(shape, value, dtype, device)?))
+    Ok(dispatch::full(shape, value, dtype, device)?.into_tensor())
 }
 
 /// Zeros of `shape`, `dtype`, on `device`.
