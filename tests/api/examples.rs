@@ -24,6 +24,10 @@ pub(crate) mod logging_tensor;
 mod logging_mode;
 
 #[allow(dead_code)]
+#[path = "../../examples/nan_check.rs"]
+mod nan_check;
+
+#[allow(dead_code)]
 #[path = "../../examples/subclass.rs"]
 pub(crate) mod subclass;
 
@@ -234,6 +238,16 @@ fn logging_mode_logs_forward_and_backward_operators_in_pytorch_s_format() {
     ]
     .join("\n");
     assert_eq!(log, expected);
+}
+
+#[test]
+fn nan_check_names_the_backward_operator_that_made_a_nan() {
+    let out = nan_check::run().unwrap();
+    assert_eq!(
+        out,
+        "forward: tensor(0.)\nbackward: aten.div.Tensor returned NaN; its inputs were: tensor([0., 0.]), tensor([0., \
+         4.])\n"
+    );
 }
 
 #[test]
