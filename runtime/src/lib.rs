@@ -48,6 +48,7 @@ pub mod safetensors;
 mod tensor;
 pub mod testing;
 mod types;
+pub mod utils;
 mod value;
 // Without the `wgpu` feature, the same API without the backend: errors and empty lists.
 #[cfg_attr(not(feature = "wgpu"), path = "wgpu/disabled.rs")]

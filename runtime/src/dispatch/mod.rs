@@ -147,6 +147,8 @@ struct Parsed {
     name: String,
     /// `aten.add.Tensor`
     display: String,
+    /// `aten.add`
+    packet: String,
 }
 
 impl Operator {
@@ -163,14 +165,21 @@ impl Operator {
                 "" => format!("{}::{}", self.namespace, schema.name()),
                 o => format!("{}::{}.{o}", self.namespace, schema.name()),
             };
-            let display = format!("{}.{}.{overload}", self.namespace, schema.name());
-            Parsed { schema, name, display }
+            let packet = format!("{}.{}", self.namespace, schema.name());
+            let display = format!("{packet}.{overload}");
+            Parsed { schema, name, display, packet }
         })
     }
 
     /// The qualified name, as PyTorch's `OpOverload.name()`: `aten::add.Tensor`, `aten::exp`.
     pub fn name(&self) -> &str {
         &self.parsed().name
+    }
+
+    /// The name of the operator without its overload, as PyTorch prints an `OpOverloadPacket`
+    /// (`aten.add`): what the FLOP counter's tables are keyed by.
+    pub fn overload_packet(&self) -> &str {
+        &self.parsed().packet
     }
 
     /// The namespace (`aten`).

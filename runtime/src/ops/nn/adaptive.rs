@@ -1,9 +1,9 @@
 //! Adaptive average pooling (`adaptive_avg_pool2d`): each output cell averages the input rows
 //! `floor(i * H / out_h) .. ceil((i + 1) * H / out_h)` and likewise for columns, as PyTorch's.
 //! Computed as two matrix products with averaging matrices, `P @ x @ Q^T`, so it runs on every
-//! device and differentiates through matmul.
+//! device and differentiates through matmul; the global average (a 1 x 1 output) is a mean.
 
-use crate::backend::{Buffer, Device};
+use crate::backend::{Buffer, Device, Reduce};
 use crate::error::{Result, bail};
 use crate::ops::IntList;
 use crate::primitive;
@@ -75,6 +75,13 @@ pub fn adaptive_avg_pool2d(input: &Tensor, output_size: impl Into<IntList>) -> R
         }
     };
     let (oh, ow) = (size(oh)?, size(ow)?);
+    if (oh, ow) == (1, 1) {
+        // The global average (ResNet's pooling): a mean, as PyTorch computes it (no products).
+        let n = shape.len();
+        let mean = primitive::reduce(input, &[n - 2, n - 1], Reduce::Mean, x.dtype)?;
+        let kept: Shape = shape[..n - 2].iter().copied().chain([1, 1]).collect();
+        return primitive::reshape(&mean, &kept);
+    }
     let rows = averaging(oh, h, x.dtype, x.device())?;
     let columns = averaging(ow, w, x.dtype, x.device())?;
     let pooled_rows = primitive::matmul(&rows, input, x.dtype)?; // [.., oh, w]

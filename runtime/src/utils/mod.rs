@@ -1,0 +1,3 @@
+//! Tools built on the layers below (`torch.utils`): the FLOP counter.
+
+pub mod flop_counter;

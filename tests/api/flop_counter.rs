@@ -1,0 +1,121 @@
+//! `torchfn::utils::flop_counter`: PyTorch 2.15's FLOP counts for one training step of the two
+//! reference models (`tests/golden/flops.json`), its table layout, and formulas users register.
+
+use serde_json::Value as Json;
+use torchfn::dispatch::{Operator, aten, push_dispatch_mode};
+use torchfn::nn::{Forward, Module};
+use torchfn::prelude::*;
+use torchfn::utils::flop_counter::{FlopCounterMode, register_flop_formula};
+
+use crate::examples::train_gpt::gpt;
+use crate::workloads::{file, gpt_config, meta, resnet};
+
+fn golden(workload: &str) -> Json {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/flops.json")).unwrap();
+    serde_json::from_str::<Json>(&text).unwrap()["workloads"][workload].clone()
+}
+
+/// PyTorch's counts under `Global`, by operator.
+fn pytorch_global(workload: &str, op: &str) -> u64 {
+    golden(workload)["by_module"]["Global"][op].as_u64().unwrap_or(0)
+}
+
+/// One training step (forward, loss, backward; no optimizer) under a FLOP counter.
+fn counted(step: impl FnOnce() -> Tensor) -> std::rc::Rc<FlopCounterMode> {
+    let counter = push_dispatch_mode(FlopCounterMode::new());
+    step().backward().unwrap();
+    counter.mode()
+}
+
+#[test]
+fn a_gpt_tiny_step_counts_pytorch_s_flops() {
+    let meta = meta("gpt_tiny");
+    let model = gpt::GPT2LMHeadModel::new(gpt_config(&meta), &Generator::new().manual_seed(0)).unwrap();
+    model.load_state_dict(&file("gpt_tiny", "init"), true).unwrap();
+    model.train(true);
+    let inputs = file("gpt_tiny", "inputs");
+    let counter = counted(|| {
+        let logits = model.forward(inputs.get("input_ids").unwrap()).unwrap();
+        gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
+    });
+    assert_eq!(counter.get_total_flops(), golden("gpt_tiny")["total"].as_u64().unwrap());
+    // torchfn's batched matmul is PyTorch's mm, addmm and bmm.
+    let products: u64 = ["aten.mm", "aten.addmm", "aten.bmm"].iter().map(|op| pytorch_global("gpt_tiny", op)).sum();
+    assert_eq!(counter.get_flop_counts()["Global"]["aten.matmul"], products);
+}
+
+#[test]
+fn a_resnet_tiny_step_counts_pytorch_s_flops() {
+    let meta = meta("resnet_tiny");
+    let model = resnet(&meta);
+    model.load_state_dict(&file("resnet_tiny", "init"), true).unwrap();
+    model.train(true);
+    let inputs = file("resnet_tiny", "inputs");
+    let counter = counted(|| {
+        let logits = model.forward(inputs.get("images").unwrap()).unwrap();
+        crate::workloads::resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap()
+    });
+    assert_eq!(counter.get_total_flops(), golden("resnet_tiny")["total"].as_u64().unwrap());
+    let counts = &counter.get_flop_counts()["Global"];
+    for op in ["aten.convolution", "aten.convolution_backward"] {
+        assert_eq!(counts[op], pytorch_global("resnet_tiny", op), "{op}");
+    }
+    let products: u64 = ["aten.mm", "aten.addmm"].iter().map(|op| pytorch_global("resnet_tiny", op)).sum();
+    assert_eq!(counts["aten.matmul"], products);
+}
+
+#[test]
+fn the_table_is_laid_out_as_pytorch_s() {
+    // PyTorch 2.15 on the same program: `FlopCounterMode(display=False)` around
+    // `conv2d(ones(2, 3, 8, 8), ones(4, 3, 3, 3), padding=1).sum().backward()`, both inputs
+    // requiring grad, then `get_table()`.
+    let x = torchfn::ones([2, 3, 8, 8], None, None).unwrap().requires_grad_(true).unwrap();
+    let w = torchfn::ones([4, 3, 3, 3], None, None).unwrap().requires_grad_(true).unwrap();
+    let counter = counted(|| torchfn::nn::functional::conv2d(&x, &w, None, 1, 1, 1, 1).unwrap().sum().unwrap());
+    assert_eq!(counter.get_total_flops(), 82944);
+    assert_eq!(
+        counter.get_table(None),
+        "Module                          FLOP    % Total\n\
+         ---------------------------  -------  ---------\n\
+         Global                       82.944K    100.00%\n\
+         - aten.convolution           27.648K     33.33%\n\
+         - aten.convolution_backward  55.296K     66.67%"
+    );
+    // Over a billion FLOPs stays in millions, as PyTorch prints it.
+    let a = torchfn::ones([200, 300], None, None).unwrap().requires_grad_(true).unwrap();
+    let b = torchfn::ones([300, 4000], None, None).unwrap().requires_grad_(true).unwrap();
+    let counter = counted(|| a.matmul(&b).unwrap().sum().unwrap());
+    assert_eq!(counter.get_table(None).lines().nth(2).unwrap(), "Global         1440.000M    100.00%");
+    // Nothing counted (PyTorch's `FlopCounterMode().get_table()`).
+    assert_eq!(
+        FlopCounterMode::new().get_table(None),
+        "Module      FLOP    % Total\n--------  ------  ---------\nGlobal         0         0%"
+    );
+}
+
+/// A made-up cost: one FLOP per element of the result.
+fn per_element(_: &[Value], _: &Kwargs, out: &Value) -> torchfn::Result<u64> {
+    Ok(out.as_tensor().unwrap().shape()?.iter().product::<usize>() as u64)
+}
+
+#[test]
+fn a_registered_formula_counts_its_operator() {
+    // Registration is for the whole program, as PyTorch's: an operator the other tests of this
+    // binary never count.
+    let op: &'static Operator = &aten::ATAN2;
+    register_flop_formula(op, per_element);
+    let x = torchfn::ones([3, 4], None, None).unwrap();
+    let counter = push_dispatch_mode(FlopCounterMode::new());
+    let _ = torchfn::atan2(&x, &x).unwrap();
+    assert_eq!(counter.get_flop_counts()["Global"]["aten.atan2"], 12);
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn gpu_tensors_are_counted_the_same() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let a = torchfn::ones([4, 3], None, device).unwrap().requires_grad_(true).unwrap();
+    let b = torchfn::ones([3, 5], None, device).unwrap();
+    let counter = counted(|| a.matmul(&b).unwrap().sum().unwrap());
+    assert_eq!(counter.get_total_flops(), 240);
+}
