@@ -1,15 +1,22 @@
 """PyTorch's figures for the dispatch bench's table (`cargo bench --bench dispatch`): a one-element
 float32 `add` and a 100-operation chain forward and backward, plain and under a pass-through
-`TorchDispatchMode`, timed with `timeit`, best of 5, 2 threads.
+`TorchDispatchMode`, and a gpt_tiny step (forward, loss, backward) plain and under
+`FlopCounterMode`, timed with `timeit`, best of 5, 2 threads.
 
-Run with a PyTorch from PyPI in a scratch venv (never a dependency of torchfn), in the same
-sitting as the Rust bench:
+Run with a PyTorch from PyPI in a scratch venv (never a dependency of torchfn; transformers and
+safetensors too), in the same sitting as the Rust bench:
     python bench/dispatch.py
 """
+import json
+import os
 import timeit
 
 import torch
+import torch.nn.functional as F
+from safetensors.torch import load_file
 from torch.utils._python_dispatch import TorchDispatchMode
+from torch.utils.flop_counter import FlopCounterMode
+from transformers import GPT2Config, GPT2LMHeadModel
 
 torch.set_num_threads(2)
 
@@ -53,3 +60,28 @@ print("| measurement | ns | under a pass-through dispatch mode |")
 print("|---|---:|---:|")
 print(f"| 1-element torch.add | {add:,.0f} | {add_mode:,.0f} (+{add_mode - add:,.0f}) |")
 print(f"| 100-op chain forward + backward, per op | {per_op:,.0f} | {per_op_mode:,.0f} (+{per_op_mode - per_op:,.0f}) |")
+
+
+# gpt_tiny, as bench/golden/gen_flops.py builds it.
+workload = os.path.join(os.path.dirname(__file__), "..", "tests", "golden", "workloads", "gpt_tiny")
+config = json.load(open(os.path.join(workload, "meta.json")))["config"]
+kw = {k: config[k] for k in ("n_layer", "n_head", "n_embd", "vocab_size", "n_positions")}
+model = GPT2LMHeadModel(GPT2Config(**kw, attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0,
+                                   attn_pdrop=0.0))
+model.load_state_dict(load_file(os.path.join(workload, "init.safetensors")), strict=False)
+model.train()
+inputs = load_file(os.path.join(workload, "inputs.safetensors"))
+
+
+def step():
+    logits = model(input_ids=inputs["input_ids"]).logits
+    F.cross_entropy(logits.reshape(-1, logits.shape[-1]), inputs["targets"].reshape(-1)).backward()
+    model.zero_grad()
+
+
+plain = ns(step, 20)
+counter = FlopCounterMode(display=False)
+with counter:
+    counted = ns(step, 20)
+print(f"| gpt_tiny step (forward, loss, backward) | {plain / 1e6:.2f} ms | under FlopCounterMode "
+      f"{counted / plain:.2f}x |")

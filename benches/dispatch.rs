@@ -1,6 +1,7 @@
 //! The cost of the dispatch layer below autograd (`torchfn::dispatch`): a one-element `add`
 //! and a 100-operation chain forward and backward on one-element float32 tensors, plain and
-//! under a pass-through `TorchDispatchMode`.
+//! under a pass-through `TorchDispatchMode`; and one gpt_tiny step (forward, loss, backward),
+//! plain, under a pass-through mode and under `FlopCounterMode`.
 //!
 //! `cargo bench --bench dispatch` runs the criterion benchmarks, then prints a table from
 //! criterion's estimates beside the targets and PyTorch 2.15's figures (`python
@@ -14,7 +15,42 @@ use std::hint::black_box;
 
 use criterion::Criterion;
 use torchfn::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
+use torchfn::nn::{Forward, Module, StateDict};
 use torchfn::prelude::*;
+use torchfn::utils::flop_counter::FlopCounterMode;
+
+#[allow(dead_code)]
+#[path = "../examples/models/gpt.rs"]
+mod gpt;
+
+fn golden(file: &str) -> StateDict {
+    let path = format!("{}/tests/golden/workloads/gpt_tiny/{file}.safetensors", env!("CARGO_MANIFEST_DIR"));
+    torchfn::safetensors::load_file(path).unwrap()
+}
+
+/// gpt_tiny and its batch: one call is one step as PyTorch's FLOP counts measure it (forward,
+/// loss, backward; no optimizer).
+struct GptStep {
+    model: gpt::GPT2LMHeadModel,
+    inputs: StateDict,
+}
+
+impl GptStep {
+    fn new() -> GptStep {
+        let config =
+            gpt::GptConfig { n_layer: 2, n_head: 4, n_embd: 64, vocab_size: 128, n_positions: 32, dropout: 0.0 };
+        let model = gpt::GPT2LMHeadModel::new(config, &Generator::new().manual_seed(0)).unwrap();
+        model.load_state_dict(&golden("init"), true).unwrap();
+        GptStep { model, inputs: golden("inputs") }
+    }
+
+    fn step(&self) {
+        let logits = self.model.forward(self.inputs.get("input_ids").unwrap()).unwrap();
+        let loss = gpt::GPT2LMHeadModel::loss(&logits, self.inputs.get("targets").unwrap()).unwrap();
+        loss.backward().unwrap();
+        self.model.zero_grad().unwrap();
+    }
+}
 
 /// A dispatch mode that passes every call through.
 struct PassThrough;
@@ -57,30 +93,51 @@ fn benches(c: &mut Criterion) {
         let _mode = push_dispatch_mode(PassThrough);
         cases(&mut group, "_mode");
     }
+    let gpt = GptStep::new();
+    group.sample_size(30);
+    group.bench_function("gpt_tiny_plain", |x| x.iter(|| gpt.step()));
+    {
+        let _mode = push_dispatch_mode(PassThrough);
+        group.bench_function("gpt_tiny_mode", |x| x.iter(|| gpt.step()));
+    }
+    {
+        let _counter = push_dispatch_mode(FlopCounterMode::new());
+        group.bench_function("gpt_tiny_flops", |x| x.iter(|| gpt.step()));
+    }
     group.finish();
 }
 
 fn print_table() {
     let ns = |id: &str| mean_ns(&format!("dispatch/{id}"));
     let (add, add_mode) = (ns("add_plain"), ns("add_mode"));
-    // Forward: 100 operators; backward: each multiplication's gradient is one `mul`, each
-    // addition's passes through, and the two leaves' gradients are accumulated (100 + 50
-    // operator calls, and a few more for the leaves), so the per-operator cost of the mode is
-    // the difference over the calls it saw.
     let (chain, chain_mode) = (ns("chain_plain") / CHAIN as f64, ns("chain_mode") / CHAIN as f64);
+    let (gpt, gpt_mode, gpt_flops) = (ns("gpt_tiny_plain"), ns("gpt_tiny_mode"), ns("gpt_tiny_flops"));
+    // PyTorch's figures: `python bench/dispatch.py`, this machine, in the sitting of the README's
+    // table (2026-11-26).
+    let rows = [
+        ("1-element `add`", format!("{add:.0} ns"), "", "959 ns"),
+        (
+            "the same under a pass-through dispatch mode",
+            format!("+{:.0} ns", add_mode - add),
+            "under +50 ns",
+            "+2,623 ns",
+        ),
+        ("100-op chain forward + backward, per op", format!("{chain:.0} ns"), "", "4,119 ns"),
+        ("the same under a pass-through dispatch mode", format!("+{:.0} ns", chain_mode - chain), "", "+8,718 ns"),
+        ("gpt_tiny step (forward, loss, backward)", format!("{:.2} ms", gpt / 1e6), "", "2.26 ms"),
+        ("the same under a pass-through dispatch mode", format!("{:.2}x", gpt_mode / gpt), "", ""),
+        ("the same under `FlopCounterMode`", format!("{:.2}x", gpt_flops / gpt), "<= 1.2x", PYTORCH_FLOPS),
+    ];
     println!("\n| measurement | torchfn | target | PyTorch 2.15 |");
     println!("|---|---:|---|---:|");
-    println!("| 1-element `add` | {add:.0} ns |  | 2,830 ns |");
-    println!(
-        "| the same under a pass-through dispatch mode | {add_mode:.0} ns (+{:.0}) | under +50 ns | +3,550 ns |",
-        add_mode - add
-    );
-    println!("| 100-op chain forward + backward, per op | {chain:.0} ns |  | 9,000 ns |");
-    println!(
-        "| the same under a pass-through dispatch mode | {chain_mode:.0} ns (+{:.0}) |  | 20,800 ns |",
-        chain_mode - chain
-    );
+    for (what, ours, target, pytorch) in rows {
+        println!("| {what} | {ours} | {target} | {pytorch} |");
+    }
 }
+
+/// PyTorch's `FlopCounterMode` on its gpt_tiny step (`python bench/dispatch.py`), against the
+/// plain step.
+const PYTORCH_FLOPS: &str = "4.62x";
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();

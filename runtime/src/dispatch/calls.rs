@@ -22,6 +22,7 @@ use crate::value::{FromValue, Kwargs, Value};
 // for a hook that hands the call on unchanged (see `intercept`).
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
+#[inline]
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Output> {
     let kernel = |out| run_unary(dense(x)?, op, dtype, out);
     if intercepting() {
@@ -32,6 +33,7 @@ pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) ->
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
+#[inline]
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
     let kernel = |out| run_binary(dense(a)?, dense(b)?, op, dtype, out);
     if intercepting() {

@@ -114,6 +114,7 @@ pub(crate) enum Output {
 
 impl Output {
     /// The result's array.
+    #[inline]
     pub(crate) fn array(&self) -> &Array {
         match self {
             Output::Array(array) | Output::Given { array, .. } => array,
@@ -121,6 +122,7 @@ impl Output {
     }
 
     /// The result as a tensor (the hook's own, or the kernel's array wrapped).
+    #[inline]
     pub(crate) fn into_tensor(self) -> Tensor {
         match self {
             Output::Array(array) => Tensor::from_array(array),
