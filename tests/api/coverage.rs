@@ -23,7 +23,7 @@ impl TorchFunction for Spy {
 }
 
 /// torchfn's own operations (this test binary registers functions of its own too).
-fn operations() -> Vec<&'static Func> {
+pub(crate) fn operations() -> Vec<&'static Func> {
     get_overridable_functions()
         .into_iter()
         .filter(|(ns, _)| *ns == "Tensor" || *ns == "torchfn" || ns.starts_with("torchfn."))

@@ -10,7 +10,6 @@ use torchfn::dispatch::{
     self, Operator, Tag, TorchDispatchMode, aten, current_dispatch_mode, dispatch_mode_stack, no_dispatch,
     pop_dispatch_mode, push_dispatch_mode,
 };
-use torchfn::overrides::get_overridable_functions;
 use torchfn::prelude::*;
 use torchfn::testing::samples;
 
@@ -282,15 +281,6 @@ fn calling_an_operator_checks_its_arguments() {
 // ---------------------------------------------------------------------------------------------
 // Conformance: a pass-through mode changes nothing.
 
-/// torchfn's own operations (this test binary registers functions of its own too).
-fn operations() -> Vec<&'static Func> {
-    get_overridable_functions()
-        .into_iter()
-        .filter(|(ns, _)| *ns == "Tensor" || *ns == "torchfn" || ns.starts_with("torchfn."))
-        .flat_map(|(_, funcs)| funcs)
-        .collect()
-}
-
 /// Results that differ between two runs whatever the mode: addresses.
 const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
 
@@ -388,7 +378,7 @@ fn identical(a: &Value, b: &Value) -> Result<(), String> {
 /// calls the modes saw, and the differences.
 fn conformance(prepare: &dyn Fn(&Value) -> Value) -> (usize, usize, Vec<String>) {
     let (mut compared, mut seen, mut differences) = (0, 0, Vec::new());
-    for func in operations() {
+    for func in crate::coverage::operations() {
         if INCOMPARABLE.contains(&func.qualified_name().as_str()) {
             continue;
         }
