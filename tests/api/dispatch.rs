@@ -128,6 +128,25 @@ fn the_dispatch_mode_stack_behaves_as_pytorchs() {
     assert!(dispatch_mode_stack().is_empty());
 }
 
+#[test]
+fn reading_a_value_is_a_data_dependent_operator() {
+    let x = torchfn::tensor([2.5f32]).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    assert_eq!(x.item().unwrap(), Scalar::Float(2.5));
+    assert_eq!(names(&mode), ["aten._local_scalar_dense.default"]);
+    assert!(aten::LOCAL_SCALAR_DENSE.has_tag(Tag::DataDependent));
+    drop(mode);
+    // A mode may answer it, and must answer with a number.
+    let _answer = push_dispatch_mode(Wrong(Value::Float(7.0)));
+    assert_eq!(x.item().unwrap(), Scalar::Float(7.0));
+    let _wrong = push_dispatch_mode(Wrong(Value::Tensor(x.clone())));
+    let err = x.item().unwrap_err();
+    assert!(
+        err.to_string().starts_with("aten._local_scalar_dense.default: the __torch_dispatch__ hook returned Tensor"),
+        "{err}"
+    );
+}
+
 /// Looks at the stack from inside its hook.
 struct Inspecting(RefCell<Vec<usize>>);
 

@@ -229,6 +229,9 @@ operators! {
     /// A tensor of `size` filled with `fill_value`.
     FULL = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         [Factory] Kernel::Full;
+    /// The value of a one-element tensor, read on the host: what gives `item()`, and every
+    /// decision an operation makes on a tensor's value.
+    LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;
     /// Writes `src` into `self`, converting and moving it.
     COPY_ = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", [Inplace] Kernel::Copy;
 }

@@ -250,6 +250,16 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     kernel()
 }
 
+/// The value of the one-element tensor `x`, read on the host.
+pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
+    let kernel = || host::scalar_of(dense(x)?);
+    if intercepting() {
+        let value = || kernel().map(Value::from);
+        return intercept(&aten::LOCAL_SCALAR_DENSE, &[x.into()], Kwargs::new(), &value);
+    }
+    kernel()
+}
+
 // ---------------------------------------------------------------------------------------------
 // The kernels both forms run.
 
@@ -469,6 +479,12 @@ impl FromResult for Output {
             Value::Tensor(tensor) => Ok(Output::Given { tensor, array }),
             other => Err(wrong_result(op, &other)),
         }
+    }
+}
+
+impl FromResult for Scalar {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        Scalar::from_value(&value).ok_or_else(|| wrong_result(op, &value))
     }
 }
 
@@ -881,6 +897,13 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             let dtype = b.dtype(default);
             host::check_dtype(op.name(), device, dtype)?;
             tensor(device.backend().fill(device, &shape, value, dtype)?)
+        }
+        Kernel::LocalScalar => {
+            let x = b.dense("self")?;
+            if x.layout.numel() != 1 {
+                return Err(b.invalid("self", format_args!("must have one element, not {}", x.layout.numel())));
+            }
+            Ok(host::scalar_of(x)?.into())
         }
         Kernel::Copy => {
             let (dst, src) = (b.dense("self")?, b.dense("src")?);

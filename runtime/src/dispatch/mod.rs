@@ -99,6 +99,7 @@ pub(crate) enum Kernel {
     ScatterAdd,
     Full,
     Copy,
+    LocalScalar,
 }
 
 /// What an operator call gives the primitive that made it: the kernel's array (no dispatch

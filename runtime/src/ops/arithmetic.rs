@@ -1,7 +1,6 @@
 //! Elementwise arithmetic: `add`, `sub`, `mul`, `div`, `neg`, as functions, methods and
 //! operators, with broadcasting and PyTorch's type promotion.
 
-use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
@@ -48,7 +47,7 @@ pub(super) fn any_zero(func: &str, (name, y): (&str, &Dense)) -> Result<bool> {
     device_of(func, &[(name, y)])?;
     let dims: Vec<usize> = (0..y.layout.ndim()).collect();
     let all = primitive::reduce(&Tensor::from_array(y.array.clone()), &dims, Reduce::All, DType::Bool)?;
-    Ok(scalar_of(all.data(func, name)?)?.to_i64() == 0)
+    Ok(primitive::item(&all)?.to_i64() == 0)
 }
 
 /// The body shared by every binary arithmetic function, method and operator: `a op b`, where

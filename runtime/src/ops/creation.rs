@@ -248,7 +248,7 @@ fn number(func: &str, data: &Value) -> Result<Scalar> {
             if x.layout.numel() != 1 {
                 bail!(Value, "{func}(): only one element tensors can be converted to Python scalars");
             }
-            crate::backend::host::scalar_of(x)
+            crate::primitive::item(t)
         }
         other => bail!(Type, "{func}(): must be real number, not {}", other.type_name()),
     }

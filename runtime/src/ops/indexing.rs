@@ -2,7 +2,6 @@
 //! `tril` and `triu`, and indexed writes (`index_put`, and `t[index] = value`). Each returns a
 //! tensor with its own storage, or writes into its `self`.
 
-use crate::backend::host::scalar_of;
 use crate::backend::{Binary, Buffer, Device, Reduce};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
@@ -34,16 +33,14 @@ pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i6
 
 /// The first index in `index` outside `0..size`, if any (its smallest or largest element),
 /// found on `index`'s device.
-pub(crate) fn out_of_range(func: &str, index: &Dense, size: usize) -> Result<Option<i64>> {
+pub(crate) fn out_of_range(index: &Dense, size: usize) -> Result<Option<i64>> {
     if index.layout.numel() == 0 {
         return Ok(None);
     }
     let all: Vec<usize> = (0..index.layout.ndim()).collect();
     let index = Tensor::from_array(index.array.clone());
-    let extreme = |op| -> Result<i64> {
-        let found = primitive::reduce(&index, &all, op, index.dtype()?)?;
-        Ok(scalar_of(found.data(func, "index")?)?.to_i64())
-    };
+    let extreme =
+        |op| -> Result<i64> { Ok(primitive::item(&primitive::reduce(&index, &all, op, index.dtype()?)?)?.to_i64()) };
     let (min, max) = (extreme(Reduce::Min)?, extreme(Reduce::Max)?);
     Ok(if min < 0 {
         Some(min)
@@ -76,7 +73,7 @@ fn index_select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &T
     if ndim == 0 && idx.layout.numel() != 1 {
         bail!(Runtime, "{func}(): Index to scalar can have only 1 value, got {} value(s)", idx.layout.numel());
     }
-    if out_of_range(func, idx, size)?.is_some() {
+    if out_of_range(idx, size)?.is_some() {
         bail!(Index, "{func}(): index out of range in self (dimension {d} has size {size})");
     }
     if ndim == 0 {
@@ -120,7 +117,7 @@ fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor)
             x.layout.shape.as_ref()
         );
     }
-    if let Some(bad) = out_of_range(func, idx, xs[d])? {
+    if let Some(bad) = out_of_range(idx, xs[d])? {
         bail!(Runtime, "{func}(): index {bad} is out of bounds for dimension {d} with size {}", xs[d]);
     }
     let out = primitive::gather(&input, d, &indices)?;
@@ -427,7 +424,7 @@ fn true_positions(func: &str, mask: &Tensor, device: crate::backend::Device) -> 
 fn out_of_range_signed(func: &str, index: &Tensor, size: usize) -> Result<Option<i64>> {
     let dtype = index.dtype()?;
     let shifted = primitive::binary(index, &Tensor::scalar(size as i64), Binary::Add(Scalar::Int(1)), dtype, None)?;
-    Ok(out_of_range(func, shifted.data(func, "index")?, 2 * size)?.map(|bad| bad - size as i64))
+    Ok(out_of_range(shifted.data(func, "index")?, 2 * size)?.map(|bad| bad - size as i64))
 }
 
 /// `value` without the leading dimensions of size one that it has beyond `ndim` (PyTorch drops

@@ -54,7 +54,7 @@ impl Tensor {
         if n != 1 {
             bail!(Runtime, "item(): a Tensor with {n} elements cannot be converted to Scalar");
         }
-        crate::backend::host::scalar_of(x)
+        crate::primitive::item(self)
     }
 }
 

@@ -382,6 +382,11 @@ pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tenso
     Ok(Tensor::from_array(device.backend().upload(device, data, shape)?))
 }
 
+/// The value of the one-element tensor `x`, read on the host (no history: a number).
+pub(crate) fn item(x: &Tensor) -> Result<Scalar> {
+    dispatch::local_scalar(x)
+}
+
 /// `a + b` in their promoted dtype (used to accumulate gradients).
 pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     let dtype = promoted(a, b)?;

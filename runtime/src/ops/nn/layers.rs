@@ -203,7 +203,7 @@ pub fn embedding(
     }
     device_of(FUNC, &[("input", x), ("weight", w)])?;
     // Every index is checked before max_norm writes into any row.
-    if let Some(i) = out_of_range(FUNC, x, rows)? {
+    if let Some(i) = out_of_range(x, rows)? {
         bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)");
     }
     if let Some(max_norm) = max_norm {

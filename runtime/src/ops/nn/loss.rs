@@ -186,7 +186,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
         let ignore = Tensor::scalar(args.ignore_index);
         let counted = primitive::binary(target, &ignore, Binary::Ne, t.dtype, None)?;
         let target = primitive::select(&counted, target, &Tensor::scalar(0i64), t.dtype)?;
-        if let Some(class) = out_of_range(func, target.data(func, "target")?, classes)? {
+        if let Some(class) = out_of_range(target.data(func, "target")?, classes)? {
             bail!(Index, "{func}(): Target {class} is out of bounds (the input has {classes} classes).");
         }
         // The target's class picked from each lane: gathered along the class dimension.
