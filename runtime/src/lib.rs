@@ -37,6 +37,7 @@ pub mod dispatch;
 mod error;
 pub mod func;
 pub mod fx;
+mod meta;
 mod modules;
 pub mod npy;
 mod ops;

@@ -22,6 +22,7 @@ mod inplace;
 mod inplace_math;
 mod interop;
 mod macros;
+mod meta;
 mod modes;
 mod modules;
 mod nn;

@@ -29,6 +29,10 @@ impl Device {
     /// The CPU (host memory, computed with ndarray and rayon).
     pub const CPU: Device = Device { backend: &crate::cpu::CPU, index: 0 };
 
+    /// The meta device (`torch.device("meta")`): tensors with shapes, dtypes and strides and
+    /// no data, which every operation computes the result shapes of without allocating.
+    pub const META: Device = Device { backend: &crate::meta::META, index: 0 };
+
     /// Device `index` of the backend named `kind`, or its default device when `index` is
     /// `None`: for wgpu, the adapter `TORCHFN_WGPU_ADAPTER` names, else the high-performance
     /// one. An error names the kinds linked in, or the devices there are.
@@ -111,6 +115,11 @@ impl Device {
         self == Device::CPU
     }
 
+    /// True for the meta device (`torch.device.type == "meta"`).
+    pub fn is_meta(self) -> bool {
+        self == Device::META
+    }
+
     /// A description of the device for people (the adapter's name and API, for wgpu).
     pub fn describe(self) -> String {
         self.backend.describe(self.index)
@@ -161,15 +170,19 @@ impl Hash for Device {
 /// Prints like PyTorch: `cpu`, `wgpu:0`.
 impl fmt::Display for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_cpu() { f.write_str("cpu") } else { write!(f, "{}:{}", self.kind(), self.index) }
+        if self.is_cpu() || self.is_meta() {
+            f.write_str(self.kind())
+        } else {
+            write!(f, "{}:{}", self.kind(), self.index)
+        }
     }
 }
 
 /// `device(type='wgpu', index=0)`, as PyTorch's repr.
 impl fmt::Debug for Device {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_cpu() {
-            f.write_str("device(type='cpu')")
+        if self.is_cpu() || self.is_meta() {
+            write!(f, "device(type='{}')", self.kind())
         } else {
             write!(f, "device(type='{}', index={})", self.kind(), self.index)
         }

@@ -252,7 +252,7 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
 
 /// The value of the one-element tensor `x`, read on the host.
 pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
-    let kernel = || host::scalar_of(dense(x)?);
+    let kernel = || run_local_scalar(dense(x)?);
     if intercepting() {
         let value = || kernel().map(Value::from);
         return intercept(&aten::LOCAL_SCALAR_DENSE, &[x.into()], Kwargs::new(), &value);
@@ -262,6 +262,13 @@ pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
 
 // ---------------------------------------------------------------------------------------------
 // The kernels both forms run.
+
+fn run_local_scalar(x: &Dense) -> Result<Scalar> {
+    if x.device().is_meta() {
+        return Err(Error::runtime_error("Tensor.item() cannot be called on meta tensors"));
+    }
+    host::scalar_of(x)
+}
 
 fn run_unary(x: &Dense, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
     x.device().backend().unary(x, op, dtype, out)
@@ -903,7 +910,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             if x.layout.numel() != 1 {
                 return Err(b.invalid("self", format_args!("must have one element, not {}", x.layout.numel())));
             }
-            Ok(host::scalar_of(x)?.into())
+            Ok(run_local_scalar(x)?.into())
         }
         Kernel::Copy => {
             let (dst, src) = (b.dense("self")?, b.dense("src")?);

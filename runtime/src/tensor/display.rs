@@ -51,7 +51,16 @@ fn render(dense: &Dense, prefix: &str) -> String {
     if !dense.device().is_cpu() {
         suffixes.push(format!("device='{}'", dense.device()));
     }
-    let body = if shape.numel() == 0 {
+    let body = if dense.device().is_meta() {
+        // No data: PyTorch's `tensor(..., device='meta', size=(2, 3))`.
+        let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
+        let tuple = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
+        suffixes.push(format!("size={tuple}"));
+        if dense.dtype != crate::types::get_default_dtype() {
+            suffixes.push(format!("dtype={}", dense.dtype));
+        }
+        "...".to_string()
+    } else if shape.numel() == 0 {
         if shape.len() != 1 {
             let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
             let tuple = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };
