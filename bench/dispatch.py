@@ -85,3 +85,28 @@ with counter:
     counted = ns(step, 20)
 print(f"| gpt_tiny step (forward, loss, backward) | {plain / 1e6:.2f} ms | under FlopCounterMode "
       f"{counted / plain:.2f}x |")
+
+
+def fake_step_ms(n_layer, n_head, n_embd):
+    """A GPT-2 training step (8 x 1024 tokens: forward, loss, backward, AdamW) under
+    FakeTensorMode, the model built under the mode, best of 3."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        model = GPT2LMHeadModel(GPT2Config(n_layer=n_layer, n_head=n_head, n_embd=n_embd,
+                                           attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0,
+                                           attn_pdrop=0.0))
+        optimizer = torch.optim.AdamW(model.parameters(), lr=6e-4)
+        ids = torch.zeros(8, 1024, dtype=torch.long)
+
+        def step():
+            optimizer.zero_grad()
+            logits = model(input_ids=ids).logits
+            F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1)).backward()
+            optimizer.step()
+
+        return min(timeit.repeat(step, number=1, repeat=3)) * 1e3
+
+
+print(f"| GPT-2 124M step under FakeTensorMode | {fake_step_ms(12, 12, 768):,.0f} ms |")
+print(f"| GPT-2 medium step under FakeTensorMode | {fake_step_ms(24, 16, 1024):,.0f} ms |")

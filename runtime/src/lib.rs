@@ -35,6 +35,7 @@ pub mod backend;
 mod cpu;
 pub mod dispatch;
 mod error;
+pub mod fake_tensor;
 pub mod func;
 pub mod fx;
 mod meta;

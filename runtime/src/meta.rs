@@ -16,6 +16,8 @@
 //! # Ok::<(), torchfn::Error>(())
 //! ```
 
+use std::cell::Cell;
+
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
 use crate::error::{Error, Result};
 use crate::types::{DType, Scalar, Shape};
@@ -28,9 +30,69 @@ pub(crate) static META: Meta = Meta;
 #[linkme::distributed_slice(crate::backend::BACKENDS)]
 static REGISTERED: &'static dyn Backend = &META;
 
-/// A result of `shape` and `dtype` on the meta device: contiguous, with no memory behind it.
+thread_local! {
+    /// The bytes the meta tensors alive on this thread would hold, and the most they held
+    /// since [`reset_peak_bytes`].
+    static BYTES: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
+}
+
+/// What stands for a meta tensor's memory: its size, counted while it lives.
+struct Phantom(usize);
+
+impl Phantom {
+    fn new(bytes: usize) -> Phantom {
+        BYTES.with(|b| {
+            let (live, peak) = b.get();
+            let live = live.saturating_add(bytes);
+            b.set((live, peak.max(live)));
+        });
+        Phantom(bytes)
+    }
+}
+
+impl Drop for Phantom {
+    fn drop(&mut self) {
+        // `try_with`: a tensor kept in a thread-local may be dropped after the counter.
+        let _ = BYTES.try_with(|b| {
+            let (live, peak) = b.get();
+            b.set((live.saturating_sub(self.0), peak));
+        });
+    }
+}
+
+/// The most bytes the meta tensors alive on this thread held at once since the last
+/// [`reset_peak_bytes`].
+pub(crate) fn peak_bytes() -> usize {
+    BYTES.with(|b| b.get().1)
+}
+
+/// Starts measuring the peak again from the bytes alive now.
+pub(crate) fn reset_peak_bytes() {
+    BYTES.with(|b| b.set((b.get().0, b.get().0)));
+}
+
+/// A result of `shape` and `dtype` on the meta device: contiguous, with no memory behind it
+/// (only its size, counted).
 fn empty(shape: Shape, dtype: DType) -> Array {
-    Array::contiguous(Storage::new(Device::META, ()), shape, dtype)
+    let bytes = shape.checked_numel().unwrap_or(usize::MAX).saturating_mul(dtype.itemsize());
+    Array::contiguous(Storage::new(Device::META, Phantom::new(bytes)), shape, dtype)
+}
+
+/// A meta array with `x`'s layout and dtype, over memory as large as `x`'s layout reaches (a
+/// fake tensor standing for `x`).
+pub(crate) fn like(x: &Array) -> Array {
+    let l = &x.layout;
+    let reach = if l.numel() == 0 {
+        0
+    } else {
+        l.shape
+            .iter()
+            .zip(&l.strides)
+            .map(|(&n, &s)| (n - 1).saturating_mul(s))
+            .fold(l.offset + 1, usize::saturating_add)
+    };
+    let storage = Storage::new(Device::META, Phantom::new(reach.saturating_mul(x.dtype.itemsize())));
+    Array { storage, layout: l.clone(), dtype: x.dtype }
 }
 
 /// The shape of `x` with the dimensions `dims` dropped.

@@ -8,6 +8,7 @@ mod dispatch;
 mod edge_cases;
 mod elementwise;
 mod examples;
+mod fake_tensor;
 mod flop_counter;
 mod forward_ad;
 mod function;

@@ -25,6 +25,10 @@ pub(crate) fn device_of(func: &str, operands: &[(&str, &Dense)]) -> Result<Devic
 /// [`device_of`] for operands on more than one device.
 #[cold]
 fn mixed_devices(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
+    // Under a fake tensor mode, real tensors meet fake ones: the mode makes them fake.
+    if operands.iter().any(|(_, x)| x.device().is_meta()) && crate::fake_tensor::active() {
+        return Ok(Device::META);
+    }
     // The device so far, the argument that set it, and whether only CPU scalars were seen.
     let mut found: Option<(Device, &str, bool)> = None;
     for &(name, x) in operands {

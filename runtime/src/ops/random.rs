@@ -24,6 +24,10 @@ fn drawn(
     device: Device,
 ) -> Result<Tensor> {
     check_dtype(func, device, dtype)?;
+    if device.is_meta() {
+        // No values to draw (and no numbers taken from the generator), as on PyTorch's meta.
+        return crate::primitive::full(&shape, crate::tensor::Scalar::Int(0), dtype, device);
+    }
     let generator = generator.unwrap_or_else(Generator::default_generator);
     let data = cpu::sample(func, &mut generator.draw(), dist, &shape, dtype)?;
     crate::primitive::upload(device, data, shape)
