@@ -89,8 +89,8 @@ impl Forward for GPT2Attention {
 
 /// `0` where a position may attend (`j <= i`), float32's lowest value elsewhere: added to scores.
 fn causal_mask(t: usize, device: Device) -> Result<Tensor> {
-    let data: Vec<f32> = (0..t * t).map(|k| if k % t <= k / t { 0.0 } else { f32::MIN }).collect();
-    Tensor::from_vec(data, [t, t])?.to_device(device, None, false, false)
+    // Made where it is used (no host data to move): nothing to compute on the meta device.
+    torchfn::full([t, t], f32::MIN, DType::Float32, device)?.triu(1)
 }
 
 /// GPT-2's `NewGELUActivation` (gelu with the tanh approximation).

@@ -103,6 +103,16 @@ impl FakeTensorMode {
     }
 }
 
+/// Whether `value` holds nothing real: no tensor off the meta device, no other device.
+fn is_fake(value: &Value) -> bool {
+    match value {
+        Value::Tensor(t) => t.device().is_ok_and(Device::is_meta),
+        Value::Device(d) => d.is_meta(),
+        Value::List(items) | Value::Tuple(items) => items.iter().all(is_fake),
+        _ => true,
+    }
+}
+
 /// Whether a fake tensor mode is on this thread's dispatch mode stack: operations then let
 /// real tensors meet fake ones (the mode converts them below).
 pub(crate) fn active() -> bool {
@@ -116,6 +126,10 @@ impl TorchDispatchMode for FakeTensorMode {
                 "DataDependentOutputException: {func}: its output depends on tensor values, which fake tensors do \
                  not have"
             )));
+        }
+        if args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(is_fake) {
+            // Nothing to convert: the call goes on as it came (and skips binding).
+            return func.call(args, kwargs);
         }
         let args: Vec<Value> = args.iter().map(|v| self.faked(v)).collect::<Result<_>>()?;
         let mut faked = Kwargs::new();
