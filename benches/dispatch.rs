@@ -14,12 +14,12 @@ use common::mean_ns;
 use std::hint::black_box;
 
 use criterion::Criterion;
-use torchfn::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
-use torchfn::nn::{Forward, Module, StateDict};
-use torchfn::prelude::*;
 use torchfn::Device;
+use torchfn::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
 use torchfn::fake_tensor::FakeTensorMode;
+use torchfn::nn::{Forward, Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
+use torchfn::prelude::*;
 use torchfn::utils::flop_counter::FlopCounterMode;
 
 #[allow(dead_code)]
@@ -175,12 +175,7 @@ fn print_table() {
             "< 20 ms",
             "233 ms",
         ),
-        (
-            "GPT-2 medium, the same",
-            format!("{:.1} ms", ns("gpt2_medium_fake") / 1e6),
-            "< 50 ms",
-            "583 ms",
-        ),
+        ("GPT-2 medium, the same", format!("{:.1} ms", ns("gpt2_medium_fake") / 1e6), "< 50 ms", "583 ms"),
     ];
     println!("\n| measurement | torchfn | target | PyTorch 2.15 |");
     println!("|---|---:|---|---:|");

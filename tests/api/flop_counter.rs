@@ -119,3 +119,27 @@ fn gpu_tensors_are_counted_the_same() {
     let counter = counted(|| a.matmul(&b).unwrap().sum().unwrap());
     assert_eq!(counter.get_total_flops(), 240);
 }
+
+#[allow(dead_code)]
+#[path = "../../examples/flop_counter.rs"]
+mod example;
+
+#[test]
+fn the_example_counts_pytorch_s_flops_on_fake_tensors() {
+    // gpt_tiny's configuration and batch: the count on fake tensors is the real one.
+    let meta = meta("gpt_tiny");
+    let ids = file("gpt_tiny", "inputs").get("input_ids").unwrap().shape().unwrap();
+    let c = gpt_config(&meta);
+    let config = example::gpt::GptConfig {
+        n_layer: c.n_layer,
+        n_head: c.n_head,
+        n_embd: c.n_embd,
+        vocab_size: c.vocab_size,
+        n_positions: c.n_positions,
+        dropout: 0.0,
+    };
+    let (total, table, peak) = example::count(config, ids[0], ids[1]).unwrap();
+    assert_eq!(total, golden("gpt_tiny")["total"].as_u64().unwrap());
+    assert!(table.starts_with("Module"), "{table}");
+    assert!(peak > 0);
+}
