@@ -120,7 +120,9 @@ fn gpu_tensors_are_counted_the_same() {
     assert_eq!(counter.get_total_flops(), 240);
 }
 
-#[allow(dead_code)]
+// The example includes the model file that `train_gpt` includes too: a second copy of it, with
+// types of its own, which the test builds through the example.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../examples/flop_counter.rs"]
 mod example;
 
