@@ -1,6 +1,6 @@
 //! The meta device: every sample of every operation on meta tensors gives the shape and dtype
-//! the CPU gives (PyTorch's cross-reference of meta and real kernels), and what needs values
-//! says so.
+//! the CPU gives, every operator call of every sample gives the CPU's shape, dtype and strides
+//! on meta (PyTorch's cross-reference of meta and real kernels), and what needs values says so.
 
 use torchfn::Device;
 use torchfn::prelude::*;
@@ -122,4 +122,88 @@ fn a_model_step_runs_on_meta_tensors_without_data() {
         let g = p.grad().unwrap().unwrap_or_else(|| panic!("{name} has no gradient"));
         assert_eq!((g.shape().unwrap(), g.device().unwrap()), (p.shape().unwrap(), Device::META), "{name}");
     }
+}
+
+/// Runs each operator on the real arguments and on meta copies of them, and fails the call when
+/// the results' shapes, dtypes or strides differ (PyTorch's `CrossRefFakeMode`).
+/// Meta copies are made as fake tensors are (views stay views of their bases' fakes).
+#[derive(Default)]
+struct CrossRef(std::cell::Cell<usize>, torchfn::fake_tensor::FakeTensorMode);
+
+impl CrossRef {
+    fn fake(&self, value: &Value) -> torchfn::Result<Value> {
+        Ok(match value {
+            Value::Tensor(t) if !t.is_duck() => Value::Tensor(self.1.from_tensor(t)?),
+            Value::List(items) => Value::List(items.iter().map(|v| self.fake(v)).collect::<torchfn::Result<_>>()?),
+            Value::Tuple(items) => Value::Tuple(items.iter().map(|v| self.fake(v)).collect::<torchfn::Result<_>>()?),
+            Value::Device(_) => Value::Device(Device::META),
+            other => other.clone(),
+        })
+    }
+}
+
+fn layout(value: &Value) -> String {
+    match value {
+        Value::Tensor(t) if !t.is_duck() => {
+            format!("{}{:?}/{:?}", t.dtype().unwrap(), t.shape().unwrap().to_vec(), t.stride().unwrap())
+        }
+        Value::Tuple(items) | Value::List(items) => items.iter().map(layout).collect::<Vec<_>>().join(", "),
+        _ => String::new(),
+    }
+}
+
+impl torchfn::dispatch::TorchDispatchMode for CrossRef {
+    fn torch_dispatch(
+        &self,
+        func: &'static torchfn::dispatch::Operator,
+        _: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> torchfn::Result<Value> {
+        let real = func.call(args, kwargs)?;
+        // Data-dependent operators and writes have nothing to compare on meta.
+        let skip = func.has_tag(torchfn::dispatch::Tag::DataDependent) || func.schema().is_mutable();
+        let on_meta = args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(|v| match v {
+            Value::Tensor(t) => t.device().is_ok_and(|d| d.is_cpu() || d.is_meta()),
+            _ => true,
+        });
+        if !skip && on_meta {
+            let meta_args: Vec<Value> = args.iter().map(|v| self.fake(v)).collect::<torchfn::Result<_>>()?;
+            let mut meta_kwargs = Kwargs::new();
+            for (k, v) in kwargs.iter() {
+                meta_kwargs.insert(k, self.fake(v)?);
+            }
+            let meta = func
+                .call(&meta_args, &meta_kwargs)
+                .map_err(|e| torchfn::Error::runtime_error(format!("{func}: fails on meta: {e}")))?;
+            if layout(&real) != layout(&meta) {
+                return Err(torchfn::Error::runtime_error(format!(
+                    "{func}: {} on the CPU, {} on meta",
+                    layout(&real),
+                    layout(&meta)
+                )));
+            }
+            self.0.set(self.0.get() + 1);
+        }
+        Ok(real)
+    }
+}
+
+#[test]
+fn every_operator_of_every_sample_gives_the_cpu_s_shape_dtype_and_strides_on_meta() {
+    let (mut calls, mut failures) = (0, Vec::new());
+    for func in crate::coverage::operations() {
+        for (k, sample) in samples(func).iter().enumerate() {
+            let mode = torchfn::dispatch::push_dispatch_mode(CrossRef::default());
+            if let Err(e) = func.call(&sample.args, &sample.kwargs)
+                && e.to_string().contains(" on meta")
+            {
+                failures.push(format!("{func} sample {k}: {e}"));
+            }
+            calls += mode.0.get();
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+    println!("{calls} operator calls compared");
+    assert!(calls > 1000, "only {calls} operator calls compared");
 }

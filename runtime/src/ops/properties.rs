@@ -1,4 +1,5 @@
-//! Properties and data access: `shape`, `dtype`, `device`, `ndim`, `_base`, `data_ptr`, `item`.
+//! Properties and data access: `shape`, `dtype`, `device`, `stride`, `ndim`, `_base`, `data_ptr`,
+//! `item`.
 
 use crate::backend::Device;
 use crate::error::{Result, bail};
@@ -23,6 +24,20 @@ impl Tensor {
     #[torch_function(property)]
     pub fn device(&self) -> Result<Device> {
         Ok(self.data("device", "self")?.device())
+    }
+
+    /// How many elements apart consecutive positions of each dimension are in memory
+    /// (`Tensor.stride()`).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 3], None, None)?;
+    /// assert_eq!(t.stride()?, [3, 1]);
+    /// assert_eq!(t.t()?.stride()?, [1, 3]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn stride(&self) -> Result<Vec<usize>> {
+        Ok(self.data("stride", "self")?.layout.strides.to_vec())
     }
 
     /// The number of dimensions (`Tensor.ndim`).
@@ -63,6 +78,7 @@ crate::samples! {
     Tensor::DTYPE => [sample([f32s(&[2])])],
     Tensor::DEVICE => [sample([f32s(&[2])])],
     Tensor::NDIM => [sample([f32s(&[2, 3])])],
+    Tensor::STRIDE => [sample([f32s(&[2, 3])])],
     Tensor::BASE => [sample([f32s(&[2])])],
     Tensor::DATA_PTR => [sample([f32s(&[2])])],
     Tensor::ITEM => [sample([f32s(&[1])])],
