@@ -170,27 +170,6 @@ impl Tensor {
     }
 }
 
-impl Layout {
-    /// True when the elements fill the first `numel` places of the storage, each once, in some
-    /// order of the dimensions (a permutation of a contiguous layout). False with no elements.
-    fn is_dense_from_start(&self) -> bool {
-        if self.offset != 0 || self.numel() == 0 {
-            return false;
-        }
-        let mut dims: Vec<(usize, usize)> =
-            self.shape.iter().zip(&self.strides).filter(|(n, _)| **n != 1).map(|(&n, &s)| (s, n)).collect();
-        dims.sort_unstable();
-        let mut expected = 1usize;
-        for (stride, n) in dims {
-            if stride != expected {
-                return false;
-            }
-            expected = expected.saturating_mul(n);
-        }
-        true
-    }
-}
-
 /// How error messages name the target array type: `Array<f32, Ix2>`, `ArrayD<i64>`.
 fn array_name<T: Element, D: Dimension>() -> String {
     let elem = std::any::type_name::<T>();

@@ -1,14 +1,9 @@
 //! The vocabulary every layer shares, below all of them: element types and their promotion,
-//! shapes, strides and layouts, and scalars. Nothing here knows tensors, backends or the
-//! protocol.
+//! shapes, strides and layouts, and scalars, from the `torchfn-types` crate (which cannot see
+//! the layers above it).
 
-mod dtype;
-mod layout;
-mod scalar;
+pub use torchfn_types::{DType, DefaultDTypeGuard, Element, Layout, Scalar, Shape, Strides};
+pub use torchfn_types::{default_dtype, get_default_dtype, set_default_dtype};
 
-pub use dtype::{DType, DefaultDTypeGuard, Element, default_dtype, get_default_dtype, set_default_dtype};
-pub use layout::{Layout, Shape, Strides};
-pub use scalar::Scalar;
-
-pub(crate) use dtype::{Participant, result_type, with_dtype};
-pub(crate) use layout::{broadcast_shapes, check_broadcast};
+pub(crate) use torchfn_types::with_dtype;
+pub(crate) use torchfn_types::{Participant, broadcast_shapes, check_broadcast, result_type};

@@ -201,6 +201,25 @@ impl Layout {
         self.shape.len()
     }
 
+    /// True when the elements fill the first `numel` places of the storage, each once, in some
+    /// order of the dimensions (a permutation of a contiguous layout). False with no elements.
+    pub fn is_dense_from_start(&self) -> bool {
+        if self.offset != 0 || self.numel() == 0 {
+            return false;
+        }
+        let mut dims: Vec<(usize, usize)> =
+            self.shape.iter().zip(&self.strides).filter(|(n, _)| **n != 1).map(|(&n, &s)| (s, n)).collect();
+        dims.sort_unstable();
+        let mut expected = 1usize;
+        for (stride, n) in dims {
+            if stride != expected {
+                return false;
+            }
+            expected = expected.saturating_mul(n);
+        }
+        true
+    }
+
     /// True when the elements are laid out row-major without gaps (always, with no elements).
     pub fn is_contiguous(&self) -> bool {
         if self.numel() == 0 {
@@ -220,14 +239,16 @@ impl Layout {
 /// The shape two shapes broadcast to, NumPy style, or an error naming both.
 /// An error unless `a` and `b` broadcast together ([`broadcast_shapes`] without building the
 /// shape when they are equal).
-pub(crate) fn check_broadcast(a: &Shape, b: &Shape, func: &str) -> Result<()> {
+#[doc(hidden)]
+pub fn check_broadcast(a: &Shape, b: &Shape, func: &str) -> Result<()> {
     if a == b {
         return Ok(());
     }
     broadcast_shapes(a, b, func).map(drop)
 }
 
-pub(crate) fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
+#[doc(hidden)]
+pub fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
     if a == b {
         return Ok(a.clone());
     }

@@ -76,7 +76,8 @@ impl fmt::Display for Scalar {
 }
 
 /// Python's `repr` of a float: always a decimal point or exponent, `nan`, `inf`.
-pub(crate) fn python_float(x: f64) -> String {
+#[doc(hidden)]
+pub fn python_float(x: f64) -> String {
     if x.is_nan() {
         "nan".into()
     } else if x.is_infinite() {

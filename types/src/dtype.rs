@@ -4,8 +4,8 @@ use std::cell::Cell;
 use std::fmt;
 use std::marker::PhantomData;
 
+use crate::Scalar;
 use crate::error::{Error, Result};
-use crate::types::Scalar;
 
 /// The element type of a tensor, spelled like PyTorch's (`torch.float32` is `DType::Float32`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -24,7 +24,8 @@ pub enum DType {
 
 /// The three categories of PyTorch's promotion rules, lowest first.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub(crate) enum Category {
+#[doc(hidden)]
+pub enum Category {
     Bool,
     Integral,
     Floating,
@@ -65,7 +66,8 @@ impl DType {
         }
     }
 
-    pub(crate) fn category(self) -> Category {
+    #[doc(hidden)]
+    pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
             DType::Int32 | DType::Int64 => Category::Integral,
@@ -161,7 +163,8 @@ impl fmt::Display for DType {
 
 /// How one operand takes part in `result_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Participant {
+#[doc(hidden)]
+pub enum Participant {
     /// A tensor with at least one dimension.
     Dimensioned(DType),
     /// A zero-dimensional tensor.
@@ -173,7 +176,8 @@ pub(crate) enum Participant {
 /// `torch.result_type`: dimensioned tensors win over zero-dimensional ones, which win over
 /// numbers, unless the lower class belongs to a higher category (an int tensor plus a float
 /// number gives the default float dtype).
-pub(crate) fn result_type(operands: impl IntoIterator<Item = Participant>) -> DType {
+#[doc(hidden)]
+pub fn result_type(operands: impl IntoIterator<Item = Participant>) -> DType {
     let (mut dim, mut zero, mut number) = (None, None, None);
     let join = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| a.promote(d)));
     for p in operands {
@@ -293,36 +297,37 @@ impl Element for bool {
 
 /// Runs `$body` with `$T` bound to the Rust element type of `$dtype`. With a `bool => $bool`
 /// arm, `$body` is only instantiated for the numeric types and `$bool` runs for bool tensors.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr) => {
-        $crate::types::with_dtype!($dtype, $T => $body, bool => {
+        $crate::with_dtype!($dtype, $T => $body, bool => {
             type $T = bool;
             $body
         })
     };
     ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
         match $dtype {
-            $crate::types::DType::Bool => $bool,
-            $crate::types::DType::Int32 => {
+            $crate::DType::Bool => $bool,
+            $crate::DType::Int32 => {
                 type $T = i32;
                 $body
             }
-            $crate::types::DType::Int64 => {
+            $crate::DType::Int64 => {
                 type $T = i64;
                 $body
             }
-            $crate::types::DType::Float32 => {
+            $crate::DType::Float32 => {
                 type $T = f32;
                 $body
             }
-            $crate::types::DType::Float64 => {
+            $crate::DType::Float64 => {
                 type $T = f64;
                 $body
             }
         }
     };
 }
-pub(crate) use with_dtype;
 
 #[cfg(test)]
 mod tests {
