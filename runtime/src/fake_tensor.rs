@@ -116,7 +116,8 @@ fn is_fake(value: &Value) -> bool {
 /// Whether a fake tensor mode is on this thread's dispatch mode stack: operations then let
 /// real tensors meet fake ones (the mode converts them below).
 pub(crate) fn active() -> bool {
-    crate::dispatch::dispatch_mode_stack().iter().any(|m| m.downcast_ref::<FakeTensorMode>().is_some())
+    crate::dispatch::intercepting()
+        && crate::dispatch::dispatch_mode_stack().iter().any(|m| m.downcast_ref::<FakeTensorMode>().is_some())
 }
 
 impl TorchDispatchMode for FakeTensorMode {

@@ -42,6 +42,7 @@ use std::fmt;
 use std::sync::OnceLock;
 
 pub(crate) use calls::*;
+pub(crate) use mode::intercepting;
 pub use mode::{
     NoDispatch, TorchDispatchMode, current_dispatch_mode, dispatch_mode_stack, no_dispatch, pop_dispatch_mode,
     push_dispatch_mode,
