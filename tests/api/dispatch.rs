@@ -427,6 +427,7 @@ fn conformance(prepare: &dyn Fn(&Value) -> Value) -> (usize, usize, Vec<String>)
 #[test]
 fn a_pass_through_dispatch_mode_changes_no_result_gradient_or_error() {
     let (compared, seen, differences) = conformance(&Value::clone);
+    println!("{compared} runs compared, {seen} operator calls seen");
     let shown: Vec<String> = differences.iter().map(|d| d.chars().take(400).collect()).collect();
     assert!(differences.is_empty(), "{} of {compared} runs differ:\n\n{}", differences.len(), shown.join("\n"));
     assert!(compared > 1800, "only {compared} runs compared");
