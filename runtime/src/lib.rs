@@ -18,7 +18,8 @@
 //!
 //! How it is built:
 //! [`docs/architecture.md`](https://github.com/torchfn/torchfn/blob/main/docs/architecture.md)
-//! (the layers `protocol/` → `ops/` → `primitive/` → `cpu/` and `wgpu/`, autograd, the
+//! (the layers `protocol/` → `ops/` → `primitive/` → `dispatch/` → `cpu/`, `wgpu/` and
+//! `meta.rs`, autograd, the
 //! backends, adding an operation); the protocol it implements:
 //! [`docs/protocol.md`](https://github.com/torchfn/torchfn/blob/main/docs/protocol.md).
 //!

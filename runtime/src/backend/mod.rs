@@ -1,10 +1,11 @@
-//! Layer 3's contract: the few kernel families every backend implements, the memory tensors
+//! Layer 5's contract: the few kernel families every backend implements, the memory tensors
 //! live in, and the table of backends.
 //!
-//! Operations (layer 2) check their arguments, work out shapes and dtypes, and then call one
-//! of the families below on the [`Backend`] of their operands' [`Device`]. A backend sees
+//! Operations (layer 2) check their arguments and work out shapes and dtypes; their primitives
+//! (layer 3) call an operator of the dispatch layer (layer 4, [`crate::dispatch`]), which runs
+//! one of the families below on the [`Backend`] of the operands' [`Device`]. A backend sees
 //! [`Array`]s only (a storage, a layout and a dtype), never tensors, classes or hooks, as
-//! ATen's kernels do. The CPU and wgpu backends register themselves in [`BACKENDS`], a
+//! ATen's kernels do. The CPU, wgpu and meta backends register themselves in [`BACKENDS`], a
 //! [`linkme`] distributed slice, and a separate crate can add a backend the same way:
 //!
 //! ```text
