@@ -20,7 +20,9 @@ use std::cell::Cell;
 
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
 use crate::error::{Error, Result};
+use crate::tensor::Tensor;
 use crate::types::{DType, Scalar, Shape};
+use crate::value::Value;
 
 /// The meta backend.
 pub(crate) struct Meta;
@@ -93,6 +95,18 @@ pub(crate) fn like(x: &Array) -> Array {
     };
     let storage = Storage::new(Device::META, Phantom::new(reach.saturating_mul(x.dtype.itemsize())));
     Array { storage, layout: l.clone(), dtype: x.dtype }
+}
+
+/// `value` with its tensors replaced by meta ones of the same layouts and dtypes, and its
+/// devices by the meta device: a call's arguments for working out its results' shapes.
+pub(crate) fn fake_value(value: &Value) -> Result<Value> {
+    Ok(match value {
+        Value::Tensor(t) => Value::Tensor(Tensor::from_array(like(t.data("meta", "tensor")?))),
+        Value::List(items) => Value::List(items.iter().map(fake_value).collect::<Result<_>>()?),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(fake_value).collect::<Result<_>>()?),
+        Value::Device(_) => Value::Device(Device::META),
+        other => other.clone(),
+    })
 }
 
 /// The shape of `x` with the dimensions `dims` dropped.

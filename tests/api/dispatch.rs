@@ -258,6 +258,22 @@ fn a_hook_returning_the_wrong_kind_is_an_error_naming_the_operator() {
 }
 
 #[test]
+fn a_hook_returning_the_wrong_shape_or_dtype_is_an_error_naming_the_operator() {
+    let x = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap();
+    let short = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let _mode = push_dispatch_mode(Wrong(Value::Tensor(short)));
+    let err = (&x * &x).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "aten.mul.Tensor: the __torch_dispatch__ hook returned torch.float32[2], but the operator gives \
+         torch.float32[3]"
+    );
+    let _mode = push_dispatch_mode(Wrong(Value::Tensor(torchfn::tensor([1i64, 2, 3]).unwrap())));
+    let err = x.exp().unwrap_err();
+    assert!(err.to_string().ends_with("returned torch.int64[3], but the operator gives torch.float32[3]"), "{err}");
+}
+
+#[test]
 fn calling_an_operator_checks_its_arguments() {
     let x = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
     let call =

@@ -429,10 +429,79 @@ fn intercept<T: FromResult>(
     kwargs: Kwargs,
     kernel: &dyn Fn() -> Result<Value>,
 ) -> Result<T> {
-    let rerun = |_: Route| kernel();
+    // Which tensor the kernel gave, when a hook handed the call on to it.
+    let produced = std::cell::Cell::new(None);
+    let rerun = |_: Route| {
+        let value = kernel()?;
+        produced.set(first_tensor(&value));
+        Ok(value)
+    };
     let current = Current::new(op, args, &kwargs, &rerun);
     let result = with_current(Some(&current), || dispatch(op, args, &kwargs))?;
-    T::from_result(op, result)
+    let unchecked = produced.get().is_none() || produced.get() != first_tensor(&result);
+    let checked = unchecked.then(|| result.clone());
+    let out = T::from_result(op, result)?;
+    if let Some(result) = checked {
+        check_result(op, args, &kwargs, &result)?;
+    }
+    Ok(out)
+}
+
+/// The identity of the first tensor of a result: the kernel's own result handed back has the
+/// kernel's.
+fn first_tensor(value: &Value) -> Option<usize> {
+    match value {
+        Value::Tensor(t) => Some(t.address()),
+        Value::Tuple(items) => items.iter().find_map(first_tensor),
+        _ => None,
+    }
+}
+
+/// Checks a result a hook made itself against what the operator gives: the operator run on
+/// meta copies of the arguments (shapes, dtypes, no data) must give tensors of the same shapes
+/// and dtypes, so that autograd and the operations above never meet a result of the wrong
+/// shape. Operators whose results depend on values, or that fail on meta, are not checked.
+#[cold]
+fn check_result(op: &'static Operator, args: &[Value], kwargs: &Kwargs, result: &Value) -> Result<()> {
+    if op.has_tag(super::Tag::DataDependent) {
+        return Ok(());
+    }
+    let meta_args: Vec<Value> = args.iter().map(crate::meta::fake_value).collect::<Result<_>>()?;
+    let mut meta_kwargs = Kwargs::new();
+    for (name, value) in kwargs.iter() {
+        meta_kwargs.insert(name, crate::meta::fake_value(value)?);
+    }
+    let Ok(expected) = op.run(&meta_args, &meta_kwargs) else { return Ok(()) };
+    // Meta computes indices in int64; a device without it (wgpu) gives int32.
+    let device = tensors_in(result).chain(result.as_slice().into_iter().flatten().filter_map(Value::as_tensor)).next();
+    let index = device.and_then(|t| t.device().ok()).map_or(DType::Int64, Device::index_dtype);
+    let describe = |v: &Value| -> Vec<String> {
+        let items: Vec<&Value> = match v {
+            Value::Tuple(items) => items.iter().collect(),
+            single => vec![single],
+        };
+        items
+            .iter()
+            .map(|v| match v.as_tensor().and_then(Tensor::dense) {
+                Some(d) => {
+                    let dtype = if d.dtype == DType::Int64 { index } else { d.dtype };
+                    format!("{dtype}{:?}", &d.layout.shape[..])
+                }
+                None => v.type_name().to_string(),
+            })
+            .collect()
+    };
+    let (got, want) = (describe(result), describe(&expected));
+    // A result given as `None` is one not computed (the schema's `Tensor?`).
+    let fits = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == "NoneType" || g == w);
+    if !fits {
+        return Err(Error::runtime_error(format!(
+            "{op}: the __torch_dispatch__ hook returned {}, but the operator gives {}",
+            got.join(", "),
+            want.join(", ")
+        )));
+    }
+    Ok(())
 }
 
 /// A kernel's result as a value.

@@ -280,6 +280,13 @@ impl Tensor {
         matches!(*self.body, Body::Duck(_))
     }
 
+    /// The address of the tensor's body: equal for handles of the same tensor (a cheap identity
+    /// that keeps nothing alive).
+    #[inline]
+    pub(crate) fn address(&self) -> usize {
+        Arc::as_ptr(&self.body) as *const () as usize
+    }
+
     /// True when both handles are the same object (Python's `is`): the same data, seen
     /// through the same class with the same attributes.
     pub fn is(&self, other: &Tensor) -> bool {
