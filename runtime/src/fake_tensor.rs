@@ -28,7 +28,7 @@
 
 use std::cell::RefCell;
 
-use crate::backend::Device;
+use crate::backend::{Array, Device};
 use crate::dispatch::{Operator, Tag, TorchDispatchMode};
 use crate::error::{Error, Result};
 use crate::protocol::Types;
@@ -93,13 +93,7 @@ impl FakeTensorMode {
 
     /// `value` with its real tensors turned fake.
     fn faked(&self, value: &Value) -> Result<Value> {
-        Ok(match value {
-            Value::Tensor(t) if !t.is_duck() => Value::Tensor(self.from_tensor(t)?),
-            Value::List(items) => Value::List(items.iter().map(|v| self.faked(v)).collect::<Result<_>>()?),
-            Value::Tuple(items) => Value::Tuple(items.iter().map(|v| self.faked(v)).collect::<Result<_>>()?),
-            Value::Device(_) => Value::Device(Device::META),
-            other => other.clone(),
-        })
+        crate::meta::faked(value, &|t| self.from_tensor(t))
     }
 }
 
@@ -111,6 +105,13 @@ fn is_fake(value: &Value) -> bool {
         Value::List(items) | Value::Tuple(items) => items.iter().all(is_fake),
         _ => true,
     }
+}
+
+/// Whether an operation must skip a check of `x`'s values (an index range, a division by zero):
+/// `x` is on meta, or a fake tensor mode would make the check's own operators fake. PyTorch's
+/// meta kernels check nothing either.
+pub(crate) fn values_unknown(x: &Array) -> bool {
+    x.device().is_meta() || active()
 }
 
 /// Whether a fake tensor mode is on this thread's dispatch mode stack: operations then let

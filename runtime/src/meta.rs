@@ -83,30 +83,27 @@ fn empty(shape: Shape, dtype: DType) -> Array {
 /// A meta array with `x`'s layout and dtype, over memory as large as `x`'s layout reaches (a
 /// fake tensor standing for `x`).
 pub(crate) fn like(x: &Array) -> Array {
-    let l = &x.layout;
-    let reach = if l.numel() == 0 {
-        0
-    } else {
-        l.shape
-            .iter()
-            .zip(&l.strides)
-            .map(|(&n, &s)| (n - 1).saturating_mul(s))
-            .fold(l.offset + 1, usize::saturating_add)
-    };
+    let reach = x.layout.span().map_or(0, |(_, last)| last.saturating_add(1));
     let storage = Storage::new(Device::META, Phantom::new(reach.saturating_mul(x.dtype.itemsize())));
-    Array { storage, layout: l.clone(), dtype: x.dtype }
+    Array { storage, layout: x.layout.clone(), dtype: x.dtype }
 }
 
-/// `value` with its tensors replaced by meta ones of the same layouts and dtypes, and its
-/// devices by the meta device: a call's arguments for working out its results' shapes.
-pub(crate) fn fake_value(value: &Value) -> Result<Value> {
+/// `value` with each tensor replaced by what `fake` makes of it, and each device by the meta
+/// device: a call's arguments moved to meta.
+pub(crate) fn faked(value: &Value, fake: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Value> {
     Ok(match value {
-        Value::Tensor(t) => Value::Tensor(Tensor::from_array(like(t.data("meta", "tensor")?))),
-        Value::List(items) => Value::List(items.iter().map(fake_value).collect::<Result<_>>()?),
-        Value::Tuple(items) => Value::Tuple(items.iter().map(fake_value).collect::<Result<_>>()?),
+        Value::Tensor(t) => Value::Tensor(fake(t)?),
+        Value::List(items) => Value::List(items.iter().map(|v| faked(v, fake)).collect::<Result<_>>()?),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| faked(v, fake)).collect::<Result<_>>()?),
         Value::Device(_) => Value::Device(Device::META),
         other => other.clone(),
     })
+}
+
+/// A meta tensor of `t`'s layout and dtype (a call's argument, for working out its results'
+/// shapes).
+pub(crate) fn like_tensor(t: &Tensor) -> Result<Tensor> {
+    Ok(Tensor::from_array(like(t.data("meta", "tensor")?)))
 }
 
 /// The shape of `x` with the dimensions `dims` dropped.

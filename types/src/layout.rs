@@ -201,6 +201,16 @@ impl Layout {
         self.shape.len()
     }
 
+    /// The positions in storage of the first and the last element the layout addresses (`None`
+    /// with no elements): its elements lie between them.
+    pub fn span(&self) -> Option<(usize, usize)> {
+        if self.numel() == 0 {
+            return None;
+        }
+        let reach = self.shape.iter().zip(&self.strides).map(|(&n, &s)| (n - 1).saturating_mul(s));
+        Some((self.offset, reach.fold(self.offset, usize::saturating_add)))
+    }
+
     /// True when the elements fill the first `numel` places of the storage, each once, in some
     /// order of the dimensions (a permutation of a contiguous layout). False with no elements.
     pub fn is_dense_from_start(&self) -> bool {

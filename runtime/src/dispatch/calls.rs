@@ -21,136 +21,100 @@ use crate::value::{FromValue, Kwargs, Value};
 // mode is active; else it offers the call to the modes, as values, with the same kernel ready
 // for a hook that hands the call on unchanged (see `intercept`).
 
+/// The kernel's result straight away when no dispatch mode is active (written into `out` when
+/// it can); else the call `call` builds (operator, arguments, keyword arguments) offered to the
+/// modes, with the kernel (into a fresh result) ready for a hook that hands it on unchanged.
+#[inline(always)]
+fn offer<A: AsRef<[Value]>>(
+    call: impl FnOnce() -> (&'static Operator, A, Kwargs),
+    out: Option<&Array>,
+    kernel: impl Fn(Option<&Array>) -> Result<Array>,
+) -> Result<Output> {
+    if intercepting() {
+        let (op, args, kwargs) = call();
+        return intercept(op, args.as_ref(), kwargs, &|| kernel(None).map(tensor));
+    }
+    kernel(out).map(Output::Array)
+}
+
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
 #[inline]
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Output> {
-    let kernel = |out| run_unary(dense(x)?, op, dtype, out);
-    if intercepting() {
+    let call = || {
         let (operator, param) = aten::unary(op);
-        return intercept(operator, &[x.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
-    }
-    kernel(out).map(Output::Array)
+        (operator, [x.into()], keywords(param, dtype))
+    };
+    offer(call, out, |out| run_unary(dense(x)?, op, dtype, out))
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
 #[inline]
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
-    let kernel = |out| run_binary(dense(a)?, dense(b)?, op, dtype, out);
-    if intercepting() {
+    let call = || {
         let (operator, param) = aten::binary(op);
-        return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &|| kernel(None).map(tensor));
-    }
-    kernel(out).map(Output::Array)
+        (operator, [a.into(), b.into()], keywords(param, dtype))
+    };
+    offer(call, out, |out| run_binary(dense(a)?, dense(b)?, op, dtype, out))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
 pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
-    let kernel = || run_select(dense(condition)?, dense(a)?, dense(b)?, dtype);
-    if intercepting() {
-        let args = [condition.into(), a.into(), b.into()];
-        return intercept(&aten::WHERE_SELF, &args, keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::WHERE_SELF, [condition.into(), a.into(), b.into()], keywords(None, dtype));
+    offer(call, None, |_| run_select(dense(condition)?, dense(a)?, dense(b)?, dtype))
 }
 
 /// `op` over `dims` (sorted, distinct) of `x`, read as `dtype`.
 pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Output> {
-    let kernel = || {
-        let x = dense(x)?;
-        x.device().backend().reduce(x, dims, op, dtype)
-    };
-    if intercepting() {
-        let args = [x.into(), Value::from(dims), false.into()];
-        return intercept(aten::reduce(op), &args, keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (aten::reduce(op), [x.into(), Value::from(dims), false.into()], keywords(None, dtype));
+    offer(call, None, |_| run_reduce(dense(x)?, dims, op, dtype))
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
 pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Output> {
-    let kernel = || {
-        let x = dense(x)?;
-        x.device().backend().scan(x, dim, op, dtype)
-    };
-    if intercepting() {
-        return intercept(aten::scan(op), &[x.into(), dim.into()], keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (aten::scan(op), [x.into(), dim.into()], keywords(None, dtype));
+    offer(call, None, |_| run_scan(dense(x)?, dim, op, dtype))
 }
 
 /// `a @ b` in `dtype` (two or more dimensions each, the leading ones broadcasting).
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
-    let kernel = || run_matmul(dense(a)?, dense(b)?, dtype);
-    if intercepting() {
-        return intercept(&aten::MATMUL, &[a.into(), b.into()], keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::MATMUL, [a.into(), b.into()], keywords(None, dtype));
+    offer(call, None, |_| run_matmul(dense(a)?, dense(b)?, dtype))
 }
 
 /// The positions `index` of dimension `dim` of `x`.
 pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
-    let kernel = || {
-        let (x, i) = (dense(x)?, dense(index)?);
-        device("index_select", &[x, i])?.backend().index_select(x, dim, i)
-    };
-    if intercepting() {
-        let args = [x.into(), dim.into(), index.into()];
-        return intercept(&aten::INDEX_SELECT, &args, Kwargs::new(), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::INDEX_SELECT, [x.into(), dim.into(), index.into()], Kwargs::new());
+    offer(call, None, |_| run_index_select(dense(x)?, dim, dense(index)?))
 }
 
 /// `x` at `index` along `dim`, elementwise.
 pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
-    let kernel = || {
-        let (x, i) = (dense(x)?, dense(index)?);
-        device("gather", &[x, i])?.backend().gather(x, dim, i)
-    };
-    if intercepting() {
-        let args = [x.into(), dim.into(), index.into()];
-        return intercept(&aten::GATHER, &args, Kwargs::new(), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::GATHER, [x.into(), dim.into(), index.into()], Kwargs::new());
+    offer(call, None, |_| run_gather(dense(x)?, dim, dense(index)?))
 }
 
 /// `src` added at `index` along `dim` into zeros of `shape`.
 pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Output> {
-    let kernel = || {
-        let (i, s) = (dense(index)?, dense(src)?);
-        device("scatter_add", &[i, s])?.backend().scatter_add(shape, dim, i, s)
-    };
-    if intercepting() {
-        let args = [Value::from(&shape[..]), dim.into(), index.into(), src.into()];
-        return intercept(&aten::SCATTER_ADD, &args, Kwargs::new(), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::SCATTER_ADD, [Value::from(&shape[..]), dim.into(), index.into(), src.into()], Kwargs::new());
+    offer(call, None, |_| run_scatter_add(shape, dim, dense(index)?, dense(src)?))
 }
 
 /// `pieces` joined along `dim` into `shape`, read as `dtype`.
 pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Output> {
-    let kernel = || {
+    let call =
+        || (&aten::CAT, [Value::List(pieces.iter().map(Value::from).collect()), dim.into()], keywords(None, dtype));
+    let kernel = |_: Option<&Array>| {
         let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
         run_cat(&arrays, dim, shape, dtype)
     };
-    if intercepting() {
-        let args = [Value::List(pieces.iter().map(Value::from).collect()), dim.into()];
-        return intercept(&aten::CAT, &args, keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    offer(call, None, kernel)
 }
 
 /// The softmax (or log-softmax) of `x` along `dim`, in `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Output> {
-    let kernel = || {
-        let x = dense(x)?;
-        x.device().backend().softmax(x, dim, log, dtype)
-    };
-    if intercepting() {
-        let op = if log { &aten::LOG_SOFTMAX } else { &aten::SOFTMAX };
-        let args = [x.into(), dim.into(), false.into()];
-        return intercept(op, &args, keywords(None, dtype), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let op = if log { &aten::LOG_SOFTMAX } else { &aten::SOFTMAX };
+    let call = || (op, [x.into(), dim.into(), false.into()], keywords(None, dtype));
+    offer(call, None, |_| run_softmax(dense(x)?, dim, log, dtype))
 }
 
 /// The 2-D cross-correlation of `input` with `weight` plus `bias`, over `window`.
@@ -161,14 +125,16 @@ pub(crate) fn convolution(
     groups: usize,
     window: &Window,
 ) -> Result<Output> {
-    let kernel = || run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window);
-    if intercepting() {
+    let call = || {
         let mut args = vec![input.into(), weight.into(), bias.map_or(Value::None, Value::from)];
         args.extend(window_values(window, false));
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into()]);
-        return intercept(&aten::CONVOLUTION, &args, Kwargs::new(), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+        (&aten::CONVOLUTION, args, Kwargs::new())
+    };
+    let kernel = |_: Option<&Array>| {
+        run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window)
+    };
+    offer(call, None, kernel)
 }
 
 /// The gradients of a convolution's input and weight where `which` asks; `None` when the
@@ -181,10 +147,7 @@ pub(crate) fn convolution_backward(
     window: &Window,
     which: [bool; 2],
 ) -> Result<Option<[Option<Tensor>; 2]>> {
-    let kernel = || {
-        let (x, w, g) = (dense(input)?, dense(weight)?, dense(grad)?);
-        device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
-    };
+    let kernel = || run_convolution_backward(dense(input)?, dense(weight)?, dense(grad)?, groups, window, which);
     if intercepting() {
         let mut args = vec![grad.into(), input.into(), weight.into(), Value::None];
         args.extend(window_values(window, false));
@@ -197,10 +160,7 @@ pub(crate) fn convolution_backward(
 
 /// Max pooling of `[planes, h, w]` over `window`: values and positions.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Output, Output)> {
-    let kernel = || {
-        let x = dense(input)?;
-        x.device().backend().max_pool2d(x, window)
-    };
+    let kernel = || run_max_pool2d(dense(input)?, window);
     if intercepting() {
         let mut args = vec![input.into(), Value::from(&window.kernel[..])];
         args.extend(window_values(window, true));
@@ -211,11 +171,8 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Output, Out
 
 /// A contiguous copy of `x` as `dtype` on `device`.
 pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output> {
-    let kernel = || run_to_copy(dense(x)?, dtype, device);
-    if intercepting() {
-        return intercept(&aten::TO_COPY, &[x.into()], placement(dtype, device), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::TO_COPY, [x.into()], placement(dtype, device));
+    offer(call, None, |_| run_to_copy(dense(x)?, dtype, device))
 }
 
 /// `x`'s memory seen through `layout` (a view the operation worked out).
@@ -223,7 +180,10 @@ pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Output> {
     if intercepting() {
         let (size, stride) = (layout.shape.to_vec(), layout.strides.to_vec());
         let args = [x.into(), Value::from(&size[..]), Value::from(&stride[..]), layout.offset.into()];
-        let kernel = || Ok(Value::Tensor(x.view_of(dense(x)?, dense(x)?.with_layout(layout.clone()))));
+        let kernel = || {
+            let d = dense(x)?;
+            Ok(Value::Tensor(x.view_of(d, d.with_layout(layout.clone()))))
+        };
         return intercept(&aten::AS_STRIDED, &args, Kwargs::new(), &kernel);
     }
     Ok(Output::Array(dense(x)?.with_layout(layout)))
@@ -231,12 +191,8 @@ pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Output> {
 
 /// A tensor of `shape` on `device` with every element `value` as `dtype`.
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Output> {
-    let kernel = || device.backend().fill(device, shape, value, dtype);
-    if intercepting() {
-        let args = [Value::from(&shape[..]), value.into()];
-        return intercept(&aten::FULL, &args, placement(dtype, device), &|| kernel().map(tensor));
-    }
-    kernel().map(Output::Array)
+    let call = || (&aten::FULL, [Value::from(&shape[..]), value.into()], placement(dtype, device));
+    offer(call, None, |_| device.backend().fill(device, shape, value, dtype))
 }
 
 /// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
@@ -272,6 +228,45 @@ fn run_local_scalar(x: &Dense) -> Result<Scalar> {
 
 fn run_unary(x: &Dense, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
     x.device().backend().unary(x, op, dtype, out)
+}
+
+fn run_reduce(x: &Dense, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
+    x.device().backend().reduce(x, dims, op, dtype)
+}
+
+fn run_scan(x: &Dense, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Array> {
+    x.device().backend().scan(x, dim, op, dtype)
+}
+
+fn run_softmax(x: &Dense, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+    x.device().backend().softmax(x, dim, log, dtype)
+}
+
+fn run_index_select(x: &Dense, dim: usize, index: &Dense) -> Result<Array> {
+    device("index_select", &[x, index])?.backend().index_select(x, dim, index)
+}
+
+fn run_gather(x: &Dense, dim: usize, index: &Dense) -> Result<Array> {
+    device("gather", &[x, index])?.backend().gather(x, dim, index)
+}
+
+fn run_scatter_add(shape: &Shape, dim: usize, index: &Dense, src: &Dense) -> Result<Array> {
+    device("scatter_add", &[index, src])?.backend().scatter_add(shape, dim, index, src)
+}
+
+fn run_max_pool2d(x: &Dense, window: &Window) -> Result<(Array, Array)> {
+    x.device().backend().max_pool2d(x, window)
+}
+
+fn run_convolution_backward(
+    x: &Dense,
+    w: &Dense,
+    g: &Dense,
+    groups: usize,
+    window: &Window,
+    which: [bool; 2],
+) -> Result<Option<[Option<Array>; 2]>> {
+    device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
 }
 
 fn run_binary(x: &Dense, y: &Dense, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
@@ -466,15 +461,15 @@ fn check_result(op: &'static Operator, args: &[Value], kwargs: &Kwargs, result: 
     if op.has_tag(super::Tag::DataDependent) {
         return Ok(());
     }
-    let meta_args: Vec<Value> = args.iter().map(crate::meta::fake_value).collect::<Result<_>>()?;
+    let fake = |v: &Value| crate::meta::faked(v, &crate::meta::like_tensor);
+    let meta_args: Vec<Value> = args.iter().map(fake).collect::<Result<_>>()?;
     let mut meta_kwargs = Kwargs::new();
     for (name, value) in kwargs.iter() {
-        meta_kwargs.insert(name, crate::meta::fake_value(value)?);
+        meta_kwargs.insert(name, fake(value)?);
     }
     let Ok(expected) = op.run(&meta_args, &meta_kwargs) else { return Ok(()) };
     // Meta computes indices in int64; a device without it (wgpu) gives int32.
-    let device = tensors_in(result).chain(result.as_slice().into_iter().flatten().filter_map(Value::as_tensor)).next();
-    let index = device.and_then(|t| t.device().ok()).map_or(DType::Int64, Device::index_dtype);
+    let index = tensors_in(result).next().and_then(|t| t.device().ok()).map_or(DType::Int64, Device::index_dtype);
     let describe = |v: &Value| -> Vec<String> {
         let items: Vec<&Value> = match v {
             Value::Tuple(items) => items.iter().collect(),
@@ -792,7 +787,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
         Kernel::Reduce(r) => {
             let x = b.dense("self")?;
             let dims = b.dims("dim", x.layout.ndim())?;
-            let result = x.device().backend().reduce(x, &dims, r, b.dtype(x.dtype))?;
+            let result = run_reduce(x, &dims, r, b.dtype(x.dtype))?;
             if !b.flag("keepdim") {
                 return tensor(result);
             }
@@ -803,7 +798,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
         Kernel::Scan(s) => {
             let x = b.dense("self")?;
             let dim = b.dim("dim", x.layout.ndim())?;
-            tensor(x.device().backend().scan(x, dim, s, b.dtype(x.dtype))?)
+            tensor(run_scan(x, dim, s, b.dtype(x.dtype))?)
         }
         Kernel::Matmul => {
             let (x, y) = (b.dense("self")?, b.dense("other")?);
@@ -818,21 +813,23 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
         }
         Kernel::IndexSelect => {
             let x = b.dense("self")?;
+            if x.layout.ndim() == 0 {
+                return Err(b.invalid("self", "must have at least one dimension"));
+            }
             let dim = b.dim("dim", x.layout.ndim())?;
-            let index = b.indices("index", x.layout.shape.get(dim).copied().unwrap_or(1))?;
+            let index = b.indices("index", x.layout.shape[dim])?;
             if index.layout.ndim() != 1 {
                 return Err(b.invalid("index", "must be a vector"));
             }
-            tensor(device(op.name(), &[x, index])?.backend().index_select(
-                x,
-                dim.min(x.layout.ndim().saturating_sub(1)),
-                index,
-            )?)
+            tensor(run_index_select(x, dim, index)?)
         }
         Kernel::Gather => {
             let x = b.dense("self")?;
+            if x.layout.ndim() == 0 {
+                return Err(b.invalid("self", "must have at least one dimension"));
+            }
             let dim = b.dim("dim", x.layout.ndim())?;
-            let index = b.indices("index", x.layout.shape.get(dim).copied().unwrap_or(1))?;
+            let index = b.indices("index", x.layout.shape[dim])?;
             let fits = index.layout.ndim() == x.layout.ndim()
                 && (0..x.layout.ndim()).all(|d| d == dim || index.layout.shape[d] <= x.layout.shape[d]);
             if !fits {
@@ -840,13 +837,16 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                     b.invalid("index", "must have self's number of dimensions and no larger size except along dim")
                 );
             }
-            tensor(device(op.name(), &[x, index])?.backend().gather(x, dim, index)?)
+            tensor(run_gather(x, dim, index)?)
         }
         Kernel::ScatterAdd => {
             let shape = Shape::from(b.sizes("size", 0)?);
+            if shape.is_empty() {
+                return Err(b.invalid("size", "must have at least one dimension"));
+            }
             let src = b.dense("src")?;
             let dim = b.dim("dim", shape.len())?;
-            let index = b.indices("index", shape.get(dim).copied().unwrap_or(1))?;
+            let index = b.indices("index", shape[dim])?;
             let fits = index.layout.shape == src.layout.shape
                 && index.layout.ndim() == shape.len()
                 && (0..shape.len()).all(|d| d == dim || index.layout.shape[d] <= shape[d]);
@@ -856,7 +856,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                     "must have src's shape, size's number of dimensions and no larger size except along dim",
                 ));
             }
-            tensor(device(op.name(), &[index, src])?.backend().scatter_add(&shape, dim, index, src)?)
+            tensor(run_scatter_add(&shape, dim, index, src)?)
         }
         Kernel::Cat => {
             let tensors: Vec<&Dense> =
@@ -883,7 +883,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             if !dtype.is_floating_point() {
                 return Err(b.invalid("dtype", format_args!("must be a floating point dtype, got {dtype}")));
             }
-            tensor(x.device().backend().softmax(x, dim, log, dtype)?)
+            tensor(run_softmax(x, dim, log, dtype)?)
         }
         Kernel::Convolution | Kernel::ConvolutionBackward => {
             let (x, w) = (b.dense("input")?, b.dense("weight")?);
@@ -920,8 +920,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             let mask: Vec<bool> =
                 b.get("output_mask").as_slice().unwrap_or(&[]).iter().map(|v| matches!(v, Value::Bool(true))).collect();
             let which = [mask.first() == Some(&true), mask.get(1) == Some(&true)];
-            let grads = device(op.name(), &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, &window, which)?;
-            Ok(gradients(grads))
+            Ok(gradients(run_convolution_backward(x, w, g, groups, &window, which)?))
         }
         Kernel::MaxPool2d => {
             let x = b.dense("self")?;
@@ -932,7 +931,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             let stride =
                 if b.get("stride").as_slice().is_some_and(<[Value]>::is_empty) { kernel } else { b.pair("stride")? };
             let window = b.window(&x.layout.shape, kernel, stride, b.flag("ceil_mode"))?;
-            Ok(pair(x.device().backend().max_pool2d(x, &window)?))
+            Ok(pair(run_max_pool2d(x, &window)?))
         }
         Kernel::ToCopy => {
             let x = b.dense("self")?;
@@ -999,15 +998,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
 /// Whether every element `layout` addresses lies between the first and last element `outer`
 /// addresses (an empty layout addresses none).
 fn within(layout: &Layout, outer: &Layout) -> bool {
-    let span = |l: &Layout| -> Option<(usize, usize)> {
-        if l.numel() == 0 {
-            return None;
-        }
-        let last: usize =
-            l.shape.iter().zip(&l.strides).map(|(&n, &s)| (n - 1).saturating_mul(s)).fold(0, usize::saturating_add);
-        Some((l.offset, l.offset.saturating_add(last)))
-    };
-    match (span(layout), span(outer)) {
+    match (layout.span(), outer.span()) {
         (None, _) => true,
         (Some(_), None) => false,
         (Some((lo, hi)), Some((olo, ohi))) => lo >= olo && hi <= ohi,

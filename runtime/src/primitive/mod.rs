@@ -265,10 +265,11 @@ pub(crate) fn conv2d_backward(
 /// Max pooling of `input` `[planes, h, w]` over `window`: the values (differentiable) and each
 /// one's position in its plane.
 pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Tensor)> {
+    let x = data(input, "max_pool2d")?;
     let (values, indices) = dispatch::max_pool2d(input, window)?;
     let indices = indices.into_tensor();
-    let shape = || input.shape().unwrap_or_default();
-    let record = || (Op::MaxPool2d { input: shape() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
+    let record =
+        || (Op::MaxPool2d { input: x.layout.shape.clone() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
     Ok((finish(&[input], values, record)?, indices))
 }
 
@@ -349,10 +350,12 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         return embed(&summed, shape, &relative);
     }
     let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?.into_tensor();
-    let at = Layout { offset: data(&zeros, "embed")?.layout.offset + relative.offset, ..relative.clone() };
+    let array = data(&zeros, "embed")?.array.clone();
+    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
     dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
-    let zeros = Output::Given { array: data(&zeros, "embed")?.array.clone(), tensor: zeros };
-    finish(&[src], zeros, || (Op::Embed { relative: relative.clone() }, Keep::default()))
+    finish(&[src], Output::Given { tensor: zeros, array }, || {
+        (Op::Embed { relative: relative.clone() }, Keep::default())
+    })
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
