@@ -53,11 +53,13 @@ impl DType {
     }
 
     /// True for float32 and float64.
+    #[inline]
     pub fn is_floating_point(self) -> bool {
         self.category() == Category::Floating
     }
 
     /// The size of one element in bytes.
+    #[inline]
     pub fn itemsize(self) -> usize {
         match self {
             DType::Bool => 1,
@@ -67,6 +69,7 @@ impl DType {
     }
 
     #[doc(hidden)]
+    #[inline]
     pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
@@ -77,6 +80,7 @@ impl DType {
 
     /// `torch.promote_types`: the smallest dtype both can be converted to without losing their
     /// category (bool < integer < floating point).
+    #[inline]
     pub fn promote(self, other: DType) -> DType {
         self.max(other)
     }
@@ -96,6 +100,7 @@ thread_local! {
 /// The default floating-point dtype (`torch.get_default_dtype()`): float32 unless
 /// [`set_default_dtype`] changed it. Constructors make floating-point tensors of it, Python
 /// numbers promote to it, and printing omits it.
+#[inline]
 pub fn get_default_dtype() -> DType {
     DEFAULT_DTYPE.with(Cell::get)
 }
@@ -177,6 +182,7 @@ pub enum Participant {
 /// numbers, unless the lower class belongs to a higher category (an int tensor plus a float
 /// number gives the default float dtype).
 #[doc(hidden)]
+#[inline]
 pub fn result_type(operands: impl IntoIterator<Item = Participant>) -> DType {
     let (mut dim, mut zero, mut number) = (None, None, None);
     let join = |acc: &mut Option<DType>, d: DType| *acc = Some(acc.map_or(d, |a| a.promote(d)));

@@ -47,12 +47,14 @@ impl Shape {
     }
 
     /// The number of elements (1 for a zero-dimensional tensor).
+    #[inline]
     pub fn numel(&self) -> usize {
         self.checked_numel().unwrap_or(usize::MAX)
     }
 
     /// The number of elements, or `None` when it does not fit in a `usize` (a shape with a
     /// zero dimension has none, however large the others).
+    #[inline]
     pub fn checked_numel(&self) -> Option<usize> {
         if self.0.contains(&0) {
             return Some(0);
@@ -61,6 +63,7 @@ impl Shape {
     }
 
     /// The row-major (C-contiguous) strides of this shape, in elements.
+    #[inline]
     pub fn contiguous_strides(&self) -> Strides {
         let n = self.0.len();
         let mut strides =
@@ -78,42 +81,49 @@ impl Shape {
 
 impl Deref for Shape {
     type Target = [usize];
+    #[inline]
     fn deref(&self) -> &[usize] {
         &self.0
     }
 }
 
 impl<const N: usize> From<[usize; N]> for Shape {
+    #[inline]
     fn from(dims: [usize; N]) -> Self {
         Shape::new(&dims)
     }
 }
 
 impl From<&[usize]> for Shape {
+    #[inline]
     fn from(dims: &[usize]) -> Self {
         Shape::new(dims)
     }
 }
 
 impl From<Vec<usize>> for Shape {
+    #[inline]
     fn from(dims: Vec<usize>) -> Self {
         Shape::new(&dims)
     }
 }
 
 impl FromIterator<usize> for Shape {
+    #[inline]
     fn from_iter<I: IntoIterator<Item = usize>>(iter: I) -> Self {
         Shape(iter.into_iter().collect())
     }
 }
 
 impl<const N: usize> PartialEq<[usize; N]> for Shape {
+    #[inline]
     fn eq(&self, other: &[usize; N]) -> bool {
         self.0.as_slice() == other
     }
 }
 
 impl PartialEq<[usize]> for Shape {
+    #[inline]
     fn eq(&self, other: &[usize]) -> bool {
         self.0.as_slice() == other
     }
@@ -186,17 +196,20 @@ impl Layout {
         (view_d == -1).then(|| Layout { shape: shape.clone(), strides: new_strides, offset: self.offset })
     }
     /// The contiguous layout of a fresh tensor of this shape.
+    #[inline]
     pub fn contiguous(shape: Shape) -> Self {
         let strides = shape.contiguous_strides();
         Layout { shape, strides, offset: 0 }
     }
 
     /// The number of elements.
+    #[inline]
     pub fn numel(&self) -> usize {
         self.shape.numel()
     }
 
     /// The number of dimensions.
+    #[inline]
     pub fn ndim(&self) -> usize {
         self.shape.len()
     }
@@ -231,6 +244,7 @@ impl Layout {
     }
 
     /// True when the elements are laid out row-major without gaps (always, with no elements).
+    #[inline]
     pub fn is_contiguous(&self) -> bool {
         if self.numel() == 0 {
             return true;
@@ -250,6 +264,7 @@ impl Layout {
 /// An error unless `a` and `b` broadcast together ([`broadcast_shapes`] without building the
 /// shape when they are equal).
 #[doc(hidden)]
+#[inline]
 pub fn check_broadcast(a: &Shape, b: &Shape, func: &str) -> Result<()> {
     if a == b {
         return Ok(());
@@ -258,6 +273,7 @@ pub fn check_broadcast(a: &Shape, b: &Shape, func: &str) -> Result<()> {
 }
 
 #[doc(hidden)]
+#[inline]
 pub fn broadcast_shapes(a: &Shape, b: &Shape, func: &str) -> Result<Shape> {
     if a == b {
         return Ok(a.clone());

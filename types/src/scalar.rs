@@ -20,6 +20,7 @@ pub enum Scalar {
 
 impl Scalar {
     /// The dtype a tensor made from this number has: bool, int64 or float64.
+    #[inline]
     pub fn dtype(self) -> DType {
         match self {
             Scalar::Bool(_) => DType::Bool,
@@ -29,6 +30,7 @@ impl Scalar {
     }
 
     /// The value as `f64`.
+    #[inline]
     pub fn to_f64(self) -> f64 {
         match self {
             Scalar::Bool(b) => f64::from(u8::from(b)),
@@ -38,6 +40,7 @@ impl Scalar {
     }
 
     /// The value as `i64` (floats truncate toward zero).
+    #[inline]
     pub fn to_i64(self) -> i64 {
         match self {
             Scalar::Bool(b) => i64::from(b),
@@ -47,6 +50,7 @@ impl Scalar {
     }
 
     /// True for `Scalar::Float`.
+    #[inline]
     pub fn is_floating_point(self) -> bool {
         matches!(self, Scalar::Float(_))
     }
@@ -55,6 +59,7 @@ impl Scalar {
 macro_rules! scalar_from {
     ($($t:ty => $v:ident),*) => {$(
         impl From<$t> for Scalar {
+            #[inline]
             fn from(v: $t) -> Self {
                 Scalar::$v(v.into())
             }
