@@ -10,7 +10,7 @@ use std::time::Instant;
 use torchfn::Device;
 use torchfn::dispatch::push_dispatch_mode;
 use torchfn::fake_tensor::FakeTensorMode;
-use torchfn::nn::Forward;
+use torchfn::nn::Layer;
 use torchfn::prelude::*;
 use torchfn::utils::flop_counter::FlopCounterMode;
 
@@ -28,7 +28,7 @@ pub fn count(config: gpt::GptConfig, batch: usize, tokens: usize) -> Result<(u64
     };
     let ids = torchfn::zeros([batch, tokens], DType::Int64, Device::META)?;
     let counter = push_dispatch_mode(FlopCounterMode::new());
-    let logits = model.forward(&ids)?;
+    let logits = model.call(&ids)?;
     gpt::GPT2LMHeadModel::loss(&logits, &ids)?.backward()?;
     Ok((counter.get_total_flops(), counter.get_table(Some(2)), fake.peak_bytes()))
 }

@@ -70,8 +70,14 @@ pub struct GPT2Attention {
     n_head: usize,
 }
 
-impl Forward for GPT2Attention {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+impl GPT2Attention {
+    /// The attention's output and its weights (after dropout), as transformers'
+    /// `GPT2Attention` returns them: one call of the module, whose hooks see both.
+    pub fn call(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
+        nn::call_module(self, x.clone(), |x| self.forward(&x))
+    }
+
+    fn forward(&self, x: &Tensor) -> Result<(Tensor, Tensor)> {
         let s = x.shape()?;
         let (b, t, e) = (s[0] as i64, s[1] as i64, s[2] as i64);
         let h = self.n_head as i64;
@@ -81,9 +87,11 @@ impl Forward for GPT2Attention {
         let (q, k, v) = (heads(0)?, heads(1)?, heads(2)?);
         let scores = (&q.matmul(&k.transpose(-1, -2)?)? * (d as f64).powf(-0.5))?;
         let scores = (&scores + &causal_mask(t as usize, x.device()?)?)?;
-        let p = self.attn_dropout.call(&scores.softmax(-1, None)?)?;
-        let a = p.matmul(&v)?.transpose(1, 2)?.reshape(&[b, t, e])?;
-        self.resid_dropout.call(&self.c_proj.call(&a)?)
+        // transformers' eager attention drops weights with the functional dropout at the
+        // module's probability: not a call of the module.
+        let weights = self.attn_dropout.forward(&scores.softmax(-1, None)?)?;
+        let a = weights.matmul(&v)?.transpose(1, 2)?.reshape(&[b, t, e])?;
+        Ok((self.resid_dropout.call(&self.c_proj.call(&a)?)?, weights))
     }
 }
 
@@ -131,7 +139,7 @@ pub struct GPT2Block {
 
 impl Forward for GPT2Block {
     fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let x = (x + &self.attn.call(&self.ln_1.call(x)?)?)?;
+        let x = (x + &self.attn.call(&self.ln_1.call(x)?)?.0)?;
         &x + &self.mlp.call(&self.ln_2.call(&x)?)?
     }
 }
@@ -223,16 +231,22 @@ impl GPT2LMHeadModel {
     }
 }
 
+impl Forward for GPT2Model {
+    /// The final hidden states `[B, T, n_embd]` for token ids `[B, T]`.
+    fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
+        let t = input_ids.shape()?[1];
+        let positions = torchfn::arange(t as i64, input_ids.dtype()?, input_ids.device()?)?;
+        let mut x = self.drop.call(&(&self.wte.call(input_ids)? + &self.wpe.call(&positions)?)?)?;
+        for block in &self.h {
+            x = block.call(&x)?;
+        }
+        self.ln_f.call(&x)
+    }
+}
+
 impl Forward for GPT2LMHeadModel {
     /// The logits `[B, T, vocab]` for token ids `[B, T]`.
     fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
-        let tr = &self.transformer;
-        let t = input_ids.shape()?[1];
-        let positions = torchfn::arange(t as i64, input_ids.dtype()?, input_ids.device()?)?;
-        let mut x = tr.drop.call(&(&tr.wte.call(input_ids)? + &tr.wpe.call(&positions)?)?)?;
-        for block in &tr.h {
-            x = block.call(&x)?;
-        }
-        self.lm_head.call(&tr.ln_f.call(&x)?)
+        self.lm_head.call(&self.transformer.call(input_ids)?)
     }
 }

@@ -3,7 +3,7 @@
 
 use serde_json::Value as Json;
 use torchfn::dispatch::{Operator, aten, push_dispatch_mode};
-use torchfn::nn::{Forward, Module};
+use torchfn::nn::{Layer, Module};
 use torchfn::prelude::*;
 use torchfn::utils::flop_counter::{FlopCounterMode, register_flop_formula};
 
@@ -18,6 +18,39 @@ fn golden(workload: &str) -> Json {
 /// PyTorch's counts under `Global`, by operator.
 fn pytorch_global(workload: &str, op: &str) -> u64 {
     golden(workload)["by_module"]["Global"][op].as_u64().unwrap_or(0)
+}
+
+/// Each module's total against PyTorch's: the same modules, the same FLOPs (operator names
+/// differ: torchfn's batched `matmul` is PyTorch's mm, addmm and bmm).
+fn assert_module_totals(counter: &FlopCounterMode, workload: &str) {
+    let ours: std::collections::BTreeMap<String, u64> =
+        counter.get_flop_counts().into_iter().map(|(m, ops)| (m, ops.values().sum())).collect();
+    let theirs: std::collections::BTreeMap<String, u64> = golden(workload)["by_module"]
+        .as_object()
+        .unwrap()
+        .iter()
+        .map(|(m, ops)| (m.clone(), ops.as_object().unwrap().values().map(|n| n.as_u64().unwrap()).sum()))
+        .collect();
+    assert_eq!(ours, theirs);
+    // The table's module rows (not its operator rows, whose names differ) are PyTorch's.
+    let modules = |table: &str| -> Vec<String> {
+        table.lines().filter(|l| !l.trim_start().starts_with("- ")).map(str::to_string).collect()
+    };
+    let table = counter.get_table(Some(2));
+    let want = golden(workload)["table_depth_2"].as_str().unwrap().to_string();
+    let width = |t: &str| t.lines().nth(1).unwrap().find("  ").unwrap();
+    // Columns are as wide as their widest cell: PyTorch's operator names are wider or narrower.
+    let trimmed = |t: &str| -> Vec<String> {
+        modules(t)
+            .into_iter()
+            .skip(2)
+            .map(|l| {
+                let (name, rest) = l.split_at(width(t));
+                format!("{} {}", name.trim_end(), rest.split_whitespace().collect::<Vec<_>>().join(" "))
+            })
+            .collect()
+    };
+    assert_eq!(trimmed(&table), trimmed(&want), "{table}");
 }
 
 /// One training step (forward, loss, backward; no optimizer) under a FLOP counter.
@@ -35,13 +68,14 @@ fn a_gpt_tiny_step_counts_pytorch_s_flops() {
     model.train(true);
     let inputs = file("gpt_tiny", "inputs");
     let counter = counted(|| {
-        let logits = model.forward(inputs.get("input_ids").unwrap()).unwrap();
+        let logits = model.call(inputs.get("input_ids").unwrap()).unwrap();
         gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
     });
     assert_eq!(counter.get_total_flops(), golden("gpt_tiny")["total"].as_u64().unwrap());
     // torchfn's batched matmul is PyTorch's mm, addmm and bmm.
     let products: u64 = ["aten.mm", "aten.addmm", "aten.bmm"].iter().map(|op| pytorch_global("gpt_tiny", op)).sum();
     assert_eq!(counter.get_flop_counts()["Global"]["aten.matmul"], products);
+    assert_module_totals(&counter, "gpt_tiny");
 }
 
 #[test]
@@ -52,7 +86,7 @@ fn a_resnet_tiny_step_counts_pytorch_s_flops() {
     model.train(true);
     let inputs = file("resnet_tiny", "inputs");
     let counter = counted(|| {
-        let logits = model.forward(inputs.get("images").unwrap()).unwrap();
+        let logits = model.call(inputs.get("images").unwrap()).unwrap();
         crate::workloads::resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap()
     });
     assert_eq!(counter.get_total_flops(), golden("resnet_tiny")["total"].as_u64().unwrap());
@@ -62,6 +96,7 @@ fn a_resnet_tiny_step_counts_pytorch_s_flops() {
     }
     let products: u64 = ["aten.mm", "aten.addmm"].iter().map(|op| pytorch_global("resnet_tiny", op)).sum();
     assert_eq!(counts["aten.matmul"], products);
+    assert_module_totals(&counter, "resnet_tiny");
 }
 
 #[test]

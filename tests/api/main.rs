@@ -25,6 +25,7 @@ mod interop;
 mod macros;
 mod meta;
 mod modes;
+mod module_hooks;
 mod modules;
 mod nn;
 mod nn_layers;

@@ -1,9 +1,12 @@
 //! Runs a graph backward: from the roots' gradients to every leaf (or to the inputs asked
 //! for), each node once, after every node that feeds it, latest recorded first.
 
+use std::cell::RefCell;
 use std::collections::{BinaryHeap, HashMap, HashSet};
 use std::hash::{BuildHasherDefault, Hasher};
+use std::rc::Rc;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::graph::{Edge, Node};
 use super::meta;
@@ -94,7 +97,15 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         }
         needed
     });
-    let needed = |k: &Key| needed.as_ref().is_none_or(|n| n.contains(k));
+    let task = Rc::new(GraphTask {
+        id: NEXT_TASK.fetch_add(1, Ordering::Relaxed),
+        nodes,
+        needed,
+        callbacks: RefCell::new(Vec::new()),
+    });
+    let _current = Current::enter(task.clone());
+    let nodes = &task.nodes;
+    let needed = |k: &Key| task.needed.as_ref().is_none_or(|n| n.contains(k));
     let mut dependencies: Map<Key, usize> = Map::default();
     for node in nodes.values().filter(|n| needed(&key(n))) {
         for edge in node.next.iter().flatten().filter(|e| needed(&key(&e.node))) {
@@ -110,7 +121,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         }
     }
     let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
-    for (k, node) in &nodes {
+    for (k, node) in nodes {
         if needed(k) && !dependencies.contains_key(k) {
             ready.push(Ready(node.clone()));
         }
@@ -191,6 +202,11 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
         }
     }
+    // The callbacks queued while the graph ran (`queue_callback`), in order.
+    let callbacks = std::mem::take(&mut *task.callbacks.borrow_mut());
+    for callback in callbacks {
+        callback();
+    }
     if run.accumulate {
         // Non-leaf inputs of `backward(inputs=...)` accumulate what reached them.
         for (t, e) in run.inputs.iter().flatten().zip(&targets) {
@@ -216,6 +232,68 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             .collect();
     }
     Ok(Vec::new())
+}
+
+static NEXT_TASK: AtomicU64 = AtomicU64::new(0);
+
+/// One run of the engine (PyTorch's graph task): the nodes it runs, and the callbacks to run
+/// when it ends.
+struct GraphTask {
+    id: u64,
+    nodes: Map<Key, Arc<Node>>,
+    /// With targets, the nodes that lead to one (`None`: every node runs).
+    needed: Option<Set<Key>>,
+    callbacks: RefCell<Vec<Box<dyn FnOnce()>>>,
+}
+
+impl GraphTask {
+    /// Whether this run executes the node `k`.
+    fn executes(&self, k: &Key) -> bool {
+        self.nodes.contains_key(k) && self.needed.as_ref().is_none_or(|n| n.contains(k))
+    }
+}
+
+thread_local! {
+    /// The runs in progress on this thread, innermost last (a hook may run a backward).
+    static TASKS: RefCell<Vec<Rc<GraphTask>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Makes a run the current one until dropped.
+struct Current;
+
+impl Current {
+    fn enter(task: Rc<GraphTask>) -> Current {
+        TASKS.with(|t| t.borrow_mut().push(task));
+        Current
+    }
+}
+
+impl Drop for Current {
+    fn drop(&mut self) {
+        TASKS.with(|t| t.borrow_mut().pop());
+    }
+}
+
+fn current() -> Option<Rc<GraphTask>> {
+    TASKS.with(|t| t.borrow().last().cloned())
+}
+
+/// The id of the backward running on this thread (PyTorch's `_current_graph_task_id`), `None`
+/// outside one.
+pub(crate) fn current_task_id() -> Option<u64> {
+    current().map(|t| t.id)
+}
+
+/// Whether the backward running on this thread will execute `node`
+/// (`_will_engine_execute_node`); `false` outside one.
+pub(crate) fn will_execute(node: &Arc<Node>) -> bool {
+    current().is_some_and(|t| t.executes(&key(node)))
+}
+
+/// Queues `callback` to run when the backward running on this thread ends
+/// (`queue_callback`); `false` outside one.
+pub(crate) fn queue_callback(callback: Box<dyn FnOnce()>) -> bool {
+    current().map(|t| t.callbacks.borrow_mut().push(callback)).is_some()
 }
 
 /// A gradient a node computed must have the shape and dtype of the input it is for.

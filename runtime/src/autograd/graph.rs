@@ -1,7 +1,9 @@
-//! The recorded graph: nodes (PyTorch's `grad_fn` objects), the edges between them, and the
-//! tensors a node saved for its backward.
+//! The recorded graph (`torch.autograd.graph`): nodes (PyTorch's `grad_fn` objects), the edges
+//! between them and the tensors a node saved for its backward; and the hooks that watch a
+//! backward run through it ([`register_multi_grad_hook`], [`queue_callback`]).
 
 use std::borrow::Cow;
+use std::collections::HashMap;
 use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -58,7 +60,7 @@ pub(crate) struct OutputMeta {
 
 /// A node of the graph: a recorded operation (or a leaf's gradient accumulator), its backward
 /// stored inline (one allocation per node).
-pub struct Node<B: ?Sized = dyn Backward> {
+pub(crate) struct Node<B: ?Sized = dyn Backward> {
     /// Where each input's gradient goes (`None`: the input needs none).
     pub(crate) next: SmallVec<[Option<Edge>; 2]>,
     pub(crate) outputs: SmallVec<[OutputMeta; 1]>,
@@ -207,4 +209,165 @@ impl SavedTensor {
             _ => self.tensor.clone(),
         })
     }
+}
+
+/// What an [`identity`] node does with the gradients of its outputs.
+pub(crate) type IdentityBackward = Box<dyn Fn(Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
+
+/// A node that hands its outputs' gradients to its inputs through a function (module backward
+/// hooks' `BackwardHookFunctionBackward`).
+struct Identity(&'static str, IdentityBackward);
+
+impl Backward for Identity {
+    fn name(&self) -> Cow<'static, str> {
+        Cow::Borrowed(self.0)
+    }
+
+    fn materialize_grads(&self) -> bool {
+        false
+    }
+
+    fn apply(&self, _: &Node, grads: Vec<Option<Tensor>>, _: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        (self.1)(grads)
+    }
+}
+
+/// `tensors` passed through one node named `name` whose backward is `backward`: new handles of
+/// the same data, those that require grad with the node as their history. `None` (nothing
+/// recorded) when none requires grad or grad mode is off.
+pub(crate) fn identity(tensors: &[Tensor], name: &'static str, backward: IdentityBackward) -> Option<Vec<Tensor>> {
+    if !super::is_grad_enabled() || !tensors.iter().any(super::meta::requires_grad) {
+        return None;
+    }
+    let next: Vec<Option<Edge>> = tensors.iter().map(super::meta::gradient_edge).collect();
+    let outputs: Vec<OutputMeta> =
+        tensors.iter().map(|t| t.dense().map(super::meta::output_meta)).collect::<Option<_>>()?;
+    let node = Node::function(Identity(name, backward), next.iter().cloned(), Vec::new(), outputs);
+    Some(
+        tensors
+            .iter()
+            .zip(&next)
+            .enumerate()
+            .map(|(i, (t, edge))| match edge {
+                Some(_) => super::meta::alias_with_history(t, Edge { node: node.clone(), output_nr: i }),
+                None => t.clone(),
+            })
+            .collect(),
+    )
+}
+
+/// When a multi-grad hook runs ([`register_multi_grad_hook`]'s `mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MultiGradMode {
+    /// Once the gradients of all the tensors a backward reaches are computed (`"all"`).
+    All,
+    /// On the first gradient computed for any of them (`"any"`).
+    Any,
+}
+
+/// What a multi-grad hook is given: one gradient per tensor, `None` where the backward computed
+/// none (with [`MultiGradMode::Any`], only the gradient that came first).
+pub type MultiGradHook = dyn Fn(&[Option<Tensor>]) -> Result<()> + Send + Sync;
+
+/// Runs `hook` once per backward that reaches `tensors` (`torch.autograd.graph.register_multi_grad_hook`):
+/// with [`MultiGradMode::All`], when the gradients of every one of them that the backward
+/// computes are ready; with [`MultiGradMode::Any`], on the first. Each tensor must require grad.
+///
+/// ```
+/// use std::sync::{Arc, Mutex};
+/// use torchfn::autograd::graph::{MultiGradMode, register_multi_grad_hook};
+///
+/// let a = torchfn::tensor([1.0f64, 2.0])?.requires_grad_(true)?;
+/// let (x, y) = ((&a * 2.0)?, (&a * 3.0)?);
+/// let seen = Arc::new(Mutex::new(Vec::new()));
+/// let log = seen.clone();
+/// register_multi_grad_hook(&[x.clone(), y.clone()], MultiGradMode::All, move |grads| {
+///     log.lock().unwrap().push(grads.iter().map(|g| g.is_some()).collect::<Vec<_>>());
+///     Ok(())
+/// })?;
+/// (&x.sum()? + &y.sum()?)?.backward_with(None, Some(true), false, None)?;
+/// x.sum()?.backward()?; // y takes no part: the hook runs on x's gradient alone
+/// assert_eq!(*seen.lock().unwrap(), [vec![true, true], vec![true, false]]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub fn register_multi_grad_hook(
+    tensors: &[Tensor],
+    mode: MultiGradMode,
+    hook: impl Fn(&[Option<Tensor>]) -> Result<()> + Send + Sync + 'static,
+) -> Result<()> {
+    let mut nodes = Vec::with_capacity(tensors.len());
+    for (i, t) in tensors.iter().enumerate() {
+        let Some(edge) = super::meta::gradient_edge(t) else {
+            return Err(Error::runtime_error(format!(
+                "register_multi_grad_hook(): tensor {i} does not require grad: a hook on its gradient would never run"
+            )));
+        };
+        // Weak: the hook is stored on the node itself.
+        nodes.push(Arc::downgrade(&edge.node));
+    }
+    /// What one backward has gathered so far.
+    struct Pending {
+        count: usize,
+        expected: usize,
+        grads: Vec<Option<Tensor>>,
+    }
+    let hook: Arc<MultiGradHook> = Arc::new(hook);
+    let pending: Arc<Mutex<HashMap<u64, Pending>>> = Arc::default();
+    let n = tensors.len();
+    for (i, t) in tensors.iter().enumerate() {
+        let (hook, pending, nodes) = (hook.clone(), pending.clone(), nodes.clone());
+        let pending_handle = pending.clone();
+        let inner: TensorHook = Arc::new(move |grad: &Tensor| {
+            let Some(task) = super::engine::current_task_id() else { return Ok(None) };
+            let ready = {
+                let mut pending = pending.lock();
+                let p = pending.entry(task).or_insert_with(|| {
+                    // The first gradient of this backward: forget the backward when it ends.
+                    let pending = Arc::downgrade(&pending_handle);
+                    super::engine::queue_callback(Box::new(move || {
+                        if let Some(p) = pending.upgrade() {
+                            p.lock().remove(&task);
+                        }
+                    }));
+                    Pending {
+                        count: 0,
+                        // How many of the hooks this backward will run.
+                        expected: nodes
+                            .iter()
+                            .filter(|n| n.upgrade().is_some_and(|n| super::engine::will_execute(&n)))
+                            .count(),
+                        grads: vec![None; n],
+                    }
+                });
+                p.count += 1;
+                p.grads[i] = Some(grad.clone());
+                match mode {
+                    MultiGradMode::Any => (p.count == 1).then(|| p.grads.clone()),
+                    MultiGradMode::All => (p.count == p.expected).then(|| std::mem::take(&mut p.grads)),
+                }
+            };
+            if let Some(grads) = ready {
+                hook(&grads)?;
+            }
+            Ok(None)
+        });
+        super::meta::add_hook(t, inner)?;
+    }
+    Ok(())
+}
+
+/// Runs `callback` when the backward running on this thread ends
+/// (`Variable._execution_engine.queue_callback`); an error outside a backward.
+pub fn queue_callback(callback: impl FnOnce() + 'static) -> Result<()> {
+    if super::engine::queue_callback(Box::new(callback)) {
+        Ok(())
+    } else {
+        Err(Error::runtime_error("queue_callback(): final callbacks can only be installed during backward pass."))
+    }
+}
+
+/// Whether a backward is running on this thread (PyTorch's `_current_graph_task_id() != -1`):
+/// what tells a hook it runs in the backward pass.
+pub fn in_backward() -> bool {
+    super::engine::current_task_id().is_some()
 }

@@ -37,7 +37,7 @@ mod engine;
 pub mod forward_ad;
 mod function;
 mod gradcheck;
-pub(crate) mod graph;
+pub mod graph;
 pub(crate) mod meta;
 mod mode;
 

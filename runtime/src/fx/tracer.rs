@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use super::graph::{Argument, Graph, NodeId, Op};
 use super::graph_module::GraphModule;
 use crate::error::{Error, ErrorKind, Result};
-use crate::modules::{Layer, Module, ModuleCallHook, install_module_call_hook};
+use crate::modules::{Layer, Module, ModuleCallHook, install_module_call_hook, module_key};
 use crate::protocol::{Class, Func, FuncKind, Outcome, TorchFunction, TorchFunctionMode, Types, push_mode};
 use crate::tensor::Tensor;
 use crate::value::{Kwargs, ToValue, Value};
@@ -262,12 +262,6 @@ impl Tracer {
         state.graph.create_node(Op::Output, vec![output], vec![], "output");
         Ok((state.graph, state.constants))
     }
-}
-
-/// A module's identity while tracing: its address and type name (a struct and its first field
-/// can share an address, never a type).
-fn module_key(m: &dyn Module) -> (usize, &'static str) {
-    ((m as *const dyn Module).cast::<()>().addr(), m.type_name())
 }
 
 /// Traces `module` with the default [`Tracer`] (`torch.fx.symbolic_trace`).

@@ -19,13 +19,14 @@ pub trait Forward {
 /// A module with a forward: what [`Sequential`] chains and what a graph's `call_module`
 /// node runs.
 pub trait Layer: Module + Forward {
-    /// The module applied to `input` as PyTorch's `module(input)` does it: `forward`, or, while
+    /// The module applied to `input` as PyTorch's `module(input)` does it: `forward` with the
+    /// module's hooks around it ([`call_module`](super::call_module)), or, while
     /// [`fx`](crate::fx) traces, one `call_module` node when the module is a leaf.
     fn call(&self, input: &Tensor) -> Result<Tensor> {
-        match module_call_hook() {
-            Some(hook) => hook.call_module(self.as_layer_dyn(), input),
-            None => self.forward(input),
-        }
+        super::call_module(self.as_dyn(), input.clone(), |input| match module_call_hook() {
+            Some(hook) => hook.call_module(self.as_layer_dyn(), &input),
+            None => self.forward(&input),
+        })
     }
 
     /// The module as `&dyn Layer`.

@@ -1,11 +1,18 @@
 //! Modules (`torch.nn.Module` and its layers), re-exported as `torchfn::nn`: the layer above the
 //! operations, made of parameters and buffers and calling `nn.functional` in its forwards.
 
+mod hooks;
 pub mod init;
 mod layers;
 mod module;
 mod state_dict;
 
+pub use hooks::{
+    BackwardHook, BackwardPreHook, ForwardHook, ForwardPreHook, ModuleHooks, ModuleIo, RemovableHandle, call_module,
+    register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
+    register_module_full_backward_pre_hook,
+};
+pub(crate) use hooks::{ModuleKey, module_key};
 pub use layers::{
     AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Dropout, Embedding, Flatten, Forward, GELU, Identity, Layer, LayerNorm,
     Linear, MaxPool2d, ReLU, Sequential, Softmax, Tanh,

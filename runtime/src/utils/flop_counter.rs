@@ -27,6 +27,7 @@ use std::cell::RefCell;
 use std::collections::BTreeMap;
 use std::sync::RwLock;
 
+use super::module_tracker::ModuleTracker;
 use crate::dispatch::{Operator, TorchDispatchMode, aten};
 use crate::error::Result;
 use crate::protocol::Types;
@@ -104,17 +105,21 @@ fn formula(op: &'static Operator) -> Option<FlopFormula> {
 }
 
 /// Counts the FLOPs of every operator call while it is on the dispatch mode stack
-/// (`torch.utils.flop_counter.FlopCounterMode`), by operator, under `Global`. Operators without
-/// a formula count nothing; [`register_flop_formula`] adds one.
+/// (`torch.utils.flop_counter.FlopCounterMode`), by operator, under `Global` and under each
+/// module the call ran in, forward and backward, as PyTorch's [`ModuleTracker`] places it.
+/// Operators without a formula count nothing; [`register_flop_formula`] adds one.
 #[derive(Default)]
 pub struct FlopCounterMode {
     /// By module (`Global` holds every count), the FLOPs of each operator in the order the
     /// operators were first counted, as PyTorch's table lists them.
     counts: RefCell<BTreeMap<String, Vec<(String, u64)>>>,
+    /// The modules the program is in.
+    tracker: ModuleTracker,
 }
 
 impl FlopCounterMode {
-    /// A counter with nothing counted.
+    /// A counter with nothing counted, following module calls (on this thread) until it is
+    /// dropped.
     pub fn new() -> FlopCounterMode {
         FlopCounterMode::default()
     }
@@ -203,10 +208,12 @@ impl TorchDispatchMode for FlopCounterMode {
         if let Some(formula) = formula(func) {
             let flops = formula(args, kwargs, &out)?;
             let mut counts = self.counts.borrow_mut();
-            let global = counts.entry("Global".into()).or_default();
-            match global.iter_mut().find(|(op, _)| op == func.overload_packet()) {
-                Some((_, n)) => *n += flops,
-                None => global.push((func.overload_packet().to_string(), flops)),
+            for module in self.tracker.parents() {
+                let ops = counts.entry(module).or_default();
+                match ops.iter_mut().find(|(op, _)| op == func.overload_packet()) {
+                    Some((_, n)) => *n += flops,
+                    None => ops.push((func.overload_packet().to_string(), flops)),
+                }
             }
         }
         Ok(out)
