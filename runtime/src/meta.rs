@@ -91,13 +91,7 @@ pub(crate) fn like(x: &Array) -> Array {
 /// `value` with each tensor replaced by what `fake` makes of it, and each device by the meta
 /// device: a call's arguments moved to meta.
 pub(crate) fn faked(value: &Value, fake: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Value> {
-    Ok(match value {
-        Value::Tensor(t) => Value::Tensor(fake(t)?),
-        Value::List(items) => Value::List(items.iter().map(|v| faked(v, fake)).collect::<Result<_>>()?),
-        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| faked(v, fake)).collect::<Result<_>>()?),
-        Value::Device(_) => Value::Device(Device::META),
-        other => other.clone(),
-    })
+    value.map(fake, &|_| Device::META)
 }
 
 /// A meta tensor of `t`'s layout and dtype (a call's argument, for working out its results'

@@ -55,6 +55,38 @@ pub enum Value {
 }
 
 impl Value {
+    /// This value with each tensor in it (in lists and tuples too) replaced by what `f` makes
+    /// of it (PyTorch's `tree_map` over tensors): how a wrapper subclass's hook unwraps its
+    /// arguments and wraps its results.
+    ///
+    /// ```
+    /// use torchfn::Value;
+    /// let v = Value::Tuple(vec![torchfn::ones([2], None, None)?.into(), 3.into()]);
+    /// let doubled = v.map_tensors(&|t| t * 2.0)?;
+    /// assert_eq!(doubled.as_slice().unwrap()[0].as_tensor().unwrap().to_vec::<f32>()?, [2.0, 2.0]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn map_tensors(&self, f: &dyn Fn(&Tensor) -> Result<Tensor>) -> Result<Value> {
+        self.map(f, &|d| d)
+    }
+
+    /// This value with its tensors and devices replaced by what `tensor` and `device` make of
+    /// them.
+    pub(crate) fn map(
+        &self,
+        tensor: &dyn Fn(&Tensor) -> Result<Tensor>,
+        device: &dyn Fn(crate::Device) -> crate::Device,
+    ) -> Result<Value> {
+        let all = |items: &[Value]| items.iter().map(|v| v.map(tensor, device)).collect::<Result<Vec<_>>>();
+        Ok(match self {
+            Value::Tensor(t) => Value::Tensor(tensor(t)?),
+            Value::List(items) => Value::List(all(items)?),
+            Value::Tuple(items) => Value::Tuple(all(items)?),
+            Value::Device(d) => Value::Device(device(*d)),
+            other => other.clone(),
+        })
+    }
+
     /// The Python type name of this value (`"int"`, `"Tensor"`, or a subclass's or duck's name).
     pub fn type_name(&self) -> &'static str {
         match self {

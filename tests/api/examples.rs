@@ -28,6 +28,10 @@ mod logging_mode;
 mod nan_check;
 
 #[allow(dead_code)]
+#[path = "../../examples/units.rs"]
+mod units;
+
+#[allow(dead_code)]
 #[path = "../../examples/subclass.rs"]
 pub(crate) mod subclass;
 
@@ -245,8 +249,20 @@ fn nan_check_names_the_backward_operator_that_made_a_nan() {
     let out = nan_check::run().unwrap();
     assert_eq!(
         out,
-        "forward: tensor(0.)\nbackward: aten.div.Tensor returned NaN; its inputs were: tensor([0., 0.]), tensor([0., \
+        "forward: tensor(0.)\nbackward: aten.div.Tensor returned NaN in Net.root (backward); its inputs were: tensor([0., 0.]), tensor([0., \
          4.])\n"
+    );
+}
+
+#[test]
+fn units_keep_their_unit_through_the_backward_pass() {
+    assert_eq!(
+        units::run().unwrap(),
+        "x = [2.0, 6.0] m, t = [1.0, 2.0] s\n\
+         v = x / t = [2.0, 3.0] m/s\n\
+         e = sum(v * v) = [13.0] m^2/s^2 (grad_fn SumBackward0)\n\
+         de/dx = [4.0, 3.0] m/s^2\n\
+         x + t: aten.add.Tensor: cannot combine m and s\n"
     );
 }
 

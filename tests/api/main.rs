@@ -42,6 +42,7 @@ mod tensor;
 mod tensor_api;
 mod views;
 mod workloads;
+mod wrapper;
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;

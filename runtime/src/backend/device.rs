@@ -68,8 +68,8 @@ impl Device {
     /// Device `index` of `backend`, without looking the backend up in [`BACKENDS`] (the
     /// runtime's own unit tests link two copies of the runtime, whose slices linkme refuses to
     /// read). The wgpu backend's tests use it.
-    #[cfg(all(test, feature = "wgpu"))]
-    pub(crate) fn on(backend: &'static dyn Backend, index: usize) -> Device {
+    /// Device `index` of `backend`.
+    pub(crate) fn with_backend(backend: &'static dyn Backend, index: usize) -> Device {
         Device { backend, index }
     }
 

@@ -65,6 +65,12 @@ pub trait Backend: Send + Sync + 'static {
     /// The device type's name, as in `Device`'s text (`"cpu"`, `"wgpu"`).
     fn name(&self) -> &'static str;
 
+    /// For the memory of wrapper subclass tensors (which has no data), the backend of the
+    /// devices they stand for; `None` for every backend with data.
+    fn stands_for(&self) -> Option<&'static dyn Backend> {
+        None
+    }
+
     /// How many devices of this kind the machine has (adapters, for wgpu).
     fn device_count(&self) -> usize;
 

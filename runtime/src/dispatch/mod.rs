@@ -37,6 +37,7 @@ pub mod aten;
 mod calls;
 mod mode;
 mod schema;
+mod wrapper;
 
 use std::fmt;
 use std::sync::OnceLock;
@@ -48,6 +49,8 @@ pub use mode::{
     push_dispatch_mode,
 };
 pub use schema::{Alias, Argument, Return, Schema};
+pub use wrapper::WrapperSubclass;
+pub(crate) use wrapper::{is_wrapper_device, stood_for};
 
 use crate::backend::{Array, Binary, Reduce, Scan, Unary};
 use crate::error::Result;

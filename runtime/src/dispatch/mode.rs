@@ -69,11 +69,11 @@ thread_local! {
     static DISABLED: Cell<u32> = const { Cell::new(0) };
 }
 
-/// True when an operator call must be offered to a dispatch mode: the one branch the
-/// primitives pay when none is active.
+/// True when an operator call must be offered to a dispatch mode or a wrapper subclass: the
+/// one branch the primitives pay when there is neither.
 #[inline(always)]
 pub(crate) fn intercepting() -> bool {
-    Stack::active(&MODES) && DISABLED.with(Cell::get) == 0
+    (Stack::active(&MODES) || super::wrapper::any_alive()) && DISABLED.with(Cell::get) == 0
 }
 
 /// Pushes `mode` on this thread's dispatch mode stack until the returned guard is dropped
@@ -116,8 +116,8 @@ impl Drop for NoDispatch {
     }
 }
 
-/// `op` on `args` and `kwargs`: the top dispatch mode's hook (with the mode off the stack), or
-/// the backend when no mode is active.
+/// `op` on `args` and `kwargs`: the top dispatch mode's hook (with the mode off the stack); with
+/// no mode active, the hook of a wrapper subclass among the arguments, or else the backend.
 pub(crate) fn dispatch(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
     if !intercepting() {
         return op.run(args, kwargs);
@@ -139,7 +139,8 @@ pub(crate) fn dispatch(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -
             declined.unwrap_or_default()
         ))),
         Some(result) => result,
-        None => op.run(args, kwargs),
+        // No mode: the wrapper subclasses among the arguments, then the backend.
+        None => super::wrapper::dispatch(op, args, kwargs).unwrap_or_else(|| op.run(args, kwargs)),
     }
 }
 
@@ -148,8 +149,9 @@ pub(crate) fn dispatch(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -
 fn too_deep(op: &Operator) -> Error {
     Error::runtime_error(format!(
         "maximum recursion depth ({}) exceeded while dispatching '{op}': a __torch_dispatch__ hook calls '{op}' \
-         again while its mode is active (a mode pushed back onto the stack inside its own hook); call the operator \
-         with the mode off the stack, or inside no_dispatch()",
+         again while its mode is active (a mode pushed back onto the stack inside its own hook), or a wrapper \
+         subclass's hook calls it on the wrapper itself; call the operator with the mode off the stack, on the \
+         unwrapped tensors, or inside no_dispatch()",
         crate::protocol::recursion_limit()
     ))
 }

@@ -25,6 +25,10 @@ pub(crate) fn device_of(func: &str, operands: &[(&str, &Dense)]) -> Result<Devic
 /// [`device_of`] for operands on more than one device.
 #[cold]
 fn mixed_devices(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
+    // A wrapper subclass's hook gets the call, whatever the other devices.
+    if let Some((_, w)) = operands.iter().find(|(_, x)| crate::dispatch::is_wrapper_device(x.device())) {
+        return Ok(w.device());
+    }
     // Under a fake tensor mode, real tensors meet fake ones: the mode makes them fake.
     if operands.iter().any(|(_, x)| x.device().is_meta()) && crate::fake_tensor::active() {
         return Ok(Device::META);

@@ -23,7 +23,8 @@ impl Tensor {
     /// Where the data lives (`Tensor.device`).
     #[torch_function(property)]
     pub fn device(&self) -> Result<Device> {
-        Ok(self.data("device", "self")?.device())
+        // A wrapper subclass reports the device it stands for.
+        Ok(crate::dispatch::stood_for(self.data("device", "self")?.device()))
     }
 
     /// How many elements apart consecutive positions of each dimension are in memory

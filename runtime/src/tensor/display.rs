@@ -48,10 +48,12 @@ fn render(dense: &Dense, prefix: &str) -> String {
     let indent = prefix.len() + 1;
     let shape = &dense.layout.shape;
     let mut suffixes = Vec::new();
-    if !dense.device().is_cpu() {
-        suffixes.push(format!("device='{}'", dense.device()));
+    // A wrapper subclass shows the device it stands for.
+    let device = crate::dispatch::stood_for(dense.device());
+    if !device.is_cpu() {
+        suffixes.push(format!("device='{device}'"));
     }
-    let body = if dense.device().is_meta() {
+    let body = if dense.device().is_meta() || device != dense.device() {
         // No data: PyTorch's `tensor(..., device='meta', size=(2, 3))`.
         let dims: Vec<String> = shape.iter().map(usize::to_string).collect();
         let tuple = if dims.len() == 1 { format!("({},)", dims[0]) } else { format!("({})", dims.join(", ")) };

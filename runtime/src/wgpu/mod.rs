@@ -111,7 +111,7 @@ pub(crate) mod testing {
     /// Built without the backend table, which this test binary cannot read (see `Device::on`).
     pub(crate) fn gpu() -> Option<Device> {
         match preferred(Preference::HighPerformance) {
-            Ok(index) => Some(Device::on(&WGPU, index)),
+            Ok(index) => Some(Device::with_backend(&WGPU, index)),
             Err(e) if std::env::var("TORCHFN_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
                 panic!("TORCHFN_REQUIRE_GPU=1 but there is no GPU: {e}")
             }

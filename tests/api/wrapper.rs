@@ -1,0 +1,132 @@
+//! Wrapper subclasses (`_make_wrapper_subclass` with `__torch_dispatch__`): autograd above them
+//! unchanged, the backward pass's operators reaching the hook, the device they stand for, and
+//! bad hooks as errors.
+
+use std::cell::RefCell;
+
+use torchfn::dispatch::{Operator, WrapperSubclass};
+use torchfn::prelude::*;
+use torchfn::{Device, ErrorKind};
+
+thread_local! {
+    /// The operators the `Boxed` hook saw on this thread.
+    static SEEN: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Holds its values in an inner tensor and logs every operator it sees.
+struct Boxed(Tensor);
+
+fn unwrap(t: &Tensor) -> Result<Tensor> {
+    Ok(t.wrapper::<Boxed>().map_or_else(|| t.clone(), |b| b.0.clone()))
+}
+
+fn boxed(inner: Tensor) -> Result<Tensor> {
+    let (shape, dtype, device) = (inner.shape()?, inner.dtype()?, inner.device()?);
+    Tensor::make_wrapper_subclass(Boxed(inner), &shape, None, dtype, device, false)
+}
+
+impl WrapperSubclass for Boxed {
+    fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        SEEN.with(|s| s.borrow_mut().push(func.to_string()));
+        let args: Vec<Value> = args.iter().map(|a| a.map_tensors(&unwrap)).collect::<Result<_>>()?;
+        let out = func.call(&args, kwargs)?;
+        out.map_tensors(&|t| boxed(t.clone()))
+    }
+}
+
+/// A small network's loss and its inputs' gradients, from whatever `wrap` makes of the inputs.
+fn mlp(wrap: impl Fn(Tensor) -> Result<Tensor>) -> (Vec<f32>, Vec<Vec<f32>>) {
+    let g = Generator::new().manual_seed(3);
+    let x = wrap(torchfn::randn([4, 5], g.clone(), None, None).unwrap()).unwrap();
+    let w = wrap(torchfn::randn([5, 3], g.clone(), None, None).unwrap()).unwrap().requires_grad_(true).unwrap();
+    let b = wrap(torchfn::randn([3], g.clone(), None, None).unwrap()).unwrap().requires_grad_(true).unwrap();
+    let h = (&x.matmul(&w).unwrap() + &b).unwrap().tanh().unwrap();
+    let loss = h.softmax(-1, None).unwrap().log().unwrap().mean().unwrap();
+    loss.backward().unwrap();
+    let read = |t: &Tensor| unwrap(t).unwrap().to_vec::<f32>().unwrap();
+    (read(&loss), [w, b].iter().map(|p| read(&p.grad().unwrap().unwrap())).collect())
+}
+
+#[test]
+fn autograd_runs_above_a_wrapper_and_its_backward_reaches_the_hook() {
+    SEEN.with(|s| s.borrow_mut().clear());
+    let plain = mlp(Ok);
+    let wrapped = mlp(boxed);
+    assert_eq!(plain, wrapped);
+    let seen = SEEN.with(|s| s.borrow().clone());
+    // The forward's product and the backward's (the weight's gradient is a product too).
+    assert!(seen.iter().filter(|op| *op == "aten.matmul.default").count() >= 2, "{seen:?}");
+    assert!(seen.iter().any(|op| op == "aten.tanh.default"), "{seen:?}");
+}
+
+#[test]
+fn a_wrapper_has_its_own_metadata_and_the_device_it_stands_for() {
+    let inner = torchfn::zeros([2, 3], None, None).unwrap();
+    let t =
+        Tensor::make_wrapper_subclass(Boxed(inner), &[2, 3], Some(&[1, 2]), DType::Float64, Device::CPU, true).unwrap();
+    assert_eq!(t.shape().unwrap(), [2, 3]);
+    assert_eq!(t.stride().unwrap(), [1, 2]);
+    assert_eq!(t.dtype().unwrap(), DType::Float64);
+    assert_eq!(t.device().unwrap(), Device::CPU);
+    assert!(t.requires_grad().unwrap() && t.is_wrapper());
+    assert_eq!(t.to_string(), "tensor(..., size=(2, 3), dtype=torch.float64)");
+    let err = t.to_vec::<f64>().unwrap_err();
+    assert!(err.to_string().contains("has no data of its own"), "{err}");
+    let err = Tensor::make_wrapper_subclass(
+        Boxed(torchfn::zeros([1], None, None).unwrap()),
+        &[2],
+        Some(&[1, 1]),
+        DType::Float32,
+        Device::CPU,
+        false,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("strides has 2 entries for a shape of 1 dimensions"), "{err}");
+}
+
+/// Declines every call.
+struct Declines;
+
+impl WrapperSubclass for Declines {
+    fn torch_dispatch(_: &'static Operator, _: &[Value], _: &Kwargs) -> Result<Value> {
+        Ok(Value::NotImplemented)
+    }
+}
+
+/// Hands the wrapper itself back to the operator.
+struct Recurses;
+
+impl WrapperSubclass for Recurses {
+    fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        func.call(args, kwargs)
+    }
+}
+
+/// Returns a tensor of the wrong shape.
+struct WrongShape;
+
+impl WrapperSubclass for WrongShape {
+    fn torch_dispatch(_: &'static Operator, _: &[Value], _: &Kwargs) -> Result<Value> {
+        Ok(Value::Tensor(torchfn::zeros([7], None, None)?))
+    }
+}
+
+#[test]
+fn bad_hooks_are_errors_naming_the_operator() {
+    let wrap = |w: Box<dyn Fn() -> Result<Tensor>>| w().unwrap();
+    let declines =
+        wrap(Box::new(|| Tensor::make_wrapper_subclass(Declines, &[2], None, DType::Float32, Device::CPU, false)));
+    let err = declines.exp().unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Type);
+    assert!(err.to_string().starts_with("Multiple dispatch failed for 'aten::exp'"), "{err}");
+
+    let recurses =
+        wrap(Box::new(|| Tensor::make_wrapper_subclass(Recurses, &[2], None, DType::Float32, Device::CPU, false)));
+    let err = recurses.exp().unwrap_err();
+    assert!(err.to_string().starts_with("maximum recursion depth"), "{err}");
+
+    let wrong =
+        wrap(Box::new(|| Tensor::make_wrapper_subclass(WrongShape, &[2], None, DType::Float32, Device::CPU, false)));
+    let err = wrong.exp().unwrap_err();
+    assert!(err.to_string().contains("aten.exp.default"), "{err}");
+}
