@@ -1,26 +1,31 @@
-//! A logging dispatch mode, as PyTorch's `LoggingTensorMode` (`torch.testing._internal.
-//! logging_tensor`): it sits below autograd, so it sees every operator the program runs,
-//! the backward pass's included, and prints each in PyTorch's format,
-//! `$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)`, numbering tensors as it meets
-//! them.
+//! Logging below autograd, as PyTorch's `torch.testing._internal.logging_tensor`: a dispatch
+//! mode (`LoggingTensorMode`) that sees every operator the program runs, and a wrapper subclass
+//! (`LoggingTensor`) that sees every operator its instances take part in; both see the
+//! backward pass's operators too, and print each in PyTorch's format,
+//! `$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)`, numbering tensors as they
+//! meet them.
 //!
 //! Run it with `cargo run --example logging_mode`.
 
 use std::cell::RefCell;
 use std::fmt::Write;
 
-use torchfn::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
+use torchfn::dispatch::{Operator, TorchDispatchMode, WrapperSubclass, WrapperTensor, push_dispatch_mode};
 use torchfn::prelude::*;
 use torchfn::{ById, DType};
 
-/// Logs every operator call below autograd.
+/// Names tensors as it meets them and logs operator calls.
 #[derive(Default)]
-pub struct LoggingMode {
+pub struct Logger {
     /// The tensors met so far, by identity: `$n` is the n-th.
     names: RefCell<Vec<ById>>,
     /// One line per operator call.
     pub log: RefCell<Vec<String>>,
 }
+
+/// Logs every operator call below autograd.
+#[derive(Default)]
+pub struct LoggingMode(pub Logger);
 
 /// PyTorch's abbreviations of dtypes in logs.
 fn abbreviation(dtype: DType) -> &'static str {
@@ -33,7 +38,7 @@ fn abbreviation(dtype: DType) -> &'static str {
     }
 }
 
-impl LoggingMode {
+impl Logger {
     /// `$n` for `t`, naming it on first sight.
     fn name(&self, t: &Tensor) -> String {
         let key = ById::new(t);
@@ -74,16 +79,44 @@ impl LoggingMode {
     }
 }
 
-impl TorchDispatchMode for LoggingMode {
-    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+impl Logger {
+    /// Runs the call `func(args, kwargs)` through `run` and logs it with its result.
+    fn logged(
+        &self,
+        func: &'static Operator,
+        args: &[Value],
+        kwargs: &Kwargs,
+        run: impl FnOnce() -> Result<Value>,
+    ) -> Result<Value> {
         // Name the inputs before the result, so that numbers follow the order of the program.
         let mut call = self.arguments(args);
         for (name, value) in kwargs.iter() {
             write!(call, "{}{name}={}", if call.is_empty() { "" } else { ", " }, self.argument(value)).ok();
         }
-        let result = func.call(args, kwargs)?;
+        let result = run()?;
         self.log.borrow_mut().push(format!("{} = {func}({call})", self.result(&result)));
         Ok(result)
+    }
+}
+
+impl TorchDispatchMode for LoggingMode {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        self.0.logged(func, args, kwargs, || func.call(args, kwargs))
+    }
+}
+
+thread_local! {
+    /// What `LoggingTensor`s log into on this thread.
+    pub static TENSOR_LOG: Logger = Logger::default();
+}
+
+/// A tensor that logs every operator it takes part in (a wrapper around its values).
+#[derive(WrapperTensor)]
+pub struct LoggingTensor(pub Tensor);
+
+impl WrapperSubclass for LoggingTensor {
+    fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        TENSOR_LOG.with(|log| log.logged(func, args, kwargs, || Self::dispatch_inner(func, args, kwargs)))
     }
 }
 
@@ -92,15 +125,31 @@ pub fn run() -> Result<String> {
     let x = torchfn::tensor([1.0f32, 2.0])?.requires_grad_(true)?;
     let y = torchfn::tensor([3.0f32, 4.0])?;
     let mode = push_dispatch_mode(LoggingMode::default());
-    mode.name(&x);
-    mode.name(&y);
+    mode.0.name(&x);
+    mode.0.name(&y);
     let loss = (&x * &y)?.sum()?;
     loss.backward()?;
-    let log = mode.log.borrow().join("\n");
+    let log = mode.0.log.borrow().join("\n");
     Ok(log + "\n")
 }
 
+/// The same program on logging tensors; returns their log.
+pub fn run_tensor() -> Result<String> {
+    let x = LoggingTensor(torchfn::tensor([1.0f32, 2.0])?).wrap()?.requires_grad_(true)?;
+    let y = LoggingTensor(torchfn::tensor([3.0f32, 4.0])?).wrap()?;
+    TENSOR_LOG.with(|log| {
+        log.name(&x);
+        log.name(&y);
+    });
+    let loss = (&x * &y)?.sum()?;
+    loss.backward()?;
+    Ok(TENSOR_LOG.with(|log| log.log.borrow().join("\n")) + "\n")
+}
+
 fn main() -> Result<()> {
+    println!("LoggingTensorMode:");
     print!("{}", run()?);
+    println!("\nLoggingTensor:");
+    print!("{}", run_tensor()?);
     Ok(())
 }

@@ -14,6 +14,7 @@ mod module;
 mod options;
 mod signature;
 mod verify;
+mod wrapper;
 
 use std::hash::{DefaultHasher, Hash, Hasher};
 
@@ -197,6 +198,34 @@ fn unique_suffix(item: &TokenStream) -> String {
     let mut hasher = DefaultHasher::new();
     (span.file(), span.line(), span.column()).hash(&mut hasher);
     format!("{:016x}", hasher.finish())
+}
+
+/// Declares a wrapper tensor type (`torchfn::dispatch::WrapperTensor`): a struct around one
+/// inner tensor (the field of type `Tensor`, or the one marked `#[wrapper(inner)]`), whose
+/// other fields are cloned into each wrapped result. Its hook (`WrapperSubclass`) is then a few
+/// lines: `Self::dispatch_inner(func, args, kwargs)` changes nothing.
+///
+/// ```
+/// use torchfn::dispatch::{Operator, WrapperSubclass, WrapperTensor};
+/// use torchfn::prelude::*;
+///
+/// #[derive(WrapperTensor)]
+/// struct Tagged(Tensor, u32);
+///
+/// impl WrapperSubclass for Tagged {
+///     fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+///         Self::dispatch_inner(func, args, kwargs)
+///     }
+/// }
+///
+/// let t = Tagged(torchfn::ones([2], None, None)?, 7).wrap()?;
+/// let u = t.exp()?;
+/// assert_eq!(u.wrapper::<Tagged>().unwrap().1, 7);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[proc_macro_derive(WrapperTensor, attributes(wrapper))]
+pub fn derive_wrapper_tensor(input: TokenStream) -> TokenStream {
+    wrapper::derive(input.into()).into()
 }
 
 /// Makes a struct a module (`torchfn::nn::Module`): its fields (parameters, buffers, training

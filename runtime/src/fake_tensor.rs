@@ -129,6 +129,12 @@ impl TorchDispatchMode for FakeTensorMode {
                  not have"
             )));
         }
+        if func.has_tag(Tag::DynamicOutputShape) {
+            return Err(Error::runtime_error(format!(
+                "DynamicOutputShapeException: {func}: the shape of its output depends on tensor values, which fake \
+                 tensors do not have"
+            )));
+        }
         if args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(is_fake) {
             // Nothing to convert: the call goes on as it came (and skips binding).
             return func.call(args, kwargs);

@@ -317,7 +317,7 @@ fn calling_an_operator_checks_its_arguments() {
 // Conformance: a pass-through mode changes nothing.
 
 /// Results that differ between two runs whatever the mode: addresses.
-const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
+pub(crate) const INCOMPARABLE: &[&str] = &["Tensor.data_ptr"];
 
 fn is_float(t: &Tensor) -> bool {
     !t.is_duck() && t.dtype().unwrap().is_floating_point()
@@ -348,7 +348,7 @@ fn differentiable(value: &Value, out: &mut Vec<Tensor>) {
 
 /// What one run of a sample gives: its result (or error) and, with `grad`, the gradients of
 /// the sum of its differentiable outputs at the sample's float inputs (or the error).
-fn run(func: &'static Func, k: usize, prepare: &dyn Fn(&Value) -> Value, grad: bool) -> Vec<Value> {
+pub(crate) fn run(func: &'static Func, k: usize, prepare: &dyn Fn(&Value) -> Value, grad: bool) -> Vec<Value> {
     torchfn::manual_seed(0);
     let sample = &samples(func)[k];
     let mut args: Vec<Value> = sample.args.iter().map(prepare).collect();
@@ -388,7 +388,7 @@ fn bits(t: &Tensor) -> Vec<u64> {
 }
 
 /// Where `a` and `b` differ, bit for bit.
-fn identical(a: &Value, b: &Value) -> Result<(), String> {
+pub(crate) fn identical(a: &Value, b: &Value) -> Result<(), String> {
     match (a, b) {
         (Value::Tensor(x), Value::Tensor(y)) if !x.is_duck() && !y.is_duck() => {
             let describe = |t: &Tensor| (t.dtype().unwrap(), t.shape().unwrap().to_vec(), t.device().unwrap());

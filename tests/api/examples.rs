@@ -245,6 +245,21 @@ fn logging_mode_logs_forward_and_backward_operators_in_pytorch_s_format() {
 }
 
 #[test]
+fn logging_tensors_log_forward_and_backward_operators_in_pytorch_s_format() {
+    let log = logging_mode::run_tensor().unwrap();
+    let expected = [
+        "$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)",
+        "$3: f32[] = aten.sum.dim_IntList($2, [0], False, dtype=torch.float32)",
+        // backward: the seed gradient is a plain tensor (spread over the sum unseen), times y
+        "$5: f32[2] = aten.mul.Tensor($4, $1, dtype=torch.float32)",
+        "$6: f32[2] = aten._to_copy.default($5, dtype=torch.float32, device=device(type='cpu'))",
+        "",
+    ]
+    .join("\n");
+    assert_eq!(log, expected);
+}
+
+#[test]
 fn nan_check_names_the_backward_operator_that_made_a_nan() {
     let out = nan_check::run().unwrap();
     assert_eq!(

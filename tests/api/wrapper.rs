@@ -4,7 +4,7 @@
 
 use std::cell::RefCell;
 
-use torchfn::dispatch::{Operator, WrapperSubclass};
+use torchfn::dispatch::{Operator, WrapperSubclass, WrapperTensor};
 use torchfn::prelude::*;
 use torchfn::{Device, ErrorKind};
 
@@ -129,4 +129,76 @@ fn bad_hooks_are_errors_naming_the_operator() {
         wrap(Box::new(|| Tensor::make_wrapper_subclass(WrongShape, &[2], None, DType::Float32, Device::CPU, false)));
     let err = wrong.exp().unwrap_err();
     assert!(err.to_string().contains("aten.exp.default"), "{err}");
+}
+
+/// A wrapper that changes nothing.
+#[derive(WrapperTensor)]
+struct PassThrough(Tensor);
+
+impl WrapperSubclass for PassThrough {
+    fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        Self::dispatch_inner(func, args, kwargs)
+    }
+}
+
+/// `value` with its plain dense tensors wrapped (a leaf's wrapper requires grad as the leaf
+/// does, and holds its gradient wrapped).
+fn wrapped(value: &Value) -> Value {
+    fn wrap(t: &Tensor) -> Result<Tensor> {
+        if t.is_duck() || t.is_wrapper() {
+            return Ok(t.clone());
+        }
+        let w = PassThrough(t.detach()?).wrap()?.requires_grad_(t.requires_grad()?)?;
+        if let Some(g) = t.grad()? {
+            w.set_grad(Some(&wrap(&g)?))?;
+        }
+        Ok(w)
+    }
+    value.map_tensors(&wrap).unwrap()
+}
+
+/// `value` with its wrappers unwrapped.
+fn unwrapped(value: &Value) -> Value {
+    PassThrough::unwrap(value).unwrap()
+}
+
+/// Operations that still read index values on the host themselves, not through an operator
+/// (index_put's last-write-wins among repeated positions, which `__setitem__` uses, and
+/// embedding's `max_norm` renormalisation): on wrappers they fail with the wrapper's "no data"
+/// error instead of reaching its hook.
+const READ_ON_THE_HOST: &[&str] = &[
+    "Tensor.__setitem__",
+    "Tensor.index_put",
+    "Tensor.index_put_",
+    "torchfn.index_put",
+    "torchfn.nn.functional.embedding",
+];
+
+#[test]
+fn every_sample_on_pass_through_wrappers_gives_the_same_result_and_gradient() {
+    let (mut compared, mut differences) = (0, Vec::new());
+    for func in crate::coverage::operations() {
+        if crate::dispatch::INCOMPARABLE.contains(&func.qualified_name().as_str()) {
+            continue;
+        }
+        for k in 0..torchfn::testing::samples(func).len() {
+            for grad in [false, true] {
+                let plain = Value::List(crate::dispatch::run(func, k, &Value::clone, grad));
+                let runs = crate::dispatch::run(func, k, &wrapped, grad);
+                let on_wrappers = Value::List(runs.iter().map(unwrapped).collect());
+                if let Err(e) = crate::dispatch::identical(&plain, &on_wrappers) {
+                    let known = READ_ON_THE_HOST.contains(&func.qualified_name().as_str())
+                        && on_wrappers.to_string().contains("has no data of its own");
+                    if !known {
+                        differences.push(format!("{func} sample {k} (grad: {grad}): {e}"));
+                    }
+                }
+                compared += 1;
+            }
+        }
+    }
+    println!("{compared} runs compared");
+    let shown: Vec<String> = differences.iter().map(|d| d.chars().take(300).collect()).collect();
+    assert!(differences.is_empty(), "{} of {compared} runs differ:\n\n{}", differences.len(), shown.join("\n"));
+    assert!(compared > 900, "only {compared} runs compared");
 }

@@ -232,6 +232,9 @@ operators! {
     /// The value of a one-element tensor, read on the host: what gives `item()`, and every
     /// decision an operation makes on a tensor's value.
     LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;
+    /// The positions of the nonzero elements, one row of indices each, in order: its size
+    /// depends on the values (what a bool mask index takes).
+    NONZERO = "nonzero(Tensor self) -> Tensor", [DynamicOutputShape] Kernel::Nonzero;
     /// Writes `src` into `self`, converting and moving it.
     COPY_ = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", [Inplace] Kernel::Copy;
 }

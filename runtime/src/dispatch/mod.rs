@@ -49,7 +49,8 @@ pub use mode::{
     push_dispatch_mode,
 };
 pub use schema::{Alias, Argument, Return, Schema};
-pub use wrapper::WrapperSubclass;
+pub use torchfn_macros::WrapperTensor;
+pub use wrapper::{WrapperSubclass, WrapperTensor};
 pub(crate) use wrapper::{is_wrapper_device, stood_for};
 
 use crate::backend::{Array, Binary, Reduce, Scan, Unary};
@@ -76,6 +77,9 @@ pub enum Tag {
     /// What it gives depends on tensor values, not only shapes (`data_dependent_output`):
     /// shape-only tools cannot run it.
     DataDependent,
+    /// The shape of what it gives depends on tensor values (`dynamic_output_shape`): shape-only
+    /// tools cannot run it either.
+    DynamicOutputShape,
     /// Results may differ between runs on the same inputs (`nondeterministic_bitwise`).
     Nondeterministic,
     /// Creates a tensor from sizes and values, with no tensor argument (`factory`).
@@ -104,6 +108,7 @@ pub(crate) enum Kernel {
     Full,
     Copy,
     LocalScalar,
+    Nonzero,
 }
 
 /// What an operator call gives the primitive that made it: the kernel's array (no dispatch

@@ -64,6 +64,81 @@ pub trait WrapperSubclass: Any + Send + Sync + Sized {
     fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value>;
 }
 
+/// A wrapper around one inner tensor, with whatever else the type holds: what
+/// `#[derive(WrapperTensor)]` implements (the field of type `Tensor`, or the one marked
+/// `#[wrapper(inner)]`, is the inner tensor; the other fields are cloned into each result).
+/// It gives the pieces a hook is made of, and the whole of a hook that unwraps, calls the
+/// operator on the inner tensors and wraps the results ([`dispatch_inner`](WrapperTensor::dispatch_inner)).
+///
+/// ```
+/// use torchfn::dispatch::{Operator, WrapperSubclass, WrapperTensor};
+/// use torchfn::prelude::*;
+///
+/// /// Counts nothing, keeps a label through every operator, forward and backward.
+/// #[derive(WrapperTensor)]
+/// struct Labelled {
+///     elem: Tensor,
+///     label: &'static str,
+/// }
+///
+/// impl WrapperSubclass for Labelled {
+///     fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+///         Self::dispatch_inner(func, args, kwargs)
+///     }
+/// }
+///
+/// let x = Labelled { elem: torchfn::tensor([1.0f32, 2.0])?, label: "x" }.wrap()?.requires_grad_(true)?;
+/// (&x * &x)?.sum()?.backward()?;
+/// let grad = x.grad()?.unwrap();
+/// let labelled = grad.wrapper::<Labelled>().unwrap();
+/// assert_eq!((labelled.label, labelled.elem.to_vec::<f32>()?), ("x", vec![2.0, 4.0]));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub trait WrapperTensor: WrapperSubclass {
+    /// The inner tensor.
+    fn inner(&self) -> &Tensor;
+
+    /// The same wrapper around `inner` (the other fields cloned).
+    fn with_inner(&self, inner: Tensor) -> Self;
+
+    /// The wrapper as a tensor with its inner tensor's shape, strides, dtype and device.
+    fn wrap(self) -> Result<Tensor> {
+        let inner = self.inner();
+        let (shape, strides, dtype, device) = (inner.shape()?, inner.stride()?, inner.dtype()?, inner.device()?);
+        Tensor::make_wrapper_subclass(self, &shape, Some(&strides), dtype, device, false)
+    }
+
+    /// `value` with every instance replaced by its inner tensor.
+    fn unwrap(value: &Value) -> Result<Value> {
+        value.map_tensors(&|t| Ok(t.wrapper::<Self>().map_or_else(|| t.clone(), |w| w.inner().clone())))
+    }
+
+    /// The first instance among `args`.
+    fn first(args: &[Value]) -> Option<&Self> {
+        args.iter().flat_map(super::schema::tensors_in).find_map(|t| t.wrapper::<Self>())
+    }
+
+    /// `value` with every tensor wrapped like `self`.
+    fn rewrap(&self, value: &Value) -> Result<Value> {
+        value.map_tensors(&|t| self.with_inner(t.clone()).wrap())
+    }
+
+    /// The hook that changes nothing: `func` on the inner tensors, its results wrapped like the
+    /// first instance among the arguments.
+    fn dispatch_inner(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        let unwrapped: Vec<Value> = args.iter().map(Self::unwrap).collect::<Result<_>>()?;
+        let mut plain = Kwargs::new();
+        for (name, value) in kwargs.iter() {
+            plain.insert(name, Self::unwrap(value)?);
+        }
+        let out = func.call(&unwrapped, &plain)?;
+        match Self::first(args) {
+            Some(first) => first.rewrap(&out),
+            None => Ok(out),
+        }
+    }
+}
+
 /// A wrapper type's hook.
 type Hook = fn(&'static Operator, &[Value], &Kwargs) -> Result<Value>;
 

@@ -407,17 +407,9 @@ fn expand_to(t: &Tensor, shape: &Shape) -> Result<Tensor> {
 /// (PyTorch's `mask.nonzero(as_tuple=True)`), on `device`.
 fn true_positions(func: &str, mask: &Tensor, device: crate::backend::Device) -> Result<Vec<Tensor>> {
     let m = mask.data(func, "index")?;
-    let flags = crate::cpu::elements::<bool>(func, &*crate::backend::host::on_host(m)?)?;
-    let shape = &m.layout.shape;
-    let mut columns: Vec<Vec<i64>> = vec![Vec::new(); shape.len()];
-    for (flat, _) in flags.iter().enumerate().filter(|(_, f)| **f) {
-        let mut rest = flat;
-        for d in (0..shape.len()).rev() {
-            columns[d].push((rest % shape[d]) as i64);
-            rest /= shape[d];
-        }
-    }
-    columns.into_iter().map(|c| positions(device, c.into_iter())).collect()
+    let rows = primitive::nonzero(mask)?;
+    let rows = if m.device() == device { rows } else { primitive::transfer(&rows, device, device.index_dtype())? };
+    (0..m.layout.shape.len()).map(|d| rows.select(1, d as i64)).collect()
 }
 
 /// The first index in the integer tensor `index` outside `-size..size`, if any.
@@ -614,6 +606,21 @@ pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
     index_select_impl("index_select", ("input", input), dim, index)
 }
 
+/// The positions of the nonzero (true) elements of `input`, one row of indices per element in
+/// order: `[n, input.dim()]` int64 (`torch.nonzero`). The number of rows depends on the values,
+/// so shape-only tools (fake tensors) cannot run it.
+///
+/// ```
+/// let t = torchfn::tensor([[0.0f32, 1.0], [2.0, 0.0]])?;
+/// assert_eq!(torchfn::nonzero(&t)?.to_vec::<i64>()?, [0, 1, 1, 0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn nonzero(input: &Tensor) -> Result<Tensor> {
+    input.data("nonzero", "input")?;
+    primitive::nonzero(input)
+}
+
 /// The elements of `input` picked along `dim` by the int64 `index`, of the same number of
 /// dimensions (`torch.gather`): for `dim = 1`, `out[i][j] = input[i][index[i][j]]`. The result
 /// has the index's shape.
@@ -682,6 +689,13 @@ pub fn triu(input: &Tensor, #[default(0)] diagonal: i64) -> Result<Tensor> {
 }
 
 impl Tensor {
+    /// The positions of the nonzero elements: the method form of [`nonzero`](crate::nonzero()).
+    #[torch_function]
+    pub fn nonzero(&self) -> Result<Tensor> {
+        self.data("nonzero", "self")?;
+        primitive::nonzero(self)
+    }
+
     /// The positions `index` of dimension `dim`: the method form of
     /// [`index_select`](crate::index_select()).
     #[torch_function]
@@ -777,6 +791,8 @@ fn index2(values: &[i64], shape: [usize; 2]) -> Value {
 }
 
 crate::samples! {
+    NONZERO => [sample([f32s(&[2, 3])]), sample([bools(&[4])]), sample([i64s(&[])])],
+    Tensor::NONZERO => [sample([bools(&[2, 2])])],
     INDEX_SELECT => [sample([f32s(&[2, 3, 4]), Value::Int(2), index(&[3, 0, 0])])],
     GATHER => [sample([f32s(&[3, 4]), Value::Int(1), index2(&[0, 1, 3, 3, 2, 0], [3, 2])])],
     FLIP => [sample([f32s(&[2, 3, 4]), Value::List(vec![0.into(), 2.into()])]), sample([i64s(&[3]), Value::Int(0)])],

@@ -44,7 +44,8 @@ pub use creation::{
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use indexing::{
-    FLIP, GATHER, INDEX_PUT, INDEX_SELECT, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, roll, tril, triu,
+    FLIP, GATHER, INDEX_PUT, INDEX_SELECT, NONZERO, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, nonzero,
+    roll, tril, triu,
 };
 pub use join::{
     CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, UNBIND, cat, chunk, concat, concatenate, split, stack, unbind,

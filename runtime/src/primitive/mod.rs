@@ -308,6 +308,9 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     let a = data(x, "view")?;
     let view = match dispatch::as_strided(x, make(&a.layout)?)? {
         Output::Array(array) if is_view => x.view_of(a, array),
+        // A wrapper's hook made the view: it is still a view of `x`, as autograd's view
+        // tracking (above the hook) makes it in PyTorch.
+        Output::Given { tensor, array } if is_view && tensor.is_wrapper() => x.view_of(a, array),
         Output::Given { tensor, .. } if is_view => tensor,
         out => Tensor::from_array(out.array().clone()),
     };
@@ -388,6 +391,14 @@ pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tenso
 /// The value of the one-element tensor `x`, read on the host (no history: a number).
 pub(crate) fn item(x: &Tensor) -> Result<Scalar> {
     dispatch::local_scalar(x)
+}
+
+/// The positions of the nonzero elements of `x`, one row each (no history: indices).
+pub(crate) fn nonzero(x: &Tensor) -> Result<Tensor> {
+    Ok(match dispatch::nonzero(x)? {
+        Output::Array(array) => Tensor::from_array(array),
+        Output::Given { tensor, .. } => tensor,
+    })
 }
 
 /// `a + b` in their promoted dtype (used to accumulate gradients).
