@@ -1,47 +1,53 @@
 //! Running programs on shapes alone (`torch._subclasses.fake_tensor`): [`FakeTensorMode`] is a
-//! dispatch mode that turns every real tensor an operator receives into a fake one (a tensor on
-//! the [meta device](crate::Device::META): shape, dtype and strides, no data), so the whole
-//! program, forward and backward, runs without computing or allocating, and says how many bytes
-//! its tensors would have needed at the peak.
+//! dispatch mode under which every tensor is fake (a tensor on the [meta device](crate::Device::META)
+//! that reports the device it stands for: shape, dtype, strides, device and no data), so the
+//! whole program, forward and backward, runs without computing or allocating, and says how many
+//! bytes its tensors would have needed at the peak.
 //!
 //! ```
+//! use torchfn::Device;
 //! use torchfn::dispatch::push_dispatch_mode;
 //! use torchfn::fake_tensor::FakeTensorMode;
 //!
-//! let x = torchfn::ones([1024, 1024], None, None)?.requires_grad_(true)?; // 4 MiB, real
+//! let real = torchfn::ones([1024, 1024], None, None)?; // 4 MiB, real
 //! let fake = push_dispatch_mode(FakeTensorMode::new());
-//! let y = x.matmul(&x)?.relu()?.sum()?;
+//! let x = fake.from_tensor(&real)?.requires_grad_(true)?;
+//! let b = torchfn::tensor([1.0f32; 1024])?; // made under the mode: fake from the start
+//! let y = (&x.matmul(&x)? + &b)?.relu()?.sum()?;
 //! y.backward()?;
-//! assert_eq!(y.device()?, torchfn::Device::META);
+//! assert_eq!((y.device()?, y.to_string()), (Device::CPU, "FakeTensor(..., size=())".to_string()));
 //! assert_eq!(x.grad()?.unwrap().shape()?, [1024, 1024]);
 //! assert!(fake.peak_bytes() >= 3 * 4 << 20); // x's fake, the product and its gradient
 //! let err = y.item().unwrap_err();
 //! assert!(err.to_string().starts_with("DataDependentOutputException: aten._local_scalar_dense.default"));
+//! // A real tensor met as an argument is refused, as PyTorch refuses it.
+//! let err = (&real * 2.0).unwrap_err();
+//! assert!(err.to_string().starts_with("Please convert all Tensors to FakeTensors first"));
 //! # Ok::<(), torchfn::Error>(())
 //! ```
-//!
-//! Where torchfn differs from PyTorch: fake tensors report the meta device, not the device they
-//! stand for (that needs wrapper subclasses); and real inputs are converted on entry whatever
-//! `allow_non_fake_inputs` would say, since tensors torchfn makes from data (`tensor`,
-//! `arange`) do not pass through the dispatch layer to be made fake, as PyTorch's
-//! `lift_fresh` does.
 
 use std::cell::RefCell;
 
 use crate::backend::{Array, Device};
-use crate::dispatch::{Operator, Tag, TorchDispatchMode};
+use crate::dispatch::{Operator, Tag, TorchDispatchMode, aten};
 use crate::error::{Error, Result};
 use crate::protocol::Types;
 use crate::tensor::{ById, Tensor};
 use crate::value::{Kwargs, Value};
 
-/// Runs every operator call on fake tensors (`FakeTensorMode`): real tensors it receives are
-/// converted once each ([`from_tensor`](FakeTensorMode::from_tensor)), factories create fake
-/// tensors, and operators whose output depends on values fail with PyTorch's
-/// `DataDependentOutputException`.
+/// Runs every operator call on fake tensors (`FakeTensorMode`): tensors made from data while it
+/// is active are fake from the start (`lift_fresh`), [`from_tensor`](FakeTensorMode::from_tensor)
+/// converts real ones, factories create fake tensors, and operators whose output depends on
+/// values fail with PyTorch's `DataDependentOutputException` or
+/// `DynamicOutputShapeException`. A fake tensor reports the device it stands for, and results
+/// stand for their inputs' device. As PyTorch's, it refuses real tensors met as arguments
+/// unless made with [`allow_non_fake_inputs`](FakeTensorMode::allow_non_fake_inputs)
+/// (zero-dimensional CPU tensors, numbers wrapped as tensors, are always taken).
 pub struct FakeTensorMode {
     /// Each real tensor converted so far, and its fake.
     memo: RefCell<Vec<(ById, Tensor)>>,
+    /// Convert real tensors met as arguments instead of refusing them.
+    allow_non_fake_inputs: bool,
 }
 
 impl Default for FakeTensorMode {
@@ -55,11 +61,18 @@ impl FakeTensorMode {
     /// on this thread now.
     pub fn new() -> FakeTensorMode {
         crate::meta::reset_peak_bytes();
-        FakeTensorMode { memo: RefCell::new(Vec::new()) }
+        FakeTensorMode { memo: RefCell::new(Vec::new()), allow_non_fake_inputs: false }
     }
 
-    /// The fake tensor standing for `t` (`mode.from_tensor(t)`): the same shape, dtype, strides
-    /// and `requires_grad`, on the meta device; the same fake every time for the same `t`, and
+    /// The mode converting real tensors met as arguments, as they come
+    /// (`FakeTensorMode(allow_non_fake_inputs=True)`).
+    pub fn allow_non_fake_inputs(mut self, allow: bool) -> FakeTensorMode {
+        self.allow_non_fake_inputs = allow;
+        self
+    }
+
+    /// The fake tensor standing for `t` (`mode.from_tensor(t)`): the same shape, dtype, strides,
+    /// device and `requires_grad`, with no data; the same fake every time for the same `t`, and
     /// a view's fake is the same view of its base's fake. A fake tensor is its own fake.
     pub fn from_tensor(&self, t: &Tensor) -> Result<Tensor> {
         let dense = t.data("FakeTensorMode.from_tensor", "tensor")?;
@@ -77,7 +90,9 @@ impl FakeTensorMode {
                 fake_base.view_of(base_data, base_data.with_layout(dense.layout.clone()))
             }
             None => {
-                let fake = Tensor::from_array(crate::meta::like(dense));
+                let array = crate::meta::like(dense);
+                crate::meta::set_stands_for(&array, crate::dispatch::reported_device(dense));
+                let fake = Tensor::from_array(array);
                 if t.requires_grad()? && t.is_leaf()? { fake.requires_grad_(true)? } else { fake }
             }
         };
@@ -100,10 +115,56 @@ impl FakeTensorMode {
 /// Whether `value` holds nothing real: no tensor off the meta device, no other device.
 fn is_fake(value: &Value) -> bool {
     match value {
-        Value::Tensor(t) => t.device().is_ok_and(Device::is_meta),
+        Value::Tensor(t) => t.dense().is_some_and(|d| d.device().is_meta()),
         Value::Device(d) => d.is_meta(),
         Value::List(items) | Value::Tuple(items) => items.iter().all(is_fake),
         _ => true,
+    }
+}
+
+/// The real tensors of `value`, but for zero-dimensional CPU tensors: numbers wrapped as
+/// tensors, and the constants operations make (PyTorch's scalars).
+fn real_tensors(value: &Value) -> Vec<&Tensor> {
+    let scalar = |d: &crate::tensor::Dense| d.device().is_cpu() && d.layout.shape.is_empty();
+    tensors_in(value).filter(|t| t.dense().is_some_and(|d| !d.device().is_meta() && !scalar(d))).collect()
+}
+
+/// The device a call's results stand for: its `device` argument, else the one its tensors stand
+/// for (zero-dimensional CPU tensors join any); `None` when nothing stands for a device.
+fn result_device(func: &Operator, args: &[Value], kwargs: &Kwargs) -> Result<Option<Device>> {
+    if let Some(Value::Device(d)) = kwargs.get("device") {
+        return Ok(Some(*d).filter(|d| !d.is_meta()));
+    }
+    // The device so far, and whether only zero-dimensional CPU tensors gave it.
+    let mut found: Option<(Device, bool)> = None;
+    for t in args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in) {
+        let Some(dense) = t.dense() else { continue };
+        let device = crate::dispatch::reported_device(dense);
+        if device.is_meta() {
+            continue;
+        }
+        let scalar = device.is_cpu() && dense.layout.shape.is_empty();
+        found = match found {
+            None => Some((device, scalar)),
+            Some((d, only_scalars)) if d == device => Some((d, only_scalars && scalar)),
+            Some((_, true)) => Some((device, scalar)),
+            Some(kept) if scalar => Some(kept),
+            Some((d, false)) => {
+                return Err(Error::runtime_error(format!(
+                    "Unhandled FakeTensor Device Propagation for {func}, found two different devices {d}, {device}"
+                )));
+            }
+        };
+    }
+    Ok(found.map(|(d, _)| d))
+}
+
+/// The tensors of a value, in lists and tuples too.
+fn tensors_in(value: &Value) -> Box<dyn Iterator<Item = &Tensor> + '_> {
+    match value {
+        Value::Tensor(t) => Box::new(std::iter::once(t)),
+        Value::List(items) | Value::Tuple(items) => Box::new(items.iter().flat_map(tensors_in)),
+        _ => Box::new(std::iter::empty()),
     }
 }
 
@@ -135,15 +196,38 @@ impl TorchDispatchMode for FakeTensorMode {
                  tensors do not have"
             )));
         }
-        if args.iter().chain(kwargs.iter().map(|(_, v)| v)).all(is_fake) {
+        if func == &aten::LIFT_FRESH {
+            // A tensor made from data while the mode is active: fake from the start.
+            return Ok(Value::Tensor(self.from_tensor(args[0].as_tensor().expect("lift_fresh takes a tensor"))?));
+        }
+        let all = || args.iter().chain(kwargs.iter().map(|(_, v)| v));
+        if !self.allow_non_fake_inputs && all().any(|v| !real_tensors(v).is_empty()) {
+            let shown: Vec<String> = args.iter().map(|v| v.to_string()).collect();
+            return Err(Error::runtime_error(format!(
+                "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with \
+                 'allow_non_fake_inputs'. Found in {func}({})",
+                shown.join(", ")
+            )));
+        }
+        let device = result_device(func, args, kwargs)?;
+        let out = if all().all(is_fake) {
             // Nothing to convert: the call goes on as it came (and skips binding).
-            return func.call(args, kwargs);
+            func.call(args, kwargs)?
+        } else {
+            let args: Vec<Value> = args.iter().map(|v| self.faked(v)).collect::<Result<_>>()?;
+            let mut faked = Kwargs::new();
+            for (name, value) in kwargs.iter() {
+                faked.insert(name, self.faked(value)?);
+            }
+            func.call(&args, &faked)?
+        };
+        if let Some(device) = device {
+            for t in tensors_in(&out) {
+                if let Some(dense) = t.dense() {
+                    crate::meta::set_stands_for(dense, device);
+                }
+            }
         }
-        let args: Vec<Value> = args.iter().map(|v| self.faked(v)).collect::<Result<_>>()?;
-        let mut faked = Kwargs::new();
-        for (name, value) in kwargs.iter() {
-            faked.insert(name, self.faked(value)?);
-        }
-        func.call(&args, &faked)
+        Ok(out)
     }
 }

@@ -17,6 +17,7 @@
 //! ```
 
 use std::cell::Cell;
+use std::sync::OnceLock;
 
 use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
 use crate::error::{Error, Result};
@@ -38,8 +39,12 @@ thread_local! {
     static BYTES: Cell<(usize, usize)> = const { Cell::new((0, 0)) };
 }
 
-/// What stands for a meta tensor's memory: its size, counted while it lives.
-struct Phantom(usize);
+/// What stands for a meta tensor's memory: its size, counted while it lives, and, for a fake
+/// tensor, the device it stands for (set once, by the fake tensor mode).
+struct Phantom {
+    bytes: usize,
+    stands_for: OnceLock<Device>,
+}
 
 impl Phantom {
     fn new(bytes: usize) -> Phantom {
@@ -48,7 +53,7 @@ impl Phantom {
             let live = live.saturating_add(bytes);
             b.set((live, peak.max(live)));
         });
-        Phantom(bytes)
+        Phantom { bytes, stands_for: OnceLock::new() }
     }
 }
 
@@ -57,8 +62,24 @@ impl Drop for Phantom {
         // `try_with`: a tensor kept in a thread-local may be dropped after the counter.
         let _ = BYTES.try_with(|b| {
             let (live, peak) = b.get();
-            b.set((live.saturating_sub(self.0), peak));
+            b.set((live.saturating_sub(self.bytes), peak));
         });
+    }
+}
+
+/// The device the fake tensor `x` stands for; `None` for any other array (a plain meta tensor
+/// stands for nothing but itself).
+pub(crate) fn stands_for(x: &Array) -> Option<Device> {
+    x.storage.memory::<Phantom>()?.stands_for.get().copied()
+}
+
+/// Makes the meta array `x` stand for `device`, unless it already stands for one (a view of a
+/// fake tensor stands for its base's device).
+pub(crate) fn set_stands_for(x: &Array, device: Device) {
+    if let Some(p) = x.storage.memory::<Phantom>()
+        && !device.is_meta()
+    {
+        let _ = p.stands_for.set(device);
     }
 }
 

@@ -110,15 +110,18 @@ fn the_backward_pass_reaches_the_mode() {
 #[test]
 fn the_dispatch_mode_stack_behaves_as_pytorchs() {
     assert!(current_dispatch_mode().is_none());
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
     let outer = push_dispatch_mode(PassThrough::default());
     let inner = push_dispatch_mode(Names::default());
     assert_eq!(dispatch_mode_stack().len(), 2);
     assert!(current_dispatch_mode().unwrap().downcast_ref::<Names>().is_some());
-    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
     let _ = x.exp().unwrap();
     // The inner mode saw the call first and passed it down to the outer one.
     assert_eq!(names(&inner), ["aten.exp.default"]);
     assert_eq!(outer.0.get(), 1);
+    // A tensor made from data under the modes reaches them as `lift_fresh`, as in PyTorch.
+    let _ = torchfn::tensor([3.0f32]).unwrap();
+    assert_eq!(names(&inner), ["aten.exp.default", "aten.lift_fresh.default"]);
     drop(inner);
     let popped = pop_dispatch_mode().unwrap();
     assert!(popped.downcast_ref::<PassThrough>().is_some());
@@ -159,21 +162,23 @@ impl TorchDispatchMode for Inspecting {
 
 #[test]
 fn inside_its_hook_a_mode_is_off_the_stack() {
+    let x = torchfn::tensor([1.0f32]).unwrap();
     let mode = push_dispatch_mode(Inspecting(RefCell::new(Vec::new())));
-    let _ = torchfn::tensor([1.0f32]).unwrap().neg().unwrap();
+    let _ = x.neg().unwrap();
     assert_eq!(*mode.0.borrow(), [0]);
     assert_eq!(dispatch_mode_stack().len(), 1, "pushed back after the hook");
 }
 
 #[test]
 fn no_dispatch_sends_calls_straight_to_the_backend() {
+    let x = torchfn::tensor([1.0f32]).unwrap();
     let mode = push_dispatch_mode(PassThrough::default());
     {
         let _off = no_dispatch();
-        let _ = torchfn::tensor([1.0f32]).unwrap().exp().unwrap();
+        let _ = x.exp().unwrap();
     }
     assert_eq!(mode.0.get(), 0);
-    let _ = torchfn::tensor([1.0f32]).unwrap().exp().unwrap();
+    let _ = x.exp().unwrap();
     assert_eq!(mode.0.get(), 1);
 }
 
@@ -215,8 +220,9 @@ impl TorchDispatchMode for Recursing {
 #[test]
 fn a_hook_that_recurses_without_end_is_an_error_naming_the_operator() {
     let calls = Rc::new(Cell::new(0));
+    let x = torchfn::tensor([1.0f32]).unwrap();
     let mode = push_dispatch_mode(Recursing(calls.clone()));
-    let err = torchfn::tensor([1.0f32]).unwrap().exp().unwrap_err();
+    let err = x.exp().unwrap_err();
     assert!(err.to_string().starts_with("maximum recursion depth"), "{err}");
     assert!(err.to_string().contains("'aten.exp.default'"), "{err}");
     assert_eq!(calls.get() as u32, torchfn::recursion_limit());
@@ -261,6 +267,7 @@ fn a_hook_returning_the_wrong_kind_is_an_error_naming_the_operator() {
 fn a_hook_returning_the_wrong_shape_or_dtype_is_an_error_naming_the_operator() {
     let x = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap();
     let short = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let ints = torchfn::tensor([1i64, 2, 3]).unwrap();
     let _mode = push_dispatch_mode(Wrong(Value::Tensor(short)));
     let err = (&x * &x).unwrap_err();
     assert_eq!(
@@ -268,7 +275,7 @@ fn a_hook_returning_the_wrong_shape_or_dtype_is_an_error_naming_the_operator() {
         "aten.mul.Tensor: the __torch_dispatch__ hook returned torch.float32[2], but the operator gives \
          torch.float32[3]"
     );
-    let _mode = push_dispatch_mode(Wrong(Value::Tensor(torchfn::tensor([1i64, 2, 3]).unwrap())));
+    let _mode = push_dispatch_mode(Wrong(Value::Tensor(ints)));
     let err = x.exp().unwrap_err();
     assert!(err.to_string().ends_with("returned torch.int64[3], but the operator gives torch.float32[3]"), "{err}");
 }

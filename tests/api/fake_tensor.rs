@@ -6,7 +6,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use torchfn::Device;
-use torchfn::dispatch::{Operator, TorchDispatchMode, aten, push_dispatch_mode};
+use torchfn::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
 use torchfn::fake_tensor::FakeTensorMode;
 use torchfn::nn::{Forward, Module};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
@@ -30,14 +30,7 @@ fn describe(value: &Value) -> String {
 impl TorchDispatchMode for Shapes {
     fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         let out = func.call(args, kwargs)?;
-        // Fake tensors report the meta device, so a program that moves a constant of its own to
-        // `x.device()` moves it to meta: a move PyTorch's fake tensors (reporting the device they
-        // stand for) do not make.
-        let to_meta = matches!(kwargs.get("device"), Some(Value::Device(d)) if d.is_meta());
-        let real_input = args.first().and_then(Value::as_tensor).is_some_and(|t| !t.device().unwrap().is_meta());
-        if !(func == &aten::TO_COPY && to_meta && real_input) {
-            self.0.borrow_mut().push(format!("{func} -> {}", describe(&out)));
-        }
+        self.0.borrow_mut().push(format!("{func} -> {}", describe(&out)));
         Ok(out)
     }
 }
@@ -54,7 +47,8 @@ fn real_and_fake<M: Module>(make: impl Fn() -> M, step: impl Fn(&M)) -> (Vec<Str
     };
     let mut model = make();
     let fake = {
-        let _fake = push_dispatch_mode(FakeTensorMode::new());
+        // The model was built real: its tensors are converted as they come.
+        let _fake = push_dispatch_mode(FakeTensorMode::new().allow_non_fake_inputs(true));
         model.to_device(Device::META).unwrap();
         let shapes = push_dispatch_mode(Shapes::default());
         step(&model);
@@ -148,8 +142,9 @@ fn gpt2_124m_trains_a_step_on_shapes_alone() {
 
 #[test]
 fn what_depends_on_values_fails_with_pytorch_s_error() {
-    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
-    let _fake = push_dispatch_mode(FakeTensorMode::new());
+    let real = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let fake = push_dispatch_mode(FakeTensorMode::new());
+    let x = fake.from_tensor(&real).unwrap();
     let y = (&x * 2.0).unwrap();
     let err = y.sum().unwrap().item().unwrap_err();
     assert!(err.to_string().starts_with("DataDependentOutputException: aten._local_scalar_dense.default"), "{err}");
@@ -169,4 +164,47 @@ fn conversion_is_memoised_and_views_keep_aliasing() {
     assert_eq!(fake_view.shape().unwrap(), [6, 4]);
     assert!(fake_view.base().unwrap().is_some_and(|b| torchfn::ById::new(&b) == torchfn::ById::new(&fake_base)));
     let _ = Rc::new(mode);
+}
+
+#[test]
+fn fake_tensors_report_the_device_they_stand_for_and_refuse_real_ones() {
+    let real = torchfn::ones([2, 3], None, None).unwrap();
+    let fake = push_dispatch_mode(FakeTensorMode::new());
+    let x = fake.from_tensor(&real).unwrap();
+    assert_eq!(x.device().unwrap(), Device::CPU);
+    let y = (&x * 2.0).unwrap().sum_dim(1, false).unwrap();
+    assert_eq!((y.device().unwrap(), y.to_string()), (Device::CPU, "FakeTensor(..., size=(2,))".to_string()));
+    // Made from data under the mode: fake from the start, standing for the CPU.
+    let made = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap();
+    assert_eq!(made.to_string(), "FakeTensor(..., size=(3,))");
+    // PyTorch's refusal of a real tensor met as an argument.
+    let err = (&real + &x).unwrap_err();
+    assert!(
+        err.to_string().starts_with(
+            "Please convert all Tensors to FakeTensors first or instantiate FakeTensorMode with \
+             'allow_non_fake_inputs'. Found in aten.add.Tensor(tensor([[1., 1., 1.],"
+        ),
+        "{err}"
+    );
+    drop(fake);
+    let lenient = push_dispatch_mode(FakeTensorMode::new().allow_non_fake_inputs(true));
+    let z = (&real + &real).unwrap();
+    assert_eq!((z.device().unwrap(), z.to_string()), (Device::CPU, "FakeTensor(..., size=(2, 3))".to_string()));
+    drop(lenient);
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn fake_tensors_of_two_devices_do_not_mix() {
+    let Some(gpu) = crate::gpu::gpu() else { return };
+    let (a, b) = (torchfn::ones([2], None, None).unwrap(), torchfn::ones([2], None, gpu).unwrap());
+    let fake = push_dispatch_mode(FakeTensorMode::new());
+    let (fa, fb) = (fake.from_tensor(&a).unwrap(), fake.from_tensor(&b).unwrap());
+    assert_eq!(fb.device().unwrap(), gpu);
+    assert_eq!(fb.exp().unwrap().device().unwrap(), gpu);
+    let err = (&fa + &fb).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!("Unhandled FakeTensor Device Propagation for aten.add.Tensor, found two different devices cpu, {gpu}")
+    );
 }

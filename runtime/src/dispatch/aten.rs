@@ -232,6 +232,9 @@ operators! {
     /// The value of a one-element tensor, read on the host: what gives `item()`, and every
     /// decision an operation makes on a tensor's value.
     LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;
+    /// A tensor just made from data, handed to the modes (what makes it fake under
+    /// `FakeTensorMode`): itself.
+    LIFT_FRESH = "lift_fresh(Tensor(a) self) -> Tensor(a)", [View] Kernel::LiftFresh;
     /// The positions of the nonzero elements, one row of indices each, in order: its size
     /// depends on the values (what a bool mask index takes).
     NONZERO = "nonzero(Tensor self) -> Tensor", [DynamicOutputShape] Kernel::Nonzero;

@@ -216,6 +216,20 @@ pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
     kernel()
 }
 
+/// `x`, a tensor just made from data, as the modes make it (`lift_fresh`): itself when no mode
+/// is active.
+pub(crate) fn lift_fresh(x: Tensor) -> Result<Tensor> {
+    if !intercepting() {
+        return Ok(x);
+    }
+    let kernel = || Ok(Value::Tensor(x.clone()));
+    let out: Output = intercept(&aten::LIFT_FRESH, &[(&x).into()], Kwargs::new(), &kernel)?;
+    Ok(match out {
+        Output::Array(array) => Tensor::from_array(array),
+        Output::Given { tensor, .. } => tensor,
+    })
+}
+
 /// The positions of the nonzero elements of `x`: `[n, x.dim()]` indices, on `x`'s device.
 pub(crate) fn nonzero(x: &Tensor) -> Result<Output> {
     let call = || (&aten::NONZERO, [x.into()], Kwargs::new());
@@ -1009,6 +1023,10 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             tensor(device.backend().fill(device, &shape, value, dtype)?)
         }
         Kernel::Nonzero => tensor(run_nonzero(b.dense("self")?)?),
+        Kernel::LiftFresh => {
+            b.dense("self")?;
+            Ok(b.get("self").clone())
+        }
         Kernel::LocalScalar => {
             let x = b.dense("self")?;
             if x.layout.numel() != 1 {

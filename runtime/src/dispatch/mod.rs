@@ -51,7 +51,7 @@ pub use mode::{
 pub use schema::{Alias, Argument, Return, Schema};
 pub use torchfn_macros::WrapperTensor;
 pub use wrapper::{WrapperSubclass, WrapperTensor};
-pub(crate) use wrapper::{is_wrapper_device, stood_for};
+pub(crate) use wrapper::{is_wrapper_device, reported_device, stood_for};
 
 use crate::backend::{Array, Binary, Reduce, Scan, Unary};
 use crate::error::Result;
@@ -109,6 +109,7 @@ pub(crate) enum Kernel {
     Copy,
     LocalScalar,
     Nonzero,
+    LiftFresh,
 }
 
 /// What an operator call gives the primitive that made it: the kernel's array (no dispatch

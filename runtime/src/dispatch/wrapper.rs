@@ -206,6 +206,17 @@ pub(crate) fn stood_for(device: Device) -> Device {
     }
 }
 
+/// The device `x` reports (`Tensor.device`): the device a wrapper or a fake tensor stands for,
+/// else the device its memory is on.
+#[inline]
+pub(crate) fn reported_device(x: &Array) -> Device {
+    let device = x.device();
+    if device.is_meta() {
+        return crate::meta::stands_for(x).unwrap_or(device);
+    }
+    stood_for(device)
+}
+
 /// Whether `device` is a wrapper device.
 pub(crate) fn is_wrapper_device(device: Device) -> bool {
     any_alive() && device.backend().stands_for().is_some()

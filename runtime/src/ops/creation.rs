@@ -101,7 +101,9 @@ pub fn tensor<D: TensorData>(data: D) -> Result<Tensor> {
     let (mut dims, mut flat) = (Vec::new(), Vec::new());
     data.flatten_into(0, &mut dims, &mut flat)?;
     let made = Tensor::from_dense(Dense::from_vec(flat, Shape::from(dims)));
-    if crate::protocol::dispatch::fast_path(&()) { Ok(made) } else { tensor_under_modes(made) }
+    let made = if crate::protocol::dispatch::fast_path(&()) { made } else { tensor_under_modes(made)? };
+    // Below the function modes, the dispatch modes see a tensor made from data.
+    crate::primitive::lift_fresh(made)
 }
 
 /// [`tensor`] with a mode active: the modes see the call by name, and what they return is the

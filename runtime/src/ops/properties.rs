@@ -23,8 +23,8 @@ impl Tensor {
     /// Where the data lives (`Tensor.device`).
     #[torch_function(property)]
     pub fn device(&self) -> Result<Device> {
-        // A wrapper subclass reports the device it stands for.
-        Ok(crate::dispatch::stood_for(self.data("device", "self")?.device()))
+        // A wrapper subclass or a fake tensor reports the device it stands for.
+        Ok(crate::dispatch::reported_device(self.data("device", "self")?))
     }
 
     /// How many elements apart consecutive positions of each dimension are in memory

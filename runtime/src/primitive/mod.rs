@@ -383,9 +383,16 @@ pub(crate) fn ones(shape: &Shape, dtype: DType, device: Device) -> Result<Tensor
     full(shape, Scalar::Int(1), dtype, device)
 }
 
-/// Host elements (row-major, of `shape`) uploaded to `device` (no history).
+/// Host elements (row-major, of `shape`) uploaded to `device` (no history), handed to the
+/// modes as a tensor just made from data.
 pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tensor> {
-    Ok(Tensor::from_array(device.backend().upload(device, data, shape)?))
+    lift_fresh(Tensor::from_array(device.backend().upload(device, data, shape)?))
+}
+
+/// A tensor just made from data, as the modes make it (`aten.lift_fresh`): under
+/// `FakeTensorMode`, a fake tensor.
+pub(crate) fn lift_fresh(t: Tensor) -> Result<Tensor> {
+    dispatch::lift_fresh(t)
 }
 
 /// The value of the one-element tensor `x`, read on the host (no history: a number).

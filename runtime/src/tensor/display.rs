@@ -25,7 +25,14 @@ impl fmt::Display for Tensor {
         match &*self.body {
             Body::Duck(duck) => write!(f, "{duck:?}"),
             Body::Dense(dense) => {
-                let prefix = if self.is_instance_of_base() { "tensor" } else { self.class_of().name() };
+                let prefix = if crate::meta::stands_for(dense).is_some() {
+                    // PyTorch prints a fake tensor as `FakeTensor(..., size=(2,))`.
+                    "FakeTensor"
+                } else if self.is_instance_of_base() {
+                    "tensor"
+                } else {
+                    self.class_of().name()
+                };
                 f.write_str(&render(dense, prefix))
             }
         }
@@ -48,8 +55,8 @@ fn render(dense: &Dense, prefix: &str) -> String {
     let indent = prefix.len() + 1;
     let shape = &dense.layout.shape;
     let mut suffixes = Vec::new();
-    // A wrapper subclass shows the device it stands for.
-    let device = crate::dispatch::stood_for(dense.device());
+    // A wrapper subclass or a fake tensor shows the device it stands for.
+    let device = crate::dispatch::reported_device(dense);
     if !device.is_cpu() {
         suffixes.push(format!("device='{device}'"));
     }
