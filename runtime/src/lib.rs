@@ -33,7 +33,6 @@ extern crate self as torchfn;
 
 pub mod autograd;
 pub mod backend;
-mod cpu;
 pub mod dispatch;
 mod error;
 pub mod fake_tensor;
@@ -53,9 +52,12 @@ pub mod testing;
 mod types;
 pub mod utils;
 mod value;
-// Without the `wgpu` feature, the same API without the backend: errors and empty lists.
-#[cfg_attr(not(feature = "wgpu"), path = "wgpu/disabled.rs")]
-pub mod wgpu;
+/// The CPU backend (the kernels crate's), and the host toolkit the layers above still use.
+pub(crate) use torchfn_kernels::cpu;
+/// The wgpu backend (Vulkan, Metal, DX12) from the kernels crate: adapters, preferences,
+/// batching. Without the `wgpu` feature, the same API without the backend: errors and empty
+/// lists.
+pub use torchfn_kernels::wgpu;
 
 pub use backend::Device;
 pub use error::{Error, ErrorKind, Result};

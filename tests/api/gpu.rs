@@ -534,3 +534,22 @@ fn an_optimizer_built_before_its_module_moved_is_an_error_at_its_step() {
     let stepped: Vec<Vec<f32>> = model.parameters().iter().map(|p| p.to_vec::<f32>().unwrap()).collect();
     assert_ne!(stepped, after);
 }
+
+#[test]
+fn operations_keep_the_reduced_dimensions_when_asked() {
+    let Some(device) = gpu() else { return };
+    let x = torchfn::tensor([[[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]]])
+        .unwrap()
+        .to_device(device, None, false, false)
+        .unwrap();
+    let kept = x.sum_dim(vec![1i64, 2], true).unwrap();
+    assert_eq!(kept.shape().unwrap(), [1, 1, 1]);
+    assert_eq!(kept.cpu().unwrap().to_vec::<f32>().unwrap(), [21.0]);
+    let dropped = x.sum_dim(1i64, false).unwrap();
+    assert_eq!(dropped.shape().unwrap(), [1, 2]);
+    assert_eq!(dropped.cpu().unwrap().to_vec::<f32>().unwrap(), [9.0, 12.0]);
+    let arg = torchfn::argmax(&x, Some(1), true).unwrap();
+    assert_eq!(arg.shape().unwrap(), [1, 1, 2]);
+    assert_eq!(arg.dtype().unwrap(), DType::Int32, "indices are int32 on a wgpu device");
+    assert_eq!(arg.cpu().unwrap().to_vec::<i32>().unwrap(), [2, 2]);
+}

@@ -11,90 +11,13 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::Mutex;
 
 use crate::error::{Error, Result};
+pub(crate) use torchfn_kernels::random::Draw;
+use torchfn_kernels::random::State;
 
 use super::{DType, Tensor};
 
 /// PyTorch's default seed (`default_rng_seed_val`), which the default generator starts from.
 pub const DEFAULT_SEED: u64 = 67280421310721;
-
-/// The state of xoshiro256++, with the seed it started from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-struct State {
-    seed: u64,
-    s: [u64; 4],
-}
-
-/// SplitMix64's step: the generator that expands a seed into xoshiro's state.
-fn splitmix64(x: &mut u64) -> u64 {
-    *x = x.wrapping_add(0x9E37_79B9_7F4A_7C15);
-    let mut z = *x;
-    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-    z ^ (z >> 31)
-}
-
-impl State {
-    fn seeded(seed: u64) -> State {
-        let mut x = seed;
-        // SplitMix64 never outputs four zeros in a row, so the state is never all zero.
-        State { seed, s: [(); 4].map(|_| splitmix64(&mut x)) }
-    }
-
-    fn next_u64(&mut self) -> u64 {
-        let s = &mut self.s;
-        let result = s[0].wrapping_add(s[3]).rotate_left(23).wrapping_add(s[0]);
-        let t = s[1] << 17;
-        s[2] ^= s[0];
-        s[3] ^= s[1];
-        s[1] ^= s[2];
-        s[0] ^= s[3];
-        s[2] ^= t;
-        s[3] = s[3].rotate_left(45);
-        result
-    }
-}
-
-/// Draws from a locked generator: the primitive distributions every random operation builds on.
-pub(crate) struct Draw<'a>(parking_lot::MutexGuard<'a, State>);
-
-impl Draw<'_> {
-    /// 64 random bits.
-    pub(crate) fn bits(&mut self) -> u64 {
-        self.0.next_u64()
-    }
-
-    /// Uniform on `[0, 1)` with 53 random bits.
-    pub(crate) fn uniform_f64(&mut self) -> f64 {
-        (self.bits() >> 11) as f64 * (1.0 / (1u64 << 53) as f64)
-    }
-
-    /// Uniform on `[0, 1)` with 24 random bits (every float32 of that form is reachable, and
-    /// 1.0 never is).
-    pub(crate) fn uniform_f32(&mut self) -> f32 {
-        (self.bits() >> 40) as f32 * (1.0 / (1u32 << 24) as f32)
-    }
-
-    /// Two independent standard normal samples (the Box-Muller transform, as PyTorch's CPU
-    /// `normal_` uses).
-    pub(crate) fn normal_pair(&mut self) -> (f64, f64) {
-        // 1 - u is in (0, 1], so the logarithm is finite.
-        let radius = (-2.0 * (1.0 - self.uniform_f64()).ln()).sqrt();
-        let angle = std::f64::consts::TAU * self.uniform_f64();
-        (radius * angle.cos(), radius * angle.sin())
-    }
-
-    /// Uniform on `[0, range)` without bias (Lemire's multiply-and-reject); `range` is not 0.
-    pub(crate) fn below(&mut self, range: u64) -> u64 {
-        loop {
-            let product = u128::from(self.bits()) * u128::from(range);
-            // The low half falls below `2^64 mod range` for the values that would be drawn
-            // once more often than the others: draw again for those.
-            if (product as u64) >= range.wrapping_neg() % range {
-                return (product >> 64) as u64;
-            }
-        }
-    }
-}
 
 /// A random number generator (`torch.Generator`). Clones share one stream, as Python
 /// references to one generator do; pass one to [`rand`](crate::rand), [`randn`](crate::randn)
@@ -241,21 +164,6 @@ pub fn initial_seed() -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn xoshiro256pp_matches_the_reference_implementation() {
-        // The reference C code's first outputs from the state {1, 2, 3, 4}.
-        let mut s = State { seed: 0, s: [1, 2, 3, 4] };
-        let first: Vec<u64> = (0..3).map(|_| s.next_u64()).collect();
-        assert_eq!(first, [41943041, 58720359, 3588806011781223]);
-    }
-
-    #[test]
-    fn splitmix64_matches_the_reference_implementation() {
-        let mut x = 1234567;
-        let out: Vec<u64> = (0..2).map(|_| splitmix64(&mut x)).collect();
-        assert_eq!(out, [6457827717110365317, 3203168211198807973]);
-    }
 
     #[test]
     fn below_stays_in_range_and_reaches_both_ends() {

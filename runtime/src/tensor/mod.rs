@@ -23,7 +23,6 @@ pub use index::{Index, IndexItem};
 pub(crate) use crate::types::{Participant, result_type, with_dtype};
 pub(crate) use crate::types::{broadcast_shapes, check_broadcast};
 pub(crate) use dims::normalize_dim;
-pub(crate) use generator::Draw;
 
 use crate::backend::{Array, Buffer, Storage};
 use crate::error::{Error, Result};

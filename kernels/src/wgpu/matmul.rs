@@ -98,7 +98,7 @@ fn batch_strides(x: &Array, batch: &Shape) -> Vec<usize> {
 
 /// `a @ b` (`[*batch, n, k]` and `[*batch, k, m]`, batch sizes of one broadcast) in `dtype`:
 /// a new contiguous `[*batch, n, m]` array.
-pub(crate) fn matmul(
+pub fn matmul(
     context: &Arc<Context>,
     device: Device,
     a: &Array,
@@ -163,7 +163,7 @@ pub(crate) fn matmul(
 /// Every specialisation `matmul` can make, for the shader validation test: each kind, block
 /// size and way of fetching each operand.
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
+pub fn variants() -> Vec<Kernel> {
     let mut kernels = Vec::new();
     for kind in [Kind::F32, Kind::I32] {
         for side in [LARGE, SMALL] {

@@ -15,35 +15,35 @@ use super::launch::Kernel;
 use super::launch::unsupported;
 
 /// `where`: `a` where the condition `c` holds, else `b`.
-pub(crate) const CHOOSE: &str = "select(b, a, c)";
+pub const CHOOSE: &str = "select(b, a, c)";
 
 /// A copy or cast: the operand itself.
-pub(crate) const IDENTITY: &str = "a";
+pub const IDENTITY: &str = "a";
 
 /// A fill: the first extra scalar.
-pub(crate) const FILL: &str = "s0";
+pub const FILL: &str = "s0";
 
 /// One operation in WGSL: the expression, the kind of its result, and the extra scalars it
 /// reads as `s0`, `s1`, ... (each a parameter word and the kind it holds).
 #[derive(Debug)]
-pub(crate) struct Expression {
+pub struct Expression {
     /// The WGSL expression.
-    pub(crate) text: String,
+    pub text: String,
     /// The kind of its value.
-    pub(crate) result: Kind,
+    pub result: Kind,
     /// The extra scalars: each word and its kind.
-    pub(crate) scalars: Vec<(u32, Kind)>,
+    pub scalars: Vec<(u32, Kind)>,
 }
 
 impl Expression {
     /// `text`, giving a value of `result`, with no extra scalars.
-    pub(crate) fn new(text: &str, result: Kind) -> Expression {
+    pub fn new(text: &str, result: Kind) -> Expression {
         Expression { text: text.to_string(), result, scalars: Vec::new() }
     }
 }
 
 /// The expression of unary `op` computed in `kind`, over the operand `a`.
-pub(crate) fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
+pub fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
     let same = |e: &str| Ok(Expression::new(e, kind));
     let test = |e: &str| Ok(Expression::new(e, Kind::Bool));
     match (kind, op) {
@@ -102,7 +102,7 @@ pub(crate) fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
 }
 
 /// The expression of binary `op` computed in `kind`, over the operands `a` and `b`.
-pub(crate) fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
+pub fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
     let comparison = match op {
         Binary::Eq => Some("a == b"),
         Binary::Ne => Some("!(a == b)"),
@@ -171,7 +171,7 @@ pub(crate) fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
 /// Every specialisation this family can make, for the shader validation test: each operation
 /// in each kind, with tensor and scalar operands, strided and contiguous, and every cast.
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
+pub fn variants() -> Vec<Kernel> {
     let kinds = [Kind::F32, Kind::I32, Kind::Bool];
     let mut kernels = Vec::new();
     // Each specialisation with strided and with contiguous operands.

@@ -75,7 +75,7 @@ fn pick<T: Element>(lane: &[T], largest: bool) -> (usize, T) {
 
 /// The sum of `x` in `f64`, in eight interleaved partial sums: the compiler vectorises it, and
 /// the rounding error grows more slowly than one running sum's.
-pub(crate) fn sum_f64<T: Element>(x: &[T]) -> f64 {
+pub fn sum_f64<T: Element>(x: &[T]) -> f64 {
     let mut partial = [0.0f64; 8];
     let chunks = x.chunks_exact(8);
     let rest: f64 = chunks.remainder().iter().map(|v| v.to_f64()).sum();

@@ -69,7 +69,7 @@ impl Device {
     /// runtime's own unit tests link two copies of the runtime, whose slices linkme refuses to
     /// read). The wgpu backend's tests use it.
     /// Device `index` of `backend`.
-    pub(crate) fn with_backend(backend: &'static dyn Backend, index: usize) -> Device {
+    pub fn with_backend(backend: &'static dyn Backend, index: usize) -> Device {
         Device { backend, index }
     }
 

@@ -125,14 +125,7 @@ fn scan_kernel(op: Scan, acc: Kind, input: Kind, mode: Mode) -> Kernel {
 /// 1024 elements of a lane is scanned by one workgroup; when a lane has more than one block,
 /// the blocks' totals are scanned (by this same function) and each block then combines the
 /// total of the blocks before it. Otherwise one thread runs along each lane.
-pub(crate) fn scan(
-    context: &Arc<Context>,
-    device: Device,
-    x: &Array,
-    dim: usize,
-    op: Scan,
-    dtype: DType,
-) -> Result<Array> {
+pub fn scan(context: &Arc<Context>, device: Device, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
     let acc = Kind::of(dtype);
     if acc == Kind::Bool {
         return Err(unsupported("scan", "a scan of bools"));
@@ -189,7 +182,7 @@ fn softmax_kernel(input: Kind, log: bool) -> Kernel {
 /// The softmax (`log` false) or log-softmax of `x` along `dim`, in float32: a contiguous array
 /// of `x`'s shape. Each lane is one workgroup's (or, along a dimension that is not the
 /// innermost, one thread's, neighbouring threads on neighbouring lanes).
-pub(crate) fn softmax(
+pub fn softmax(
     context: &Arc<Context>,
     device: Device,
     x: &Array,
@@ -220,7 +213,7 @@ pub(crate) fn softmax(
 
 /// Every specialisation scan and softmax can make, for the shader validation test.
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
+pub fn variants() -> Vec<Kernel> {
     let kinds = [Kind::F32, Kind::I32, Kind::Bool];
     let mut kernels = Vec::new();
     for op in [Scan::Sum, Scan::Prod] {

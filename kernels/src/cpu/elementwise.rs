@@ -5,25 +5,40 @@
 use super::Number;
 
 /// A floating-point element type (`f32`, `f64`): the functions of the unary float operations.
-pub(crate) trait Float: Number {
+pub trait Float: Number {
+    /// `e^x`.
     fn exp(self) -> Self;
+    /// The natural logarithm.
     fn ln(self) -> Self;
+    /// `ln(1 + x)`.
     fn ln_1p(self) -> Self;
+    /// `e^x - 1`.
     fn exp_m1(self) -> Self;
+    /// The square root.
     fn sqrt(self) -> Self;
+    /// The sine.
     fn sin(self) -> Self;
+    /// The cosine.
     fn cos(self) -> Self;
+    /// The tangent.
     fn tan(self) -> Self;
+    /// The hyperbolic tangent.
     fn tanh(self) -> Self;
     /// The error function, accurate to about 1e-15 (computed in `f64`).
     fn erf(self) -> Self;
+    /// Rounds down.
     fn floor(self) -> Self;
+    /// Rounds up.
     fn ceil(self) -> Self;
+    /// Rounds toward zero.
     fn trunc(self) -> Self;
     /// Rounds half to even, as `torch.round` and IEEE's `nearbyint`.
     fn round_ties_even(self) -> Self;
+    /// The angle of the point `(other, self)`.
     fn atan2(self, other: Self) -> Self;
+    /// `self / other`.
     fn div(self, other: Self) -> Self;
+    /// `1 / self`.
     fn recip(self) -> Self;
 }
 
@@ -34,7 +49,7 @@ pub(crate) trait Float: Number {
 /// 0, and NaN stays NaN. Its multiply-adds are fused: one instruction each in the loops
 /// [`vectorised`](super::map) compiles for FMA processors (elsewhere, libm's `fmaf`).
 #[inline(always)]
-pub(crate) fn exp_f32(x: f32) -> f32 {
+pub fn exp_f32(x: f32) -> f32 {
     // 1.5 * 2^23: adding it rounds to a whole number in the low bits (ties to even).
     const ROUND: f32 = 12_582_912.0;
     // Beyond these the result is infinite or zero anyway; NaN stays NaN.
@@ -164,7 +179,7 @@ fn erfc_fraction(a: f64) -> f64 {
 /// The error function `erf(x) = 2/sqrt(pi) * integral from 0 to x of exp(-t^2) dt`, to about
 /// 1e-15 absolute: a series of positive terms below 2, one minus [`erfc`]'s continued fraction
 /// above.
-pub(crate) fn erf(x: f64) -> f64 {
+pub fn erf(x: f64) -> f64 {
     if x.is_nan() {
         return x;
     }
@@ -193,7 +208,7 @@ pub(crate) fn erf(x: f64) -> f64 {
 /// difference where `erf(x)` is close to 1: the continued fraction from 2 on (accurate relative
 /// to the small result, down to subnormals), `2 - erfc(-x)` at or below -2, and `1 - erf(x)`
 /// between, where the result is above 0.004 and the difference costs at most about 5e-14 of it.
-pub(crate) fn erfc(x: f64) -> f64 {
+pub fn erfc(x: f64) -> f64 {
     if x >= FRACTION_FROM {
         erfc_fraction(x)
     } else if x <= -FRACTION_FROM {
@@ -206,7 +221,7 @@ pub(crate) fn erfc(x: f64) -> f64 {
 
 /// Arithmetic on the numeric types that integers share with floats, as PyTorch defines it:
 /// integers wrap instead of overflowing, and integer division by zero gives `None`.
-pub(crate) trait Signed: Number {
+pub trait Signed: Number {
     /// `|x|` (the most negative integer stays itself, as it wraps).
     fn abs(self) -> Self;
     /// -1, 0 or 1; 0 for NaN and for both zeros.

@@ -53,7 +53,7 @@ use context::{Context, adapter_count, context, preferred};
 use memory::{buffer_of, memory_of, storage};
 
 /// The wgpu backend.
-pub(crate) struct Wgpu;
+pub struct Wgpu;
 
 static WGPU: Wgpu = Wgpu;
 
@@ -75,10 +75,9 @@ fn context_of(device: Device) -> Result<Arc<Context>> {
 
 /// The wgpu device among `arrays` (the others are host scalars), and its context.
 fn placed<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<(Device, Arc<Context>)> {
-    let device =
-        arrays.into_iter().map(Array::device).find(|d| !d.is_cpu()).ok_or_else(|| {
-            crate::Error::runtime_error("internal error: the wgpu backend was given only host tensors")
-        })?;
+    let device = arrays.into_iter().map(Array::device).find(|d| !d.is_cpu()).ok_or_else(|| {
+        crate::error::Error::runtime_error("internal error: the wgpu backend was given only host tensors")
+    })?;
     Ok((device, context_of(device)?))
 }
 
@@ -103,13 +102,13 @@ use elementwise::Kind;
 /// adapter the tests return early (`gpu()` is `None`), unless `TORCHFN_REQUIRE_GPU=1` asks for
 /// one.
 #[cfg(test)]
-pub(crate) mod testing {
+pub mod testing {
     use super::*;
     use crate::types::Layout;
 
     /// The default wgpu device, or `None` (with one line saying why) on a machine without one.
     /// Built without the backend table, which this test binary cannot read (see `Device::on`).
-    pub(crate) fn gpu() -> Option<Device> {
+    pub fn gpu() -> Option<Device> {
         match preferred(Preference::HighPerformance) {
             Ok(index) => Some(Device::with_backend(&WGPU, index)),
             Err(e) if std::env::var("TORCHFN_REQUIRE_GPU").is_ok_and(|v| v == "1") => {
@@ -123,25 +122,25 @@ pub(crate) mod testing {
     }
 
     /// A host array copied to `device` (float32, int32 or bool).
-    pub(crate) fn to_gpu(device: Device, x: &Array) -> Array {
+    pub fn to_gpu(device: Device, x: &Array) -> Array {
         let data = crate::cpu::CPU.download(x).expect("a host array reads");
         WGPU.upload(device, data, x.layout.shape.clone()).expect("the GPU takes the array")
     }
 
     /// A GPU array copied to the host.
-    pub(crate) fn to_host(x: &Array) -> Array {
+    pub fn to_host(x: &Array) -> Array {
         let data = WGPU.download(x).expect("the GPU array reads back");
         crate::cpu::CPU.upload(Device::CPU, data, x.layout.shape.clone()).expect("host memory")
     }
 
     /// The elements of a host or GPU array as `f64`, in row-major order.
-    pub(crate) fn values(x: &Array) -> Vec<f64> {
+    pub fn values(x: &Array) -> Vec<f64> {
         let host = if x.device().is_cpu() { x.clone() } else { to_host(x) };
         crate::cpu::elements::<f64>("test", &host).expect("host elements")
     }
 
     /// A deterministic pseudo-random sequence of `n` integers in `0..m`.
-    pub(crate) fn draws(n: usize, m: u64, seed: u64) -> Vec<u64> {
+    pub fn draws(n: usize, m: u64, seed: u64) -> Vec<u64> {
         let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
         (0..n)
             .map(|_| {
@@ -154,23 +153,23 @@ pub(crate) mod testing {
     }
 
     /// Small integers as floats, so that sums are exact in any order; many ties.
-    pub(crate) fn small_floats(n: usize, seed: u64) -> Vec<f32> {
+    pub fn small_floats(n: usize, seed: u64) -> Vec<f32> {
         draws(n, 8, seed).into_iter().map(|d| d as f32 - 3.0).collect()
     }
 
     /// Small integers, many of them equal.
-    pub(crate) fn small_ints(n: usize, seed: u64) -> Vec<i32> {
+    pub fn small_ints(n: usize, seed: u64) -> Vec<i32> {
         draws(n, 8, seed).into_iter().map(|d| d as i32 - 3).collect()
     }
 
     /// Bools, false once in `one_in` draws on average.
-    pub(crate) fn bools(n: usize, seed: u64, one_in: u64) -> Vec<bool> {
+    pub fn bools(n: usize, seed: u64, one_in: u64) -> Vec<bool> {
         draws(n, one_in, seed).into_iter().map(|d| d != 0).collect()
     }
 
     /// Factors whose products stay exact and in range whatever the order: mostly ±1, with at
     /// most `scarce` twos and `scarce` halves in all.
-    pub(crate) fn gentle_floats(n: usize, seed: u64, scarce: usize) -> Vec<f32> {
+    pub fn gentle_floats(n: usize, seed: u64, scarce: usize) -> Vec<f32> {
         let (mut twos, mut halves) = (0, 0);
         draws(n, 64, seed)
             .into_iter()
@@ -191,7 +190,7 @@ pub(crate) mod testing {
 
     /// Each pair equal (NaN to NaN, infinities to themselves) or within `tol`, relative to the
     /// larger magnitude (at least 1).
-    pub(crate) fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
+    pub fn assert_close(got: &[f64], want: &[f64], tol: f64, what: &str) {
         assert_eq!(got.len(), want.len(), "{what}: lengths");
         for (k, (&g, &w)) in got.iter().zip(want).enumerate() {
             let same = (g.is_nan() && w.is_nan()) || g == w || (g - w).abs() <= tol * g.abs().max(w.abs()).max(1.0);
@@ -200,12 +199,12 @@ pub(crate) mod testing {
     }
 
     /// The same view (`layout`) of `base` on the host and on `device`.
-    pub(crate) fn views(device: Device, base: &Array, layout: &Layout) -> (Array, Array) {
+    pub fn views(device: Device, base: &Array, layout: &Layout) -> (Array, Array) {
         (base.with_layout(layout.clone()), to_gpu(device, base).with_layout(layout.clone()))
     }
 
     /// The layout of `shape` with `strides`, its first element at `offset`.
-    pub(crate) fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+    pub fn layout(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
         Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset }
     }
 }

@@ -13,14 +13,14 @@ use super::context::Context;
 const COMMON: &str = include_str!("../../../gpu-shaders/common.wgsl");
 
 /// Threads per workgroup of the one-thread-per-element kernels.
-pub(crate) const GROUP: u32 = 256;
+pub const GROUP: u32 = 256;
 
 /// Dispatches recorded before the batch is submitted (1 submits each at once).
 static BATCH_LIMIT: AtomicUsize = AtomicUsize::new(64);
 
 /// Sets how many kernel launches are recorded into one submission to the GPU (at least 1). 1
 /// submits each launch at once; larger batches cost fewer driver calls. Readbacks and
-/// [`Device::synchronize`](crate::Device::synchronize) submit what is recorded, whatever the
+/// [`Device::synchronize`](crate::backend::Device::synchronize) submit what is recorded, whatever the
 /// size. The default is 64.
 pub fn set_batch_limit(launches: usize) {
     BATCH_LIMIT.store(launches.max(1), Ordering::Relaxed);
@@ -31,21 +31,21 @@ const PARAMS_BYTES: u64 = 1 << 16;
 
 /// A WGSL template and the values of its `{{NAME}}` placeholders: one specialisation of a
 /// kernel family.
-pub(crate) struct Kernel {
+pub struct Kernel {
     /// The family and entry point, for the cache key and error messages (`"elementwise"`).
-    pub(crate) name: &'static str,
+    pub name: &'static str,
     /// The template text (a file of `gpu-shaders/`).
-    pub(crate) template: &'static str,
+    pub template: &'static str,
     /// Each placeholder and its value.
-    pub(crate) defines: Vec<(&'static str, String)>,
+    pub defines: Vec<(&'static str, String)>,
     /// The access of each buffer binding after the parameters (binding 0): `true` for
     /// read-write, in binding order (bindings 1, 2, ...).
-    pub(crate) writes: Vec<bool>,
+    pub writes: Vec<bool>,
 }
 
 impl Kernel {
     /// The WGSL source: the common prelude and the template with its placeholders filled.
-    pub(crate) fn source(&self) -> String {
+    pub fn source(&self) -> String {
         let mut source = format!("{COMMON}\n{}", self.template);
         for (name, value) in &self.defines {
             source = source.replace(&format!("{{{{{name}}}}}"), value);
@@ -66,7 +66,7 @@ impl Kernel {
 /// Work recorded and not yet submitted: a command encoder, the parameters of its dispatches,
 /// and how many there are.
 #[derive(Default)]
-pub(crate) struct Batch {
+pub struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
     params: Vec<u8>,
     params_buffer: Option<wgpu::Buffer>,
@@ -128,7 +128,7 @@ impl Context {
     /// (bindings 1, 2, ... in the order of `kernel.writes`). More workgroups than the device
     /// allows along one dimension are split over two: kernels number their workgroups with
     /// `group_index` of `common.wgsl`.
-    pub(crate) fn launch(&self, kernel: &Kernel, params: &[u32], buffers: &[&wgpu::Buffer], groups: u32) -> Result<()> {
+    pub fn launch(&self, kernel: &Kernel, params: &[u32], buffers: &[&wgpu::Buffer], groups: u32) -> Result<()> {
         if buffers.len() != kernel.writes.len() {
             return Err(self.failed(
                 &format!("launching the {} kernel", kernel.name),
@@ -221,7 +221,7 @@ impl Context {
     /// Records a copy of `bytes` from host memory into `target`, in order with the launches.
     /// `bytes` is whole words. A device out of memory or lost is an error (wgpu's own
     /// `create_buffer_init` would panic).
-    pub(crate) fn record_upload(&self, bytes: &[u8], target: &wgpu::Buffer) -> Result<()> {
+    pub fn record_upload(&self, bytes: &[u8], target: &wgpu::Buffer) -> Result<()> {
         self.alive()?;
         let size = bytes.len() as u64;
         let staging =
@@ -242,13 +242,7 @@ impl Context {
     }
 
     /// Records a copy of `bytes` from `source` at `offset` to the start of `target`.
-    pub(crate) fn record_copy(
-        &self,
-        source: &wgpu::Buffer,
-        offset: u64,
-        target: &wgpu::Buffer,
-        bytes: u64,
-    ) -> Result<()> {
+    pub fn record_copy(&self, source: &wgpu::Buffer, offset: u64, target: &wgpu::Buffer, bytes: u64) -> Result<()> {
         self.alive()?;
         let mut batch = self.batch.lock();
         self.encoder(&mut batch).copy_buffer_to_buffer(source, offset, target, 0, bytes);
@@ -256,7 +250,7 @@ impl Context {
     }
 
     /// Submits everything recorded so far (without waiting for it).
-    pub(crate) fn flush(&self) -> Result<()> {
+    pub fn flush(&self) -> Result<()> {
         let mut batch = self.batch.lock();
         self.submit(&mut batch)
     }
@@ -276,18 +270,18 @@ impl Context {
 }
 
 /// An error for a kernel asked for something it cannot do (a bug in the caller).
-pub(crate) fn unsupported(kernel: &str, what: impl std::fmt::Display) -> Error {
+pub fn unsupported(kernel: &str, what: impl std::fmt::Display) -> Error {
     Error::runtime_error(format!("internal error in the wgpu {kernel} kernel: {what}"))
 }
 
 /// The workgroups that give one thread per item of `count`, `per_group` threads a group.
-pub(crate) fn groups_for(count: usize, per_group: u32) -> Result<u32> {
+pub fn groups_for(count: usize, per_group: u32) -> Result<u32> {
     u32::try_from(count.div_ceil(per_group as usize))
         .map_err(|_| Error::runtime_error(format!("{count} elements are more than one wgpu dispatch can address")))
 }
 
 /// A parameter word, or an error for a value a 32-bit word cannot hold.
-pub(crate) fn word(value: usize) -> Result<u32> {
+pub fn word(value: usize) -> Result<u32> {
     u32::try_from(value).map_err(|_| {
         Error::runtime_error(format!(
             "a tensor position ({value}) beyond 2^32 elements: wgpu kernels address 32-bit positions"
@@ -296,6 +290,6 @@ pub(crate) fn word(value: usize) -> Result<u32> {
 }
 
 /// Parameter words of `values`, or an error for the first a 32-bit word cannot hold.
-pub(crate) fn words(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
+pub fn words(values: impl IntoIterator<Item = usize>) -> Result<Vec<u32>> {
     values.into_iter().map(word).collect()
 }

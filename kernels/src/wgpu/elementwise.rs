@@ -20,7 +20,7 @@ const TEMPLATE: &str = include_str!("../../../gpu-shaders/elementwise.wgsl");
 /// How the GPU holds and computes a dtype: float32, int32, or bool (stored one per 32-bit
 /// word, computed as WGSL's `bool`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub(crate) enum Kind {
+pub enum Kind {
     F32,
     I32,
     Bool,
@@ -29,7 +29,7 @@ pub(crate) enum Kind {
 impl Kind {
     /// The kind a dtype computes in on the GPU: 64-bit types narrow to their 32-bit forms (the
     /// operation refused 64-bit tensors; this only concerns the dtype it computes in).
-    pub(crate) fn of(dtype: DType) -> Kind {
+    pub fn of(dtype: DType) -> Kind {
         match dtype {
             DType::Float32 | DType::Float64 => Kind::F32,
             DType::Int32 | DType::Int64 => Kind::I32,
@@ -38,7 +38,7 @@ impl Kind {
     }
 
     /// The dtype of a tensor of this kind.
-    pub(crate) fn dtype(self) -> DType {
+    pub fn dtype(self) -> DType {
         match self {
             Kind::F32 => DType::Float32,
             Kind::I32 => DType::Int32,
@@ -47,7 +47,7 @@ impl Kind {
     }
 
     /// The WGSL type of an element in memory.
-    pub(crate) fn stored(self) -> &'static str {
+    pub fn stored(self) -> &'static str {
         match self {
             Kind::F32 => "f32",
             Kind::I32 => "i32",
@@ -56,7 +56,7 @@ impl Kind {
     }
 
     /// The WGSL type values of this kind compute in.
-    pub(crate) fn computed(self) -> &'static str {
+    pub fn computed(self) -> &'static str {
         match self {
             Kind::F32 => "f32",
             Kind::I32 => "i32",
@@ -65,7 +65,7 @@ impl Kind {
     }
 
     /// The word that holds `value` converted to this kind (as `Tensor.to` converts).
-    pub(crate) fn word(self, value: Scalar) -> u32 {
+    pub fn word(self, value: Scalar) -> u32 {
         match self {
             Kind::F32 => (value.to_f64() as f32).to_bits(),
             Kind::I32 => match value {
@@ -79,7 +79,7 @@ impl Kind {
     /// WGSL converting `value`, an element stored as this kind, to the type `to` computes in.
     /// Floats are true when non-zero, NaN included, tested on the bits (shifting out the sign
     /// leaves both zeros false), which no compiler optimisation can fold away.
-    pub(crate) fn convert(self, value: &str, to: Kind) -> String {
+    pub fn convert(self, value: &str, to: Kind) -> String {
         match (self, to) {
             (Kind::F32, Kind::F32) | (Kind::I32, Kind::I32) => value.to_string(),
             (Kind::Bool, Kind::Bool) => format!("({value} != 0u)"),
@@ -196,18 +196,18 @@ fn coalesce(shape: &Shape, strides: &mut [Vec<usize>]) -> Vec<usize> {
 }
 
 /// What the text of one elementwise kernel depends on.
-pub(crate) struct Spec<'e> {
+pub struct Spec<'e> {
     /// The kind of each operand (`a`, `b`, `c`), and whether it is a scalar parameter.
-    pub(crate) operands: Vec<(Kind, bool)>,
+    pub operands: Vec<(Kind, bool)>,
     /// The kind the operands and scalars are converted to and the expression computes in.
-    pub(crate) compute: Kind,
+    pub compute: Kind,
     /// The operation: its text, the kind of its result and the kinds of its scalars (their
     /// words are parameters, not part of the text).
-    pub(crate) expression: &'e Expression,
+    pub expression: &'e Expression,
     /// The kind of the output's elements.
-    pub(crate) out: Kind,
+    pub out: Kind,
     /// Whether every tensor (and the output) is contiguous over the shape.
-    pub(crate) fast: bool,
+    pub fast: bool,
 }
 
 /// WGSL reading parameter word `at` as a value of `kind`.
@@ -221,7 +221,7 @@ fn parameter(at: &str, kind: Kind) -> String {
 
 impl Spec<'_> {
     /// The kernel of this specialisation.
-    pub(crate) fn kernel(&self) -> Kernel {
+    pub fn kernel(&self) -> Kernel {
         let tensors = self.operands.iter().filter(|(_, scalar)| !scalar).count();
         let position = |k: usize| {
             if self.fast {
@@ -354,7 +354,7 @@ fn writable(out: Option<&Array>, shape: &Shape, kind: Kind, operands: &[&Array])
 }
 
 /// `op` on each element of `x`, computed in `dtype`.
-pub(crate) fn unary(
+pub fn unary(
     context: &Arc<Context>,
     device: Device,
     x: &Array,
@@ -376,7 +376,7 @@ pub(crate) fn unary(
 
 /// `op` on the elements of `a` and `b` broadcast to `shape`, computed in `dtype`.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn binary(
+pub fn binary(
     context: &Arc<Context>,
     device: Device,
     (a, b): (&Array, &Array),
@@ -398,7 +398,7 @@ pub(crate) fn binary(
 }
 
 /// `a` where `condition` is true, `b` elsewhere, broadcast to `shape`, in `dtype`.
-pub(crate) fn select(
+pub fn select(
     context: &Arc<Context>,
     device: Device,
     (condition, a, b): (&Array, &Array, &Array),
@@ -422,14 +422,14 @@ fn identity<'a>(context: &Context, x: &'a Array, kind: Kind) -> Result<Launch<'a
 }
 
 /// A contiguous copy of `x` converted to `dtype`.
-pub(crate) fn copy(context: &Arc<Context>, device: Device, x: &Array, dtype: DType) -> Result<Array> {
+pub fn copy(context: &Arc<Context>, device: Device, x: &Array, dtype: DType) -> Result<Array> {
     let kind = Kind::of(dtype);
     identity(context, x, kind)?.run(context, device, Target::New(kind))
 }
 
 /// Writes `src` (of `dst`'s shape) into `dst` through its layout, converted to its dtype. A
 /// source sharing the destination's memory is copied first.
-pub(crate) fn assign(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -> Result<()> {
+pub fn assign(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -> Result<()> {
     let copied;
     let src = if src.shares(dst) {
         copied = copy(context, device, src, src.dtype)?;
@@ -444,13 +444,7 @@ pub(crate) fn assign(context: &Arc<Context>, device: Device, dst: &Array, src: &
 }
 
 /// A tensor of `shape` filled with `value` converted to `dtype`.
-pub(crate) fn fill(
-    context: &Arc<Context>,
-    device: Device,
-    shape: &Shape,
-    value: Scalar,
-    dtype: DType,
-) -> Result<Array> {
+pub fn fill(context: &Arc<Context>, device: Device, shape: &Shape, value: Scalar, dtype: DType) -> Result<Array> {
     let kind = Kind::of(dtype);
     let fill = Expression { scalars: vec![(kind.word(value), kind)], ..Expression::new(FILL, kind) };
     let launch = Launch { operands: Vec::new(), compute: kind, expression: fill, shape: shape.clone() };
@@ -458,7 +452,7 @@ pub(crate) fn fill(
 }
 
 /// `pieces` joined along `dim` into a new tensor of `shape`: each piece written into its slice.
-pub(crate) fn concat(
+pub fn concat(
     context: &Arc<Context>,
     device: Device,
     pieces: &[&Array],

@@ -2,33 +2,42 @@
 
 use crate::backend::Buffer;
 use crate::error::Result;
-use crate::tensor::Draw;
+use crate::random::Draw;
 use crate::types::{DType, Shape, with_dtype};
 
 use super::{alloc, cast};
 
 /// How the values are drawn.
 #[derive(Clone, Copy, Debug)]
-pub(crate) enum Distribution {
+pub enum Distribution {
     /// Uniform on `[low, high)`.
-    Uniform { low: f64, high: f64 },
+    Uniform {
+        /// The lowest value.
+        low: f64,
+        /// The bound above every value.
+        high: f64,
+    },
     /// Normal with this mean and standard deviation.
-    Normal { mean: f64, std: f64 },
+    Normal {
+        /// The mean.
+        mean: f64,
+        /// The standard deviation.
+        std: f64,
+    },
     /// Integers uniform on `[low, high)`, `low < high`.
-    Integers { low: i64, high: i64 },
+    Integers {
+        /// The lowest value.
+        low: i64,
+        /// The bound above every value.
+        high: i64,
+    },
 }
 
 /// The elements of a tensor of `shape` and `dtype` drawn from `dist`, in host memory (every
 /// device draws its random numbers here, so a seed gives the same tensor on any device).
 /// Floating dtypes draw in their own precision for uniforms (float32 samples have 24 random
 /// bits, float64 ones 53).
-pub(crate) fn sample(
-    func: &str,
-    draw: &mut Draw<'_>,
-    dist: Distribution,
-    shape: &Shape,
-    dtype: DType,
-) -> Result<Buffer> {
+pub fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape: &Shape, dtype: DType) -> Result<Buffer> {
     let n = shape.checked_numel().unwrap_or(usize::MAX);
     with_dtype!(dtype, T => {
         let mut data = alloc::<T>(func, n)?;

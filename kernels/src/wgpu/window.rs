@@ -62,7 +62,7 @@ fn layout_words(x: &Array) -> Result<Vec<u32>> {
 /// The 2-D cross-correlation of `input` (`[n, c, h, w]`) with `weight`
 /// (`[o, c / groups, kh, kw]`) plus `bias` (`[o]`), in float32: a new `[n, o, out_h, out_w]`
 /// array.
-pub(crate) fn conv2d(
+pub fn conv2d(
     context: &Arc<Context>,
     device: Device,
     input: &Array,
@@ -111,12 +111,7 @@ pub(crate) fn conv2d(
 
 /// Max pooling of `input` (`[planes, h, w]`, float32): the largest element of each window and
 /// its position in its plane (int32), both new `[planes, out_h, out_w]` arrays.
-pub(crate) fn max_pool2d(
-    context: &Arc<Context>,
-    device: Device,
-    input: &Array,
-    win: &Window,
-) -> Result<(Array, Array)> {
+pub fn max_pool2d(context: &Arc<Context>, device: Device, input: &Array, win: &Window) -> Result<(Array, Array)> {
     let func = "max_pool2d";
     float32(func, input, "input")?;
     let &[planes, h, w] = &input.layout.shape[..] else {
@@ -145,7 +140,7 @@ pub(crate) fn max_pool2d(
 /// Every specialisation this family can make, for the shader validation test: one per
 /// operation.
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
+pub fn variants() -> Vec<Kernel> {
     [Op::Conv2d, Op::MaxPool2d].into_iter().map(Op::kernel).collect()
 }
 

@@ -8,7 +8,6 @@ use crate::types::{DType, Scalar};
 /// The float functions take a float dtype; `Neg`, `Abs`, `Sign`, `Square` and `Relu` any
 /// numeric one; `Not` bool; `IsNan` and `IsInf` any, giving bool.
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[non_exhaustive]
 pub enum Unary {
     /// `e^x`
     Exp,
@@ -80,7 +79,6 @@ impl Unary {
 
 /// An elementwise operation of two operands, computed in the dtype the operation chose.
 #[derive(Clone, Copy, Debug, PartialEq)]
-#[non_exhaustive]
 pub enum Binary {
     /// `a + alpha * b` (bool: `a or (alpha and b)`).
     Add(Scalar),
@@ -143,7 +141,6 @@ impl Binary {
 
 /// A reduction over some dimensions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Reduce {
     /// The sum (0 for an empty lane; floats accumulate in at least `f64` on the CPU).
     Sum,
@@ -180,7 +177,6 @@ impl Reduce {
 
 /// A running operation along one dimension.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum Scan {
     /// Running sums.
     Sum,

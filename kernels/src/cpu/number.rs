@@ -6,10 +6,14 @@ use ndarray::{ArrayView2, ArrayViewMut2};
 use crate::types::{Element, Scalar};
 
 /// A numeric element type (every dtype but bool).
-pub(crate) trait Number: Element {
+pub trait Number: Element {
+    /// `self + other` (wrapping for integers).
     fn add(self, other: Self) -> Self;
+    /// `self - other` (wrapping for integers).
     fn sub(self, other: Self) -> Self;
+    /// `self * other` (wrapping for integers).
     fn mul(self, other: Self) -> Self;
+    /// `-self` (wrapping for integers).
     fn neg(self) -> Self;
     /// Division rounding toward zero; `None` for an integer division by zero.
     fn div_trunc(self, other: Self) -> Option<Self>;

@@ -43,13 +43,7 @@ fn scatter_kernel(kind: Kind) -> Kernel {
 
 /// The positions `index` (a vector of int32 positions, any strides) of dimension `dim` of `x`:
 /// a new contiguous tensor of `x`'s shape with `dim`'s size the number of indices.
-pub(crate) fn index_select(
-    context: &Arc<Context>,
-    device: Device,
-    x: &Array,
-    dim: usize,
-    index: &Array,
-) -> Result<Array> {
+pub fn index_select(context: &Arc<Context>, device: Device, x: &Array, dim: usize, index: &Array) -> Result<Array> {
     const FUNC: &str = "index_select";
     if dim >= x.layout.ndim() || index.layout.ndim() > 1 {
         return Err(unsupported(
@@ -70,7 +64,7 @@ pub(crate) fn index_select(
 /// `out[i] = x[i with its dim-th coordinate replaced by index[i]]` for every position `i` of
 /// `index` (int32, as many dimensions as `x`, no larger except along `dim`): a new contiguous
 /// tensor of `index`'s shape.
-pub(crate) fn gather(context: &Arc<Context>, device: Device, x: &Array, dim: usize, index: &Array) -> Result<Array> {
+pub fn gather(context: &Arc<Context>, device: Device, x: &Array, dim: usize, index: &Array) -> Result<Array> {
     const FUNC: &str = "gather";
     let (xs, is) = (&x.layout.shape, &index.layout.shape);
     let fits = xs.len() == is.len() && (0..xs.len()).all(|d| d == dim || is[d] <= xs[d]);
@@ -136,7 +130,7 @@ fn run(
 /// (int32, any strides, as many dimensions as `shape`, no larger except along `dim`; `src` of
 /// its shape). Each element adds its contributions in increasing order along `dim`; an index
 /// out of range contributes nowhere.
-pub(crate) fn scatter_add(
+pub fn scatter_add(
     context: &Arc<Context>,
     device: Device,
     shape: &Shape,
@@ -207,7 +201,7 @@ pub(crate) fn scatter_add(
 /// Every specialisation this family can make, for the shader validation test: gathering and
 /// scatter-adding, one of each per kind.
 #[cfg(test)]
-pub(crate) fn variants() -> Vec<Kernel> {
+pub fn variants() -> Vec<Kernel> {
     let kinds = [Kind::F32, Kind::I32, Kind::Bool];
     kinds.into_iter().map(kernel).chain(kinds.into_iter().map(scatter_kernel)).collect()
 }

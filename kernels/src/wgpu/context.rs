@@ -16,7 +16,7 @@ use super::memory::Pool;
 const APIS: wgpu::Backends = wgpu::Backends::VULKAN.union(wgpu::Backends::METAL).union(wgpu::Backends::DX12);
 
 /// The environment variable that picks the default adapter: an index, or part of a name.
-pub(crate) const ADAPTER_VARIABLE: &str = "TORCHFN_WGPU_ADAPTER";
+pub const ADAPTER_VARIABLE: &str = "TORCHFN_WGPU_ADAPTER";
 
 /// The wgpu instance and its adapters, found once.
 struct Adapters {
@@ -62,13 +62,13 @@ pub fn adapters() -> Vec<AdapterInfo> {
 }
 
 /// The number of adapters.
-pub(crate) fn adapter_count() -> usize {
+pub fn adapter_count() -> usize {
     found().adapters.len()
 }
 
 /// The index of the adapter `TORCHFN_WGPU_ADAPTER` names, else of the one wgpu prefers for
 /// `preference`; an error when there is none.
-pub(crate) fn preferred(preference: Preference) -> Result<usize> {
+pub fn preferred(preference: Preference) -> Result<usize> {
     let all = found();
     if all.adapters.is_empty() {
         return Err(no_adapter());
@@ -106,7 +106,7 @@ pub(crate) fn preferred(preference: Preference) -> Result<usize> {
 }
 
 /// The error for a machine without a GPU wgpu can use.
-pub(crate) fn no_adapter() -> Error {
+pub fn no_adapter() -> Error {
     Error::runtime_error(
         "no GPU adapter found: wgpu sees no Vulkan, Metal or DX12 device on this machine (on Linux without a GPU, \
          Mesa's software Vulkan driver gives one: apt-get install mesa-vulkan-drivers)",
@@ -115,24 +115,24 @@ pub(crate) fn no_adapter() -> Error {
 
 /// What one adapter computes with: its device and queue, their limits, the pipelines built
 /// so far, the pool of free buffers and the work recorded but not yet submitted.
-pub(crate) struct Context {
-    pub(crate) index: usize,
-    pub(crate) description: String,
-    pub(crate) device: wgpu::Device,
-    pub(crate) queue: wgpu::Queue,
-    pub(crate) limits: wgpu::Limits,
+pub struct Context {
+    pub index: usize,
+    pub description: String,
+    pub device: wgpu::Device,
+    pub queue: wgpu::Queue,
+    pub limits: wgpu::Limits,
     /// Set when the device is lost: every later operation fails.
     lost: Arc<Mutex<Option<String>>>,
     /// Errors wgpu reported outside an error scope, taken by the next check.
     uncaptured: Arc<Mutex<Option<String>>>,
     /// The pipelines built so far, by kernel and specialization.
-    pub(crate) pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
-    pub(crate) pool: Pool,
-    pub(crate) batch: Mutex<Batch>,
+    pub pipelines: Mutex<HashMap<String, Arc<wgpu::ComputePipeline>>>,
+    pub pool: Pool,
+    pub batch: Mutex<Batch>,
 }
 
 /// The context of adapter `index`, created on first use.
-pub(crate) fn context(index: usize) -> Result<Arc<Context>> {
+pub fn context(index: usize) -> Result<Arc<Context>> {
     let all = found();
     let slot = all.contexts.get(index).ok_or_else(|| {
         Error::runtime_error(format!("wgpu:{index} is not available: this machine has {} adapters", all.adapters.len()))
@@ -184,7 +184,7 @@ impl Context {
     }
 
     /// An error when the device is lost, or when wgpu reported an error since the last check.
-    pub(crate) fn alive(&self) -> Result<()> {
+    pub fn alive(&self) -> Result<()> {
         if let Some(reason) = self.lost.lock().clone() {
             return Err(Error::runtime_error(format!(
                 "wgpu:{} ({}) was lost ({reason}); its tensors are gone: move work to another device or restart",
@@ -203,20 +203,20 @@ impl Context {
     /// A context of its own for adapter `index`, apart from the shared one (for tests that
     /// break it).
     #[cfg(test)]
-    pub(crate) fn separate(index: usize) -> Result<Arc<Context>> {
+    pub fn separate(index: usize) -> Result<Arc<Context>> {
         let adapter = found().adapters.get(index).ok_or_else(no_adapter)?;
         Context::new(index, adapter).map(Arc::new).map_err(Error::runtime_error)
     }
 
     /// Marks the device as lost, as the device-lost callback does (for tests of that path).
     #[cfg(test)]
-    pub(crate) fn simulate_loss(&self, reason: &str) {
+    pub fn simulate_loss(&self, reason: &str) {
         *self.lost.lock() = Some(reason.to_string());
     }
 
     /// Runs `f` inside an error scope for `filter`, turning what wgpu reports there into an
     /// error that says what was being done.
-    pub(crate) fn scoped<R>(&self, filter: wgpu::ErrorFilter, doing: &str, f: impl FnOnce() -> R) -> Result<R> {
+    pub fn scoped<R>(&self, filter: wgpu::ErrorFilter, doing: &str, f: impl FnOnce() -> R) -> Result<R> {
         let scope = self.device.push_error_scope(filter);
         let result = f();
         match pollster::block_on(scope.pop()) {
@@ -228,7 +228,7 @@ impl Context {
     }
 
     /// Waits for every submitted command to finish.
-    pub(crate) fn idle(&self) -> Result<()> {
+    pub fn idle(&self) -> Result<()> {
         self.device.poll(wgpu::PollType::wait_indefinitely()).map_err(|e| {
             Error::runtime_error(format!("wgpu:{} ({}): waiting failed: {e}", self.index, self.description))
         })?;

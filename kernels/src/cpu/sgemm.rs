@@ -52,11 +52,11 @@ const PARALLEL_MIN: usize = 1 << 23;
 
 /// Proof that the processor has AVX2 and FMA: the kernels here run only with one in hand.
 #[derive(Clone, Copy)]
-pub(crate) struct Avx2Fma(());
+pub struct Avx2Fma(());
 
 impl Avx2Fma {
     /// The proof, when the processor has both extensions.
-    pub(crate) fn detect() -> Option<Avx2Fma> {
+    pub fn detect() -> Option<Avx2Fma> {
         (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")).then_some(Avx2Fma(()))
     }
 }
@@ -107,7 +107,7 @@ impl Blocks {
 }
 
 /// `out = a @ b` (`out`'s old contents are never read).
-pub(crate) fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+pub fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     assert_eq!((b.dim().0, out.dim()), (k, (m, n)), "matmul operands of mismatched shapes");
     if m == 0 || n == 0 {

@@ -13,23 +13,23 @@ use crate::types::DType;
 use super::context::Context;
 
 /// The bytes of one element on the GPU: every dtype it holds is 32 bits wide.
-pub(crate) const WORD: u64 = 4;
+pub const WORD: u64 = 4;
 
 /// Freed buffers are kept up to this many bytes in all, per device.
 const POOL_BYTES: u64 = 1 << 30;
 
 /// A tensor's memory on a GPU: at least `words` 4-byte words. Dropping it gives the buffer back
 /// to its context's pool.
-pub(crate) struct GpuMemory {
+pub struct GpuMemory {
     buffer: Option<wgpu::Buffer>,
     /// The number of elements it holds.
-    pub(crate) words: usize,
-    pub(crate) context: Arc<Context>,
+    pub words: usize,
+    pub context: Arc<Context>,
 }
 
 impl GpuMemory {
     /// The storage buffer.
-    pub(crate) fn buffer(&self) -> &wgpu::Buffer {
+    pub fn buffer(&self) -> &wgpu::Buffer {
         self.buffer.as_ref().expect("a buffer is only taken when its memory is dropped")
     }
 }
@@ -58,7 +58,7 @@ fn size_class(bytes: u64) -> u64 {
 
 /// Freed buffers by size class, and how many bytes they hold.
 #[derive(Default)]
-pub(crate) struct Pool {
+pub struct Pool {
     free: Mutex<(HashMap<u64, Vec<wgpu::Buffer>>, u64)>,
 }
 
@@ -90,7 +90,7 @@ impl Context {
     /// The largest buffer one tensor may have, in bytes: whole words (Vulkan and DX12 report
     /// an odd binding limit, 2^31 - 1, and bindings must be whole words), and at most 2^32 - 1
     /// of them, so that the shaders' u32 positions never wrap.
-    pub(crate) fn max_bytes(&self) -> u64 {
+    pub fn max_bytes(&self) -> u64 {
         let limit = self.limits.max_storage_buffer_binding_size.min(self.limits.max_buffer_size);
         limit.min(u64::from(u32::MAX) * WORD) & !(WORD - 1)
     }
@@ -98,7 +98,7 @@ impl Context {
     /// Memory for `words` elements (their contents undefined), from the pool when it has a
     /// buffer of the size class. A tensor larger than the device allows, or one the device has
     /// no memory left for, is an error that says so.
-    pub(crate) fn alloc(self: &Arc<Self>, func: &str, words: usize) -> Result<GpuMemory> {
+    pub fn alloc(self: &Arc<Self>, func: &str, words: usize) -> Result<GpuMemory> {
         let bytes = (words as u64).checked_mul(WORD).filter(|&b| b <= self.max_bytes()).ok_or_else(|| {
             Error::runtime_error(format!(
                 "{func}(): a tensor of {words} elements ({} bytes) is larger than wgpu:{} ({}) allows in one buffer \
@@ -138,7 +138,7 @@ impl Context {
 
     /// Host elements copied into new GPU memory. The copy is recorded with the pending work, so
     /// it lands after every command recorded before it.
-    pub(crate) fn upload(self: &Arc<Self>, func: &str, data: &Buffer) -> Result<GpuMemory> {
+    pub fn upload(self: &Arc<Self>, func: &str, data: &Buffer) -> Result<GpuMemory> {
         let words = words_of(data)?;
         let memory = self.alloc(func, data.len())?;
         if !words.is_empty() {
@@ -149,7 +149,7 @@ impl Context {
 
     /// The bytes of `count` words of `memory` from word `start`, read back to the host: one
     /// copy into a mapped buffer, after every command recorded so far.
-    pub(crate) fn download(self: &Arc<Self>, memory: &GpuMemory, start: usize, count: usize) -> Result<Vec<u32>> {
+    pub fn download(self: &Arc<Self>, memory: &GpuMemory, start: usize, count: usize) -> Result<Vec<u32>> {
         if count == 0 {
             return Ok(Vec::new());
         }
@@ -181,7 +181,7 @@ impl Context {
     }
 
     /// The error of a failed step.
-    pub(crate) fn failed(&self, doing: &str, why: &str) -> Error {
+    pub fn failed(&self, doing: &str, why: &str) -> Error {
         Error::runtime_error(format!("wgpu:{} ({}) failed {doing}: {why}", self.index, self.description))
     }
 }
@@ -204,7 +204,7 @@ fn words_of(data: &Buffer) -> Result<Vec<u32>> {
 }
 
 /// Host elements of `dtype` from GPU words.
-pub(crate) fn buffer_of(words: Vec<u32>, dtype: DType) -> Result<Buffer> {
+pub fn buffer_of(words: Vec<u32>, dtype: DType) -> Result<Buffer> {
     Ok(match dtype {
         DType::Float32 => Buffer::Float32(words.into_iter().map(f32::from_bits).collect()),
         DType::Int32 => Buffer::Int32(words.into_iter().map(|w| w as i32).collect()),
@@ -216,7 +216,7 @@ pub(crate) fn buffer_of(words: Vec<u32>, dtype: DType) -> Result<Buffer> {
 }
 
 /// The GPU memory behind `storage`, which is on a wgpu device.
-pub(crate) fn memory_of(storage: &Storage) -> Result<&GpuMemory> {
+pub fn memory_of(storage: &Storage) -> Result<&GpuMemory> {
     storage.memory::<GpuMemory>().ok_or_else(|| {
         Error::runtime_error(format!(
             "the wgpu backend was given a tensor on {}: move it there first",
@@ -226,7 +226,7 @@ pub(crate) fn memory_of(storage: &Storage) -> Result<&GpuMemory> {
 }
 
 /// New storage on `device` for GPU memory.
-pub(crate) fn storage(device: Device, memory: GpuMemory) -> Arc<Storage> {
+pub fn storage(device: Device, memory: GpuMemory) -> Arc<Storage> {
     Storage::new(device, memory)
 }
 

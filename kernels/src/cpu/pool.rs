@@ -21,7 +21,7 @@ fn bytes(buffer: &Buffer) -> usize {
 }
 
 /// Keeps `buffer` for reuse when it is large enough to be worth it.
-pub(crate) fn give(buffer: Buffer) {
+pub fn give(buffer: Buffer) {
     let size = bytes(&buffer);
     if !(MIN_BYTES..=MAX_BYTES).contains(&size) {
         return;

@@ -7,7 +7,7 @@ mod elementwise;
 mod indexing;
 mod map;
 mod number;
-pub(crate) mod pool;
+pub mod pool;
 mod random;
 mod reduce;
 #[cfg(target_arch = "x86_64")]
@@ -25,15 +25,15 @@ use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Stora
 use crate::error::{Error, Result};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 
-pub(crate) use elementwise::Float;
-pub(crate) use number::Number;
-pub(crate) use random::{Distribution, sample};
+pub use elementwise::Float;
+pub use number::Number;
+pub use random::{Distribution, sample};
 
 /// The CPU backend.
-pub(crate) struct Cpu;
+pub struct Cpu;
 
 /// The one CPU backend; [`Device::CPU`] points here.
-pub(crate) static CPU: Cpu = Cpu;
+pub static CPU: Cpu = Cpu;
 
 #[linkme::distributed_slice(crate::backend::BACKENDS)]
 static REGISTERED: &'static dyn Backend = &CPU;
@@ -207,7 +207,7 @@ impl Backend for Cpu {
 }
 
 /// A fresh contiguous host array holding `data`, of `shape`.
-pub(crate) fn array<T: Element>(data: Vec<T>, shape: Shape) -> Array {
+pub fn array<T: Element>(data: Vec<T>, shape: Shape) -> Array {
     Array::contiguous(Storage::host(Buffer::from_vec(data)), shape, T::DTYPE)
 }
 
@@ -215,7 +215,7 @@ pub(crate) fn array<T: Element>(data: Vec<T>, shape: Shape) -> Array {
 /// torchfn makes reads correctly, expanded (stride-0) and permuted ones included; only
 /// overlapping layouts that ndarray refuses are gathered into a copy first, which fails when
 /// memory runs out.
-pub(crate) fn read<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
+pub fn read<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
     let buffer = x.storage.read().ok_or_else(|| not_host(x))?;
     let data = buffer.as_slice::<T>().ok_or_else(|| internal("a tensor's dtype is not its storage's"))?;
     let layout = &x.layout;
@@ -260,7 +260,7 @@ fn gathered<T: Element>(data: &[T], layout: &Layout) -> Result<ArrayD<T>> {
 }
 
 /// Runs `f` on a view of `x` as `T`, converting (into a temporary) when its dtype differs.
-pub(crate) fn read_as<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
+pub fn read_as<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
     if x.dtype == T::DTYPE {
         return read(x, f);
     }
@@ -269,13 +269,13 @@ pub(crate) fn read_as<T: Element, R>(x: &Array, f: impl FnOnce(ArrayViewD<'_, T>
 }
 
 /// The elements of `x` converted to `T`, in row-major order, in a fresh vector.
-pub(crate) fn elements<T: Element>(func: &str, x: &Array) -> Result<Vec<T>> {
+pub fn elements<T: Element>(func: &str, x: &Array) -> Result<Vec<T>> {
     with_dtype!(x.dtype, S => map::with_input(x, |data: &[S], layout| map::gather::<S, T>(func, data, layout))?)
 }
 
 /// Runs `f` on the elements of `x` as `T`, in row-major order: in place when `x` is
 /// contiguous and of dtype `T`, else through a converted copy.
-pub(crate) fn with_elements<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Result<R> {
+pub fn with_elements<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Result<R> {
     if x.dtype == T::DTYPE && x.layout.is_contiguous() {
         let buffer = x.storage.read().ok_or_else(|| not_host(x))?;
         let (offset, n) = (x.layout.offset, x.layout.numel());
@@ -288,7 +288,7 @@ pub(crate) fn with_elements<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R)
 
 /// An empty vector with room for `n` elements, or an error naming `func` when memory runs out
 /// (a huge expanded tensor copied, say): never an abort.
-pub(crate) fn alloc<T>(func: &str, n: usize) -> Result<Vec<T>> {
+pub fn alloc<T>(func: &str, n: usize) -> Result<Vec<T>> {
     let mut data = Vec::new();
     data.try_reserve_exact(n).map_err(|_| {
         Error::runtime_error(format!("{func}(): not enough memory: you tried to allocate {n} elements"))
@@ -302,14 +302,14 @@ fn too_large(func: &str, shape: &Shape) -> Error {
 }
 
 /// The element of a one-element host array as a Python number.
-pub(crate) fn read_scalar(x: &Array) -> Result<Scalar> {
+pub fn read_scalar(x: &Array) -> Result<Scalar> {
     with_dtype!(x.dtype, T => read(x, |v: ArrayViewD<'_, T>| v.iter().next().copied().unwrap_or_default().to_scalar()))
 }
 
 /// Converts one element as `tensor.to(dtype)` does: floats truncate toward zero into integers,
 /// anything non-zero is `true`.
 #[inline(always)]
-pub(crate) fn cast<S: Element, T: Element>(x: S) -> T {
+pub fn cast<S: Element, T: Element>(x: S) -> T {
     if T::DTYPE.is_floating_point() || T::DTYPE == DType::Bool {
         T::from_f64(x.to_f64())
     } else {

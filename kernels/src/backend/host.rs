@@ -9,7 +9,7 @@ use crate::error::{Result, bail};
 use crate::types::{DType, Scalar, with_dtype};
 
 /// An error unless `device` holds `dtype`: float64 and int64 on most GPUs.
-pub(crate) fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()> {
+pub fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()> {
     if !device.supports(dtype) {
         bail!(
             Runtime,
@@ -22,7 +22,7 @@ pub(crate) fn check_dtype(func: &str, device: Device, dtype: DType) -> Result<()
 }
 
 /// `array` in host memory: itself on the CPU, else a contiguous copy downloaded from its device.
-pub(crate) fn on_host(array: &Array) -> Result<Cow<'_, Array>> {
+pub fn on_host(array: &Array) -> Result<Cow<'_, Array>> {
     if array.device().is_cpu() {
         return Ok(Cow::Borrowed(array));
     }
@@ -31,13 +31,13 @@ pub(crate) fn on_host(array: &Array) -> Result<Cow<'_, Array>> {
 }
 
 /// The value of a one-element array, read on the host.
-pub(crate) fn scalar_of(array: &Array) -> Result<Scalar> {
+pub fn scalar_of(array: &Array) -> Result<Scalar> {
     cpu::read_scalar(&*on_host(array)?)
 }
 
 /// `x` copied to `device` as `dtype`, through host memory. Moving to a device that cannot hold
 /// `dtype` (float64 to most GPUs) is an error that says so: nothing is narrowed silently.
-pub(crate) fn transfer(func: &str, x: &Array, device: Device, dtype: DType) -> Result<Array> {
+pub fn transfer(func: &str, x: &Array, device: Device, dtype: DType) -> Result<Array> {
     check_dtype(func, device, dtype)?;
     let data = if dtype == x.dtype {
         x.device().backend().download(x)?

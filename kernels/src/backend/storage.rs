@@ -178,7 +178,7 @@ impl Storage {
     }
 
     /// Counts one more in-place write.
-    pub(crate) fn bump_version(&self) {
+    pub fn bump_version(&self) {
         self.version.fetch_add(1, Ordering::AcqRel);
     }
 
@@ -192,7 +192,7 @@ impl Storage {
 
     /// The host buffer, for host memory.
     #[inline]
-    pub(crate) fn host_buffer(&self) -> Option<&RwLock<Buffer>> {
+    pub fn host_buffer(&self) -> Option<&RwLock<Buffer>> {
         match &self.memory {
             Memory::Host(buffer) => Some(buffer),
             Memory::Device(_) => None,
@@ -200,7 +200,7 @@ impl Storage {
     }
 
     /// The buffer, when no one else holds this host storage; the storage back otherwise.
-    pub(crate) fn try_into_buffer(self: Arc<Self>) -> Result<Buffer, Arc<Self>> {
+    pub fn try_into_buffer(self: Arc<Self>) -> Result<Buffer, Arc<Self>> {
         if self.host_buffer().is_none() {
             return Err(self);
         }
@@ -212,7 +212,7 @@ impl Storage {
 
     /// The address of the first element in host memory; for a backend's memory, the address
     /// of the object that holds it (distinct for distinct storages, equal for views of one).
-    pub(crate) fn address(&self) -> usize {
+    pub fn address(&self) -> usize {
         match &self.memory {
             Memory::Host(buffer) => {
                 let buffer = buffer.read_recursive();
@@ -231,19 +231,19 @@ impl Storage {
     /// Exclusive access to host memory, for in-place operations. Callers read what they need
     /// before taking it, so that a tensor written from itself (`x.add_(&x)`) never waits on its
     /// own read.
-    pub(crate) fn write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
+    pub fn write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
         Some(self.host_buffer()?.write())
     }
 
     /// Exclusive access to host memory if no one reads or writes now: kernels that hold other
     /// locks take this, never wait, and fall back to computing a new tensor when it fails.
-    pub(crate) fn try_write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
+    pub fn try_write(&self) -> Option<RwLockWriteGuard<'_, Buffer>> {
         self.host_buffer()?.try_write()
     }
 
     /// Shared access to host memory. Recursive, so one thread may read the same storage twice
     /// (`x + x`).
-    pub(crate) fn read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
+    pub fn read(&self) -> Option<RwLockReadGuard<'_, Buffer>> {
         Some(self.host_buffer()?.read_recursive())
     }
 }

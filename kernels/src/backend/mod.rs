@@ -2,7 +2,7 @@
 //! live in, and the table of backends.
 //!
 //! Operations (layer 2) check their arguments and work out shapes and dtypes; their primitives
-//! (layer 3) call an operator of the dispatch layer (layer 4, [`crate::dispatch`]), which runs
+//! (layer 3) call an operator of the dispatch layer (layer 4, `torchfn::dispatch`), which runs
 //! one of the families below on the [`Backend`] of the operands' [`Device`]. A backend sees
 //! [`Array`]s only (a storage, a layout and a dtype), never tensors, classes or hooks, as
 //! ATen's kernels do. The CPU, wgpu and meta backends register themselves in [`BACKENDS`], a
@@ -27,7 +27,7 @@
 
 mod array;
 mod device;
-pub(crate) mod host;
+pub mod host;
 mod kernel;
 mod storage;
 
@@ -56,7 +56,7 @@ pub fn backend(name: &str) -> Option<&'static dyn Backend> {
 /// Each method is one kernel family. The operation calling it has checked every argument
 /// (shapes broadcast, dims in range, indices in bounds, dtypes supported by this backend), so
 /// a backend only fails when its device does (memory exhausted, a device lost, a shader that
-/// does not compile): those errors must come back as [`Error`](crate::Error)s, never panics.
+/// does not compile): those errors must come back as [`Error`](torchfn_types::Error)s, never panics.
 ///
 /// Arrays passed in are on this backend's device, except that a one-element host array may
 /// stand for a scalar operand of `binary` and `select` (a Python number, a zero-dimensional
