@@ -72,8 +72,12 @@ impl Draw<'_> {
         (radius * angle.cos(), radius * angle.sin())
     }
 
-    /// Uniform on `[0, range)` without bias (Lemire's multiply-and-reject); `range` is not 0.
+    /// Uniform on `[0, range)` without bias (Lemire's multiply-and-reject); 0 for an empty
+    /// range (`range` 0, which callers refuse first).
     pub fn below(&mut self, range: u64) -> u64 {
+        if range == 0 {
+            return 0;
+        }
         loop {
             let product = u128::from(self.bits()) * u128::from(range);
             // The low half falls below `2^64 mod range` for the values that would be drawn
@@ -102,5 +106,11 @@ mod tests {
         let mut x = 1234567;
         let out: Vec<u64> = (0..2).map(|_| splitmix64(&mut x)).collect();
         assert_eq!(out, [6457827717110365317, 3203168211198807973]);
+    }
+
+    #[test]
+    fn below_an_empty_range_is_zero_not_a_panic() {
+        let state = parking_lot::Mutex::new(State::seeded(1));
+        assert_eq!(Draw(state.lock()).below(0), 0);
     }
 }

@@ -29,7 +29,7 @@
 use std::cell::RefCell;
 
 use crate::backend::{Array, Device};
-use crate::dispatch::{Operator, Tag, TorchDispatchMode, aten};
+use crate::dispatch::{Operator, Tag, TorchDispatchMode, aten, tensors_in};
 use crate::error::{Error, Result};
 use crate::protocol::Types;
 use crate::tensor::{ById, Tensor};
@@ -89,12 +89,7 @@ impl FakeTensorMode {
                 let base_data = fake_base.data("FakeTensorMode.from_tensor", "tensor")?;
                 fake_base.view_of(base_data, base_data.with_layout(dense.layout.clone()))
             }
-            None => {
-                let array = crate::meta::like(dense);
-                crate::meta::set_stands_for(&array, crate::dispatch::reported_device(dense));
-                let fake = Tensor::from_array(array);
-                if t.requires_grad()? && t.is_leaf()? { fake.requires_grad_(true)? } else { fake }
-            }
+            None => fresh_fake(t)?,
         };
         self.memo.borrow_mut().push((key, fake.clone()));
         Ok(fake)
@@ -110,6 +105,16 @@ impl FakeTensorMode {
     fn faked(&self, value: &Value) -> Result<Value> {
         crate::meta::faked(value, &|t| self.from_tensor(t))
     }
+}
+
+/// A fake standing for the real tensor `t` (not a view): its layout, dtype and device, and
+/// `requires_grad` for a leaf that requires it.
+fn fresh_fake(t: &Tensor) -> Result<Tensor> {
+    let dense = t.data("FakeTensorMode.from_tensor", "tensor")?;
+    let array = crate::meta::like(dense);
+    crate::meta::set_stands_for(&array, crate::dispatch::reported_device(dense));
+    let fake = Tensor::from_array(array);
+    if t.requires_grad()? && t.is_leaf()? { fake.requires_grad_(true) } else { Ok(fake) }
 }
 
 /// Whether `value` holds nothing real: no tensor off the meta device, no other device.
@@ -159,15 +164,6 @@ fn result_device(func: &Operator, args: &[Value], kwargs: &Kwargs) -> Result<Opt
     Ok(found.map(|(d, _)| d))
 }
 
-/// The tensors of a value, in lists and tuples too.
-fn tensors_in(value: &Value) -> Box<dyn Iterator<Item = &Tensor> + '_> {
-    match value {
-        Value::Tensor(t) => Box::new(std::iter::once(t)),
-        Value::List(items) | Value::Tuple(items) => Box::new(items.iter().flat_map(tensors_in)),
-        _ => Box::new(std::iter::empty()),
-    }
-}
-
 /// Whether an operation must skip a check of `x`'s values (an index range, a division by zero):
 /// `x` is on meta, or a fake tensor mode would make the check's own operators fake. PyTorch's
 /// meta kernels check nothing either.
@@ -196,9 +192,12 @@ impl TorchDispatchMode for FakeTensorMode {
                  tensors do not have"
             )));
         }
-        if func == &aten::LIFT_FRESH {
-            // A tensor made from data while the mode is active: fake from the start.
-            return Ok(Value::Tensor(self.from_tensor(args[0].as_tensor().expect("lift_fresh takes a tensor"))?));
+        if func == &aten::LIFT_FRESH
+            && let Some(t) = args.first().and_then(Value::as_tensor)
+        {
+            // A tensor made from data while the mode is active: fake from the start (and not
+            // remembered: nothing else holds the real one, which is dropped now).
+            return Ok(Value::Tensor(if t.device()?.is_meta() { t.clone() } else { fresh_fake(t)? }));
         }
         let all = || args.iter().chain(kwargs.iter().map(|(_, v)| v));
         if !self.allow_non_fake_inputs && all().any(|v| !real_tensors(v).is_empty()) {

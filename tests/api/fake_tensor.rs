@@ -193,6 +193,16 @@ fn fake_tensors_report_the_device_they_stand_for_and_refuse_real_ones() {
     drop(lenient);
 }
 
+#[test]
+fn lift_fresh_called_by_hand_under_the_mode_binds_its_arguments() {
+    let _fake = push_dispatch_mode(FakeTensorMode::new());
+    // A number where the tensor goes is bound as a wrapped number, as everywhere.
+    let out = torchfn::dispatch::aten::LIFT_FRESH.call(&[Value::Int(1)], &Kwargs::new()).unwrap();
+    assert_eq!(out.as_tensor().unwrap().shape().unwrap(), []);
+    let err = torchfn::dispatch::aten::LIFT_FRESH.call(&[], &Kwargs::new()).unwrap_err();
+    assert!(err.to_string().contains("lift_fresh"), "{err}");
+}
+
 #[cfg(feature = "wgpu")]
 #[test]
 fn fake_tensors_of_two_devices_do_not_mix() {

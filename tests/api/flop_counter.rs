@@ -180,3 +180,12 @@ fn the_example_counts_pytorch_s_flops_on_fake_tensors() {
     assert!(table.starts_with("Module"), "{table}");
     assert!(peak > 0);
 }
+
+#[test]
+fn formulas_read_arguments_given_by_keyword() {
+    let (a, b) = (torchfn::ones([2, 3], None, None).unwrap(), torchfn::ones([3, 4], None, None).unwrap());
+    let counter = push_dispatch_mode(FlopCounterMode::new());
+    let kwargs = Kwargs::from([("self", Value::Tensor(a)), ("other", Value::Tensor(b))]);
+    aten::MATMUL.call(&[], &kwargs).unwrap();
+    assert_eq!(counter.get_total_flops(), 2 * 2 * 3 * 4);
+}

@@ -176,3 +176,30 @@ fn the_tracker_follows_modules_forward_and_backward() {
     );
     assert_eq!(tracker.parents().into_iter().collect::<Vec<_>>(), ["Global"]);
 }
+
+#[test]
+fn removing_a_hook_that_holds_the_last_tracker_does_not_deadlock() {
+    // The hook's captures hold a tracker (whose drop removes its own global hooks): removing
+    // the hook drops them once the registry is unlocked.
+    let fc = linear();
+    let tracker = Arc::new(ModuleTracker::new());
+    let held = tracker.clone();
+    let hook = fc.register_forward_hook(move |_, _, _| {
+        let _ = held.parents();
+        Ok(None)
+    });
+    drop(tracker);
+    drop(hook);
+    fc.call(&torchfn::ones([1, 3], None, None).unwrap()).unwrap();
+}
+
+#[test]
+fn a_failed_backward_still_resets_the_tracker() {
+    let fc = linear();
+    let tracker = ModuleTracker::new();
+    let _fails = fc.register_full_backward_pre_hook(|_| Err(torchfn::Error::runtime_error("stop here")));
+    let x = torchfn::ones([1, 3], None, None).unwrap().requires_grad_(true).unwrap();
+    let err = fc.call(&x).unwrap().sum().unwrap().backward().unwrap_err();
+    assert_eq!(err.to_string(), "stop here");
+    assert_eq!(tracker.parents().into_iter().collect::<Vec<_>>(), ["Global"]);
+}

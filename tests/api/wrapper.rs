@@ -60,6 +60,15 @@ fn autograd_runs_above_a_wrapper_and_its_backward_reaches_the_hook() {
 }
 
 #[test]
+fn a_call_with_the_wrapper_as_a_keyword_argument_is_rewrapped() {
+    let x = PassThrough(torchfn::tensor([0.0f32, 1.0]).unwrap()).wrap().unwrap();
+    let kwargs = Kwargs::from([("self", Value::Tensor(x))]);
+    let out = torchfn::dispatch::aten::EXP.call(&[], &kwargs).unwrap();
+    let out = out.as_tensor().unwrap();
+    assert_eq!(out.wrapper::<PassThrough>().unwrap().0.to_vec::<f32>().unwrap(), [1.0, std::f32::consts::E]);
+}
+
+#[test]
 fn a_wrapper_has_its_own_metadata_and_the_device_it_stands_for() {
     let inner = torchfn::zeros([2, 3], None, None).unwrap();
     let t =

@@ -8,7 +8,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use super::graph::{Edge, Node};
+use super::graph::{Edge, Node, PreHook};
 use super::meta;
 use crate::error::{Error, Result, bail};
 use crate::primitive;
@@ -104,6 +104,9 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         callbacks: RefCell::new(Vec::new()),
     });
     let _current = Current::enter(task.clone());
+    // Dropped first (declared last): the callbacks run while the task is still current, when
+    // the run ends or fails.
+    let _finish = Finish(task.clone());
     let nodes = &task.nodes;
     let needed = |k: &Key| task.needed.as_ref().is_none_or(|n| n.contains(k));
     let mut dependencies: Map<Key, usize> = Map::default();
@@ -133,10 +136,15 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         grads.resize(node.outputs.len(), None);
         let hooks = node.pre_hooks.lock().clone();
         for (nr, hook) in hooks {
-            if let Some(g) = &grads[nr]
-                && let Some(replaced) = hook(g)?
-            {
-                grads[nr] = Some(replaced);
+            match hook {
+                PreHook::Grad(hook) => {
+                    if let Some(g) = &grads[nr]
+                        && let Some(replaced) = hook(g)?
+                    {
+                        grads[nr] = Some(replaced);
+                    }
+                }
+                PreHook::Observe(observer) => observer(grads[nr].as_ref())?,
             }
         }
         for (nr, grad) in grads.iter().enumerate() {
@@ -202,11 +210,6 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
         }
     }
-    // The callbacks queued while the graph ran (`queue_callback`), in order.
-    let callbacks = std::mem::take(&mut *task.callbacks.borrow_mut());
-    for callback in callbacks {
-        callback();
-    }
     if run.accumulate {
         // Non-leaf inputs of `backward(inputs=...)` accumulate what reached them.
         for (t, e) in run.inputs.iter().flatten().zip(&targets) {
@@ -256,6 +259,24 @@ impl GraphTask {
 thread_local! {
     /// The runs in progress on this thread, innermost last (a hook may run a backward).
     static TASKS: RefCell<Vec<Rc<GraphTask>>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Runs the callbacks queued during a run (`queue_callback`) when it ends, in order, those they
+/// queue too; also when the run fails, so that what they clean up is cleaned.
+struct Finish(Rc<GraphTask>);
+
+impl Drop for Finish {
+    fn drop(&mut self) {
+        loop {
+            let callbacks = std::mem::take(&mut *self.0.callbacks.borrow_mut());
+            if callbacks.is_empty() {
+                break;
+            }
+            for callback in callbacks {
+                callback();
+            }
+        }
+    }
 }
 
 /// Makes a run the current one until dropped.

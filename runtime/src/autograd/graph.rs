@@ -19,6 +19,19 @@ use crate::tensor::{DType, Shape, Tensor, WeakTensor};
 /// replacement (`Tensor.register_hook`).
 pub(crate) type TensorHook = Arc<dyn Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync>;
 
+/// A function told that a node runs, with the gradient of one of its outputs or `None`.
+pub(crate) type Observer = Arc<dyn Fn(Option<&Tensor>) -> Result<()> + Send + Sync>;
+
+/// A hook on one output of a node: on its gradient when it has one, or, observing, on whatever
+/// it has (`None` when the node runs without a gradient for that output).
+#[derive(Clone)]
+pub(crate) enum PreHook {
+    /// `Tensor.register_hook`: runs on a gradient, may replace it.
+    Grad(TensorHook),
+    /// A multi-grad hook's part: told that the node runs, with the gradient or `None`.
+    Observe(Observer),
+}
+
 /// What a node does with the gradients of its outputs: one entry in the derivatives table.
 pub(crate) trait Backward: Send + Sync + 'static {
     /// The node's name, as PyTorch's (`MulBackward0`).
@@ -68,7 +81,7 @@ pub(crate) struct Node<B: ?Sized = dyn Backward> {
     pub(crate) sequence: u64,
     saved: Mutex<Saved>,
     /// Hooks on the gradients of this node's outputs (of non-leaf tensors), by output.
-    pub(crate) pre_hooks: Mutex<Vec<(usize, TensorHook)>>,
+    pub(crate) pre_hooks: Mutex<Vec<(usize, PreHook)>>,
     pub(crate) backward: B,
 }
 
@@ -310,6 +323,7 @@ pub fn register_multi_grad_hook(
         count: usize,
         expected: usize,
         grads: Vec<Option<Tensor>>,
+        fired: bool,
     }
     let hook: Arc<MultiGradHook> = Arc::new(hook);
     let pending: Arc<Mutex<HashMap<u64, Pending>>> = Arc::default();
@@ -317,12 +331,12 @@ pub fn register_multi_grad_hook(
     for (i, t) in tensors.iter().enumerate() {
         let (hook, pending, nodes) = (hook.clone(), pending.clone(), nodes.clone());
         let pending_handle = pending.clone();
-        let inner: TensorHook = Arc::new(move |grad: &Tensor| {
-            let Some(task) = super::engine::current_task_id() else { return Ok(None) };
+        let inner = Arc::new(move |grad: Option<&Tensor>| -> Result<()> {
+            let Some(task) = super::engine::current_task_id() else { return Ok(()) };
             let ready = {
                 let mut pending = pending.lock();
                 let p = pending.entry(task).or_insert_with(|| {
-                    // The first gradient of this backward: forget the backward when it ends.
+                    // The first part of this backward to run: forget the backward when it ends.
                     let pending = Arc::downgrade(&pending_handle);
                     super::engine::queue_callback(Box::new(move || {
                         if let Some(p) = pending.upgrade() {
@@ -337,21 +351,27 @@ pub fn register_multi_grad_hook(
                             .filter(|n| n.upgrade().is_some_and(|n| super::engine::will_execute(&n)))
                             .count(),
                         grads: vec![None; n],
+                        fired: false,
                     }
                 });
                 p.count += 1;
-                p.grads[i] = Some(grad.clone());
-                match mode {
-                    MultiGradMode::Any => (p.count == 1).then(|| p.grads.clone()),
-                    MultiGradMode::All => (p.count == p.expected).then(|| std::mem::take(&mut p.grads)),
+                if let Some(slot) = p.grads.get_mut(i) {
+                    *slot = grad.cloned();
                 }
+                let due = match mode {
+                    // The first gradient there is.
+                    MultiGradMode::Any => !p.fired && grad.is_some(),
+                    MultiGradMode::All => !p.fired && p.count >= p.expected,
+                };
+                p.fired |= due;
+                due.then(|| p.grads.clone())
             };
             if let Some(grads) = ready {
                 hook(&grads)?;
             }
-            Ok(None)
+            Ok(())
         });
-        super::meta::add_hook(t, inner)?;
+        super::meta::observe(t, inner)?;
     }
     Ok(())
 }
@@ -364,6 +384,11 @@ pub fn queue_callback(callback: impl FnOnce() + 'static) -> Result<()> {
     } else {
         Err(Error::runtime_error("queue_callback(): final callbacks can only be installed during backward pass."))
     }
+}
+
+/// The id of the backward running on this thread (PyTorch's `_current_graph_task_id`).
+pub(crate) fn current_task() -> Option<u64> {
+    super::engine::current_task_id()
 }
 
 /// Whether a backward is running on this thread (PyTorch's `_current_graph_task_id() != -1`):

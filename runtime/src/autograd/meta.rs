@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
 
-use super::graph::{Edge, Node, OutputMeta, TensorHook};
+use super::graph::{Edge, Node, Observer, OutputMeta, PreHook, TensorHook};
 use crate::error::{Result, bail};
 use crate::tensor::{Dense, Tensor};
 
@@ -193,10 +193,28 @@ pub(crate) fn add_hook(t: &Tensor, hook: TensorHook) -> Result<()> {
         bail!(Runtime, "register_hook(): cannot register a hook on a tensor that doesn't require gradient");
     }
     match grad_fn_of(t) {
-        Some(edge) => edge.node.pre_hooks.lock().push((edge.output_nr, hook)),
+        Some(edge) => edge.node.pre_hooks.lock().push((edge.output_nr, PreHook::Grad(hook))),
         None => dense.meta.with_state(|s| s.more().hooks.push(hook)),
     }
     Ok(())
+}
+
+/// Registers `observer` on `t`'s gradient: on a non-leaf, told each time its node runs (with
+/// `None` when no gradient reached `t`); on a leaf, run on each gradient before it accumulates.
+pub(crate) fn observe(t: &Tensor, observer: Observer) -> Result<()> {
+    match grad_fn_of(t) {
+        Some(edge) if t.data("register_hook", "self")?.meta.requires_grad() => {
+            edge.node.pre_hooks.lock().push((edge.output_nr, PreHook::Observe(observer)));
+            Ok(())
+        }
+        _ => add_hook(
+            t,
+            Arc::new(move |g: &Tensor| {
+                observer(Some(g))?;
+                Ok(None)
+            }),
+        ),
+    }
 }
 
 /// `retain_grad()`: a non-leaf keeps the gradient reaching it in its `grad`.
@@ -221,7 +239,7 @@ pub(crate) fn retain_grad(t: &Tensor) -> Result<()> {
         }
         Ok(None)
     });
-    edge.node.pre_hooks.lock().push((edge.output_nr, hook));
+    edge.node.pre_hooks.lock().push((edge.output_nr, PreHook::Grad(hook)));
     Ok(())
 }
 

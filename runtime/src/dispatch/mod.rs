@@ -48,6 +48,7 @@ pub use mode::{
     NoDispatch, TorchDispatchMode, current_dispatch_mode, dispatch_mode_stack, no_dispatch, pop_dispatch_mode,
     push_dispatch_mode,
 };
+pub(crate) use schema::tensors_in;
 pub use schema::{Alias, Argument, Return, Schema};
 pub use torchfn_macros::WrapperTensor;
 pub use wrapper::{WrapperSubclass, WrapperTensor};

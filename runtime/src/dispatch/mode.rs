@@ -140,7 +140,10 @@ pub(crate) fn dispatch(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -
         ))),
         Some(result) => result,
         // No mode: the wrapper subclasses among the arguments, then the backend.
-        None => super::wrapper::dispatch(op, args, kwargs).unwrap_or_else(|| op.run(args, kwargs)),
+        None if super::wrapper::any_alive() => {
+            super::wrapper::dispatch(op, args, kwargs).unwrap_or_else(|| op.run(args, kwargs))
+        }
+        None => op.run(args, kwargs),
     }
 }
 

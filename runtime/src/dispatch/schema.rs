@@ -306,13 +306,13 @@ fn accepts(ty: &str, value: &Value) -> bool {
     }
 }
 
-/// The tensors of a bound value (a tensor, or a list of them).
-pub(crate) fn tensors_in(value: &Value) -> impl Iterator<Item = &Tensor> {
-    let items: &[Value] = match value {
-        Value::List(items) | Value::Tuple(items) => items,
-        single => std::slice::from_ref(single),
-    };
-    items.iter().filter_map(Value::as_tensor)
+/// The tensors of a value: itself, or those in its lists and tuples, nested ones too.
+pub(crate) fn tensors_in(value: &Value) -> Box<dyn Iterator<Item = &Tensor> + '_> {
+    match value {
+        Value::Tensor(t) => Box::new(std::iter::once(t)),
+        Value::List(items) | Value::Tuple(items) => Box::new(items.iter().flat_map(tensors_in)),
+        _ => Box::new(std::iter::empty()),
+    }
 }
 
 #[cfg(test)]

@@ -113,9 +113,12 @@ pub trait WrapperTensor: WrapperSubclass {
         value.map_tensors(&|t| Ok(t.wrapper::<Self>().map_or_else(|| t.clone(), |w| w.inner().clone())))
     }
 
-    /// The first instance among `args`.
-    fn first(args: &[Value]) -> Option<&Self> {
-        args.iter().flat_map(super::schema::tensors_in).find_map(|t| t.wrapper::<Self>())
+    /// The first instance among a call's arguments, positional then keyword.
+    fn first<'a>(args: &'a [Value], kwargs: &'a Kwargs) -> Option<&'a Self> {
+        args.iter()
+            .chain(kwargs.iter().map(|(_, v)| v))
+            .flat_map(super::schema::tensors_in)
+            .find_map(|t| t.wrapper::<Self>())
     }
 
     /// `value` with every tensor wrapped like `self`.
@@ -132,7 +135,7 @@ pub trait WrapperTensor: WrapperSubclass {
             plain.insert(name, Self::unwrap(value)?);
         }
         let out = func.call(&unwrapped, &plain)?;
-        match Self::first(args) {
+        match Self::first(args, kwargs) {
             Some(first) => first.rewrap(&out),
             None => Ok(out),
         }

@@ -7,7 +7,9 @@
 //! [`call_module`] for a module that takes or returns several tensors. A module is known by
 //! where it lives and its type (as [`fx`](crate::fx) knows it), so its hooks stay with it as
 //! long as it is not moved; and a hook lives as long as the handle its registration returned
-//! (a guard), so it never reaches a later module built where a dropped one was.
+//! (a guard), so that a hook does not outlive the code that set it up. (A module moved while
+//! hooked loses its hooks, and a handle kept, or held longer than its module, may reach a
+//! later module built where that one lived.)
 //!
 //! ```
 //! use std::sync::{Arc, Mutex};
@@ -72,14 +74,23 @@ struct Hooks {
     backward: Vec<(u64, Arc<BackwardHook>)>,
 }
 
+/// Moves the entries of `list` with handle `id` out into `removed`.
+fn take<T>(list: &mut Vec<(u64, T)>, id: u64, removed: &mut Vec<(u64, T)>) {
+    let (gone, kept): (Vec<_>, Vec<_>) = std::mem::take(list).into_iter().partition(|(i, _)| *i == id);
+    *list = kept;
+    removed.extend(gone);
+}
+
 impl Hooks {
-    fn remove(&mut self, id: u64) -> bool {
-        let before = self.len();
-        self.forward_pre.retain(|(i, _)| *i != id);
-        self.forward.retain(|(i, _)| *i != id);
-        self.backward_pre.retain(|(i, _)| *i != id);
-        self.backward.retain(|(i, _)| *i != id);
-        self.len() != before
+    /// The hooks of handle `id`, taken out (to be dropped once the registry is unlocked: a
+    /// hook's captures may hold handles, whose drop locks it again).
+    fn take(&mut self, id: u64) -> Hooks {
+        let mut removed = Hooks::default();
+        take(&mut self.forward_pre, id, &mut removed.forward_pre);
+        take(&mut self.forward, id, &mut removed.forward);
+        take(&mut self.backward_pre, id, &mut removed.backward_pre);
+        take(&mut self.backward, id, &mut removed.backward);
+        removed
     }
 
     fn len(&self) -> usize {
@@ -138,20 +149,22 @@ pub struct RemovableHandle {
 impl RemovableHandle {
     /// Removes the hook now; removing it again does nothing.
     pub fn remove(&self) {
-        let mut registry = REGISTRY.write();
-        let removed = match self.module {
-            Some(key) => {
-                let removed = registry.modules.get_mut(&key).is_some_and(|h| h.remove(self.id));
-                if registry.modules.get(&key).is_some_and(|h| h.len() == 0) {
-                    registry.modules.remove(&key);
+        let removed = {
+            let mut registry = REGISTRY.write();
+            match self.module {
+                Some(key) => {
+                    let removed = registry.modules.get_mut(&key).map(|h| h.take(self.id)).unwrap_or_default();
+                    if registry.modules.get(&key).is_some_and(|h| h.len() == 0) {
+                        registry.modules.remove(&key);
+                    }
+                    removed
                 }
-                removed
+                None => registry.global.take(self.id),
             }
-            None => registry.global.remove(self.id),
         };
-        if removed {
-            REGISTERED.fetch_sub(1, Ordering::Relaxed);
-        }
+        REGISTERED.fetch_sub(removed.len(), Ordering::Relaxed);
+        // The registry is unlocked: the hooks' captures may be dropped now.
+        drop(removed);
     }
 
     /// Leaves the hook registered for as long as the program runs (for a module that lives as
@@ -420,8 +433,9 @@ struct BackwardState {
     inputs: usize,
     /// Whether an input required grad (so the inputs' node runs the hooks).
     inputs_recorded: bool,
-    /// The outputs' gradients, from the outputs' node until the inputs' node uses them.
-    grad_outputs: Option<Vec<Option<Tensor>>>,
+    /// The outputs' gradients, by backward (graph task), from the outputs' node until the
+    /// inputs' node uses them or the backward ends.
+    grad_outputs: HashMap<u64, Vec<Option<Tensor>>>,
 }
 
 /// A hook's replacement gradients must be as many as it was given.
@@ -448,7 +462,16 @@ impl BackwardHooks {
             }
             let mut state = self.state.lock();
             if state.inputs_recorded {
-                state.grad_outputs = Some(grads.clone());
+                if let Some(task) = crate::autograd::graph::current_task() {
+                    state.grad_outputs.insert(task, grads.clone());
+                    // Forgotten when the backward ends, whether or not the inputs' node ran.
+                    let hooks = Arc::downgrade(&self);
+                    let _ = crate::autograd::graph::queue_callback(move || {
+                        if let Some(hooks) = hooks.upgrade() {
+                            hooks.state.lock().grad_outputs.remove(&task);
+                        }
+                    });
+                }
             } else {
                 let none = vec![None; state.inputs];
                 drop(state);
@@ -471,7 +494,10 @@ impl BackwardHooks {
         Box::new(move |mut grads| {
             // No outputs' gradients: the gradient reached the inputs some other way (a double
             // backward), and the hooks do not run.
-            let Some(grad_outputs) = self.state.lock().grad_outputs.take() else { return Ok(grads) };
+            let task = crate::autograd::graph::current_task();
+            let Some(grad_outputs) = task.and_then(|t| self.state.lock().grad_outputs.remove(&t)) else {
+                return Ok(grads);
+            };
             for hook in &self.hooks {
                 if let Some(new) = hook(&grads, &grad_outputs)? {
                     grads = replaced("backward hook", new, &grads)?;

@@ -607,7 +607,8 @@ pub fn index_select(input: &Tensor, dim: i64, index: &Tensor) -> Result<Tensor> 
 }
 
 /// The positions of the nonzero (true) elements of `input`, one row of indices per element in
-/// order: `[n, input.dim()]` int64 (`torch.nonzero`). The number of rows depends on the values,
+/// order: `[n, input.dim()]` in the device's index dtype (int64; int32 on wgpu)
+/// (`torch.nonzero`). The number of rows depends on the values,
 /// so shape-only tools (fake tensors) cannot run it.
 ///
 /// ```

@@ -52,9 +52,14 @@ fn shape(value: &Value) -> Vec<u64> {
     value.as_tensor().and_then(|t| t.shape().ok()).map(|s| s.iter().map(|&n| n as u64).collect()).unwrap_or_default()
 }
 
+/// The shape of argument `i` of a call, named `name` when given by keyword (empty when absent).
+fn arg_shape(args: &[Value], kwargs: &Kwargs, i: usize, name: &str) -> Vec<u64> {
+    args.get(i).or_else(|| kwargs.get(name)).map(shape).unwrap_or_default()
+}
+
 /// `a @ b` (torchfn's batched `matmul`, PyTorch's mm and bmm): 2 · (elements of the result) · k.
-fn matmul_flop(args: &[Value], _: &Kwargs, out: &Value) -> Result<u64> {
-    let a = shape(&args[0]);
+fn matmul_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64> {
+    let a = arg_shape(args, kwargs, 0, "self");
     let k = a.last().copied().unwrap_or(0);
     Ok(2 * shape(out).iter().product::<u64>() * k)
 }
@@ -62,20 +67,35 @@ fn matmul_flop(args: &[Value], _: &Kwargs, out: &Value) -> Result<u64> {
 /// PyTorch's `conv_flop_count`: 2 · batch · C_out · C_in/groups · ∏kernel · ∏(spatial sizes of
 /// the output, or of the input for a transposed convolution).
 fn conv_flop_count(x: &[u64], w: &[u64], out: &[u64], transposed: bool) -> u64 {
-    let spatial = if transposed { &x[2..] } else { &out[2..] };
-    let batch = x[0];
-    2 * batch * w[0] * w[1] * w[2..].iter().product::<u64>() * spatial.iter().product::<u64>()
+    let rest = |s: &[u64]| s.get(2..).unwrap_or_default().iter().product::<u64>();
+    let spatial = if transposed { rest(x) } else { rest(out) };
+    let at = |s: &[u64], i: usize| s.get(i).copied().unwrap_or(0);
+    2 * at(x, 0) * at(w, 0) * at(w, 1) * rest(w) * spatial
 }
 
-fn convolution_flop(args: &[Value], _: &Kwargs, out: &Value) -> Result<u64> {
-    Ok(conv_flop_count(&shape(&args[0]), &shape(&args[1]), &shape(out), false))
+fn convolution_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64> {
+    let (x, w) = (arg_shape(args, kwargs, 0, "input"), arg_shape(args, kwargs, 1, "weight"));
+    if x.len() < 3 || w.len() < 3 {
+        return Ok(0);
+    }
+    Ok(conv_flop_count(&x, &w, &shape(out), false))
 }
 
 /// PyTorch's `conv_backward_flop`: the input's gradient is a transposed convolution of the
 /// output's gradient; the weight's, a convolution of the input by it.
-fn convolution_backward_flop(args: &[Value], _: &Kwargs, out: &Value) -> Result<u64> {
-    let (grad, x, w) = (shape(&args[0]), shape(&args[1]), shape(&args[2]));
-    let t = |s: &[u64]| -> Vec<u64> { [s[1], s[0]].into_iter().chain(s[2..].iter().copied()).collect() };
+fn convolution_backward_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64> {
+    let grad = arg_shape(args, kwargs, 0, "grad_output");
+    let (x, w) = (arg_shape(args, kwargs, 1, "input"), arg_shape(args, kwargs, 2, "weight"));
+    if grad.len() < 3 || x.len() < 3 || w.len() < 3 {
+        return Ok(0);
+    }
+    // Batch and channels exchanged (shapes of fewer than two dimensions count nothing).
+    let t = |s: &[u64]| -> Vec<u64> {
+        match s {
+            [a, b, rest @ ..] => [*b, *a].into_iter().chain(rest.iter().copied()).collect(),
+            _ => Vec::new(),
+        }
+    };
     let outs = out.as_slice().unwrap_or(&[]);
     let mut flops = 0;
     if let Some(gx) = outs.first().filter(|v| !v.is_none()) {
