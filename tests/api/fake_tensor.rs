@@ -194,6 +194,21 @@ fn fake_tensors_report_the_device_they_stand_for_and_refuse_real_ones() {
 }
 
 #[test]
+fn index_put_and_embedding_s_max_norm_run_on_shapes_alone() {
+    let fake = push_dispatch_mode(FakeTensorMode::new());
+    let x = fake.from_tensor(&torchfn::zeros([5, 3], None, None).unwrap()).unwrap();
+    let idx = torchfn::tensor([0i64, 2, 2]).unwrap();
+    let v = torchfn::ones([3, 3], None, None).unwrap();
+    let put = torchfn::index_put(&x, &[idx.clone()], &v, false).unwrap();
+    assert_eq!(
+        (put.shape().unwrap().to_vec(), put.to_string()),
+        (vec![5, 3], "FakeTensor(..., size=(5, 3))".to_string())
+    );
+    let rows = torchfn::nn::functional::embedding(&idx, &x, None, Some(1.0), 2.0, false, false).unwrap();
+    assert_eq!(rows.shape().unwrap(), [3, 3]);
+}
+
+#[test]
 fn lift_fresh_called_by_hand_under_the_mode_binds_its_arguments() {
     let _fake = push_dispatch_mode(FakeTensorMode::new());
     // A number where the tensor goes is bound as a wrapped number, as everywhere.

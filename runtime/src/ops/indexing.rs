@@ -490,7 +490,10 @@ fn put(
     let mut picked = primitive::reshape(&picked, &selected)?;
     let mut values = primitive::reshape(&expand_to(&values, &target)?, &selected)?;
     let source = primitive::reshape(t, &all)?;
-    let out = if accumulate {
+    // On meta or fake tensors the positions are unknown and only the result's shape counts:
+    // the writes are placed as an accumulation would place them.
+    let shapes_only = crate::fake_tensor::values_unknown(picked.data(func, "index")?);
+    let out = if accumulate || shapes_only {
         let added = primitive::scatter_add(&all, 0, &picked, &values)?;
         primitive::binary(&source, &added, Binary::Add(Scalar::Int(1)), x.dtype, None)?
     } else {

@@ -206,7 +206,8 @@ pub fn embedding(
     if let Some(i) = out_of_range(x, rows)? {
         bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)");
     }
-    if let Some(max_norm) = max_norm {
+    // On meta or fake tensors there are no norms to read: renormalising changes no shape.
+    if let Some(max_norm) = max_norm.filter(|_| !crate::fake_tensor::values_unknown(x)) {
         let looked_up = cpu::elements::<i64>(FUNC, &*on_host(x)?)?;
         renormalize(FUNC, w, &looked_up.iter().map(|&i| i as usize).collect::<Vec<_>>(), max_norm, norm_type)?;
     }
