@@ -199,7 +199,7 @@ fn index_put_and_embedding_s_max_norm_run_on_shapes_alone() {
     let x = fake.from_tensor(&torchfn::zeros([5, 3], None, None).unwrap()).unwrap();
     let idx = torchfn::tensor([0i64, 2, 2]).unwrap();
     let v = torchfn::ones([3, 3], None, None).unwrap();
-    let put = torchfn::index_put(&x, &[idx.clone()], &v, false).unwrap();
+    let put = torchfn::index_put(&x, std::slice::from_ref(&idx), &v, false).unwrap();
     assert_eq!(
         (put.shape().unwrap().to_vec(), put.to_string()),
         (vec![5, 3], "FakeTensor(..., size=(5, 3))".to_string())
