@@ -48,8 +48,8 @@
 //!   by-name call, dispatchers and their compile-time check, errors), with its deliberate
 //!   differences from PyTorch in one table;
 //! - [`docs/architecture.md`](https://github.com/torchfn/torchfn/blob/main/docs/architecture.md):
-//!   the four layers a call goes through (protocol, operation, primitive, kernels), the
-//!   workspace, autograd, the backends, and how an operation is added.
+//!   the five layers a call goes through (protocol, operation, primitive, dispatch, kernels),
+//!   the crates of the workspace, autograd, the backends, and how an operation is added.
 //!
 //! # Cargo features
 //!
@@ -61,4 +61,6 @@
 
 #![warn(missing_docs)]
 
+/// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
+pub use torchfn_optim as optim;
 pub use torchfn_runtime::*;

@@ -42,7 +42,6 @@ mod meta;
 mod modules;
 pub mod npy;
 mod ops;
-pub mod optim;
 pub mod overrides;
 mod primitive;
 mod protocol;

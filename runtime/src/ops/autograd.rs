@@ -111,6 +111,14 @@ impl Tensor {
         Ok(self.clone())
     }
 
+    /// The device `Module::to_device` moved this parameter to, leaving this tensor behind
+    /// (what an optimizer built before the move holds); `None` otherwise. For the optimizers'
+    /// check, not part of PyTorch's API.
+    #[doc(hidden)]
+    pub fn __moved_to(&self) -> Option<crate::Device> {
+        meta::moved_to(self)
+    }
+
     /// Keeps the gradient that reaches this non-leaf in its `grad` (`Tensor.retain_grad`).
     #[torch_function]
     pub fn retain_grad(&self) -> Result<()> {

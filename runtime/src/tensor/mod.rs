@@ -303,6 +303,13 @@ impl Tensor {
         Arc::as_ptr(&self.body).addr()
     }
 
+    /// [`identity`](Tensor::identity) for the optimizers' crate, which keys per-parameter state
+    /// by it; not part of PyTorch's API.
+    #[doc(hidden)]
+    pub fn __identity(&self) -> usize {
+        self.identity()
+    }
+
     /// The duck value, when this is a duck of type `T`.
     pub fn duck<T: 'static>(&self) -> Option<&T> {
         match &*self.body {

@@ -1,9 +1,10 @@
 //! Adam and AdamW, as PyTorch's `torch.optim.Adam` and `torch.optim.AdamW`: one
 //! implementation, the weight decay added to the gradient (Adam) or decoupled from it (AdamW).
 
-use super::{Algorithm, Optim, ParamState, check_lr, check_weight_decay};
-use crate::error::{Result, bail};
-use crate::tensor::Tensor;
+use crate::{Algorithm, Optim, ParamState, check_lr, check_weight_decay};
+use torchfn_runtime::Result;
+use torchfn_runtime::Tensor;
+use torchfn_types::bail;
 
 /// Adam (`torch.optim.Adam`): adaptive moment estimation, weight decay as an L2 penalty
 /// added to the gradient. Options: [`AdamOptions`].
@@ -161,7 +162,7 @@ impl<const DECOUPLED: bool> Algorithm for AdamConfig<DECOUPLED> {
     }
 
     fn init_state(&self, param: &Tensor) -> Result<AdamState> {
-        let zeros = || crate::zeros_like(param, None);
+        let zeros = || torchfn_runtime::zeros_like(param, None);
         let max_exp_avg_sq = if self.amsgrad { Some(zeros()?) } else { None };
         Ok(AdamState { step: 0, exp_avg: zeros()?, exp_avg_sq: zeros()?, max_exp_avg_sq })
     }
@@ -191,7 +192,7 @@ impl<const DECOUPLED: bool> Algorithm for AdamConfig<DECOUPLED> {
         let second_moment = if self.amsgrad {
             let max = match &state.max_exp_avg_sq {
                 Some(max) => max.clone(),
-                None => state.max_exp_avg_sq.insert(crate::zeros_like(param, None)?).clone(),
+                None => state.max_exp_avg_sq.insert(torchfn_runtime::zeros_like(param, None)?).clone(),
             };
             max.copy_(&max.maximum(&state.exp_avg_sq)?)?
         } else {

@@ -26,8 +26,9 @@
 
 use std::f64::consts::PI;
 
-use super::{Algorithm, Optimizer};
-use crate::error::{Result, bail};
+use crate::{Algorithm, Optimizer};
+use torchfn_runtime::Result;
+use torchfn_types::bail;
 
 /// What every scheduler keeps: the groups' initial learning rates, the epoch, the last rates.
 #[derive(Clone, Debug)]

@@ -48,6 +48,8 @@
 //! restore it in PyTorch's structure. The update of each optimizer follows PyTorch's
 //! single-tensor implementation (`foreach=False`, its CPU default) operation by operation.
 
+#![warn(missing_docs)]
+
 mod adam;
 pub mod lr_scheduler;
 mod sgd;
@@ -58,9 +60,10 @@ use std::fmt;
 pub use adam::{Adam, AdamConfig, AdamOptions, AdamState, AdamW, AdamWOptions};
 pub use sgd::{SGD, SgdOptions, SgdState};
 
-use crate::autograd::no_grad;
-use crate::error::{Error, Result, bail};
-use crate::tensor::Tensor;
+use torchfn_runtime::Tensor;
+use torchfn_runtime::autograd::no_grad;
+use torchfn_runtime::{Error, Result};
+use torchfn_types::bail;
 
 /// What every optimizer does, as PyTorch's `torch.optim.Optimizer`.
 pub trait Optimizer {
@@ -190,8 +193,9 @@ pub struct GroupState<O> {
 /// through the [`Optimizer`] trait.
 pub struct Optim<O: Algorithm> {
     groups: Vec<ParamGroup<O>>,
-    /// State by parameter identity; the handle kept beside it keeps the identity from being
-    /// reused by another tensor.
+    /// State by parameter identity (the data a parameter's handles share: a subclass view of a
+    /// parameter is the same parameter); the handle kept beside it keeps the identity from
+    /// being reused by another tensor.
     state: HashMap<usize, (Tensor, O::State)>,
 }
 
@@ -229,7 +233,7 @@ fn indexed_params<O>(groups: &[ParamGroup<O>]) -> impl Iterator<Item = (usize, &
 
 /// The gradient of parameter `index`, when it has one, checked against the parameter.
 fn checked_grad(name: &str, index: usize, param: &Tensor) -> Result<Option<Tensor>> {
-    if let Some(device) = crate::autograd::meta::moved_to(param) {
+    if let Some(device) = param.__moved_to() {
         bail!(
             Runtime,
             "{name}.step(): parameter {index} was moved to {device} by the module's to_device() after this \
@@ -281,7 +285,7 @@ impl<O: Algorithm> Optimizer for Optim<O> {
             }
         }
         for (param, grad, options) in work {
-            let state = match self.state.entry(param.identity()) {
+            let state = match self.state.entry(param.__identity()) {
                 std::collections::hash_map::Entry::Occupied(e) => &mut e.into_mut().1,
                 std::collections::hash_map::Entry::Vacant(e) => {
                     &mut e.insert((param.clone(), options.init_state(param)?)).1
@@ -322,24 +326,24 @@ impl<O: Algorithm> Optimizer for Optim<O> {
 
     fn add_param_group(&mut self, group: ParamGroup<O>) -> Result<()> {
         group.options.validate()?;
-        let existing: HashSet<usize> = self.groups.iter().flat_map(|g| &g.params).map(Tensor::identity).collect();
+        let existing: HashSet<usize> = self.groups.iter().flat_map(|g| &g.params).map(Tensor::__identity).collect();
         let mut seen = HashSet::new();
         for param in &group.params {
             if param.is_duck() {
                 return Err(Error::type_error(format!(
                     "optimizer can only optimize Tensors, but one of the params is a duck {}",
-                    crate::Class::of(param).name()
+                    torchfn_runtime::Class::of(param).name()
                 )));
             }
             if !param.is_leaf()? && !param.retains_grad()? {
                 return Err(Error::value_error("can't optimize a non-leaf Tensor"));
             }
-            if !seen.insert(param.identity()) {
+            if !seen.insert(param.__identity()) {
                 return Err(Error::value_error(
                     "optimizer contains a parameter group with duplicate parameters: give each parameter once",
                 ));
             }
-            if existing.contains(&param.identity()) {
+            if existing.contains(&param.__identity()) {
                 return Err(Error::value_error("some parameters appear in more than one parameter group"));
             }
         }
@@ -350,7 +354,7 @@ impl<O: Algorithm> Optimizer for Optim<O> {
     fn state_dict(&self) -> Result<OptimizerStateDict<O>> {
         let mut state = BTreeMap::new();
         for (index, param, _) in indexed_params(&self.groups) {
-            if let Some((_, s)) = self.state.get(&param.identity()) {
+            if let Some((_, s)) = self.state.get(&param.__identity()) {
                 state.insert(index, s.map_tensors(&mut |t| t.copy())?);
             }
         }
@@ -413,7 +417,7 @@ impl<O: Algorithm> Optimizer for Optim<O> {
                 }
             }
             let copied = saved_state.map_tensors(&mut |t| t.to_device(device, Some(dtype), false, true))?;
-            state.insert(param.identity(), (param.clone(), copied));
+            state.insert(param.__identity(), (param.clone(), copied));
         }
         for (group, theirs) in self.groups.iter_mut().zip(&saved.param_groups) {
             group.options = theirs.options.clone();

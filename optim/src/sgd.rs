@@ -1,8 +1,9 @@
 //! Stochastic gradient descent, with momentum, as PyTorch's `torch.optim.SGD`.
 
-use super::{Algorithm, Optim, ParamState, check_lr, check_weight_decay};
-use crate::error::{Result, bail};
-use crate::tensor::Tensor;
+use crate::{Algorithm, Optim, ParamState, check_lr, check_weight_decay};
+use torchfn_runtime::Result;
+use torchfn_runtime::Tensor;
+use torchfn_types::bail;
 
 /// Stochastic gradient descent (`torch.optim.SGD`), optionally with momentum, dampening,
 /// Nesterov momentum, weight decay, maximizing. Options: [`SgdOptions`].
