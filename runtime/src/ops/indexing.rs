@@ -498,7 +498,14 @@ fn put(
         primitive::binary(&source, &added, Binary::Add(Scalar::Int(1)), x.dtype, None)?
     } else {
         // Where a position repeats, only its last write is kept.
-        let at = crate::cpu::elements::<i64>(func, &*crate::backend::host::on_host(picked.data(func, "index")?)?)?;
+        let at: Vec<i64> = if picked.is_wrapper() {
+            // A wrapper's positions are read one by one through its hook (it holds no data).
+            (0..picked.data(func, "index")?.layout.numel())
+                .map(|j| Ok(primitive::item(&picked.select(0, j as i64)?)?.to_i64()))
+                .collect::<Result<_>>()?
+        } else {
+            crate::cpu::elements::<i64>(func, &*crate::backend::host::on_host(picked.data(func, "index")?)?)?
+        };
         let mut written: Vec<bool> = crate::cpu::alloc(func, n)?;
         written.resize(n, false);
         let mut kept = Vec::new();
