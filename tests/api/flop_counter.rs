@@ -23,8 +23,7 @@ fn pytorch_global(workload: &str, op: &str) -> u64 {
 /// Each module's total against PyTorch's: the same modules, the same FLOPs (operator names
 /// differ: torchfn's batched `matmul` is PyTorch's mm, addmm and bmm).
 fn assert_module_totals(counter: &FlopCounterMode, workload: &str) {
-    let ours: std::collections::BTreeMap<String, u64> =
-        counter.get_flop_counts().into_iter().map(|(m, ops)| (m, ops.values().sum())).collect();
+    let ours = module_totals(counter);
     let theirs: std::collections::BTreeMap<String, u64> = golden(workload)["by_module"]
         .as_object()
         .unwrap()
@@ -188,4 +187,36 @@ fn formulas_read_arguments_given_by_keyword() {
     let kwargs = Kwargs::from([("self", Value::Tensor(a)), ("other", Value::Tensor(b))]);
     aten::MATMUL.call(&[], &kwargs).unwrap();
     assert_eq!(counter.get_total_flops(), 2 * 2 * 3 * 4);
+}
+
+/// Every module's total of one training step, by name.
+fn module_totals(counter: &FlopCounterMode) -> std::collections::BTreeMap<String, u64> {
+    counter.get_flop_counts().into_iter().map(|(m, ops)| (m, ops.values().sum())).collect()
+}
+
+/// PyTorch's per-module totals of a model in `tests/golden/flops_more.json`.
+fn pytorch_totals(model: &str) -> std::collections::BTreeMap<String, u64> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/flops_more.json")).unwrap();
+    let json: Json = serde_json::from_str(&text).unwrap();
+    json[model].as_object().unwrap().iter().map(|(m, n)| (m.clone(), n.as_u64().unwrap())).collect()
+}
+
+#[test]
+fn a_bigger_gpt_with_dropout_counts_pytorch_s_flops_per_module() {
+    let config = gpt::GptConfig { n_layer: 3, n_head: 4, n_embd: 64, vocab_size: 256, n_positions: 64, dropout: 0.1 };
+    let model = gpt::GPT2LMHeadModel::new(config, &Generator::new().manual_seed(0)).unwrap();
+    model.train(true);
+    let ids = torchfn::randint(256, [2, 32], None, None, None).unwrap();
+    let counter = counted(|| gpt::GPT2LMHeadModel::loss(&model.call(&ids).unwrap(), &ids).unwrap());
+    assert_eq!(module_totals(&counter), pytorch_totals("gpt2_3layer_dropout"));
+}
+
+#[test]
+fn a_resnet_of_two_blocks_per_stage_counts_pytorch_s_flops_per_module() {
+    let model = resnet::NarrowResNet::new([2, 2, 2, 2], [8, 16, 32, 64], 10, &Generator::new().manual_seed(0)).unwrap();
+    model.train(true);
+    let (images, labels) =
+        (torchfn::randn([2, 3, 32, 32], None, None, None).unwrap(), torchfn::tensor([1i64, 3]).unwrap());
+    let counter = counted(|| resnet::NarrowResNet::loss(&model.call(&images).unwrap(), &labels).unwrap());
+    assert_eq!(module_totals(&counter), pytorch_totals("resnet_2222"));
 }
