@@ -467,3 +467,29 @@ fn a_pass_through_dispatch_mode_changes_nothing_on_the_gpu() {
     assert!(compared > 1800, "only {compared} runs compared");
     assert!(seen > 10000, "the modes saw only {seen} operator calls");
 }
+
+#[test]
+fn random_draws_are_operators_and_fake_ones_draw_nothing() {
+    let g = torchfn::Generator::new().manual_seed(7);
+    let w = torchfn::zeros([2, 2], None, None).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    torchfn::randn([3], g.clone(), None, None).unwrap();
+    torchfn::randint(5, [2], g.clone(), None, None).unwrap();
+    w.uniform_(-1.0, 1.0, g.clone()).unwrap();
+    let seen = names(&mode);
+    drop(mode);
+    assert_eq!(seen[0], "aten.randn.generator");
+    assert_eq!(seen[1], "aten.randint.low_generator");
+    assert!(seen.contains(&"aten.uniform.default".to_string()), "{seen:?}");
+    assert!(aten::RANDN.has_tag(Tag::Random) && aten::RANDN.has_tag(Tag::Factory));
+    // Under FakeTensorMode a draw is a shape: no number is taken from the generator.
+    let before = g.get_state().to_vec::<i64>().unwrap();
+    let fake = push_dispatch_mode(torchfn::fake_tensor::FakeTensorMode::new());
+    let x = torchfn::randn([1000, 1000], g.clone(), None, None).unwrap();
+    assert_eq!(
+        (x.device().unwrap(), x.to_string()),
+        (torchfn::Device::CPU, "FakeTensor(..., size=(1000, 1000))".to_string())
+    );
+    drop(fake);
+    assert_eq!(g.get_state().to_vec::<i64>().unwrap(), before);
+}

@@ -232,6 +232,22 @@ operators! {
     /// The value of a one-element tensor, read on the host: what gives `item()`, and every
     /// decision an operation makes on a tensor's value.
     LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;
+    /// Uniform samples on `[0, 1)` of `size`, drawn from `generator` (or the default one).
+    RAND = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None) -> \
+        Tensor", [Random, Factory] Kernel::Draw;
+    /// Standard normal samples of `size`.
+    RANDN = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None) -> \
+        Tensor", [Random, Factory] Kernel::Draw;
+    /// Normal samples of mean `mean` and standard deviation `std`, of `size`.
+    NORMAL = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? \
+        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw;
+    /// Integers uniform on `[low, high)`, of `size`.
+    RANDINT = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? \
+        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw;
+    /// Uniform samples on `[from, to)` of `self`'s shape, dtype and device (what `uniform_`
+    /// writes).
+    UNIFORM = "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
+        [Random] Kernel::Draw;
     /// A tensor just made from data, handed to the modes (what makes it fake under
     /// `FakeTensorMode`): itself.
     LIFT_FRESH = "lift_fresh(Tensor(a) self) -> Tensor(a)", [View] Kernel::LiftFresh;

@@ -10,10 +10,13 @@ use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
 use super::{Kernel, Operator, Output, aten};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Unary, Window, host};
+use crate::cpu::Distribution;
 use crate::error::{Error, Result};
 use crate::protocol::Route;
 use crate::protocol::rerun::{Current, rerun_current, with_current};
-use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim, result_type};
+use crate::tensor::{
+    DType, Dense, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim, result_type,
+};
 use crate::value::{FromValue, Kwargs, Value};
 
 // ---------------------------------------------------------------------------------------------
@@ -216,6 +219,38 @@ pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
     kernel()
 }
 
+/// Samples of `dist` of `shape` and `dtype` on `device`, drawn from `generator` (or the default
+/// one) on the host, so that a seed gives the same numbers on every device; none are drawn on
+/// meta. The call is `aten::rand`, `randn`, `normal`, `randint` or, with `like` (the tensor
+/// whose shape, dtype and device they take), `uniform`.
+pub(crate) fn draw(
+    func: &str,
+    dist: Distribution,
+    (shape, dtype, device): (&Shape, DType, Device),
+    generator: Option<&Generator>,
+    like: Option<&Tensor>,
+) -> Result<Output> {
+    let call = || {
+        let mut kwargs = placement(dtype, device);
+        kwargs.insert_static("generator", generator.map_or(Value::None, |g| Value::Generator(g.clone())));
+        let size = Value::from(&shape[..]);
+        let (op, args): (&'static Operator, Vec<Value>) = match (dist, like) {
+            (Distribution::Uniform { low, high }, Some(x)) => {
+                let mut plain = Kwargs::new();
+                plain.insert_static("generator", kwargs.get("generator").cloned().unwrap_or(Value::None));
+                kwargs = plain;
+                (&aten::UNIFORM, vec![x.into(), low.into(), high.into()])
+            }
+            (Distribution::Uniform { .. }, None) => (&aten::RAND, vec![size]),
+            (Distribution::Normal { mean, std }, _) if mean == 0.0 && std == 1.0 => (&aten::RANDN, vec![size]),
+            (Distribution::Normal { mean, std }, _) => (&aten::NORMAL, vec![mean.into(), std.into(), size]),
+            (Distribution::Integers { low, high }, _) => (&aten::RANDINT, vec![low.into(), high.into(), size]),
+        };
+        (op, args, kwargs)
+    };
+    offer(call, None, |_| run_draw(func, dist, shape, dtype, device, generator))
+}
+
 /// `x`, a tensor just made from data, as the modes make it (`lift_fresh`): itself when no mode
 /// is active.
 pub(crate) fn lift_fresh(x: Tensor) -> Result<Tensor> {
@@ -238,6 +273,25 @@ pub(crate) fn nonzero(x: &Tensor) -> Result<Output> {
 
 // ---------------------------------------------------------------------------------------------
 // The kernels both forms run.
+
+/// Draws `dist`'s samples on the host and uploads them (nothing drawn on meta).
+fn run_draw(
+    func: &str,
+    dist: Distribution,
+    shape: &Shape,
+    dtype: DType,
+    device: Device,
+    generator: Option<&Generator>,
+) -> Result<Array> {
+    host::check_dtype(func, device, dtype)?;
+    if device.is_meta() {
+        // No values to draw (and no numbers taken from the generator), as on PyTorch's meta.
+        return device.backend().fill(device, shape, Scalar::Int(0), dtype);
+    }
+    let generator = generator.cloned().unwrap_or_else(Generator::default_generator);
+    let data = crate::cpu::sample(func, &mut generator.draw(), dist, shape, dtype)?;
+    device.backend().upload(device, data, shape.clone())
+}
 
 /// Reads `x` on the host and uploads the positions of its nonzero elements, row-major.
 fn run_nonzero(x: &Dense) -> Result<Array> {
@@ -1023,6 +1077,41 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             tensor(device.backend().fill(device, &shape, value, dtype)?)
         }
         Kernel::Nonzero => tensor(run_nonzero(b.dense("self")?)?),
+        Kernel::Draw => {
+            let generator = match b.get("generator") {
+                Value::Generator(g) => Some(g.clone()),
+                _ => None,
+            };
+            let float = |name: &str| match b.get(name) {
+                Value::Float(x) => *x,
+                Value::Int(i) => *i as f64,
+                _ => 0.0,
+            };
+            if op == &aten::UNIFORM {
+                let x = b.dense("self")?;
+                let dist = Distribution::Uniform { low: float("from"), high: float("to") };
+                return tensor(run_draw(op.name(), dist, &x.layout.shape, x.dtype, x.device(), generator.as_ref())?);
+            }
+            let shape = Shape::from(b.sizes("size", 0)?);
+            let device = match b.get("device") {
+                Value::Device(d) => *d,
+                _ => Device::CPU,
+            };
+            let (dist, default) = if op == &aten::RAND {
+                (Distribution::Uniform { low: 0.0, high: 1.0 }, DType::Float32)
+            } else if op == &aten::RANDN {
+                (Distribution::Normal { mean: 0.0, std: 1.0 }, DType::Float32)
+            } else if op == &aten::NORMAL {
+                (Distribution::Normal { mean: float("mean"), std: float("std") }, DType::Float32)
+            } else {
+                let (low, high) = (b.int("low"), b.int("high"));
+                if low >= high {
+                    return Err(b.invalid("high", format_args!("must be above low ({low}), got {high}")));
+                }
+                (Distribution::Integers { low, high }, device.index_dtype())
+            };
+            tensor(run_draw(op.name(), dist, &shape, b.dtype(default), device, generator.as_ref())?)
+        }
         Kernel::LiftFresh => {
             b.dense("self")?;
             Ok(b.get("self").clone())

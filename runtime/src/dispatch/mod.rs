@@ -111,6 +111,7 @@ pub(crate) enum Kernel {
     LocalScalar,
     Nonzero,
     LiftFresh,
+    Draw,
 }
 
 /// What an operator call gives the primitive that made it: the kernel's array (no dispatch

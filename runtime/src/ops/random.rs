@@ -5,7 +5,7 @@
 
 use crate::backend::Device;
 use crate::backend::host::check_dtype;
-use crate::cpu::{self, Distribution};
+use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Generator, Shape, Tensor};
 use crate::testing::{f32s, sample};
@@ -15,7 +15,9 @@ use crate::value::Value;
 use super::inplace::write_into;
 
 /// Draws a tensor of `shape` and `dtype` from `dist`, with `generator` or the default one, on
-/// the host (so a seed gives the same numbers on every device), and moves it to `device`.
+/// `device`: a random operator (`aten::rand`, `randn`, `normal`, `randint`, or `uniform` for
+/// `like`, the tensor `uniform_` fills), drawn on the host so that a seed gives the same numbers
+/// on every device.
 fn drawn(
     func: &str,
     generator: Option<Generator>,
@@ -24,13 +26,7 @@ fn drawn(
     device: Device,
 ) -> Result<Tensor> {
     check_dtype(func, device, dtype)?;
-    if device.is_meta() {
-        // No values to draw (and no numbers taken from the generator), as on PyTorch's meta.
-        return crate::primitive::full(&shape, crate::tensor::Scalar::Int(0), dtype, device);
-    }
-    let generator = generator.unwrap_or_else(Generator::default_generator);
-    let data = cpu::sample(func, &mut generator.draw(), dist, &shape, dtype)?;
-    crate::primitive::upload(device, data, shape)
+    crate::primitive::draw(func, dist, (&shape, dtype, device), generator.as_ref(), None)
 }
 
 /// The floating dtype a continuous distribution is drawn in: `dtype`, float32 by default. Another
@@ -194,7 +190,10 @@ impl Tensor {
         let x = self.data("uniform_", "self")?;
         let dtype = floating("uniform_", Some(x.dtype))?;
         let dist = Distribution::Uniform { low: from, high: to };
-        let drawn = drawn("uniform_", generator.into(), dist, (x.layout.shape.clone(), dtype), x.device())?;
+        check_dtype("uniform_", x.device(), dtype)?;
+        let generator: Option<Generator> = generator.into();
+        let placement = (&x.layout.shape, dtype, x.device());
+        let drawn = crate::primitive::draw("uniform_", dist, placement, generator.as_ref(), Some(self))?;
         write_into("uniform_", self, drawn)
     }
 

@@ -389,6 +389,21 @@ pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tenso
     lift_fresh(Tensor::from_array(device.backend().upload(device, data, shape)?))
 }
 
+/// Samples of `dist` (no history): a random operator, drawn on the host from `generator` or the
+/// default one; `like` is the tensor `uniform_` fills, whose shape, dtype and device they take.
+pub(crate) fn draw(
+    func: &str,
+    dist: crate::cpu::Distribution,
+    placement: (&Shape, DType, Device),
+    generator: Option<&crate::tensor::Generator>,
+    like: Option<&Tensor>,
+) -> Result<Tensor> {
+    Ok(match dispatch::draw(func, dist, placement, generator, like)? {
+        Output::Array(array) => Tensor::from_array(array),
+        Output::Given { tensor, .. } => tensor,
+    })
+}
+
 /// A tensor just made from data, as the modes make it (`aten.lift_fresh`): under
 /// `FakeTensorMode`, a fake tensor.
 pub(crate) fn lift_fresh(t: Tensor) -> Result<Tensor> {
