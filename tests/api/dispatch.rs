@@ -476,11 +476,14 @@ fn random_draws_are_operators_and_fake_ones_draw_nothing() {
     torchfn::randn([3], g.clone(), None, None).unwrap();
     torchfn::randint(5, [2], g.clone(), None, None).unwrap();
     w.uniform_(-1.0, 1.0, g.clone()).unwrap();
+    torchfn::nn::functional::dropout(&w, 0.5, true, false).unwrap();
     let seen = names(&mode);
     drop(mode);
     assert_eq!(seen[0], "aten.randn.generator");
     assert_eq!(seen[1], "aten.randint.low_generator");
     assert!(seen.contains(&"aten.uniform.default".to_string()), "{seen:?}");
+    // Dropout's mask, as PyTorch's: a Bernoulli draw of the kept elements.
+    assert!(seen.contains(&"aten.bernoulli.p".to_string()), "{seen:?}");
     assert!(aten::RANDN.has_tag(Tag::Random) && aten::RANDN.has_tag(Tag::Factory));
     // Under FakeTensorMode a draw is a shape: no number is taken from the generator.
     let before = g.get_state().to_vec::<i64>().unwrap();

@@ -24,6 +24,11 @@ pub enum Distribution {
         /// The standard deviation.
         std: f64,
     },
+    /// 1 with probability `p`, else 0 (one uniform per element: 1 when it falls below `p`).
+    Bernoulli {
+        /// The probability of a 1.
+        p: f64,
+    },
     /// Integers uniform on `[low, high)`, `low < high`.
     Integers {
         /// The lowest value.
@@ -57,6 +62,9 @@ pub fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape: &Shape
                         data.push(cast::<f64, T>(mean + std * b));
                     }
                 }
+            }
+            Distribution::Bernoulli { p } => {
+                data.extend((0..n).map(|_| cast::<i64, T>(i64::from(draw.uniform_f64() < p))));
             }
             Distribution::Integers { low, high } => {
                 let range = (i128::from(high) - i128::from(low)) as u64;

@@ -248,6 +248,9 @@ operators! {
     /// writes).
     UNIFORM = "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
         [Random] Kernel::Draw;
+    /// 1 with probability `p`, else 0, of `self`'s shape, dtype and device (dropout's mask).
+    BERNOULLI = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", [Random]
+        Kernel::Draw;
     /// A tensor just made from data, handed to the modes (what makes it fake under
     /// `FakeTensorMode`): itself.
     LIFT_FRESH = "lift_fresh(Tensor(a) self) -> Tensor(a)", [View] Kernel::LiftFresh;

@@ -230,16 +230,22 @@ pub(crate) fn draw(
     generator: Option<&Generator>,
     like: Option<&Tensor>,
 ) -> Result<Output> {
+    if matches!(dist, Distribution::Bernoulli { .. }) && like.is_none() {
+        return Err(Error::runtime_error(format!("{func}(): a Bernoulli draw takes its shape from a tensor")));
+    }
     let call = || {
         let mut kwargs = placement(dtype, device);
         kwargs.insert_static("generator", generator.map_or(Value::None, |g| Value::Generator(g.clone())));
         let size = Value::from(&shape[..]);
         let (op, args): (&'static Operator, Vec<Value>) = match (dist, like) {
             (Distribution::Uniform { low, high }, Some(x)) => {
-                let mut plain = Kwargs::new();
-                plain.insert_static("generator", kwargs.get("generator").cloned().unwrap_or(Value::None));
-                kwargs = plain;
+                kwargs = only_generator(kwargs);
                 (&aten::UNIFORM, vec![x.into(), low.into(), high.into()])
+            }
+            (Distribution::Bernoulli { p }, like) => {
+                // (`like` is there: checked above.)
+                kwargs = only_generator(kwargs);
+                (&aten::BERNOULLI, vec![like.map_or(Value::None, Value::from), p.into()])
             }
             (Distribution::Uniform { .. }, None) => (&aten::RAND, vec![size]),
             (Distribution::Normal { mean, std }, _) if mean == 0.0 && std == 1.0 => (&aten::RANDN, vec![size]),
@@ -249,6 +255,13 @@ pub(crate) fn draw(
         (op, args, kwargs)
     };
     offer(call, None, |_| run_draw(func, dist, shape, dtype, device, generator))
+}
+
+/// The keyword arguments of a draw from a tensor's shape: only the generator.
+fn only_generator(kwargs: Kwargs) -> Kwargs {
+    let mut only = Kwargs::new();
+    only.insert_static("generator", kwargs.get("generator").cloned().unwrap_or(Value::None));
+    only
 }
 
 /// `x`, a tensor just made from data, as the modes make it (`lift_fresh`): itself when no mode
@@ -1087,9 +1100,13 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 Value::Int(i) => *i as f64,
                 _ => 0.0,
             };
-            if op == &aten::UNIFORM {
+            if op == &aten::UNIFORM || op == &aten::BERNOULLI {
                 let x = b.dense("self")?;
-                let dist = Distribution::Uniform { low: float("from"), high: float("to") };
+                let dist = if op == &aten::UNIFORM {
+                    Distribution::Uniform { low: float("from"), high: float("to") }
+                } else {
+                    Distribution::Bernoulli { p: float("p") }
+                };
                 return tensor(run_draw(op.name(), dist, &x.layout.shape, x.dtype, x.device(), generator.as_ref())?);
             }
             let shape = Shape::from(b.sizes("size", 0)?);

@@ -1,14 +1,15 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
+use crate::backend::Binary;
 use crate::backend::host::on_host;
-use crate::backend::{Binary, Buffer};
 use crate::cpu;
+use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
 use crate::ops::linalg::{product, transposed};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Element, Generator, Layout, Scalar, Shape, Tensor, check_broadcast, with_dtype};
+use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, Tensor, check_broadcast, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -289,25 +290,23 @@ pub(super) fn dropout_impl(func: &str, input: &Tensor, p: f64, training: bool, i
                 x.dtype
             );
         }
-        let noise = with_dtype!(x.dtype, T => Buffer::from_vec(noise::<T>(func, x.layout.numel(), p)?));
-        primitive::upload(x.device(), noise, x.layout.shape.clone())?
+        // PyTorch's: a Bernoulli mask of the kept elements (`aten::bernoulli.p`), scaled by
+        // 1 / (1 - p) (computed in the input's dtype from 1 - p in it).
+        let keep = 1.0 - p;
+        let mask = primitive::draw(
+            func,
+            Distribution::Bernoulli { p: keep },
+            (&x.layout.shape, x.dtype, x.device()),
+            None,
+            Some(input),
+        )?;
+        let scale = with_dtype!(x.dtype, T => T::from_f64(1.0).to_f64() / T::from_f64(keep).to_f64());
+        primitive::binary(&mask, &Tensor::scalar(scale), Binary::Mul, x.dtype, None)?
     };
     let dtype = x.dtype;
     super::activation::in_place_or_new(func, input, inplace, |source| {
         primitive::binary(source, &noise, Binary::Mul, dtype, None)
     })
-}
-
-/// The multipliers of dropout: `1 / (1 - p)` (in `T`) with probability `1 - p`, 0 otherwise,
-/// one uniform from the default generator per element, in row-major order.
-fn noise<T: Element>(func: &str, n: usize, p: f64) -> Result<Vec<T>> {
-    let keep = 1.0 - p;
-    let scale = T::from_f64(T::from_f64(1.0).to_f64() / T::from_f64(keep).to_f64());
-    let mut noise = cpu::alloc::<T>(func, n)?;
-    let generator = Generator::default_generator();
-    let mut draw = generator.draw();
-    noise.extend((0..n).map(|_| if draw.uniform_f64() < keep { scale } else { T::default() }));
-    Ok(noise)
 }
 
 /// An int64 tensor of these indices, as a sample argument.
