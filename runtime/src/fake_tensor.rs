@@ -140,28 +140,17 @@ fn result_device(func: &Operator, args: &[Value], kwargs: &Kwargs) -> Result<Opt
     if let Some(Value::Device(d)) = kwargs.get("device") {
         return Ok(Some(*d).filter(|d| !d.is_meta()));
     }
-    // The device so far, and whether only zero-dimensional CPU tensors gave it.
-    let mut found: Option<(Device, bool)> = None;
-    for t in args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in) {
-        let Some(dense) = t.dense() else { continue };
+    let devices = args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in).filter_map(|t| {
+        let dense = t.dense()?;
         let device = crate::dispatch::reported_device(dense);
-        if device.is_meta() {
-            continue;
-        }
         let scalar = device.is_cpu() && dense.layout.shape.is_empty();
-        found = match found {
-            None => Some((device, scalar)),
-            Some((d, only_scalars)) if d == device => Some((d, only_scalars && scalar)),
-            Some((_, true)) => Some((device, scalar)),
-            Some(kept) if scalar => Some(kept),
-            Some((d, false)) => {
-                return Err(Error::runtime_error(format!(
-                    "Unhandled FakeTensor Device Propagation for {func}, found two different devices {d}, {device}"
-                )));
-            }
-        };
-    }
-    Ok(found.map(|(d, _)| d))
+        (!device.is_meta()).then_some((device, scalar, ""))
+    });
+    crate::ops::device::common_device(devices, |(d, _), (device, _)| {
+        Error::runtime_error(format!(
+            "Unhandled FakeTensor Device Propagation for {func}, found two different devices {d}, {device}"
+        ))
+    })
 }
 
 /// Whether an operation must skip a check of `x`'s values (an index range, a division by zero):

@@ -104,9 +104,6 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         callbacks: RefCell::new(Vec::new()),
     });
     let _current = Current::enter(task.clone());
-    // Dropped first (declared last): the callbacks run while the task is still current, when
-    // the run ends or fails.
-    let _finish = Finish(task.clone());
     let nodes = &task.nodes;
     let needed = |k: &Key| task.needed.as_ref().is_none_or(|n| n.contains(k));
     let mut dependencies: Map<Key, usize> = Map::default();
@@ -261,11 +258,19 @@ thread_local! {
     static TASKS: RefCell<Vec<Rc<GraphTask>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Runs the callbacks queued during a run (`queue_callback`) when it ends, in order, those they
-/// queue too; also when the run fails, so that what they clean up is cleaned.
-struct Finish(Rc<GraphTask>);
+/// Makes a run the current one until dropped, when the callbacks queued during it
+/// (`queue_callback`) run, in order, those they queue too, while it is still current; also
+/// when the run fails, so that what they clean up is cleaned.
+struct Current(Rc<GraphTask>);
 
-impl Drop for Finish {
+impl Current {
+    fn enter(task: Rc<GraphTask>) -> Current {
+        TASKS.with(|t| t.borrow_mut().push(task.clone()));
+        Current(task)
+    }
+}
+
+impl Drop for Current {
     fn drop(&mut self) {
         loop {
             let callbacks = std::mem::take(&mut *self.0.callbacks.borrow_mut());
@@ -276,21 +281,6 @@ impl Drop for Finish {
                 callback();
             }
         }
-    }
-}
-
-/// Makes a run the current one until dropped.
-struct Current;
-
-impl Current {
-    fn enter(task: Rc<GraphTask>) -> Current {
-        TASKS.with(|t| t.borrow_mut().push(task));
-        Current
-    }
-}
-
-impl Drop for Current {
-    fn drop(&mut self) {
         TASKS.with(|t| t.borrow_mut().pop());
     }
 }

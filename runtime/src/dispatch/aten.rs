@@ -2,7 +2,7 @@
 //! after it in capitals (`aten::add.Tensor` is [`ADD_TENSOR`], `aten::exp` is [`EXP`]).
 //! Each is declared once here, with its schema, tags and kernel family.
 
-use super::{Kernel, Operator, Tag};
+use super::{Draw, Kernel, Operator, Tag};
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::types::Scalar;
 
@@ -234,23 +234,23 @@ operators! {
     LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;
     /// Uniform samples on `[0, 1)` of `size`, drawn from `generator` (or the default one).
     RAND = "rand.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None) -> \
-        Tensor", [Random, Factory] Kernel::Draw;
+        Tensor", [Random, Factory] Kernel::Draw(Draw::Rand);
     /// Standard normal samples of `size`.
     RANDN = "randn.generator(SymInt[] size, *, Generator? generator, ScalarType? dtype=None, Device? device=None) -> \
-        Tensor", [Random, Factory] Kernel::Draw;
+        Tensor", [Random, Factory] Kernel::Draw(Draw::Randn);
     /// Normal samples of mean `mean` and standard deviation `std`, of `size`.
     NORMAL = "normal.float_float(float mean, float std, SymInt[] size, *, Generator? generator=None, ScalarType? \
-        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw;
+        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw(Draw::Normal);
     /// Integers uniform on `[low, high)`, of `size`.
     RANDINT = "randint.low_generator(SymInt low, SymInt high, SymInt[] size, *, Generator? generator, ScalarType? \
-        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw;
+        dtype=None, Device? device=None) -> Tensor", [Random, Factory] Kernel::Draw(Draw::Randint);
     /// Uniform samples on `[from, to)` of `self`'s shape, dtype and device (what `uniform_`
     /// writes).
     UNIFORM = "uniform(Tensor self, float from=0, float to=1, *, Generator? generator=None) -> Tensor",
-        [Random] Kernel::Draw;
+        [Random] Kernel::Draw(Draw::Uniform);
     /// 1 with probability `p`, else 0, of `self`'s shape, dtype and device (dropout's mask).
     BERNOULLI = "bernoulli.p(Tensor self, float p=0.5, *, Generator? generator=None) -> Tensor", [Random]
-        Kernel::Draw;
+        Kernel::Draw(Draw::Bernoulli);
     /// A tensor just made from data, handed to the modes (what makes it fake under
     /// `FakeTensorMode`): itself.
     LIFT_FRESH = "lift_fresh(Tensor(a) self) -> Tensor(a)", [View] Kernel::LiftFresh;

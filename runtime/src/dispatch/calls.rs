@@ -8,7 +8,7 @@ use std::borrow::Cow;
 
 use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
-use super::{Kernel, Operator, Output, aten};
+use super::{Draw, Kernel, Operator, Output, aten};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Unary, Window, host};
 use crate::cpu::Distribution;
 use crate::error::{Error, Result};
@@ -234,34 +234,32 @@ pub(crate) fn draw(
         return Err(Error::runtime_error(format!("{func}(): a Bernoulli draw takes its shape from a tensor")));
     }
     let call = || {
-        let mut kwargs = placement(dtype, device);
-        kwargs.insert_static("generator", generator.map_or(Value::None, |g| Value::Generator(g.clone())));
+        let generator = generator.map_or(Value::None, |g| Value::Generator(g.clone()));
         let size = Value::from(&shape[..]);
-        let (op, args): (&'static Operator, Vec<Value>) = match (dist, like) {
+        let (op, args, mut kwargs): (&'static Operator, Vec<Value>, Kwargs) = match (dist, like) {
+            // Drawn like a tensor: its shape, dtype and device.
             (Distribution::Uniform { low, high }, Some(x)) => {
-                kwargs = only_generator(kwargs);
-                (&aten::UNIFORM, vec![x.into(), low.into(), high.into()])
+                (&aten::UNIFORM, vec![x.into(), low.into(), high.into()], Kwargs::new())
             }
-            (Distribution::Bernoulli { p }, like) => {
-                // (`like` is there: checked above.)
-                kwargs = only_generator(kwargs);
-                (&aten::BERNOULLI, vec![like.map_or(Value::None, Value::from), p.into()])
+            (Distribution::Bernoulli { p }, x) => {
+                (&aten::BERNOULLI, vec![x.map_or(Value::None, Value::from), p.into()], Kwargs::new())
             }
-            (Distribution::Uniform { .. }, None) => (&aten::RAND, vec![size]),
-            (Distribution::Normal { mean, std }, _) if mean == 0.0 && std == 1.0 => (&aten::RANDN, vec![size]),
-            (Distribution::Normal { mean, std }, _) => (&aten::NORMAL, vec![mean.into(), std.into(), size]),
-            (Distribution::Integers { low, high }, _) => (&aten::RANDINT, vec![low.into(), high.into(), size]),
+            // Drawn of a size.
+            (Distribution::Uniform { .. }, None) => (&aten::RAND, vec![size], placement(dtype, device)),
+            (Distribution::Normal { mean, std }, _) if mean == 0.0 && std == 1.0 => {
+                (&aten::RANDN, vec![size], placement(dtype, device))
+            }
+            (Distribution::Normal { mean, std }, _) => {
+                (&aten::NORMAL, vec![mean.into(), std.into(), size], placement(dtype, device))
+            }
+            (Distribution::Integers { low, high }, _) => {
+                (&aten::RANDINT, vec![low.into(), high.into(), size], placement(dtype, device))
+            }
         };
+        kwargs.insert_static("generator", generator);
         (op, args, kwargs)
     };
     offer(call, None, |_| run_draw(func, dist, shape, dtype, device, generator))
-}
-
-/// The keyword arguments of a draw from a tensor's shape: only the generator.
-fn only_generator(kwargs: Kwargs) -> Kwargs {
-    let mut only = Kwargs::new();
-    only.insert_static("generator", kwargs.get("generator").cloned().unwrap_or(Value::None));
-    only
 }
 
 /// `x`, a tensor just made from data, as the modes make it (`lift_fresh`): itself when no mode
@@ -271,11 +269,7 @@ pub(crate) fn lift_fresh(x: Tensor) -> Result<Tensor> {
         return Ok(x);
     }
     let kernel = || Ok(Value::Tensor(x.clone()));
-    let out: Output = intercept(&aten::LIFT_FRESH, &[(&x).into()], Kwargs::new(), &kernel)?;
-    Ok(match out {
-        Output::Array(array) => Tensor::from_array(array),
-        Output::Given { tensor, .. } => tensor,
-    })
+    intercept(&aten::LIFT_FRESH, &[(&x).into()], Kwargs::new(), &kernel).map(Output::into_tensor)
 }
 
 /// The positions of the nonzero elements of `x`: `[n, x.dim()]` indices, on `x`'s device.
@@ -296,7 +290,6 @@ fn run_draw(
     device: Device,
     generator: Option<&Generator>,
 ) -> Result<Array> {
-    host::check_dtype(func, device, dtype)?;
     if device.is_meta() {
         // No values to draw (and no numbers taken from the generator), as on PyTorch's meta.
         return device.backend().fill(device, shape, Scalar::Int(0), dtype);
@@ -734,6 +727,18 @@ impl Bound {
         self.get(name).as_int().unwrap_or(0)
     }
 
+    fn float(&self, name: &str) -> f64 {
+        self.get(name).as_f64().unwrap_or(0.0)
+    }
+
+    /// The `device` keyword, the CPU when not given.
+    fn device(&self) -> Device {
+        match self.get("device") {
+            Value::Device(d) => *d,
+            _ => Device::CPU,
+        }
+    }
+
     fn flag(&self, name: &str) -> bool {
         matches!(self.get(name), Value::Bool(true))
     }
@@ -1081,53 +1086,47 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 Scalar::Int(_) => DType::Int64,
                 Scalar::Float(_) => crate::types::get_default_dtype(),
             };
-            let device = match b.get("device") {
-                Value::Device(d) => *d,
-                _ => Device::CPU,
-            };
+            let device = b.device();
             let dtype = b.dtype(default);
             host::check_dtype(op.name(), device, dtype)?;
             tensor(device.backend().fill(device, &shape, value, dtype)?)
         }
         Kernel::Nonzero => tensor(run_nonzero(b.dense("self")?)?),
-        Kernel::Draw => {
+        Kernel::Draw(kind) => {
             let generator = match b.get("generator") {
                 Value::Generator(g) => Some(g.clone()),
                 _ => None,
             };
-            let float = |name: &str| match b.get(name) {
-                Value::Float(x) => *x,
-                Value::Int(i) => *i as f64,
-                _ => 0.0,
-            };
-            if op == &aten::UNIFORM || op == &aten::BERNOULLI {
-                let x = b.dense("self")?;
-                let dist = if op == &aten::UNIFORM {
-                    Distribution::Uniform { low: float("from"), high: float("to") }
-                } else {
-                    Distribution::Bernoulli { p: float("p") }
-                };
-                return tensor(run_draw(op.name(), dist, &x.layout.shape, x.dtype, x.device(), generator.as_ref())?);
-            }
-            let shape = Shape::from(b.sizes("size", 0)?);
-            let device = match b.get("device") {
-                Value::Device(d) => *d,
-                _ => Device::CPU,
-            };
-            let (dist, default) = if op == &aten::RAND {
-                (Distribution::Uniform { low: 0.0, high: 1.0 }, DType::Float32)
-            } else if op == &aten::RANDN {
-                (Distribution::Normal { mean: 0.0, std: 1.0 }, DType::Float32)
-            } else if op == &aten::NORMAL {
-                (Distribution::Normal { mean: float("mean"), std: float("std") }, DType::Float32)
-            } else {
-                let (low, high) = (b.int("low"), b.int("high"));
-                if low >= high {
-                    return Err(b.invalid("high", format_args!("must be above low ({low}), got {high}")));
+            // Drawn like a tensor: its shape, dtype and device; else from a size.
+            let (dist, shape, dtype, device) = match kind {
+                Draw::Uniform | Draw::Bernoulli => {
+                    let x = b.dense("self")?;
+                    let dist = match kind {
+                        Draw::Uniform => Distribution::Uniform { low: b.float("from"), high: b.float("to") },
+                        _ => Distribution::Bernoulli { p: b.float("p") },
+                    };
+                    (dist, x.layout.shape.clone(), x.dtype, x.device())
                 }
-                (Distribution::Integers { low, high }, device.index_dtype())
+                _ => {
+                    let device = b.device();
+                    let float = crate::types::get_default_dtype();
+                    let (dist, default) = match kind {
+                        Draw::Rand => (Distribution::Uniform { low: 0.0, high: 1.0 }, float),
+                        Draw::Randn => (Distribution::Normal { mean: 0.0, std: 1.0 }, float),
+                        Draw::Normal => (Distribution::Normal { mean: b.float("mean"), std: b.float("std") }, float),
+                        _ => {
+                            let (low, high) = (b.int("low"), b.int("high"));
+                            if low >= high {
+                                return Err(b.invalid("high", format_args!("must be above low ({low}), got {high}")));
+                            }
+                            (Distribution::Integers { low, high }, device.index_dtype())
+                        }
+                    };
+                    (dist, Shape::from(b.sizes("size", 0)?), b.dtype(default), device)
+                }
             };
-            tensor(run_draw(op.name(), dist, &shape, b.dtype(default), device, generator.as_ref())?)
+            host::check_dtype(op.name(), device, dtype)?;
+            tensor(run_draw(op.name(), dist, &shape, dtype, device, generator.as_ref())?)
         }
         Kernel::LiftFresh => {
             b.dense("self")?;

@@ -111,7 +111,25 @@ pub(crate) enum Kernel {
     LocalScalar,
     Nonzero,
     LiftFresh,
-    Draw,
+    Draw(Draw),
+}
+
+/// Which random draw a `Kernel::Draw` operator is, and so which arguments give its
+/// distribution.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Draw {
+    /// `rand`: uniform on `[0, 1)` of a size.
+    Rand,
+    /// `randn`: standard normal of a size.
+    Randn,
+    /// `normal`: normal of a mean and standard deviation, of a size.
+    Normal,
+    /// `randint`: integers on `[low, high)`, of a size.
+    Randint,
+    /// `uniform`: uniform on `[from, to)`, like a tensor.
+    Uniform,
+    /// `bernoulli`: 1 with probability `p`, like a tensor.
+    Bernoulli,
 }
 
 /// What an operator call gives the primitive that made it: the kernel's array (no dispatch

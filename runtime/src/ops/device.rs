@@ -1,7 +1,7 @@
 //! Where an operation runs: the device its tensors share, and the checks that they do.
 
 use crate::backend::Device;
-use crate::error::{Result, bail};
+use crate::error::Result;
 use crate::tensor::Dense;
 
 /// True for a tensor that may join an operation on any device: a one-element CPU tensor
@@ -33,23 +33,35 @@ fn mixed_devices(func: &str, operands: &[(&str, &Dense)]) -> Result<Device> {
     if operands.iter().any(|(_, x)| x.device().is_meta()) && crate::fake_tensor::active() {
         return Ok(Device::META);
     }
-    // The device so far, the argument that set it, and whether only CPU scalars were seen.
+    let devices = operands.iter().map(|&(name, x)| (x.device(), joins_any(x), name));
+    let common = common_device(devices, |(d, first), (device, name)| {
+        crate::error::Error::runtime_error(format!(
+            "{func}(): Expected all tensors to be on the same device, but found at least two devices, {d} \
+             (argument '{first}') and {device} (argument '{name}')!"
+        ))
+    })?;
+    Ok(common.unwrap_or(Device::CPU))
+}
+
+/// The device shared by `devices` (each a device, whether it joins any, as a zero-dimensional
+/// CPU tensor does, and a name), `None` for none; two others are the error `conflict` makes of
+/// the first seen and the one that differs.
+pub(crate) fn common_device<'a>(
+    devices: impl IntoIterator<Item = (Device, bool, &'a str)>,
+    conflict: impl Fn((Device, &'a str), (Device, &'a str)) -> crate::error::Error,
+) -> Result<Option<Device>> {
+    // The device so far, the name that set it, and whether only devices joining any gave it.
     let mut found: Option<(Device, &str, bool)> = None;
-    for &(name, x) in operands {
-        let (device, scalar) = (x.device(), joins_any(x));
+    for (device, joins, name) in devices {
         found = match found {
-            None => Some((device, name, scalar)),
-            Some((d, first, only_scalars)) if d == device => Some((d, first, only_scalars && scalar)),
-            Some((_, _, true)) => Some((device, name, scalar)),
-            Some(kept) if scalar => Some(kept),
-            Some((d, first, false)) => bail!(
-                Runtime,
-                "{func}(): Expected all tensors to be on the same device, but found at least two devices, {d} \
-                 (argument '{first}') and {device} (argument '{name}')!"
-            ),
+            None => Some((device, name, joins)),
+            Some((d, first, only_joining)) if d == device => Some((d, first, only_joining && joins)),
+            Some((_, _, true)) => Some((device, name, joins)),
+            Some(kept) if joins => Some(kept),
+            Some((d, first, false)) => return Err(conflict((d, first), (device, name))),
         };
     }
-    Ok(found.map_or(Device::CPU, |(d, ..)| d))
+    Ok(found.map(|(d, ..)| d))
 }
 
 #[cfg(test)]

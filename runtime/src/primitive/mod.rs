@@ -398,10 +398,7 @@ pub(crate) fn draw(
     generator: Option<&crate::tensor::Generator>,
     like: Option<&Tensor>,
 ) -> Result<Tensor> {
-    Ok(match dispatch::draw(func, dist, placement, generator, like)? {
-        Output::Array(array) => Tensor::from_array(array),
-        Output::Given { tensor, .. } => tensor,
-    })
+    dispatch::draw(func, dist, placement, generator, like).map(Output::into_tensor)
 }
 
 /// A tensor just made from data, as the modes make it (`aten.lift_fresh`): under
@@ -417,10 +414,7 @@ pub(crate) fn item(x: &Tensor) -> Result<Scalar> {
 
 /// The positions of the nonzero elements of `x`, one row each (no history: indices).
 pub(crate) fn nonzero(x: &Tensor) -> Result<Tensor> {
-    Ok(match dispatch::nonzero(x)? {
-        Output::Array(array) => Tensor::from_array(array),
-        Output::Given { tensor, .. } => tensor,
-    })
+    dispatch::nonzero(x).map(Output::into_tensor)
 }
 
 /// `a + b` in their promoted dtype (used to accumulate gradients).
