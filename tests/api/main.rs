@@ -11,6 +11,7 @@ mod examples;
 mod fake_tensor;
 mod flop_counter;
 mod forward_ad;
+mod func;
 mod function;
 mod fx;
 mod golden;

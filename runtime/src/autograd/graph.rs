@@ -217,10 +217,29 @@ impl SavedTensor {
         }
         Ok(match self.output_nr {
             Some(nr) if self.requires_grad && crate::autograd::is_grad_enabled() => {
-                crate::autograd::meta::alias_with_history(&self.tensor, Edge { node: node.clone(), output_nr: nr })
+                let alias =
+                    crate::autograd::meta::alias_with_history(&self.tensor, Edge { node: node.clone(), output_nr: nr });
+                // Forward AD through a formula that reads the output (forward-over-reverse).
+                if let Some(tangent) = crate::autograd::meta::tangent(&self.tensor) {
+                    crate::autograd::meta::set_tangent(&alias, Some(tangent));
+                }
+                alias
             }
             _ => self.tensor.clone(),
         })
+    }
+}
+
+/// Gives the node's saved copy of its output `out` the tangent `out` has: a backward formula
+/// that reads the output then differentiates in forward mode too (forward-over-reverse).
+pub(crate) fn share_tangent_with_saved_output(out: &Tensor) {
+    let (Some(edge), Some(tangent)) = (crate::autograd::meta::grad_fn_of(out), crate::autograd::meta::tangent(out))
+    else {
+        return;
+    };
+    let saved = edge.node.saved.lock();
+    for s in saved.tensors.iter().filter(|s| s.output_nr == Some(edge.output_nr)) {
+        crate::autograd::meta::set_tangent(&s.tensor, Some(tangent.clone()));
     }
 }
 

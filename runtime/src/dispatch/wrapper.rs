@@ -257,9 +257,19 @@ impl Tensor {
         if requires_grad && !dtype.is_floating_point() {
             bail!(Runtime, "make_wrapper_subclass(): only Tensors of floating point dtype can require gradients");
         }
-        let storage = Storage::new(wrapper_device(stood_for(device)), Wrapped::new(contents));
-        let t = Tensor::from_array(Array { storage, layout, dtype });
+        let t = Tensor::wrapper_with_layout(contents, layout, dtype, device)?;
         if requires_grad { t.requires_grad_(true) } else { Ok(t) }
+    }
+
+    /// A wrapper instance of `layout` (an offset too: the view of its contents it stands for).
+    pub(crate) fn wrapper_with_layout<W: WrapperSubclass>(
+        contents: W,
+        layout: Layout,
+        dtype: DType,
+        device: Device,
+    ) -> Result<Tensor> {
+        let storage = Storage::new(wrapper_device(stood_for(device)), Wrapped::new(contents));
+        Ok(Tensor::from_array(Array { storage, layout, dtype }))
     }
 
     /// The contents of this tensor when it is a wrapper of type `W`.

@@ -20,5 +20,6 @@ pub use layers::{
 pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
 #[doc(hidden)]
 pub use module::layer_probe as __layer_probe;
+pub(crate) use module::replace_tensors;
 pub use module::{Buffer, Module, ModuleField, Parameter, ParameterClass, Training, Visitor, VisitorMut};
 pub use state_dict::{IncompatibleKeys, StateDict};

@@ -334,6 +334,29 @@ pub trait VisitorMut {
     }
 }
 
+/// Offers each parameter's and buffer's tensor of `module` and its submodules to `f`, in the
+/// order the visitors reach them (a shared one once per place it is held), and holds what `f`
+/// gives instead, where it gives something: how `func::functional_call` swaps a module's state.
+pub(crate) fn replace_tensors<M: Module + ?Sized>(module: &mut M, f: &mut dyn FnMut(&Tensor) -> Option<Tensor>) {
+    struct Replace<'f>(&'f mut dyn FnMut(&Tensor) -> Option<Tensor>);
+    impl VisitorMut for Replace<'_> {
+        fn parameter(&mut self, _: &str, p: &mut Parameter) {
+            if let Some(t) = (self.0)(&p.0) {
+                p.0 = t;
+            }
+        }
+        fn buffer(&mut self, _: &str, b: &mut Buffer) {
+            if let Some(t) = (self.0)(&b.tensor) {
+                b.tensor = t;
+            }
+        }
+        fn module(&mut self, _: &str, m: &mut dyn Module) {
+            m.visit_mut(self);
+        }
+    }
+    module.visit_mut(&mut Replace(f));
+}
+
 /// Moves parameters and buffers to a device, each shared tensor once.
 struct Mover {
     device: Device,

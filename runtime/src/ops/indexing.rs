@@ -34,7 +34,8 @@ pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i6
 /// The first index in `index` outside `0..size`, if any (its smallest or largest element),
 /// found on `index`'s device.
 pub(crate) fn out_of_range(index: &Dense, size: usize) -> Result<Option<i64>> {
-    if index.layout.numel() == 0 || crate::fake_tensor::values_unknown(index) {
+    // A batched index's values are checked per example by the kernel its rule runs.
+    if index.layout.numel() == 0 || crate::fake_tensor::values_unknown(index) || crate::func::is_batched(index) {
         return Ok(None);
     }
     let all: Vec<usize> = (0..index.layout.ndim()).collect();

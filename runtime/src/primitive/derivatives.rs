@@ -202,9 +202,16 @@ fn unary_name(op: Unary) -> &'static str {
 /// A gradient computed in the node's dtype, brought to its input's shape (summing what was
 /// broadcast), dtype and device.
 fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
+    // For a plain input, a gradient batched by a vmap that has returned is the sum over its
+    // examples (the input was shared by them: broadcast over the batch).
+    let grad =
+        if crate::dispatch::is_wrapper_device(want.device) { grad } else { crate::func::sum_exited_levels(grad)? };
     let g = grad.data("backward", "grad")?;
     let (device, same_shape, dtype) = (g.device(), g.layout.shape == want.shape, g.dtype);
-    let mut grad = if device == want.device { grad } else { super::transfer(&grad, want.device, dtype)? };
+    // A wrapper's gradient stands for the device its input is on (or stands for).
+    let same_device =
+        device == want.device || crate::dispatch::stood_for(device) == crate::dispatch::stood_for(want.device);
+    let mut grad = if same_device { grad } else { super::transfer(&grad, want.device, dtype)? };
     if !same_shape {
         grad = sum_to(&grad, &want.shape)?;
     }

@@ -74,6 +74,9 @@ fn finish_dual(records: bool, inputs: &[&Tensor], out: Output, record: impl FnOn
     let (forward, extra) = (op.clone(), keep.extra.clone());
     let out = if records { recorded(inputs, out, op, keep) } else { out.into_tensor() };
     give_tangent(&forward, inputs, &extra, &out, &tangents)?;
+    if records {
+        autograd::graph::share_tangent_with_saved_output(&out);
+    }
     Ok(out)
 }
 
@@ -352,6 +355,9 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         }
         return embed(&summed, shape, &relative);
     }
+    if crate::func::is_batched(s) {
+        return embed_by_scatter(src, shape, relative);
+    }
     let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?.into_tensor();
     let array = data(&zeros, "embed")?.array.clone();
     let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
@@ -359,6 +365,31 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     finish(&[src], Output::Given { tensor: zeros, array }, || {
         (Op::Embed { relative: relative.clone() }, Keep::default())
     })
+}
+
+/// [`embed`] of a batched `src`: under vmap the zeros would be one example's and could not
+/// take every example's values, so the elements are summed into place out of place instead
+/// (a scatter-add to their positions, batched by its rule).
+fn embed_by_scatter(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Tensor> {
+    let n = relative.numel();
+    let mut at = vec![relative.offset as i64; n];
+    let mut step = 1;
+    for d in (0..relative.ndim()).rev() {
+        let (size, stride) = (relative.shape[d], relative.strides[d] as i64);
+        for (k, p) in at.iter_mut().enumerate() {
+            *p += ((k / step) % size) as i64 * stride;
+        }
+        step *= size.max(1);
+    }
+    let device = crate::dispatch::stood_for(data(src, "embed")?.device());
+    let index = match device.index_dtype() {
+        DType::Int64 => Buffer::from_vec(at),
+        _ => Buffer::from_vec(at.into_iter().map(|p| p as i32).collect::<Vec<i32>>()),
+    };
+    let index = upload(device, index, Shape::from([n]))?;
+    let flat = reshape(src, &Shape::from([n]))?;
+    let placed = scatter_add(&Shape::from([shape.numel()]), 0, &index, &flat)?;
+    reshape(&placed, shape)
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)

@@ -1,9 +1,25 @@
-//! Functional forms of automatic differentiation, as PyTorch's `torch.func`: [`jvp`] (forward
-//! mode: a function's value and its directional derivative) and [`vjp`] (reverse mode: its
-//! value and a function that pulls output gradients back to the inputs).
+//! Function transforms, as PyTorch's `torch.func`: [`vmap`] (a function of one example run on
+//! a batch, each operator batched by a rule), [`grad`], [`grad_and_value`], [`vjp`], [`jvp`],
+//! [`jacrev`], [`jacfwd`], [`hessian`], and modules as functions of their state
+//! ([`functional_call`], [`stack_module_state`]). They compose in any order and depth:
+//! `vmap(grad(loss))` gives per-sample gradients, `jacfwd(jacrev(f))` is the Hessian.
+//!
+//! The transforms take functions of one argument structure (a [`Tree`]: a tensor, a tuple of
+//! tensors, a map of named parameters...) and return functions of the same arguments.
 //!
 //! ```
+//! use torchfn::func::{ARG0, grad, vmap};
 //! use torchfn::Tensor;
+//!
+//! // per-sample gradients of a squared error with respect to the weights
+//! let loss = |(w, x, y): (Tensor, Tensor, Tensor)| (&(&x * &w)?.sum()? - &y)?.square();
+//! let w = torchfn::tensor([1.0f64, -1.0])?;
+//! let x = torchfn::tensor([[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
+//! let y = torchfn::tensor([0.0f64, 1.0, 2.0])?;
+//! let per_sample = vmap(grad(loss, ARG0), (None, 0, 0), 0)((w, x, y))?;
+//! assert_eq!(per_sample.shape()?, [3, 2]);
+//! // example 0: residual 1·1 - 2·1 - 0 = -1, gradient 2 · (-1) · [1, 2]
+//! assert_eq!(per_sample.select(0, 0)?.to_vec::<f64>()?, [-2.0, -4.0]);
 //!
 //! let x = torchfn::tensor([1.0f64, 2.0])?;
 //! // f(x) = x², along the direction [1, 0]: 2 x v.
@@ -17,6 +33,21 @@
 //! # let _ = y;
 //! # Ok::<(), torchfn::Error>(())
 //! ```
+
+mod batching;
+mod module;
+mod transforms;
+mod tree;
+mod vmap;
+
+pub use batching::{Coverage, Randomness, vmap_coverage};
+pub(crate) use batching::{is_batched, sum_exited_levels};
+pub use module::{functional_call, functional_call_with, stack_module_state};
+pub use transforms::{
+    ARG0, ARG1, ARG2, ARG3, Argnum, Argnums, Objective, grad, grad_and_value, hessian, jacfwd, jacrev,
+};
+pub use tree::{Dims, DynTree, Tree};
+pub use vmap::{VmapOptions, vmap, vmap_with};
 
 use crate::autograd::{self, FunctionOutput, forward_ad};
 use crate::error::{Result, bail};
@@ -65,7 +96,7 @@ pub fn vjp<O: FunctionOutput>(
     f: impl FnOnce(&[Tensor]) -> Result<O>,
     primals: &[Tensor],
 ) -> Result<(O, Box<dyn Fn(O) -> Result<Vec<Tensor>>>)> {
-    let leaves: Vec<Tensor> = primals.iter().map(|p| p.detach()?.requires_grad_(true)).collect::<Result<_>>()?;
+    let leaves: Vec<Tensor> = primals.iter().map(transforms::differentiable).collect::<Result<_>>()?;
     let outputs = {
         let _record = autograd::enable_grad();
         f(&leaves)?.into_tensors()

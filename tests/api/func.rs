@@ -1,0 +1,227 @@
+//! torch.func: vmap with its batching rules, grad, jacrev, jacfwd, hessian, functional_call
+//! and stack_module_state, alone and composed.
+
+use std::collections::BTreeMap;
+
+use torchfn::func::{
+    self, ARG0, ARG1, Randomness, VmapOptions, grad, grad_and_value, hessian, jacfwd, jacrev, vmap, vmap_with,
+};
+use torchfn::nn::{Layer, Linear, Module};
+use torchfn::{Generator, Result, Tensor};
+
+fn t(values: &[f64], shape: &[i64]) -> Tensor {
+    torchfn::tensor(values.to_vec()).unwrap().reshape(shape).unwrap()
+}
+
+fn close(a: &Tensor, b: &Tensor, tol: f64) {
+    assert_eq!(a.shape().unwrap(), b.shape().unwrap(), "shapes");
+    let (x, y) = (a.to_vec::<f64>().unwrap(), b.to_vec::<f64>().unwrap());
+    for (i, (p, q)) in x.iter().zip(&y).enumerate() {
+        assert!((p - q).abs() <= tol * (1.0 + q.abs()), "element {i}: {p} vs {q}\n{a}\n{b}");
+    }
+}
+
+/// `f` on each example (slices along dim 0 of every argument), stacked.
+fn looped(f: impl Fn(&[Tensor]) -> Result<Tensor>, args: &[Tensor]) -> Tensor {
+    let n = args[0].shape().unwrap()[0];
+    let outs: Vec<Tensor> =
+        (0..n).map(|i| f(&args.iter().map(|a| a.select(0, i as i64).unwrap()).collect::<Vec<_>>()).unwrap()).collect();
+    torchfn::stack(&outs, 0).unwrap()
+}
+
+fn randn(shape: &[usize], seed: u64) -> Tensor {
+    let g = Generator::new().manual_seed(seed);
+    torchfn::randn(shape, g, torchfn::DType::Float64, None).unwrap()
+}
+
+#[test]
+fn vmap_pointwise_reductions_matmul_views_match_a_loop() {
+    let x = randn(&[4, 3, 5], 1);
+    let w = randn(&[5, 2], 2);
+    let f = |a: &[Tensor]| -> Result<Tensor> {
+        let h = (&a[0].matmul(&a[1])?.tanh()? * 2.0)?;
+        let s = h.softmax(-1, None)?;
+        (&s.t()?.sum_dim(1, false)? + &h.mean_dim(0, false)?)?.exp()
+    };
+    let mapped = vmap(|(x, w): (Tensor, Tensor)| f(&[x, w]), (0, None), 0)((x.clone(), w.clone())).unwrap();
+    let expected = looped(|a| f(&[a[0].clone(), w.clone()]), &[x]);
+    close(&mapped, &expected, 1e-6);
+}
+
+#[test]
+fn in_dims_not_first_out_dims_and_nesting() {
+    let x = randn(&[3, 4, 2], 3); // mapped over dimension 1 (size 4)
+    let f = |x: Tensor| -> Result<Tensor> { (&torchfn::cumsum(&x, 0, None)? * &x.sigmoid()?)?.transpose(0, 1) };
+    let mapped = vmap(f, 1, 2)(x.clone()).unwrap();
+    let expected = looped(|a| f(a[0].clone()), &[x.permute([1, 0, 2]).unwrap()]).permute([1, 2, 0]).unwrap();
+    close(&mapped, &expected, 1e-12);
+    // vmap of vmap: an outer product of each pair of rows
+    let (a, b) = (randn(&[2, 3], 4), randn(&[2, 5], 5));
+    let outer = |(u, v): (Tensor, Tensor)| &u * &v;
+    let inner = vmap(outer, (None, 0), 0);
+    let both = vmap(inner, (0, 0), 0)((a.clone(), b.clone())).unwrap();
+    assert_eq!(both.shape().unwrap(), [2, 5, 3]);
+    let expected = (&a.unsqueeze(1).unwrap() * &b.unsqueeze(2).unwrap()).unwrap();
+    close(&both, &expected, 1e-12);
+}
+
+#[test]
+fn per_sample_gradients_of_a_module_equal_a_loop() {
+    let g = Generator::new().manual_seed(0);
+    let mut model = torchfn::nn::Sequential(vec![
+        Box::new(Linear::new(6, 5, true, &g).unwrap()),
+        Box::new(torchfn::nn::ReLU::new(false)),
+        Box::new(Linear::new(5, 3, true, &g).unwrap()),
+    ]);
+    let params: BTreeMap<String, Tensor> =
+        model.named_parameters().into_iter().map(|(n, p)| (n, p.tensor().detach().unwrap())).collect();
+    let x = randn(&[8, 6], 7).to(torchfn::DType::Float32, false, false).unwrap();
+    let y = torchfn::tensor(vec![0i64, 1, 2, 0, 1, 2, 0, 1]).unwrap();
+    let mut loss = |(params, x, y): (BTreeMap<String, Tensor>, Tensor, Tensor)| -> Result<Tensor> {
+        let out = func::functional_call(&mut model, &params, &x.unsqueeze(0)?)?;
+        torchfn::nn::functional::cross_entropy(&out, &y.unsqueeze(0)?, None, None, -100, None, "mean", 0.0)
+    };
+    let per_sample = vmap(grad(&mut loss, ARG0), (None, 0, 0), 0)((params.clone(), x.clone(), y.clone())).unwrap();
+    for i in 0..8 {
+        let g = grad(&mut loss, ARG0)((params.clone(), x.select(0, i).unwrap(), y.select(0, i).unwrap())).unwrap();
+        for (name, expected) in &g {
+            let got = per_sample[name].select(0, i).unwrap().to(torchfn::DType::Float64, false, false).unwrap();
+            close(&got, &expected.to(torchfn::DType::Float64, false, false).unwrap(), 1e-5);
+        }
+    }
+    // the module has its own parameters back
+    for (name, p) in model.named_parameters() {
+        assert_eq!(p.tensor().to_vec::<f32>().unwrap(), params[&name].to_vec::<f32>().unwrap(), "{name}");
+    }
+}
+
+#[test]
+fn grad_argnums_aux_and_grad_of_vmap() {
+    let (a, b) = (t(&[1.0, 2.0], &[2]), t(&[3.0, 4.0], &[2]));
+    let f = |(a, b): (Tensor, Tensor)| -> Result<(Tensor, Tensor)> {
+        let y = (&a * &b)?.sum()?;
+        Ok((y, (&a + &b)?))
+    };
+    let ((ga, gb), aux) = grad(f, (ARG0, ARG1))((a.clone(), b.clone())).unwrap();
+    close(&ga, &b, 0.0);
+    close(&gb, &a, 0.0);
+    close(&aux, &t(&[4.0, 6.0], &[2]), 0.0);
+    let (gb, value) =
+        grad_and_value(|(a, b): (Tensor, Tensor)| (&a * &b)?.sum(), ARG1)((a.clone(), b.clone())).unwrap();
+    close(&gb, &a, 0.0);
+    close(&value, &t(&[11.0], &[]), 0.0);
+    // grad through a vmap: d/dx sum_i (x_i)^3 computed by mapping the cube
+    let x = t(&[1.0, -2.0, 3.0], &[3]);
+    let g = grad(|x: Tensor| vmap(|e: Tensor| &(&e * &e)? * &e, 0, 0)(x)?.sum(), ARG0)(x.clone()).unwrap();
+    close(&g, &(&x.square().unwrap() * 3.0).unwrap(), 1e-12);
+    // a scalar output only
+    let err = grad(|x: Tensor| x.exp(), ARG0)(x).unwrap_err().to_string();
+    assert!(err.contains("Expected f(*args) to return a scalar Tensor, got tensor with 1 dims"), "{err}");
+}
+
+#[test]
+fn jacobians_agree_with_each_other_and_hessians_with_jacrev_of_jacrev() {
+    let f = |x: Tensor| -> Result<Tensor> {
+        let m = t(&[1.0, 2.0, 0.5, -1.0, 3.0, 0.25], &[2, 3]);
+        &m.matmul(&x.sin()?)? * &x.select(0, 0)?
+    };
+    let x = t(&[0.3, -1.2, 2.0], &[3]);
+    let jr = jacrev(f, ARG0)(x.clone()).unwrap();
+    let jf = jacfwd(f, ARG0)(x.clone()).unwrap();
+    assert_eq!(jr.shape().unwrap(), [2, 3]);
+    close(&jr, &jf, 1e-12);
+    // against a numerical Jacobian
+    let eps = 1e-6;
+    for j in 0..3 {
+        let mut plus = x.to_vec::<f64>().unwrap();
+        let mut minus = plus.clone();
+        plus[j] += eps;
+        minus[j] -= eps;
+        let d = (&(&f(t(&plus, &[3])).unwrap() - &f(t(&minus, &[3])).unwrap()).unwrap() / (2.0 * eps)).unwrap();
+        close(&jr.select(1, j as i64).unwrap(), &d, 1e-6);
+    }
+    let g = |x: Tensor| -> Result<Tensor> { (&x.sin()? * &x.roll(1, Some(vec![0i64].into()))?)?.sum()?.exp() };
+    let h = hessian(g, ARG0)(x.clone()).unwrap();
+    let hh = jacrev(jacrev(g, ARG0), ARG0)(x.clone()).unwrap();
+    assert_eq!(h.shape().unwrap(), [3, 3]);
+    close(&h, &hh, 1e-10);
+    close(&h, &h.t().unwrap(), 1e-10);
+    // vmap of jacfwd: a Jacobian per example
+    let xs = randn(&[4, 3], 9);
+    let per = vmap(jacfwd(f, ARG0), 0, 0)(xs.clone()).unwrap();
+    for i in 0..4 {
+        close(&per.select(0, i).unwrap(), &jacrev(f, ARG0)(xs.select(0, i).unwrap()).unwrap(), 1e-12);
+    }
+}
+
+#[test]
+fn randomness_chunks_and_errors() {
+    let x = torchfn::zeros([4, 3], torchfn::DType::Float64, None).unwrap();
+    let noisy = |x: Tensor| -> Result<Tensor> { &x + &torchfn::rand([3], None, torchfn::DType::Float64, None)? };
+    let err = vmap(noisy, 0, 0)(x.clone()).unwrap_err().to_string();
+    assert!(err.contains("called random operation while in randomness error mode"), "{err}");
+    let options = |randomness| VmapOptions { randomness, ..VmapOptions::default() };
+    let different = vmap_with(noisy, options(Randomness::Different))(x.clone()).unwrap();
+    assert_ne!(
+        different.select(0, 0).unwrap().to_vec::<f64>().unwrap(),
+        different.select(0, 1).unwrap().to_vec::<f64>().unwrap()
+    );
+    let same = vmap_with(noisy, options(Randomness::Same))(x.clone()).unwrap();
+    assert_eq!(
+        same.select(0, 0).unwrap().to_vec::<f64>().unwrap(),
+        same.select(0, 3).unwrap().to_vec::<f64>().unwrap()
+    );
+    let dropped = |x: Tensor| torchfn::nn::functional::dropout(&(&x + 1.0)?, 0.5, true, false);
+    let err = vmap(dropped, 0, 0)(x.clone()).unwrap_err().to_string();
+    assert!(err.contains("randomness error mode"), "{err}");
+    vmap_with(dropped, options(Randomness::Different))(x.clone()).unwrap();
+    // chunks give the same result as one pass
+    let y = randn(&[7, 3], 11);
+    let f = |y: Tensor| (&y.softmax(0, None)? * &y)?.sum();
+    let whole = vmap(f, 0, 0)(y.clone()).unwrap();
+    let chunked = vmap_with(f, VmapOptions { chunk_size: Some(3), ..VmapOptions::default() })(y.clone()).unwrap();
+    close(&whole, &chunked, 0.0);
+    // reading a value, and writing a batched value into an unbatched tensor
+    let err = vmap(|y: Tensor| torchfn::tensor([y.sum()?.item()?.to_f64()]), 0, 0)(y.clone()).unwrap_err().to_string();
+    assert!(err.contains("calling .item() on a Tensor"), "{err}");
+    let buffer = torchfn::zeros([3], torchfn::DType::Float64, None).unwrap();
+    let err = vmap(|y: Tensor| buffer.copy_(&y), 0, 0)(y.clone()).unwrap_err().to_string();
+    assert!(err.contains("vmapped over but `self` not being vmapped"), "{err}");
+    let err = vmap(|(a, b): (Tensor, Tensor)| &a + &b, 0, 0)((y.clone(), randn(&[5, 3], 1))).unwrap_err().to_string();
+    assert!(err.contains("Expected all tensors to have the same size in the mapped dimension"), "{err}");
+}
+
+#[test]
+fn ensembles_through_stack_module_state() {
+    let g = Generator::new().manual_seed(3);
+    let models: Vec<Linear> = (0..3).map(|_| Linear::new(4, 2, true, &g).unwrap()).collect();
+    let (params, buffers) = func::stack_module_state(&models).unwrap();
+    assert!(buffers.is_empty());
+    assert_eq!(params["weight"].shape().unwrap(), [3, 2, 4]);
+    let x = randn(&[5, 4], 2).to(torchfn::DType::Float32, false, false).unwrap();
+    let mut base = Linear::new(4, 2, true, &g).unwrap();
+    let out =
+        vmap(|(p, x): (BTreeMap<String, Tensor>, Tensor)| func::functional_call(&mut base, &p, &x), (0, None), 0)((
+            params,
+            x.clone(),
+        ))
+        .unwrap();
+    assert_eq!(out.shape().unwrap(), [3, 5, 2]);
+    for (i, m) in models.iter().enumerate() {
+        assert_eq!(
+            out.select(0, i as i64).unwrap().to_vec::<f32>().unwrap(),
+            m.call(&x).unwrap().to_vec::<f32>().unwrap()
+        );
+    }
+}
+
+#[test]
+fn operators_without_a_rule_run_per_example() {
+    let x = randn(&[3, 5], 4);
+    let idx = torchfn::tensor(vec![vec![0i64, 4], vec![1, 1], vec![3, 2]]).unwrap();
+    let picked = vmap(|(x, i): (Tensor, Tensor)| x.index_select(0, &i), 0, 0)((x.clone(), idx.clone())).unwrap();
+    let expected = looped(|a| a[0].index_select(0, &a[1]), &[x, idx]);
+    close(&picked, &expected, 0.0);
+    let coverage = func::vmap_coverage();
+    assert!(coverage.iter().any(|(op, c)| op.name() == "aten::convolution_backward" && *c == func::Coverage::Fallback));
+}
