@@ -28,6 +28,10 @@ mod logging_mode;
 mod nan_check;
 
 #[allow(dead_code)]
+#[path = "../../examples/per_sample_grads.rs"]
+mod per_sample_grads;
+
+#[allow(dead_code)]
 #[path = "../../examples/units.rs"]
 mod units;
 
@@ -330,4 +334,25 @@ fn fx_gpt_traces_draws_and_transforms() {
     assert!(text.contains("linear + relu fused 1 time(s)"), "{text}");
     assert!(text.contains("call_function[target=fx_gpt.linear_relu]"), "{text}");
     assert!(text.contains("fused vs eager: max |diff| = 0\n"), "{text}");
+}
+
+#[test]
+fn per_sample_gradients_by_vmap_of_grad_equal_the_loop_for_an_mlp_and_gpt_tiny() {
+    use per_sample_grads::*;
+    let g = torchfn::Generator::new().manual_seed(1);
+    let mut model = mlp(&g).unwrap();
+    let x = torchfn::randn([4, 784], g.clone(), None, None).unwrap();
+    let y = torchfn::randint(10, [4], g.clone(), None, None).unwrap();
+    let loss = |l: &torchfn::Tensor, y: &torchfn::Tensor| {
+        torchfn::nn::functional::cross_entropy(l, y, None, None, -100, None, "mean", 0.0)
+    };
+    let (mapped, looped) = per_sample(&mut model, &x, &y, loss).unwrap();
+    assert_eq!(mapped["0.weight"].shape().unwrap(), [4, 256, 784]);
+    assert!(max_difference(&mapped, &looped).unwrap() < 1e-6);
+    let mut gpt = gpt_tiny(&g).unwrap();
+    let ids = torchfn::randint(128, [3, 9], g.clone(), None, None).unwrap();
+    let (inputs, targets) = (ids.narrow(1, 0, 8).unwrap(), ids.narrow(1, 1, 8).unwrap());
+    let (mapped, looped) = per_sample(&mut gpt, &inputs, &targets, gpt::GPT2LMHeadModel::loss).unwrap();
+    assert_eq!(mapped.len(), 28);
+    assert!(max_difference(&mapped, &looped).unwrap() < 1e-5);
 }

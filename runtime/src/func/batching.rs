@@ -292,6 +292,21 @@ fn expand_front(x: &Tensor, n: usize) -> Result<Tensor> {
     })
 }
 
+/// `x` broadcast to `shape` (a view: stride 0 where `x` has size 1 or no dimension).
+fn expand_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
+    let target = shape.to_vec();
+    primitive::view(x, move |l| {
+        let lead = target.len().saturating_sub(l.ndim());
+        let strides = (0..target.len())
+            .map(|d| match d.checked_sub(lead) {
+                Some(k) if l.shape[k] == target[d] => l.strides[k],
+                _ => 0,
+            })
+            .collect();
+        Ok(Layout { shape: Shape::from(target.clone()), strides, offset: l.offset })
+    })
+}
+
 /// `x` with dimension `from` moved to position `to`.
 pub(crate) fn movedim(x: &Tensor, from: usize, to: usize) -> Result<Tensor> {
     if from == to {
@@ -670,6 +685,7 @@ fn copy_(call: &Call) -> Result<Value> {
         );
     }
     let src = if src.batched { unsqueeze(&src.t, 1, dst.rank.saturating_sub(src.rank))? } else { src.t };
+    let src = expand_to(&src, &shape_of(&dst.t)?)?;
     call.run(vec![("self", dst.t.into()), ("src", src.into())])?;
     Ok(call.get("self")?.clone())
 }
