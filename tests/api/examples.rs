@@ -27,7 +27,8 @@ mod logging_mode;
 #[path = "../../examples/nan_check.rs"]
 mod nan_check;
 
-#[allow(dead_code)]
+// It loads gpt_tiny's model file as other examples here do.
+#[allow(dead_code, clippy::duplicate_mod)]
 #[path = "../../examples/per_sample_grads.rs"]
 mod per_sample_grads;
 
