@@ -97,6 +97,14 @@ pub(crate) fn wrap(physical: &Tensor, level: &Arc<Level>) -> Result<Tensor> {
     Tensor::wrapper_with_layout(Batched { physical, level: level.clone() }, layout, dtype, device)
 }
 
+/// The batch of `t` at its outermost level, and that level, when `t` is batched.
+pub(crate) fn top_batch(t: &Tensor) -> Result<Option<(Tensor, Arc<Level>)>> {
+    match t.wrapper::<Batched>() {
+        Some(b) => Ok(Some((physical(t, b)?, b.level.clone()))),
+        None => Ok(None),
+    }
+}
+
 /// Whether `x` is the memory of a batched tensor.
 pub(crate) fn is_batched(x: &crate::backend::Array) -> bool {
     crate::dispatch::is_wrapper_device(x.device()) && Tensor::from_array(x.clone()).wrapper::<Batched>().is_some()

@@ -355,8 +355,8 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         }
         return embed(&summed, shape, &relative);
     }
-    if crate::func::is_batched(s) {
-        return embed_by_scatter(src, shape, relative);
+    if let Some((physical, level)) = crate::func::top_batch(src)? {
+        return embed_batched(src, &physical, &level, shape, relative);
     }
     let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?.into_tensor();
     let array = data(&zeros, "embed")?.array.clone();
@@ -368,28 +368,25 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
 }
 
 /// [`embed`] of a batched `src`: under vmap the zeros would be one example's and could not
-/// take every example's values, so the elements are summed into place out of place instead
-/// (a scatter-add to their positions, batched by its rule).
-fn embed_by_scatter(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Tensor> {
-    let n = relative.numel();
-    let mut at = vec![relative.offset as i64; n];
-    let mut step = 1;
-    for d in (0..relative.ndim()).rev() {
-        let (size, stride) = (relative.shape[d], relative.strides[d] as i64);
-        for (k, p) in at.iter_mut().enumerate() {
-            *p += ((k / step) % size) as i64 * stride;
-        }
-        step *= size.max(1);
-    }
-    let device = crate::dispatch::stood_for(data(src, "embed")?.device());
-    let index = match device.index_dtype() {
-        DType::Int64 => Buffer::from_vec(at),
-        _ => Buffer::from_vec(at.into_iter().map(|p| p as i32).collect::<Vec<i32>>()),
+/// take every example's values, so the whole batch is embedded at once (each example in a
+/// block of its own) and batched again.
+fn embed_batched(
+    src: &Tensor,
+    physical: &Tensor,
+    level: &std::sync::Arc<crate::func::Level>,
+    shape: &Shape,
+    relative: &Layout,
+) -> Result<Tensor> {
+    let batch = data(physical, "embed")?.layout.shape[0];
+    let block = Layout {
+        shape: std::iter::once(batch).chain(relative.shape.iter().copied()).collect(),
+        strides: std::iter::once(shape.numel()).chain(relative.strides.iter().copied()).collect(),
+        offset: relative.offset,
     };
-    let index = upload(device, index, Shape::from([n]))?;
-    let flat = reshape(src, &Shape::from([n]))?;
-    let placed = scatter_add(&Shape::from([shape.numel()]), 0, &index, &flat)?;
-    reshape(&placed, shape)
+    let whole: Shape = std::iter::once(batch).chain(shape.iter().copied()).collect();
+    let out = crate::func::wrap(&embed(physical, &whole, &block)?, level)?;
+    let array = data(&out, "embed")?.array.clone();
+    finish(&[src], Output::Given { tensor: out, array }, || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
