@@ -14,7 +14,7 @@ use std::collections::BTreeMap;
 
 use criterion::Criterion;
 use torchfn::func::{ARG0, functional_call, grad, vmap};
-use torchfn::nn::{Layer, Module};
+use torchfn::nn::Layer;
 use torchfn::prelude::*;
 
 #[allow(dead_code, clippy::duplicate_mod)]
