@@ -381,3 +381,102 @@ fn vmap_of_every_sample_equals_the_loop() {
         assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
     }
 }
+
+/// PyTorch 2.15's torch.func results (`bench/func_golden.py`).
+fn golden() -> torchfn::nn::StateDict {
+    torchfn::safetensors::load_file(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/func.safetensors")).unwrap()
+}
+
+fn part(state: &torchfn::nn::StateDict, prefix: &str) -> BTreeMap<String, Tensor> {
+    state.iter().filter_map(|(k, v)| k.strip_prefix(prefix).map(|name| (name.to_string(), v.clone()))).collect()
+}
+
+#[test]
+fn per_sample_gradients_and_ensembles_equal_pytorchs() {
+    let state = golden();
+    let g = Generator::new().manual_seed(0);
+    let mut mlp = torchfn::nn::Sequential(vec![
+        Box::new(Linear::new(12, 16, true, &g).unwrap()),
+        Box::new(torchfn::nn::ReLU::new(false)),
+        Box::new(Linear::new(16, 5, true, &g).unwrap()),
+    ]);
+    let params = part(&state, "mlp.params.");
+    let (x, y) = (state.get("mlp.x").unwrap().clone(), state.get("mlp.y").unwrap().clone());
+    let loss = |(p, x, y): (BTreeMap<String, Tensor>, Tensor, Tensor)| -> Result<Tensor> {
+        let out = func::functional_call(&mut mlp, &p, &x.unsqueeze(0)?)?;
+        torchfn::nn::functional::cross_entropy(&out, &y.unsqueeze(0)?, None, None, -100, None, "mean", 0.0)
+    };
+    let grads = vmap(grad(loss, ARG0), (None, 0, 0), 0)((params, x, y)).unwrap();
+    let expected = part(&state, "mlp.grads.");
+    assert_eq!(grads.keys().collect::<Vec<_>>(), expected.keys().collect::<Vec<_>>());
+    for (name, e) in &expected {
+        close(&grads[name], e, 1e-12);
+    }
+    // an ensemble: the three models' state stacked (as stack_module_state stacks it), run in one
+    // call
+    let stacked: BTreeMap<String, Tensor> = ["weight", "bias"]
+        .iter()
+        .map(|name| {
+            let each: Vec<Tensor> =
+                (0..3).map(|i| state.get(&format!("ensemble.{i}.{name}")).unwrap().clone()).collect();
+            (name.to_string(), torchfn::stack(&each, 0).unwrap())
+        })
+        .collect();
+    let mut base = Linear::new(4, 5, true, &g).unwrap();
+    let xe = state.get("ensemble.x").unwrap().clone();
+    let out =
+        vmap(|(p, x): (BTreeMap<String, Tensor>, Tensor)| func::functional_call(&mut base, &p, &x), (0, None), 0)((
+            stacked, xe,
+        ))
+        .unwrap();
+    close(&out, state.get("ensemble.out").unwrap(), 1e-12);
+}
+
+#[test]
+fn hessians_and_jacobians_equal_pytorchs() {
+    let state = golden();
+    let get = |k: &str| state.get(k).unwrap().clone();
+    let (x, a, m) = (get("x"), get("a"), get("m"));
+    let h = hessian(|v: Tensor| (&v.sin()? * &v.roll(1, Some(vec![0i64].into()))?)?.sum()?.exp(), ARG0)(x.clone());
+    close(&h.unwrap(), &get("hessian.exp_sin_roll"), 1e-12);
+    let quadratic = |v: Tensor| v.matmul(&a)?.matmul(&v);
+    close(&hessian(quadratic, ARG0)(x.clone()).unwrap(), &get("hessian.quadratic"), 1e-12);
+    let lse = |v: Tensor| torchfn::logsumexp(&(&v * &v)?, 0, false);
+    close(&hessian(lse, ARG0)(x.clone()).unwrap(), &get("hessian.logsumexp"), 1e-12);
+    let f = |v: Tensor| &m.matmul(&v.tanh()?)? * &v.select(0, 0)?;
+    close(&jacrev(f, ARG0)(x.clone()).unwrap(), &get("jacrev.tanh"), 1e-12);
+    close(&jacfwd(f, ARG0)(x.clone()).unwrap(), &get("jacfwd.tanh"), 1e-12);
+}
+
+#[test]
+fn misuse_gives_pytorchs_errors() {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/golden/func.json")).unwrap();
+    let expected: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let xb = randn(&[3, 4], 5);
+    let err = |r: Result<Tensor>| r.unwrap_err();
+    let ours = [
+        ("item", err(vmap(|v: Tensor| torchfn::tensor([v.sum()?.item()?.to_f64()]), 0, 0)(xb.clone()))),
+        (
+            "random",
+            err(vmap(|v: Tensor| &v + &torchfn::rand([4], None, torchfn::DType::Float64, None)?, 0, 0)(xb.clone())),
+        ),
+        (
+            "inplace",
+            err(vmap(|v: Tensor| torchfn::zeros([4], torchfn::DType::Float64, None)?.copy_(&v), 0, 0)(xb.clone())),
+        ),
+        ("sizes", err(vmap(|(p, q): (Tensor, Tensor)| &p + &q, 0, 0)((xb.clone(), randn(&[5, 4], 6))))),
+        ("in_dim_range", err(vmap(|v: Tensor| Ok(v), 2, 0)(xb.clone()))),
+        ("no_mapped", err(vmap(|(v,): (Tensor,)| Ok(v), (None::<i64>,), 0)((xb.clone(),)))),
+        ("grad_scalar", err(grad(|v: Tensor| v.exp(), ARG0)(xb.select(0, 0).unwrap()))),
+        ("nonzero", err(vmap(|v: Tensor| v.nonzero(), 0, 0)(xb.clone()))),
+        ("chunk", err(vmap_with(|v: Tensor| Ok(v), VmapOptions { chunk_size: Some(0), ..VmapOptions::default() })(xb))),
+    ];
+    for (name, e) in ours {
+        let want = &expected[name];
+        let kind = want["type"].as_str().unwrap();
+        // PyTorch names its function `<lambda>`; a Rust closure has no name, torchfn says `f`.
+        let message = want["message"].as_str().unwrap().replace("<lambda>", "f");
+        assert_eq!(e.kind().python_name(), kind, "{name}: {e}");
+        assert_eq!(e.to_string(), message, "{name}");
+    }
+}

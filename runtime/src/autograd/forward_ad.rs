@@ -55,18 +55,34 @@ pub struct DualLevel {
 
 impl Drop for DualLevel {
     fn drop(&mut self) {
+        let mut holder = HOLDER.lock();
         // Tangents are stamped with the level: once it is gone they are no longer read.
         let _ = LEVEL.compare_exchange(self.id, 0, Ordering::SeqCst, Ordering::SeqCst);
+        *holder = None;
+        FREED.notify_all();
     }
 }
 
+/// The thread that holds the level, and the wake-up of threads waiting for it.
+static HOLDER: parking_lot::Mutex<Option<std::thread::ThreadId>> = parking_lot::Mutex::new(None);
+static FREED: parking_lot::Condvar = parking_lot::Condvar::new();
+
 /// Enters a forward-AD level until the guard is dropped (`torch.autograd.forward_ad.dual_level`).
-/// Only one level can be active at a time, as in PyTorch.
+/// Only one level can be active at a time in the process, as in PyTorch: entering one inside
+/// another is an error, and a thread that enters one while another thread holds one waits for
+/// it to end (`func::jacfwd` on several threads runs them one after the other).
 pub fn dual_level() -> Result<DualLevel> {
-    let id = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
-    if LEVEL.compare_exchange(0, id, Ordering::SeqCst, Ordering::SeqCst).is_err() {
+    let me = std::thread::current().id();
+    let mut holder = HOLDER.lock();
+    if *holder == Some(me) {
         bail!(Runtime, "dual_level(): Nested forward mode AD is not supported at the moment");
     }
+    while holder.is_some() {
+        FREED.wait(&mut holder);
+    }
+    *holder = Some(me);
+    let id = NEXT_LEVEL.fetch_add(1, Ordering::Relaxed);
+    LEVEL.store(id, Ordering::SeqCst);
     Ok(DualLevel { id })
 }
 

@@ -516,7 +516,7 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
         )),
         Kernel::Nonzero => Err(Error::runtime_error(format!(
             "vmap: We do not support batching operators that can output dynamic shape. Attempted to vmap over {}. \
-             Please voice your support in https://github.com/pytorch/functorch/issues/256",
+             Please file an issue at https://github.com/pytorch/pytorch/issues if you need this feature.",
             op.name()
         ))),
         Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => random_like(call).map(Some),
@@ -682,14 +682,14 @@ fn as_strided(call: &Call) -> Result<Value> {
 fn copy_(call: &Call) -> Result<Value> {
     let (dst, src) = (call.tensor("self")?, call.tensor("src")?);
     if !dst.batched {
+        // PyTorch names every in-place write "inplace arithmetic" here.
         bail!(
             Runtime,
-            "vmap: {}(self, *extra_args) is not possible because there exists a Tensor `other` in extra_args that has \
-             more elements than `self`. This happened due to `other` being vmapped over but `self` not being vmapped \
-             over in a vmap. Please try to use out-of-place operators instead of {}(self, *extra_args). If said \
-             operator is being called inside the PyTorch framework, please file a bug report instead.",
-            call.op.name(),
-            call.op.name()
+            "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in \
+             extra_args that has more elements than `self`. This happened due to `other` being vmapped over but \
+             `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace \
+             arithmetic. If said operator is being called inside the PyTorch framework, please file a bug report \
+             instead."
         );
     }
     let src = if src.batched { unsqueeze(&src.t, 1, dst.rank.saturating_sub(src.rank))? } else { src.t };

@@ -195,6 +195,23 @@ pub enum Dims {
     Each(Vec<Dims>),
 }
 
+/// As Python prints `in_dims`: `0`, `None`, `(None, 0)`, `(0,)`.
+impl std::fmt::Display for Dims {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Dims::All(Some(d)) => write!(f, "{d}"),
+            Dims::All(None) => f.write_str("None"),
+            Dims::Each(dims) => {
+                let items: Vec<String> = dims.iter().map(ToString::to_string).collect();
+                match items.len() {
+                    1 => write!(f, "({},)", items[0]),
+                    _ => write!(f, "({})", items.join(", ")),
+                }
+            }
+        }
+    }
+}
+
 impl From<i64> for Dims {
     fn from(d: i64) -> Dims {
         Dims::All(Some(d))

@@ -81,24 +81,16 @@ fn mapped_dims(leaves: &[Tensor], dims: &[Option<i64>], options: &VmapOptions) -
             continue;
         };
         let shape = t.data("vmap", "input")?.layout.shape.clone();
-        if shape.is_empty() {
+        let n = shape.len() as i64;
+        if d < -n || d >= n {
             bail!(
                 Value,
-                "vmap(f, in_dims={:?}, ...)(<inputs>): Got in_dim={d} for an input but the input is of dimensionality 0 \
-                 (a tensor with no dimension to map over)",
+                "vmap(f, in_dims={}, ...)(<inputs>): Got in_dim={d} for some input, but that input is a Tensor of \
+                 dimensionality {n} so expected in_dim to satisfy -{n} <= in_dim < {n}.",
                 options.in_dims
             );
         }
-        let dim = normalize_dim(d, shape.len(), "vmap").map_err(|_| {
-            crate::Error::value_error(format!(
-                "vmap(f, in_dims={:?}, ...)(<inputs>): Got in_dim={d} for some input, but that input is a Tensor of \
-                 dimensionality {} so expected in_dim to satisfy -{} <= in_dim < {}.",
-                options.in_dims,
-                shape.len(),
-                shape.len(),
-                shape.len()
-            ))
-        })?;
+        let dim = normalize_dim(d, shape.len(), "vmap")?;
         match size {
             None => size = Some(shape[dim]),
             Some(n) if n != shape[dim] => {
@@ -122,13 +114,7 @@ fn mapped_dims(leaves: &[Tensor], dims: &[Option<i64>], options: &VmapOptions) -
     }
     match size {
         Some(size) => Ok((out, size)),
-        None => bail!(
-            Value,
-            "vmap(f, in_dims={:?}, ...)(<inputs>): vmap must have at least one non-None value in in_dims, got in_dims={:?}; \
-             in_dims must say which dimension of at least one input to map over",
-            options.in_dims,
-            options.in_dims
-        ),
+        None => bail!(Value, "vmap: Expected at least one Tensor to vmap over"),
     }
 }
 
@@ -207,11 +193,9 @@ fn run_level<A: Tree, O: Tree>(
         .map(|(t, d)| {
             let batched = t.wrapper::<batching::Batched>().is_some_and(|b| b.level.id == level.id);
             match d {
-                None if batched => bail!(
-                    Value,
-                    "vmap(f, ..., out_dims=None): the output is batched (it depends on a mapped input), so it needs an \
-                     out_dim; out_dims=None is only for outputs every example shares"
-                ),
+                None if batched => {
+                    bail!(Value, "vmap(f, ...): `f` can not return a BatchedTensor when out_dim is None")
+                }
                 None => Ok(t.clone()),
                 Some(d) => {
                     let physical = batching::remove_batch_dim(t, &level)?;
