@@ -275,7 +275,7 @@ fn agree(a: &Value, b: &Value) -> std::result::Result<(), String> {
 /// Every sample of every operation: `vmap` over a batch of 3 (mapped along dimension
 /// `in_dim` of each tensor argument, the results put at `out_dim`) against the operation on
 /// each example, stacked. Returns the number compared and the differences.
-fn vmap_conformance(in_dim: i64, out_dim: i64) -> (usize, Vec<String>) {
+fn vmap_conformance(in_dim: i64, out_dim: i64, prepare: &dyn Fn(&Value) -> Value) -> (usize, Vec<String>) {
     let (mut compared, mut differences) = (0, Vec::new());
     for func in crate::coverage::operations() {
         if crate::dispatch::INCOMPARABLE.contains(&func.qualified_name().as_str()) {
@@ -368,7 +368,7 @@ const REFUSED: &[&str] = &[
 #[test]
 fn vmap_of_every_sample_equals_the_loop() {
     for (in_dim, out_dim) in [(0, 0), (-1, -1)] {
-        let (compared, differences) = vmap_conformance(in_dim, out_dim);
+        let (compared, differences) = vmap_conformance(in_dim, out_dim, &Value::clone);
         let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
         println!("in_dims={in_dim}, out_dims={out_dim}: {compared} samples, {refused} refused as PyTorch's vmap does");
         let wrong: Vec<&String> = differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).collect();
@@ -479,4 +479,21 @@ fn misuse_gives_pytorchs_errors() {
         assert_eq!(e.kind().python_name(), kind, "{name}: {e}");
         assert_eq!(e.to_string(), message, "{name}");
     }
+}
+
+#[cfg(feature = "wgpu")]
+#[test]
+fn vmap_of_every_sample_equals_the_loop_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let (compared, differences) = vmap_conformance(0, 0, &|v| crate::gpu::prepared(v, device));
+    let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
+    println!("on {device}: {compared} samples, {refused} refused as PyTorch's vmap does");
+    let wrong: Vec<&String> = differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).collect();
+    assert!(
+        wrong.is_empty(),
+        "{} samples differ:\n{}",
+        wrong.len(),
+        wrong.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("\n")
+    );
+    assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
 }
