@@ -255,7 +255,7 @@ fn agree(a: &Value, b: &Value) -> std::result::Result<(), String> {
                 ));
             }
             let tol = if dx == torchfn::DType::Float32 { 1e-5 } else { 1e-12 };
-            let as_f64 = |t: &Tensor| t.to(torchfn::DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+            let as_f64 = |t: &Tensor| t.cpu().unwrap().to(torchfn::DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
             for (p, q) in as_f64(x).iter().zip(as_f64(y)) {
                 let same = (p.is_nan() && q.is_nan()) || p == &q || (p - q).abs() <= tol * (1.0 + q.abs());
                 if !same {
@@ -283,7 +283,7 @@ fn vmap_conformance(in_dim: i64, out_dim: i64, prepare: &dyn Fn(&Value) -> Value
         }
         for (k, sample) in samples(func).iter().enumerate() {
             let examples: Vec<Vec<Value>> =
-                (0..3).map(|i| sample.args.iter().map(|v| example(v, i)).collect()).collect();
+                (0..3).map(|i| sample.args.iter().map(|v| example(&prepare(v), i)).collect()).collect();
             // The batch: each tensor argument stacked along `in_dim`.
             let batched: Vec<Value> = (0..sample.args.len())
                 .map(|a| {

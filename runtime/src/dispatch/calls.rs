@@ -346,6 +346,7 @@ fn run_scan(x: &Dense, dim: usize, op: crate::backend::Scan, dtype: DType) -> Re
 }
 
 fn run_softmax(x: &Dense, dim: usize, log: bool, dtype: DType) -> Result<Array> {
+    host::check_dtype(if log { "log_softmax" } else { "softmax" }, x.device(), dtype)?;
     x.device().backend().softmax(x, dim, log, dtype)
 }
 
