@@ -255,7 +255,9 @@ fn agree(a: &Value, b: &Value) -> std::result::Result<(), String> {
                 ));
             }
             let tol = if dx == torchfn::DType::Float32 { 1e-5 } else { 1e-12 };
-            let as_f64 = |t: &Tensor| t.cpu().unwrap().to(torchfn::DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+            let as_f64 = |t: &Tensor| {
+                t.cpu().unwrap().to(torchfn::DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap()
+            };
             for (p, q) in as_f64(x).iter().zip(as_f64(y)) {
                 let same = (p.is_nan() && q.is_nan()) || p == &q || (p - q).abs() <= tol * (1.0 + q.abs());
                 if !same {

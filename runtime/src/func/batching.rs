@@ -593,9 +593,35 @@ fn matmul(call: &Call) -> Result<Value> {
     let (row, column) = (a.rank == 1, b.rank == 1);
     let (a, b) = (as_matrix(a, false)?, as_matrix(b, true)?);
     let padded = a.rank.max(b.rank);
-    let pad = |p: Phys| if p.batched { unsqueeze(&p.t, 1, padded - p.rank) } else { Ok(p.t) };
-    let out = call.run(vec![("self", pad(a)?.into()), ("other", pad(b)?.into())])?;
-    let Some(mut out) = out.as_tensor().cloned() else { return Ok(out) };
+    let inner = shape_of(&a.t)?.last().copied();
+    let out = if a.batched && !b.batched && b.rank == 2 {
+        // One product for the whole batch: the examples' rows stacked into one matrix.
+        let shape = shape_of(&a.t)?;
+        let k = shape[shape.len() - 1];
+        let rows = Shape::from([shape.numel() / k.max(1), k]);
+        let product = call.run(vec![("self", primitive::reshape(&a.t, &rows)?.into()), ("other", b.t.into())])?;
+        let product =
+            product.as_tensor().cloned().ok_or_else(|| Error::runtime_error("vmap: matmul gave no tensor"))?;
+        let m = shape_of(&product)?[1];
+        let unfolded: Shape = shape[..shape.len() - 1].iter().copied().chain([m]).collect();
+        primitive::reshape(&product, &unfolded)?
+    } else {
+        let pad = |p: Phys| if p.batched { unsqueeze(&p.t, 1, padded - p.rank) } else { Ok(p.t) };
+        let (a, b) = (pad(a)?, pad(b)?);
+        let out = if inner == Some(1) {
+            // Inner size 1 (a per-example outer product, as a weight's gradient is): a product
+            // of each pair, broadcast.
+            let mut kwargs = Kwargs::new();
+            if !call.get("dtype")?.is_none() {
+                kwargs.insert("dtype", call.get("dtype")?.clone());
+            }
+            crate::dispatch::aten::MUL_TENSOR.call(&[a.into(), b.into()], &kwargs)?
+        } else {
+            call.run(vec![("self", a.into()), ("other", b.into())])?
+        };
+        out.as_tensor().cloned().ok_or_else(|| Error::runtime_error("vmap: matmul gave no tensor"))?
+    };
+    let mut out = out;
     if column {
         out = select(&out, rank(&out)? - 1, 0)?;
     }

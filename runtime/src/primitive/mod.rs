@@ -355,6 +355,16 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
         }
         return embed(&summed, shape, &relative);
     }
+    if let Some(order) = permutation(shape, relative) {
+        // Every element once, in another order (a transpose's backward): `src` viewed back.
+        return view(src, move |l| {
+            let mut strides = l.strides.clone();
+            for (d, &e) in order.iter().enumerate() {
+                strides[e] = l.strides[d];
+            }
+            Ok(Layout { shape: shape.clone(), strides, offset: l.offset })
+        });
+    }
     if let Some((physical, level)) = crate::func::top_batch(src)? {
         return embed_batched(src, &physical, &level, shape, relative);
     }
@@ -365,6 +375,25 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     finish(&[src], Output::Given { tensor: zeros, array }, || {
         (Op::Embed { relative: relative.clone() }, Keep::default())
     })
+}
+
+/// Where each dimension of `relative` is in `shape`, when `relative` lays out every element of
+/// a contiguous tensor of `shape` once, its dimensions permuted (a transpose or permute).
+fn permutation(shape: &Shape, relative: &Layout) -> Option<Vec<usize>> {
+    if relative.offset != 0 || relative.ndim() != shape.len() {
+        return None;
+    }
+    let contiguous = shape.contiguous_strides();
+    let mut used = vec![false; shape.len()];
+    let mut order = Vec::with_capacity(shape.len());
+    for d in 0..relative.ndim() {
+        let e = (0..shape.len()).find(|&e| {
+            !used[e] && shape[e] == relative.shape[d] && (shape[e] == 1 || contiguous[e] == relative.strides[d])
+        })?;
+        used[e] = true;
+        order.push(e);
+    }
+    Some(order)
 }
 
 /// [`embed`] of a batched `src`: under vmap the zeros would be one example's and could not
