@@ -357,3 +357,26 @@ fn per_sample_gradients_by_vmap_of_grad_equal_the_loop_for_an_mlp_and_gpt_tiny()
     assert_eq!(mapped.len(), 28);
     assert!(max_difference(&mapped, &looped).unwrap() < 1e-5);
 }
+
+#[test]
+fn a_custom_function_works_under_vmap_grad_and_their_compositions() {
+    use torchfn::Tensor;
+    use torchfn::func::{ARG0, grad, hessian, jacrev, vmap};
+    let xs = torchfn::tensor(vec![1.0f64, -2.0, 0.5]).unwrap();
+    let cube = |x: Tensor| my_cube::my_cube(&x);
+    // vmap: the Function's forward runs once on the batch, through the batching rules
+    assert_eq!(vmap(cube, 0, 0)(xs.clone()).unwrap().to_vec::<f64>().unwrap(), [1.0, -8.0, 0.125]);
+    // per-example derivatives (3x²) through its backward, and second ones (6x) through the
+    // backward's own graph
+    let d = vmap(grad(cube, ARG0), 0, 0)(xs.clone()).unwrap();
+    assert_eq!(d.to_vec::<f64>().unwrap(), [3.0, 12.0, 0.75]);
+    let d2 = vmap(grad(grad(cube, ARG0), ARG0), 0, 0)(xs.clone()).unwrap();
+    assert_eq!(d2.to_vec::<f64>().unwrap(), [6.0, -12.0, 3.0]);
+    let j = jacrev(|x: Tensor| my_cube::my_cube(&x), ARG0)(xs.clone()).unwrap();
+    assert_eq!(j.to_vec::<f64>().unwrap(), [3.0, 0.0, 0.0, 0.0, 12.0, 0.0, 0.0, 0.0, 0.75]);
+    let h = jacrev(jacrev(|x: Tensor| my_cube::my_cube(&x)?.sum(), ARG0), ARG0)(xs.clone()).unwrap();
+    assert_eq!(h.to_vec::<f64>().unwrap(), [6.0, 0.0, 0.0, 0.0, -12.0, 0.0, 0.0, 0.0, 3.0]);
+    // MyCube has no jvp: forward mode says so, as PyTorch does
+    let err = hessian(|x: Tensor| my_cube::my_cube(&x)?.sum(), ARG0)(xs).unwrap_err().to_string();
+    assert!(err.contains("jvp"), "{err}");
+}

@@ -218,3 +218,74 @@ fn every_differentiable_operation_passes_gradgradcheck() {
     assert!(functions > 50, "only {functions} functions were checked");
     assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
 }
+
+/// `func::jacrev` and `func::jacfwd` (mapped by `vmap` over the identity's rows and columns)
+/// agree with each other and with central differences, for the first differentiable output
+/// of every checkable sample with respect to all its floating-point inputs.
+#[test]
+fn jacrev_and_jacfwd_agree_with_each_other_and_with_finite_differences() {
+    use torchfn::func::{ARG0, jacfwd, jacrev};
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+    let (functions, failures) = over_every_sample(|func, inputs| {
+        inputs.differentiable_outputs(func)?.first()?;
+        let x: Vec<Tensor> = inputs.leaves.iter().map(|l| l.detach().unwrap()).collect();
+        let first = |(x,): (Vec<Tensor>,)| -> torchfn::Result<Tensor> {
+            let mut outputs = Vec::new();
+            let out = inputs.call(func, &x)?;
+            collect_float(&out, &mut outputs);
+            outputs.into_iter().next().ok_or_else(|| torchfn::Error::runtime_error("no float output"))
+        };
+        let jr = match jacrev(first, ARG0)((x.clone(),)) {
+            Ok(j) => j,
+            Err(e) => return Some(Err(format!("jacrev: {e}"))),
+        };
+        let jf = match jacfwd(first, ARG0)((x.clone(),)) {
+            Ok(j) => j,
+            Err(e) => return Some(Err(format!("jacfwd: {e}"))),
+        };
+        let eps = 1e-6;
+        for (i, (r, f)) in jr.iter().zip(&jf).enumerate() {
+            let (r, f) = (values(r), values(f));
+            if r.iter().zip(&f).any(|(a, b)| (a - b).abs() > 1e-8 * (1.0 + b.abs())) {
+                return Some(Err(format!("input {i}: jacrev {r:?} and jacfwd {f:?} differ")));
+            }
+            // central differences, one column per element of input i
+            let base = values(&x[i]);
+            let shape = x[i].shape().unwrap().to_vec();
+            let n = base.len();
+            let m = r.len() / n.max(1);
+            for k in 0..n {
+                let at = |delta: f64| {
+                    let mut moved = base.clone();
+                    moved[k] += delta;
+                    let mut xs = x.clone();
+                    xs[i] = Tensor::from_vec(moved, shape.clone()).unwrap();
+                    values(&first((xs,)).unwrap())
+                };
+                let (plus, minus) = (at(eps), at(-eps));
+                for o in 0..m {
+                    let numeric = (plus[o] - minus[o]) / (2.0 * eps);
+                    let analytic = r[o * n + k];
+                    if (numeric - analytic).abs() > 1e-5 + 1e-3 * numeric.abs() {
+                        return Some(Err(format!(
+                            "input {i}, element {k}, output {o}: jacrev {analytic}, finite differences {numeric}"
+                        )));
+                    }
+                }
+            }
+        }
+        Some(Ok(()))
+    });
+    println!("jacrev and jacfwd: {functions} differentiable functions checked");
+    assert!(functions > 100, "only {functions} functions were checked");
+    assert!(failures.is_empty(), "{} failures:\n{}", failures.len(), failures.join("\n"));
+}
+
+/// The float64 tensors of a result.
+fn collect_float(value: &Value, out: &mut Vec<Tensor>) {
+    match value {
+        Value::Tensor(t) if !t.is_duck() && t.dtype().unwrap() == DType::Float64 => out.push(t.clone()),
+        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| collect_float(v, out)),
+        _ => {}
+    }
+}
