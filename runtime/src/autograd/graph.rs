@@ -220,7 +220,9 @@ impl SavedTensor {
                 let alias =
                     crate::autograd::meta::alias_with_history(&self.tensor, Edge { node: node.clone(), output_nr: nr });
                 // Forward AD through a formula that reads the output (forward-over-reverse).
-                if let Some(tangent) = crate::autograd::meta::tangent(&self.tensor) {
+                if crate::autograd::forward_ad::level_active()
+                    && let Some(tangent) = crate::autograd::meta::tangent(&self.tensor)
+                {
                     crate::autograd::meta::set_tangent(&alias, Some(tangent));
                 }
                 alias

@@ -204,8 +204,11 @@ fn unary_name(op: Unary) -> &'static str {
 fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
     // For a plain input, a gradient batched by a vmap that has returned is the sum over its
     // examples (the input was shared by them: broadcast over the batch).
-    let grad =
-        if crate::dispatch::is_wrapper_device(want.device) { grad } else { crate::func::sum_exited_levels(grad)? };
+    let wrapper = crate::dispatch::is_wrapper_device;
+    let grad = match wrapper(grad.data("backward", "grad")?.device()) && !wrapper(want.device) {
+        true => crate::func::sum_exited_levels(grad)?,
+        false => grad,
+    };
     let g = grad.data("backward", "grad")?;
     let (device, same_shape, dtype) = (g.device(), g.layout.shape == want.shape, g.dtype);
     // A wrapper's gradient stands for the device its input is on (or stands for).
