@@ -217,14 +217,30 @@ fn ensembles_through_stack_module_state() {
 }
 
 #[test]
-fn operators_without_a_rule_run_per_example() {
-    let x = randn(&[3, 5], 4);
+fn batched_indices_and_operators_without_a_rule() {
+    // index_select with a batched index (each example's own positions), into a batched table
+    // and into a shared one, along the first and the last dimension
+    let x = randn(&[3, 5, 2], 4);
     let idx = torchfn::tensor(vec![vec![0i64, 4], vec![1, 1], vec![3, 2]]).unwrap();
     let picked = vmap(|(x, i): (Tensor, Tensor)| x.index_select(0, &i), 0, 0)((x.clone(), idx.clone())).unwrap();
-    let expected = looped(|a| a[0].index_select(0, &a[1]), &[x, idx]);
-    close(&picked, &expected, 0.0);
+    close(&picked, &looped(|a| a[0].index_select(0, &a[1]), &[x.clone(), idx.clone()]), 0.0);
+    let table = randn(&[6, 5], 5);
+    let shared = vmap(|(t, i): (Tensor, Tensor)| t.index_select(1, &i), (None, 0), 0)((table.clone(), idx.clone()));
+    close(&shared.unwrap(), &looped(|a| table.index_select(1, &a[0]), &[idx.clone()]), 0.0);
+    // and the gradient of an embedding lookup per example
+    let lookup = |(t, i): (Tensor, Tensor)| t.index_select(0, &i)?.square()?.sum();
+    let per_example = vmap(grad(lookup, ARG0), (None, 0), 0)((table.clone(), idx.clone())).unwrap();
+    close(&per_example, &looped(|a| grad(lookup, ARG0)((table.clone(), a[0].clone())), &[idx]), 0.0);
+    // a convolution with batched weights runs once per example
+    let images = randn(&[1, 2, 5, 5], 6);
+    let weights = randn(&[3, 4, 2, 3, 3], 7);
+    let conv = |w: Tensor| torchfn::nn::functional::conv2d(&images, &w, None, 1, 0, 1, 1);
+    close(&vmap(conv, 0, 0)(weights.clone()).unwrap(), &looped(|a| conv(a[0].clone()), &[weights]), 1e-12);
     let coverage = func::vmap_coverage();
-    assert!(coverage.iter().any(|(op, c)| op.name() == "aten::convolution_backward" && *c == func::Coverage::Fallback));
+    let of = |name: &str| coverage.iter().find(|(op, _)| op.name() == name).map(|(_, c)| *c);
+    assert_eq!(of("aten::convolution_backward"), Some(func::Coverage::Fallback));
+    assert_eq!(of("aten::index_select"), Some(func::Coverage::Rule));
+    assert_eq!(of("aten::_local_scalar_dense"), Some(func::Coverage::Refused));
 }
 
 /// Example `i` of a batch made from a sample: its float tensors shifted by `i / 8` (integer

@@ -472,14 +472,14 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
         }
         Kernel::AsStrided => as_strided(call).map(|v| Some(Batch::Unbatched(v))),
         Kernel::Copy => copy_(call).map(|v| Some(Batch::Unbatched(v))),
-        Kernel::IndexSelect => match call.tensor("index")?.batched {
-            true => Ok(None),
-            false => {
-                let x = call.tensor("self")?;
-                let dim = normalize_dim(call.int("dim")?, x.rank, op.name())?;
-                physical(call.run(vec![("self", x.t.into()), ("dim", (dim as i64 + 1).into())])?)
+        Kernel::IndexSelect => {
+            let (x, index) = (call.tensor("self")?, call.tensor("index")?);
+            let dim = normalize_dim(call.int("dim")?, x.rank.max(1), op.name())?;
+            match index.batched {
+                false => physical(call.run(vec![("self", x.t.into()), ("dim", (dim as i64 + 1).into())])?),
+                true => physical(index_select_by_batch(call, x, dim, index.t)?.into()),
             }
-        },
+        }
         Kernel::Gather => {
             let (x, index) = (call.tensor("self")?, call.tensor("index")?);
             let dim = normalize_dim(call.int("dim")?, x.rank.max(1), op.name())?;
@@ -629,6 +629,36 @@ fn matmul(call: &Call) -> Result<Value> {
         out = select(&out, rank(&out)? - 2, 0)?;
     }
     Ok(out.into())
+}
+
+/// `index_select` with a batched index (an embedding lookup of each example's tokens): one
+/// lookup of every example's positions, each example's offset into a batched table.
+fn index_select_by_batch(call: &Call, x: Phys, dim: usize, index: Tensor) -> Result<Tensor> {
+    let batch = call.level.size;
+    let k = shape_of(&index)?.get(1).copied().unwrap_or(1);
+    let flat_index = Shape::from([batch * k]);
+    let (table, positions) = if x.batched {
+        // Examples' tables one after the other: example b's position p is row b * n + p.
+        let moved = movedim(&x.t, 1 + dim, 1)?;
+        let shape = shape_of(&moved)?;
+        let n = shape[1];
+        let rows: Shape = std::iter::once(batch * n).chain(shape.iter().skip(2).copied()).collect();
+        let (dtype, device) = kind(&index)?;
+        let offsets: Vec<i64> = (0..batch as i64).map(|b| b * n as i64).collect();
+        let offsets =
+            crate::tensor::Tensor::from_vec(offsets, vec![batch, 1])?.to_device(device, Some(dtype), false, false)?;
+        let shifted = crate::dispatch::aten::ADD_TENSOR.call(&[index.into(), offsets.into()], &Kwargs::new())?;
+        let shifted = shifted.as_tensor().cloned().ok_or_else(|| Error::runtime_error("vmap: add gave no tensor"))?;
+        (primitive::reshape(&moved, &rows)?, primitive::reshape(&shifted, &flat_index)?)
+    } else {
+        (movedim(&x.t, dim, 0)?, primitive::reshape(&index, &flat_index)?)
+    };
+    let picked = call_bound(call.op, vec![table.into(), 0i64.into(), positions.into()])?;
+    let picked =
+        picked.as_tensor().cloned().ok_or_else(|| Error::runtime_error("vmap: index_select gave no tensor"))?;
+    let shape = shape_of(&picked)?;
+    let unfolded: Shape = [batch, k].into_iter().chain(shape.iter().skip(1).copied()).collect();
+    movedim(&primitive::reshape(&picked, &unfolded)?, 1, 1 + dim)
 }
 
 /// A batched operand as is; an unbatched one repeated over the batch.
@@ -839,7 +869,6 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
                     Coverage::Factory
                 }
                 Kernel::ConvolutionBackward => Coverage::Fallback,
-                Kernel::IndexSelect => Coverage::Partial("a batched index runs the loop"),
                 Kernel::Convolution => Coverage::Partial("batched weights or bias run the loop"),
                 _ => Coverage::Rule,
             };
