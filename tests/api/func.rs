@@ -226,7 +226,7 @@ fn batched_indices_and_operators_without_a_rule() {
     close(&picked, &looped(|a| a[0].index_select(0, &a[1]), &[x.clone(), idx.clone()]), 0.0);
     let table = randn(&[6, 5], 5);
     let shared = vmap(|(t, i): (Tensor, Tensor)| t.index_select(1, &i), (None, 0), 0)((table.clone(), idx.clone()));
-    close(&shared.unwrap(), &looped(|a| table.index_select(1, &a[0]), &[idx.clone()]), 0.0);
+    close(&shared.unwrap(), &looped(|a| table.index_select(1, &a[0]), std::slice::from_ref(&idx)), 0.0);
     // and the gradient of an embedding lookup per example
     let lookup = |(t, i): (Tensor, Tensor)| t.index_select(0, &i)?.square()?.sum();
     let per_example = vmap(grad(lookup, ARG0), (None, 0), 0)((table.clone(), idx.clone())).unwrap();
