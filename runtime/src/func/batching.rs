@@ -520,7 +520,8 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
             op.name()
         ))),
         Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => random_like(call).map(Some),
-        Kernel::Draw(_) | Kernel::Full | Kernel::ConvolutionBackward => Ok(None),
+        Kernel::ConvolutionBackward => convolution_backward(call),
+        Kernel::Draw(_) | Kernel::Full => Ok(None),
     }
 }
 
@@ -715,6 +716,66 @@ fn convolution(call: &Call) -> Result<Option<Batch>> {
     unfold_all(&out, call.level.size).map(|v| Some(Batch::Physical(v)))
 }
 
+/// The gradients of a convolution by unbatched weights, per example: the input's with the
+/// batch folded into the images (one call), the weight's and the bias's with the batch as
+/// groups (one call: example b's images meet only example b's gradients, so each group's
+/// weight gradient is one example's).
+fn convolution_backward(call: &Call) -> Result<Option<Batch>> {
+    let (grad, input, weight) = (call.tensor("grad_output")?, call.tensor("input")?, call.tensor("weight")?);
+    if weight.batched || input.rank != 4 || !(grad.batched || input.batched) {
+        return Ok(None);
+    }
+    let batch = call.level.size;
+    let mask: Vec<bool> =
+        call.get("output_mask")?.as_slice().unwrap_or(&[]).iter().map(|v| matches!(v, Value::Bool(true))).collect();
+    let asked = |i: usize| mask.get(i).copied().unwrap_or(false);
+    let (grad, input) = (batch_of(call, grad)?, batch_of(call, input)?);
+    let nth = |value: &Value, i: usize| value.as_slice().and_then(|s| s.get(i)).cloned().unwrap_or(Value::None);
+    let mut out = vec![Value::None; 3];
+    if asked(0) {
+        let folded = |t: &Tensor| primitive::reshape(t, &fold(&shape_of(t)?));
+        let given = call.run(vec![
+            ("grad_output", folded(&grad)?.into()),
+            ("input", folded(&input)?.into()),
+            ("output_mask", Value::List(vec![true.into(), false.into(), false.into()])),
+        ])?;
+        out[0] = unfold_all(&nth(&given, 0), batch)?;
+    }
+    if asked(1) || asked(2) {
+        // [batch, n, c, h, w] -> [n, batch * c, h, w]: the batch as groups of channels.
+        let grouped = |t: &Tensor| -> Result<Tensor> {
+            let moved = movedim(t, 0, 1)?;
+            let s = shape_of(&moved)?;
+            let shape: Shape = [s[0], s[1] * s[2]].into_iter().chain(s.iter().skip(3).copied()).collect();
+            primitive::reshape(&moved, &shape)
+        };
+        let w = shape_of(&weight.t)?;
+        let weights: Shape = std::iter::once(batch * w[0]).chain(w.iter().skip(1).copied()).collect();
+        let repeated = primitive::reshape(&expand_front(&weight.t, batch)?, &weights)?;
+        let bias_sizes = match call.get("bias_sizes")? {
+            Value::None => Value::None,
+            _ => Value::List(vec![Value::Int((batch * w[0]) as i64)]),
+        };
+        let given = call.run(vec![
+            ("grad_output", grouped(&grad)?.into()),
+            ("input", grouped(&input)?.into()),
+            ("weight", repeated.into()),
+            ("bias_sizes", bias_sizes),
+            ("groups", Value::Int(call.int("groups")? * batch as i64)),
+            ("output_mask", Value::List(vec![false.into(), asked(1).into(), asked(2).into()])),
+        ])?;
+        // [batch * o, ...] -> [batch, o, ...]
+        for i in [1, 2] {
+            out[i] = nth(&given, i).map_tensors(&|t| {
+                let s = shape_of(t)?;
+                let shape: Shape = [batch, s[0] / batch].into_iter().chain(s.iter().skip(1).copied()).collect();
+                primitive::reshape(t, &shape)
+            })?;
+        }
+    }
+    Ok(Some(Batch::Physical(Value::Tuple(out))))
+}
+
 /// `as_strided` of a batched tensor: the view's layout on the batch's own memory (what the
 /// primitive turns into a view of the wrapper; [`physical`] maps it back to the batch).
 fn as_strided(call: &Call) -> Result<Value> {
@@ -868,7 +929,7 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
                 Kernel::Full | Kernel::Draw(Draw::Rand | Draw::Randn | Draw::Normal | Draw::Randint) => {
                     Coverage::Factory
                 }
-                Kernel::ConvolutionBackward => Coverage::Fallback,
+                Kernel::ConvolutionBackward => Coverage::Partial("batched weights run the loop"),
                 Kernel::Convolution => Coverage::Partial("batched weights or bias run the loop"),
                 _ => Coverage::Rule,
             };
