@@ -704,66 +704,100 @@ fn unfold_all(value: &Value, batch: usize) -> Result<Value> {
     })
 }
 
-/// A convolution of a batched input by unbatched weights: the batch folded into the images.
+/// A convolution: the batch folded into the images when the weights are shared, else the
+/// batch as groups.
 fn convolution(call: &Call) -> Result<Option<Batch>> {
     let (input, weight) = (call.tensor("input")?, call.tensor("weight")?);
-    let bias_batched = call.tensor("bias").map(|b| b.batched).unwrap_or(false);
-    if weight.batched || bias_batched || !input.batched || input.rank != 4 {
+    let bias = call.tensor("bias").ok();
+    if input.rank != 4 {
         return Ok(None);
     }
-    let folded = primitive::reshape(&input.t, &fold(&shape_of(&input.t)?))?;
-    let out = call.run(vec![("input", folded.into())])?;
-    unfold_all(&out, call.level.size).map(|v| Some(Batch::Physical(v)))
+    if !weight.batched && !bias.as_ref().is_some_and(|b| b.batched) {
+        let folded = primitive::reshape(&input.t, &fold(&shape_of(&input.t)?))?;
+        let out = call.run(vec![("input", folded.into())])?;
+        return unfold_all(&out, call.level.size).map(|v| Some(Batch::Physical(v)));
+    }
+    // Batched weights (an ensemble): each example's weights as a group of its own.
+    let batch = call.level.size;
+    let mut changes = vec![
+        ("input", grouped(&batch_of(call, input)?)?.into()),
+        ("weight", merged(&batch_of(call, weight)?)?.into()),
+        ("groups", Value::Int(call.int("groups")? * batch as i64)),
+    ];
+    if let Some(bias) = bias {
+        changes.push(("bias", merged(&batch_of(call, bias)?)?.into()));
+    }
+    let out = call.run(changes)?;
+    ungrouped(&out, batch).map(|v| Some(Batch::Physical(v)))
 }
 
-/// The gradients of a convolution by unbatched weights, per example: the input's with the
-/// batch folded into the images (one call), the weight's and the bias's with the batch as
-/// groups (one call: example b's images meet only example b's gradients, so each group's
-/// weight gradient is one example's).
+/// `[batch, n, c, ...]` as `[n, batch * c, ...]`: each example's channels a group of their own.
+fn grouped(t: &Tensor) -> Result<Tensor> {
+    let moved = movedim(t, 0, 1)?;
+    let s = shape_of(&moved)?;
+    let shape: Shape = [s[0], s[1] * s[2]].into_iter().chain(s.iter().skip(3).copied()).collect();
+    primitive::reshape(&moved, &shape)
+}
+
+/// `[n, batch * c, ...]` back to `[batch, n, c, ...]`, for each tensor of `value`.
+fn ungrouped(value: &Value, batch: usize) -> Result<Value> {
+    value.map_tensors(&|t| {
+        let s = shape_of(t)?;
+        let shape: Shape = [s[0], batch, s[1] / batch].into_iter().chain(s.iter().skip(2).copied()).collect();
+        movedim(&primitive::reshape(t, &shape)?, 1, 0)
+    })
+}
+
+/// `[batch, o, ...]` as `[batch * o, ...]` (weights and biases of every example, stacked).
+fn merged(t: &Tensor) -> Result<Tensor> {
+    primitive::reshape(t, &fold(&shape_of(t)?))
+}
+
+/// The gradients of a convolution, per example: the input's with the batch folded into the
+/// images when the weights are shared (one call), and otherwise, like the weight's and the
+/// bias's, with the batch as groups (one call: example b's images meet only example b's
+/// gradients and weights, so each group's gradient is one example's).
 fn convolution_backward(call: &Call) -> Result<Option<Batch>> {
     let (grad, input, weight) = (call.tensor("grad_output")?, call.tensor("input")?, call.tensor("weight")?);
-    if weight.batched || input.rank != 4 || !(grad.batched || input.batched) {
+    if input.rank != 4 {
         return Ok(None);
     }
     let batch = call.level.size;
     let mask: Vec<bool> =
         call.get("output_mask")?.as_slice().unwrap_or(&[]).iter().map(|v| matches!(v, Value::Bool(true))).collect();
     let asked = |i: usize| mask.get(i).copied().unwrap_or(false);
-    let (grad, input) = (batch_of(call, grad)?, batch_of(call, input)?);
+    let weight_batched = weight.batched;
+    let (grad, input, weight) = (batch_of(call, grad)?, batch_of(call, input)?, batch_of(call, weight)?);
     let nth = |value: &Value, i: usize| value.as_slice().and_then(|s| s.get(i)).cloned().unwrap_or(Value::None);
     let mut out = vec![Value::None; 3];
-    if asked(0) {
+    let by_groups = [weight_batched && asked(0), asked(1), asked(2)];
+    if asked(0) && !weight_batched {
         let folded = |t: &Tensor| primitive::reshape(t, &fold(&shape_of(t)?));
         let given = call.run(vec![
             ("grad_output", folded(&grad)?.into()),
             ("input", folded(&input)?.into()),
+            ("weight", select(&weight, 0, 0)?.into()),
             ("output_mask", Value::List(vec![true.into(), false.into(), false.into()])),
         ])?;
         out[0] = unfold_all(&nth(&given, 0), batch)?;
     }
-    if asked(1) || asked(2) {
-        // [batch, n, c, h, w] -> [n, batch * c, h, w]: the batch as groups of channels.
-        let grouped = |t: &Tensor| -> Result<Tensor> {
-            let moved = movedim(t, 0, 1)?;
-            let s = shape_of(&moved)?;
-            let shape: Shape = [s[0], s[1] * s[2]].into_iter().chain(s.iter().skip(3).copied()).collect();
-            primitive::reshape(&moved, &shape)
-        };
-        let w = shape_of(&weight.t)?;
-        let weights: Shape = std::iter::once(batch * w[0]).chain(w.iter().skip(1).copied()).collect();
-        let repeated = primitive::reshape(&expand_front(&weight.t, batch)?, &weights)?;
+    if by_groups.iter().any(|&b| b) {
+        let o = shape_of(&weight)?[1];
         let bias_sizes = match call.get("bias_sizes")? {
             Value::None => Value::None,
-            _ => Value::List(vec![Value::Int((batch * w[0]) as i64)]),
+            _ => Value::List(vec![Value::Int((batch * o) as i64)]),
         };
         let given = call.run(vec![
             ("grad_output", grouped(&grad)?.into()),
             ("input", grouped(&input)?.into()),
-            ("weight", repeated.into()),
+            ("weight", merged(&weight)?.into()),
             ("bias_sizes", bias_sizes),
             ("groups", Value::Int(call.int("groups")? * batch as i64)),
-            ("output_mask", Value::List(vec![false.into(), asked(1).into(), asked(2).into()])),
+            ("output_mask", Value::List(by_groups.iter().map(|&b| b.into()).collect())),
         ])?;
+        if by_groups[0] {
+            out[0] = ungrouped(&nth(&given, 0), batch)?;
+        }
         // [batch * o, ...] -> [batch, o, ...]
         for i in [1, 2] {
             out[i] = nth(&given, i).map_tensors(&|t| {
@@ -907,10 +941,6 @@ fn warn_fallback(op: &'static Operator) {
 pub enum Coverage {
     /// A batching rule runs the operator once for the whole batch.
     Rule,
-    /// A batching rule for some arguments (named in the text); the loop for the others.
-    Partial(&'static str),
-    /// The operator runs once per example (and warns once).
-    Fallback,
     /// vmap refuses it with PyTorch's error (reading values, dynamic shapes).
     Refused,
     /// A factory with no tensor argument: it never meets a batched tensor (random ones follow
@@ -919,19 +949,37 @@ pub enum Coverage {
 }
 
 /// How `vmap` runs each operator of the dispatch layer, sorted by name: the public coverage
-/// list.
+/// list. Every kernel family has a rule; a rule hands what it does not cover (a convolution
+/// whose input is not 4-D) to the per-example loop, which warns once per operator.
 pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
     crate::dispatch::operators()
         .into_iter()
         .map(|op| {
+            // Exhaustive, as `rule` is: a new kernel family must say how vmap runs it.
             let coverage = match op.kernel {
                 Kernel::LocalScalar | Kernel::Nonzero => Coverage::Refused,
                 Kernel::Full | Kernel::Draw(Draw::Rand | Draw::Randn | Draw::Normal | Draw::Randint) => {
                     Coverage::Factory
                 }
-                Kernel::ConvolutionBackward => Coverage::Partial("batched weights run the loop"),
-                Kernel::Convolution => Coverage::Partial("batched weights or bias run the loop"),
-                _ => Coverage::Rule,
+                Kernel::Unary(_)
+                | Kernel::Binary(_)
+                | Kernel::Where
+                | Kernel::Reduce(_)
+                | Kernel::Scan(_)
+                | Kernel::Matmul
+                | Kernel::IndexSelect
+                | Kernel::Gather
+                | Kernel::Cat
+                | Kernel::Softmax { .. }
+                | Kernel::Convolution
+                | Kernel::ConvolutionBackward
+                | Kernel::MaxPool2d
+                | Kernel::ToCopy
+                | Kernel::AsStrided
+                | Kernel::ScatterAdd
+                | Kernel::Copy
+                | Kernel::LiftFresh
+                | Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => Coverage::Rule,
             };
             (op, coverage)
         })
