@@ -567,3 +567,41 @@ fn an_ensemble_of_convolutional_networks_in_one_call() {
         }
     }
 }
+
+#[test]
+fn bad_arguments_are_errors_that_say_what_was_wrong() {
+    let x = randn(&[3, 4], 1);
+    let id = |v: Tensor| Ok(v);
+    let message = |r: Result<Tensor>| r.unwrap_err().to_string();
+    // in_dims that do not match the arguments' structure
+    let pair = |(a, _b): (Tensor, Tensor)| Ok(a);
+    let e = vmap(pair, (0, 0, 0), 0)((x.clone(), x.clone())).unwrap_err().to_string();
+    assert!(e.contains("in_dims is not compatible with the structure of the inputs"), "{e}");
+    let e = message(vmap(id, (0, 1), 0)(x.clone()));
+    assert!(e.contains("nested structure"), "{e}");
+    // an out_dim beyond the output's dimensions, and a batched output with out_dims None
+    let e = message(vmap(id, 0, 5)(x.clone()));
+    assert!(e.contains("out_dim=5 is out of range"), "{e}");
+    let e = message(vmap(id, 0, None::<i64>)(x.clone()));
+    assert!(e.contains("can not return a BatchedTensor when out_dim is None"), "{e}");
+    // a zero-dimensional input cannot be mapped
+    let e = message(vmap(id, 0, 0)(torchfn::tensor(1.0f64).unwrap()));
+    assert!(e.contains("Got in_dim=0 for some input, but that input is a Tensor of dimensionality 0"), "{e}");
+    // grad of integers, and of a function of no tensor argument
+    let e = message(grad(|v: Tensor| v.sum(), ARG0)(torchfn::tensor(vec![1i64, 2]).unwrap()));
+    assert!(e.contains("floating point"), "{e}");
+    let e = grad(|(_s,): (String,)| torchfn::tensor(1.0f64), ARG0)(("x".to_string(),)).unwrap_err().to_string();
+    assert!(e.contains("hold no tensor"), "{e}");
+    // functional_call with a name the module does not have; stack_module_state of nothing
+    let g = Generator::new().manual_seed(0);
+    let mut layer = Linear::new(4, 2, true, &g).unwrap();
+    let state = BTreeMap::from([("wieght".to_string(), x.clone())]);
+    let e = func::functional_call(&mut layer, &state, &x).unwrap_err().to_string();
+    assert!(e.contains("Unexpected key(s): 'wieght'") && e.contains("\"weight\""), "{e}");
+    assert!(func::stack_module_state::<Linear>(&[]).unwrap_err().to_string().contains("at least one model"));
+    // the module's own weight is back after a failing call
+    let before = layer.named_parameters()[0].1.tensor().to_vec::<f32>().unwrap();
+    let wrong = BTreeMap::from([("weight".to_string(), torchfn::zeros([3, 3], None, None).unwrap())]);
+    assert!(func::functional_call(&mut layer, &wrong, &x.to(torchfn::DType::Float32, false, false).unwrap()).is_err());
+    assert_eq!(layer.named_parameters()[0].1.tensor().to_vec::<f32>().unwrap(), before);
+}
