@@ -605,3 +605,37 @@ fn bad_arguments_are_errors_that_say_what_was_wrong() {
     assert!(func::functional_call(&mut layer, &wrong, &x.to(torchfn::DType::Float32, false, false).unwrap()).is_err());
     assert_eq!(layer.named_parameters()[0].1.tensor().to_vec::<f32>().unwrap(), before);
 }
+
+#[test]
+fn auxiliary_outputs_nested_out_dims_and_argnums_of_the_jacobians() {
+    let (x, y) = (t(&[0.5, -1.0, 2.0], &[3]), t(&[1.5, 0.25, -0.5], &[3]));
+    // jacrev and jacfwd with an auxiliary output, with respect to the second argument
+    let f = |(x, y): (Tensor, Tensor)| -> Result<(Tensor, Tensor)> { Ok(((&x * &y.sin()?)?, x.sum()?)) };
+    let (jr, aux) = jacrev(f, ARG1)((x.clone(), y.clone())).unwrap();
+    let (jf, aux_f) = jacfwd(f, ARG1)((x.clone(), y.clone())).unwrap();
+    let expected = diag(&(&x * &y.cos().unwrap()).unwrap());
+    close(&jr, &expected, 1e-12);
+    close(&jf, &expected, 1e-12);
+    close(&aux, &t(&[1.5], &[]), 0.0);
+    close(&aux_f, &t(&[1.5], &[]), 0.0);
+    // both arguments at once
+    let g = |(x, y): (Tensor, Tensor)| &x * &y;
+    let (jx, jy) = jacrev(g, (ARG0, ARG1))((x.clone(), y.clone())).unwrap();
+    close(&jx, &diag(&y), 0.0);
+    close(&jy, &diag(&x), 0.0);
+    // the Hessian with respect to the second argument: d²/dy² sum(x * sin y) = diag(-x sin y)
+    let h = hessian(|(x, y): (Tensor, Tensor)| (&x * &y.sin()?)?.sum(), ARG1)((x.clone(), y.clone())).unwrap();
+    close(&h, &diag(&(&(&x * &y.sin().unwrap()).unwrap() * -1.0).unwrap()), 1e-12);
+    // out_dims per output: the sums stacked first, the products last
+    let xs = randn(&[4, 3], 12);
+    let two = |v: Tensor| -> Result<(Tensor, Tensor)> { Ok((v.sum()?, (&v * 2.0)?)) };
+    let (sums, doubled) = vmap(two, 0, (0, 1))(xs.clone()).unwrap();
+    close(&sums, &xs.sum_dim(1, false).unwrap(), 1e-12);
+    close(&doubled, &(&xs.t().unwrap() * 2.0).unwrap(), 0.0);
+}
+
+/// The square matrix with `v` on its diagonal.
+fn diag(v: &Tensor) -> Tensor {
+    let n = v.shape().unwrap()[0];
+    (&torchfn::eye(n, None, torchfn::DType::Float64, None).unwrap() * &v.unsqueeze(1).unwrap()).unwrap()
+}
