@@ -259,6 +259,10 @@ operators! {
     NONZERO = "nonzero(Tensor self) -> Tensor", [DynamicOutputShape] Kernel::Nonzero;
     /// Writes `src` into `self`, converting and moving it.
     COPY_ = "copy_(Tensor(a!) self, Tensor src, bool non_blocking=False) -> Tensor(a!)", [Inplace] Kernel::Copy;
+    /// Scales, in place, each distinct row of `self` that `indices` names whose `norm_type`-norm
+    /// exceeds `max_norm` (embedding's `max_norm`); reads the indices and the rows.
+    EMBEDDING_RENORM_ = "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> \
+        Tensor(a!)", [Inplace] Kernel::EmbeddingRenorm;
 }
 
 /// The operator of unary kernel `op`, and the keyword arguments that give its parameters.

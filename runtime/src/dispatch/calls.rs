@@ -209,6 +209,18 @@ pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     kernel()
 }
 
+/// Embedding's `max_norm`: the rows of `weight` that `indices` names scaled, in place, to
+/// norm `max_norm` where theirs exceeds it.
+pub(crate) fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
+    let kernel = || run_embedding_renorm(dense(weight)?, dense(indices)?, max_norm, norm_type);
+    if intercepting() {
+        let args = [weight.into(), indices.into(), max_norm.into(), norm_type.into()];
+        let written = || kernel().map(|()| Value::Tensor(weight.clone()));
+        return intercept::<Output>(&aten::EMBEDDING_RENORM_, &args, Kwargs::new(), &written).map(drop);
+    }
+    kernel()
+}
+
 /// The value of the one-element tensor `x`, read on the host.
 pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
     let kernel = || run_local_scalar(dense(x)?);
@@ -324,6 +336,75 @@ fn run_nonzero(x: &Dense) -> Result<Array> {
         _ => Buffer::from_vec(rows.into_iter().map(|v| v as i32).collect::<Vec<i32>>()),
     };
     device.backend().upload(device, data, Shape::from([n, shape.len()]))
+}
+
+/// Reads `indices` and each named row of `weight` on the host, and writes back the rows whose
+/// norm exceeds `max_norm`, scaled by `max_norm / (norm + 1e-7)` in the weight's dtype (as
+/// PyTorch's `row *= scale`): only those rows are written. Nothing on meta (no values).
+fn run_embedding_renorm(weight: &Dense, indices: &Dense, max_norm: f64, norm_type: f64) -> Result<()> {
+    let device = weight.device();
+    if device.is_meta() || indices.device().is_meta() {
+        return Ok(());
+    }
+    let (&[_, dim], &[row_stride, column_stride]) = (&weight.layout.shape[..], &weight.layout.strides[..]) else {
+        return Err(Error::runtime_error("embedding_renorm_(): 'self' must be 2-D"));
+    };
+    let host = host::on_host(indices)?;
+    // The indices were checked in range (int64 or int32).
+    let mut rows: Vec<usize> = match indices.dtype {
+        DType::Int32 => crate::cpu::elements::<i32>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
+        _ => crate::cpu::elements::<i64>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
+    };
+    rows.sort_unstable();
+    rows.dedup();
+    for row in rows {
+        let layout = Layout {
+            shape: Shape::new(&[dim]),
+            strides: [column_stride].into_iter().collect(),
+            offset: weight.layout.offset + row * row_stride,
+        };
+        let view = weight.with_layout(layout);
+        let scaled = match weight.dtype {
+            DType::Float64 => scaled_row::<f64>(&view, max_norm, norm_type)?,
+            _ => scaled_row::<f32>(&view, max_norm, norm_type)?,
+        };
+        if let Some(scaled) = scaled {
+            let scaled = device.backend().upload(device, scaled, Shape::new(&[dim]))?;
+            device.backend().assign(&view, &scaled)?;
+        }
+    }
+    Ok(())
+}
+
+/// `row` scaled to norm `max_norm` (about), in host memory, when its norm exceeds `max_norm`.
+fn scaled_row<T: crate::cpu::Float>(row: &Array, max_norm: f64, norm_type: f64) -> Result<Option<Buffer>> {
+    let values = crate::cpu::elements::<T>("embedding_renorm_", &*host::on_host(row)?)?;
+    let norm = p_norm(values.iter().map(|v| v.to_f64()), norm_type);
+    // A NaN norm or max_norm compares as not greater: that row is left alone, as in PyTorch.
+    if norm.partial_cmp(&max_norm) != Some(std::cmp::Ordering::Greater) {
+        return Ok(None);
+    }
+    let scale = T::from_f64(max_norm / (norm + 1e-7));
+    Ok(Some(Buffer::from_vec(values.into_iter().map(|v| v.mul(scale)).collect::<Vec<T>>())))
+}
+
+/// The `p`-norm of `values`, as `torch.norm`: the largest absolute value for `inf`, the smallest
+/// for `-inf`, the count of non-zero values for 0, `(sum |x|^p)^(1/p)` otherwise.
+fn p_norm(values: impl Iterator<Item = f64>, p: f64) -> f64 {
+    let abs = values.map(f64::abs);
+    if p == f64::INFINITY {
+        abs.fold(0.0, |m, v| if v.is_nan() || v > m { v } else { m })
+    } else if p == f64::NEG_INFINITY {
+        abs.fold(f64::INFINITY, |m, v| if v.is_nan() || v < m { v } else { m })
+    } else if p == 0.0 {
+        abs.filter(|&v| v != 0.0).count() as f64
+    } else if p == 1.0 {
+        abs.sum()
+    } else if p == 2.0 {
+        abs.map(|v| v * v).sum::<f64>().sqrt()
+    } else {
+        abs.map(|v| v.powf(p)).sum::<f64>().powf(1.0 / p)
+    }
 }
 
 fn run_local_scalar(x: &Dense) -> Result<Scalar> {
@@ -1149,6 +1230,16 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 ));
             }
             run_copy(dst, src)?;
+            Ok(b.get("self").clone())
+        }
+        Kernel::EmbeddingRenorm => {
+            let weight = b.dense("self")?;
+            if weight.layout.ndim() != 2 || !weight.dtype.is_floating_point() {
+                return Err(b.invalid("self", "must be a 2-D floating point tensor"));
+            }
+            let rows = weight.layout.shape[0];
+            let indices = b.indices("indices", rows)?;
+            run_embedding_renorm(weight, indices, b.float("max_norm"), b.float("norm_type"))?;
             Ok(b.get("self").clone())
         }
     }

@@ -108,6 +108,7 @@ pub(crate) enum Kernel {
     ScatterAdd,
     Full,
     Copy,
+    EmbeddingRenorm,
     LocalScalar,
     Nonzero,
     LiftFresh,

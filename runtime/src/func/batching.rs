@@ -521,7 +521,7 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
         ))),
         Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => random_like(call).map(Some),
         Kernel::ConvolutionBackward => convolution_backward(call),
-        Kernel::Draw(_) | Kernel::Full => Ok(None),
+        Kernel::Draw(_) | Kernel::Full | Kernel::EmbeddingRenorm => Ok(None),
     }
 }
 
@@ -833,20 +833,23 @@ fn as_strided(call: &Call) -> Result<Value> {
 fn copy_(call: &Call) -> Result<Value> {
     let (dst, src) = (call.tensor("self")?, call.tensor("src")?);
     if !dst.batched {
-        // PyTorch names every in-place write "inplace arithmetic" here.
-        bail!(
-            Runtime,
-            "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in \
-             extra_args that has more elements than `self`. This happened due to `other` being vmapped over but \
-             `self` not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace \
-             arithmetic. If said operator is being called inside the PyTorch framework, please file a bug report \
-             instead."
-        );
+        return Err(inplace_error());
     }
     let src = if src.batched { unsqueeze(&src.t, 1, dst.rank.saturating_sub(src.rank))? } else { src.t };
     let src = expand_to(&src, &shape_of(&dst.t)?)?;
     call.run(vec![("self", dst.t.into()), ("src", src.into())])?;
     Ok(call.get("self")?.clone())
+}
+
+/// PyTorch's error for a batched value written into an unbatched tensor (it names every
+/// in-place write "inplace arithmetic" here).
+fn inplace_error() -> Error {
+    Error::runtime_error(
+        "vmap: inplace arithmetic(self, *extra_args) is not possible because there exists a Tensor `other` in \
+         extra_args that has more elements than `self`. This happened due to `other` being vmapped over but `self` \
+         not being vmapped over in a vmap. Please try to use out-of-place operators instead of inplace arithmetic. \
+         If said operator is being called inside the PyTorch framework, please file a bug report instead.",
+    )
 }
 
 /// `uniform` and `bernoulli` of a batched tensor's shape: by the level's randomness.
@@ -872,8 +875,10 @@ pub(crate) fn random_error() -> Error {
 
 /// The operator once per example, the results stacked.
 fn fallback(call: &Call) -> Result<Batch> {
-    if call.op.has_tag(Tag::Inplace) {
-        bail!(Runtime, "vmap: {} writes in place and has no batching rule", call.op.name());
+    let writes = call.op.has_tag(Tag::Inplace);
+    // An in-place write goes into each example's part of a batched `self` (a view of the batch).
+    if writes && !call.tensor_at(0)?.is_some_and(|p| p.batched) {
+        return Err(inplace_error());
     }
     let mut outs = Vec::with_capacity(call.level.size);
     for i in 0..call.level.size {
@@ -883,6 +888,9 @@ fn fallback(call: &Call) -> Result<Batch> {
         };
         let values: Vec<Value> = call.values.iter().map(|v| v.map_tensors(&example)).collect::<Result<_>>()?;
         outs.push(call_bound(call.op, values)?);
+    }
+    if writes {
+        return Ok(Batch::Unbatched(call.values[0].clone()));
     }
     stacked(outs).map(Batch::Physical)
 }
@@ -941,6 +949,8 @@ fn warn_fallback(op: &'static Operator) {
 pub enum Coverage {
     /// A batching rule runs the operator once for the whole batch.
     Rule,
+    /// The operator runs once per example (and warns once).
+    Fallback,
     /// vmap refuses it with PyTorch's error (reading values, dynamic shapes).
     Refused,
     /// A factory with no tensor argument: it never meets a batched tensor (random ones follow
@@ -949,8 +959,8 @@ pub enum Coverage {
 }
 
 /// How `vmap` runs each operator of the dispatch layer, sorted by name: the public coverage
-/// list. Every kernel family has a rule; a rule hands what it does not cover (a convolution
-/// whose input is not 4-D) to the per-example loop, which warns once per operator.
+/// list. A rule hands what it does not cover (a convolution whose input is not 4-D) to the
+/// per-example loop too, which warns once per operator.
 pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
     crate::dispatch::operators()
         .into_iter()
@@ -958,6 +968,7 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
             // Exhaustive, as `rule` is: a new kernel family must say how vmap runs it.
             let coverage = match op.kernel {
                 Kernel::LocalScalar | Kernel::Nonzero => Coverage::Refused,
+                Kernel::EmbeddingRenorm => Coverage::Fallback,
                 Kernel::Full | Kernel::Draw(Draw::Rand | Draw::Randn | Draw::Normal | Draw::Randint) => {
                     Coverage::Factory
                 }

@@ -527,6 +527,14 @@ pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()>
     Ok(())
 }
 
+/// Embedding's `max_norm`, untracked as PyTorch's: the rows of `weight` that `indices` names
+/// scaled, in place, to norm `max_norm` where theirs exceeds it (`aten::embedding_renorm_`).
+pub(crate) fn embedding_renorm(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {
+    dispatch::embedding_renorm_(weight, indices, max_norm, norm_type)?;
+    data(weight, "embedding")?.storage.bump_version();
+    Ok(())
+}
+
 /// Writes `result` (of `target`'s shape) into `target`'s memory, as an in-place operation or
 /// `out=` does (a result a kernel computed straight into `target` is already there), and, when
 /// the write records, makes `target` the output of `result`'s history (a view's base takes the

@@ -1,15 +1,13 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
 use crate::backend::Binary;
-use crate::backend::host::on_host;
-use crate::cpu;
 use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
 use crate::ops::linalg::{product, transposed};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Element, Layout, Scalar, Shape, Tensor, check_broadcast, with_dtype};
+use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, check_broadcast, with_dtype};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -63,30 +61,8 @@ pub fn linear(input: &Tensor, weight: &Tensor, #[default(None)] bias: Option<&Te
     affine("linear", input, weight, bias)
 }
 
-/// The `p`-norm of `values`, as `torch.norm`: the largest absolute value for `inf`, the smallest
-/// for `-inf`, the count of non-zero values for 0, `(sum |x|^p)^(1/p)` otherwise.
-fn p_norm(values: impl Iterator<Item = f64>, p: f64) -> f64 {
-    let abs = values.map(f64::abs);
-    if p == f64::INFINITY {
-        abs.fold(0.0, |m, v| if v.is_nan() || v > m { v } else { m })
-    } else if p == f64::NEG_INFINITY {
-        abs.fold(f64::INFINITY, |m, v| if v.is_nan() || v < m { v } else { m })
-    } else if p == 0.0 {
-        abs.filter(|&v| v != 0.0).count() as f64
-    } else if p == 1.0 {
-        abs.sum()
-    } else if p == 2.0 {
-        abs.map(|v| v * v).sum::<f64>().sqrt()
-    } else {
-        abs.map(|v| v.powf(p)).sum::<f64>().powf(1.0 / p)
-    }
-}
-
-/// PyTorch's `embedding_renorm_`: scales, in place, each distinct row of the 2-D `weight` named
-/// by `indices` (all in range) whose `norm_type`-norm exceeds `max_norm`, by
-/// `max_norm / (norm + 1e-7)` (converted to the weight's dtype, as PyTorch's `row *= scale`).
-/// Only those rows are written, through views of them.
-fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, norm_type: f64) -> Result<()> {
+/// What `max_norm` needs of `weight`: 2-D and floating point, each element its own memory.
+fn check_renormalizable(func: &str, weight: &Dense) -> Result<()> {
     let (&[rows, dim], &[row_stride, column_stride]) = (&weight.layout.shape[..], &weight.layout.strides[..]) else {
         bail!(Runtime, "{func}(): 'weight' must be 2-D, but it has {} dimensions", weight.layout.ndim());
     };
@@ -104,37 +80,7 @@ fn renormalize(func: &str, weight: &Dense, indices: &[usize], max_norm: f64, nor
              location (an expanded tensor); pass weight.clone()"
         );
     }
-    let mut looked_up = indices.to_vec();
-    looked_up.sort_unstable();
-    looked_up.dedup();
-    for row in looked_up {
-        let layout = Layout {
-            shape: Shape::new(&[dim]),
-            strides: [column_stride].into_iter().collect(),
-            offset: weight.layout.offset + row * row_stride,
-        };
-        let view = Dense::new(weight.with_layout(layout));
-        let scaled = match weight.dtype {
-            DType::Float64 => scaled_row::<f64>(&view, max_norm, norm_type)?,
-            _ => scaled_row::<f32>(&view, max_norm, norm_type)?,
-        };
-        if let Some(scaled) = scaled {
-            primitive::assign(func, &Tensor::from_dense(view), &Tensor::from_dense(scaled))?;
-        }
-    }
     Ok(())
-}
-
-/// `row` scaled to norm `max_norm` (about), in host memory, when its norm exceeds `max_norm`.
-fn scaled_row<T: cpu::Float>(row: &Dense, max_norm: f64, norm_type: f64) -> Result<Option<Dense>> {
-    let values = cpu::elements::<T>("embedding", &*on_host(row)?)?;
-    let norm = p_norm(values.iter().map(|v| v.to_f64()), norm_type);
-    // A NaN norm or max_norm compares as not greater: that row is left alone, as in PyTorch.
-    if norm.partial_cmp(&max_norm) != Some(std::cmp::Ordering::Greater) {
-        return Ok(None);
-    }
-    let scale = T::from_f64(max_norm / (norm + 1e-7));
-    Ok(Some(Dense::from_vec(values.into_iter().map(|v| v.mul(scale)).collect(), row.layout.shape.clone())))
 }
 
 /// A lookup table (`torch.nn.functional.embedding`): row `input[...]` of `weight` for each
@@ -207,10 +153,9 @@ pub fn embedding(
     if let Some(i) = out_of_range(x, rows)? {
         bail!(Index, "{FUNC}(): index {i} is out of range for a weight of {rows} rows (index out of range in self)");
     }
-    // On meta or fake tensors there are no norms to read: renormalising changes no shape.
-    if let Some(max_norm) = max_norm.filter(|_| !crate::fake_tensor::values_unknown(x)) {
-        let looked_up = cpu::elements::<i64>(FUNC, &*on_host(x)?)?;
-        renormalize(FUNC, w, &looked_up.iter().map(|&i| i as usize).collect::<Vec<_>>(), max_norm, norm_type)?;
+    if let Some(max_norm) = max_norm {
+        check_renormalizable(FUNC, w)?;
+        primitive::embedding_renorm(weight, input, max_norm, norm_type)?;
     }
     let n = x.layout.numel();
     let flat = primitive::reshape(input, &Shape::from([n]))?;
