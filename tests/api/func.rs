@@ -157,6 +157,8 @@ fn jacobians_agree_with_each_other_and_hessians_with_jacrev_of_jacrev() {
 
 #[test]
 fn randomness_chunks_and_errors() {
+    // Draws from the default generator, which other tests seed.
+    let _seeded = crate::seeded();
     let x = torchfn::zeros([4, 3], torchfn::DType::Float64, None).unwrap();
     let noisy = |x: Tensor| -> Result<Tensor> { &x + &torchfn::rand([3], None, torchfn::DType::Float64, None)? };
     let err = vmap(noisy, 0, 0)(x.clone()).unwrap_err().to_string();
@@ -384,6 +386,8 @@ const REFUSED: &[&str] = &[
 
 #[test]
 fn vmap_of_every_sample_equals_the_loop() {
+    // Draws from the default generator, which other tests seed.
+    let _seeded = crate::seeded();
     for (in_dim, out_dim) in [(0, 0), (-1, -1)] {
         let (compared, differences) = vmap_conformance(in_dim, out_dim, &Value::clone);
         let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
@@ -501,6 +505,8 @@ fn misuse_gives_pytorchs_errors() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn vmap_of_every_sample_equals_the_loop_on_the_gpu() {
+    // Draws from the default generator, which other tests seed.
+    let _seeded = crate::seeded();
     let Some(device) = crate::gpu::gpu() else { return };
     let (compared, differences) = vmap_conformance(0, 0, &|v| crate::gpu::prepared(v, device));
     let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();

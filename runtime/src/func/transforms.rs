@@ -364,7 +364,7 @@ pub fn jacfwd<A: Tree + Clone, O: Objective, N: Argnums<A>>(
             Ok(tangent)
         };
         let columns = vmap_with(&mut column, VmapOptions::default())(basis)?;
-        let output = value.expect("vmap ran the function");
+        let output = value.ok_or_else(|| crate::Error::runtime_error("jacfwd: the function never ran"))?;
         let out_shape = output.output().shape()?;
         let k = out_shape.len();
         // [n, *out] -> [*out, n], split per primal.

@@ -146,7 +146,7 @@ fn run<A: Tree, O: Tree>(f: &mut impl FnMut(A) -> Result<O>, options: &VmapOptio
         outs.push(leaves_of(&out));
         template = Some(out);
     }
-    let template = template.expect("a batch of at least one chunk");
+    let template = template.ok_or_else(|| crate::Error::runtime_error("vmap: no chunk ran"))?;
     let out_dims = options.out_dims.per_leaf(&template, "out_dims")?;
     let joined: Vec<Tensor> = (0..out_dims.len())
         .map(|i| {
