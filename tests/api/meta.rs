@@ -63,10 +63,19 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
     assert!(differences.is_empty(), "{} differ:\n{}", differences.len(), differences.join("\n"));
     println!("{compared} samples compared");
     assert!(compared > 450, "only {compared} samples compared");
-    // What needs values: copies out of the device and `item` (as in PyTorch), and `nonzero`,
-    // so a bool mask's positions (PyTorch has no meta kernel for it either).
+    // What needs values: copies out of the device, `item` and Python's number conversions and
+    // `in` (as in PyTorch), and `nonzero`, so a bool mask's positions (PyTorch has no meta
+    // kernel for it either).
     let expected = [
+        "Tensor.__bool__ sample 0",
+        "Tensor.__contains__ sample 0",
+        "Tensor.__contains__ sample 1",
+        "Tensor.__float__ sample 0",
+        "Tensor.__float__ sample 1",
         "Tensor.__getitem__ sample 1",
+        "Tensor.__index__ sample 0",
+        "Tensor.__int__ sample 0",
+        "Tensor.__int__ sample 1",
         "Tensor.__setitem__ sample 4",
         "Tensor.cpu sample 0",
         "Tensor.index_put sample 0",

@@ -659,3 +659,54 @@ fn index_put_dispatches_on_indices_and_values() {
     assert_eq!(seen_by_a_mode(|| drop(t.index_put_(&first, &one, true).unwrap())), ["Tensor.index_put_"]);
     assert_eq!(f32s(&t), [1.0, 0.0, 1.0]);
 }
+
+/// Python's conversions, containers and the remaining dunders, with PyTorch 2.15's values and
+/// errors (a scratch run of `len`, `bool`, `float`, `int`, `operator.index`, `in`, `+t`,
+/// `abs`, `%=`, `**=` and `//=` on the same tensors).
+#[test]
+fn python_conversions_containers_and_dunders_behave_as_pytorchs() {
+    let t = |v: Vec<f64>| torchfn::tensor(v).unwrap();
+    let ints = |v: Vec<i64>| torchfn::tensor(v).unwrap();
+    let message = |r: torchfn::Error| (r.kind().python_name(), r.to_string());
+    assert_eq!(torchfn::zeros([3, 2], None, None).unwrap().__len__().unwrap(), 3);
+    assert_eq!(message(Tensor::scalar(1.0).__len__().unwrap_err()), ("TypeError", "len() of a 0-d tensor".into()));
+    assert!(!t(vec![0.0]).__bool__().unwrap());
+    assert!(Tensor::scalar(f64::NAN).__bool__().unwrap());
+    assert_eq!(
+        message(t(vec![1.0, 2.0]).__bool__().unwrap_err()),
+        ("RuntimeError", "Boolean value of Tensor with more than one value is ambiguous".into())
+    );
+    assert_eq!(
+        message(t(vec![]).__bool__().unwrap_err()),
+        ("RuntimeError", "Boolean value of Tensor with no values is ambiguous".into())
+    );
+    assert_eq!(Tensor::scalar(-2.7).__int__().unwrap(), -2);
+    assert_eq!(ints(vec![7]).__float__().unwrap(), 7.0);
+    let scalars = ("ValueError", "only one element tensors can be converted to Python scalars".to_string());
+    assert_eq!(message(t(vec![1.0, 2.0]).__float__().unwrap_err()), scalars);
+    assert_eq!(message(ints(vec![1, 2]).__int__().unwrap_err()), scalars);
+    assert_eq!(ints(vec![2]).__index__().unwrap(), 2);
+    let index = ("TypeError", "only integer tensors of a single element can be converted to an index".to_string());
+    assert_eq!(message(Tensor::scalar(1.0).__index__().unwrap_err()), index);
+    assert_eq!(message(ints(vec![1, 2]).__index__().unwrap_err()), index);
+    let pairs = ints(vec![1, 2, 3, 4]).reshape(&[2, 2]).unwrap();
+    assert!(ints(vec![1, 2]).__contains__(&Tensor::scalar(2)).unwrap());
+    assert!(!ints(vec![1, 2]).__contains__(&Tensor::scalar(5)).unwrap());
+    assert!(pairs.__contains__(&ints(vec![1, 2])).unwrap());
+    let signed = ints(vec![-1, 2]);
+    assert_eq!(signed.__abs__().unwrap().to_vec::<i64>().unwrap(), [1, 2]);
+    assert!(signed.__pos__().unwrap().is(&signed));
+    assert_eq!(
+        message(torchfn::tensor(vec![true]).unwrap().__pos__().unwrap_err()),
+        ("NotImplementedError", "The `+` operator, on a bool tensor is not supported.".into())
+    );
+    let mut m = ints(vec![5, -5]);
+    m %= &Tensor::scalar(3);
+    assert_eq!(m.to_vec::<i64>().unwrap(), [2, 1]);
+    let d = ints(vec![5, -5]);
+    assert!(d.__ifloordiv__(&Tensor::scalar(2)).unwrap().is(&d));
+    assert_eq!(d.to_vec::<i64>().unwrap(), [2, -3]);
+    let p = ints(vec![3, -2]);
+    p.__ipow__(&Tensor::scalar(2)).unwrap();
+    assert_eq!(p.to_vec::<i64>().unwrap(), [9, 4]);
+}

@@ -317,6 +317,13 @@ impl Tensor {
         in_place("__itruediv__", Op::Div(None), self, other)
     }
 
+    /// Python's `//=` (`Tensor.__ifloordiv__`), which Rust has no symbol for: division rounded
+    /// down, in place (integer division by zero is an error).
+    #[torch_function]
+    pub fn __ifloordiv__(&self, other: &Tensor) -> Result<Tensor> {
+        in_place("__ifloordiv__", Op::Div(Some(Rounding::Floor)), self, other)
+    }
+
     /// The `+` operator (`self + other`).
     #[torch_function]
     pub fn __add__(&self, other: &Tensor) -> Result<Tensor> {
@@ -383,6 +390,22 @@ impl Tensor {
     pub fn __neg__(&self) -> Result<Tensor> {
         negate("__neg__", ("self", self))
     }
+
+    /// Python's unary `+` (`Tensor.__pos__`, `torch.positive`): the tensor itself; on a bool
+    /// tensor, PyTorch's `NotImplementedError`.
+    #[torch_function]
+    pub fn __pos__(&self) -> Result<Tensor> {
+        if self.data("__pos__", "self")?.dtype == DType::Bool {
+            bail!(NotImplemented, "The `+` operator, on a bool tensor is not supported.");
+        }
+        Ok(self.clone())
+    }
+
+    /// Python's `abs(t)` (`Tensor.__abs__`): the absolute values, as [`abs`](Tensor::abs).
+    #[torch_function]
+    pub fn __abs__(&self) -> Result<Tensor> {
+        crate::ops::math::signed_unary("__abs__", crate::backend::Unary::Abs, ("self", self))
+    }
 }
 
 crate::samples! {
@@ -414,6 +437,9 @@ crate::samples! {
     Tensor::__FLOORDIV__ => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
     Tensor::__RFLOORDIV__ => [sample([f32s(&[3]), Value::Float(7.0)]), sample([i64s(&[4]), Value::Int(7)])],
     Tensor::__NEG__ => [sample([f32s(&[3])])],
+    Tensor::__POS__ => [sample([f32s(&[3])]), sample([i64s(&[2])])],
+    Tensor::__ABS__ => [sample([f32s(&[2, 3])]), sample([i64s(&[3])])],
+    Tensor::__IFLOORDIV__ => [sample([f32s(&[3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(2)])],
     Tensor::ADD_ => [sample([f32s(&[2, 3]), f32s(&[3])]).kw("alpha", 2)],
     Tensor::SUB_ => [sample([i64s(&[3]), i64s(&[3])])],
     Tensor::MUL_ => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],

@@ -31,7 +31,7 @@ fn binary_test(
     crate::primitive::binary(a, b, op, dtype, None)
 }
 
-fn compare(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Result<Tensor> {
+pub(super) fn compare(func: &str, op: Binary, a: (&str, &Tensor), b: (&str, &Tensor)) -> Result<Tensor> {
     binary_test(func, op, a, b, false)
 }
 

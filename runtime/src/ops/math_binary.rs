@@ -384,6 +384,24 @@ impl Tensor {
         })
     }
 
+    /// Python's `%=` (`Tensor.__imod__`; Rust's `%=` calls it): the remainder with the divisor's
+    /// sign, in place, as [`remainder_`](Tensor::remainder_).
+    #[torch_function]
+    pub fn __imod__(&self, other: &Tensor) -> Result<Tensor> {
+        update("__imod__", self, &[other], |source| {
+            binary_math("__imod__", Binary::Remainder, ("self", source), ("other", other))
+        })
+    }
+
+    /// Python's `**=` (`Tensor.__ipow__`), which Rust has no symbol for: `self ** exponent`, in
+    /// place, as [`pow_`](Tensor::pow_).
+    #[torch_function]
+    pub fn __ipow__(&self, exponent: &Tensor) -> Result<Tensor> {
+        update("__ipow__", self, &[exponent], |source| {
+            binary_math("__ipow__", Binary::Pow, ("self", source), ("exponent", exponent))
+        })
+    }
+
     /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float
     /// bound is an error. See [`clamp`](crate::clamp()).
     #[torch_function]
@@ -429,6 +447,8 @@ crate::samples! {
     Tensor::ATAN2_ => [sample([f32s(&[2, 3]), f32s(&[2, 1])])],
     Tensor::FMOD_ => [sample([f32s(&[3]), Value::Float(1.5)]), sample([i64s(&[4]), i64s(&[4])])],
     Tensor::REMAINDER_ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    Tensor::__IMOD__ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(3)])],
+    Tensor::__IPOW__ => [sample([positive(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
     Tensor::CLAMP_ => [sample([f32s(&[3])]).kw("min", -1.0).kw("max", 0.5), sample([i64s(&[4])]).kw("min", 0),
         sample([f32s(&[2, 3]), f32s(&[3]), f32s(&[2, 1])])],
 }

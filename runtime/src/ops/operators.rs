@@ -1,11 +1,11 @@
-//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `&a % 3`, `-&a`.
+//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `&a % 3`, `-&a`, `a %= &b`.
 //!
 //! Each goes through the overridable operator method (`Tensor.__add__`, `Tensor.__radd__`, ...),
 //! as Python's operators do, and returns a `Result`: a shape or dtype error is an error, never a
 //! panic. A number on either side is a Python-style number ([`Tensor::scalar`]): any
 //! [`Scalar`] on the right, an `f64` or `i64` on the left.
 
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, Sub, SubAssign};
+use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign};
 
 use crate::error::{Error, Result};
 use crate::tensor::{Scalar, Tensor};
@@ -102,6 +102,7 @@ assign_operator!(AddAssign, add_assign, __iadd__, "Tensor::__iadd__ (or add_)");
 assign_operator!(SubAssign, sub_assign, __isub__, "Tensor::__isub__ (or sub_)");
 assign_operator!(MulAssign, mul_assign, __imul__, "Tensor::__imul__ (or mul_)");
 assign_operator!(DivAssign, div_assign, __itruediv__, "Tensor::__itruediv__ (or div_)");
+assign_operator!(RemAssign, rem_assign, __imod__, "Tensor::__imod__ (or remainder_)");
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;

@@ -4,8 +4,9 @@
 use crate::backend::Device;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Scalar, Shape, Tensor};
-use crate::testing::{f32s, sample};
+use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
+use crate::value::Value;
 
 impl Tensor {
     /// The size of each dimension (`Tensor.shape`).
@@ -62,6 +63,72 @@ impl Tensor {
         Ok(x.storage.address() + x.layout.offset * x.dtype.itemsize())
     }
 
+    /// The size of the first dimension (Python's `len(t)`, `Tensor.__len__`); a 0-d tensor has
+    /// none: PyTorch's `TypeError`.
+    #[torch_function]
+    pub fn __len__(&self) -> Result<usize> {
+        match self.data("__len__", "self")?.layout.shape.first() {
+            Some(&n) => Ok(n),
+            None => bail!(Type, "len() of a 0-d tensor"),
+        }
+    }
+
+    /// The truth value of a one-element tensor (Python's `bool(t)`, `Tensor.__bool__`): whether
+    /// it is non-zero (NaN is true). Several elements, or none, have none: PyTorch's errors.
+    #[torch_function]
+    pub fn __bool__(&self) -> Result<bool> {
+        match self.data("__bool__", "self")?.layout.numel() {
+            0 => bail!(Runtime, "Boolean value of Tensor with no values is ambiguous"),
+            1 => {}
+            _ => bail!(Runtime, "Boolean value of Tensor with more than one value is ambiguous"),
+        }
+        Ok(match crate::primitive::item(self)? {
+            Scalar::Bool(b) => b,
+            Scalar::Int(i) => i != 0,
+            Scalar::Float(f) => f != 0.0,
+        })
+    }
+
+    /// A one-element tensor as a float (Python's `float(t)`, `Tensor.__float__`).
+    #[torch_function]
+    pub fn __float__(&self) -> Result<f64> {
+        Ok(one_element("__float__", self)?.to_f64())
+    }
+
+    /// A one-element tensor as an integer (Python's `int(t)`, `Tensor.__int__`): a float is
+    /// truncated toward zero.
+    #[torch_function]
+    pub fn __int__(&self) -> Result<i64> {
+        Ok(match one_element("__int__", self)? {
+            Scalar::Float(f) => f.trunc() as i64,
+            other => other.to_i64(),
+        })
+    }
+
+    /// A one-element integer tensor as an index (Python's `operator.index(t)`,
+    /// `Tensor.__index__`: what indexing a list with a tensor calls).
+    #[torch_function]
+    pub fn __index__(&self) -> Result<i64> {
+        let x = self.data("__index__", "self")?;
+        if x.dtype.is_floating_point() || x.layout.numel() != 1 {
+            bail!(Type, "only integer tensors of a single element can be converted to an index");
+        }
+        Ok(crate::primitive::item(self)?.to_i64())
+    }
+
+    /// Whether any element equals `element` (Python's `element in t`, `Tensor.__contains__`):
+    /// `(element == self).any()`, broadcast as `==` is.
+    #[torch_function]
+    pub fn __contains__(&self, element: &Tensor) -> Result<bool> {
+        let equal = crate::ops::compare::compare(
+            "__contains__",
+            crate::backend::Binary::Eq,
+            ("other", element),
+            ("self", self),
+        )?;
+        Ok(crate::primitive::item(&crate::any(&equal)?)?.to_i64() != 0)
+    }
+
     /// The value of a one-element tensor as a Python number (`Tensor.item`).
     #[torch_function]
     pub fn item(&self) -> Result<Scalar> {
@@ -74,7 +141,22 @@ impl Tensor {
     }
 }
 
+/// The value of a one-element tensor, for Python's number conversions (PyTorch's `ValueError`
+/// for any other).
+fn one_element(func: &str, t: &Tensor) -> Result<Scalar> {
+    if t.data(func, "self")?.layout.numel() != 1 {
+        bail!(Value, "only one element tensors can be converted to Python scalars");
+    }
+    crate::primitive::item(t)
+}
+
 crate::samples! {
+    Tensor::__LEN__ => [sample([f32s(&[2, 3])])],
+    Tensor::__BOOL__ => [sample([f32s(&[1])])],
+    Tensor::__FLOAT__ => [sample([f32s(&[1])]), sample([i64s(&[1, 1])])],
+    Tensor::__INT__ => [sample([f32s(&[1])]), sample([i64s(&[1])])],
+    Tensor::__INDEX__ => [sample([i64s(&[1])])],
+    Tensor::__CONTAINS__ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[4]), Value::Int(2)])],
     Tensor::SHAPE => [sample([f32s(&[2, 3])])],
     Tensor::DTYPE => [sample([f32s(&[2])])],
     Tensor::DEVICE => [sample([f32s(&[2])])],
