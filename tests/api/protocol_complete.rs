@@ -321,6 +321,43 @@ fn a_duck_with_only_the_reflected_operator_works_on_either_side() {
     assert!(torchfn::ADD.call(&[duck.into(), plain().into()], &Kwargs::new()).is_err());
 }
 
+/// A duck that knows only `Tensor.__gt__`: `plain < duck` reaches it reflected.
+#[derive(Debug, DuckTensor)]
+struct Greater;
+impl TorchFunction for Greater {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        if func == Tensor::__GT__ {
+            return Ok(Tensor::from_vec(vec![true], [1])?.into());
+        }
+        Ok(Value::NotImplemented)
+    }
+}
+
+#[test]
+fn comparisons_are_dispatched_methods_and_python_s_operator_reflects_them() {
+    use torchfn::operator;
+    let (a, b) = (torchfn::tensor([1i64, 5]).unwrap(), torchfn::tensor([3i64, 3]).unwrap());
+    assert_eq!(a.__lt__(&b).unwrap().to_vec::<bool>().unwrap(), [true, false]);
+    assert_eq!(a.__ge__(&b).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    assert_eq!(a.__eq__(&Tensor::scalar(5)).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    assert_eq!(operator::gt(&a, &b).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    // `plain < duck`: the duck declines `__lt__`, and answers the reflected `duck > plain`.
+    let duck = Tensor::from_duck(Greater);
+    assert_eq!(operator::lt(&plain(), &duck).unwrap().to_vec::<bool>().unwrap(), [true]);
+    // `<=` reflects to `__ge__`, which it does not know either: Python's TypeError.
+    let err = operator::le(&plain(), &duck).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string().as_str()),
+        (ErrorKind::Type, "'<=' not supported between instances of 'Tensor' and 'Greater'")
+    );
+    // `==` and `!=` fall back to identity, as Python's do.
+    assert_eq!(operator::eq(&plain(), &duck).unwrap().to_vec::<bool>().unwrap(), [false]);
+    assert_eq!(operator::ne(&duck, &duck).unwrap().to_vec::<bool>().unwrap(), [false]);
+    // By name a comparison's TypeError is NotImplemented, as PyTorch's are.
+    let declined = Tensor::__LT__.call(&[plain().into(), Value::from("a")], &Kwargs::new()).unwrap();
+    assert!(declined.is_not_implemented());
+}
+
 #[test]
 fn every_binary_operator_has_its_reflected_form() {
     let duck = Tensor::from_duck(RightAdder);

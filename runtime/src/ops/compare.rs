@@ -197,6 +197,43 @@ impl Tensor {
         compare("ge", Binary::Ge, ("self", self), ("other", other))
     }
 
+    /// Python's `==` (`Tensor.__eq__`): a bool tensor. [`operator::eq`](crate::operator::eq)
+    /// evaluates `a == b` as Python does, reflection included.
+    #[torch_function]
+    pub fn __eq__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__eq__", Binary::Eq, ("self", self), ("other", other))
+    }
+
+    /// Python's `!=` (`Tensor.__ne__`): a bool tensor.
+    #[torch_function]
+    pub fn __ne__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__ne__", Binary::Ne, ("self", self), ("other", other))
+    }
+
+    /// Python's `<` (`Tensor.__lt__`): a bool tensor.
+    #[torch_function]
+    pub fn __lt__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__lt__", Binary::Lt, ("self", self), ("other", other))
+    }
+
+    /// Python's `<=` (`Tensor.__le__`): a bool tensor.
+    #[torch_function]
+    pub fn __le__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__le__", Binary::Le, ("self", self), ("other", other))
+    }
+
+    /// Python's `>` (`Tensor.__gt__`): a bool tensor.
+    #[torch_function]
+    pub fn __gt__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__gt__", Binary::Gt, ("self", self), ("other", other))
+    }
+
+    /// Python's `>=` (`Tensor.__ge__`): a bool tensor.
+    #[torch_function]
+    pub fn __ge__(&self, other: &Tensor) -> Result<Tensor> {
+        compare("__ge__", Binary::Ge, ("self", self), ("other", other))
+    }
+
     /// Both non-zero: the method form of [`logical_and`](crate::logical_and()).
     #[torch_function]
     pub fn logical_and(&self, other: &Tensor) -> Result<Tensor> {
@@ -319,6 +356,12 @@ crate::samples! {
     LE => [sample([f32s(&[2, 3]), f32s(&[3])])],
     GT => [sample([f32s(&[2, 3]), i64s(&[3])])],
     GE => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
+    Tensor::__EQ__ => [sample([f32s(&[2, 3]), f32s(&[3])]), sample([i64s(&[3]), Value::Int(2)])],
+    Tensor::__NE__ => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
+    Tensor::__LT__ => [sample([f32s(&[2, 1]), f32s(&[1, 3])]), sample([i64s(&[3]), Value::Float(0.5)])],
+    Tensor::__LE__ => [sample([f32s(&[2, 3]), f32s(&[3])])],
+    Tensor::__GT__ => [sample([f32s(&[2, 3]), i64s(&[3])])],
+    Tensor::__GE__ => [sample([f32s(&[2, 3]), f32s(&[2, 3])])],
     LOGICAL_AND => [sample([bools(&[2, 3]), f32s(&[3])])],
     LOGICAL_OR => [sample([bools(&[2, 3]), bools(&[2, 3])])],
     LOGICAL_XOR => [sample([i64s(&[2, 1]), bools(&[3])])],

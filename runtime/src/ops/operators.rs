@@ -110,3 +110,73 @@ impl Neg for &Tensor {
         self.__neg__()
     }
 }
+
+/// Python's comparison operators as functions (Python's `operator` module): `operator::lt(a, b)`
+/// is `a < b`, since Rust's `<` cannot return a tensor. Each calls `a.__lt__(b)` and, when every
+/// override declines it, the reflected `b.__gt__(a)` (`==` and `!=` reflect to themselves); when
+/// both decline, Python's `TypeError` for an ordering, and for `==` and `!=` Python's fallback,
+/// whether `a` and `b` are the same object.
+///
+/// ```
+/// use torchfn::operator;
+/// let (a, b) = (torchfn::tensor([1, 5])?, torchfn::tensor([3, 3])?);
+/// assert_eq!(operator::lt(&a, &b)?.to_vec::<bool>()?, [true, false]);
+/// assert_eq!(operator::ne(&a, &b)?.to_vec::<bool>()?, [true, true]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub mod operator {
+    use super::{Error, Result, Tensor};
+
+    /// `a op b`: `a.__op__(b)`, then `b.__reflected__(a)`.
+    fn compare(
+        (a, symbol, b): (&Tensor, &str, &Tensor),
+        forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
+        reflected: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    ) -> Result<Tensor> {
+        match forward(a, b) {
+            Err(e) if e.is_declined() => match reflected(b, a) {
+                Err(e) if e.is_declined() => match symbol {
+                    "==" => Tensor::from_vec(vec![a.is(b)], Vec::<usize>::new()),
+                    "!=" => Tensor::from_vec(vec![!a.is(b)], Vec::<usize>::new()),
+                    _ => Err(Error::type_error(format!(
+                        "'{symbol}' not supported between instances of '{}' and '{}'",
+                        a.class_of().name(),
+                        b.class_of().name()
+                    ))),
+                },
+                result => result,
+            },
+            result => result,
+        }
+    }
+
+    /// `a == b` (`a.__eq__(b)`, reflected `b.__eq__(a)`).
+    pub fn eq(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, "==", b), Tensor::__eq__, Tensor::__eq__)
+    }
+
+    /// `a != b` (`a.__ne__(b)`, reflected `b.__ne__(a)`).
+    pub fn ne(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, "!=", b), Tensor::__ne__, Tensor::__ne__)
+    }
+
+    /// `a < b` (`a.__lt__(b)`, reflected `b.__gt__(a)`).
+    pub fn lt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, "<", b), Tensor::__lt__, Tensor::__gt__)
+    }
+
+    /// `a <= b` (`a.__le__(b)`, reflected `b.__ge__(a)`).
+    pub fn le(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, "<=", b), Tensor::__le__, Tensor::__ge__)
+    }
+
+    /// `a > b` (`a.__gt__(b)`, reflected `b.__lt__(a)`).
+    pub fn gt(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, ">", b), Tensor::__gt__, Tensor::__lt__)
+    }
+
+    /// `a >= b` (`a.__ge__(b)`, reflected `b.__le__(a)`).
+    pub fn ge(a: &Tensor, b: &Tensor) -> Result<Tensor> {
+        compare((a, ">=", b), Tensor::__ge__, Tensor::__le__)
+    }
+}

@@ -314,7 +314,9 @@ impl Func {
     /// True for an operator method of two operands (`Tensor.__add__`, `Tensor.__rmul__`,
     /// `Tensor.__iadd__`), whose `TypeError` Python turns into `NotImplemented`.
     fn is_binary_operator(&self) -> bool {
-        self.kind == FuncKind::Operator && self.params.len() == 2 && !matches!(self.name, "__getitem__" | "__setitem__")
+        self.kind == FuncKind::Operator
+            && self.params.len() == 2
+            && !matches!(self.name, "__getitem__" | "__setitem__" | "__contains__")
     }
 
     /// Calls the implementation directly, without the protocol (`public_api._implementation`).
