@@ -125,7 +125,7 @@ fn the_dispatch_mode_stack_behaves_as_pytorchs() {
     drop(inner);
     let popped = pop_dispatch_mode().unwrap();
     assert!(popped.downcast_ref::<PassThrough>().is_some());
-    let Err(empty) = pop_dispatch_mode() else { panic!("popped an empty stack") };
+    let empty = pop_dispatch_mode().unwrap_err();
     assert_eq!(empty.to_string(), "trying to pop from empty mode stack");
     drop(outer); // already popped: dropping the guard changes nothing
     assert!(dispatch_mode_stack().is_empty());

@@ -400,13 +400,15 @@ fn names() -> Vec<&'static str> {
 #[test]
 fn the_mode_stack_is_inspectable_and_its_primitives_behave_as_pytorchs() {
     assert!(current_mode().is_none());
-    let Err(err) = pop_mode() else { panic!("popping an empty stack must fail") };
+    // A popped mode prints its name, so `unwrap_err` works on the result as on any other.
+    let err = pop_mode().unwrap_err();
     assert_eq!((err.kind(), err.to_string().as_str()), (ErrorKind::Runtime, "trying to pop from empty mode stack"));
 
     let a = Rc::new(Named("a", RefCell::new(0)));
     let _a = push_mode(a.clone());
     let _b = push_mode(Named("b", RefCell::new(0)));
     assert_eq!(names(), ["a", "b"]);
+    assert_eq!(format!("{:?}", mode_stack()), "[Named, Named]");
     assert_eq!(current_mode().and_then(|m| m.downcast_ref::<Named>().map(|n| n.0)), Some("b"));
 
     // A popped mode can be pushed again, without a guard (the primitive) or with one.

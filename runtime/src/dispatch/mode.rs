@@ -61,6 +61,13 @@ impl dyn TorchDispatchMode {
     }
 }
 
+/// Prints the mode's name (so `pop_dispatch_mode().unwrap_err()` and `{:?}` of a stack work).
+impl std::fmt::Debug for dyn TorchDispatchMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 state::into_mode!(TorchDispatchMode);
 
 thread_local! {

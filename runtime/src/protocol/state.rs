@@ -42,6 +42,13 @@ impl dyn TorchFunctionMode {
     }
 }
 
+/// Prints the mode's name (so `pop_mode().unwrap_err()` and `{:?}` of a stack work).
+impl std::fmt::Debug for dyn TorchFunctionMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name())
+    }
+}
+
 /// What [`push_mode`] (and [`push_dispatch_mode`](crate::dispatch::push_dispatch_mode), with
 /// `Stacked = dyn TorchDispatchMode`) takes: a mode, or a mode already shared (`Rc<M>`, or the
 /// `Rc<dyn ...>` that the pop and stack functions give), so the same mode object can be pushed
