@@ -216,6 +216,9 @@ fn has_torch_function_follows_the_guards() {
         assert!(!torchfn::overrides::has_torch_function(&s));
         let _mode = push_mode(Replacing);
         assert!(torchfn::overrides::has_torch_function(&x()), "modes still run");
+        // As PyTorch 2.15's under a mode: true for numbers, false for no arguments at all.
+        assert!(torchfn::overrides::has_torch_function(&[Value::Int(1), Value::Int(2)]));
+        assert!(!torchfn::overrides::has_torch_function(&Vec::<Value>::new()));
         let _all_off = DisableTorchFunction::new();
         assert!(!torchfn::overrides::has_torch_function(&x()));
     }

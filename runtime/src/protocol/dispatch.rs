@@ -163,8 +163,13 @@ fn no_implementation(func: &Func, types: &Types, mode: Option<String>) -> Error 
 
 /// `has_torch_function(args)`: whether a call with these relevant arguments would reach a hook
 /// or a mode, in this thread's state: an active mode, unless all dispatch is disabled; an
-/// argument whose class dispatches, unless subclass dispatch is disabled.
+/// argument whose class dispatches, unless subclass dispatch is disabled. As PyTorch's, it is
+/// false for no arguments at all (`()`), even under a mode, and true under a mode for any
+/// others, tensors or not.
 pub fn has_torch_function(relevant: &dyn Relevant) -> bool {
+    if relevant.is_empty() {
+        return false;
+    }
     match state::enabled() {
         Enabled::Nothing => false,
         Enabled::ModesOnly => state::modes_active(),

@@ -20,6 +20,13 @@ pub trait Relevant {
         self.each_tensor(&mut |t| plain &= !t.class_of().dispatches());
         plain
     }
+
+    /// True for a sequence of no values at all (as Python's `()`): under a mode,
+    /// `has_torch_function` of it is false, of any other true, as PyTorch's is.
+    #[inline]
+    fn is_empty(&self) -> bool {
+        false
+    }
 }
 
 impl Relevant for Tensor {
@@ -42,6 +49,10 @@ impl<T: Relevant + ?Sized> Relevant for &T {
     fn all_plain(&self) -> bool {
         (**self).all_plain()
     }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        (**self).is_empty()
+    }
 }
 
 impl<T: Relevant> Relevant for [T] {
@@ -52,6 +63,10 @@ impl<T: Relevant> Relevant for [T] {
     #[inline(always)]
     fn all_plain(&self) -> bool {
         self.iter().all(Relevant::all_plain)
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 }
 
@@ -64,6 +79,10 @@ impl<T: Relevant, const N: usize> Relevant for [T; N] {
     fn all_plain(&self) -> bool {
         self.iter().all(Relevant::all_plain)
     }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        N == 0
+    }
 }
 
 impl<T: Relevant> Relevant for Vec<T> {
@@ -74,6 +93,10 @@ impl<T: Relevant> Relevant for Vec<T> {
     #[inline(always)]
     fn all_plain(&self) -> bool {
         self.as_slice().all_plain()
+    }
+    #[inline]
+    fn is_empty(&self) -> bool {
+        self.as_slice().len() == 0
     }
 }
 
