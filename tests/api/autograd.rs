@@ -247,3 +247,33 @@ fn backward_frees_every_saved_tensor() {
     x.set_grad(None).unwrap();
     assert_eq!(live_storages(), before);
 }
+
+/// Gradients at singular points are PyTorch 2.15's (a scratch run), not NaN: `atan2` at the
+/// origin, the forward tangent of `std` on a constant lane, and cross-entropy when every target
+/// is ignored (the loss is NaN, its gradient 0).
+#[test]
+fn gradients_at_singular_points_are_pytorchs() {
+    use torchfn::autograd::forward_ad;
+    let bits = |t: &Tensor| t.to_vec::<f32>().unwrap().iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+    let (a, b) = (
+        torchfn::tensor([0.0f32]).unwrap().requires_grad_(true).unwrap(),
+        torchfn::tensor([0.0f32]).unwrap().requires_grad_(true).unwrap(),
+    );
+    torchfn::atan2(&a, &b).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(bits(&a.grad().unwrap().unwrap()), [0.0f32.to_bits()]);
+    assert_eq!(bits(&b.grad().unwrap().unwrap()), [(-0.0f32).to_bits()]);
+    {
+        let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+        let _level = forward_ad::dual_level().unwrap();
+        let lane = torchfn::tensor([[1.0f32, 1.0, 1.0]]).unwrap();
+        let dual = forward_ad::make_dual(&lane, &torchfn::tensor([[1.0f32, 2.0, 3.0]]).unwrap()).unwrap();
+        let std = torchfn::std(&dual, Some(1.into()), 1, false).unwrap();
+        assert_eq!(forward_ad::unpack_dual(&std).unwrap().tangent.unwrap().to_vec::<f32>().unwrap(), [0.0]);
+    }
+    let logits = torchfn::tensor([[0.5f32, -1.0, 2.0], [1.0, 0.0, -0.5]]).unwrap().requires_grad_(true).unwrap();
+    let targets = torchfn::tensor([-100i64, -100]).unwrap();
+    let loss = torchfn::nn::functional::cross_entropy(&logits, &targets, None, None, -100, None, "mean", 0.0).unwrap();
+    assert!(loss.item().unwrap().to_f64().is_nan());
+    loss.backward().unwrap();
+    assert_eq!(logits.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
+}

@@ -206,11 +206,13 @@ fn spread(
     if root { std_root(&var) } else { Ok(var) }
 }
 
-/// The square root of a variance, whose gradient is 0 (not infinite) where the variance is 0,
-/// as PyTorch's `std` of a constant lane.
+/// The square root of a variance, whose gradient and tangent are 0 (not infinite or NaN) where
+/// the variance is 0, as PyTorch's `std` of a constant lane.
 fn std_root(var: &Tensor) -> Result<Tensor> {
     let dtype = var.dtype()?;
-    if !crate::autograd::meta::requires_grad(var) || !crate::autograd::is_grad_enabled() {
+    let records = crate::autograd::meta::requires_grad(var) && crate::autograd::is_grad_enabled();
+    let tangent = crate::autograd::forward_ad::level_active() && crate::autograd::forward_ad::tangent(var).is_some();
+    if !records && !tangent {
         return primitive::unary(var, Unary::Sqrt, dtype, None);
     }
     // where(v == 0, 0, sqrt(where(v == 0, 1, v))): the same values, and no gradient (rather

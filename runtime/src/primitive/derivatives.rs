@@ -843,8 +843,13 @@ fn binary_gradients(
         }
         Atan2 => {
             let (a, b) = b();
-            let d = || add(&mul(a, a)?, &mul(b, b)?);
-            vec![each(&|| div(&mul(g, b)?, &d()?), needs[0])?, each(&|| neg(&div(&mul(g, a)?, &d()?)?), needs[1])?]
+            // 1 / (a² + b²), and 0 at the origin, where PyTorch's gradients are 0 (not 0/0).
+            let r = || {
+                let d = add(&mul(a, a)?, &mul(b, b)?)?;
+                let origin = bin(&d, &Tensor::scalar(0.0), Eq)?;
+                super::select(&origin, &Tensor::scalar(0.0), &un(&d, Unary::Reciprocal)?, dtype(&d)?)
+            };
+            vec![each(&|| mul(&mul(g, b)?, &r()?), needs[0])?, each(&|| neg(&mul(&mul(g, a)?, &r()?)?), needs[1])?]
         }
         Fmod | Remainder => {
             let (a, b) = b();

@@ -68,6 +68,15 @@ impl Losses {
         primitive::reduce(a, &dims, Reduce::Sum, self.dtype)
     }
 
+    /// The sum of `losses` divided by `total`, a weight that may be 0: then NaN, with no
+    /// gradient.
+    fn mean_by_weight(&self, losses: &Tensor, total: &Tensor) -> Result<Tensor> {
+        let zero = primitive::binary(total, &Tensor::scalar(0.0), Binary::Eq, self.dtype, None)?;
+        let safe = primitive::select(&zero, &Tensor::scalar(1.0), total, self.dtype)?;
+        let mean = self.binary(&self.sum(losses, None)?, &safe, Binary::Div)?;
+        primitive::select(&zero, &Tensor::scalar(f64::NAN), &mean, self.dtype)
+    }
+
     /// `losses` reduced as asked: kept, summed, or summed and divided by `total`.
     fn reduced(&self, losses: Tensor, reduction: Reduction, total: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
         match reduction {
@@ -212,8 +221,12 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
             nll
         };
         // Both the likelihood and the smoothing term are normalized by the total weight of the
-        // counted targets (NaN when every target is ignored), as in PyTorch.
-        f.reduced(losses, args.reduction, || f.sum(&target_weights, None))?
+        // counted targets: NaN when every target is ignored, as in PyTorch, whose gradient is
+        // then 0 (its backward writes nothing for ignored targets), not NaN.
+        match args.reduction {
+            Reduction::Mean => f.mean_by_weight(&losses, &f.sum(&target_weights, None)?)?,
+            reduction => f.reduced(losses, reduction, || f.sum(&target_weights, None))?,
+        }
     };
     Ok(loss)
 }
