@@ -277,3 +277,41 @@ fn gradients_at_singular_points_are_pytorchs() {
     loss.backward().unwrap();
     assert_eq!(logits.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [0.0; 6]);
 }
+
+/// More singular points, each PyTorch 2.15's gradient from a scratch run: ties share the
+/// gradient, kinks take 0, products with zeros take the product of the others, and where
+/// PyTorch gives inf or NaN (a log or a quotient at 0) so does torchfn.
+#[test]
+fn gradients_at_kinks_ties_and_zeros_are_pytorchs() {
+    type F = fn(&[Tensor]) -> torchfn::Result<Tensor>;
+    let cases: Vec<(&str, F, Vec<Vec<f64>>, Vec<Vec<f64>>)> = vec![
+        ("abs", |x| x[0].abs(), vec![vec![0.0, -1.0]], vec![vec![0.0, -1.0]]),
+        ("relu", |x| x[0].relu(), vec![vec![0.0, 1.0]], vec![vec![0.0, 1.0]]),
+        ("maximum tie", |x| torchfn::maximum(&x[0], &x[1]), vec![vec![1.0], vec![1.0]], vec![vec![0.5], vec![0.5]]),
+        ("prod, one zero", |x| torchfn::prod(&x[0]), vec![vec![0.0, 2.0, 3.0]], vec![vec![6.0, 0.0, 0.0]]),
+        ("prod, two zeros", |x| torchfn::prod(&x[0]), vec![vec![0.0, 0.0, 3.0]], vec![vec![0.0, 0.0, 0.0]]),
+        ("cumprod", |x| torchfn::cumprod(&x[0], 0, None), vec![vec![2.0, 0.0, 3.0]], vec![vec![1.0, 8.0, 0.0]]),
+        ("pow(0, 2)", |x| x[0].pow(&x[1]), vec![vec![0.0], vec![2.0]], vec![vec![0.0], vec![0.0]]),
+        ("pow(0, 0)", |x| x[0].pow(&x[1]), vec![vec![0.0], vec![0.0]], vec![vec![0.0], vec![0.0]]),
+        ("amax tie", |x| torchfn::amax(&x[0], 0, false), vec![vec![1.0, 1.0, 0.0]], vec![vec![0.5, 0.5, 0.0]]),
+        ("sign", |x| x[0].sign(), vec![vec![0.0]], vec![vec![0.0]]),
+        ("log(0)", |x| x[0].log(), vec![vec![0.0]], vec![vec![f64::INFINITY]]),
+        ("0 / 0", |x| &x[0] / &x[1], vec![vec![0.0], vec![0.0]], vec![vec![f64::INFINITY], vec![f64::NAN]]),
+        (
+            "clamp at the bounds",
+            |x| torchfn::clamp(&x[0], Some(0.0.into()), Some(1.0.into())),
+            vec![vec![0.0, 1.0]],
+            vec![vec![0.0, 0.0]],
+        ),
+    ];
+    for (name, f, inputs, expected) in cases {
+        let xs: Vec<Tensor> =
+            inputs.iter().map(|v| torchfn::tensor(v.clone()).unwrap().requires_grad_(true).unwrap()).collect();
+        f(&xs).unwrap().sum().unwrap().backward().unwrap();
+        for (x, want) in xs.iter().zip(&expected) {
+            let got = x.grad().unwrap().unwrap().to_vec::<f64>().unwrap();
+            let same = got.iter().zip(want).all(|(g, w)| g == w || (g.is_nan() && w.is_nan()));
+            assert!(same, "{name}: {got:?}, PyTorch {want:?}");
+        }
+    }
+}
