@@ -284,7 +284,8 @@ fn gradients_at_singular_points_are_pytorchs() {
 #[test]
 fn gradients_at_kinks_ties_and_zeros_are_pytorchs() {
     type F = fn(&[Tensor]) -> torchfn::Result<Tensor>;
-    let cases: Vec<(&str, F, Vec<Vec<f64>>, Vec<Vec<f64>>)> = vec![
+    type Values = Vec<Vec<f64>>;
+    let cases: Vec<(&str, F, Values, Values)> = vec![
         ("abs", |x| x[0].abs(), vec![vec![0.0, -1.0]], vec![vec![0.0, -1.0]]),
         ("relu", |x| x[0].relu(), vec![vec![0.0, 1.0]], vec![vec![0.0, 1.0]]),
         ("maximum tie", |x| torchfn::maximum(&x[0], &x[1]), vec![vec![1.0], vec![1.0]], vec![vec![0.5], vec![0.5]]),
