@@ -390,17 +390,18 @@ fn vmap_of_every_sample_equals_the_loop() {
     let _seeded = crate::seeded();
     for (in_dim, out_dim) in [(0, 0), (-1, -1)] {
         let (compared, differences) = vmap_conformance(in_dim, out_dim, &Value::clone);
-        let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
-        println!("in_dims={in_dim}, out_dims={out_dim}: {compared} samples, {refused} refused as PyTorch's vmap does");
-        let wrong: Vec<&String> = differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).collect();
-        assert!(
-            wrong.is_empty(),
-            "{} samples differ:\n{}",
-            wrong.len(),
-            wrong.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("\n")
-        );
-        assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
+        assert_only_refusals(&format!("in_dims={in_dim}, out_dims={out_dim}"), compared, &differences);
     }
+}
+
+/// Every difference is one of PyTorch's refusals, and there are not many.
+fn assert_only_refusals(run: &str, compared: usize, differences: &[String]) {
+    let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
+    println!("{run}: {compared} samples, {refused} refused as PyTorch's vmap does");
+    let wrong: Vec<&str> =
+        differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).map(String::as_str).collect();
+    assert!(wrong.is_empty(), "{} samples differ:\n{}", wrong.len(), wrong.join("\n"));
+    assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
 }
 
 /// PyTorch 2.15's torch.func results (`bench/func_golden.py`).
@@ -509,16 +510,7 @@ fn vmap_of_every_sample_equals_the_loop_on_the_gpu() {
     let _seeded = crate::seeded();
     let Some(device) = crate::gpu::gpu() else { return };
     let (compared, differences) = vmap_conformance(0, 0, &|v| crate::gpu::prepared(v, device));
-    let refused = differences.iter().filter(|d| REFUSED.iter().any(|r| d.contains(r))).count();
-    println!("on {device}: {compared} samples, {refused} refused as PyTorch's vmap does");
-    let wrong: Vec<&String> = differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).collect();
-    assert!(
-        wrong.is_empty(),
-        "{} samples differ:\n{}",
-        wrong.len(),
-        wrong.iter().map(|d| d.as_str()).collect::<Vec<_>>().join("\n")
-    );
-    assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
+    assert_only_refusals(&format!("on {device}"), compared, &differences);
 }
 
 #[test]

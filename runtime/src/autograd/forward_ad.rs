@@ -33,7 +33,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::meta;
 use crate::error::{Result, bail};
-use crate::tensor::{Dense, Tensor};
+use crate::tensor::Tensor;
 
 /// The active level's id (0: none).
 static LEVEL: AtomicU64 = AtomicU64::new(0);
@@ -134,9 +134,7 @@ pub fn make_dual(tensor: &Tensor, tangent: &Tensor) -> Result<Tensor> {
             t.layout.shape.as_ref()
         );
     }
-    // A wrapper (a batched tangent under vmap) stands for the device it reports.
-    let device = |d: &Dense| crate::dispatch::stood_for(d.device());
-    if p.dtype != t.dtype || device(p) != device(t) {
+    if p.dtype != t.dtype || !crate::dispatch::same_device(p.device(), t.device()) {
         bail!(
             Runtime,
             "make_dual(): Expected the tangent to have the primal's dtype and device ({} on {}), but got {} on {}",

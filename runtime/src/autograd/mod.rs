@@ -121,9 +121,8 @@ fn roots(func: &str, outputs: &[Tensor], grad_outputs: Option<&[Tensor]>) -> Res
                         x.layout.shape.as_ref()
                     );
                 }
-                // A wrapper's gradient stands for its device (a batched cotangent for a plain output).
-                let (gdev, xdev) = (crate::dispatch::stood_for(gd.device()), crate::dispatch::stood_for(x.device()));
-                if gd.dtype.is_floating_point() != x.dtype.is_floating_point() || gdev != xdev {
+                let same_device = crate::dispatch::same_device(gd.device(), x.device());
+                if gd.dtype.is_floating_point() != x.dtype.is_floating_point() || !same_device {
                     bail!(
                         Runtime,
                         "{func}(): For invalid gradient at index {i} - expected {} on {}, but got {} on {}",

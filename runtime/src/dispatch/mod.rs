@@ -52,7 +52,7 @@ pub(crate) use schema::tensors_in;
 pub use schema::{Alias, Argument, Return, Schema};
 pub use torchfn_macros::WrapperTensor;
 pub use wrapper::{WrapperSubclass, WrapperTensor};
-pub(crate) use wrapper::{is_wrapper_device, reported_device, stood_for};
+pub(crate) use wrapper::{is_wrapper_device, reported_device, same_device, stood_for, wrapper_contents};
 
 use crate::backend::{Array, Binary, Reduce, Scan, Unary};
 use crate::error::Result;

@@ -209,6 +209,13 @@ pub(crate) fn stood_for(device: Device) -> Device {
     }
 }
 
+/// Whether tensors on `a` and on `b` are on the same device, a wrapper standing for the device
+/// it reports (a batched gradient or tangent for a plain tensor's).
+#[inline]
+pub(crate) fn same_device(a: Device, b: Device) -> bool {
+    a == b || stood_for(a) == stood_for(b)
+}
+
 /// The device `x` reports (`Tensor.device`): the device a wrapper or a fake tensor stands for,
 /// else the device its memory is on.
 #[inline]
@@ -226,7 +233,19 @@ pub(crate) fn is_wrapper_device(device: Device) -> bool {
 }
 
 fn wrapped(t: &Tensor) -> Option<&Wrapped> {
-    t.dense()?.storage.memory::<Wrapped>()
+    wrapped_memory(t.dense()?)
+}
+
+fn wrapped_memory(x: &Array) -> Option<&Wrapped> {
+    if !any_alive() {
+        return None;
+    }
+    x.storage.memory::<Wrapped>()
+}
+
+/// The contents of the wrapper of type `W` whose memory `x` is.
+pub(crate) fn wrapper_contents<W: WrapperSubclass>(x: &Array) -> Option<&W> {
+    wrapped_memory(x)?.contents.downcast_ref::<W>()
 }
 
 impl Tensor {
@@ -274,7 +293,7 @@ impl Tensor {
 
     /// The contents of this tensor when it is a wrapper of type `W`.
     pub fn wrapper<W: WrapperSubclass>(&self) -> Option<&W> {
-        wrapped(self)?.contents.downcast_ref::<W>()
+        wrapper_contents(self.dense()?)
     }
 
     /// Whether this tensor is a wrapper subclass instance (of any type).

@@ -26,6 +26,7 @@ use std::borrow::Cow;
 use crate::autograd::{self, Backward, Edge, Node, forward_ad, meta};
 use crate::dispatch::{Draw, Kernel, Operator, Tag, WrapperSubclass, tensors_in};
 use crate::error::{Error, Result, bail};
+use crate::ops::view::{advance, dims_of, view_of};
 use crate::primitive;
 use crate::tensor::{Layout, Shape, Tensor, normalize_dim, result_type};
 use crate::value::{Kwargs, Value};
@@ -107,7 +108,7 @@ pub(crate) fn top_batch(t: &Tensor) -> Result<Option<(Tensor, Arc<Level>)>> {
 
 /// Whether `x` is the memory of a batched tensor.
 pub(crate) fn is_batched(x: &crate::backend::Array) -> bool {
-    crate::dispatch::is_wrapper_device(x.device()) && Tensor::from_array(x.clone()).wrapper::<Batched>().is_some()
+    crate::dispatch::wrapper_contents::<Batched>(x).is_some()
 }
 
 thread_local! {
@@ -116,16 +117,16 @@ thread_local! {
 }
 
 /// Marks `level`'s vmap as running until dropped.
-pub(crate) struct Running(usize);
+pub(crate) struct LiveLevel(usize);
 
-impl Running {
-    pub(crate) fn enter(level: &Level) -> Running {
+impl LiveLevel {
+    pub(crate) fn enter(level: &Level) -> LiveLevel {
         LIVE.with(|l| l.borrow_mut().push(level.id));
-        Running(level.id)
+        LiveLevel(level.id)
     }
 }
 
-impl Drop for Running {
+impl Drop for LiveLevel {
     fn drop(&mut self) {
         LIVE.with(|l| l.borrow_mut().retain(|&id| id != self.0));
     }
@@ -246,12 +247,8 @@ pub(crate) fn physical(t: &Tensor, b: &Batched) -> Result<Tensor> {
     // The batch is contiguous, so the view's strides count its elements as a contiguous
     // layout of its shape does: the same view of whatever layout the primitive hands in.
     let shift = view.offset - base.offset;
-    primitive::view(&b.physical, move |l| {
-        Ok(Layout {
-            shape: std::iter::once(l.shape[0]).chain(view.shape.iter().copied()).collect(),
-            strides: std::iter::once(l.strides[0]).chain(view.strides.iter().copied()).collect(),
-            offset: l.offset + shift,
-        })
+    view_of(&b.physical, |l| {
+        (std::iter::once((l.shape[0], l.strides[0])).chain(dims_of(&view)).collect(), l.offset + shift)
     })
 }
 
@@ -272,46 +269,34 @@ pub(crate) fn materialize(t: &Tensor, level: &Level) -> Result<Tensor> {
 // ---------------------------------------------------------------------------------------------
 // Views of physical tensors, each relative to the layout the primitive hands in.
 
-/// `x` with `count` dimensions of size 1 inserted before dimension `at`.
+/// `x` with `count` dimensions of size 1 inserted before dimension `at` (each with the stride
+/// `unsqueeze` gives: one step over the dimension after it).
 fn unsqueeze(x: &Tensor, at: usize, count: usize) -> Result<Tensor> {
     if count == 0 {
         return Ok(x.clone());
     }
-    primitive::view(x, move |l| {
-        let stride = l.strides.get(at).map_or(1, |&s| s * l.shape[at].max(1));
-        let mut shape: Vec<usize> = l.shape.to_vec();
-        let mut strides: Vec<usize> = l.strides.to_vec();
-        for _ in 0..count {
-            shape.insert(at, 1);
-            strides.insert(at, stride);
-        }
-        Ok(Layout { shape: shape.into(), strides: strides.into_iter().collect(), offset: l.offset })
+    view_of(x, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        let stride = dims.get(at).map_or(1, |&(n, s)| n.saturating_mul(s));
+        dims.splice(at..at, std::iter::repeat_n((1, stride), count));
+        (dims, l.offset)
     })
 }
 
 /// `x` repeated `n` times along a new first dimension (stride 0).
 fn expand_front(x: &Tensor, n: usize) -> Result<Tensor> {
-    primitive::view(x, move |l| {
-        Ok(Layout {
-            shape: std::iter::once(n).chain(l.shape.iter().copied()).collect(),
-            strides: std::iter::once(0).chain(l.strides.iter().copied()).collect(),
-            offset: l.offset,
-        })
-    })
+    view_of(x, |l| (std::iter::once((n, 0)).chain(dims_of(l)).collect(), l.offset))
 }
 
 /// `x` broadcast to `shape` (a view: stride 0 where `x` has size 1 or no dimension).
 fn expand_to(x: &Tensor, shape: &[usize]) -> Result<Tensor> {
-    let target = shape.to_vec();
-    primitive::view(x, move |l| {
-        let lead = target.len().saturating_sub(l.ndim());
-        let strides = (0..target.len())
-            .map(|d| match d.checked_sub(lead) {
-                Some(k) if l.shape[k] == target[d] => l.strides[k],
-                _ => 0,
-            })
-            .collect();
-        Ok(Layout { shape: Shape::from(target.clone()), strides, offset: l.offset })
+    view_of(x, |l| {
+        let lead = shape.len().saturating_sub(l.ndim());
+        let dims = shape.iter().enumerate().map(|(d, &n)| match d.checked_sub(lead) {
+            Some(k) if l.shape[k] == n => (n, l.strides[k]),
+            _ => (n, 0),
+        });
+        (dims.collect(), l.offset)
     })
 }
 
@@ -320,22 +305,20 @@ pub(crate) fn movedim(x: &Tensor, from: usize, to: usize) -> Result<Tensor> {
     if from == to {
         return Ok(x.clone());
     }
-    primitive::view(x, move |l| {
-        let (mut shape, mut strides): (Vec<usize>, Vec<usize>) = (l.shape.to_vec(), l.strides.to_vec());
-        let (n, s) = (shape.remove(from), strides.remove(from));
-        shape.insert(to, n);
-        strides.insert(to, s);
-        Ok(Layout { shape: shape.into(), strides: strides.into_iter().collect(), offset: l.offset })
+    view_of(x, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        let moved = dims.remove(from);
+        dims.insert(to, moved);
+        (dims, l.offset)
     })
 }
 
 /// Element `i` of `x` along dimension `d`, the dimension removed.
 pub(crate) fn select(x: &Tensor, d: usize, i: usize) -> Result<Tensor> {
-    primitive::view(x, move |l| {
-        let (mut shape, mut strides): (Vec<usize>, Vec<usize>) = (l.shape.to_vec(), l.strides.to_vec());
-        shape.remove(d);
-        let s = strides.remove(d);
-        Ok(Layout { shape: shape.into(), strides: strides.into_iter().collect(), offset: l.offset + i * s })
+    view_of(x, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        let (_, stride) = dims.remove(d);
+        (dims, advance(l.offset, i, stride))
     })
 }
 

@@ -301,7 +301,7 @@ pub fn jacrev<A: Tree, O: Objective, N: Argnums<A>>(
         let y = output.output().clone();
         let out_shape = y.shape()?;
         let m = out_shape.numel();
-        let basis = crate::eye(m, None, Some(y.dtype()?), Some(y.device()?))?.reshape(&prefixed(m, &out_shape))?;
+        let basis = crate::eye(m, None, Some(y.dtype()?), Some(y.device()?))?.reshape(&joined(&[m], &out_shape))?;
         let inputs = aliases.clone();
         let pullback = |cotangent: Tensor| {
             let _running = Running::enter();
@@ -335,18 +335,12 @@ pub fn jacfwd<A: Tree + Clone, O: Objective, N: Argnums<A>>(
         let shapes: Vec<Shape> = primals.iter().map(Tensor::shape).collect::<Result<_>>()?;
         let n: usize = shapes.iter().map(|s| s.numel()).sum();
         let (dtype, device) = (primals[0].dtype()?, primals[0].device()?);
-        let identity = crate::eye(n, None, Some(dtype), Some(device))?;
         // Each primal's tangents: its columns of the identity, one tangent per row.
-        let mut start = 0;
-        let mut basis = Vec::with_capacity(primals.len());
-        for shape in &shapes {
-            let k = shape.numel();
-            basis.push(identity.narrow(1, start as i64, k as i64)?.reshape(&prefixed(n, shape))?);
-            start += k;
-        }
+        let basis = split(&crate::eye(n, None, Some(dtype), Some(device))?, 1, &[n], &shapes)?;
         let _level = forward_ad::dual_level()?;
-        let mut value = None;
-        let mut column = |tangents: Vec<Tensor>| -> Result<Tensor> {
+        // One column of the Jacobian per tangent, and f's output beside it: the same for every
+        // tangent (out_dims None, so an auxiliary output that depends on them is vmap's error).
+        let column = |tangents: Vec<Tensor>| -> Result<(Tensor, O)> {
             let duals: Vec<Tensor> =
                 primals.iter().zip(&tangents).map(|(p, t)| forward_ad::make_dual(p, t)).collect::<Result<_>>()?;
             let mut args = args.clone();
@@ -360,31 +354,18 @@ pub fn jacfwd<A: Tree + Clone, O: Objective, N: Argnums<A>>(
                 Some(t) => t,
                 None => crate::zeros_like(&unpacked.primal, None)?,
             };
-            value = Some(output);
-            Ok(tangent)
+            Ok((tangent, output))
         };
-        let columns = vmap_with(&mut column, VmapOptions::default())(basis)?;
-        let output = value.ok_or_else(|| crate::Error::runtime_error("jacfwd: the function never ran"))?;
+        let options = VmapOptions { out_dims: (0, None::<i64>).into(), ..VmapOptions::default() };
+        let (columns, output) = vmap_with(column, options)(basis)?;
         let out_shape = output.output().shape()?;
         let k = out_shape.len();
         // [n, *out] -> [*out, n], split per primal.
-        let moved = super::batching::movedim(&columns, 0, k)?;
-        let mut start = 0;
-        let mut jacobians = Vec::with_capacity(shapes.len());
-        for shape in &shapes {
-            let width = shape.numel();
-            jacobians.push(moved.narrow(k as i64, start as i64, width as i64)?.reshape(&joined(&out_shape, shape))?);
-            start += width;
-        }
-        // The output as seen outside: without the batch the mapped call gave it.
-        let plain = leaves_of(&output)
-            .iter()
-            .map(|t| match t.wrapper::<super::batching::Batched>() {
-                Some(_) => bail!(Runtime, "jacfwd: the auxiliary output depends on the tangents"),
-                None => forward_ad::unpack_dual(t).map(|u| u.primal),
-            })
-            .collect::<Result<Vec<_>>>();
-        let output = rebuilt(&output, plain.unwrap_or_else(|_| leaves_of(&output)))?;
+        let jacobians = split(&super::batching::movedim(&columns, 0, k)?, k, &out_shape, &shapes)?;
+        // The output as seen outside: its primal values.
+        let primal: Vec<Tensor> =
+            leaves_of(&output).iter().map(|t| forward_ad::unpack_dual(t).map(|u| u.primal)).collect::<Result<_>>()?;
+        let output = rebuilt(&output, primal)?;
         Ok(output.with(rebuilt(&picked, jacobians)?))
     }
 }
@@ -410,9 +391,19 @@ pub fn hessian<A: Tree + Clone, N: Argnums<A, Grad = Tensor>>(
     jacfwd(jacrev(f, argnums), argnums)
 }
 
-/// `[n, *shape]`.
-fn prefixed(n: usize, shape: &[usize]) -> Vec<i64> {
-    std::iter::once(n).chain(shape.iter().copied()).map(|d| d as i64).collect()
+/// `t` cut along `dim` into one piece per shape, as many elements wide as it holds, each
+/// reshaped to `[*lead, *shape]`.
+fn split(t: &Tensor, dim: usize, lead: &[usize], shapes: &[Shape]) -> Result<Vec<Tensor>> {
+    let mut start = 0;
+    shapes
+        .iter()
+        .map(|shape| {
+            let width = shape.numel();
+            let piece = t.narrow(dim as i64, start as i64, width as i64)?.reshape(&joined(lead, shape));
+            start += width;
+            piece
+        })
+        .collect()
 }
 
 /// `[*a, *b]`.

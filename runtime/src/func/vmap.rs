@@ -7,9 +7,10 @@ use super::batching::{self, Level, Randomness};
 use super::tree::{Dims, Tree, leaves_of, rebuilt};
 use crate::dispatch::{Operator, TorchDispatchMode, push_dispatch_mode};
 use crate::error::{Result, bail};
+use crate::ops::view::narrowed;
 use crate::primitive;
 use crate::protocol::Types;
-use crate::tensor::{Layout, Shape, Tensor, normalize_dim};
+use crate::tensor::{Shape, Tensor, normalize_dim};
 use crate::value::{Kwargs, Value};
 
 /// `vmap`'s arguments besides the function (PyTorch's keywords): which dimension of each
@@ -182,7 +183,7 @@ fn run_level<A: Tree, O: Tree>(
     let out = {
         // Random factories take no tensor, so a mode of the level sees them.
         let _mode = (options.randomness != Randomness::Same).then(|| push_dispatch_mode(VmapMode(level.clone())));
-        let _running = batching::Running::enter(&level);
+        let _live = batching::LiveLevel::enter(&level);
         f(rebuilt(args, wrapped)?)?
     };
     let out_dims = options.out_dims.per_leaf(&out, "out_dims")?;
@@ -216,11 +217,7 @@ fn run_level<A: Tree, O: Tree>(
 
 /// `n` elements of `t` from `start` along `dim` (a view).
 fn narrow(t: &Tensor, dim: usize, start: usize, n: usize) -> Result<Tensor> {
-    primitive::view(t, move |l| {
-        let mut shape: Vec<usize> = l.shape.to_vec();
-        shape[dim] = n;
-        Ok(Layout { shape: Shape::from(shape), strides: l.strides.clone(), offset: l.offset + start * l.strides[dim] })
-    })
+    primitive::view(t, move |l| Ok(narrowed(l, dim, start, n)))
 }
 
 /// The pieces joined along `dim` (negative counts from the end).

@@ -248,6 +248,11 @@ pub fn masked_fill(input: &Tensor, mask: &Tensor, value: &Tensor) -> Result<Tens
     masked_fill_impl("masked_fill", ("input", input), mask, value)
 }
 
+/// `op` of `t` and `other`, written into `t` (the in-place binary functions).
+fn binary_math_(func: &str, op: Binary, t: &Tensor, (name, other): (&str, &Tensor)) -> Result<Tensor> {
+    update(func, t, &[other], |source| binary_math(func, op, ("self", source), (name, other)))
+}
+
 impl Tensor {
     /// `self` with `value` where `mask` is true: the method form of
     /// [`masked_fill`](crate::masked_fill()).
@@ -354,52 +359,42 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn pow_(&self, exponent: &Tensor) -> Result<Tensor> {
-        update("pow_", self, &[exponent], |source| {
-            binary_math("pow_", Binary::Pow, ("self", source), ("exponent", exponent))
-        })
+        binary_math_("pow_", Binary::Pow, self, ("exponent", exponent))
     }
 
     /// The angle of `(other, self)`, in place (`Tensor.atan2_`); `self` must be a float tensor.
     /// See [`atan2`](crate::atan2()).
     #[torch_function]
     pub fn atan2_(&self, other: &Tensor) -> Result<Tensor> {
-        update("atan2_", self, &[other], |source| {
-            binary_math("atan2_", Binary::Atan2, ("self", source), ("other", other))
-        })
+        binary_math_("atan2_", Binary::Atan2, self, ("other", other))
     }
 
     /// The remainder with the dividend's sign, in place (`Tensor.fmod_`). See
     /// [`fmod`](crate::fmod()).
     #[torch_function]
     pub fn fmod_(&self, other: &Tensor) -> Result<Tensor> {
-        update("fmod_", self, &[other], |source| binary_math("fmod_", Binary::Fmod, ("self", source), ("other", other)))
+        binary_math_("fmod_", Binary::Fmod, self, ("other", other))
     }
 
     /// The remainder with the divisor's sign, in place (`Tensor.remainder_`). See
     /// [`remainder`](crate::remainder()).
     #[torch_function]
     pub fn remainder_(&self, other: &Tensor) -> Result<Tensor> {
-        update("remainder_", self, &[other], |source| {
-            binary_math("remainder_", Binary::Remainder, ("self", source), ("other", other))
-        })
+        binary_math_("remainder_", Binary::Remainder, self, ("other", other))
     }
 
     /// Python's `%=` (`Tensor.__imod__`; Rust's `%=` calls it): the remainder with the divisor's
     /// sign, in place, as [`remainder_`](Tensor::remainder_).
     #[torch_function]
     pub fn __imod__(&self, other: &Tensor) -> Result<Tensor> {
-        update("__imod__", self, &[other], |source| {
-            binary_math("__imod__", Binary::Remainder, ("self", source), ("other", other))
-        })
+        binary_math_("__imod__", Binary::Remainder, self, ("other", other))
     }
 
     /// Python's `**=` (`Tensor.__ipow__`), which Rust has no symbol for: `self ** exponent`, in
     /// place, as [`pow_`](Tensor::pow_).
     #[torch_function]
     pub fn __ipow__(&self, exponent: &Tensor) -> Result<Tensor> {
-        update("__ipow__", self, &[exponent], |source| {
-            binary_math("__ipow__", Binary::Pow, ("self", source), ("exponent", exponent))
-        })
+        binary_math_("__ipow__", Binary::Pow, self, ("exponent", exponent))
     }
 
     /// Limited to `[min, max]`, in place (`Tensor.clamp_`); an integer tensor with a float

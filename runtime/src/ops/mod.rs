@@ -25,7 +25,7 @@ mod random;
 mod reduction;
 mod shape;
 mod softmax;
-mod view;
+pub(crate) mod view;
 
 pub use args::{IntList, SplitSize};
 pub use arithmetic::{

@@ -14,7 +14,7 @@ use super::IntList;
 
 /// A view of `t` whose dimensions (size, stride) and offset `make` gives for `t`'s layout (a
 /// function of the layout, so that autograd can apply it to a contiguous one too).
-fn view_of(t: &Tensor, make: impl Fn(&Layout) -> (Vec<(usize, usize)>, usize)) -> Result<Tensor> {
+pub(crate) fn view_of(t: &Tensor, make: impl Fn(&Layout) -> (Vec<(usize, usize)>, usize)) -> Result<Tensor> {
     primitive::view(t, |l| {
         let (dims, offset) = make(l);
         let (shape, strides): (Vec<usize>, Vec<usize>) = dims.into_iter().unzip();
@@ -23,18 +23,18 @@ fn view_of(t: &Tensor, make: impl Fn(&Layout) -> (Vec<(usize, usize)>, usize)) -
 }
 
 /// The (size, stride) of each dimension of `layout`.
-pub(super) fn dims_of(layout: &Layout) -> impl Iterator<Item = (usize, usize)> + '_ {
+pub(crate) fn dims_of(layout: &Layout) -> impl Iterator<Item = (usize, usize)> + '_ {
     layout.shape.iter().copied().zip(layout.strides.iter().copied())
 }
 
 /// `offset + index * stride`, saturating: exact whenever the position holds an element; a
 /// view without elements may carry any offset.
-pub(super) fn advance(offset: usize, index: usize, stride: usize) -> usize {
+pub(crate) fn advance(offset: usize, index: usize, stride: usize) -> usize {
     offset.saturating_add(index.saturating_mul(stride))
 }
 
 /// The layout of `length` positions of dimension `dim` from `start` (all checked).
-pub(super) fn narrowed(layout: &Layout, dim: usize, start: usize, length: usize) -> Layout {
+pub(crate) fn narrowed(layout: &Layout, dim: usize, start: usize, length: usize) -> Layout {
     let mut shape = layout.shape.to_vec();
     shape[dim] = length;
     let offset = if length == 0 { layout.offset } else { advance(layout.offset, start, layout.strides[dim]) };

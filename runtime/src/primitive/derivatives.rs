@@ -211,9 +211,7 @@ fn fit(grad: Tensor, want: &OutputMeta) -> Result<Tensor> {
     };
     let g = grad.data("backward", "grad")?;
     let (device, same_shape, dtype) = (g.device(), g.layout.shape == want.shape, g.dtype);
-    // A wrapper's gradient stands for the device its input is on (or stands for).
-    let same_device =
-        device == want.device || crate::dispatch::stood_for(device) == crate::dispatch::stood_for(want.device);
+    let same_device = crate::dispatch::same_device(device, want.device);
     let mut grad = if same_device { grad } else { super::transfer(&grad, want.device, dtype)? };
     if !same_shape {
         grad = sum_to(&grad, &want.shape)?;
