@@ -19,13 +19,26 @@ fn with_reflection(
     forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
     reflected: fn(&Tensor, &Tensor) -> Result<Tensor>,
 ) -> Result<Tensor> {
+    reflecting((a, b), forward, reflected, || {
+        Err(Error::type_error(format!(
+            "unsupported operand type(s) for {symbol}: '{}' and '{}'",
+            a.class_of().name(),
+            b.class_of().name()
+        )))
+    })
+}
+
+/// `forward(a, b)`, then `reflected(b, a)` when every override declined it, then `declined()`
+/// when every override declined that too.
+fn reflecting(
+    (a, b): (&Tensor, &Tensor),
+    forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    reflected: fn(&Tensor, &Tensor) -> Result<Tensor>,
+    declined: impl FnOnce() -> Result<Tensor>,
+) -> Result<Tensor> {
     match forward(a, b) {
         Err(e) if e.is_declined() => match reflected(b, a) {
-            Err(e) if e.is_declined() => Err(Error::type_error(format!(
-                "unsupported operand type(s) for {symbol}: '{}' and '{}'",
-                a.class_of().name(),
-                b.class_of().name()
-            ))),
+            Err(e) if e.is_declined() => declined(),
             result => result,
         },
         result => result,
@@ -127,27 +140,21 @@ impl Neg for &Tensor {
 pub mod operator {
     use super::{Error, Result, Tensor};
 
-    /// `a op b`: `a.__op__(b)`, then `b.__reflected__(a)`.
+    /// `a op b`: `a.__op__(b)`, then `b.__reflected__(a)`, then Python's fallback.
     fn compare(
         (a, symbol, b): (&Tensor, &str, &Tensor),
         forward: fn(&Tensor, &Tensor) -> Result<Tensor>,
         reflected: fn(&Tensor, &Tensor) -> Result<Tensor>,
     ) -> Result<Tensor> {
-        match forward(a, b) {
-            Err(e) if e.is_declined() => match reflected(b, a) {
-                Err(e) if e.is_declined() => match symbol {
-                    "==" => Tensor::from_vec(vec![a.is(b)], Vec::<usize>::new()),
-                    "!=" => Tensor::from_vec(vec![!a.is(b)], Vec::<usize>::new()),
-                    _ => Err(Error::type_error(format!(
-                        "'{symbol}' not supported between instances of '{}' and '{}'",
-                        a.class_of().name(),
-                        b.class_of().name()
-                    ))),
-                },
-                result => result,
-            },
-            result => result,
-        }
+        super::reflecting((a, b), forward, reflected, || match symbol {
+            "==" => Tensor::from_vec(vec![a.is(b)], Vec::<usize>::new()),
+            "!=" => Tensor::from_vec(vec![!a.is(b)], Vec::<usize>::new()),
+            _ => Err(Error::type_error(format!(
+                "'{symbol}' not supported between instances of '{}' and '{}'",
+                a.class_of().name(),
+                b.class_of().name()
+            ))),
+        })
     }
 
     /// `a == b` (`a.__eq__(b)`, reflected `b.__eq__(a)`).
