@@ -189,12 +189,23 @@ impl Function {
     }
 }
 
-/// Python's rules: at most one variadic parameter, without a default; before it, parameters
-/// without defaults come first.
-fn check_parameter_order(params: &[Param], errors: &mut Errors) {
+/// Python's rules: at most one variadic parameter, without a default, and at most one bare `*`
+/// (`#[keyword_only]`), not after the variadic one (whose followers are keyword-only already);
+/// before either, parameters without defaults come first.
+pub fn check_parameter_order(params: &[Param], errors: &mut Errors) {
     let mut variadic_seen = false;
+    let mut keyword_only_seen = false;
     let mut defaulted: Option<&Param> = None;
     for p in params {
+        if let Some(span) = p.keyword_only {
+            if keyword_only_seen {
+                errors.push(span, "only one parameter can be #[keyword_only] (Python's bare `*`, written once)");
+            }
+            if variadic_seen || p.variadic.is_some() {
+                errors.push(span, "the parameters after a #[variadic] one are keyword-only already");
+            }
+            keyword_only_seen = true;
+        }
         if let Some(span) = p.variadic {
             if variadic_seen {
                 errors.push(span, "only one parameter can be #[variadic]");
@@ -203,7 +214,7 @@ fn check_parameter_order(params: &[Param], errors: &mut Errors) {
                 errors.push(p.span, "a #[variadic] parameter cannot have a default");
             }
             variadic_seen = true;
-        } else if !variadic_seen {
+        } else if !variadic_seen && !keyword_only_seen {
             match (p.default.is_some(), defaulted) {
                 (true, _) => defaulted = Some(p),
                 (false, Some(d)) => errors.push(
@@ -216,8 +227,18 @@ fn check_parameter_order(params: &[Param], errors: &mut Errors) {
     }
 }
 
+/// The index of the first keyword-only parameter: the one after a variadic parameter, or the one
+/// marked `#[keyword_only]`; the parameters before it (the variadic one included) are positional.
+pub fn first_keyword_only(params: &[Param]) -> usize {
+    params
+        .iter()
+        .position(|p| p.keyword_only.is_some())
+        .or_else(|| params.iter().position(|p| p.variadic.is_some()).map(|v| v + 1))
+        .unwrap_or(params.len())
+}
+
 /// The documentation text of `attrs`, one line per `#[doc]`, as rustdoc joins them.
-fn doc_text(attrs: &[Attribute]) -> String {
+pub fn doc_text(attrs: &[Attribute]) -> String {
     let lines: Vec<String> = attrs
         .iter()
         .filter(|a| a.path().is_ident("doc"))
@@ -231,6 +252,66 @@ fn doc_text(attrs: &[Attribute]) -> String {
         .map(|l| l.strip_prefix(' ').map(str::to_string).unwrap_or(l))
         .collect();
     lines.join("\n").trim().to_string()
+}
+
+/// How a by-name call binds to a signature: the `__TORCHFN_PARAMS` static it is checked
+/// against, the statements that bind `__bound`'s slots (defaults filled in) and convert them to
+/// the parameter types, and the names of the converted arguments, in order.
+pub struct Binding {
+    /// `static __TORCHFN_PARAMS: [Param; n] = [...];`
+    pub params_static: TokenStream,
+    /// `let __argI: Owned = __bound.arg(I, default)?;` for each parameter.
+    pub bind: TokenStream,
+    /// `let __typedI = Arg::from_owned(&__argI);` for each parameter.
+    pub convert: TokenStream,
+    /// `__typed0`, `__typed1`, ...
+    pub typed: Vec<Ident>,
+}
+
+/// The [`Binding`] of `params`.
+pub fn binding(params: &[Param]) -> Binding {
+    let private = quote!(::torchfn::__private);
+    let n = params.len();
+    let keyword_from = first_keyword_only(params);
+    let owned: Vec<TokenStream> = params
+        .iter()
+        .map(|p| {
+            let ty = static_lifetimes(&p.ty);
+            quote!(<#ty as #private::Arg<'static>>::Owned)
+        })
+        .collect();
+    let bound: Vec<Ident> = (0..n).map(|i| format_ident!("__arg{}", i)).collect();
+    let defaults = params.iter().zip(&owned).map(|(p, o)| match &p.default {
+        Some(expr) => quote!(::core::option::Option::Some((|| ::core::convert::Into::into(#expr)) as fn() -> #o)),
+        None => quote!(::core::option::Option::None),
+    });
+    let indices = 0..n;
+    let from_owned = params.iter().zip(&bound).map(|(p, b)| {
+        let ty = erase_lifetimes(&p.ty);
+        quote!(<#ty as #private::Arg<'_>>::from_owned(&#b))
+    });
+    let typed: Vec<Ident> = (0..n).map(|i| format_ident!("__typed{}", i)).collect();
+    let param_entries = params.iter().zip(&owned).enumerate().map(|(i, (p, o))| {
+        let pname = &p.name;
+        let variadic = p.variadic.is_some();
+        let keyword_only = if i >= keyword_from { quote!(.keyword_only()) } else { quote!() };
+        let default = match (&p.default, p.default_text()) {
+            (Some(expr), Some(text)) => quote! {
+                ::core::option::Option::Some(::torchfn::ParamDefault::__new(#text, || {
+                    let __value: #o = ::core::convert::Into::into(#expr);
+                    ::torchfn::ToValue::to_value(&__value)
+                }))
+            },
+            _ => quote!(::core::option::Option::None),
+        };
+        quote!(::torchfn::Param::new(#pname, <#o as ::torchfn::FromValue>::type_name, #default, #variadic) #keyword_only)
+    });
+    Binding {
+        params_static: quote!(static __TORCHFN_PARAMS: [::torchfn::Param; #n] = [#(#param_entries),*];),
+        bind: quote!(#(let #bound: #owned = __bound.arg(#indices, #defaults)?;)*),
+        convert: quote!(#(let #typed = #from_owned;)*),
+        typed,
+    }
 }
 
 /// Writes the public function, its implementation and its handle.
@@ -337,7 +418,8 @@ pub fn generate(
     let typed_params = if ignored { quote!(&()) } else { quote!(&(#(#slow_idents,)*)) };
     let rerun_relevant = typed_params.clone();
     let variadic_at = f.params.iter().position(|p| p.variadic.is_some());
-    let positional = f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_none_or(|v| *i <= v));
+    let keyword_from = first_keyword_only(&f.params);
+    let positional = f.params.iter().zip(&slow_idents).enumerate().take(keyword_from);
     let push_args = positional.map(|(i, (_, id))| {
         if Some(i) == variadic_at {
             quote!(__args.extend(#private::splat(::torchfn::ToValue::to_value(#id)));)
@@ -345,11 +427,22 @@ pub fn generate(
             quote!(::torchfn::ToValue::push_arg(#id, __args);)
         }
     });
-    let keyword_only =
-        f.params.iter().zip(&slow_idents).enumerate().filter(|(i, _)| variadic_at.is_some_and(|v| *i > v));
-    let push_kwargs = keyword_only.map(|(_, (p, id))| {
+    // Keyword-only parameters reach hooks as keywords, and only when they differ from their
+    // default: what a Python caller who left them out would pass.
+    let push_kwargs = f.params.iter().zip(&slow_idents).skip(keyword_from).map(|(p, id)| {
         let n = &p.name;
-        quote!(__kwargs.insert(#n, ::torchfn::ToValue::to_value(#id));)
+        let default = match &p.default {
+            Some(expr) => {
+                let ty = static_lifetimes(&p.ty);
+                let o = quote!(<#ty as #private::Arg<'static>>::Owned);
+                quote!(::core::option::Option::Some(|| {
+                    let __value: #o = ::core::convert::Into::into(#expr);
+                    ::torchfn::ToValue::to_value(&__value)
+                }))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        quote!(#private::push_keyword(__kwargs, #n, ::torchfn::ToValue::to_value(#id), #default);)
     });
     let clones = quote!(#(::core::clone::Clone::clone(#slow_idents)),*);
 
@@ -440,46 +533,8 @@ pub fn generate(
     };
 
     // The handle: signature, by-name entry point, registration.
-    let n = f.params.len();
-    let owned: Vec<TokenStream> = f
-        .params
-        .iter()
-        .map(|p| {
-            let ty = static_lifetimes(&p.ty);
-            quote!(<#ty as #private::Arg<'static>>::Owned)
-        })
-        .collect();
-    let bound: Vec<Ident> = (0..n).map(|i| format_ident!("__arg{}", i)).collect();
-    let defaults = f.params.iter().zip(&owned).map(|(p, o)| match &p.default {
-        Some(expr) => quote!(::core::option::Option::Some((|| ::core::convert::Into::into(#expr)) as fn() -> #o)),
-        None => quote!(::core::option::Option::None),
-    });
-    let indices = 0..n;
-    let from_owned: Vec<TokenStream> = f
-        .params
-        .iter()
-        .zip(&bound)
-        .map(|(p, b)| {
-            let ty = erase_lifetimes(&p.ty);
-            quote!(<#ty as #private::Arg<'_>>::from_owned(&#b))
-        })
-        .collect();
-    let typed: Vec<Ident> = (0..n).map(|i| format_ident!("__typed{}", i)).collect();
+    let Binding { params_static, bind, convert, typed } = binding(&f.params);
     let entry_relevant = if ignored { quote!(&()) } else { quote!(&(#(&#typed,)*)) };
-    let param_entries = f.params.iter().zip(&owned).map(|(p, o)| {
-        let pname = &p.name;
-        let variadic = p.variadic.is_some();
-        let default = match (&p.default, p.default_text()) {
-            (Some(expr), Some(text)) => quote! {
-                ::core::option::Option::Some(::torchfn::ParamDefault::__new(#text, || {
-                    let __value: #o = ::core::convert::Into::into(#expr);
-                    ::torchfn::ToValue::to_value(&__value)
-                }))
-            },
-            _ => quote!(::core::option::Option::None),
-        };
-        quote!(::torchfn::Param::new(#pname, <#o as ::torchfn::FromValue>::type_name, #default, #variadic))
-    });
     let nowrap = options.nowrap;
     let handle_doc = format!(
         " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
@@ -500,11 +555,11 @@ pub fn generate(
                 route: #private::Route,
             ) -> ::torchfn::Result<::torchfn::Value> {
                 let __bound = #private::bind(#bind_func, &__TORCHFN_PARAMS, args, kwargs, route.strict())?;
-                #(let #bound: #owned = __bound.arg(#indices, #defaults)?;)*
+                #bind
                 if let #private::Route::Bind { .. } = route {
                     return ::core::result::Result::Ok(::torchfn::Value::None);
                 }
-                #(let #typed = #from_owned;)*
+                #convert
                 // The by-name call hands hooks and modes its own arguments and returns what an
                 // override returned unchanged.
                 if route == #private::Route::Public
@@ -516,7 +571,7 @@ pub fn generate(
                 }
                 #private::Returns::into_value(#impl_path(#(#typed),*))
             }
-            static __TORCHFN_PARAMS: [::torchfn::Param; #n] = [#(#param_entries),*];
+            #params_static
         }
     };
     let handle_const = match &options.overload_of {

@@ -21,6 +21,9 @@ pub struct Param {
     pub default: Option<Expr>,
     /// Where `#[variadic]` was written, if it was.
     pub variadic: Option<Span>,
+    /// Where `#[keyword_only]` was written, if it was: Python's bare `*` before this parameter,
+    /// which makes it and the parameters after it keyword-only.
+    pub keyword_only: Option<Span>,
     /// True for `&self`.
     pub is_receiver: bool,
     /// The whole parameter, for error messages.
@@ -55,9 +58,9 @@ pub fn parse_params(sig: &mut Signature, tensor_type: &Type) -> syn::Result<Vec<
                 if r.reference.is_none() || r.mutability.is_some() || r.colon_token.is_some() {
                     errors.push(r.span(), "overridable methods take `&self`");
                 }
-                let (default, variadic) = take_marks(&mut r.attrs, &mut errors);
-                if default.is_some() || variadic.is_some() {
-                    errors.push(r.span(), "`self` cannot have a default or be variadic");
+                let (default, variadic, keyword_only) = take_marks(&mut r.attrs, &mut errors);
+                if default.is_some() || variadic.is_some() || keyword_only.is_some() {
+                    errors.push(r.span(), "`self` cannot have a default or be variadic or keyword-only");
                 }
                 params.push(Param {
                     name: "self".into(),
@@ -66,12 +69,13 @@ pub fn parse_params(sig: &mut Signature, tensor_type: &Type) -> syn::Result<Vec<
                     converts: false,
                     default: None,
                     variadic: None,
+                    keyword_only: None,
                     is_receiver: true,
                     span: r.span(),
                 });
             }
             FnArg::Typed(t) => {
-                let (default, variadic) = take_marks(&mut t.attrs, &mut errors);
+                let (default, variadic, keyword_only) = take_marks(&mut t.attrs, &mut errors);
                 let Pat::Ident(pat) = &*t.pat else {
                     errors.push(t.pat.span(), "overridable function parameters must be plain names");
                     continue;
@@ -100,6 +104,7 @@ pub fn parse_params(sig: &mut Signature, tensor_type: &Type) -> syn::Result<Vec<
                     converts,
                     default,
                     variadic,
+                    keyword_only,
                     is_receiver: false,
                     span: t.span(),
                 });
@@ -109,9 +114,9 @@ pub fn parse_params(sig: &mut Signature, tensor_type: &Type) -> syn::Result<Vec<
     errors.finish(params)
 }
 
-/// Removes `#[default(expr)]` and `#[variadic]` from a parameter's attributes.
-fn take_marks(attrs: &mut Vec<syn::Attribute>, errors: &mut Errors) -> (Option<Expr>, Option<Span>) {
-    let (mut default, mut variadic) = (None, None);
+/// Removes `#[default(expr)]`, `#[variadic]` and `#[keyword_only]` from a parameter's attributes.
+fn take_marks(attrs: &mut Vec<syn::Attribute>, errors: &mut Errors) -> (Option<Expr>, Option<Span>, Option<Span>) {
+    let (mut default, mut variadic, mut keyword_only) = (None, None, None);
     attrs.retain(|attr| {
         if attr.path().is_ident("default") {
             match attr.parse_args::<Expr>() {
@@ -125,11 +130,17 @@ fn take_marks(attrs: &mut Vec<syn::Attribute>, errors: &mut Errors) -> (Option<E
             }
             variadic = Some(attr.span());
             false
+        } else if attr.path().is_ident("keyword_only") {
+            if !matches!(attr.meta, syn::Meta::Path(_)) {
+                errors.push(attr.span(), "`#[keyword_only]` takes no arguments");
+            }
+            keyword_only = Some(attr.span());
+            false
         } else {
             true
         }
     });
-    (default, variadic)
+    (default, variadic, keyword_only)
 }
 
 /// `X` for a type written `impl Into<X>`.

@@ -1,6 +1,6 @@
 //! The compile-time signature check of docs/protocol.md section 7 (NumPy's
 //! `verify_matching_signatures`): the dispatcher and the implementation must have the same
-//! parameter names in the same order, the same variadic parameter, and defaults on the same
+//! parameter names in the same order, the same variadic and keyword-only parameters, and defaults on the same
 //! parameters; the dispatcher's defaults must be `None`.
 
 use syn::Ident;
@@ -66,6 +66,17 @@ pub fn check(func: &Ident, imp: &[Param], dispatcher: &Ident, disp: &[Param]) ->
             (false, true) => errors.push(
                 p.span,
                 format!("parameter `{}` is #[variadic] in the dispatcher `{dispatcher}` but not here", p.name),
+            ),
+            _ => {}
+        }
+        match (p.keyword_only.is_some(), d.keyword_only.is_some()) {
+            (true, false) => errors.push(
+                p.span,
+                format!("parameter `{}` is #[keyword_only] here but not in the dispatcher `{dispatcher}`", p.name),
+            ),
+            (false, true) => errors.push(
+                p.span,
+                format!("parameter `{}` is #[keyword_only] in the dispatcher `{dispatcher}` but not here", p.name),
             ),
             _ => {}
         }

@@ -109,4 +109,12 @@ pub mod __private {
             other => vec![other],
         }
     }
+
+    /// Passes a keyword-only argument of a typed call to hooks and modes, unless it equals its
+    /// parameter's default: a Python caller who left it out passes nothing.
+    pub fn push_keyword(kwargs: &mut crate::Kwargs, name: &'static str, value: Value, default: Option<fn() -> Value>) {
+        if !default.is_some_and(|d| value.is_same_constant(&d())) {
+            kwargs.insert(name, value);
+        }
+    }
 }

@@ -154,7 +154,7 @@ impl TestingOverride {
 /// use torchfn::{Kwargs, Value};
 /// let dummies = torchfn::overrides::get_testing_overrides();
 /// let add = &dummies[torchfn::ADD];
-/// assert_eq!(add.signature().to_string(), "(input, other, alpha=1)");
+/// assert_eq!(add.signature().to_string(), "(input, other, *, alpha=1)");
 /// assert_eq!(add.call(&[Value::Int(1), Value::Int(2)], &Kwargs::new())?.as_int(), Some(-1));
 /// # Ok::<(), torchfn::Error>(())
 /// ```

@@ -55,6 +55,22 @@ pub enum Value {
 }
 
 impl Value {
+    /// True when both are the same constant: `None`, a bool, a number of the same kind and
+    /// value, a string, a dtype or a device (`1 == 1`, `None == None`; never two tensors, and
+    /// `NaN` is no constant it equals).
+    pub fn is_same_constant(&self, other: &Value) -> bool {
+        match (self, other) {
+            (Value::None, Value::None) | (Value::Ellipsis, Value::Ellipsis) => true,
+            (Value::Bool(a), Value::Bool(b)) => a == b,
+            (Value::Int(a), Value::Int(b)) => a == b,
+            (Value::Float(a), Value::Float(b)) => a == b,
+            (Value::Str(a), Value::Str(b)) => a == b,
+            (Value::DType(a), Value::DType(b)) => a == b,
+            (Value::Device(a), Value::Device(b)) => a == b,
+            _ => false,
+        }
+    }
+
     /// This value with each tensor in it (in lists and tuples too) replaced by what `f` makes
     /// of it (PyTorch's `tree_map` over tensors): how a wrapper subclass's hook unwraps its
     /// arguments and wraps its results.

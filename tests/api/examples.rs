@@ -291,8 +291,8 @@ fn registry_lists_every_function_with_the_programs_own() {
     let out = registry::run().unwrap();
     let lines: Vec<&str> = out.lines().collect();
     for expected in [
-        "torchfn.add(input, other, alpha=1)",
-        "Tensor.add(self, other, alpha=1)",
+        "torchfn.add(input, other, *, alpha=1)",
+        "Tensor.add(self, other, *, alpha=1)",
         "Tensor.__getitem__(self, index)",
         "Tensor.shape.__get__(self)",
         "mylib.shift(input, offset=1.0)",

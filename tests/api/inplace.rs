@@ -156,8 +156,8 @@ fn in_place_operations_dispatch_and_keep_the_subclass() {
     assert_eq!(out.to_vec::<f32>().unwrap(), [3.0]);
     assert_eq!(
         LOG.with(|l| l.take()),
-        ["Tensor.add_ 3", "torchfn.add 4"],
-        "the out overload dispatches as torchfn.add"
+        ["Tensor.add_ 2", "torchfn.add 3"],
+        "the out overload dispatches as torchfn.add, with alpha=1 left out as a Python caller leaves it"
     );
 }
 

@@ -103,7 +103,7 @@ fn testing_overrides_have_the_same_signatures_and_return_minus_one() {
         assert_eq!(dummies[func].signature().to_string(), func.signature().to_string(), "{func}");
     }
     let add = &dummies[torchfn::ADD];
-    assert_eq!(add.signature().to_string(), "(input, other, alpha=1)");
+    assert_eq!(add.signature().to_string(), "(input, other, *, alpha=1)");
     let out = add.call(&[Value::Int(1), Value::Int(2)], &Kwargs::from([("alpha", 5)])).unwrap();
     assert_eq!(out.as_int(), Some(-1));
     let err = add.call(&[Value::Int(1)], &Kwargs::new()).unwrap_err();

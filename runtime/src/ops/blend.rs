@@ -74,7 +74,9 @@ pub fn addcmul(
     input: &Tensor,
     tensor1: &Tensor,
     tensor2: &Tensor,
-    #[default(1)] value: impl Into<Scalar>,
+    #[keyword_only]
+    #[default(1)]
+    value: impl Into<Scalar>,
 ) -> Result<Tensor> {
     add_scaled("addcmul", input, (tensor1, tensor2), Binary::Mul, value.into())
 }
@@ -85,7 +87,9 @@ pub fn addcdiv(
     input: &Tensor,
     tensor1: &Tensor,
     tensor2: &Tensor,
-    #[default(1)] value: impl Into<Scalar>,
+    #[keyword_only]
+    #[default(1)]
+    value: impl Into<Scalar>,
 ) -> Result<Tensor> {
     add_scaled("addcdiv", input, (tensor1, tensor2), Binary::Div, value.into())
 }
@@ -110,7 +114,9 @@ impl Tensor {
         &self,
         tensor1: &Tensor,
         tensor2: &Tensor,
-        #[default(1)] value: impl Into<Scalar>,
+        #[keyword_only]
+        #[default(1)]
+        value: impl Into<Scalar>,
     ) -> Result<Tensor> {
         add_scaled_in_place("addcmul_", self, (tensor1, tensor2), Binary::Mul, value.into())
     }
@@ -121,7 +127,9 @@ impl Tensor {
         &self,
         tensor1: &Tensor,
         tensor2: &Tensor,
-        #[default(1)] value: impl Into<Scalar>,
+        #[keyword_only]
+        #[default(1)]
+        value: impl Into<Scalar>,
     ) -> Result<Tensor> {
         add_scaled_in_place("addcdiv_", self, (tensor1, tensor2), Binary::Div, value.into())
     }

@@ -175,7 +175,9 @@ pub fn addmm(
     input: &Tensor,
     mat1: &Tensor,
     mat2: &Tensor,
-    #[default(1)] beta: impl Into<Scalar>,
+    #[keyword_only]
+    #[default(1)]
+    beta: impl Into<Scalar>,
     #[default(1)] alpha: impl Into<Scalar>,
 ) -> Result<Tensor> {
     input.data("addmm", "input")?;
@@ -238,7 +240,9 @@ pub fn baddbmm(
     input: &Tensor,
     batch1: &Tensor,
     batch2: &Tensor,
-    #[default(1)] beta: impl Into<Scalar>,
+    #[keyword_only]
+    #[default(1)]
+    beta: impl Into<Scalar>,
     #[default(1)] alpha: impl Into<Scalar>,
 ) -> Result<Tensor> {
     baddbmm_impl("baddbmm", ("input", input), (batch1, batch2), beta.into(), alpha.into())
@@ -337,7 +341,9 @@ impl Tensor {
         &self,
         batch1: &Tensor,
         batch2: &Tensor,
-        #[default(1)] beta: impl Into<Scalar>,
+        #[keyword_only]
+        #[default(1)]
+        beta: impl Into<Scalar>,
         #[default(1)] alpha: impl Into<Scalar>,
     ) -> Result<Tensor> {
         baddbmm_impl("baddbmm", ("self", self), (batch1, batch2), beta.into(), alpha.into())

@@ -25,91 +25,91 @@ use super::math::{float_unary_to, positive, round_impl, signed_unary};
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(overload_of = super::math::EXP)]
-pub fn exp_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn exp_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("exp", out, &[input], || float_unary_to("exp", Unary::Exp, ("input", input), Some(out)))
 }
 
 /// [`log`](crate::log()) written into `out` (`torch.log(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG)]
-pub fn log_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn log_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("log", out, &[input], || float_unary_to("log", Unary::Log, ("input", input), Some(out)))
 }
 
 /// [`log1p`](crate::log1p()) written into `out` (`torch.log1p(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::LOG1P)]
-pub fn log1p_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn log1p_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("log1p", out, &[input], || float_unary_to("log1p", Unary::Log1p, ("input", input), Some(out)))
 }
 
 /// [`expm1`](crate::expm1()) written into `out` (`torch.expm1(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::EXPM1)]
-pub fn expm1_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn expm1_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("expm1", out, &[input], || float_unary_to("expm1", Unary::Expm1, ("input", input), Some(out)))
 }
 
 /// [`sqrt`](crate::sqrt()) written into `out` (`torch.sqrt(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SQRT)]
-pub fn sqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn sqrt_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("sqrt", out, &[input], || float_unary_to("sqrt", Unary::Sqrt, ("input", input), Some(out)))
 }
 
 /// [`rsqrt`](crate::rsqrt()) written into `out` (`torch.rsqrt(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RSQRT)]
-pub fn rsqrt_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn rsqrt_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("rsqrt", out, &[input], || float_unary_to("rsqrt", Unary::Rsqrt, ("input", input), Some(out)))
 }
 
 /// [`sin`](crate::sin()) written into `out` (`torch.sin(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIN)]
-pub fn sin_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn sin_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("sin", out, &[input], || float_unary_to("sin", Unary::Sin, ("input", input), Some(out)))
 }
 
 /// [`cos`](crate::cos()) written into `out` (`torch.cos(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::COS)]
-pub fn cos_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn cos_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("cos", out, &[input], || float_unary_to("cos", Unary::Cos, ("input", input), Some(out)))
 }
 
 /// [`tan`](crate::tan()) written into `out` (`torch.tan(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TAN)]
-pub fn tan_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn tan_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("tan", out, &[input], || float_unary_to("tan", Unary::Tan, ("input", input), Some(out)))
 }
 
 /// [`tanh`](crate::tanh()) written into `out` (`torch.tanh(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::TANH)]
-pub fn tanh_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn tanh_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("tanh", out, &[input], || float_unary_to("tanh", Unary::Tanh, ("input", input), Some(out)))
 }
 
 /// [`sigmoid`](crate::sigmoid()) written into `out` (`torch.sigmoid(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::SIGMOID)]
-pub fn sigmoid_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn sigmoid_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("sigmoid", out, &[input], || float_unary_to("sigmoid", Unary::Sigmoid, ("input", input), Some(out)))
 }
 
 /// [`erf`](crate::erf()) written into `out` (`torch.erf(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::ERF)]
-pub fn erf_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn erf_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("erf", out, &[input], || float_unary_to("erf", Unary::Erf, ("input", input), Some(out)))
 }
 
 /// [`reciprocal`](crate::reciprocal()) written into `out` (`torch.reciprocal(input, out=out)`), which must have
 /// `input`'s shape and a float dtype; returns `out`.
 #[torch_function(overload_of = super::math::RECIPROCAL)]
-pub fn reciprocal_out(input: &Tensor, out: &Tensor) -> Result<Tensor> {
+pub fn reciprocal_out(input: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
     write_out("reciprocal", out, &[input], || {
         float_unary_to("reciprocal", Unary::Reciprocal, ("input", input), Some(out))
     })

@@ -70,8 +70,9 @@ pub use random::{
 };
 pub use reduction::{
     ALL, AMAX, AMIN, ANY, ARGMAX, ARGMIN, CUMPROD, CUMSUM, LOGSUMEXP, MAX, MEAN, MIN, PROD, STD, SUM, VAR, all,
-    all_dim, amax, amin, any, any_dim, argmax, argmin, cumprod, cumsum, logsumexp, max, max_dim, max_other, mean,
-    mean_dim, min, min_dim, min_other, prod, prod_dim, std, sum, sum_dim, var,
+    all_dim, amax, amin, any, any_dim, argmax, argmin, cumprod, cumprod_out, cumsum, cumsum_out, logsumexp, max,
+    max_dim, max_other, mean, mean_dim, mean_dim_dtype, mean_dtype, mean_out, min, min_dim, min_other, prod, prod_dim,
+    prod_dim_dtype, prod_dtype, prod_out, std, sum, sum_dim, sum_dim_dtype, sum_dtype, sum_out, var,
 };
 pub use shape::{RESHAPE, reshape};
 pub use softmax::{LOG_SOFTMAX, SOFTMAX, log_softmax, softmax};

@@ -6,6 +6,7 @@ use smallvec::SmallVec;
 
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::error::{Result, bail};
+use crate::ops::inplace::write_out;
 use crate::primitive;
 use crate::tensor::{DType, Dense, Dims, ReduceDims, Scalar, Shape, Tensor, normalize_dim};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -51,23 +52,24 @@ fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
     dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
 }
 
-fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
+fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(x, None))
+    reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(x, dtype))
 }
 
-fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool) -> Result<Tensor> {
+fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
-    reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(x, None))
+    reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(x, dtype))
 }
 
-fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool) -> Result<Tensor> {
+fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
     // The dtype is checked before the dimensions, as in PyTorch.
-    let dtype = input.1.data(func, input.0)?.dtype;
+    let dtype = dtype.map_or_else(|| input.1.data(func, input.0).map(|x| x.dtype), Ok)?;
     if !dtype.is_floating_point() {
         bail!(
             NotImplemented,
-            "{func}(): could not infer output dtype. Input dtype must be either a floating point or complex dtype. Got: {}",
+            "{func}(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
+            if dtype == input.1.data(func, input.0)?.dtype { "Input" } else { "Optional" },
             dtype.name()
         );
     }
@@ -251,39 +253,153 @@ fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DT
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn sum(input: &Tensor) -> Result<Tensor> {
-    sum_impl("sum", ("input", input), None, false)
+    sum_impl("sum", ("input", input), None, false, None)
+}
+
+/// The sum of all elements accumulated in and returned as `dtype`
+/// (`torch.sum(input, *, dtype)`): the input is converted first, as PyTorch does.
+///
+/// ```
+/// let t = torchfn::tensor([[1i32, 2], [3, 4]])?;
+/// let total = torchfn::sum_dtype(&t, torchfn::DType::Float64)?;
+/// assert_eq!((total.dtype()?, total.item()?), (torchfn::DType::Float64, torchfn::Scalar::Float(10.0)));
+/// let by_name = torchfn::SUM.call(&[t.into()], &[("dtype", torchfn::DType::Float64.into())].into())?;
+/// assert_eq!(by_name.to_string(), "tensor(10., dtype=torch.float64)");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(overload_of = SUM)]
+pub fn sum_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    sum_impl("sum", ("input", input), None, false, dtype.into())
+}
+
+/// The sums over `dim` accumulated in and returned as `dtype`
+/// (`torch.sum(input, dim, keepdim=False, *, dtype)`).
+#[torch_function(overload_of = SUM)]
+pub fn sum_dim_dtype(
+    input: &Tensor,
+    dim: impl Into<ReduceDims>,
+    #[default(false)] keepdim: bool,
+    #[keyword_only] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    sum_impl("sum", ("input", input), dim.into().as_dims(), keepdim, dtype.into())
+}
+
+/// The sums over `dim` (in `dtype` when given) written into `out`, which must have the result's
+/// shape (`torch.sum(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
+#[torch_function(overload_of = SUM)]
+pub fn sum_out(
+    input: &Tensor,
+    dim: impl Into<ReduceDims>,
+    #[default(false)] keepdim: bool,
+    #[keyword_only]
+    #[default(None)]
+    dtype: impl Into<Option<DType>>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let (dim, dtype) = (dim.into(), dtype.into());
+    write_out("sum", out, &[input], || sum_impl("sum", ("input", input), dim.as_dims(), keepdim, dtype))
 }
 
 /// The sums over `dim` (one dimension or several; every one for `None` or an empty list),
 /// keeping them as size one with `keepdim` (`torch.sum(input, dim, keepdim)`).
 #[torch_function(overload_of = SUM)]
 pub fn sum_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    sum_impl("sum", ("input", input), dim.into().as_dims(), keepdim)
+    sum_impl("sum", ("input", input), dim.into().as_dims(), keepdim, None)
 }
 
 /// The mean of all elements (`torch.mean`); floating-point tensors only.
 #[torch_function(module = "torchfn")]
 pub fn mean(input: &Tensor) -> Result<Tensor> {
-    mean_impl("mean", ("input", input), None, false)
+    mean_impl("mean", ("input", input), None, false, None)
+}
+
+/// The mean of all elements computed in and returned as `dtype`, a floating-point dtype
+/// (`torch.mean(input, *, dtype)`); integer inputs are converted first.
+#[torch_function(overload_of = MEAN)]
+pub fn mean_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    mean_impl("mean", ("input", input), None, false, dtype.into())
+}
+
+/// The means over `dim` computed in and returned as `dtype`
+/// (`torch.mean(input, dim, keepdim=False, *, dtype)`).
+#[torch_function(overload_of = MEAN)]
+pub fn mean_dim_dtype(
+    input: &Tensor,
+    dim: impl Into<ReduceDims>,
+    #[default(false)] keepdim: bool,
+    #[keyword_only] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    mean_impl("mean", ("input", input), dim.into().as_dims(), keepdim, dtype.into())
+}
+
+/// The means over `dim` (in `dtype` when given) written into `out`
+/// (`torch.mean(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
+#[torch_function(overload_of = MEAN)]
+pub fn mean_out(
+    input: &Tensor,
+    dim: impl Into<ReduceDims>,
+    #[default(false)] keepdim: bool,
+    #[keyword_only]
+    #[default(None)]
+    dtype: impl Into<Option<DType>>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let (dim, dtype) = (dim.into(), dtype.into());
+    write_out("mean", out, &[input], || mean_impl("mean", ("input", input), dim.as_dims(), keepdim, dtype))
 }
 
 /// The means over `dim` (every dimension for `None` or an empty list)
 /// (`torch.mean(input, dim, keepdim)`).
 #[torch_function(overload_of = MEAN)]
 pub fn mean_dim(input: &Tensor, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    mean_impl("mean", ("input", input), dim.into().as_dims(), keepdim)
+    mean_impl("mean", ("input", input), dim.into().as_dims(), keepdim, None)
 }
 
 /// The product of all elements (`torch.prod`).
 #[torch_function(module = "torchfn")]
 pub fn prod(input: &Tensor) -> Result<Tensor> {
-    prod_impl("prod", ("input", input), None, false)
+    prod_impl("prod", ("input", input), None, false, None)
+}
+
+/// The product of all elements accumulated in and returned as `dtype`
+/// (`torch.prod(input, *, dtype)`).
+#[torch_function(overload_of = PROD)]
+pub fn prod_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    prod_impl("prod", ("input", input), None, false, dtype.into())
+}
+
+/// The products along `dim` accumulated in and returned as `dtype`
+/// (`torch.prod(input, dim, keepdim=False, *, dtype)`).
+#[torch_function(overload_of = PROD)]
+pub fn prod_dim_dtype(
+    input: &Tensor,
+    dim: i64,
+    #[default(false)] keepdim: bool,
+    #[keyword_only] dtype: impl Into<Option<DType>>,
+) -> Result<Tensor> {
+    prod_impl("prod", ("input", input), Some(dim), keepdim, dtype.into())
+}
+
+/// The products along `dim` (in `dtype` when given) written into `out`
+/// (`torch.prod(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
+#[torch_function(overload_of = PROD)]
+pub fn prod_out(
+    input: &Tensor,
+    dim: i64,
+    #[default(false)] keepdim: bool,
+    #[keyword_only]
+    #[default(None)]
+    dtype: impl Into<Option<DType>>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    let dtype = dtype.into();
+    write_out("prod", out, &[input], || prod_impl("prod", ("input", input), Some(dim), keepdim, dtype))
 }
 
 /// The products along `dim` (`torch.prod(input, dim, keepdim)`).
 #[torch_function(overload_of = PROD)]
 pub fn prod_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<Tensor> {
-    prod_impl("prod", ("input", input), Some(dim), keepdim)
+    prod_impl("prod", ("input", input), Some(dim), keepdim, None)
 }
 
 /// The largest elements over `dim` (all dimensions when empty or `None`), NaN propagating
@@ -429,47 +545,78 @@ pub fn std(
 
 /// The running sums along `dim` (`torch.cumsum`); integers and bools accumulate in int64.
 #[torch_function(module = "torchfn")]
-pub fn cumsum(input: &Tensor, dim: i64, #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+pub fn cumsum(input: &Tensor, dim: i64, #[keyword_only] #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
     cumulative("cumsum", ("input", input), dim, dtype, false)
+}
+
+/// The running sums along `dim` (in `dtype` when given) written into `out`
+/// (`torch.cumsum(input, dim, *, dtype=None, out)`); returns `out`.
+#[torch_function(overload_of = CUMSUM)]
+pub fn cumsum_out(
+    input: &Tensor,
+    dim: i64,
+    #[keyword_only]
+    #[default(None)]
+    dtype: Option<DType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out("cumsum", out, &[input], || cumulative("cumsum", ("input", input), dim, dtype, false))
 }
 
 /// The running products along `dim` (`torch.cumprod`).
 #[torch_function(module = "torchfn")]
-pub fn cumprod(input: &Tensor, dim: i64, #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+pub fn cumprod(input: &Tensor, dim: i64, #[keyword_only] #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
     cumulative("cumprod", ("input", input), dim, dtype, true)
+}
+
+/// The running products along `dim` (in `dtype` when given) written into `out`
+/// (`torch.cumprod(input, dim, *, dtype=None, out)`); returns `out`.
+#[torch_function(overload_of = CUMPROD)]
+pub fn cumprod_out(
+    input: &Tensor,
+    dim: i64,
+    #[keyword_only]
+    #[default(None)]
+    dtype: Option<DType>,
+    out: &Tensor,
+) -> Result<Tensor> {
+    write_out("cumprod", out, &[input], || cumulative("cumprod", ("input", input), dim, dtype, true))
 }
 
 impl Tensor {
     /// The sum of all elements: the method form of [`sum`](crate::sum()).
     #[torch_function]
     pub fn sum(&self) -> Result<Tensor> {
-        sum_impl("sum", ("self", self), None, false)
+        sum_impl("sum", ("self", self), None, false, None)
     }
 
     /// The sums over `dim`: the method form of [`sum_dim`](crate::sum_dim()).
     #[torch_function(overload_of = Tensor::SUM)]
     pub fn sum_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-        sum_impl("sum", ("self", self), dim.into().as_dims(), keepdim)
+        sum_impl("sum", ("self", self), dim.into().as_dims(), keepdim, None)
     }
 
     /// The mean of all elements: the method form of [`mean`](crate::mean()).
     #[torch_function]
     pub fn mean(&self) -> Result<Tensor> {
-        mean_impl("mean", ("self", self), None, false)
+        mean_impl("mean", ("self", self), None, false, None)
     }
 
     /// The means over `dim`: the method form of [`mean_dim`](crate::mean_dim()).
     #[torch_function(overload_of = Tensor::MEAN)]
     pub fn mean_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
-        mean_impl("mean", ("self", self), dim.into().as_dims(), keepdim)
+        mean_impl("mean", ("self", self), dim.into().as_dims(), keepdim, None)
     }
 }
 
 crate::samples! {
     SUM => [sample([f32s(&[3, 4])]), sample([bools(&[5])]), sample([f32s(&[2, 3, 2])]).kw("dim", Value::Tuple(vec![0.into(), 2.into()])),
-        sample([f32s(&[3, 4]), Value::Int(1)]).kw("keepdim", true)],
-    MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(-1)])],
-    PROD => [sample([f32s(&[3, 4])]), sample([i64s(&[2, 3]), Value::Int(0)])],
+        sample([f32s(&[3, 4]), Value::Int(1)]).kw("keepdim", true), sample([i64s(&[3, 4])]).kw("dtype", Value::DType(DType::Float32)),
+        sample([f32s(&[3, 4]), Value::Int(0)]).kw("dtype", Value::DType(DType::Float64))],
+    MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(-1)]),
+        sample([f32s(&[3, 4]), Value::Int(1)]).kw("dtype", Value::DType(DType::Float64))],
+    PROD => [sample([f32s(&[3, 4])]), sample([i64s(&[2, 3]), Value::Int(0)]),
+        sample([f32s(&[2, 3])]).kw("dtype", Value::DType(DType::Float64))],
     AMAX => [sample([f32s(&[3, 4])]).kw("dim", 1)],
     AMIN => [sample([f32s(&[3, 4])]).kw("dim", 0).kw("keepdim", true)],
     ALL => [sample([bools(&[2, 3])]), sample([bools(&[2, 3]), Value::Int(1)])],
@@ -481,7 +628,8 @@ crate::samples! {
     LOGSUMEXP => [sample([f32s(&[3, 4]), Value::Int(1)])],
     VAR => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 1).kw("correction", 0)],
     STD => [sample([f32s(&[3, 4])]).kw("dim", 0)],
-    CUMSUM => [sample([f32s(&[3, 4]), Value::Int(1)]), sample([bools(&[4]), Value::Int(0)])],
+    CUMSUM => [sample([f32s(&[3, 4]), Value::Int(1)]), sample([bools(&[4]), Value::Int(0)]),
+        sample([f32s(&[3, 4]), Value::Int(0)]).kw("dtype", Value::DType(DType::Float64))],
     CUMPROD => [sample([f32s(&[3, 4]), Value::Int(0)])],
     Tensor::SUM => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(1)])],
     Tensor::MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 0)],

@@ -355,7 +355,12 @@ fn positions(positions: Vec<i64>, device: crate::backend::Device) -> Result<Tens
 
 /// `x` reversed along `dim`.
 fn flip(x: &Tensor, dim: usize) -> Result<Tensor> {
-    let n = x.shape()?[dim];
+    let shape = x.shape()?;
+    if shape.contains(&0) {
+        // Nothing to reverse, and no index vector as long as a huge empty dimension.
+        return Ok(x.clone());
+    }
+    let n = shape[dim];
     let index = positions((0..n as i64).rev().collect(), x.device()?)?;
     super::index_select(x, dim, &index)
 }

@@ -20,8 +20,9 @@ pub struct Bound<'v> {
 }
 
 /// Matches `args` and `kwargs` to `params`, a signature of `func`, as Python does: positionals
-/// fill parameters in order (a variadic parameter takes the rest), keywords fill by name,
-/// defaults fill the gaps. Errors read like Python's. `strict` converts as overload resolution
+/// fill the parameters before the keyword-only ones in order (a variadic parameter takes the
+/// rest), keywords fill by name (or by NumPy's name for it, as PyTorch's argument parser
+/// accepts: `axis`, `keepdims`, `x`), defaults fill the gaps. Errors read like Python's. `strict` converts as overload resolution
 /// first tries.
 #[doc(hidden)]
 pub fn bind<'v>(
@@ -33,10 +34,10 @@ pub fn bind<'v>(
 ) -> Result<Bound<'v>> {
     let name = func.name();
     let variadic = params.iter().position(|p| p.is_variadic());
-    let positional = variadic.unwrap_or(params.len());
+    let positional = params.iter().position(|p| p.is_variadic() || p.is_keyword_only()).unwrap_or(params.len());
 
     if args.len() > positional && variadic.is_none() {
-        let required = params.iter().filter(|p| p.default().is_none()).count();
+        let required = params[..positional].iter().filter(|p| p.default().is_none()).count();
         let takes = if required == positional {
             format!("{positional} positional argument{}", plural(positional))
         } else {
@@ -52,7 +53,8 @@ pub fn bind<'v>(
 
     let mut by_keyword = 0u64;
     for (key, value) in kwargs.iter() {
-        let index = params.iter().position(|p| p.name() == key && !p.is_variadic());
+        let named = |name: &str| params.iter().position(|p| p.name() == name && !p.is_variadic());
+        let index = named(key).or_else(|| numpy_name_of(key).and_then(named));
         let Some(index) = index else {
             return Err(Error::type_error(format!("{name}() got an unexpected keyword argument '{key}'")));
         };
@@ -67,7 +69,7 @@ pub fn bind<'v>(
     if (0..params.len()).any(missing) {
         for (keyword_only, what) in [(false, "positional"), (true, "keyword-only")] {
             let names: Vec<&str> = (0..params.len())
-                .filter(|&i| missing(i) && keyword_only == variadic.is_some_and(|v| i > v))
+                .filter(|&i| missing(i) && keyword_only == (i >= positional && Some(i) != variadic))
                 .map(|i| params[i].name())
                 .collect();
             if let n @ 1.. = names.len() {
@@ -107,6 +109,18 @@ impl Bound<'_> {
                 value.type_name()
             ))
         })
+    }
+}
+
+/// The parameter that PyTorch's argument parser lets a NumPy name stand for
+/// (`numpy_compatibility_arg_names` in `python_arg_parser.cpp`): `torch.sum(t, axis=0)`.
+fn numpy_name_of(key: &str) -> Option<&'static str> {
+    match key {
+        "axis" => Some("dim"),
+        "keepdims" => Some("keepdim"),
+        "x" | "a" | "x1" => Some("input"),
+        "x2" => Some("other"),
+        _ => None,
     }
 }
 

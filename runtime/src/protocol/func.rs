@@ -33,6 +33,7 @@ pub struct Param {
     type_name: fn() -> String,
     default: Option<ParamDefault>,
     variadic: bool,
+    keyword_only: bool,
 }
 
 /// A parameter's default: its source text and its value.
@@ -68,7 +69,13 @@ impl Param {
         default: Option<ParamDefault>,
         variadic: bool,
     ) -> Self {
-        Param { name, type_name, default, variadic }
+        Param { name, type_name, default, variadic, keyword_only: false }
+    }
+
+    /// The same parameter, keyword-only: it comes after Python's bare `*` (or after a variadic
+    /// parameter), so a caller can pass it only by name.
+    pub const fn keyword_only(self) -> Self {
+        Param { keyword_only: true, ..self }
     }
 
     /// The parameter name (`self` for a method's receiver).
@@ -91,6 +98,11 @@ impl Param {
     pub fn is_variadic(&self) -> bool {
         self.variadic
     }
+
+    /// True for a keyword-only parameter (after Python's bare `*`, or after a variadic one).
+    pub fn is_keyword_only(&self) -> bool {
+        self.keyword_only
+    }
 }
 
 /// A signature: the parameters in order. Prints like Python's `inspect.signature`.
@@ -104,14 +116,19 @@ impl Signature {
     }
 }
 
-/// `(input, other, alpha=1)`, `(*tensors, dim=0)`.
+/// `(input, other, *, alpha=1)`, `(*tensors, dim=0)`.
 impl fmt::Display for Signature {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str("(")?;
+        let mut starred = false;
         for (i, p) in self.0.iter().enumerate() {
             if i > 0 {
                 f.write_str(", ")?;
             }
+            if p.keyword_only && !starred {
+                f.write_str("*, ")?;
+            }
+            starred |= p.variadic || p.keyword_only;
             if p.variadic {
                 f.write_str("*")?;
             }
@@ -451,7 +468,7 @@ impl Hash for Func {
     }
 }
 
-/// `<function torchfn.add(input, other, alpha=1)>`
+/// `<function torchfn.add(input, other, *, alpha=1)>`
 impl fmt::Debug for Func {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "<function {}{}>", self.qualified_name(), self.signature())
