@@ -10,6 +10,7 @@
 mod class;
 mod dispatcher;
 mod expand;
+mod implements;
 mod module;
 mod options;
 mod signature;
@@ -81,6 +82,48 @@ use proc_macro::TokenStream;
 #[proc_macro_attribute]
 pub fn torch_function(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::torch_function(args.into(), item.into()).into()
+}
+
+/// Registers a function as a type's implementation of an overridable function, in a table of
+/// handled functions (seed 001's `@implements(torch.mean)` decorator and its `HANDLED_FUNCTIONS`):
+/// `#[implements(torchfn::MEAN, table = HANDLED_FUNCTIONS)]`, where `HANDLED_FUNCTIONS` is a
+/// `static` [`HandledFunctions`](https://docs.rs/torchfn/latest/torchfn/overrides/struct.HandledFunctions.html).
+///
+/// The function stays an ordinary function. The table's `call(func, args, kwargs)` binds a
+/// call's arguments to the function's own signature, as Python binds
+/// `HANDLED_FUNCTIONS[func](*args, **kwargs)`: an implementation of `add` without `alpha` refuses
+/// `alpha=2` with `add() got an unexpected keyword argument 'alpha'`. Parameters take the same
+/// types and marks (`#[default]`, `#[variadic]`, `#[keyword_only]`) as `#[torch_function]`'s.
+///
+/// ```
+/// use torchfn::overrides::HandledFunctions;
+/// use torchfn::prelude::*;
+///
+/// /// Half of every tensor, stored as one number.
+/// #[derive(Debug, DuckTensor)]
+/// struct Half(f64);
+///
+/// static HANDLED_FUNCTIONS: HandledFunctions = HandledFunctions::new();
+///
+/// impl TorchFunction for Half {
+///     fn torch_function(_: &'static Class, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+///         HANDLED_FUNCTIONS.call(func, args, kwargs)
+///     }
+/// }
+///
+/// #[implements(torchfn::SUM, table = HANDLED_FUNCTIONS)]
+/// fn sum(input: &Tensor) -> Result<f64> {
+///     Ok(input.duck::<Half>().map_or(0.0, |h| h.0))
+/// }
+///
+/// let h = Tensor::from_duck(Half(0.5));
+/// assert_eq!(torchfn::sum(&h)?.item()?, Scalar::Float(0.5));
+/// assert!(torchfn::mean(&h).is_err()); // not in the table: NotImplemented, then a TypeError
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[proc_macro_attribute]
+pub fn implements(args: TokenStream, item: TokenStream) -> TokenStream {
+    implements::expand(args.into(), item.into()).into()
 }
 
 /// Marks a dispatcher: a function with an implementation's parameters that returns its

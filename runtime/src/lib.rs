@@ -75,7 +75,7 @@ pub use tensor::{
     ById, DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, ReduceDims, Scalar, Shape, Tensor,
     TensorData, initial_seed, manual_seed, seed,
 };
-pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, torch_function};
+pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, implements, torch_function};
 pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, set_default_dtype};
 pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 
@@ -83,8 +83,8 @@ pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
 pub mod prelude {
     pub use crate::{
         Class, DType, DuckTensor, Error, Func, Generator, Kwargs, Outcome, Relevant, Result, Scalar, Tensor,
-        TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, pop_mode, push_mode,
-        torch_function,
+        TensorLike, TensorSubclass, TorchFunction, TorchFunctionMode, Types, Value, dispatcher, implements, pop_mode,
+        push_mode, torch_function,
     };
 }
 
@@ -95,6 +95,7 @@ pub mod __private {
     pub use crate::protocol::Route;
     pub use crate::protocol::bind::bind;
     pub use crate::protocol::dispatch::{Args, Typed, dispatch, fast_path};
+    pub use crate::protocol::implements::Implements;
     pub use crate::protocol::{Overload, RegisteredOverload};
     pub use crate::value::{Arg, Returns};
     pub use inventory;

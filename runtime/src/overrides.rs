@@ -11,6 +11,7 @@ use crate::error::Result;
 use crate::protocol::{Func, FuncKind, Signature};
 use crate::value::{Kwargs, Value};
 
+pub use crate::protocol::implements::HandledFunctions;
 pub use crate::protocol::{handle_torch_function, has_torch_function, is_tensor_like};
 
 /// A registered handle (written by `#[torch_function]` and [`register_function!`]).

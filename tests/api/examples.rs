@@ -143,8 +143,13 @@ ScalarTensor(N=2, value=4)
 >>> torchfn::add(&s, &t, 1)
 tensor([[3., 1.],
         [1., 3.]])
->>> torchfn::mul(&s, &3.into())
+>>> torchfn::add(&s, &s, 2)
+TypeError: add() got an unexpected keyword argument 'alpha'
+>>> torchfn::mul(&s, &s)
 TypeError: no implementation found for 'torchfn.mul' on types that implement __torch_function__: [ScalarTensor]
+>>> torchfn::mul(&c, &c)
+tensor([[4., 0.],
+        [0., 4.]])
 ";
     assert_eq!(out, expected);
 }

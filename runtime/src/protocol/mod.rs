@@ -6,6 +6,7 @@ pub mod bind;
 mod class;
 pub mod dispatch;
 mod func;
+pub mod implements;
 mod relevant;
 pub(crate) mod rerun;
 pub(crate) mod state;
