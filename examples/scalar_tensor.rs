@@ -85,7 +85,9 @@ fn mean(input: &Tensor) -> Result<f64> {
 #[implements(torchfn::ADD, table = HANDLED_FUNCTIONS)]
 fn add(input: &Tensor, other: &Tensor) -> Result<Tensor> {
     match (input.duck::<ScalarTensor>(), other.duck::<ScalarTensor>()) {
-        (Some(a), Some(b)) if a.n == b.n => Ok(Tensor::from_duck(ScalarTensor { value: a.value + b.value, ..a.clone() })),
+        (Some(a), Some(b)) if a.n == b.n => {
+            Ok(Tensor::from_duck(ScalarTensor { value: a.value + b.value, ..a.clone() }))
+        }
         (Some(_), Some(_)) => Err(Error::value_error("Shape mismatch!")),
         _ => torchfn::add(&ensure_tensor(&input.into())?, &ensure_tensor(&other.into())?, 1),
     }
@@ -113,7 +115,11 @@ pub fn run() -> Result<String> {
     let mut out = String::new();
     let d = ScalarTensor::tensor_like(5, 2.0);
     session(&mut out, "d", Ok(&d));
-    session(&mut out, "d.tensor()", d.duck::<ScalarTensor>().map_or(Err(Error::type_error("not a ScalarTensor")), ScalarTensor::tensor));
+    session(
+        &mut out,
+        "d.tensor()",
+        d.duck::<ScalarTensor>().map_or(Err(Error::type_error("not a ScalarTensor")), ScalarTensor::tensor),
+    );
     session(&mut out, "torchfn::mean(&d)", torchfn::mean(&d).and_then(|m| m.item()));
 
     let s = ScalarTensor::tensor_like(2, 2.0);

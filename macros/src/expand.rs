@@ -15,6 +15,9 @@ use crate::options::Options;
 use crate::signature::{Errors, Param, erase_lifetimes, mentions_self_type, parse_params, static_lifetimes};
 use crate::verify;
 
+/// The name of a class method's first parameter, its instance.
+pub const CLASS_RECEIVER: &str = "self_";
+
 /// The type a method's receiver has.
 pub fn tensor_type() -> Type {
     parse_quote!(&::torchfn::Tensor)
@@ -22,6 +25,18 @@ pub fn tensor_type() -> Type {
 
 /// `#[torch_function(args)] item`.
 pub fn torch_function(args: TokenStream, item: TokenStream) -> TokenStream {
+    if let Ok(block) = syn::parse2::<syn::ItemImpl>(item.clone()) {
+        return match syn::parse2::<Options>(args.clone()) {
+            Ok(Options { class: Some(class), .. }) => {
+                crate::methods::expand(args, &class, block).unwrap_or_else(|err| with_original(err, item))
+            }
+            Ok(_) => with_original(
+                syn::Error::new(block.self_ty.span(), "#[torch_function] on an impl block needs `class = YourClass`"),
+                item,
+            ),
+            Err(err) => with_original(err, item),
+        };
+    }
     let parsed = syn::parse2::<Options>(args.clone()).and_then(|o| Function::parse(item.clone(), &o).map(|f| (o, f)));
     let (options, function) = match parsed {
         Ok(parsed) => parsed,
@@ -171,6 +186,21 @@ impl Function {
             }
             ReturnType::Type(..) => {}
         }
+        let mut params = params;
+        if options.class.is_some() {
+            // A class's method is an associated function of the class whose first parameter,
+            // `self_: &Tensor`, is the instance: Python's `self`.
+            match params.first_mut() {
+                Some(p) if p.ident == CLASS_RECEIVER => {
+                    p.is_receiver = true;
+                    p.name = "self".into();
+                }
+                _ => errors.push(
+                    sig.ident.span(),
+                    "a class's method takes `self_: &Tensor` first (or `&self` in an `impl Trait for Tensor` block)",
+                ),
+            }
+        }
         let is_method = params.first().is_some_and(|p| p.is_receiver);
         if options.property && (!is_method || params.len() != 1) {
             errors.push(sig.ident.span(), "a property getter takes `&self` alone");
@@ -182,7 +212,8 @@ impl Function {
             errors.push(sig.ident.span(), "an overload takes its name and namespace from the function it overloads");
         }
         if is_method && options.module.is_some() {
-            errors.push(sig.ident.span(), "`module` names the namespace of free functions; methods live in `Tensor`");
+            errors
+                .push(sig.ident.span(), "`module` names the namespace of free functions; methods live in their class");
         }
         check_parameter_order(&params, &mut errors);
         errors.finish(Function { attrs, vis, sig, block, params, is_method })
@@ -327,8 +358,17 @@ pub fn generate(
     let impl_ident = format_ident!("__impl_{}", ident);
     let tensor = quote!(::torchfn::Tensor);
     let private = quote!(::torchfn::__private);
+    // Methods live in their class: `Tensor`, or the user's class.
+    let owner = match &options.class {
+        Some(class) => class.to_token_stream(),
+        None => tensor.clone(),
+    };
+    let owner_name = match &options.class {
+        Some(class) => class.segments.last().map(|s| s.ident.to_string()).unwrap_or_default(),
+        None => "Tensor".to_string(),
+    };
     let (impl_path, mut handle_path) = if f.is_method {
-        (quote!(#tensor::#impl_ident), quote!(#tensor::#handle))
+        (quote!(#owner::#impl_ident), quote!(#owner::#handle))
     } else {
         (quote!(#impl_ident), quote!(#handle))
     };
@@ -341,7 +381,7 @@ pub fn generate(
         (None, false) => rust_name.clone(),
     };
     let namespace = match (&options.module, f.is_method) {
-        (_, true) => quote!("Tensor"),
+        (_, true) => quote!(#owner_name),
         (Some(m), false) => quote!(#m),
         (None, false) => quote!(::core::env!("CARGO_CRATE_NAME")),
     };
@@ -359,13 +399,13 @@ pub fn generate(
         dispatcher_docs.iter().cloned().chain(doc_attrs.iter().map(|a| (*a).clone())).collect();
     let doc = doc_text(&all_docs);
     let qualified_doc = match (&options.module, f.is_method) {
-        (_, true) => quote!(::core::concat!("Tensor.", #name)),
+        (_, true) => quote!(::core::concat!(#owner_name, ".", #name)),
         (Some(m), false) => quote!(::core::concat!(#m, ".", #name)),
         (None, false) => quote!(::core::concat!(::core::env!("CARGO_CRATE_NAME"), ".", #name)),
     };
     let handle_link = match &options.overload_of {
         Some(of) => of.to_token_stream().to_string().replace(' ', ""),
-        None if f.is_method => format!("Tensor::{handle}"),
+        None if f.is_method => format!("{owner_name}::{handle}"),
         None => handle.to_string(),
     };
     let public_note = match (&options.overload_of, &options.ignore) {
@@ -451,7 +491,7 @@ pub fn generate(
     // see as given; a typed call converts its parameters instead. `Some` is the value an
     // override returned, unchanged; `None` means nothing dispatched.
     let dispatch_ident = format_ident!("__dispatch_{}", ident);
-    let dispatch_path = if f.is_method { quote!(#tensor::#dispatch_ident) } else { quote!(#dispatch_ident) };
+    let dispatch_path = if f.is_method { quote!(#owner::#dispatch_ident) } else { quote!(#dispatch_ident) };
     let dispatch_fn = quote! {
         #[doc(hidden)]
         #[allow(non_snake_case, clippy::too_many_arguments)]
@@ -538,7 +578,7 @@ pub fn generate(
     let nowrap = options.nowrap;
     let handle_doc = format!(
         " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
-        if f.is_method { format!("Tensor::{rust_name}") } else { rust_name.clone() }
+        if f.is_method { format!("{owner_name}::{rust_name}") } else { rust_name.clone() }
     );
     let (ignored, ignored_entry) = match &options.ignore {
         Some(reason) if options.overload_of.is_none() => (

@@ -117,9 +117,23 @@ mod tests {
 
     #[test]
     fn methods_and_a_missing_table_are_refused() {
-        let out = expand(quote!(torchfn::ADD, table = T), quote!(fn add(&self) -> Result<Tensor> { todo!() }));
+        let out = expand(
+            quote!(torchfn::ADD, table = T),
+            quote!(
+                fn add(&self) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.to_string().contains("an implementation is a free function"), "{out}");
-        let out = expand(quote!(torchfn::ADD), quote!(fn add(x: &Tensor) -> Result<Tensor> { todo!() }));
+        let out = expand(
+            quote!(torchfn::ADD),
+            quote!(
+                fn add(x: &Tensor) -> Result<Tensor> {
+                    todo!()
+                }
+            ),
+        );
         assert!(out.to_string().contains("expected `,`"), "{out}");
     }
 }

@@ -11,6 +11,7 @@ mod class;
 mod dispatcher;
 mod expand;
 mod implements;
+mod methods;
 mod module;
 mod options;
 mod signature;

@@ -26,9 +26,13 @@ pub struct Options {
     /// Why the function takes part in no dispatch: it gets a handle, callable by name, listed
     /// among the ignored functions.
     pub ignore: Option<LitStr>,
+    /// The user's class whose methods these are (`Meters.to_feet`): on an `impl Trait for
+    /// Tensor` block, or on an associated function of the class taking `self_: &Tensor` first.
+    pub class: Option<Path>,
 }
 
-const KNOWN: &str = "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap, overload_of, ignore";
+const KNOWN: &str =
+    "dispatcher, module, name, verify, docs_from_dispatcher, property, nowrap, overload_of, ignore, class";
 
 impl Parse for Options {
     fn parse(input: ParseStream) -> syn::Result<Self> {
@@ -48,11 +52,12 @@ impl Parse for Options {
                 "name" if has_value => options.name = Some(input.parse()?),
                 "overload_of" if has_value => options.overload_of = Some(input.parse()?),
                 "ignore" if has_value => options.ignore = Some(input.parse()?),
+                "class" if has_value => options.class = Some(input.parse()?),
                 "verify" => options.verify = flag(input)?,
                 "docs_from_dispatcher" => options.docs_from_dispatcher = flag(input)?,
                 "property" => options.property = flag(input)?,
                 "nowrap" => options.nowrap = flag(input)?,
-                "dispatcher" | "module" | "name" | "overload_of" | "ignore" => {
+                "dispatcher" | "module" | "name" | "overload_of" | "ignore" | "class" => {
                     return Err(syn::Error::new(key.span(), format!("`{key}` needs a value: `{key} = ...`")));
                 }
                 other => {

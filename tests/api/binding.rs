@@ -143,7 +143,13 @@ fn the_implementation_is_callable_without_the_protocol() {
 
 /// Python's bare `*`: `scale` and `label` can be passed only by name.
 #[torch_function(module = "tests.binding")]
-fn scaled(input: &Tensor, #[keyword_only] #[default(2.0)] scale: f64, #[default("x")] label: &str) -> Result<Value> {
+fn scaled(
+    input: &Tensor,
+    #[keyword_only]
+    #[default(2.0)]
+    scale: f64,
+    #[default("x")] label: &str,
+) -> Result<Value> {
     Ok(Value::Str(format!("{label}={}", input.sum()?.item()?.to_f64() * scale)))
 }
 
@@ -171,7 +177,10 @@ fn keyword_only_parameters_bind_only_by_name() {
     assert_eq!(SCALED.signature().to_string(), "(input, *, scale=2.0, label='x')");
     assert_eq!(SCALED.call(&[a()], &Kwargs::from([("scale", 3.0)])).unwrap().to_string(), "'x=9'");
     // As Python: `scaled(t, 3.0)` is one positional argument too many.
-    assert_eq!(error(SCALED, vec![a(), Value::Float(3.0)], Kwargs::new()), "scaled() takes 1 positional argument but 2 were given");
+    assert_eq!(
+        error(SCALED, vec![a(), Value::Float(3.0)], Kwargs::new()),
+        "scaled() takes 1 positional argument but 2 were given"
+    );
     // PyTorch 2.15: `torch.add(t, t, 2)` -> add() takes 2 positional arguments but 3 were given;
     // torchfn's add has an out= overload, so the error lists both signatures, each with its `*`.
     let err = error(torchfn::ADD, vec![a(), a(), Value::Int(2)], Kwargs::new());
@@ -231,9 +240,17 @@ fn reductions_take_dtype_and_out_as_pytorch_does() {
         "cumsum() received an invalid combination of arguments - got (Tensor, int, torch.dtype), but expected one of:"
     );
     let out = torchfn::zeros([2, 2], DType::Float64, None).unwrap();
-    torchfn::CUMSUM.call(&[(&ints).into(), 1.into()], &Kwargs::from([("dtype", f64_), ("out", Value::from(&out))])).unwrap();
+    torchfn::CUMSUM
+        .call(&[(&ints).into(), 1.into()], &Kwargs::from([("dtype", f64_), ("out", Value::from(&out))]))
+        .unwrap();
     assert_eq!(out.to_vec::<f64>().unwrap(), [1.0, 3.0, 3.0, 7.0]);
-    assert_eq!(torchfn::cumprod_out(&ints, 0, None, &torchfn::zeros_like(&ints, None).unwrap()).unwrap().to_vec::<i64>().unwrap(), [1, 2, 3, 8]);
+    assert_eq!(
+        torchfn::cumprod_out(&ints, 0, None, &torchfn::zeros_like(&ints, None).unwrap())
+            .unwrap()
+            .to_vec::<i64>()
+            .unwrap(),
+        [1, 2, 3, 8]
+    );
 }
 
 #[test]

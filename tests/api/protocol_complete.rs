@@ -450,3 +450,76 @@ fn inside_a_hook_the_running_mode_is_off_the_stack() {
     assert_eq!(looks.0.take(), ["Some(\"a\") of 1"]);
     assert_eq!(mode_stack_len(), 2);
 }
+
+/// A length in meters, with methods of its own.
+#[derive(TensorSubclass)]
+struct Meters;
+
+/// Meters' own methods (RFC-0001: a subclass's methods go through the protocol too).
+trait MetersMethods {
+    /// The length in feet.
+    fn to_feet(&self) -> Result<Tensor>;
+    /// The length plus `extra` meters, scaled by `scale`.
+    fn stretched(&self, extra: f64, scale: f64) -> Result<Tensor>;
+}
+
+#[torch_function(class = Meters)]
+impl MetersMethods for Tensor {
+    fn to_feet(&self) -> Result<Tensor> {
+        self * 3.28084
+    }
+
+    #[torch_function(name = "stretch")]
+    fn stretched(
+        &self,
+        extra: f64,
+        #[keyword_only]
+        #[default(1.0)]
+        scale: f64,
+    ) -> Result<Tensor> {
+        &(self + extra)? * scale
+    }
+}
+
+/// A duck that answers Meters' `to_feet` with a constant.
+#[derive(Debug, DuckTensor)]
+struct Ruler;
+
+impl TorchFunction for Ruler {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        Ok(if func == Meters::TO_FEET { Value::Float(12.0) } else { Value::NotImplemented })
+    }
+}
+
+#[test]
+fn a_subclass_s_own_methods_go_through_the_protocol() {
+    let m = torchfn::tensor([1.0f32, 2.0]).unwrap().as_subclass(Meters).unwrap();
+    // The method keeps the subclass through the default hook, and has a handle of its class.
+    let feet = m.to_feet().unwrap();
+    assert!(feet.is_instance::<Meters>());
+    assert_eq!(feet.to_vec::<f32>().unwrap(), [3.28084, 6.56168]);
+    assert_eq!(Meters::TO_FEET.qualified_name(), "Meters.to_feet");
+    assert_eq!(Meters::TO_FEET.kind(), torchfn::FuncKind::Method);
+    assert_eq!(Meters::STRETCHED.qualified_name(), "Meters.stretch");
+    assert_eq!(Meters::STRETCHED.signature().to_string(), "(self, extra, *, scale=1.0)");
+    assert!(torchfn::overrides::is_tensor_method_or_property(Meters::TO_FEET));
+    let listed = torchfn::overrides::get_overridable_functions();
+    assert!(listed["Meters"].iter().any(|f| *f == Meters::STRETCHED), "{:?}", listed.get("Meters"));
+    // The associated function is the same call (Python's `Meters.to_feet(t)`).
+    assert_eq!(Meters::to_feet(&m).unwrap().to_vec::<f32>().unwrap(), [3.28084, 6.56168]);
+    // Modes see it as the method, with the instance as `self`.
+    let plain = torchfn::tensor([1.0f32]).unwrap();
+    let log = push_mode(Log::default());
+    plain.stretched(1.0, 2.0).unwrap();
+    plain.stretched(1.0, 1.0).unwrap();
+    assert_eq!(log.take(), ["Meters.stretch(tensor([1.]), 1.0) {'scale': 2.0}", "Meters.stretch(tensor([1.]), 1.0)"]);
+    drop(log);
+    // By name, with Python's binding; a duck answers it.
+    let by_name = Meters::STRETCHED.call(&[(&plain).into(), 1.into()], &Kwargs::from([("scale", 3.0)])).unwrap();
+    assert_eq!(by_name.to::<Tensor>().unwrap().to_vec::<f32>().unwrap(), [6.0]);
+    let err = Meters::STRETCHED.call(&[(&plain).into(), 1.into(), 3.into()], &Kwargs::new()).unwrap_err();
+    assert_eq!(err.to_string(), "stretch() takes 2 positional arguments but 3 were given");
+    let ruler = Tensor::from_duck(Ruler);
+    assert_eq!(Meters::TO_FEET.call(&[(&ruler).into()], &Kwargs::new()).unwrap().to_string(), "12.0");
+    assert_eq!(ruler.to_feet().unwrap().item().unwrap(), Scalar::Float(12.0));
+}

@@ -139,26 +139,48 @@ fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn")]
-pub fn add(input: &Tensor, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+pub fn add(
+    input: &Tensor,
+    other: &Tensor,
+    #[keyword_only]
+    #[default(1)]
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
     arithmetic("add", Op::Add(alpha.into()), ("input", input), ("other", other), None)
 }
 
 /// `input - alpha * other`, broadcasting the two (`torch.sub`). Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
-pub fn sub(input: &Tensor, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+pub fn sub(
+    input: &Tensor,
+    other: &Tensor,
+    #[keyword_only]
+    #[default(1)]
+    alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
     arithmetic("sub", Op::Sub(alpha.into()), ("input", input), ("other", other), None)
 }
 
 /// `input + alpha * other` written into `out` (`torch.add(input, other, alpha=alpha, out=out)`),
 /// which must have the result's shape and a dtype it can be cast to; returns `out`.
 #[torch_function(overload_of = ADD)]
-pub fn add_out(input: &Tensor, other: &Tensor, #[keyword_only] out: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+pub fn add_out(
+    input: &Tensor,
+    other: &Tensor,
+    #[keyword_only] out: &Tensor,
+    #[default(1)] alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
     into_out("add", Op::Add(alpha.into()), input, other, out)
 }
 
 /// `input - alpha * other` written into `out` (`torch.sub(..., out=out)`).
 #[torch_function(overload_of = SUB)]
-pub fn sub_out(input: &Tensor, other: &Tensor, #[keyword_only] out: &Tensor, #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+pub fn sub_out(
+    input: &Tensor,
+    other: &Tensor,
+    #[keyword_only] out: &Tensor,
+    #[default(1)] alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
     into_out("sub", Op::Sub(alpha.into()), input, other, out)
 }
 
@@ -189,7 +211,13 @@ pub fn mul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// integer inputs give the default float dtype; `"trunc"` rounds toward zero and `"floor"` toward
 /// negative infinity, keeping integer dtypes (integer division by zero is an error).
 #[torch_function(module = "torchfn")]
-pub fn div(input: &Tensor, other: &Tensor, #[keyword_only] #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+pub fn div(
+    input: &Tensor,
+    other: &Tensor,
+    #[keyword_only]
+    #[default(None)]
+    rounding_mode: Option<&str>,
+) -> Result<Tensor> {
     arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("input", input), ("other", other), None)
 }
 
@@ -214,13 +242,25 @@ pub fn neg(input: &Tensor) -> Result<Tensor> {
 impl Tensor {
     /// `self + alpha * other`: the method form of [`add`](crate::add()).
     #[torch_function]
-    pub fn add(&self, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn add(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(1)]
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
         arithmetic("add", Op::Add(alpha.into()), ("self", self), ("other", other), None)
     }
 
     /// `self - alpha * other`: the method form of [`sub`](crate::sub()).
     #[torch_function]
-    pub fn sub(&self, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn sub(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(1)]
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
         arithmetic("sub", Op::Sub(alpha.into()), ("self", self), ("other", other), None)
     }
 
@@ -232,7 +272,13 @@ impl Tensor {
 
     /// `self / other`: the method form of [`div`](crate::div()).
     #[torch_function]
-    pub fn div(&self, other: &Tensor, #[keyword_only] #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(None)]
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         arithmetic("div", Op::Div(rounding("div", rounding_mode)?), ("self", self), ("other", other), None)
     }
 
@@ -265,13 +311,25 @@ impl Tensor {
     /// # Ok::<(), torchfn::Error>(())
     /// ```
     #[torch_function]
-    pub fn add_(&self, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn add_(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(1)]
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
         in_place("add_", Op::Add(alpha.into()), self, other)
     }
 
     /// `self -= alpha * other`, in place (`Tensor.sub_`).
     #[torch_function]
-    pub fn sub_(&self, other: &Tensor, #[keyword_only] #[default(1)] alpha: impl Into<Scalar>) -> Result<Tensor> {
+    pub fn sub_(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(1)]
+        alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
         in_place("sub_", Op::Sub(alpha.into()), self, other)
     }
 
@@ -283,7 +341,13 @@ impl Tensor {
 
     /// `self /= other`, in place (`Tensor.div_`); true division needs a floating-point `self`.
     #[torch_function]
-    pub fn div_(&self, other: &Tensor, #[keyword_only] #[default(None)] rounding_mode: Option<&str>) -> Result<Tensor> {
+    pub fn div_(
+        &self,
+        other: &Tensor,
+        #[keyword_only]
+        #[default(None)]
+        rounding_mode: Option<&str>,
+    ) -> Result<Tensor> {
         in_place("div_", Op::Div(rounding("div_", rounding_mode)?), self, other)
     }
 

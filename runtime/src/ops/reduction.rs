@@ -52,17 +52,35 @@ fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
     dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
 }
 
-fn sum_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+fn sum_impl(
+    func: &str,
+    input: (&str, &Tensor),
+    dims: Option<&Dims>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
     reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(x, dtype))
 }
 
-fn prod_impl(func: &str, input: (&str, &Tensor), dim: Option<i64>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+fn prod_impl(
+    func: &str,
+    input: (&str, &Tensor),
+    dim: Option<i64>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
     reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(x, dtype))
 }
 
-fn mean_impl(func: &str, input: (&str, &Tensor), dims: Option<&Dims>, keepdim: bool, dtype: Option<DType>) -> Result<Tensor> {
+fn mean_impl(
+    func: &str,
+    input: (&str, &Tensor),
+    dims: Option<&Dims>,
+    keepdim: bool,
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     // The dtype is checked before the dimensions, as in PyTorch.
     let dtype = dtype.map_or_else(|| input.1.data(func, input.0).map(|x| x.dtype), Ok)?;
     if !dtype.is_floating_point() {
@@ -545,7 +563,13 @@ pub fn std(
 
 /// The running sums along `dim` (`torch.cumsum`); integers and bools accumulate in int64.
 #[torch_function(module = "torchfn")]
-pub fn cumsum(input: &Tensor, dim: i64, #[keyword_only] #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+pub fn cumsum(
+    input: &Tensor,
+    dim: i64,
+    #[keyword_only]
+    #[default(None)]
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     cumulative("cumsum", ("input", input), dim, dtype, false)
 }
 
@@ -565,7 +589,13 @@ pub fn cumsum_out(
 
 /// The running products along `dim` (`torch.cumprod`).
 #[torch_function(module = "torchfn")]
-pub fn cumprod(input: &Tensor, dim: i64, #[keyword_only] #[default(None)] dtype: Option<DType>) -> Result<Tensor> {
+pub fn cumprod(
+    input: &Tensor,
+    dim: i64,
+    #[keyword_only]
+    #[default(None)]
+    dtype: Option<DType>,
+) -> Result<Tensor> {
     cumulative("cumprod", ("input", input), dim, dtype, true)
 }
 

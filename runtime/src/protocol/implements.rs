@@ -74,7 +74,9 @@ impl HandledFunctions {
     pub fn functions(&'static self) -> Vec<&'static Func> {
         let mut funcs: Vec<&'static Func> = inventory::iter::<Implements>
             .into_iter()
-            .filter(|e| std::ptr::eq(e.table, self) && self.get(e.func).is_some_and(|i| std::ptr::eq(i, e.implementation)))
+            .filter(|e| {
+                std::ptr::eq(e.table, self) && self.get(e.func).is_some_and(|i| std::ptr::eq(i, e.implementation))
+            })
             .map(|e| e.func)
             .collect();
         funcs.sort_by_key(|f| f.qualified_name());
