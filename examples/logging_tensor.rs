@@ -21,8 +21,12 @@ impl TorchFunction for LoggingTensor {
         args: &[Value],
         kwargs: &Kwargs,
     ) -> Outcome {
-        let args_repr = Value::Tuple(args.to_vec()).to_string();
-        tracing::info!("func: {func}, args: {args_repr}, kwargs: {kwargs}");
+        // Logging prints the arguments, which calls Tensor.__repr__, so __repr__ itself must
+        // not be logged, or printing recurses (the note's `if func is not torch.Tensor.__repr__`).
+        if func != Tensor::__REPR__ {
+            let args_repr = Value::Tuple(args.to_vec()).to_string();
+            tracing::info!("func: {func}, args: {args_repr}, kwargs: {kwargs}");
+        }
         Tensor::torch_function(cls, func, types, args, kwargs)
     }
 }
@@ -36,6 +40,8 @@ pub fn run() -> Result<String> {
     writeln!(out, "torchfn::sum(&t) = {}", torchfn::sum(&t)?).ok();
     writeln!(out, "&t * 2.0 = {}", (&t * 2.0)?).ok();
     writeln!(out, "t.shape() = {}", t.shape()?).ok();
+    // Printing a tensor goes through the protocol too: `{t:.1}` is Tensor.__format__.
+    writeln!(out, "t = {t:.1}").ok();
     Ok(out)
 }
 

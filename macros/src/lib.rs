@@ -59,8 +59,10 @@ use proc_macro::TokenStream;
 /// - its registration, so `torchfn::overrides::get_overridable_functions()` lists it.
 ///
 /// Parameters may carry `#[default(value)]` (used by the by-name call and shown in the
-/// signature) and one may be `#[variadic]` (Python's `*args`: it takes the remaining positional
-/// arguments, and the parameters after it are keyword-only). A parameter written
+/// signature), one may be `#[variadic]` (Python's `*args`: it takes the remaining positional
+/// arguments, and the parameters after it are keyword-only), and one may be `#[keyword_only]`
+/// (Python's bare `*` before it: it and the parameters after it are keyword-only; a typed call
+/// passes them to hooks as keywords, left out at their default). A parameter written
 /// `impl Into<T>` is converted once, on entry. Parameter types implement `torchfn::Arg`;
 /// the return type is `Result<T>`.
 ///
@@ -76,6 +78,34 @@ use proc_macro::TokenStream;
 /// - `docs_from_dispatcher`: put the dispatcher's documentation first.
 /// - `property`: a `Tensor` property getter; `nowrap`: its result is returned as is by the
 ///   default hook (the very same object, as `Tensor._base`).
+/// - `class = C`: methods of the user's class `C` (a subclass or a duck). On an
+///   `impl Trait for Tensor` block, every method becomes overridable: `t.method()` calls the
+///   associated function `C::method(&t)`, whose handle is `C::METHOD`, registered as
+///   `C.method`; a method may carry its own `#[torch_function(...)]` options. On an associated
+///   function of `C`, the first parameter `self_: &Tensor` is the instance.
+///
+/// ```
+/// use torchfn::prelude::*;
+///
+/// #[derive(TensorSubclass)]
+/// struct Meters;
+///
+/// trait MetersMethods {
+///     fn to_feet(&self) -> Result<Tensor>;
+/// }
+///
+/// #[torch_function(class = Meters)]
+/// impl MetersMethods for Tensor {
+///     fn to_feet(&self) -> Result<Tensor> {
+///         self * 3.28084
+///     }
+/// }
+///
+/// let m = torchfn::tensor([1.0f32])?.as_subclass(Meters)?;
+/// assert!(m.to_feet()?.is_instance::<Meters>());
+/// assert_eq!(Meters::TO_FEET.qualified_name(), "Meters.to_feet");
+/// # Ok::<(), torchfn::Error>(())
+/// ```
 ///
 /// The compile-time check (docs/protocol.md section 7) refuses a dispatcher whose parameters differ
 /// in name, order or number, or in which is variadic or has a default, and reports every

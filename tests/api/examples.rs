@@ -227,12 +227,14 @@ fn logging_tensor_logs_every_function_method_and_operator() {
         " INFO func: torchfn.sum, args: (LoggingTensor([1.]),), kwargs: {}",
         " INFO func: Tensor.__mul__, args: (LoggingTensor([1.]), 2.0), kwargs: {}",
         " INFO func: Tensor.shape.__get__, args: (LoggingTensor([1.]),), kwargs: {}",
+        " INFO func: Tensor.__format__, args: (LoggingTensor([1.]), '.1'), kwargs: {}",
         "",
     ]
     .join("\n");
     assert_eq!(log, expected_log);
     assert!(out.contains("&t * 2.0 = LoggingTensor([2.])"), "{out}");
     assert!(out.contains("t.shape() = torch.Size([1])"), "{out}");
+    assert!(out.contains("t = LoggingTensor([1.])"), "{out}");
 }
 
 #[test]

@@ -523,3 +523,115 @@ fn a_subclass_s_own_methods_go_through_the_protocol() {
     assert_eq!(Meters::TO_FEET.call(&[(&ruler).into()], &Kwargs::new()).unwrap().to_string(), "12.0");
     assert_eq!(ruler.to_feet().unwrap().item().unwrap(), Scalar::Float(12.0));
 }
+
+/// A subclass that prints differently, through `Tensor.__repr__`.
+#[derive(TensorSubclass)]
+#[torchfn(hook)]
+struct Terse;
+
+impl TorchFunction for Terse {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
+        if func == Tensor::__REPR__ {
+            let t = args[0].to::<Tensor>()?;
+            return Ok(Value::Str(format!("Terse{:?}", t.shape()?.as_ref())));
+        }
+        Tensor::torch_function(cls, func, types, args, kwargs)
+    }
+}
+
+thread_local! {
+    /// How many times a printing hook below was asked for `__repr__`.
+    static REPRS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// Seed 001's LoggingTensor: it prints its arguments for every call but `__repr__` (the guard).
+#[derive(TensorSubclass)]
+#[torchfn(hook)]
+struct Guarded;
+
+impl TorchFunction for Guarded {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
+        if func == Tensor::__REPR__ {
+            REPRS.set(REPRS.get() + 1);
+        } else {
+            let _logged = Value::Tuple(args.to_vec()).to_string();
+        }
+        Tensor::torch_function(cls, func, types, args, kwargs)
+    }
+}
+
+/// The same without the guard: printing an argument calls `__repr__`, whose hook prints the
+/// arguments again...
+#[derive(TensorSubclass)]
+#[torchfn(hook)]
+struct Unguarded;
+
+impl TorchFunction for Unguarded {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
+        if func == Tensor::__REPR__ {
+            REPRS.set(REPRS.get() + 1);
+        }
+        let _logged = Value::Tuple(args.to_vec()).to_string();
+        Tensor::torch_function(cls, func, types, args, kwargs)
+    }
+}
+
+#[test]
+fn printing_goes_through_the_protocol() {
+    let t = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
+    // PyTorch 2.15: repr(t) and f"{t}" of a 2-d tensor; f"{torch.tensor(3.14159):.2f}" -> 3.14
+    assert_eq!(t.__repr__().unwrap(), "tensor([[1., 2.],\n        [3., 4.]])");
+    assert_eq!(format!("{:.3}", torchfn::tensor(3.14159f64).unwrap()), "3.142");
+    assert_eq!(
+        Tensor::__FORMAT__
+            .call(&[torchfn::tensor(2.5f32).unwrap().into(), ".2f".into()], &Kwargs::new())
+            .unwrap()
+            .to_string(),
+        "'2.50'"
+    );
+    assert_eq!(format!("{:+08.2}", torchfn::tensor(-2.5f32).unwrap()), "-0002.50");
+    assert_eq!(format!("{:*^7}", torchfn::tensor(7i64).unwrap()), "***7***");
+    assert_eq!(format!("{:.1}", torchfn::tensor([0.25f32, 1.0]).unwrap()), "tensor([0.2, 1.0])");
+    let err = t.__format__("q").unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Value);
+    // A subclass changes how its instances print; `{}`, `{:?}` and values all show it.
+    let terse = t.as_subclass(Terse).unwrap();
+    assert_eq!(terse.to_string(), "Terse[2, 2]");
+    assert_eq!(format!("{terse:?}"), "Terse[2, 2]");
+    assert_eq!(Value::Tuple(vec![(&terse).into(), 1.into()]).to_string(), "(Terse[2, 2], 1)");
+    // Modes see printing.
+    let log = push_mode(Log::default());
+    let _ = format!("{t} {t:.2}");
+    assert_eq!(log.names(), ["Tensor.__repr__", "Tensor.__format__"]);
+    drop(log);
+    // The seed's case. With the guard, printing asks the hook once.
+    let guarded = t.as_subclass(Guarded).unwrap();
+    REPRS.set(0);
+    assert_eq!(guarded.to_string(), "Guarded([[1., 2.],\n         [3., 4.]])");
+    assert_eq!(REPRS.get(), 1);
+    // Without it, each print prints again, until the recursion limit ends the loop (with an
+    // error the innermost print shows instead of its tensor, not a stack overflow); printing
+    // never panics, and the outermost print still shows the tensor.
+    let unguarded = t.as_subclass(Unguarded).unwrap();
+    REPRS.set(0);
+    assert_eq!(unguarded.to_string(), "Unguarded([[1., 2.],\n           [3., 4.]])");
+    assert_eq!(REPRS.get(), torchfn::recursion_limit() as usize);
+}

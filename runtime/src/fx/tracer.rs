@@ -425,9 +425,12 @@ impl TorchFunctionMode for TraceMode {
         }
         let (involved, examples) = {
             let state = self.0.borrow();
-            let involved = func.ignored().is_some()
-                || args.iter().any(|v| state.involves(v))
-                || kwargs.iter().any(|(_, v)| state.involves(v));
+            // Printing during a trace prints; it is no step of the program.
+            let printing = func == Tensor::__REPR__ || func == Tensor::__FORMAT__;
+            let involved = !printing
+                && (func.ignored().is_some()
+                    || args.iter().any(|v| state.involves(v))
+                    || kwargs.iter().any(|(_, v)| state.involves(v)));
             (involved, state.examples)
         };
         if !involved {

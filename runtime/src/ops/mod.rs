@@ -20,6 +20,7 @@ mod math_binary;
 mod math_inplace;
 pub mod nn;
 mod operators;
+mod printing;
 mod properties;
 mod random;
 mod reduction;

@@ -1,8 +1,6 @@
 //! PyTorch's tensor printing (`torch/_tensor_str.py`): the same element formats, widths, line
 //! wrapping, summarization of large tensors and `dtype=` suffixes.
 
-use std::fmt;
-
 use ndarray::{ArrayViewD, Axis};
 
 use super::{Body, DType, Dense, Element, Tensor, with_dtype};
@@ -18,12 +16,14 @@ const PRECISION: usize = 4;
 /// Characters per line (`PRINT_OPTS.linewidth`).
 const LINE_WIDTH: usize = 80;
 
-/// Prints like PyTorch: `tensor([[1., 2.],\n        [3., 4.]])`; subclass instances print with
-/// their class name (`SubTensor([1.])`); ducks print with their `Debug`.
-impl fmt::Display for Tensor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+impl Tensor {
+    /// The text PyTorch prints for this tensor, without dispatch: `tensor([[1., 2.],\n ...])`,
+    /// subclass instances with their class name (`SubTensor([1.])`), ducks with their `Debug`,
+    /// floats with `precision` decimals (PyTorch's default, 4, for `None`). The body of
+    /// `Tensor.__repr__`, which is what `{}` prints.
+    pub(crate) fn repr_text(&self, precision: Option<usize>) -> String {
         match &*self.body {
-            Body::Duck(duck) => write!(f, "{duck:?}"),
+            Body::Duck(duck) => format!("{duck:?}"),
             Body::Dense(dense) => {
                 let prefix = if crate::meta::stands_for(dense).is_some() {
                     // PyTorch prints a fake tensor as `FakeTensor(..., size=(2,))`.
@@ -33,25 +33,17 @@ impl fmt::Display for Tensor {
                 } else {
                     self.class_of().name()
                 };
-                f.write_str(&render(dense, prefix))
+                render(dense, prefix, precision.unwrap_or(PRECISION))
             }
         }
     }
-}
 
-impl fmt::Debug for Tensor {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl Tensor {
     fn is_instance_of_base(&self) -> bool {
         std::ptr::eq(self.class_of(), Tensor::class())
     }
 }
 
-fn render(dense: &Dense, prefix: &str) -> String {
+fn render(dense: &Dense, prefix: &str, precision: usize) -> String {
     let indent = prefix.len() + 1;
     let shape = &dense.layout.shape;
     let mut suffixes = Vec::new();
@@ -84,7 +76,7 @@ fn render(dense: &Dense, prefix: &str) -> String {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
         let text = crate::backend::host::on_host(dense).and_then(
-            |host| with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent))),
+            |host| with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent, precision))),
         );
         text.unwrap_or_else(|e| format!("<elements not readable: {e}>"))
     };
@@ -103,7 +95,7 @@ fn render(dense: &Dense, prefix: &str) -> String {
     out
 }
 
-fn body_str<T: Element>(view: ArrayViewD<'_, T>, indent: usize) -> String {
+fn body_str<T: Element>(view: ArrayViewD<'_, T>, indent: usize, precision: usize) -> String {
     let summarize = view.len() > THRESHOLD;
     let mut sample = Vec::new();
     if summarize {
@@ -111,7 +103,7 @@ fn body_str<T: Element>(view: ArrayViewD<'_, T>, indent: usize) -> String {
     } else {
         sample.extend(view.iter().copied());
     }
-    let formatter = Formatter::new(&sample);
+    let formatter = Formatter::new(&sample, precision);
     tensor_str(&view, indent, summarize, &formatter)
 }
 
@@ -166,6 +158,7 @@ fn tensor_str<T: Element>(view: &ArrayViewD<'_, T>, indent: usize, summarize: bo
 /// PyTorch's `_Formatter`: one width and one style (integer-valued, fixed or scientific) for
 /// all elements of a tensor.
 struct Formatter {
+    precision: usize,
     floating: bool,
     int_mode: bool,
     sci_mode: bool,
@@ -173,9 +166,9 @@ struct Formatter {
 }
 
 impl Formatter {
-    fn new<T: Element>(values: &[T]) -> Formatter {
+    fn new<T: Element>(values: &[T], precision: usize) -> Formatter {
         let floating = T::DTYPE.is_floating_point();
-        let mut f = Formatter { floating, int_mode: true, sci_mode: false, width: 1 };
+        let mut f = Formatter { precision, floating, int_mode: true, sci_mode: false, width: 1 };
         if !floating {
             f.width = values.iter().map(|&v| plain(v).len()).max().unwrap_or(1).max(1);
             return f;
@@ -191,15 +184,15 @@ impl Formatter {
         if f.int_mode {
             if max / min > 1000.0 || max > 1.0e8 {
                 f.sci_mode = true;
-                f.width = widest(&sci);
+                f.width = widest(&|v| sci(v, precision));
             } else {
                 f.width = widest(&|v| format!("{v:.0}")) + 1;
             }
         } else if max / min > 1000.0 || max > 1.0e8 || min < 1.0e-4 {
             f.sci_mode = true;
-            f.width = widest(&sci);
+            f.width = widest(&|v| sci(v, precision));
         } else {
-            f.width = widest(&|v| format!("{v:.PRECISION$}"));
+            f.width = widest(&|v| format!("{v:.precision$}"));
         }
         f
     }
@@ -214,11 +207,11 @@ impl Formatter {
             } else if v.is_infinite() {
                 if v > 0.0 { "inf".to_string() } else { "-inf".to_string() }
             } else if self.sci_mode {
-                sci(v)
+                sci(v, self.precision)
             } else if self.int_mode {
                 format!("{v:.0}.")
             } else {
-                format!("{v:.PRECISION$}")
+                format!("{v:.0$}", self.precision)
             }
         };
         format!("{text:>width$}", width = self.width)
@@ -235,8 +228,8 @@ fn plain<T: Element>(value: T) -> String {
 }
 
 /// Python's `'{:.4e}'`: `1.2346e+05`, `-3.0000e-07`.
-fn sci(v: f64) -> String {
-    let s = format!("{v:.PRECISION$e}");
+fn sci(v: f64, precision: usize) -> String {
+    let s = format!("{v:.precision$e}");
     match s.split_once('e') {
         Some((mantissa, exp)) => {
             let exp: i32 = exp.parse().unwrap_or(0);
