@@ -31,6 +31,18 @@ pub(crate) fn operations() -> Vec<&'static Func> {
         .collect()
 }
 
+/// The operations whose samples compute values that another device, a wrapper, a transform or
+/// a trace must reproduce: all but printing (`Tensor.__repr__`, `Tensor.__format__`), whose
+/// text describes the tensor it prints (its device, whether it holds data, its wrapper).
+pub(crate) fn computing_operations() -> Vec<&'static Func> {
+    operations().into_iter().filter(|f| !is_printing(f)).collect()
+}
+
+/// Whether `func` prints its tensor.
+pub(crate) fn is_printing(func: &'static Func) -> bool {
+    func == Tensor::__REPR__ || func == Tensor::__FORMAT__
+}
+
 /// How many tensors `value` holds, at any depth of lists and tuples.
 fn tensors_in(value: &Value) -> usize {
     match value {
