@@ -164,7 +164,7 @@ pub fn run() -> Result<String> {
     // A small call, compared with the built-in linear.
     let (x, w, b) = (randn(&[2, 3])?, randn(&[4, 3])?, randn(&[4])?);
     let output = linear(&x, &w, Some(&b))?;
-    writeln!(out, ">>> output.grad_fn\n{:?}", output.grad_fn().unwrap()).ok();
+    writeln!(out, ">>> output.grad_fn\n{:?}", output.grad_fn()?.unwrap()).ok();
     let builtin = torchfn::nn::functional::linear(&x, &w, Some(&b))?;
     let same = output.to_vec::<f64>()? == builtin.to_vec::<f64>()?;
     writeln!(out, ">>> output equals F.linear(input, weight, bias)\n{same}").ok();

@@ -179,7 +179,7 @@ pub fn run() -> Result<String> {
     let mut out = String::new();
     out += &format!("x = {}, t = {}\n", Quantity::show(&x)?, Quantity::show(&t)?);
     out += &format!("v = x / t = {}\n", Quantity::show(&v)?);
-    out += &format!("e = sum(v * v) = {} (grad_fn {})\n", Quantity::show(&energy)?, energy.grad_fn().unwrap().name());
+    out += &format!("e = sum(v * v) = {} (grad_fn {})\n", Quantity::show(&energy)?, energy.grad_fn()?.unwrap().name());
     out += &format!("de/dx = {}\n", Quantity::show(&grad)?);
     out += &format!("x + t: {}\n", (&x + &t).map_or_else(|e| e.to_string(), |_| "no error".into()));
     Ok(out)

@@ -304,7 +304,7 @@ impl<O: Algorithm> Optimizer for Optim<O> {
                 if set_to_none {
                     param.set_grad(None)?;
                 } else {
-                    if grad.grad_fn().is_some() {
+                    if grad.grad_fn()?.is_some() {
                         grad.detach_()?;
                     } else {
                         grad.requires_grad_(false)?;

@@ -77,7 +77,7 @@ pub use tensor::{
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, implements, torch_function};
 pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, set_default_dtype};
-pub use value::{Arg, FromValue, Kwargs, Returns, Slice, ToValue, Value};
+pub use value::{Arg, FromValue, Kwargs, Object, Returns, Slice, ToValue, Value};
 
 /// What most programs need: `use torchfn::prelude::*;`.
 pub mod prelude {

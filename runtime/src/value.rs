@@ -52,6 +52,58 @@ pub enum Value {
     Slice(Box<Slice>),
     /// Python's `...`, as indexing passes it.
     Ellipsis,
+    /// Any other Python object: an autograd graph node (`Tensor.grad_fn`), a hook function
+    /// (`Tensor.register_hook`'s argument). Hooks pass it on or read it with
+    /// [`Object::downcast_ref`].
+    Object(Object),
+}
+
+/// A Python object that is none of the other values: what a hook sees of a graph node or of a
+/// hook function. Cheap to clone (shared), compared by identity.
+///
+/// ```
+/// use torchfn::{Object, Value};
+/// let o = Object::new(7u8, "counter", "<counter 7>");
+/// let v = Value::Object(o.clone());
+/// assert_eq!((v.type_name(), v.to_string()), ("counter", "<counter 7>".to_string()));
+/// assert_eq!(o.downcast_ref::<u8>(), Some(&7));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(Clone)]
+pub struct Object(std::sync::Arc<ObjectInner>);
+
+struct ObjectInner {
+    type_name: &'static str,
+    repr: String,
+    value: Box<dyn std::any::Any + Send + Sync>,
+}
+
+impl Object {
+    /// Wraps `value`, of Python type `type_name`, printed as `repr`.
+    pub fn new<T: std::any::Any + Send + Sync>(value: T, type_name: &'static str, repr: impl Into<String>) -> Object {
+        Object(std::sync::Arc::new(ObjectInner { type_name, repr: repr.into(), value: Box::new(value) }))
+    }
+
+    /// The wrapped value, if it is a `T`.
+    pub fn downcast_ref<T: std::any::Any>(&self) -> Option<&T> {
+        self.0.value.downcast_ref()
+    }
+
+    /// The Python type name given at creation.
+    pub fn type_name(&self) -> &'static str {
+        self.0.type_name
+    }
+
+    /// Whether both are the very same object (Python's `is`).
+    pub fn is(&self, other: &Object) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+impl fmt::Debug for Object {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0.repr)
+    }
 }
 
 impl Value {
@@ -120,6 +172,7 @@ impl Value {
             Value::Tuple(_) => "tuple",
             Value::Slice(..) => "slice",
             Value::Ellipsis => "ellipsis",
+            Value::Object(o) => o.type_name(),
         }
     }
 
@@ -224,6 +277,7 @@ impl fmt::Display for Value {
             Value::Tuple(items) => seq(f, items, "(", ")"),
             Value::Slice(s) => write!(f, "slice({}, {}, {})", opt(&s.start), opt(&s.stop), opt(&s.step)),
             Value::Ellipsis => f.write_str("Ellipsis"),
+            Value::Object(o) => write!(f, "{o:?}"),
         }
     }
 }
@@ -626,6 +680,25 @@ plain_value!(Shape, "tuple of ints", |s| Value::Tuple(s.iter().map(|&d| Value::I
     v.as_slice()?.iter().map(usize::from_value).collect()
 });
 
+plain_value!(
+    crate::autograd::GradFn,
+    "torch.autograd.graph.Node",
+    |s| Value::Object(Object::new(s.clone(), "torch.autograd.graph.Node", format!("{s:?}"))),
+    |v| match v {
+        Value::Object(o) => o.downcast_ref::<crate::autograd::GradFn>().cloned(),
+        _ => None,
+    }
+);
+plain_value!(
+    crate::autograd::GradHook,
+    "function",
+    |s| Value::Object(Object::new(s.clone(), "function", "<function>")),
+    |v| match v {
+        Value::Object(o) => o.downcast_ref::<crate::autograd::GradHook>().cloned(),
+        _ => None,
+    }
+);
+
 impl ToValue for str {
     fn to_value(&self) -> Value {
         Value::Str(self.to_owned())
@@ -703,7 +776,8 @@ owned_arg!(
     Option<Tensor>,
     Vec<i64>,
     Vec<Tensor>,
-    Option<Vec<Tensor>>
+    Option<Vec<Tensor>>,
+    crate::autograd::GradHook
 );
 
 impl<'a> Arg<'a> for &'a Tensor {

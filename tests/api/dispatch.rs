@@ -86,7 +86,7 @@ fn a_dispatch_mode_sees_forward_and_backward_operators_below_autograd() {
     let mode = push_dispatch_mode(Names::default());
     let y = (&x * &x).unwrap().sum().unwrap();
     // Autograd recorded the calls above the mode: the result has its history.
-    assert!(y.grad_fn().is_some());
+    assert!(y.grad_fn().unwrap().is_some());
     let forward = names(&mode);
     assert_eq!(forward, ["aten.mul.Tensor", "aten.sum.dim_IntList"]);
     y.backward().unwrap();

@@ -80,7 +80,7 @@ fn full_backward_hooks_see_and_replace_gradients_as_pytorch_s() {
     });
     let x = torchfn::ones([1, 3], None, None).unwrap().requires_grad_(true).unwrap();
     let y = fc.call(&x).unwrap();
-    assert_eq!(y.grad_fn().unwrap().name(), "BackwardHookFunctionBackward");
+    assert_eq!(y.grad_fn().unwrap().unwrap().name(), "BackwardHookFunctionBackward");
     y.sum().unwrap().backward().unwrap();
     assert_eq!(*log.lock().unwrap(), ["pre torch.Size([1, 2])", "bw Some([10.0, 14.0, 18.0]) Some([2.0, 2.0])"]);
     assert_eq!(values(&x.grad().unwrap().unwrap()), [10.0, 14.0, 18.0]);

@@ -80,7 +80,7 @@ fn gradient_clipping_is_overridable_and_refuses_foreach() {
     clip_grad_value_(std::slice::from_ref(&w), 1.25, Some(false)).unwrap();
     assert_eq!(w.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [1.25, 1.25]);
     // Nothing recorded: the gradient is no graph's output.
-    assert!(w.grad().unwrap().unwrap().grad_fn().is_none());
+    assert!(w.grad().unwrap().unwrap().grad_fn().unwrap().is_none());
 }
 
 #[test]

@@ -226,7 +226,7 @@ fn step_updates_in_place_without_recording() {
     set_grad(&p, &[1.0, -1.0]);
     opt.step().unwrap();
     assert_eq!(p.data_ptr().unwrap(), ptr);
-    assert!(p.is_leaf().unwrap() && p.requires_grad().unwrap() && p.grad_fn().is_none());
+    assert!(p.is_leaf().unwrap() && p.requires_grad().unwrap() && p.grad_fn().unwrap().is_none());
     let moved = view.to_vec::<f64>().unwrap();
     assert!((moved[0] - 0.9).abs() < 1e-8 && (moved[1] - 2.1).abs() < 1e-8, "{moved:?}"); // lr, less eps's share
 }

@@ -504,7 +504,7 @@ fn a_subclass_s_own_methods_go_through_the_protocol() {
     assert_eq!(Meters::STRETCHED.signature().to_string(), "(self, extra, *, scale=1.0)");
     assert!(torchfn::overrides::is_tensor_method_or_property(Meters::TO_FEET));
     let listed = torchfn::overrides::get_overridable_functions();
-    assert!(listed["Meters"].iter().any(|f| *f == Meters::STRETCHED), "{:?}", listed.get("Meters"));
+    assert!(listed["Meters"].contains(&Meters::STRETCHED), "{:?}", listed.get("Meters"));
     // The associated function is the same call (Python's `Meters.to_feet(t)`).
     assert_eq!(Meters::to_feet(&m).unwrap().to_vec::<f32>().unwrap(), [3.28084, 6.56168]);
     // Modes see it as the method, with the instance as `self`.
@@ -597,9 +597,9 @@ impl TorchFunction for Unguarded {
 #[test]
 fn printing_goes_through_the_protocol() {
     let t = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
-    // PyTorch 2.15: repr(t) and f"{t}" of a 2-d tensor; f"{torch.tensor(3.14159):.2f}" -> 3.14
+    // PyTorch 2.15: repr(t) of a 2-d tensor; f"{torch.tensor(1.23456):.3f}" -> 1.235
     assert_eq!(t.__repr__().unwrap(), "tensor([[1., 2.],\n        [3., 4.]])");
-    assert_eq!(format!("{:.3}", torchfn::tensor(3.14159f64).unwrap()), "3.142");
+    assert_eq!(format!("{:.3}", torchfn::tensor(1.23456f64).unwrap()), "1.235");
     assert_eq!(
         Tensor::__FORMAT__
             .call(&[torchfn::tensor(2.5f32).unwrap().into(), ".2f".into()], &Kwargs::new())
@@ -634,4 +634,64 @@ fn printing_goes_through_the_protocol() {
     REPRS.set(0);
     assert_eq!(unguarded.to_string(), "Unguarded([[1., 2.],\n           [3., 4.]])");
     assert_eq!(REPRS.get(), torchfn::recursion_limit() as usize);
+}
+
+/// A subclass that doubles every gradient hook registered on it, by wrapping the hook it is
+/// given before handing it on.
+#[derive(TensorSubclass)]
+#[torchfn(hook)]
+struct LoudHooks;
+
+impl TorchFunction for LoudHooks {
+    fn torch_function(
+        cls: &'static Class,
+        func: &'static Func,
+        types: &Types,
+        args: &[Value],
+        kwargs: &Kwargs,
+    ) -> Outcome {
+        if func == Tensor::REGISTER_HOOK_WITH {
+            let hook = args[1].to::<torchfn::autograd::GradHook>()?;
+            let doubled = torchfn::autograd::GradHook::new(move |g| {
+                Ok(Some((&hook.call(g)?.unwrap_or_else(|| g.clone()) * 2.0)?))
+            });
+            let args = [args[0].clone(), doubled.into()];
+            return Tensor::torch_function(cls, func, types, &args, kwargs);
+        }
+        Tensor::torch_function(cls, func, types, args, kwargs)
+    }
+}
+
+#[test]
+fn grad_fn_and_register_hook_are_dispatched() {
+    let x = torchfn::tensor([1.0f64, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let y = (&x * 3.0).unwrap();
+    // A mode sees both, with the node and the hook as objects (PyTorch: Tensor.grad_fn.__get__,
+    // Tensor.register_hook).
+    let log = push_mode(Log::default());
+    let node = y.grad_fn().unwrap().unwrap();
+    x.register_hook(|g| Ok(Some((g + 1.0)?))).unwrap();
+    let seen = log.take();
+    drop(log);
+    assert_eq!(
+        seen,
+        [
+            "Tensor.grad_fn.__get__(tensor([3., 6.], dtype=torch.float64))",
+            "Tensor.register_hook(tensor([1., 2.], dtype=torch.float64), <function>)"
+        ]
+    );
+    assert_eq!(node.name(), "MulBackward0");
+    let by_name = Tensor::GRAD_FN.call(&[(&y).into()], &Kwargs::new()).unwrap();
+    assert_eq!(
+        (by_name.type_name(), by_name.to_string()),
+        ("torch.autograd.graph.Node", "<MulBackward0 object>".to_string())
+    );
+    assert!(Tensor::GRAD_FN.call(&[(&x).into()], &Kwargs::new()).unwrap().is_none());
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(x.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [4.0, 4.0]);
+    // A subclass changes the hook it is given.
+    let z = torchfn::tensor([1.0f64]).unwrap().requires_grad_(true).unwrap().as_subclass(LoudHooks).unwrap();
+    z.register_hook(|g| Ok(Some((g + 1.0)?))).unwrap();
+    (&z * 5.0).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(z.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [12.0]);
 }

@@ -37,7 +37,7 @@
 //!
 //! let x = torchfn::tensor([1.0f64, 2.0])?.requires_grad_(true)?;
 //! let y = MulConstant::apply((x.clone(), 3.0))?;
-//! assert_eq!(y.grad_fn().unwrap().name(), "MulConstantBackward");
+//! assert_eq!(y.grad_fn()?.unwrap().name(), "MulConstantBackward");
 //! y.sum()?.backward()?;
 //! assert_eq!(x.grad()?.unwrap().to_vec::<f64>()?, [3.0, 3.0]);
 //! # Ok::<(), torchfn::Error>(())

@@ -10,7 +10,7 @@
 //! ```
 //! let x = torchfn::tensor([1.0f64, 2.0, 3.0])?.requires_grad_(true)?;
 //! let y = (&x * &x)?.sum()?;
-//! assert_eq!(y.grad_fn().unwrap().name(), "SumBackward0");
+//! assert_eq!(y.grad_fn()?.unwrap().name(), "SumBackward0");
 //! y.backward()?;
 //! assert_eq!(x.grad()?.unwrap().to_vec::<f64>()?, [2.0, 4.0, 6.0]);
 //!
@@ -81,6 +81,29 @@ impl GradFn {
     /// Whether both are the same node.
     pub fn ptr_eq(&self, other: &GradFn) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
+    }
+}
+
+/// A function run on each gradient computed for a tensor, which may return a replacement
+/// (`Tensor.register_hook`'s argument): a value hooks and modes see and pass on.
+#[derive(Clone)]
+pub struct GradHook(pub(crate) graph::TensorHook);
+
+impl GradHook {
+    /// The hook `f`.
+    pub fn new(f: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static) -> GradHook {
+        GradHook(Arc::new(f))
+    }
+
+    /// Runs the hook on `grad`.
+    pub fn call(&self, grad: &Tensor) -> Result<Option<Tensor>> {
+        (self.0)(grad)
+    }
+}
+
+impl fmt::Debug for GradHook {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<function>")
     }
 }
 

@@ -52,7 +52,7 @@ use crate::value::{Kwargs, Value};
 ///
 /// let x = Boxed::wrap(torchfn::tensor([1.0f32, 2.0])?)?.requires_grad_(true)?;
 /// let y = (&x * &x)?.sum()?;
-/// assert_eq!(y.grad_fn().unwrap().name(), "SumBackward0");
+/// assert_eq!(y.grad_fn()?.unwrap().name(), "SumBackward0");
 /// y.backward()?;
 /// let grad = x.grad()?.unwrap();
 /// assert_eq!(grad.wrapper::<Boxed>().unwrap().0.to_vec::<f32>()?, [2.0, 4.0]);

@@ -69,7 +69,7 @@ impl Graph {
                 Value::Slice(s) => json!({"slice": [s.start, s.stop, s.step]}),
                 Value::Ellipsis => json!({"ellipsis": true}),
                 Value::NotImplemented => json!({"not_implemented": true}),
-                Value::Generator(_) | Value::Tensor(_) | Value::List(_) | Value::Tuple(_) => {
+                Value::Generator(_) | Value::Tensor(_) | Value::List(_) | Value::Tuple(_) | Value::Object(_) => {
                     return Err(Error::value_error(format!(
                         "to_json: a {} constant cannot be saved in a graph",
                         v.type_name()

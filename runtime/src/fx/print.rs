@@ -224,7 +224,7 @@ fn rust_value(arg: &Argument, vars: &HashMap<NodeId, String>) -> Result<String> 
                 s.start, s.stop, s.step
             ),
             Value::Ellipsis => "Value::Ellipsis".into(),
-            Value::Generator(_) | Value::Tensor(_) | Value::List(_) | Value::Tuple(_) => {
+            Value::Generator(_) | Value::Tensor(_) | Value::List(_) | Value::Tuple(_) | Value::Object(_) => {
                 return Err(Error::value_error(format!(
                     "to_rust: a {} constant cannot be written as Rust source",
                     v.type_name()

@@ -1,20 +1,14 @@
 //! The autograd surface of a tensor, as PyTorch's: `requires_grad`, `grad`, `grad_fn`,
-//! `is_leaf`, `detach`, `retain_grad`, `register_hook` and `backward`. The properties and
-//! `backward` are overridable calls (a mode or a subclass hook sees them), as in PyTorch.
+//! `is_leaf`, `detach`, `retain_grad`, `register_hook` and `backward`. All are overridable calls
+//! (a mode or a subclass hook sees them), as in PyTorch; a graph node and a hook function reach
+//! hooks as [`Value::Object`]s.
 
-use std::sync::Arc;
-
-use crate::autograd::{self, GradFn, meta};
+use crate::autograd::{self, GradFn, GradHook, meta};
 use crate::error::Result;
 use crate::tensor::Tensor;
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
-
-crate::overrides::ignored! {
-    "Tensor.grad_fn": "returns a graph node, which is no value a hook could return",
-    "Tensor.register_hook": "takes a Rust closure, which is no value a hook could see",
-}
 
 impl Tensor {
     /// Whether operations on this tensor record a graph for its gradient (`Tensor.requires_grad`):
@@ -86,13 +80,15 @@ impl Tensor {
     /// ```
     /// let x = torchfn::tensor([2.0f32])?.requires_grad_(true)?;
     /// let y = (&x * &x)?;
-    /// let node = y.grad_fn().unwrap();
+    /// let node = y.grad_fn()?.unwrap();
     /// assert_eq!(node.name(), "MulBackward0");
     /// assert_eq!(node.next_functions()[0].as_ref().unwrap().0.name(), "AccumulateGrad");
     /// # Ok::<(), torchfn::Error>(())
     /// ```
-    pub fn grad_fn(&self) -> Option<GradFn> {
-        meta::grad_fn_of(self).map(|e| GradFn(e.node))
+    #[torch_function(property)]
+    pub fn grad_fn(&self) -> Result<Option<GradFn>> {
+        self.data("grad_fn", "self")?;
+        Ok(meta::grad_fn_of(self).map(|e| GradFn(e.node)))
     }
 
     /// The same data without history and not requiring grad (`Tensor.detach`); it shares
@@ -146,7 +142,15 @@ impl Tensor {
         &self,
         hook: impl Fn(&Tensor) -> Result<Option<Tensor>> + Send + Sync + 'static,
     ) -> Result<()> {
-        meta::add_hook(self, Arc::new(hook))
+        self.register_hook_with(GradHook::new(hook))
+    }
+
+    /// [`register_hook`](Tensor::register_hook) with the hook as a value, registered as
+    /// `Tensor.register_hook`: hooks and modes see the call, with the hook function as a
+    /// [`Value::Object`].
+    #[torch_function(name = "register_hook")]
+    pub fn register_hook_with(&self, hook: GradHook) -> Result<()> {
+        meta::add_hook(self, hook.0)
     }
 
     /// `backward()` with every default: the gradient of this one-element tensor with respect
@@ -191,4 +195,6 @@ crate::samples! {
     Tensor::RETAIN_GRAD => [sample([leaf(&[2, 3])])],
     Tensor::RETAINS_GRAD => [sample([f32s(&[2])])],
     Tensor::BACKWARD_WITH => [sample([leaf(&[])])],
+    Tensor::GRAD_FN => [sample([f32s(&[2])])],
+    Tensor::REGISTER_HOOK_WITH => [sample([leaf(&[2]), crate::autograd::GradHook::new(|_| Ok(None)).into()])],
 }

@@ -64,7 +64,7 @@ impl Tensor {
 /// prints as `<__repr__ failed: ...>`: printing never panics.
 impl fmt::Display for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if !!self.is_duck() {
+        if self.is_duck() {
             return f.write_str(&self.repr_text(None));
         }
         let spec = FormatSpec::of(f);
@@ -79,9 +79,11 @@ impl fmt::Display for Tensor {
 
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        if self.is_duck() {
+            return f.write_str(&self.repr_text(None));
+        }
         match self.__repr__() {
-            Ok(text) if !self.is_duck() => f.write_str(&text),
-            Ok(_) => f.write_str(&self.repr_text(None)),
+            Ok(text) => f.write_str(&text),
             Err(err) => write!(f, "<__repr__ failed: {err}>"),
         }
     }
