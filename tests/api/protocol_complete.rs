@@ -695,3 +695,73 @@ fn grad_fn_and_register_hook_are_dispatched() {
     (&z * 5.0).unwrap().sum().unwrap().backward().unwrap();
     assert_eq!(z.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [12.0]);
 }
+
+/// A duck that knows only the reflected `&` (`Tensor.__rand__`): it answers `t & duck` too.
+#[derive(Debug, DuckTensor)]
+struct Mask;
+
+impl TorchFunction for Mask {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, args: &[Value], _: &Kwargs) -> Outcome {
+        if func == Tensor::__RAND__ {
+            // `x & mask` is `x`.
+            return Ok(args.iter().find(|a| a.duck::<Mask>().is_none()).cloned().unwrap_or_default());
+        }
+        Ok(Value::NotImplemented)
+    }
+}
+
+#[test]
+fn bitwise_operators_are_dispatched_with_pytorch_s_values() {
+    let ints = |v: Vec<i64>| Tensor::from_vec(v, [3]).unwrap();
+    let (a, b) = (ints(vec![5, -6, 7]), ints(vec![3, 1, 64]));
+    let values = |t: Result<Tensor>| t.unwrap().to_vec::<i64>().unwrap();
+    // PyTorch 2.15, a = [5, -6, 7], b = [3, 1, 64]
+    assert_eq!(values(&a & &b), [1, 0, 0]);
+    assert_eq!(values(&a | &b), [7, -5, 71]);
+    assert_eq!(values(&a ^ &b), [6, -5, 71]);
+    assert_eq!(values(!&a), [-6, 5, -8]);
+    assert_eq!(values(&a << &b), [40, -12, 0]);
+    assert_eq!(values(&a >> &b), [0, -3, 0]);
+    let far = ints(vec![63, 62, -1]);
+    assert_eq!(values(&a << &far), [i64::MIN, i64::MIN, 0]);
+    assert_eq!(values(&a >> &far), [0, -1, 0]);
+    assert_eq!(values(3 & &a), [1, 2, 3]);
+    assert_eq!(values(&a & 3), [1, 2, 3]);
+    assert_eq!(values(torchfn::bitwise_left_shift(&a, &Tensor::scalar(2))), [20, -24, 28]);
+    let int32 = Tensor::from_vec(vec![1i32, 2], [2]).unwrap();
+    let shifts = Tensor::from_vec(vec![31i32, 32], [2]).unwrap();
+    assert_eq!((&int32 << &shifts).unwrap().to_vec::<i32>().unwrap(), [i32::MIN, 0]);
+    let m = Tensor::from_vec(vec![true, false], [2]).unwrap();
+    assert_eq!(
+        (&m & &Tensor::from_vec(vec![true, true], [2]).unwrap()).unwrap().to_vec::<bool>().unwrap(),
+        [true, false]
+    );
+    assert_eq!((!&m).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    let mut t = ints(vec![1, 2, 3]);
+    t &= &ints(vec![3, 0, 1]);
+    assert_eq!(t.to_vec::<i64>().unwrap(), [1, 0, 1]);
+    t |= 4;
+    assert_eq!(t.to_vec::<i64>().unwrap(), [5, 4, 5]);
+    // PyTorch's errors: NotImplementedError "bitwise_and_cpu" not implemented for 'Float';
+    // TypeError ~ (operator.invert) is only implemented on integer and Boolean-type tensors
+    let f = torchfn::tensor([1.0f32]).unwrap();
+    let err = (&f & &f).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::NotImplemented);
+    assert!(err.to_string().contains("\"bitwise_and_cpu\" not implemented for 'Float'"), "{err}");
+    assert_eq!((!&f).unwrap_err().kind(), ErrorKind::Type);
+    assert!((&f << 1).unwrap_err().to_string().contains("\"lshift_cpu\" not implemented for 'Float'"));
+    // Modes see each operator as its dunder.
+    let log = push_mode(Log::default());
+    let _ = (&a & &b, &a | 1, !&a, &a >> 1, 2 << &a);
+    assert_eq!(
+        log.names(),
+        ["Tensor.__and__", "Tensor.__or__", "Tensor.__invert__", "Tensor.__rshift__", "Tensor.__rlshift__"]
+    );
+    drop(log);
+    // Python's reflection: a duck that only knows __rand__ answers either side.
+    let duck = Tensor::from_duck(Mask);
+    assert_eq!(values(&a & &duck), [5, -6, 7]);
+    assert_eq!(values(&duck & &a), [5, -6, 7]);
+    let err = (&duck | &a).unwrap_err();
+    assert_eq!(err.to_string(), "unsupported operand type(s) for |: 'Mask' and 'Tensor'");
+}

@@ -46,6 +46,18 @@ impl DType {
         }
     }
 
+    /// The name of PyTorch's C++ scalar type, as its kernels' errors say it: `"Float"`,
+    /// `"Long"` (`"bitwise_and_cpu" not implemented for 'Float'`).
+    pub fn scalar_type_name(self) -> &'static str {
+        match self {
+            DType::Bool => "Bool",
+            DType::Int32 => "Int",
+            DType::Int64 => "Long",
+            DType::Float32 => "Float",
+            DType::Float64 => "Double",
+        }
+    }
+
     /// Parses a dtype name, with or without the `torch.` prefix.
     pub fn from_name(name: &str) -> Option<DType> {
         let name = name.strip_prefix("torch.").unwrap_or(name);

@@ -65,6 +65,8 @@ pub enum Unary {
     IsNan,
     /// Whether the element is infinite (bool result).
     IsInf,
+    /// Bitwise not of an integer, logical not of a bool.
+    BitNot,
 }
 
 impl Unary {
@@ -126,6 +128,17 @@ pub enum Binary {
     Or,
     /// Logical exclusive or.
     Xor,
+    /// Bitwise and of integers (logical and of bools).
+    BitAnd,
+    /// Bitwise or of integers (logical or of bools).
+    BitOr,
+    /// Bitwise exclusive or of integers (logical exclusive or of bools).
+    BitXor,
+    /// `a << b` of integers: 0 for a negative `b` or one at least the type's width.
+    Shl,
+    /// `a >> b` of integers, the sign filling in: for a negative `b` or one at least the type's
+    /// width, -1 for a negative `a` and 0 otherwise.
+    Shr,
 }
 
 impl Binary {

@@ -5,7 +5,7 @@ use crate::backend::{Array, Binary};
 use crate::error::Result;
 use crate::types::{DType, Element, Shape, with_dtype};
 
-use super::elementwise::{Float, Signed};
+use super::elementwise::{Bits, Float, Signed};
 use super::map::binary_to;
 use super::{Number, undefined};
 
@@ -111,9 +111,12 @@ fn float<F: Float + Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out
     }
 }
 
-fn integer<I: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
+fn integer<I: Bits>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
     match op {
         Binary::Div | Binary::Atan2 => Err(undefined(op, I::DTYPE)),
+        Binary::BitAnd | Binary::BitOr | Binary::BitXor | Binary::Shl | Binary::Shr => {
+            binary_to::<I, I>(a, b, shape, out, move |p, q| p.bits(q, op))
+        }
         _ => numeric::<I>(a, b, shape, op, out),
     }
 }
@@ -124,8 +127,9 @@ fn boolean(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>)
             let alpha = alpha.to_i64() != 0;
             binary_to::<bool, bool>(a, b, shape, out, move |p, q| p || (alpha && q))
         }
-        Binary::Mul | Binary::Minimum => binary_to::<bool, bool>(a, b, shape, out, |p, q| p && q),
-        Binary::Maximum => binary_to::<bool, bool>(a, b, shape, out, |p, q| p || q),
+        Binary::Mul | Binary::Minimum | Binary::BitAnd => binary_to::<bool, bool>(a, b, shape, out, |p, q| p && q),
+        Binary::Maximum | Binary::BitOr => binary_to::<bool, bool>(a, b, shape, out, |p, q| p || q),
+        Binary::BitXor => binary_to::<bool, bool>(a, b, shape, out, |p, q| p != q),
         _ => compare::<bool>(a, b, shape, op, out),
     }
 }

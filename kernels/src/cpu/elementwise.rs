@@ -3,6 +3,7 @@
 //! `remainder`).
 
 use super::Number;
+use crate::backend::Binary;
 
 /// A floating-point element type (`f32`, `f64`): the functions of the unary float operations.
 pub trait Float: Number {
@@ -334,6 +335,49 @@ macro_rules! signed_int {
 }
 signed_int!(i32);
 signed_int!(i64);
+
+/// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a
+/// negative amount or by the type's width or more gives 0 (a right shift of a negative number,
+/// -1); a left shift works on the bits, as on an unsigned number.
+pub trait Bits: Signed {
+    /// `a & b`, `a | b` or `a ^ b`.
+    fn bits(self, other: Self, op: Binary) -> Self;
+    /// `!a`.
+    fn not(self) -> Self;
+}
+
+macro_rules! bits {
+    ($t:ty, $u:ty) => {
+        impl Bits for $t {
+            #[inline(always)]
+            fn bits(self, other: Self, op: Binary) -> Self {
+                let width = <$t>::BITS as $t;
+                match op {
+                    Binary::BitAnd => self & other,
+                    Binary::BitOr => self | other,
+                    Binary::BitXor => self ^ other,
+                    Binary::Shl if other < 0 || other >= width => 0,
+                    Binary::Shl => ((self as $u) << other) as $t,
+                    Binary::Shr if other < 0 || other >= width => {
+                        if self < 0 {
+                            -1
+                        } else {
+                            0
+                        }
+                    }
+                    Binary::Shr => self >> other,
+                    _ => self,
+                }
+            }
+            #[inline(always)]
+            fn not(self) -> Self {
+                !self
+            }
+        }
+    };
+}
+bits!(i32, u32);
+bits!(i64, u64);
 
 #[cfg(test)]
 mod tests {

@@ -5,7 +5,7 @@ use crate::backend::{Array, Unary};
 use crate::error::Result;
 use crate::types::DType;
 
-use super::elementwise::{Float, Signed, erfc};
+use super::elementwise::{Bits, Float, Signed, erfc};
 use super::map::unary_to;
 use super::{Number, undefined};
 
@@ -75,11 +75,11 @@ fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result
         Unary::Relu => unary_to::<F, F>(x, out, move |v| if v.is_nan() || v > zero { v } else { zero }),
         Unary::IsNan => unary_to::<F, bool>(x, out, Signed::is_nan),
         Unary::IsInf => unary_to::<F, bool>(x, out, Signed::is_infinite),
-        Unary::Not => Err(undefined(op, F::DTYPE)),
+        Unary::Not | Unary::BitNot => Err(undefined(op, F::DTYPE)),
     }
 }
 
-fn integer<I: Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+fn integer<I: Bits>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
     let zero = I::default();
     match op {
         Unary::Neg => unary_to::<I, I>(x, out, Number::neg),
@@ -88,6 +88,7 @@ fn integer<I: Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array
         Unary::Square => unary_to::<I, I>(x, out, |v| v.mul(v)),
         Unary::Relu => unary_to::<I, I>(x, out, move |v| if v > zero { v } else { zero }),
         Unary::IsNan | Unary::IsInf => unary_to::<I, bool>(x, out, |_| false),
+        Unary::BitNot => unary_to::<I, I>(x, out, Bits::not),
         // Integers are already whole.
         Unary::Ceil | Unary::Floor | Unary::Trunc | Unary::Round(0) => unary_to::<I, I>(x, out, |v| v),
         _ => Err(undefined(op, I::DTYPE)),
@@ -96,7 +97,7 @@ fn integer<I: Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array
 
 fn boolean(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
     match op {
-        Unary::Not => unary_to::<bool, bool>(x, out, |b| !b),
+        Unary::Not | Unary::BitNot => unary_to::<bool, bool>(x, out, |b| !b),
         Unary::IsNan | Unary::IsInf => unary_to::<bool, bool>(x, out, |_| false),
         Unary::Sign | Unary::Abs | Unary::Relu => unary_to::<bool, bool>(x, out, |b| b),
         _ => Err(undefined(op, DType::Bool)),

@@ -91,10 +91,11 @@ pub fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
             Unary::Square => "a * a",
             Unary::Relu => "max(a, 0)",
             Unary::Ceil | Unary::Floor | Unary::Trunc | Unary::Round(0) => "a",
+            Unary::BitNot => "~a",
             _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
         }),
         (Kind::Bool, _) => same(match op {
-            Unary::Not => "!a",
+            Unary::Not | Unary::BitNot => "!a",
             Unary::Sign | Unary::Abs | Unary::Relu => "a",
             _ => return Err(unsupported("elementwise", format!("{op:?} of bool"))),
         }),
@@ -131,9 +132,9 @@ pub fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
         (Kind::Bool, Binary::Sub(_)) => Err(unsupported("elementwise", "subtraction of bools")),
         (_, Binary::Sub(a)) => alpha("a - s0 * b", a),
         (Kind::Bool, _) => same(match op {
-            Binary::Mul | Binary::Minimum | Binary::And => "a && b",
-            Binary::Maximum | Binary::Or => "a || b",
-            Binary::Xor => "a != b",
+            Binary::Mul | Binary::Minimum | Binary::And | Binary::BitAnd => "a && b",
+            Binary::Maximum | Binary::Or | Binary::BitOr => "a || b",
+            Binary::Xor | Binary::BitXor => "a != b",
             _ => return Err(unsupported("elementwise", format!("{op:?} of bools"))),
         }),
         (_, Binary::And | Binary::Or | Binary::Xor) => {
@@ -163,6 +164,12 @@ pub fn binary_expr(op: Binary, kind: Kind) -> Result<Expression> {
             Binary::Pow => "pow_i32(a, b)",
             Binary::Fmod => "a % b",
             Binary::Remainder => "remainder_i32(a, b)",
+            Binary::BitAnd => "a & b",
+            Binary::BitOr => "a | b",
+            Binary::BitXor => "a ^ b",
+            // PyTorch's shifts: out-of-range amounts give 0 (or -1, shifting a negative right).
+            Binary::Shl => "select(0, a << u32(b), b >= 0 && b < 32)",
+            Binary::Shr => "select(select(0, -1, a < 0), a >> u32(b), b >= 0 && b < 32)",
             _ => return Err(unsupported("elementwise", format!("{op:?} of int32"))),
         }),
     }
@@ -211,6 +218,7 @@ pub fn variants() -> Vec<Kernel> {
         Unary::Not,
         Unary::IsNan,
         Unary::IsInf,
+        Unary::BitNot,
     ];
     let binaries = [
         Binary::Add(Scalar::Int(2)),
@@ -236,6 +244,11 @@ pub fn variants() -> Vec<Kernel> {
         Binary::And,
         Binary::Or,
         Binary::Xor,
+        Binary::BitAnd,
+        Binary::BitOr,
+        Binary::BitXor,
+        Binary::Shl,
+        Binary::Shr,
     ];
     for kind in kinds {
         for op in unaries {

@@ -89,6 +89,8 @@ operators! {
     ISNAN = unary!("isnan"), [Pointwise] Kernel::Unary(Unary::IsNan);
     /// Whether each element is infinite.
     ISINF = unary!("isinf"), [Pointwise] Kernel::Unary(Unary::IsInf);
+    /// Bitwise not (logical not of bools).
+    BITWISE_NOT = unary!("bitwise_not"), [Pointwise] Kernel::Unary(Unary::BitNot);
 
     /// `self + alpha * other`.
     ADD_TENSOR = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> Tensor",
@@ -148,6 +150,16 @@ operators! {
     /// Logical exclusive or.
     LOGICAL_XOR = "logical_xor(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
         Kernel::Binary(Binary::Xor);
+    /// Bitwise and.
+    BITWISE_AND_TENSOR = binary!("bitwise_and"), [Pointwise] Kernel::Binary(Binary::BitAnd);
+    /// Bitwise or.
+    BITWISE_OR_TENSOR = binary!("bitwise_or"), [Pointwise] Kernel::Binary(Binary::BitOr);
+    /// Bitwise exclusive or.
+    BITWISE_XOR_TENSOR = binary!("bitwise_xor"), [Pointwise] Kernel::Binary(Binary::BitXor);
+    /// `self << other`.
+    BITWISE_LEFT_SHIFT_TENSOR = binary!("bitwise_left_shift"), [Pointwise] Kernel::Binary(Binary::Shl);
+    /// `self >> other`.
+    BITWISE_RIGHT_SHIFT_TENSOR = binary!("bitwise_right_shift"), [Pointwise] Kernel::Binary(Binary::Shr);
     /// `self` where `condition` holds, `other` elsewhere.
     WHERE_SELF =
         "where.self(Tensor condition, Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor",
@@ -296,6 +308,7 @@ pub(crate) fn unary(op: Unary) -> (&'static Operator, Option<(&'static str, crat
         Unary::Not => &LOGICAL_NOT,
         Unary::IsNan => &ISNAN,
         Unary::IsInf => &ISINF,
+        Unary::BitNot => &BITWISE_NOT,
     };
     (op, None)
 }
@@ -326,6 +339,11 @@ pub(crate) fn binary(op: Binary) -> (&'static Operator, Option<(&'static str, cr
         Binary::And => &LOGICAL_AND,
         Binary::Or => &LOGICAL_OR,
         Binary::Xor => &LOGICAL_XOR,
+        Binary::BitAnd => &BITWISE_AND_TENSOR,
+        Binary::BitOr => &BITWISE_OR_TENSOR,
+        Binary::BitXor => &BITWISE_XOR_TENSOR,
+        Binary::Shl => &BITWISE_LEFT_SHIFT_TENSOR,
+        Binary::Shr => &BITWISE_RIGHT_SHIFT_TENSOR,
     };
     (op, None)
 }

@@ -4,6 +4,7 @@
 mod args;
 mod arithmetic;
 mod autograd;
+mod bitwise;
 mod blend;
 mod compare;
 pub(crate) mod convert;
@@ -32,6 +33,10 @@ pub use args::{IntList, SplitSize};
 pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,
+};
+pub use bitwise::{
+    BITWISE_AND, BITWISE_LEFT_SHIFT, BITWISE_NOT, BITWISE_OR, BITWISE_RIGHT_SHIFT, BITWISE_XOR, bitwise_and,
+    bitwise_left_shift, bitwise_not, bitwise_or, bitwise_right_shift, bitwise_xor,
 };
 pub use blend::{ADDCDIV, ADDCMUL, LERP, addcdiv, addcmul, lerp};
 pub use compare::{

@@ -1,11 +1,15 @@
-//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `&a % 3`, `-&a`, `a %= &b`.
+//! Rust's operators on tensors: `&a + &b`, `&a * 2.0`, `1.0 - &a`, `&a % 3`, `-&a`, `a %= &b`,
+//! and the bitwise ones: `&a & &b`, `&a | 1`, `&a ^ &b`, `&a << 2`, `&a >> &b`, `!&a`, `a &= &b`.
 //!
 //! Each goes through the overridable operator method (`Tensor.__add__`, `Tensor.__radd__`, ...),
 //! as Python's operators do, and returns a `Result`: a shape or dtype error is an error, never a
 //! panic. A number on either side is a Python-style number ([`Tensor::scalar`]): any
 //! [`Scalar`] on the right, an `f64` or `i64` on the left.
 
-use std::ops::{Add, AddAssign, Div, DivAssign, Mul, MulAssign, Neg, Rem, RemAssign, Sub, SubAssign};
+use std::ops::{
+    Add, AddAssign, BitAnd, BitAndAssign, BitOr, BitOrAssign, BitXor, BitXorAssign, Div, DivAssign, Mul, MulAssign,
+    Neg, Not, Rem, RemAssign, Shl, ShlAssign, Shr, ShrAssign, Sub, SubAssign,
+};
 
 use crate::error::{Error, Result};
 use crate::tensor::{Scalar, Tensor};
@@ -83,6 +87,11 @@ binary_operator!(Sub, sub, __sub__, __rsub__, "-");
 binary_operator!(Mul, mul, __mul__, __rmul__, "*");
 binary_operator!(Div, div, __truediv__, __rtruediv__, "/");
 binary_operator!(Rem, rem, __mod__, __rmod__, "%");
+binary_operator!(BitAnd, bitand, __and__, __rand__, "&");
+binary_operator!(BitOr, bitor, __or__, __ror__, "|");
+binary_operator!(BitXor, bitxor, __xor__, __rxor__, "^");
+binary_operator!(Shl, shl, __lshift__, __rlshift__, "<<");
+binary_operator!(Shr, shr, __rshift__, __rrshift__, ">>");
 
 macro_rules! assign_operator {
     ($trait:ident, $method:ident, $dunder:ident, $fallible:literal) => {
@@ -116,11 +125,24 @@ assign_operator!(SubAssign, sub_assign, __isub__, "Tensor::__isub__ (or sub_)");
 assign_operator!(MulAssign, mul_assign, __imul__, "Tensor::__imul__ (or mul_)");
 assign_operator!(DivAssign, div_assign, __itruediv__, "Tensor::__itruediv__ (or div_)");
 assign_operator!(RemAssign, rem_assign, __imod__, "Tensor::__imod__ (or remainder_)");
+assign_operator!(BitAndAssign, bitand_assign, __iand__, "Tensor::__iand__ (or bitwise_and_)");
+assign_operator!(BitOrAssign, bitor_assign, __ior__, "Tensor::__ior__ (or bitwise_or_)");
+assign_operator!(BitXorAssign, bitxor_assign, __ixor__, "Tensor::__ixor__ (or bitwise_xor_)");
+assign_operator!(ShlAssign, shl_assign, __ilshift__, "Tensor::__ilshift__ (or bitwise_left_shift_)");
+assign_operator!(ShrAssign, shr_assign, __irshift__, "Tensor::__irshift__ (or bitwise_right_shift_)");
 
 impl Neg for &Tensor {
     type Output = Result<Tensor>;
     fn neg(self) -> Result<Tensor> {
         self.__neg__()
+    }
+}
+
+/// Python's `~t` (`Tensor.__invert__`): bitwise not of integers, logical not of bools.
+impl Not for &Tensor {
+    type Output = Result<Tensor>;
+    fn not(self) -> Result<Tensor> {
+        self.__invert__()
     }
 }
 
