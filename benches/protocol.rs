@@ -79,6 +79,52 @@ fn benches(c: &mut Criterion) {
         add.bench_function("mode", |x| x.iter(|| black_box(&a).add(black_box(&b), 1).unwrap()));
     }
     add.finish();
+
+    // The protocol's last rows (issue 25): each new method's fast path against its
+    // implementation, and Python's comparison operator against the `lt` method.
+    let (i, j) = (torchfn::tensor([6i64]).unwrap(), torchfn::tensor([3i64]).unwrap());
+    let mut rows = c.benchmark_group("rows");
+    rows.bench_function("lt-implementation", |x| x.iter(|| Tensor::__impl_lt(black_box(&a), black_box(&b)).unwrap()));
+    rows.bench_function("lt-public_plain", |x| x.iter(|| black_box(&a).lt(black_box(&b)).unwrap()));
+    rows.bench_function("__lt__-implementation", |x| {
+        x.iter(|| Tensor::__impl___lt__(black_box(&a), black_box(&b)).unwrap())
+    });
+    rows.bench_function("__lt__-public_plain", |x| x.iter(|| black_box(&a).__lt__(black_box(&b)).unwrap()));
+    rows.bench_function("operator_lt-public_plain", |x| {
+        x.iter(|| torchfn::operator::lt(black_box(&a), black_box(&b)).unwrap())
+    });
+    rows.bench_function("__and__-implementation", |x| {
+        x.iter(|| Tensor::__impl___and__(black_box(&i), black_box(&j)).unwrap())
+    });
+    rows.bench_function("__and__-public_plain", |x| x.iter(|| (black_box(&i) & black_box(&j)).unwrap()));
+    rows.bench_function("__len__-implementation", |x| x.iter(|| Tensor::__impl___len__(black_box(&a)).unwrap()));
+    rows.bench_function("__len__-public_plain", |x| x.iter(|| black_box(&a).__len__().unwrap()));
+    rows.bench_function("__bool__-implementation", |x| x.iter(|| Tensor::__impl___bool__(black_box(&a)).unwrap()));
+    rows.bench_function("__bool__-public_plain", |x| x.iter(|| black_box(&a).__bool__().unwrap()));
+    rows.finish();
+}
+
+/// The new methods of the rows table: (criterion name, what it is).
+const ROWS: [(&str, &str); 6] = [
+    ("lt", "`t.lt(u)` (before issue 25)"),
+    ("__lt__", "`t.__lt__(u)`"),
+    ("operator_lt", "`operator::lt(t, u)` (Python's `t < u`)"),
+    ("__and__", "`&t & &u` (int64)"),
+    ("__len__", "`t.__len__()`"),
+    ("__bool__", "`t.__bool__()`"),
+];
+
+fn print_rows() {
+    println!("\n| call, one-element tensors | implementation ns | public ns | fast-path cost |");
+    println!("|---|---:|---:|---:|");
+    for (name, what) in ROWS {
+        let public = mean_ns(&format!("rows/{name}-public_plain"));
+        let direct = match name {
+            "operator_lt" => mean_ns("rows/__lt__-implementation"),
+            _ => mean_ns(&format!("rows/{name}-implementation")),
+        };
+        println!("| {what} | {direct:.1} | {public:.1} | {:+.1} |", public - direct);
+    }
 }
 
 fn print_table() {
@@ -115,4 +161,5 @@ fn main() {
     benches(&mut c);
     c.final_summary();
     print_table();
+    print_rows();
 }
