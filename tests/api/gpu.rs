@@ -555,3 +555,18 @@ fn operations_keep_the_reduced_dimensions_when_asked() {
     assert_eq!(arg.dtype().unwrap(), DType::Int32, "indices are int32 on a wgpu device");
     assert_eq!(arg.cpu().unwrap().to_vec::<i32>().unwrap(), [2, 2]);
 }
+
+#[test]
+fn a_reduction_into_a_dtype_the_gpu_lacks_is_refused_not_narrowed() {
+    let Some(device) = gpu() else { return };
+    let x = torchfn::ones([3, 4], None, None).unwrap().to_device(device, None, false, false).unwrap();
+    for result in [
+        torchfn::sum_dim_dtype(&x, 0, false, DType::Float64),
+        torchfn::cumsum(&x, 0, Some(DType::Float64)),
+        torchfn::mean_dtype(&x, DType::Float64),
+    ] {
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("torch.float64 is not supported on wgpu"), "{err}");
+    }
+    assert_eq!(torchfn::sum_dtype(&x, DType::Float32).unwrap().item().unwrap(), torchfn::Scalar::Float(12.0));
+}

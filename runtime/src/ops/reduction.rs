@@ -4,6 +4,7 @@
 
 use smallvec::SmallVec;
 
+use crate::backend::host::check_dtype;
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::error::{Result, bail};
 use crate::ops::inplace::write_out;
@@ -48,8 +49,13 @@ fn reduce(t: &Tensor, dims: &[usize], keepdim: bool, op: Reduce, dtype: DType) -
 
 /// The dtype a sum or product accumulates in: the input's float dtype, int64 for integers and
 /// bools, or the `dtype` asked for.
-fn accumulation(x: &Dense, dtype: Option<DType>) -> DType {
-    dtype.unwrap_or(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 })
+/// A `dtype` asked for must live on the input's device (a GPU without 64-bit types refuses
+/// float64), where the default accumulation narrows as the device's tensors do.
+fn accumulation(func: &str, x: &Dense, dtype: Option<DType>) -> Result<DType> {
+    match dtype {
+        Some(dtype) => check_dtype(func, x.device(), dtype).map(|()| dtype),
+        None => Ok(if x.dtype.is_floating_point() { x.dtype } else { DType::Int64 }),
+    }
 }
 
 fn sum_impl(
@@ -60,7 +66,7 @@ fn sum_impl(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dims)?;
-    reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(x, dtype))
+    reduce(input.1, &dims, keepdim, Reduce::Sum, accumulation(func, x, dtype)?)
 }
 
 fn prod_impl(
@@ -71,7 +77,7 @@ fn prod_impl(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     let (x, dims) = reduced(func, input, dim.map(Dims::from).as_ref())?;
-    reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(x, dtype))
+    reduce(input.1, &dims, keepdim, Reduce::Prod, accumulation(func, x, dtype)?)
 }
 
 fn mean_impl(
@@ -82,12 +88,16 @@ fn mean_impl(
     dtype: Option<DType>,
 ) -> Result<Tensor> {
     // The dtype is checked before the dimensions, as in PyTorch.
-    let dtype = dtype.map_or_else(|| input.1.data(func, input.0).map(|x| x.dtype), Ok)?;
+    let x = input.1.data(func, input.0)?;
+    let dtype = match dtype {
+        Some(dtype) => accumulation(func, x, Some(dtype))?,
+        None => x.dtype,
+    };
     if !dtype.is_floating_point() {
         bail!(
             NotImplemented,
             "{func}(): could not infer output dtype. {} dtype must be either a floating point or complex dtype. Got: {}",
-            if dtype == input.1.data(func, input.0)?.dtype { "Input" } else { "Optional" },
+            if dtype == x.dtype { "Input" } else { "Optional" },
             dtype.name()
         );
     }
@@ -249,7 +259,7 @@ fn std_root(var: &Tensor) -> Result<Tensor> {
 fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DType>, product: bool) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let dim = normalize_dim(dim, x.layout.ndim(), func)?;
-    let dtype = accumulation(x, dtype);
+    let dtype = accumulation(func, x, dtype)?;
     if dtype == DType::Bool {
         bail!(NotImplemented, "{func}(): not implemented for torch.bool results; accumulate in an integer dtype");
     }
