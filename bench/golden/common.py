@@ -24,6 +24,8 @@ def enc(v):
         return {"tensor": {"dtype": dtype, "shape": list(t.shape), "data": data}}
     if isinstance(v, torch.dtype):
         return {"dtype": str(v).replace("torch.", "")}
+    if isinstance(v, str):
+        return {"str": v}
     if isinstance(v, bool):
         return {"bool": v}
     if isinstance(v, int):

@@ -339,6 +339,17 @@ fn every_nn_ops_golden_case_passes() {
     assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
 }
 
+/// Gradients and tangents at singular points (zeros, infinities, NaN, kinks, ties, quotients
+/// and products with zeros, constant lanes, -inf in softmax and log-sum-exp) are PyTorch
+/// 2.15's: `tests/golden/singular.json`, written by `bench/golden/gen_singular.py`.
+#[test]
+fn every_singular_point_case_passes() {
+    let (cases, failures) = run_file("singular.json");
+    println!("singular-point cases: {} of {} pass", cases.len() - failures.len(), cases.len());
+    assert!(cases.len() >= 70, "{} cases", cases.len());
+    assert!(failures.is_empty(), "{} of {} cases fail:\n{}", failures.len(), cases.len(), failures.join("\n"));
+}
+
 /// The cases whose tensors the GPU holds (no float64) run there too: forward, first-order and
 /// second-order gradients computed on the device, within the cases' float32 tolerances.
 #[test]

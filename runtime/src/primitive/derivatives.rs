@@ -590,6 +590,9 @@ impl Op {
                 let saved = if unary_keeps(*op).output { (*out).clone() } else { inputs[0].clone() };
                 unary_gradient(*op, first()?, &[saved])?
             }
+            Op::Binary { op: op @ (Binary::Div | Binary::Atan2 | Binary::Maximum | Binary::Minimum), .. } => {
+                binary_jvp(*op, inputs[0], inputs[1], out, (t(0), t(1)))?
+            }
             Op::Binary { op, number } => {
                 let mut saved = vec![inputs[0].clone(), inputs[1].clone()];
                 saved.push(out.clone());
@@ -663,6 +666,34 @@ impl Op {
             Op::CopySlices { .. } => return Err(not_differentiable(self)),
         };
         fit_tangent(tangent, out)
+    }
+}
+
+/// PyTorch's forward formulas of the binary operations whose tangent is not the backward's
+/// partial derivatives times the tangents at their singular points: `(ta - tb y) / b` for a
+/// quotient (a finite tangent where `1/0 - 1/0` would be NaN), atan2's without a guard at the
+/// origin (NaN there, where the gradient is 0), and the larger / smaller of two taking `tb`
+/// plus the masked difference (so a NaN comparison takes `ta` alone).
+fn binary_jvp(
+    op: Binary,
+    a: &Tensor,
+    b: &Tensor,
+    y: &Tensor,
+    (ta, tb): (Option<&Tensor>, Option<&Tensor>),
+) -> Result<Tensor> {
+    let zeros = || zeros_like(y);
+    let ta = ta.cloned().map_or_else(zeros, Ok)?;
+    let tb = tb.cloned().map_or_else(zeros, Ok)?;
+    match op {
+        Binary::Div => div(&sub(&ta, &mul(&tb, y)?)?, b),
+        Binary::Atan2 => div(&sub(&mul(b, &ta)?, &mul(a, &tb)?)?, &add(&mul(a, a)?, &mul(b, b)?)?),
+        _ => {
+            let below = if op == Binary::Maximum { Binary::Lt } else { Binary::Gt };
+            let d = sub(&ta, &tb)?;
+            let half = scale(&d, 0.5)?;
+            let masked = super::select(&bin(a, b, below)?, &Tensor::scalar(0.0), &d, dtype(y)?)?;
+            add(&tb, &super::select(&bin(a, b, Binary::Eq)?, &half, &masked, dtype(y)?)?)
+        }
     }
 }
 
@@ -745,7 +776,8 @@ fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
         Tanh => mul(g, &minus_from(1.0, &mul(s()?, s()?)?)?),
         Sigmoid => mul(g, &mul(s()?, &minus_from(1.0, s()?)?)?),
         Reciprocal => mul(&neg(g)?, &mul(s()?, s()?)?),
-        Relu => only_where(&bin(s()?, &Tensor::scalar(0.0), Binary::Gt)?, g),
+        // PyTorch's threshold_backward: zero where x <= 0, so NaN passes the gradient on.
+        Relu => super::select(&bin(s()?, &Tensor::scalar(0.0), Binary::Le)?, &Tensor::scalar(0.0), g, dtype(g)?),
         Log => div(g, s()?),
         Log1p => div(g, &plus(s()?, 1.0)?),
         Sin => mul(g, &un(s()?, Cos)?),
@@ -818,8 +850,17 @@ fn binary_gradients(
             vec![each(&|| div(g, b), needs[0])?, each(&|| neg(&div(&mul(g, a)?, &mul(b, b)?)?), needs[1])?]
         }
         DivTrunc | DivFloor => vec![each(&|| zeros_like(g), needs[0])?, each(&|| zeros_like(g), needs[1])?],
-        Maximum => half_ties(Gt, Lt)?,
-        Minimum => half_ties(Lt, Gt)?,
+        Maximum | Minimum => {
+            // PyTorch's: ties share the gradient, the smaller (larger) side gets none, and where
+            // the comparison is unordered (a NaN) both get all of it.
+            let (above, below) = if op == Maximum { (Gt, Lt) } else { (Lt, Gt) };
+            let (a, b) = b();
+            let share = |loses: Binary| -> Result<Tensor> {
+                let lost = add(&indicator(a, b, loses, g)?, &scale(&indicator(a, b, Eq, g)?, 0.5)?)?;
+                mul(g, &minus_from(1.0, &lost)?)
+            };
+            vec![each(&|| share(below), needs[0])?, each(&|| share(above), needs[1])?]
+        }
         ClampMin | ClampMax if number => {
             let inside = if op == ClampMin { Gt } else { Lt };
             let (a, b) = b();
