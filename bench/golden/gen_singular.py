@@ -75,6 +75,7 @@ for name in ["torch.exp", "torch.log", "torch.log1p", "torch.expm1", "torch.sqrt
              "torch.round", "torch.nn.functional.gelu", "torch.nn.functional.silu"]:
     case(name, [points])
 case("torch.nn.functional.gelu", [points], {"approximate": "tanh"})
+case("torch.nn.functional.leaky_relu", [points], {"negative_slope": 0.1})
 for exponent in [0.5, -1.0, 2.0, 0.0, 3.0, -0.5]:
     case("torch.pow", [t(0.0, -0.0, -1.0, inf), exponent])
 case("torch.pow", [t(0.0, 0.0, -1.0, inf, 0.0, 2.0), t(0.0, -1.0, 0.5, 0.0, 2.0, inf)])

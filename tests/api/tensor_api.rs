@@ -710,3 +710,33 @@ fn python_conversions_containers_and_dunders_behave_as_pytorchs() {
     p.__ipow__(&Tensor::scalar(2)).unwrap();
     assert_eq!(p.to_vec::<i64>().unwrap(), [9, 4]);
 }
+
+/// Issue 29's census: the properties and shorthands every model calls, as PyTorch 2.15 gives
+/// them for `t = torch.zeros(2, 3)`.
+#[test]
+fn sizes_properties_and_dtype_shorthands_are_pytorchs() {
+    let t = torchfn::zeros([2, 3], None, None).unwrap();
+    assert_eq!(t.size().unwrap().to_vec(), [2, 3]);
+    assert_eq!((t.size_dim(1).unwrap(), t.size_dim(-1).unwrap(), t.dim().unwrap()), (3, 3, 2));
+    assert_eq!((t.numel().unwrap(), torchfn::numel(&t).unwrap(), t.element_size().unwrap()), (6, 6, 4));
+    assert!(t.is_floating_point().unwrap() && torchfn::is_floating_point(&t).unwrap());
+    assert!(!t.is_complex().unwrap() && !torchfn::is_complex(&t).unwrap());
+    assert!(!t.is_sparse().unwrap() && !t.is_nested().unwrap());
+    // Dimension out of range (expected to be in range of [-2, 1], but got 5)
+    let err = t.size_dim(5).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Index, "{err}");
+    let by_name = Tensor::SIZE.call(&[(&t).into(), 0.into()], &Kwargs::new()).unwrap();
+    assert_eq!(by_name.as_int(), Some(2));
+    let dtypes = [t.double(), t.long(), t.int(), t.bool(), t.float()].map(|x| x.unwrap().dtype().unwrap());
+    assert_eq!(dtypes, [DType::Float64, DType::Int64, DType::Int32, DType::Bool, DType::Float32]);
+    assert!(t.float().unwrap().is(&t), "the very same tensor when the dtype is already right");
+    // torch.tensor([[1, 2, 3]]).unflatten(1, (3, 1)).shape -> [1, 3, 1];
+    // torch.zeros(2, 6).unflatten(1, (-1, 2)).shape -> [2, 3, 2]
+    let u = torchfn::tensor([[1i64, 2, 3]]).unwrap().unflatten(1, vec![3, 1]).unwrap();
+    assert_eq!((u.shape().unwrap().to_vec(), u.to_vec::<i64>().unwrap()), (vec![1, 3, 1], vec![1, 2, 3]));
+    let v = torchfn::zeros([2, 6], None, None).unwrap().unflatten(1, vec![-1, 2]).unwrap();
+    assert_eq!(v.shape().unwrap().to_vec(), [2, 3, 2]);
+    assert!(v.base().unwrap().is_some(), "a view");
+    let err = torchfn::zeros([2, 6], None, None).unwrap().unflatten(1, vec![4, 2]).unwrap_err();
+    assert!(err.to_string().contains("don't multiply up to the size of dim 1 (6)"), "{err}");
+}

@@ -110,7 +110,37 @@ impl Tensor {
     }
 }
 
+/// The dtype shorthands of `Tensor` (`t.float()`, ...): [`to`](Tensor::to) that dtype, the very
+/// same tensor when it already has it.
+macro_rules! dtype_shorthands {
+    ($($name:ident => $dtype:ident, $what:literal;)*) => {
+        impl Tensor {
+            $(
+                #[doc = concat!("This tensor as ", $what, " (`Tensor.", stringify!($name), "()`): `self.to(", stringify!($dtype), ")`.")]
+                #[torch_function]
+                pub fn $name(&self) -> Result<Tensor> {
+                    to_impl(stringify!($name), ("self", self), None, Some(DType::$dtype), false)
+                }
+            )*
+        }
+    };
+}
+
+dtype_shorthands! {
+    float => Float32, "float32";
+    double => Float64, "float64";
+    long => Int64, "int64";
+    int => Int32, "int32";
+    bool => Bool, "bool";
+}
+
 crate::samples! {
+    Tensor::FLOAT => [sample([i64s(&[2, 3])]), sample([f32s(&[2])])],
+    Tensor::DOUBLE => [sample([f32s(&[2, 3])])],
+    Tensor::LONG => [sample([f32s(&[2, 3])])],
+    Tensor::INT => [sample([f32s(&[3])])],
+    Tensor::BOOL => [sample([f32s(&[3])])],
+
     Tensor::TO => [sample([f32s(&[3]), Value::DType(DType::Int64)]), sample([i64s(&[3]), Value::DType(DType::Bool)]).kw("copy", true),
         sample([f32s(&[3]), Value::Device(Device::CPU)]).kw("dtype", DType::Float64)],
     Tensor::TYPE => [sample([f32s(&[3]), Value::DType(DType::Float64)]), sample([i64s(&[3]), Value::DType(DType::Float32)])],

@@ -23,6 +23,7 @@ pub mod nn;
 mod operators;
 mod printing;
 mod properties;
+pub use properties::{IS_COMPLEX, IS_FLOATING_POINT, NUMEL, is_complex, is_floating_point, numel};
 mod random;
 mod reduction;
 mod shape;

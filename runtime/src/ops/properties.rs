@@ -1,5 +1,6 @@
-//! Properties and data access: `shape`, `dtype`, `device`, `stride`, `ndim`, `_base`, `data_ptr`,
-//! `item`.
+//! Properties and data access: `shape`, `size`, `dtype`, `device`, `stride`, `ndim`, `dim`,
+//! `numel`, `element_size`, `is_floating_point`, `is_complex`, `is_sparse`, `is_nested`, `_base`,
+//! `data_ptr`, `item`, and Python's conversions of a tensor.
 
 use crate::backend::Device;
 use crate::error::{Result, bail};
@@ -46,6 +47,73 @@ impl Tensor {
     #[torch_function(property)]
     pub fn ndim(&self) -> Result<usize> {
         Ok(self.data("ndim", "self")?.layout.ndim())
+    }
+
+    /// The number of dimensions (`Tensor.dim()`, the method form of [`ndim`](Tensor::ndim)).
+    #[torch_function]
+    pub fn dim(&self) -> Result<usize> {
+        Ok(self.data("dim", "self")?.layout.ndim())
+    }
+
+    /// The size of each dimension (`Tensor.size()`), as [`shape`](Tensor::shape).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 3], None, None)?;
+    /// assert_eq!((t.size()?.to_vec(), t.size_dim(-1)?, t.dim()?, t.numel()?), (vec![2, 3], 3, 2, 6));
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn size(&self) -> Result<Shape> {
+        Ok(self.data("size", "self")?.layout.shape.clone())
+    }
+
+    /// The size of dimension `dim` (`Tensor.size(dim)`); a negative `dim` counts from the end.
+    #[torch_function(overload_of = Tensor::SIZE)]
+    pub fn size_dim(&self, dim: i64) -> Result<usize> {
+        let shape = &self.data("size", "self")?.layout.shape;
+        if shape.is_empty() {
+            bail!(Index, "size(): dimension specified as {dim} but tensor has no dimensions");
+        }
+        Ok(shape[crate::tensor::normalize_dim(dim, shape.len(), "size")?])
+    }
+
+    /// The number of elements (`Tensor.numel()`).
+    #[torch_function]
+    pub fn numel(&self) -> Result<usize> {
+        Ok(self.data("numel", "self")?.layout.numel())
+    }
+
+    /// The size of one element in bytes (`Tensor.element_size()`).
+    #[torch_function]
+    pub fn element_size(&self) -> Result<usize> {
+        Ok(self.data("element_size", "self")?.dtype.itemsize())
+    }
+
+    /// Whether the dtype is a floating-point one (`Tensor.is_floating_point()`).
+    #[torch_function]
+    pub fn is_floating_point(&self) -> Result<bool> {
+        Ok(self.data("is_floating_point", "self")?.dtype.is_floating_point())
+    }
+
+    /// Whether the dtype is a complex one (`Tensor.is_complex()`): never, torchfn has none.
+    #[torch_function]
+    pub fn is_complex(&self) -> Result<bool> {
+        self.data("is_complex", "self")?;
+        Ok(false)
+    }
+
+    /// Whether the layout is sparse (`Tensor.is_sparse`): never, torchfn's tensors are strided.
+    #[torch_function(property)]
+    pub fn is_sparse(&self) -> Result<bool> {
+        self.data("is_sparse", "self")?;
+        Ok(false)
+    }
+
+    /// Whether this is a nested (jagged) tensor (`Tensor.is_nested`): never in torchfn.
+    #[torch_function(property)]
+    pub fn is_nested(&self) -> Result<bool> {
+        self.data("is_nested", "self")?;
+        Ok(false)
     }
 
     /// The tensor this one is a view of, `None` for a tensor that owns its data
@@ -150,7 +218,37 @@ fn one_element(func: &str, t: &Tensor) -> Result<Scalar> {
     crate::primitive::item(t)
 }
 
+/// The number of elements of `input` (`torch.numel`).
+#[torch_function(module = "torchfn")]
+pub fn numel(input: &Tensor) -> Result<usize> {
+    Ok(input.data("numel", "input")?.layout.numel())
+}
+
+/// Whether `input`'s dtype is a floating-point one (`torch.is_floating_point`).
+#[torch_function(module = "torchfn")]
+pub fn is_floating_point(input: &Tensor) -> Result<bool> {
+    Ok(input.data("is_floating_point", "input")?.dtype.is_floating_point())
+}
+
+/// Whether `input`'s dtype is a complex one (`torch.is_complex`): never, torchfn has none.
+#[torch_function(module = "torchfn")]
+pub fn is_complex(input: &Tensor) -> Result<bool> {
+    input.data("is_complex", "input")?;
+    Ok(false)
+}
+
 crate::samples! {
+    NUMEL => [sample([f32s(&[2, 3])])],
+    IS_FLOATING_POINT => [sample([f32s(&[2])]), sample([i64s(&[2])])],
+    IS_COMPLEX => [sample([f32s(&[2])])],
+    Tensor::DIM => [sample([f32s(&[2, 3])])],
+    Tensor::SIZE => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3]), Value::Int(-1)])],
+    Tensor::NUMEL => [sample([f32s(&[2, 3])])],
+    Tensor::ELEMENT_SIZE => [sample([f32s(&[2])]), sample([i64s(&[2])])],
+    Tensor::IS_FLOATING_POINT => [sample([i64s(&[2])])],
+    Tensor::IS_COMPLEX => [sample([f32s(&[2])])],
+    Tensor::IS_SPARSE => [sample([f32s(&[2])])],
+    Tensor::IS_NESTED => [sample([f32s(&[2])])],
     Tensor::__LEN__ => [sample([f32s(&[2, 3])])],
     Tensor::__BOOL__ => [sample([f32s(&[1])])],
     Tensor::__FLOAT__ => [sample([f32s(&[1])]), sample([i64s(&[1, 1])])],

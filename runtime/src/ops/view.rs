@@ -297,6 +297,56 @@ pub fn flatten(input: &Tensor, #[default(0)] start_dim: i64, #[default(-1)] end_
     flatten_impl("flatten", ("input", input), start_dim, end_dim)
 }
 
+/// Dimension `dim` split into `sizes` (one of which may be -1, inferred), a view of the same data
+/// (`Tensor.unflatten`); the inverse of [`flatten`].
+fn unflatten_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, sizes: &[i64]) -> Result<Tensor> {
+    let x = t.data(func, name)?;
+    if x.layout.ndim() == 0 {
+        bail!(Index, "{func}(): dimension specified as {dim} but tensor has no dimensions");
+    }
+    let d = normalize_dim(dim, x.layout.ndim(), func)?;
+    let n = x.layout.shape[d];
+    if sizes.is_empty() {
+        bail!(Runtime, "{func}(): sizes must be non-empty");
+    }
+    if sizes.iter().filter(|&&k| k == -1).count() > 1 {
+        bail!(Runtime, "{func}(): only one dimension can be inferred");
+    }
+    if let Some(&k) = sizes.iter().find(|&&k| k < -1) {
+        bail!(Runtime, "{func}(): invalid shape dimension {k}");
+    }
+    let known = sizes.iter().filter(|&&k| k != -1).try_fold(1usize, |p, &k| p.checked_mul(k as usize));
+    let fits = match (known, sizes.contains(&-1)) {
+        (Some(p), true) => p != 0 && n % p == 0,
+        (Some(p), false) => p == n,
+        (None, _) => false,
+    };
+    if !fits {
+        bail!(
+            Runtime,
+            "{func}(): Provided sizes {sizes:?} don't multiply up to the size of dim {dim} ({n}) in the input tensor"
+        );
+    }
+    let inferred = n / known.unwrap_or(1).max(1);
+    let sizes: Vec<usize> = sizes.iter().map(|&k| if k == -1 { inferred } else { k as usize }).collect();
+    view_of(t, |l| {
+        let mut dims: Vec<(usize, usize)> = dims_of(l).collect();
+        let mut stride = l.strides[d];
+        let mut split: Vec<(usize, usize)> = sizes
+            .iter()
+            .rev()
+            .map(|&k| {
+                let entry = (k, stride);
+                stride = stride.saturating_mul(k);
+                entry
+            })
+            .collect();
+        split.reverse();
+        dims.splice(d..=d, split);
+        (dims, l.offset)
+    })
+}
+
 /// A view without the dimensions of size one (`torch.squeeze(input)`); see [`squeeze_dim`].
 ///
 /// ```
@@ -415,6 +465,19 @@ impl Tensor {
         flatten_impl("flatten", ("self", self), start_dim, end_dim)
     }
 
+    /// Dimension `dim` split into `sizes`, one of them -1 to infer it: a view of the same data
+    /// (`Tensor.unflatten`, the inverse of [`flatten`](Tensor::flatten)).
+    ///
+    /// ```
+    /// let t = torchfn::zeros([2, 6], None, None)?;
+    /// assert_eq!(t.unflatten(1, vec![-1, 2])?.shape()?, [2, 3, 2]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn unflatten(&self, dim: i64, sizes: Vec<i64>) -> Result<Tensor> {
+        unflatten_impl("unflatten", ("self", self), dim, &sizes)
+    }
+
     /// A view without the dimensions of size one: the method form of
     /// [`squeeze`](crate::squeeze()).
     #[torch_function]
@@ -522,6 +585,10 @@ crate::samples! {
     NARROW => [sample([f32s(&[2, 3, 4]), Value::Int(2), Value::Int(1), Value::Int(2)])],
     SELECT => [sample([f32s(&[2, 3, 4]), Value::Int(1), Value::Int(-1)])],
     Tensor::FLATTEN => [sample([f32s(&[2, 3, 4])]).kw("end_dim", 1)],
+    Tensor::UNFLATTEN => [
+        sample([f32s(&[2, 6]), Value::Int(1), Value::List(vec![Value::Int(-1), Value::Int(2)])]),
+        sample([f32s(&[4, 3]), Value::Int(0), Value::List(vec![Value::Int(2), Value::Int(2)])]),
+    ],
     Tensor::SQUEEZE => [sample([f32s(&[1, 3])]), sample([f32s(&[1, 3]), Value::Int(0)])],
     Tensor::UNSQUEEZE => [sample([f32s(&[3]), Value::Int(0)])],
     Tensor::PERMUTE => [sample([f32s(&[2, 3, 4]), Value::Int(1), Value::Int(2), Value::Int(0)]), sample([f32s(&[2, 3]), Value::Tuple(vec![1.into(), 0.into()])])],

@@ -1,7 +1,7 @@
-//! Activation functions of `torch.nn.functional`: `relu`, `gelu`, `silu`, `softmax` and
-//! `log_softmax`.
+//! Activation functions of `torch.nn.functional`: `relu`, `leaky_relu`, `gelu`, `silu`,
+//! `softmax` and `log_softmax`.
 
-use crate::backend::Unary;
+use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
 use crate::ops::inplace::update;
 use crate::ops::softmax::softmax_along;
@@ -139,7 +139,36 @@ pub fn log_softmax(
     softmax_along("log_softmax", ("input", input), dim, dtype.into(), true)
 }
 
+/// `input` where it is positive, `negative_slope * input` elsewhere
+/// (`torch.nn.functional.leaky_relu`), for floating-point tensors; the gradient is 1 where the
+/// input is positive and `negative_slope` elsewhere (at 0 and NaN too), as PyTorch's.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let t = torchfn::tensor([-2.0f32, 0.0, 3.0])?;
+/// assert_eq!(F::leaky_relu(&t, 0.1, false)?.to_vec::<f32>()?, [-0.2, 0.0, 3.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn leaky_relu(
+    input: &Tensor,
+    #[default(0.01)] negative_slope: f64,
+    #[default(false)] inplace: bool,
+) -> Result<Tensor> {
+    let x = input.data("leaky_relu", "input")?;
+    if !x.dtype.is_floating_point() {
+        bail!(NotImplemented, "leaky_relu(): \"leaky_relu_cpu\" not implemented for '{}'", x.dtype.scalar_type_name());
+    }
+    let dtype = x.dtype;
+    in_place_or_new("leaky_relu", input, inplace, |source| {
+        let positive = crate::primitive::binary(source, &Tensor::scalar(0.0), Binary::Gt, dtype, None)?;
+        let sloped = crate::primitive::binary(source, &Tensor::scalar(negative_slope), Binary::Mul, dtype, None)?;
+        crate::primitive::select(&positive, source, &sloped, dtype)
+    })
+}
+
 crate::samples! {
+    LEAKY_RELU => [sample([f32s(&[2, 3])]), sample([f32s(&[4]), Value::Float(0.2)]), sample([f32s(&[3])]).kw("inplace", true)],
     RELU => [
         sample([f32s(&[2, 3])]),
         sample([i64s(&[4])]).kw("inplace", false),

@@ -26,7 +26,9 @@ pub use torchfn_macros::Module;
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub mod functional {
-    pub use super::activation::{GELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, log_softmax, relu, silu, softmax};
+    pub use super::activation::{
+        GELU, LEAKY_RELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, leaky_relu, log_softmax, relu, silu, softmax,
+    };
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
     pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
     pub use super::conv::{CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv2d, max_pool2d, max_pool2d_with_indices};
