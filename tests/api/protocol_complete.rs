@@ -765,3 +765,11 @@ fn bitwise_operators_are_dispatched_with_pytorch_s_values() {
     let err = (&duck | &a).unwrap_err();
     assert_eq!(err.to_string(), "unsupported operand type(s) for |: 'Mask' and 'Tensor'");
 }
+
+#[test]
+fn a_fake_scalar_formats_as_its_repr_not_a_number() {
+    let mode = torchfn::fake_tensor::FakeTensorMode::new();
+    let fake = mode.from_tensor(&torchfn::tensor(2.5f32).unwrap()).unwrap();
+    let shown = format!("{fake:.2}");
+    assert!(shown.starts_with("FakeTensor(..."), "{shown}");
+}

@@ -50,11 +50,11 @@ impl Tensor {
     #[torch_function]
     pub fn __format__(&self, format_spec: &str) -> Result<String> {
         let spec = FormatSpec::parse(format_spec)?;
-        let number = !self.is_duck() && std::ptr::eq(self.class_of(), Tensor::class()) && self.shape()?.is_empty();
-        let text = match number {
-            true if !self.device()?.is_meta() => spec.number(self.item()?)?,
-            _ => self.repr_text(spec.precision),
-        };
+        let x = self.data("__format__", "self")?;
+        // A number only where there is one: a 0-d tensor of the base class holding data (not a
+        // fake or meta tensor, not a subclass instance, as PyTorch's `type(self) is Tensor`).
+        let number = std::ptr::eq(self.class_of(), Tensor::class()) && x.layout.ndim() == 0 && !x.device().is_meta();
+        let text = if number { spec.number(self.item()?)? } else { self.repr_text(spec.precision) };
         Ok(spec.pad(text))
     }
 }
