@@ -277,55 +277,15 @@ fn cumulative(func: &str, (name, t): (&str, &Tensor), dim: i64, dtype: Option<DT
 /// let t = torchfn::tensor([[1i64, 2], [3, 4]])?;
 /// assert_eq!(torchfn::sum(&t)?.item()?, torchfn::Scalar::Int(10));
 /// assert_eq!(torchfn::sum_dim(&t, 1, false)?.to_vec::<i64>()?, [3, 7]);
+/// // dtype= (torch.sum(t, dtype=torch.float64)), typed and by name
+/// assert_eq!(torchfn::sum_dtype(&t, torchfn::DType::Float64)?.item()?, torchfn::Scalar::Float(10.0));
+/// let by_name = torchfn::SUM.call(&[t.into()], &torchfn::Kwargs::from([("dtype", torchfn::DType::Float64)]))?;
+/// assert_eq!(by_name.to_string(), "tensor(10., dtype=torch.float64)");
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn sum(input: &Tensor) -> Result<Tensor> {
     sum_impl("sum", ("input", input), None, false, None)
-}
-
-/// The sum of all elements accumulated in and returned as `dtype`
-/// (`torch.sum(input, *, dtype)`): the input is converted first, as PyTorch does.
-///
-/// ```
-/// let t = torchfn::tensor([[1i32, 2], [3, 4]])?;
-/// let total = torchfn::sum_dtype(&t, torchfn::DType::Float64)?;
-/// assert_eq!((total.dtype()?, total.item()?), (torchfn::DType::Float64, torchfn::Scalar::Float(10.0)));
-/// let by_name = torchfn::SUM.call(&[t.into()], &[("dtype", torchfn::DType::Float64.into())].into())?;
-/// assert_eq!(by_name.to_string(), "tensor(10., dtype=torch.float64)");
-/// # Ok::<(), torchfn::Error>(())
-/// ```
-#[torch_function(overload_of = SUM)]
-pub fn sum_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    sum_impl("sum", ("input", input), None, false, dtype.into())
-}
-
-/// The sums over `dim` accumulated in and returned as `dtype`
-/// (`torch.sum(input, dim, keepdim=False, *, dtype)`).
-#[torch_function(overload_of = SUM)]
-pub fn sum_dim_dtype(
-    input: &Tensor,
-    dim: impl Into<ReduceDims>,
-    #[default(false)] keepdim: bool,
-    #[keyword_only] dtype: impl Into<Option<DType>>,
-) -> Result<Tensor> {
-    sum_impl("sum", ("input", input), dim.into().as_dims(), keepdim, dtype.into())
-}
-
-/// The sums over `dim` (in `dtype` when given) written into `out`, which must have the result's
-/// shape (`torch.sum(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
-#[torch_function(overload_of = SUM)]
-pub fn sum_out(
-    input: &Tensor,
-    dim: impl Into<ReduceDims>,
-    #[default(false)] keepdim: bool,
-    #[keyword_only]
-    #[default(None)]
-    dtype: impl Into<Option<DType>>,
-    out: &Tensor,
-) -> Result<Tensor> {
-    let (dim, dtype) = (dim.into(), dtype.into());
-    write_out("sum", out, &[input], || sum_impl("sum", ("input", input), dim.as_dims(), keepdim, dtype))
 }
 
 /// The sums over `dim` (one dimension or several; every one for `None` or an empty list),
@@ -341,41 +301,6 @@ pub fn mean(input: &Tensor) -> Result<Tensor> {
     mean_impl("mean", ("input", input), None, false, None)
 }
 
-/// The mean of all elements computed in and returned as `dtype`, a floating-point dtype
-/// (`torch.mean(input, *, dtype)`); integer inputs are converted first.
-#[torch_function(overload_of = MEAN)]
-pub fn mean_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    mean_impl("mean", ("input", input), None, false, dtype.into())
-}
-
-/// The means over `dim` computed in and returned as `dtype`
-/// (`torch.mean(input, dim, keepdim=False, *, dtype)`).
-#[torch_function(overload_of = MEAN)]
-pub fn mean_dim_dtype(
-    input: &Tensor,
-    dim: impl Into<ReduceDims>,
-    #[default(false)] keepdim: bool,
-    #[keyword_only] dtype: impl Into<Option<DType>>,
-) -> Result<Tensor> {
-    mean_impl("mean", ("input", input), dim.into().as_dims(), keepdim, dtype.into())
-}
-
-/// The means over `dim` (in `dtype` when given) written into `out`
-/// (`torch.mean(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
-#[torch_function(overload_of = MEAN)]
-pub fn mean_out(
-    input: &Tensor,
-    dim: impl Into<ReduceDims>,
-    #[default(false)] keepdim: bool,
-    #[keyword_only]
-    #[default(None)]
-    dtype: impl Into<Option<DType>>,
-    out: &Tensor,
-) -> Result<Tensor> {
-    let (dim, dtype) = (dim.into(), dtype.into());
-    write_out("mean", out, &[input], || mean_impl("mean", ("input", input), dim.as_dims(), keepdim, dtype))
-}
-
 /// The means over `dim` (every dimension for `None` or an empty list)
 /// (`torch.mean(input, dim, keepdim)`).
 #[torch_function(overload_of = MEAN)]
@@ -389,46 +314,57 @@ pub fn prod(input: &Tensor) -> Result<Tensor> {
     prod_impl("prod", ("input", input), None, false, None)
 }
 
-/// The product of all elements accumulated in and returned as `dtype`
-/// (`torch.prod(input, *, dtype)`).
-#[torch_function(overload_of = PROD)]
-pub fn prod_dtype(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
-    prod_impl("prod", ("input", input), None, false, dtype.into())
-}
-
-/// The products along `dim` accumulated in and returned as `dtype`
-/// (`torch.prod(input, dim, keepdim=False, *, dtype)`).
-#[torch_function(overload_of = PROD)]
-pub fn prod_dim_dtype(
-    input: &Tensor,
-    dim: i64,
-    #[default(false)] keepdim: bool,
-    #[keyword_only] dtype: impl Into<Option<DType>>,
-) -> Result<Tensor> {
-    prod_impl("prod", ("input", input), Some(dim), keepdim, dtype.into())
-}
-
-/// The products along `dim` (in `dtype` when given) written into `out`
-/// (`torch.prod(input, dim, keepdim=False, *, dtype=None, out)`); returns `out`.
-#[torch_function(overload_of = PROD)]
-pub fn prod_out(
-    input: &Tensor,
-    dim: i64,
-    #[default(false)] keepdim: bool,
-    #[keyword_only]
-    #[default(None)]
-    dtype: impl Into<Option<DType>>,
-    out: &Tensor,
-) -> Result<Tensor> {
-    let dtype = dtype.into();
-    write_out("prod", out, &[input], || prod_impl("prod", ("input", input), Some(dim), keepdim, dtype))
-}
-
 /// The products along `dim` (`torch.prod(input, dim, keepdim)`).
 #[torch_function(overload_of = PROD)]
 pub fn prod_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<Tensor> {
     prod_impl("prod", ("input", input), Some(dim), keepdim, None)
 }
+
+/// The `dtype=` and `out=` overloads of a reduction `NAME` (body `$body`, taking the function
+/// name, the input, the dimensions, `keepdim` and the dtype): `NAME(input, *, dtype)`,
+/// `NAME(input, dim, keepdim=False, *, dtype)` and `NAME(input, dim, keepdim=False, *,
+/// dtype=None, out)`, each converting the input to `dtype` first, as PyTorch does; `$dim` is the
+/// type of `dim` and `|$d| $dims` what the body gets of it.
+macro_rules! dtype_and_out {
+    ($handle:ident, $name:literal, $body:ident, $dim:ty, |$d:ident| $dims:expr, $all:ident, $along:ident, $out:ident) => {
+        #[doc = concat!("`torch.", $name, "(input, *, dtype)`: over every element, in and as `dtype`.")]
+        #[torch_function(overload_of = $handle)]
+        pub fn $all(input: &Tensor, #[keyword_only] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+            $body($name, ("input", input), None, false, dtype.into())
+        }
+
+        #[doc = concat!("`torch.", $name, "(input, dim, keepdim=False, *, dtype)`: over `dim`, in and as `dtype`.")]
+        #[torch_function(overload_of = $handle)]
+        pub fn $along(
+            input: &Tensor,
+            dim: impl Into<$dim>,
+            #[default(false)] keepdim: bool,
+            #[keyword_only] dtype: impl Into<Option<DType>>,
+        ) -> Result<Tensor> {
+            let $d: $dim = dim.into();
+            $body($name, ("input", input), $dims, keepdim, dtype.into())
+        }
+
+        #[doc = concat!("`torch.", $name, "(input, dim, keepdim=False, *, dtype=None, out)`: over `dim` (in `dtype` when given), written into `out`, which must have the result's shape; returns `out`.")]
+        #[torch_function(overload_of = $handle)]
+        pub fn $out(
+            input: &Tensor,
+            dim: impl Into<$dim>,
+            #[default(false)] keepdim: bool,
+            #[keyword_only]
+            #[default(None)]
+            dtype: impl Into<Option<DType>>,
+            out: &Tensor,
+        ) -> Result<Tensor> {
+            let ($d, dtype): ($dim, _) = (dim.into(), dtype.into());
+            write_out($name, out, &[input], || $body($name, ("input", input), $dims, keepdim, dtype))
+        }
+    };
+}
+
+dtype_and_out!(SUM, "sum", sum_impl, ReduceDims, |dim| dim.as_dims(), sum_dtype, sum_dim_dtype, sum_out);
+dtype_and_out!(MEAN, "mean", mean_impl, ReduceDims, |dim| dim.as_dims(), mean_dtype, mean_dim_dtype, mean_out);
+dtype_and_out!(PROD, "prod", prod_impl, i64, |dim| Some(dim), prod_dtype, prod_dim_dtype, prod_out);
 
 /// The largest elements over `dim` (all dimensions when empty or `None`), NaN propagating
 /// (`torch.amax`).
