@@ -157,3 +157,40 @@ fn the_conversions_and_splits_training_code_uses_work_by_name() {
     let err = torchfn::baddbmm(&t, &torchfn::ones([2, 3], None, None).unwrap(), &t, 1, 1).unwrap_err();
     assert!(err.to_string().contains("batch1"), "{err}");
 }
+
+/// `F.pad` in its four modes, values, errors and gradients as PyTorch 2.15 gives them for
+/// `x = torch.arange(6.).reshape(1, 2, 3)`.
+#[test]
+fn pad_matches_pytorch_in_every_mode() {
+    let x = torchfn::tensor([[[0.0f64, 1.0, 2.0], [3.0, 4.0, 5.0]]]).unwrap().requires_grad_(true).unwrap();
+    let cases: [(&str, [f64; 12], [f64; 6]); 4] = [
+        ("constant", [0., 0., 0., 1., 2., 0., 0., 0., 3., 4., 5., 0.], [1.; 6]),
+        ("reflect", [2., 1., 0., 1., 2., 1., 5., 4., 3., 4., 5., 4.], [1., 3., 2., 1., 3., 2.]),
+        ("replicate", [0., 0., 0., 1., 2., 2., 3., 3., 3., 4., 5., 5.], [3., 1., 2., 3., 1., 2.]),
+        ("circular", [1., 2., 0., 1., 2., 0., 4., 5., 3., 4., 5., 3.], [2.; 6]),
+    ];
+    for (mode, values, grads) in cases {
+        x.set_grad(None).unwrap();
+        let y = F::pad(&x, vec![2, 1], mode, None).unwrap();
+        assert_eq!(y.shape().unwrap().to_vec(), [1, 2, 6], "{mode}");
+        assert_eq!(y.to_vec::<f64>().unwrap(), values, "{mode}");
+        y.sum().unwrap().backward().unwrap();
+        assert_eq!(x.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), grads, "{mode}");
+    }
+    let nines = F::pad(&x, vec![1, 1, 1, 0], "constant", Some(9.0)).unwrap();
+    assert_eq!(nines.to_vec::<f64>().unwrap(), [9., 9., 9., 9., 9., 9., 0., 1., 2., 9., 9., 3., 4., 5., 9.]);
+    assert_eq!(
+        F::pad(&x, vec![-1, 2], "constant", None).unwrap().to_vec::<f64>().unwrap(),
+        [1., 2., 0., 0., 4., 5., 0., 0.]
+    );
+    assert_eq!(F::pad(&x, vec![1, 1, 1, 1], "reflect", None).unwrap().shape().unwrap().to_vec(), [1, 4, 5]);
+    assert_eq!(F::pad(&x, vec![-1, 0], "replicate", None).unwrap().shape().unwrap().to_vec(), [1, 2, 2]);
+    let error = |pad: Vec<i64>, mode: &str| F::pad(&x, pad, mode, None).unwrap_err();
+    assert!(error(vec![1], "constant").to_string().contains("Padding length must be divisible by 2"));
+    assert!(error(vec![1; 8], "constant").to_string().contains("padding length 8 and input of dimension 3"));
+    assert!(error(vec![3, 3], "reflect").to_string().contains("padding (3, 3) at dimension 2 of input [1, 2, 3]"));
+    assert_eq!(error(vec![1, 1], "foo").kind(), torchfn::ErrorKind::NotImplemented);
+    assert!(error(vec![4, 0], "circular").to_string().contains("wrapping around more than once"));
+    let flat = torchfn::tensor([0.0f32, 1.0, 2.0]).unwrap();
+    assert_eq!(F::pad(&flat, vec![1, 1], "reflect", None).unwrap_err().kind(), torchfn::ErrorKind::NotImplemented);
+}

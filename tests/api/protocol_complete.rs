@@ -151,6 +151,8 @@ fn the_default_device_is_a_mode_that_fills_in_device() {
 #[cfg(feature = "wgpu")]
 #[test]
 fn the_default_device_reaches_the_gpu() {
+    // It draws from the default generator (`rand`), which seeded tests share.
+    let _seeded = crate::seeded();
     let Some(gpu) = crate::gpu::gpu() else { return };
     {
         let _on_gpu = torchfn::default_device(gpu);

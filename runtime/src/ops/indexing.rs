@@ -126,7 +126,7 @@ fn gather_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, index: &Tensor)
     primitive::reshape(&out, &idx.layout.shape)
 }
 
-fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tensor> {
+pub(crate) fn flip_impl(func: &str, (name, t): (&str, &Tensor), dims: &Dims) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let mut dims = dims.resolve(x.layout.ndim(), func)?;
     if x.layout.ndim() == 0 {

@@ -81,7 +81,7 @@ fn join(func: &str, tensors: &[Tensor], dim: i64, dtype: DType) -> Result<Tensor
     crate::primitive::concat(&joined, dim, &Shape::from(shape), dtype)
 }
 
-fn cat_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
+pub(crate) fn cat_impl(func: &str, tensors: &[Tensor], dim: i64) -> Result<Tensor> {
     let data = operands(func, tensors)?;
     join(func, tensors, dim, joined_dtype(&data))
 }

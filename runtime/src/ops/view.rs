@@ -170,7 +170,7 @@ fn shown(sizes: impl IntoIterator<Item = impl std::fmt::Display>) -> String {
 /// The view of `t` broadcast to `sizes`, where `-1` keeps a size (PyTorch's
 /// `inferExpandGeometry`): a dimension of size one, or a new leading one, repeats its
 /// elements with stride 0.
-pub(super) fn expand_impl(func: &str, (name, t): (&str, &Tensor), sizes: &[i64]) -> Result<Tensor> {
+pub(crate) fn expand_impl(func: &str, (name, t): (&str, &Tensor), sizes: &[i64]) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     if sizes.len() < ndim {
@@ -235,7 +235,7 @@ fn wrap(index: i64, size: usize) -> Option<usize> {
     usize::try_from(i).ok()
 }
 
-fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, length: i64) -> Result<Tensor> {
+pub(crate) fn narrow_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, start: i64, length: i64) -> Result<Tensor> {
     let x = t.data(func, name)?;
     let ndim = x.layout.ndim();
     if ndim == 0 {

@@ -9,6 +9,7 @@ mod conv;
 mod layers;
 mod loss;
 mod norm;
+mod pad;
 
 pub use crate::modules::*;
 pub use torchfn_macros::Module;
@@ -35,6 +36,7 @@ pub mod functional {
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
     pub use super::loss::{CROSS_ENTROPY, MSE_LOSS, cross_entropy, mse_loss};
     pub use super::norm::{BATCH_NORM, LAYER_NORM, batch_norm, layer_norm};
+    pub use super::pad::{PAD, pad};
 }
 
 /// `torch.nn.utils`: gradient clipping, registered as `torchfn.nn.utils.*` and overridable like
