@@ -53,7 +53,7 @@ pub fn pad(
         "circular" => Mode::Circular,
         other => bail!(NotImplemented, "{func}(): Unrecognised padding mode {other}"),
     };
-    if pad.len() % 2 != 0 {
+    if !pad.len().is_multiple_of(2) {
         bail!(Runtime, "{func}(): Padding length must be divisible by 2");
     }
     if pad.len() > 2 * ndim {
