@@ -215,6 +215,38 @@ impl Tensor {
         let drawn = drawn("normal_", generator.into(), dist, (x.layout.shape.clone(), dtype), x.device())?;
         write_into("normal_", self, drawn)
     }
+
+    /// Fills this floating tensor with 1 with probability `p` and 0 otherwise, in place
+    /// (`Tensor.bernoulli_`); returns `self`. (PyTorch also fills integer and bool tensors; here
+    /// draw into a float tensor and convert it.)
+    ///
+    /// ```
+    /// let mask = torchfn::zeros([1000], None, None)?;
+    /// mask.bernoulli_(0.25, torchfn::Generator::new())?;
+    /// let kept = mask.sum()?.item()?.to_f64();
+    /// assert!(mask.to_vec::<f32>()?.iter().all(|&v| v == 0.0 || v == 1.0) && (150.0..350.0).contains(&kept));
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    #[torch_function]
+    pub fn bernoulli_(
+        &self,
+        #[default(0.5)] p: f64,
+        #[keyword_only]
+        #[default(None)]
+        generator: impl Into<Option<Generator>>,
+    ) -> Result<Tensor> {
+        if !(0.0..=1.0).contains(&p) {
+            bail!(Runtime, "bernoulli_(): p must be in [0, 1], but got p={p}");
+        }
+        let x = self.data("bernoulli_", "self")?;
+        let dtype = floating("bernoulli_", Some(x.dtype))?;
+        check_dtype("bernoulli_", x.device(), dtype)?;
+        let generator: Option<Generator> = generator.into();
+        let placement = (&x.layout.shape, dtype, x.device());
+        let bernoulli = Distribution::Bernoulli { p };
+        let drawn = crate::primitive::draw("bernoulli_", bernoulli, placement, generator.as_ref(), Some(self))?;
+        write_into("bernoulli_", self, drawn)
+    }
 }
 
 crate::samples! {
@@ -222,4 +254,5 @@ crate::samples! {
     RANDN_LIKE => [sample([f32s(&[2, 3])])],
     Tensor::UNIFORM_ => [sample([f32s(&[2, 3]), Value::Float(-1.0), Value::Float(1.0)])],
     Tensor::NORMAL_ => [sample([f32s(&[5]), Value::Float(2.0), Value::Float(0.5)])],
+    Tensor::BERNOULLI_ => [sample([f32s(&[2, 3])]), sample([f32s(&[4]), Value::Float(0.3)])],
 }
