@@ -41,6 +41,7 @@ mod registry;
 mod subclass;
 mod tensor;
 mod tensor_api;
+mod untrusted;
 mod views;
 mod workloads;
 mod wrapper;

@@ -17,7 +17,7 @@ use std::collections::HashMap;
 
 use serde_json::{Value as Json, json};
 
-use super::graph::{Argument, Graph, NodeId, Op};
+use super::graph::{Argument, Graph, NodeId, Op, Position};
 use crate::backend::Device;
 use crate::error::{Error, Result};
 use crate::protocol::{Func, FuncKind};
@@ -91,6 +91,7 @@ impl Graph {
         let nodes = doc["nodes"].as_array().ok_or_else(|| bad("no 'nodes' list".into()))?;
         let mut graph = Graph::new();
         let mut ids: HashMap<String, NodeId> = HashMap::new();
+        let mut last = None;
         for node in nodes {
             let field = |key: &str| node[key].as_str().ok_or_else(|| bad(format!("a node without '{key}': {node}")));
             let (name, target) = (field("name")?, field("target")?);
@@ -122,9 +123,20 @@ impl Graph {
                     })
                     .collect::<Result<Vec<_>>>()
             })?;
-            let id = graph.create_node(op, args, kwargs, name);
+            // In the file's order: `create_node` would put a node that follows an output node
+            // before it, where the nodes it uses may not have run.
+            let position = last.map_or(Position::End, Position::After);
+            let id = graph.insert(position, op, args, kwargs, name)?;
+            last = Some(id);
             if graph.node(id).name() != name {
-                return Err(bad(format!("the name {name} is used twice")));
+                return Err(bad(if ids.contains_key(name) {
+                    format!("the name {name} is used twice")
+                } else {
+                    format!(
+                        "the node name {name:?} is not an identifier (letters, digits and '_', not starting with a \
+                         digit)"
+                    )
+                }));
             }
             if let Some(meta) = node.get("meta") {
                 let shape =

@@ -201,6 +201,18 @@ impl Ctx<'_> {
                 header.shape.as_ref()
             ))
         })?;
+        // An empty tensor holds nothing, but its other dimensions must fit in memory as those of
+        // a tensor with data would: strides, views and copies (and ndarray) multiply them.
+        if numel == 0 {
+            let rest = header.shape.iter().filter(|&&d| d != 0).try_fold(itemsize, |n, &d| n.checked_mul(d));
+            if rest.is_none_or(|n| isize::try_from(n).is_err()) {
+                return Err(self.invalid(format_args!(
+                    "has shape {:?}: it is empty, but its other dimensions multiply to more elements of {itemsize} \
+                     bytes than memory can hold",
+                    header.shape.as_ref()
+                )));
+            }
+        }
         // Before allocating anything: does the file hold that much?
         if let Some(available) = size.map(|s| s.saturating_sub(header_end))
             && (nbytes as u64) > available

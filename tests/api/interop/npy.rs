@@ -232,9 +232,15 @@ fn huge_shapes_are_errors_before_anything_is_allocated() {
             path.display()
         )
     );
-    // A shape with a zero holds nothing, however large the other dimensions.
-    let empty = npy::read(file128(&dict("(1152921504606846976, 0)"), &[]).as_slice()).unwrap();
-    assert_eq!(empty.shape().unwrap(), Shape::from([1 << 60, 0]));
+    // A shape with a zero holds nothing, but its other dimensions must fit in memory as those
+    // of an array with data would (the kernels and ndarray multiply them).
+    let empty = npy::read(file128(&dict("(1152921504606846975, 0)"), &[]).as_slice()).unwrap();
+    assert_eq!(empty.shape().unwrap(), Shape::from([(1 << 60) - 1, 0]));
+    assert_eq!(
+        read_err(&file128(&dict("(1152921504606846976, 0)"), &[])).1,
+        "npy::read(): argument 'reader' has shape [1152921504606846976, 0]: it is empty, but its other dimensions \
+         multiply to more elements of 8 bytes than memory can hold"
+    );
     // Deep nesting is refused without exhausting the stack.
     let deep = file(2, &format!("{{'shape': {}}}", "(".repeat(100_000)), 0, &[]);
     assert!(read_err(&deep).1.contains("nests more than 16 levels"));
