@@ -155,8 +155,7 @@ fn tensor_of(name: &str, view: &TensorView<'_>, func: &str, source: &dyn Display
     // empty shape's other dimensions; they must fit in memory as those of a tensor with data
     // would (strides, views and copies, and ndarray, multiply them).
     let itemsize = view.dtype().bitsize().div_ceil(8);
-    let rest = shape.iter().filter(|&&d| d != 0).try_fold(itemsize, |n, &d| n.checked_mul(d));
-    if rest.is_none_or(|n| isize::try_from(n).is_err()) {
+    if !crate::tensor::Shape::from(&shape[..]).fits_in_memory(itemsize) {
         bail!(
             Value,
             "{func}(): tensor '{name}' of {source} has shape {shape:?}: it is empty, but its other dimensions \

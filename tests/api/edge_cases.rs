@@ -109,3 +109,21 @@ fn every_edge_case_matches_pytorch_on_the_gpu_for_its_dtypes() {
         failures.join("\n")
     );
 }
+
+/// An empty tensor whose other dimensions multiply past what memory could hold (the fuzzing of
+/// the readers found it in files) is refused by the constructors too, as PyTorch refuses it
+/// ("Storage size calculation overflowed"), before anything overflows; one that fits is empty.
+#[test]
+fn empty_tensors_with_huge_dimensions_are_refused_or_empty() {
+    for result in [
+        torchfn::zeros([0, 1 << 62, 1 << 62], None, None),
+        torchfn::full([1 << 62, 0, 8], 1.0, None, None),
+        torchfn::rand([0, 1 << 63, 3], None, None, None),
+    ] {
+        let err = result.unwrap_err();
+        assert!(err.to_string().contains("too large to allocate"), "{err}");
+    }
+    let empty = torchfn::zeros([0, 1 << 20, 1 << 20], None, None).unwrap();
+    assert!(empty.to_vec::<f32>().unwrap().is_empty());
+    assert_eq!(empty.transpose(0, 2).unwrap().sum().unwrap().item().unwrap(), torchfn::Scalar::Float(0.0));
+}

@@ -337,16 +337,19 @@ fn bad_sizes_are_runtime_errors() {
 
 #[test]
 fn huge_empty_tensors_neither_overflow_nor_panic() {
-    let empty = torchfn::zeros([0, 1 << 62, 1 << 62], None, None).unwrap();
+    // The largest that fit: dimensions other than the zero multiplying to 2^56 elements.
+    let empty = torchfn::zeros([0, 1 << 28, 1 << 28], None, None).unwrap();
     assert_eq!(empty.flatten(0, -1).unwrap().shape().unwrap(), [0]);
-    assert_eq!(empty.narrow(2, 1 << 61, 1).unwrap().shape().unwrap(), [0, 1 << 62, 1]);
-    assert_eq!(empty.select(1, -1).unwrap().shape().unwrap(), [0, 1 << 62]);
-    assert_eq!(empty.unsqueeze(3).unwrap().shape().unwrap(), [0, 1 << 62, 1 << 62, 1]);
-    assert_eq!(empty.split(1i64 << 61, 1).unwrap().len(), 2);
+    assert_eq!(empty.narrow(2, 1 << 27, 1).unwrap().shape().unwrap(), [0, 1 << 28, 1]);
+    assert_eq!(empty.select(1, -1).unwrap().shape().unwrap(), [0, 1 << 28]);
+    assert_eq!(empty.unsqueeze(3).unwrap().shape().unwrap(), [0, 1 << 28, 1 << 28, 1]);
+    assert_eq!(empty.split(1i64 << 27, 1).unwrap().len(), 2);
     assert_eq!(empty.chunk(3, 1).unwrap().len(), 3);
     assert!(empty.chunk(i64::MAX, 0).is_err(), "i64::MAX empty pieces do not fit in memory");
-    assert!(empty.split(1, 1).is_err(), "neither do 2^62 views");
     assert!(empty.transpose(0, 2).unwrap().is_contiguous().unwrap());
+    assert!(empty.to_vec::<f32>().unwrap().is_empty());
+    // Past that, PyTorch's "Stride calculation overflowed": refused before anything overflows.
+    assert!(torchfn::zeros([0, 1 << 62, 1 << 62], None, None).is_err());
 }
 
 #[test]

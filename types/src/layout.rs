@@ -62,6 +62,15 @@ impl Shape {
         self.0.iter().try_fold(1usize, |n, &d| n.checked_mul(d))
     }
 
+    /// Whether a tensor of this shape with elements of `itemsize` bytes could be laid out in
+    /// memory: its dimensions other than zeros multiply to at most `isize::MAX` bytes (PyTorch's
+    /// "storage size calculation overflowed"). An empty tensor must pass too: its strides,
+    /// views and copies multiply the other dimensions.
+    pub fn fits_in_memory(&self, itemsize: usize) -> bool {
+        let bytes = self.0.iter().filter(|&&d| d != 0).try_fold(itemsize, |n, &d| n.checked_mul(d));
+        bytes.is_some_and(|n| isize::try_from(n).is_ok())
+    }
+
     /// The row-major (C-contiguous) strides of this shape, in elements.
     #[inline]
     pub fn contiguous_strides(&self) -> Strides {

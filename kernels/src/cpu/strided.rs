@@ -40,8 +40,10 @@ impl<const N: usize> Walk<N> {
             }
             match dims.last_mut() {
                 // The previous dimension steps over exactly `size` of these, for every operand.
-                Some((outer, outer_steps)) if (0..N).all(|i| outer_steps[i] == steps[i] * size) => {
-                    *outer *= size;
+                // (Checked: an empty tensor's other dimensions may multiply past usize; it reads
+                // nothing, so a saturated size is never walked.)
+                Some((outer, outer_steps)) if (0..N).all(|i| steps[i].checked_mul(size) == Some(outer_steps[i])) => {
+                    *outer = outer.saturating_mul(size);
                     *outer_steps = steps;
                 }
                 _ => dims.push((size, steps)),

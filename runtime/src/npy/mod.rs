@@ -204,8 +204,7 @@ impl Ctx<'_> {
         // An empty tensor holds nothing, but its other dimensions must fit in memory as those of
         // a tensor with data would: strides, views and copies (and ndarray) multiply them.
         if numel == 0 {
-            let rest = header.shape.iter().filter(|&&d| d != 0).try_fold(itemsize, |n, &d| n.checked_mul(d));
-            if rest.is_none_or(|n| isize::try_from(n).is_err()) {
+            if !header.shape.fits_in_memory(itemsize) {
                 return Err(self.invalid(format_args!(
                     "has shape {:?}: it is empty, but its other dimensions multiply to more elements of {itemsize} \
                      bytes than memory can hold",

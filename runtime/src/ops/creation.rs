@@ -25,6 +25,15 @@ fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>>
     Ok(data)
 }
 
+/// An error unless a tensor of `shape` and `dtype` could be laid out in memory, empty or not
+/// (PyTorch's "Storage size calculation overflowed").
+pub(crate) fn check_size(func: &str, shape: &Shape, dtype: DType) -> Result<()> {
+    if !shape.fits_in_memory(dtype.itemsize()) {
+        bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
+    }
+    Ok(())
+}
+
 /// The device a constructor makes its tensor on (the CPU unless given), and the dtype: the
 /// one given, which the device must hold, or `default` (int64 defaults to the device's index
 /// dtype where it has no int64).
@@ -42,9 +51,7 @@ fn placed(func: &str, device: Option<Device>, dtype: Option<DType>, default: DTy
 /// A tensor of `shape` on `device` filled with `value` converted to `dtype`; a value that
 /// `dtype` cannot hold is an error, as in PyTorch (see [`holds`]), even for an empty tensor.
 fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
-    if shape.checked_numel().is_none() {
-        bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
-    }
+    check_size(func, &shape, dtype)?;
     if !holds(dtype, value) {
         bail!(Runtime, "{func}(): value cannot be converted to type {dtype} without overflow");
     }

@@ -9,7 +9,7 @@ mod blend;
 mod compare;
 pub(crate) mod convert;
 mod copy;
-mod creation;
+pub(crate) mod creation;
 mod default_device;
 pub(crate) mod device;
 pub(crate) mod indexing;

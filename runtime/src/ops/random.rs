@@ -26,6 +26,7 @@ fn drawn(
     device: Device,
 ) -> Result<Tensor> {
     check_dtype(func, device, dtype)?;
+    crate::ops::creation::check_size(func, &shape, dtype)?;
     crate::primitive::draw(func, dist, (&shape, dtype, device), generator.as_ref(), None)
 }
 

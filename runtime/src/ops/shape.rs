@@ -25,11 +25,21 @@ fn inferred(func: &str, numel: usize, shape: &[i64]) -> Result<Shape> {
     }
     let mut dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     match inferred {
+        Some(_) if numel == 0 => bail!(
+            Runtime,
+            "{func}(): cannot reshape tensor of 0 elements into shape {shown} because the unspecified dimension size \
+             -1 can be any value and is ambiguous"
+        ),
         Some(i) if known != 0 && numel.is_multiple_of(known) => dims[i] = numel / known,
         None if known == numel => {}
         _ => bail!(Runtime, "{func}(): shape '{shown}' is invalid for input of size {numel}"),
     }
-    Ok(Shape::from(dims))
+    let shape = Shape::from(dims);
+    // An empty shape's other dimensions must fit too (PyTorch's "Stride calculation overflowed").
+    if !shape.fits_in_memory(1) {
+        bail!(Runtime, "{func}(): shape '{shown}' has more elements than memory can hold");
+    }
+    Ok(shape)
 }
 
 /// A view in the new shape when `t` is contiguous, else a copy in it (never a view of a
