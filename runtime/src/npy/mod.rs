@@ -203,14 +203,12 @@ impl Ctx<'_> {
         })?;
         // An empty tensor holds nothing, but its other dimensions must fit in memory as those of
         // a tensor with data would: strides, views and copies (and ndarray) multiply them.
-        if numel == 0 {
-            if !header.shape.fits_in_memory(itemsize) {
-                return Err(self.invalid(format_args!(
-                    "has shape {:?}: it is empty, but its other dimensions multiply to more elements of {itemsize} \
-                     bytes than memory can hold",
-                    header.shape.as_ref()
-                )));
-            }
+        if numel == 0 && !header.shape.fits_in_memory(itemsize) {
+            return Err(self.invalid(format_args!(
+                "has shape {:?}: it is empty, but its other dimensions multiply to more elements of {itemsize} \
+                 bytes than memory can hold",
+                header.shape.as_ref()
+            )));
         }
         // Before allocating anything: does the file hold that much?
         if let Some(available) = size.map(|s| s.saturating_sub(header_end))
