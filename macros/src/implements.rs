@@ -20,6 +20,11 @@ struct Args {
 impl Parse for Args {
     fn parse(input: ParseStream) -> syn::Result<Self> {
         let func: Expr = input.parse()?;
+        if input.is_empty() {
+            return Err(
+                input.error("name the table: #[implements(func, table = TABLE)], TABLE a static HandledFunctions")
+            );
+        }
         input.parse::<Token![,]>()?;
         let key: Ident = input.parse()?;
         if key != "table" {
@@ -134,6 +139,6 @@ mod tests {
                 }
             ),
         );
-        assert!(out.to_string().contains("expected `,`"), "{out}");
+        assert!(out.to_string().contains("name the table"), "{out}");
     }
 }
