@@ -22,10 +22,7 @@
 //! with `TORCHFN_FUZZ_INPUTS=n+1` makes it alone again. The inputs that found bugs are kept
 //! as regression tests beside each target.
 
-use std::cell::{Cell, RefCell};
 use std::collections::BTreeMap;
-use std::panic::{self, AssertUnwindSafe};
-use std::sync::Once;
 use std::time::{Duration, Instant};
 
 mod bind;
@@ -34,6 +31,7 @@ mod mutate;
 mod npy;
 mod safetensors;
 
+use crate::no_panic::{checked, quiet_panics};
 use mutate::{Rng, seed_for};
 use torchfn::Func;
 use torchfn::overrides::{get_ignored_functions, get_overridable_functions};
@@ -46,37 +44,6 @@ const SLOW: Duration = Duration::from_secs(5);
 
 /// What one input showed: whether it was accepted (read, loaded, bound), or what was wrong.
 type Verdict = Result<bool, String>;
-
-thread_local! {
-    /// Whether this thread is checking an input (the panic hook then keeps quiet).
-    static CHECKING: Cell<bool> = const { Cell::new(false) };
-    /// Where and why the last checked input panicked.
-    static PANIC: RefCell<Option<String>> = const { RefCell::new(None) };
-}
-
-/// Installs, once, a panic hook that records the panics of checked inputs instead of
-/// printing them, and leaves every other panic to the previous hook.
-fn quiet_panics() {
-    static HOOK: Once = Once::new();
-    HOOK.call_once(|| {
-        let previous = panic::take_hook();
-        panic::set_hook(Box::new(move |info| {
-            if CHECKING.with(Cell::get) {
-                PANIC.with(|p| *p.borrow_mut() = Some(info.to_string()));
-            } else {
-                previous(info);
-            }
-        }));
-    });
-}
-
-/// Runs `f`; a panic comes back as its message and location.
-fn checked<T>(f: impl FnOnce() -> T) -> Result<T, String> {
-    CHECKING.with(|c| c.set(true));
-    let outcome = panic::catch_unwind(AssertUnwindSafe(f));
-    CHECKING.with(|c| c.set(false));
-    outcome.map_err(|_| PANIC.with(|p| p.borrow_mut().take()).unwrap_or_else(|| "a panic".into()))
-}
 
 /// A setting of the run from the environment.
 fn setting<T: std::str::FromStr>(name: &str) -> Option<T> {

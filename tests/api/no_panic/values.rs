@@ -4,10 +4,10 @@
 use torchfn::{DType, Device, Generator, IndexItem, Slice, Tensor, Value};
 
 /// SplitMix64: small, fast and good enough to pick test inputs.
-pub(super) struct Rng(pub(super) u64);
+pub(crate) struct Rng(pub(crate) u64);
 
 impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
+    pub(crate) fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -16,22 +16,27 @@ impl Rng {
     }
 
     /// A number in `0..n` (`n > 0`).
-    pub(super) fn below(&mut self, n: usize) -> usize {
+    pub(crate) fn below(&mut self, n: usize) -> usize {
         (self.next() % n as u64) as usize
     }
 
     /// True with probability `percent` / 100.
-    pub(super) fn percent(&mut self, percent: u64) -> bool {
+    pub(crate) fn percent(&mut self, percent: u64) -> bool {
         self.next() % 100 < percent
     }
 
-    pub(super) fn pick<T: Clone>(&mut self, items: &[T]) -> T {
+    pub(crate) fn pick<T: Clone>(&mut self, items: &[T]) -> T {
         items[self.below(items.len())].clone()
     }
 
     /// A dimension or a size in `-6..=6`.
-    pub(super) fn small(&mut self) -> i64 {
+    pub(crate) fn small(&mut self) -> i64 {
         self.below(13) as i64 - 6
+    }
+
+    /// `n` random bytes.
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
     }
 }
 

@@ -2,37 +2,8 @@
 //! interesting bytes and integers written over length fields, truncation, deletion,
 //! insertion, duplication and splicing.
 
-/// SplitMix64: small, fast and good enough to pick test inputs.
-pub(super) struct Rng(pub(super) u64);
-
-impl Rng {
-    pub(super) fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n` (`n > 0`).
-    pub(super) fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-
-    /// True with probability `percent` / 100.
-    pub(super) fn percent(&mut self, percent: u64) -> bool {
-        self.next() % 100 < percent
-    }
-
-    pub(super) fn pick<T: Clone>(&mut self, items: &[T]) -> T {
-        items[self.below(items.len())].clone()
-    }
-
-    /// `n` random bytes.
-    pub(super) fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| self.next() as u8).collect()
-    }
-}
+/// The shared random stream (`no_panic`'s SplitMix64).
+pub(super) use crate::no_panic::values::Rng;
 
 /// The seed of input `n` of a target: the run's seed mixed with the target's name (FNV-1a)
 /// and `n`, so that any input can be made again alone.
