@@ -194,3 +194,36 @@ fn pad_matches_pytorch_in_every_mode() {
     let flat = torchfn::tensor([0.0f32, 1.0, 2.0]).unwrap();
     assert_eq!(F::pad(&flat, vec![1, 1], "reflect", None).unwrap_err().kind(), torchfn::ErrorKind::NotImplemented);
 }
+
+/// `F.group_norm` against PyTorch 2.15 (scratch run): `x = torch.arange(24.).reshape(2, 4, 3).sin()`
+/// in float64, two groups, a weight and a bias, and the gradients of `(y * y).sum()`.
+#[test]
+fn group_norm_matches_pytorch() {
+    let x = torchfn::arange(24, DType::Float64, None).unwrap().reshape(&[2, 4, 3]).unwrap().sin().unwrap();
+    let x = x.requires_grad_(true).unwrap();
+    let w = torchfn::tensor([1.0f64, 2.0, 3.0, 4.0]).unwrap().requires_grad_(true).unwrap();
+    let b = torchfn::tensor([0.5f64, -0.5, 1.0, 0.0]).unwrap().requires_grad_(true).unwrap();
+    let y = F::group_norm(&x, 2, Some(&w), Some(&b), 1e-5).unwrap();
+    let close = |got: Vec<f64>, want: &[f64]| {
+        assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-8), "{got:?}\n{want:?}");
+    };
+    close(
+        y.to_vec::<f64>().unwrap()[..6].to_vec(),
+        &[0.4587658258, 1.6405449892, 1.7358018399, -0.186084663, -2.708206338, -3.2759343088],
+    );
+    (&y * &y).unwrap().sum().unwrap().backward().unwrap();
+    close(
+        x.grad().unwrap().unwrap().to_vec::<f64>().unwrap()[..6].to_vec(),
+        &[5.6373049139, -1.5619564332, -2.1422500988, 1.5392889885, -1.4048336292, -2.0675537413],
+    );
+    close(
+        w.grad().unwrap().unwrap().to_vec::<f64>().unwrap(),
+        &[14.810522261834477, 28.58224150673031, 38.80789734830123, 49.65171323594203],
+    );
+    close(
+        b.grad().unwrap().unwrap().to_vec::<f64>().unwrap(),
+        &[12.802841554973828, -19.60568310994766, 24.144543458544465, -16.192724611392627],
+    );
+    let err = F::group_norm(&x, 3, None, None, 1e-5).unwrap_err();
+    assert!(err.to_string().contains("input of shape [2, 4, 3] and num_groups=3"), "{err}");
+}

@@ -27,7 +27,13 @@ fn scale_and_shift(deviations: &Tensor, variance: &Tensor, eps: f64, affine: Vec
     let (dtype, one) = (deviations.dtype()?, Scalar::Int(1));
     let shifted = primitive::binary(variance, &Tensor::scalar(eps), Binary::Add(one), dtype, None)?;
     let scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
-    let mut y = primitive::binary(deviations, &scale, Binary::Mul, dtype, None)?;
+    affine_transform(primitive::binary(deviations, &scale, Binary::Mul, dtype, None)?, affine)
+}
+
+/// `y` multiplied by the `"weight"` and shifted by the `"bias"` of `affine` (each already
+/// shaped to broadcast).
+fn affine_transform(mut y: Tensor, affine: Vec<(&str, &Tensor)>) -> Result<Tensor> {
+    let (dtype, one) = (y.dtype()?, Scalar::Int(1));
     for (name, t) in affine {
         let op = if name == "weight" { Binary::Mul } else { Binary::Add(one) };
         y = primitive::binary(&y, t, op, dtype, None)?;
@@ -210,7 +216,77 @@ fn update_running(running: &Tensor, batch: &Tensor, momentum: f64, factor: f64) 
     Ok(())
 }
 
+/// Group normalization (`torch.nn.functional.group_norm`) of `input` `[N, C, *]`: the channels
+/// split into `num_groups` groups, each group of each example shifted to mean 0 and scaled to
+/// variance 1 (the biased variance, plus `eps`), then each channel multiplied by `weight` and
+/// shifted by `bias` (`[C]`) when given. Floating-point tensors of one dtype.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[1.0f64], [3.0], [10.0], [30.0]]])?; // N = 1, C = 4, one position
+/// let y = F::group_norm(&x, 2, None, None, 0.0)?;
+/// assert_eq!(y.to_vec::<f64>()?, [-1.0, 1.0, -1.0, 1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn group_norm(
+    input: &Tensor,
+    num_groups: usize,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(1e-5)] eps: f64,
+) -> Result<Tensor> {
+    const FUNC: &str = "group_norm";
+    let x = input.data(FUNC, "input")?;
+    let shape = x.layout.shape.clone();
+    if shape.len() < 2 {
+        bail!(Runtime, "{FUNC}(): Expected at least 2 dimensions for input tensor but received {}", shape.len());
+    }
+    let channels = shape[1];
+    if num_groups == 0 || !channels.is_multiple_of(num_groups) {
+        bail!(
+            Runtime,
+            "{FUNC}(): Expected number of channels in input to be divisible by num_groups, but got input of shape \
+             {:?} and num_groups={num_groups}",
+            &shape[..]
+        );
+    }
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    // Per-channel tensors seen as [1, C, 1, ...] to broadcast against the input.
+    let along: Shape = shape.iter().enumerate().map(|(d, &n)| if d == 1 { n } else { 1 }).collect();
+    let mut operands = vec![("input", x)];
+    let mut affine = Vec::new();
+    for (name, t) in [("weight", weight), ("bias", bias)] {
+        let Some(t) = t else { continue };
+        let d = t.data(FUNC, name)?;
+        if d.layout.shape != [channels] {
+            bail!(Runtime, "{FUNC}(): expected {name} of shape [{channels}], but got {:?}", &d.layout.shape[..]);
+        }
+        if d.dtype != x.dtype {
+            bail!(Runtime, "{FUNC}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
+        }
+        operands.push((name, d));
+        affine.push((name, primitive::reshape(t, &along)?));
+    }
+    device_of(FUNC, &operands)?;
+    let dtype = x.dtype;
+    let per_group = shape.iter().skip(2).product::<usize>() * (channels / num_groups);
+    let grouped = primitive::reshape(input, &Shape::from([shape[0], num_groups, per_group]))?;
+    let mean = mean_keepdim(&grouped, &[2])?;
+    let deviations = primitive::binary(&grouped, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &[2])?;
+    let normalized = primitive::reshape(&scale_and_shift(&deviations, &variance, eps, Vec::new())?, &shape)?;
+    affine_transform(normalized, affine.iter().map(|(name, t)| (*name, t)).collect())
+}
+
 crate::samples! {
+    GROUP_NORM => [
+        sample([f32s(&[2, 4, 3]), Value::Int(2)]),
+        sample([f32s(&[2, 6, 2, 2]), Value::Int(3), f32s(&[6]), f32s(&[6])]).kw("eps", 1e-3),
+        sample([f32s(&[3, 4]), Value::Int(1)]),
+    ],
     LAYER_NORM => [
         sample([f32s(&[2, 4]), Value::List(vec![4.into()])]),
         sample([f32s(&[3, 2]), Value::Int(2)]),
