@@ -227,3 +227,25 @@ fn group_norm_matches_pytorch() {
     let err = F::group_norm(&x, 3, None, None, 1e-5).unwrap_err();
     assert!(err.to_string().contains("input of shape [2, 4, 3] and num_groups=3"), "{err}");
 }
+
+/// `F.binary_cross_entropy_with_logits` against PyTorch 2.15 (scratch run), with a weight, a
+/// positive weight, logits of ±40 (which a naive `log(sigmoid(x))` loses) and gradients for
+/// both the logits and the targets.
+#[test]
+fn binary_cross_entropy_with_logits_matches_pytorch() {
+    let x = torchfn::tensor([[0.5f64, -1.0], [2.0, 0.0], [40.0, -40.0]]).unwrap().requires_grad_(true).unwrap();
+    let t = torchfn::tensor([[1.0f64, 0.0], [0.0, 1.0], [0.0, 1.0]]).unwrap().requires_grad_(true).unwrap();
+    let (w, pw) = (torchfn::tensor([1.0f64, 2.0]).unwrap(), torchfn::tensor([2.0f64, 0.5]).unwrap());
+    let loss = F::binary_cross_entropy_with_logits(&x, &t, Some(&w), None, None, "sum", Some(&pw)).unwrap();
+    let close = |got: Vec<f64>, want: &[f64]| {
+        assert!(got.iter().zip(want).all(|(g, w)| (g - w).abs() < 1e-9), "{got:?}\n{want:?}");
+    };
+    close(vec![loss.item().unwrap().to_f64()], &[84.39475253499958]);
+    loss.backward().unwrap();
+    let dx = [-0.7550813375962908, 0.5378828427399902, 0.8807970779778823, -0.5, 1.0, -1.0];
+    close(x.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), &dx);
+    let dt = [-0.025923015819893314, 0.6867383124817771, -1.8730719889570278, -0.6931471805599453, -40.0, 40.0];
+    close(t.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), &dt);
+    let err = F::binary_cross_entropy_with_logits(&x, &w, None, None, None, "mean", None).unwrap_err();
+    assert!(err.to_string().contains("Target size ([2]) must be the same as input size ([3, 2])"), "{err}");
+}

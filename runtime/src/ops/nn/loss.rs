@@ -1,4 +1,5 @@
-//! Loss functions of `torch.nn.functional`: `cross_entropy` and `mse_loss`.
+//! Loss functions of `torch.nn.functional`: `cross_entropy`, `mse_loss` and
+//! `binary_cross_entropy_with_logits`.
 
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
@@ -309,6 +310,92 @@ pub fn mse_loss(
     f.reduced(squares, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
 }
 
+/// The binary cross-entropy of the probabilities `sigmoid(input)` against `target` (in `[0, 1]`,
+/// of `input`'s shape) (`torch.nn.functional.binary_cross_entropy_with_logits`):
+/// `-(pos_weight * target * log σ(x) + (1 - target) * log(1 - σ(x)))`, times `weight` when
+/// given (both broadcast; `pos_weight` along the last dimension, one per class), reduced by
+/// `reduction` (`"mean"`, `"sum"` or `"none"`; the deprecated `size_average` and `reduce` as
+/// in [`cross_entropy`]). The two logarithms come from one log-softmax of `(0, x)`, so large
+/// logits neither overflow nor lose the gradient.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[0.5f64, -1.0], [2.0, 0.0]])?;
+/// let t = torchfn::tensor([[1.0f64, 0.0], [0.0, 1.0]])?;
+/// let loss = F::binary_cross_entropy_with_logits(&x, &t, None, None, None, "mean", None)?;
+/// assert!((loss.item()?.to_f64() - 0.9019).abs() < 1e-4); // PyTorch 2.15: 0.9019
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn binary_cross_entropy_with_logits(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] size_average: Option<bool>,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+    #[default(None)] pos_weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    const FUNC: &str = "binary_cross_entropy_with_logits";
+    let reduction = self::reduction(FUNC, size_average, reduce, reduction)?;
+    let (x, t) = (input.data(FUNC, "input")?, target.data(FUNC, "target")?);
+    if t.layout.shape != x.layout.shape {
+        bail!(
+            Value,
+            "{FUNC}(): Target size ({:?}) must be the same as input size ({:?})",
+            &t.layout.shape[..],
+            &x.layout.shape[..]
+        );
+    }
+    let dtype = result_type([x.participant(), t.participant()]);
+    if !dtype.is_floating_point() {
+        bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
+    }
+    let mut operands = vec![("input", x), ("target", t)];
+    for (name, w) in [("weight", weight), ("pos_weight", pos_weight)] {
+        if let Some(w) = w {
+            let d = w.data(FUNC, name)?;
+            check_broadcast(&d.layout.shape, &x.layout.shape, FUNC)?;
+            operands.push((name, d));
+        }
+    }
+    device_of(FUNC, &operands)?;
+    let f = Losses { dtype };
+    // log(1 - σ(x)) and log σ(x): the log-softmax of (0, x) along a new last dimension.
+    let shape = x.layout.shape.clone();
+    let last = shape.len();
+    let column: Shape = shape.iter().copied().chain([1]).collect();
+    let pair_shape: Shape = shape.iter().copied().chain([2]).collect();
+    let zeros = primitive::zeros(&column, dtype, x.device())?;
+    let logits = primitive::reshape(&primitive::copy(input, dtype)?, &column)?;
+    let pair = primitive::concat(&[zeros, logits], last, &pair_shape, dtype)?;
+    let logs = primitive::softmax(&pair, last, true, dtype)?;
+    let side = |i: i64| -> Result<Tensor> {
+        let index = crate::ops::indexing::positions(x.device(), [i].into_iter())?;
+        primitive::reshape(&primitive::index_select(&logs, last, &index)?, &shape)
+    };
+    let (log_not, log_p) = (side(0)?, side(1)?);
+    let mut positive = f.mul(target, &log_p)?;
+    if let Some(pw) = pos_weight {
+        positive = f.mul(&positive, pw)?;
+    }
+    let not_target = primitive::binary(&Tensor::scalar(1.0), target, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let mut losses = f.neg(&f.add(&positive, &f.mul(&not_target, &log_not)?)?)?;
+    if let Some(w) = weight {
+        losses = f.mul(&losses, w)?;
+    }
+    let count = losses.shape()?.numel();
+    f.reduced(losses, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
+}
+
+/// A float32 tensor of values in [0, 1] (targets, positive weights), as a sample argument.
+fn probabilities(shape: &[usize]) -> Value {
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| ((i * 7 + 3) % 10) as f32 / 10.0).collect();
+    Value::Tensor(Tensor::from_dense(Dense::from_vec(data, Shape::new(shape))))
+}
+
 /// An int64 tensor of class indices, as a sample argument.
 fn classes(data: &[i64], shape: &[usize]) -> Value {
     Value::Tensor(Tensor::from_dense(Dense::from_vec(data.to_vec(), Shape::new(shape))))
@@ -321,4 +408,9 @@ crate::samples! {
         sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("label_smoothing", 0.1),
     ],
     MSE_LOSS => [sample([f32s(&[2, 3]), f32s(&[2, 3])]), sample([f32s(&[2, 3]), f32s(&[3])]).kw("reduction", "none")],
+    BINARY_CROSS_ENTROPY_WITH_LOGITS => [
+        sample([f32s(&[2, 3]), probabilities(&[2, 3])]),
+        sample([f32s(&[2, 3]), probabilities(&[2, 3]), f32s(&[3])]).kw("reduction", "sum").kw("pos_weight", probabilities(&[3])),
+        sample([f32s(&[4]), probabilities(&[4])]).kw("reduction", "none"),
+    ],
 }

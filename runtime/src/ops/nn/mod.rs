@@ -34,7 +34,10 @@ pub mod functional {
     pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
     pub use super::conv::{CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv2d, max_pool2d, max_pool2d_with_indices};
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
-    pub use super::loss::{CROSS_ENTROPY, MSE_LOSS, cross_entropy, mse_loss};
+    pub use super::loss::{
+        BINARY_CROSS_ENTROPY_WITH_LOGITS, CROSS_ENTROPY, MSE_LOSS, binary_cross_entropy_with_logits, cross_entropy,
+        mse_loss,
+    };
     pub use super::norm::{BATCH_NORM, GROUP_NORM, LAYER_NORM, batch_norm, group_norm, layer_norm};
     pub use super::pad::{PAD, pad};
 }
