@@ -249,3 +249,99 @@ fn binary_cross_entropy_with_logits_matches_pytorch() {
     let err = F::binary_cross_entropy_with_logits(&x, &w, None, None, None, "mean", None).unwrap_err();
     assert!(err.to_string().contains("Target size ([2]) must be the same as input size ([3, 2])"), "{err}");
 }
+
+/// `F.interpolate` against PyTorch 2.15 (scratch run) on `x = torch.arange(12.).reshape(1, 1, 3,
+/// 4).sin()` in float64: the first eight outputs of each mode, the linear gradient, and the
+/// argument errors.
+#[test]
+fn interpolate_matches_pytorch() {
+    let x = torchfn::arange(12, DType::Float64, None).unwrap().reshape(&[1, 1, 3, 4]).unwrap().sin().unwrap();
+    let size = || Some(torchfn::IntList::from([5, 3]));
+    /// (size, scale_factor, mode, align_corners, the output's plane, its first eight values)
+    type Case =
+        (Option<torchfn::IntList>, Option<torchfn::FloatList>, &'static str, Option<bool>, [usize; 2], [f64; 8]);
+    let cases: [Case; 6] = [
+        (
+            size(),
+            None,
+            "nearest",
+            None,
+            [5, 3],
+            [0.0, 0.8414709848, 0.9092974268, 0.0, 0.8414709848, 0.9092974268, -0.7568024953, -0.9589242747],
+        ),
+        (
+            None,
+            Some(2.0.into()),
+            "nearest",
+            None,
+            [6, 8],
+            [0.0, 0.0, 0.8414709848, 0.8414709848, 0.9092974268, 0.9092974268, 0.1411200081, 0.1411200081],
+        ),
+        (
+            size(),
+            None,
+            "nearest-exact",
+            None,
+            [5, 3],
+            [0.0, 0.9092974268, 0.1411200081, 0.0, 0.9092974268, 0.1411200081, -0.7568024953, -0.2794154982],
+        ),
+        (
+            size(),
+            None,
+            "bilinear",
+            None,
+            [5, 3],
+            [
+                0.1402451641,
+                0.8753842058,
+                0.2691495779,
+                -0.2320486849,
+                0.2775625689,
+                0.3618575797,
+                -0.7904894585,
+                -0.6191698864,
+            ],
+        ),
+        (
+            size(),
+            None,
+            "bilinear",
+            Some(true),
+            [5, 3],
+            [0.0, 0.8753842058, 0.1411200081, -0.3784012477, 0.1281071597, 0.3990533034, -0.7568024953, -0.6191698864],
+        ),
+        (
+            None,
+            Some(1.5.into()),
+            "bilinear",
+            None,
+            [4, 6],
+            [0.0, 0.4207354924, 0.8527753918, 0.8979930198, 0.5252087174, 0.1411200081, -0.3784012477, -0.2185639463],
+        ),
+    ];
+    for (size, scale, mode, align, out, want) in cases {
+        let y = F::interpolate(&x, size, scale, mode, align).unwrap();
+        assert_eq!(y.shape().unwrap().to_vec(), [1, 1, out[0], out[1]], "{mode}");
+        let got = y.to_vec::<f64>().unwrap();
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-9), "{mode} {align:?}: {got:?}");
+    }
+    let line =
+        torchfn::arange(5, DType::Float64, None).unwrap().reshape(&[1, 1, 5]).unwrap().requires_grad_(true).unwrap();
+    let y = F::interpolate(&line, Some(3.into()), None, "linear", None).unwrap();
+    let got = y.to_vec::<f64>().unwrap();
+    assert!(got.iter().zip([1.0 / 3.0, 2.0, 11.0 / 3.0]).all(|(g, w)| (g - w).abs() < 1e-12), "{got:?}");
+    y.sum().unwrap().backward().unwrap();
+    let grad = line.grad().unwrap().unwrap().to_vec::<f64>().unwrap();
+    assert!(
+        grad.iter().zip([2.0 / 3.0, 1.0 / 3.0, 1.0, 1.0 / 3.0, 2.0 / 3.0]).all(|(g, w)| (g - w).abs() < 1e-12),
+        "{grad:?}"
+    );
+    let error = |size: Option<torchfn::IntList>, scale: Option<torchfn::FloatList>, mode: &str, align: Option<bool>| {
+        F::interpolate(&x, size, scale, mode, align).unwrap_err().to_string()
+    };
+    assert!(error(Some([2, 2].into()), Some(2.0.into()), "nearest", None).contains("only one of size or scale_factor"));
+    assert!(error(None, None, "nearest", None).contains("either size or scale_factor"));
+    assert!(error(Some(3.into()), None, "linear", None).contains("Got 4D input, but linear mode needs 3D input"));
+    assert!(error(Some([2, 2].into()), None, "nearest", Some(true)).contains("align_corners option can only be set"));
+    assert!(error(Some([2, 2].into()), None, "bicubic", None).contains("bicubic"));
+}

@@ -129,6 +129,79 @@ impl<'a> Arg<'a> for Option<IntList> {
     }
 }
 
+/// One float or several, as PyTorch's `float or tuple of floats` parameters take them
+/// (`interpolate`'s `scale_factor=2.0` or `(2.0, 1.5)`).
+///
+/// ```
+/// use torchfn::FloatList;
+/// assert_eq!(FloatList::from(2.0).as_slice(), [2.0]);
+/// assert_eq!(FloatList::from(vec![2.0, 1.5]).as_slice(), [2.0, 1.5]);
+/// ```
+#[derive(Clone, Debug, PartialEq)]
+pub struct FloatList(SmallVec<[f64; 4]>);
+
+impl FloatList {
+    /// The floats, in order.
+    pub fn as_slice(&self) -> &[f64] {
+        &self.0
+    }
+}
+
+impl From<f64> for FloatList {
+    fn from(x: f64) -> Self {
+        FloatList(SmallVec::from_slice(&[x]))
+    }
+}
+
+impl From<Vec<f64>> for FloatList {
+    fn from(items: Vec<f64>) -> Self {
+        FloatList(items.into())
+    }
+}
+
+impl<const N: usize> From<[f64; N]> for FloatList {
+    fn from(items: [f64; N]) -> Self {
+        FloatList(SmallVec::from_slice(&items))
+    }
+}
+
+impl ToValue for FloatList {
+    fn to_value(&self) -> Value {
+        match self.0.as_slice() {
+            [one] => Value::Float(*one),
+            many => Value::Tuple(many.iter().map(|&x| Value::Float(x)).collect()),
+        }
+    }
+}
+
+impl FromValue for FloatList {
+    fn type_name() -> String {
+        "float or tuple of floats".into()
+    }
+    fn from_value(value: &Value) -> Option<Self> {
+        let float = |v: &Value| f64::from_value(v);
+        match value {
+            Value::Tuple(items) | Value::List(items) => items.iter().map(float).collect::<Option<_>>().map(FloatList),
+            other => float(other).map(FloatList::from),
+        }
+    }
+}
+
+impl Relevant for FloatList {
+    fn each_tensor<'s>(&'s self, _: &mut dyn FnMut(&'s Tensor)) {}
+    #[inline(always)]
+    fn all_plain(&self) -> bool {
+        true
+    }
+}
+
+impl<'a> Arg<'a> for Option<FloatList> {
+    type Owned = Option<FloatList>;
+    fn from_owned(owned: &'a Option<FloatList>) -> Option<FloatList> {
+        owned.clone()
+    }
+}
+
 /// How [`split`](crate::split()) cuts a dimension: into pieces of one size (the last one
 /// possibly smaller), or into sections of the sizes listed, which must add up to the
 /// dimension's size. Called by name, an integer is a size and a list or tuple the sections.

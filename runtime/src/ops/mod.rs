@@ -30,7 +30,7 @@ mod shape;
 mod softmax;
 pub(crate) mod view;
 
-pub use args::{IntList, SplitSize};
+pub use args::{FloatList, IntList, SplitSize};
 pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,

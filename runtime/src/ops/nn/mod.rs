@@ -6,6 +6,7 @@ mod adaptive;
 mod attention;
 mod clip;
 mod conv;
+mod interpolate;
 mod layers;
 mod loss;
 mod norm;
@@ -33,6 +34,7 @@ pub mod functional {
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
     pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
     pub use super::conv::{CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv2d, max_pool2d, max_pool2d_with_indices};
+    pub use super::interpolate::{INTERPOLATE, interpolate};
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
     pub use super::loss::{
         BINARY_CROSS_ENTROPY_WITH_LOGITS, CROSS_ENTROPY, MSE_LOSS, binary_cross_entropy_with_logits, cross_entropy,

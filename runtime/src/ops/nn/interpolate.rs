@@ -1,0 +1,178 @@
+//! `torch.nn.functional.interpolate` in its nearest and linear modes: each spatial dimension
+//! resampled in turn, by picking positions (`index_select`) and, for the linear modes, blending
+//! neighbours with constant weights, so the gradient and the other transforms come from theirs.
+
+use crate::backend::Binary;
+use crate::error::{Result, bail};
+use crate::ops::indexing::positions;
+use crate::primitive;
+use crate::tensor::{Scalar, Shape, Tensor};
+use crate::testing::{f32s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+use crate::ops::args::{FloatList, IntList};
+
+/// How the output positions read the input.
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Nearest,
+    NearestExact,
+    Linear,
+}
+
+/// `input` `[N, C, *spatial]` resized to `size` (one per spatial dimension, or one for all) or by
+/// `scale_factor` (the output sizes rounded down) (`torch.nn.functional.interpolate`). Modes:
+/// `"nearest"` (the input position `floor(i * scale)`), `"nearest-exact"`
+/// (`floor((i + 0.5) * scale)`), and `"linear"`, `"bilinear"`, `"trilinear"` for 1, 2 and 3
+/// spatial dimensions (neighbours blended; with `align_corners` the corner pixels' centres
+/// align). As in PyTorch, a given `scale_factor` is the scale the positions are computed with.
+/// The other modes (`bicubic`, `area`) are a `NotImplementedError` naming them.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[0.0f32, 1.0, 2.0, 3.0, 4.0]]])?;
+/// let y = F::interpolate(&x, Some(vec![3i64].into()), None, "linear", None)?;
+/// assert_eq!(y.to_vec::<f32>()?, [1.0 / 3.0, 2.0, 11.0 / 3.0]);
+/// let z = F::interpolate(&x, None, Some(2.0.into()), "nearest", None)?;
+/// assert_eq!(z.shape()?, [1, 1, 10]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn interpolate(
+    input: &Tensor,
+    #[default(None)] size: Option<IntList>,
+    #[default(None)] scale_factor: Option<FloatList>,
+    #[default("nearest")] mode: &str,
+    #[default(None)] align_corners: Option<bool>,
+) -> Result<Tensor> {
+    const FUNC: &str = "interpolate";
+    let x = input.data(FUNC, "input")?;
+    let shape = x.layout.shape.clone();
+    let spatial = shape.len().saturating_sub(2);
+    let (mode, dims_needed) = match mode {
+        "nearest" => (Mode::Nearest, None),
+        "nearest-exact" => (Mode::NearestExact, None),
+        "linear" => (Mode::Linear, Some(1)),
+        "bilinear" => (Mode::Linear, Some(2)),
+        "trilinear" => (Mode::Linear, Some(3)),
+        other => bail!(
+            NotImplemented,
+            "{FUNC}(): the {other} mode is not available; nearest, nearest-exact, linear, bilinear and trilinear are"
+        ),
+    };
+    if let Some(n) = dims_needed
+        && n != spatial
+    {
+        bail!(
+            NotImplemented,
+            "{FUNC}(): Got {}D input, but {} mode needs {}D input",
+            shape.len(),
+            ["linear", "bilinear", "trilinear"][n - 1],
+            n + 2
+        );
+    }
+    if !(1..=3).contains(&spatial) {
+        bail!(NotImplemented, "{FUNC}(): input of {} dimensions: expected 3, 4 or 5 ([N, C, *spatial])", shape.len());
+    }
+    if align_corners.is_some() && mode != Mode::Linear {
+        bail!(
+            Value,
+            "{FUNC}(): align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
+        );
+    }
+    if !x.dtype.is_floating_point() && mode == Mode::Linear {
+        bail!(NotImplemented, "{FUNC}(): the linear modes need floating-point input, not {}", x.dtype);
+    }
+    // Each spatial dimension's output size, and the scale its positions are computed with.
+    let per_dim = |values: &[f64], what: &str| -> Result<Vec<f64>> {
+        match values.len() {
+            1 => Ok(vec![values[0]; spatial]),
+            n if n == spatial => Ok(values.to_vec()),
+            n => bail!(
+                Value,
+                "{FUNC}(): Input and {what} must have the same number of spatial dimensions, but got input with spatial dimensions of {:?} and output size of {n} values",
+                &shape[2..]
+            ),
+        }
+    };
+    let targets: Vec<(usize, f64)> = match (size, scale_factor) {
+        (Some(_), Some(_)) => bail!(Value, "{FUNC}(): only one of size or scale_factor should be defined"),
+        (None, None) => bail!(Value, "{FUNC}(): either size or scale_factor should be defined"),
+        (Some(size), None) => {
+            let sizes: Vec<f64> = size.as_slice().iter().map(|&s| s as f64).collect();
+            let sizes = per_dim(&sizes, "output_size")?;
+            if sizes.iter().any(|&s| s < 1.0) {
+                bail!(Value, "{FUNC}(): output sizes must be positive, got {sizes:?}");
+            }
+            sizes.iter().zip(&shape[2..]).map(|(&out, &n)| (out as usize, n as f64 / out)).collect()
+        }
+        (None, Some(factors)) => {
+            let factors = per_dim(factors.as_slice(), "scale_factor")?;
+            let mut targets = Vec::new();
+            for (&f, &n) in factors.iter().zip(&shape[2..]) {
+                let out = (n as f64 * f).floor();
+                if !(f > 0.0 && out >= 1.0 && out <= (1u64 << 40) as f64) {
+                    bail!(Value, "{FUNC}(): scale_factor {f} gives an output size of {out} for an input size of {n}");
+                }
+                targets.push((out as usize, 1.0 / f));
+            }
+            targets
+        }
+    };
+    let mut out = input.clone();
+    for (i, &(size, scale)) in targets.iter().enumerate() {
+        out = resample(&out, 2 + i, size, scale, mode, align_corners.unwrap_or(false))?;
+    }
+    Ok(out)
+}
+
+/// `x` resampled along `dim` to `size` positions.
+fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_corners: bool) -> Result<Tensor> {
+    let data = x.data("interpolate", "input")?;
+    let (n, dtype, device) = (data.layout.shape[dim], data.dtype, data.device());
+    let last = n.saturating_sub(1) as f64;
+    let pick =
+        |index: Vec<i64>| -> Result<Tensor> { primitive::index_select(x, dim, &positions(device, index.into_iter())?) };
+    match mode {
+        Mode::Nearest | Mode::NearestExact => {
+            let offset = if mode == Mode::Nearest { 0.0 } else { 0.5 };
+            pick((0..size).map(|i| (((i as f64 + offset) * scale).floor()).min(last) as i64).collect())
+        }
+        Mode::Linear => {
+            let source = |i: usize| -> f64 {
+                if align_corners {
+                    if size > 1 { i as f64 * last / (size - 1) as f64 } else { 0.0 }
+                } else {
+                    ((i as f64 + 0.5) * scale - 0.5).max(0.0)
+                }
+            };
+            let (mut low, mut high, mut weight) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..size {
+                let s = source(i).min(last);
+                let l = s.floor();
+                low.push(l as i64);
+                high.push((l + 1.0).min(last) as i64);
+                weight.push(s - l);
+            }
+            // `low + weight * (high - low)`, the weights along `dim`.
+            let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
+            let weights = primitive::copy(&Tensor::from_vec(weight, along)?, dtype)?;
+            let weights = primitive::transfer(&weights, device, dtype)?;
+            let (a, b) = (pick(low)?, pick(high)?);
+            let difference = primitive::binary(&b, &a, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+            let step = primitive::binary(&difference, &weights, Binary::Mul, dtype, None)?;
+            primitive::binary(&a, &step, Binary::Add(Scalar::Int(1)), dtype, None)
+        }
+    }
+}
+
+crate::samples! {
+    INTERPOLATE => [
+        sample([f32s(&[1, 2, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])),
+        sample([f32s(&[1, 2, 3])]).kw("scale_factor", Value::List(vec![2.0.into()])),
+        sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "bilinear"),
+        sample([f32s(&[2, 1, 4])]).kw("size", Value::List(vec![6.into()])).kw("mode", "linear").kw("align_corners", true),
+        sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "nearest-exact"),
+    ],
+}
