@@ -270,3 +270,13 @@ fn numpy_names_stand_for_pytorch_s_as_its_argument_parser_allows() {
         "exp() received an invalid combination of arguments - got (Tensor, x=Tensor), but expected one of:"
     );
 }
+
+#[test]
+fn a_method_s_self_is_never_a_number_made_a_tensor() {
+    // PyTorch 2.15: Tensor.logical_not_(-2) -> TypeError (the descriptor does not apply to an int)
+    let err = Tensor::LOGICAL_NOT_.call(&[Value::Int(-2)], &Kwargs::new()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Type, "{err}");
+    // A number in another position still becomes a Python-style number tensor.
+    let t = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    assert_eq!(values(Tensor::__RADD__.call(&[(&t).into(), Value::Int(1)], &Kwargs::new()).unwrap()), [2.0, 3.0]);
+}

@@ -302,7 +302,7 @@ fn graphs_save_to_json_and_graph_modules_round_trip_through_files() {
     let loaded = GraphModule::load(&dir, other).unwrap();
     assert!(same_tensor(&loaded.forward(&x).unwrap(), &gm.forward(&x).unwrap()));
     std::fs::remove_dir_all(&dir).ok();
-    let err = torchfn::fx::Graph::from_json("{\"format\": \"torchfn.fx.graph\", \"nodes\": [{\"name\": \"a\", \"op\": \"call_function\", \"target\": \"nope.f\"}]}").unwrap_err();
+    let err = torchfn::fx::Graph::from_json("{\"format\": \"torchfn.fx.graph\", \"version\": 1, \"nodes\": [{\"name\": \"a\", \"op\": \"call_function\", \"target\": \"nope.f\"}]}").unwrap_err();
     assert_eq!(err.to_string(), "from_json: node a: no function 'nope.f' is registered");
 }
 
@@ -480,4 +480,11 @@ fn replace_pattern_rewrites_every_self_contained_occurrence() {
     // A different constant does not match.
     let mut gm = fx::symbolic_trace_fn(&["x"], |x| (&x[0].exp()? + 2.0)?.log()).unwrap();
     assert!(fx::replace_pattern(gm.graph_mut(), pattern.graph(), fused.graph()).unwrap().is_empty());
+}
+
+#[test]
+fn a_graph_of_another_format_version_is_refused_by_name() {
+    let json = r#"{"format": "torchfn.fx.graph", "version": 2, "nodes": []}"#;
+    let err = torchfn::fx::Graph::from_json(json).unwrap_err();
+    assert!(err.to_string().contains("version 2 of the graph format"), "{err}");
 }

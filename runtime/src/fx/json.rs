@@ -26,6 +26,9 @@ use crate::value::{Slice, Value};
 
 const FORMAT: &str = "torchfn.fx.graph";
 
+/// The version of the format this file writes and reads.
+const VERSION: u64 = 1;
+
 impl Graph {
     /// The graph as JSON text; [`Graph::from_json`] reads it back equal. A generator constant
     /// cannot be written (it is a live random stream), which is a `ValueError`.
@@ -46,7 +49,7 @@ impl Graph {
                 Ok(out)
             })
             .collect::<Result<Vec<_>>>()?;
-        let doc = json!({"format": FORMAT, "version": 1, "nodes": nodes});
+        let doc = json!({"format": FORMAT, "version": VERSION, "nodes": nodes});
         serde_json::to_string_pretty(&doc).map_err(|e| Error::value_error(format!("to_json: {e}")))
     }
 
@@ -87,6 +90,12 @@ impl Graph {
         let doc: Json = serde_json::from_str(text).map_err(|e| bad(e.to_string()))?;
         if doc["format"] != FORMAT {
             return Err(bad(format!("not a torchfn fx graph (format is {})", doc["format"])));
+        }
+        if doc["version"] != VERSION {
+            return Err(bad(format!(
+                "version {} of the graph format is not one this torchfn reads (it reads version {VERSION})",
+                doc["version"]
+            )));
         }
         let nodes = doc["nodes"].as_array().ok_or_else(|| bad("no 'nodes' list".into()))?;
         let mut graph = Graph::new();

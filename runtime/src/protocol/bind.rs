@@ -97,7 +97,10 @@ impl Bound<'_> {
                 });
             }
         };
-        let converted = if self.strict { T::from_value_strict(value) } else { T::from_value(value) };
+        // A method's `self` is the tensor itself, never a number made one (PyTorch refuses
+        // `Tensor.logical_not_(-2)`), so it always converts strictly.
+        let strict = self.strict || (index == 0 && self.params[0].name() == "self");
+        let converted = if strict { T::from_value_strict(value) } else { T::from_value(value) };
         converted.ok_or_else(|| {
             let by_keyword = self.by_keyword & (1 << index.min(63)) != 0;
             let at = if by_keyword { String::new() } else { format!(" (position {})", index + 1) };
