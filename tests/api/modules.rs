@@ -202,3 +202,19 @@ fn to_device_moves_everything_and_keeps_shared_parameters_shared() {
     assert!(m.head.weight.is(&m.embed.weight), "the tie survives the move");
     assert_eq!(m.scale.device().unwrap(), device);
 }
+
+/// `nn.GroupNorm(2, 4)` as PyTorch 2.15 makes it: weight and bias parameters (ones, zeros), its
+/// repr, and the functional form with them.
+#[test]
+fn group_norm_module_is_pytorchs() {
+    let norm = nn::GroupNorm::new(2, 4, 1e-5).unwrap();
+    let names: Vec<String> = norm.named_parameters().into_iter().map(|(n, _)| n).collect();
+    assert_eq!(names, ["weight", "bias"]);
+    assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+    let x = torchfn::tensor([[[1.0f32], [3.0], [10.0], [30.0]]]).unwrap();
+    assert_eq!(
+        norm.forward(&x).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.signum()).collect::<Vec<_>>(),
+        [-1.0, 1.0, -1.0, 1.0]
+    );
+    assert_eq!(nn::GroupNorm::new(3, 4, 1e-5).err().unwrap().kind(), ErrorKind::Value);
+}

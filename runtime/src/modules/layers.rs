@@ -298,6 +298,58 @@ impl LayerNorm {
     }
 }
 
+/// Group normalization (`nn.GroupNorm`): the channels of `[N, C, *]` input in `num_groups`
+/// groups, each normalized per example, then a per-channel affine.
+///
+/// ```
+/// use torchfn::nn::{Forward, GroupNorm};
+/// let norm = GroupNorm::new(2, 4, 1e-5)?;
+/// assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+/// let y = norm.forward(&torchfn::randn([3, 4, 5], None, None, None)?)?;
+/// assert_eq!(y.shape()?, [3, 4, 5]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct GroupNorm {
+    /// Per-channel scale (ones).
+    pub weight: Parameter,
+    /// Per-channel shift (zeros).
+    pub bias: Parameter,
+    #[module(skip)]
+    num_groups: usize,
+    #[module(skip)]
+    eps: f64,
+}
+
+impl GroupNorm {
+    /// `num_channels` channels in `num_groups` groups (which must divide them).
+    pub fn new(num_groups: usize, num_channels: usize, eps: f64) -> Result<GroupNorm> {
+        if num_groups == 0 || !num_channels.is_multiple_of(num_groups) {
+            return Err(crate::Error::value_error(format!(
+                "GroupNorm(): num_channels must be divisible by num_groups, got {num_channels} and {num_groups}"
+            )));
+        }
+        Ok(GroupNorm {
+            weight: Parameter::new(&crate::ones([num_channels], None, None)?)?,
+            bias: Parameter::new(&crate::zeros([num_channels], None, None)?)?,
+            num_groups,
+            eps,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let channels = self.weight.shape().map_or(0, |s| s[0]);
+        format!("{}, {channels}, eps={}, affine=True", self.num_groups, python_float(self.eps))
+    }
+}
+
+impl Forward for GroupNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::group_norm(input, self.num_groups, Some(&self.weight), Some(&self.bias), self.eps)
+    }
+}
+
 /// A float as Python prints it in reprs (`1e-05`).
 fn python_float(x: f64) -> String {
     if x != 0.0 && x.abs() < 1e-4 {
