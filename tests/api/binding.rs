@@ -280,3 +280,25 @@ fn a_method_s_self_is_never_a_number_made_a_tensor() {
     let t = torchfn::tensor([1.0f32, 2.0]).unwrap();
     assert_eq!(values(Tensor::__RADD__.call(&[(&t).into(), Value::Int(1)], &Kwargs::new()).unwrap()), [2.0, 3.0]);
 }
+
+#[test]
+fn products_and_joins_take_out_as_pytorch_does() {
+    // torch.matmul(a, b, out=o), torch.mm, torch.bmm and torch.cat(..., out=o) write into o
+    let a = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]]).unwrap();
+    let out = torchfn::zeros([2, 2], None, None).unwrap();
+    let by_name = torchfn::MATMUL.call(&[(&a).into(), (&a).into()], &Kwargs::from([("out", &out)])).unwrap();
+    assert!(by_name.to::<Tensor>().unwrap().is(&out));
+    assert_eq!(out.to_vec::<f32>().unwrap(), [7.0, 10.0, 15.0, 22.0]);
+    torchfn::mm_out(&a, &torchfn::eye(2, None, None, None).unwrap(), &out).unwrap();
+    assert_eq!(out.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0]);
+    let batch = a.unsqueeze(0).unwrap();
+    let out3 = torchfn::zeros([1, 2, 2], None, None).unwrap();
+    torchfn::bmm_out(&batch, &batch, &out3).unwrap();
+    assert_eq!(out3.to_vec::<f32>().unwrap(), [7.0, 10.0, 15.0, 22.0]);
+    let joined = torchfn::zeros([4, 2], None, None).unwrap();
+    torchfn::CAT.call(&[Value::List(vec![(&a).into(), (&a).into()])], &Kwargs::from([("out", &joined)])).unwrap();
+    assert_eq!(joined.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]);
+    // The wrong shape for out is PyTorch's RuntimeError.
+    let err = torchfn::cat_out(&[a.clone()], 0, &out3).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Runtime, "{err}");
+}

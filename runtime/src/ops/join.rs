@@ -233,6 +233,14 @@ pub fn cat(tensors: &[Tensor], #[default(0)] dim: i64) -> Result<Tensor> {
     cat_impl("cat", tensors, dim)
 }
 
+/// The tensors joined along `dim`, written into `out` (`torch.cat(tensors, dim=0, *, out)`);
+/// returns `out`.
+#[torch_function(overload_of = CAT)]
+pub fn cat_out(tensors: &[Tensor], #[default(0)] dim: i64, #[keyword_only] out: &Tensor) -> Result<Tensor> {
+    let inputs: Vec<&Tensor> = tensors.iter().collect();
+    crate::ops::inplace::write_out("cat", out, &inputs, || cat_impl("cat", tensors, dim))
+}
+
 /// The tensors joined along dimension `dim`: another name of [`cat`] (`torch.concat`).
 #[torch_function(module = "torchfn")]
 pub fn concat(tensors: &[Tensor], #[default(0)] dim: i64) -> Result<Tensor> {

@@ -4,6 +4,7 @@
 use crate::backend::Binary;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
+use crate::ops::inplace::write_out;
 use crate::primitive;
 use crate::tensor::{DType, Scalar, Shape, Tensor, broadcast_shapes, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -159,6 +160,12 @@ pub fn mm(input: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     product("mm", ("input", input), ("mat2", mat2), true)
 }
 
+/// `input @ mat2` written into `out` (`torch.mm(input, mat2, *, out)`); returns `out`.
+#[torch_function(overload_of = MM)]
+pub fn mm_out(input: &Tensor, mat2: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
+    write_out("mm", out, &[input, mat2], || product("mm", ("input", input), ("mat2", mat2), true))
+}
+
 /// `beta * input + alpha * (mat1 @ mat2)` (`torch.addmm`): `mat1` is `n x k`, `mat2` `k x m`,
 /// `input` broadcasts to `n x m` (a bias row, say). With `beta` 0, `input` is not read (its
 /// NaNs do not propagate), as in PyTorch.
@@ -275,6 +282,12 @@ pub fn matmul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
     product("matmul", ("input", input), ("other", other), false)
 }
 
+/// The matrix product written into `out` (`torch.matmul(input, other, *, out)`); returns `out`.
+#[torch_function(overload_of = MATMUL)]
+pub fn matmul_out(input: &Tensor, other: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
+    write_out("matmul", out, &[input, other], || product("matmul", ("input", input), ("other", other), false))
+}
+
 /// Batched matrix products (`torch.bmm`): `input` is `b x n x k`, `mat2` is `b x k x m`, the
 /// result `b x n x m`. Both must be three-dimensional with the same batch size and dtype; no
 /// broadcasting (use [`matmul`] for that).
@@ -288,6 +301,12 @@ pub fn matmul(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 #[torch_function(module = "torchfn")]
 pub fn bmm(input: &Tensor, mat2: &Tensor) -> Result<Tensor> {
     batched("bmm", ("input", input), ("mat2", mat2))
+}
+
+/// The batched products written into `out` (`torch.bmm(input, mat2, *, out)`); returns `out`.
+#[torch_function(overload_of = BMM)]
+pub fn bmm_out(input: &Tensor, mat2: &Tensor, #[keyword_only] out: &Tensor) -> Result<Tensor> {
+    write_out("bmm", out, &[input, mat2], || batched("bmm", ("input", input), ("mat2", mat2)))
 }
 
 /// The product of a matrix and a vector (`torch.mv`): `input` is `n x m`, `vec` has `m`

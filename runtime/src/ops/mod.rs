@@ -55,9 +55,13 @@ pub use indexing::{
     roll, tril, triu,
 };
 pub use join::{
-    CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, UNBIND, cat, chunk, concat, concatenate, split, stack, unbind,
+    CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, UNBIND, cat, cat_out, chunk, concat, concatenate, split, stack,
+    unbind,
 };
-pub use linalg::{ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, dot, matmul, mm, mv, outer};
+pub use linalg::{
+    ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, bmm_out, dot, matmul, matmul_out, mm, mm_out,
+    mv, outer,
+};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
     SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
