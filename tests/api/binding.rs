@@ -299,6 +299,6 @@ fn products_and_joins_take_out_as_pytorch_does() {
     torchfn::CAT.call(&[Value::List(vec![(&a).into(), (&a).into()])], &Kwargs::from([("out", &joined)])).unwrap();
     assert_eq!(joined.to_vec::<f32>().unwrap(), [1.0, 2.0, 3.0, 4.0, 1.0, 2.0, 3.0, 4.0]);
     // The wrong shape for out is PyTorch's RuntimeError.
-    let err = torchfn::cat_out(&[a.clone()], 0, &out3).unwrap_err();
+    let err = torchfn::cat_out(std::slice::from_ref(&a), 0, &out3).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Runtime, "{err}");
 }
