@@ -54,7 +54,7 @@ fn add_scaled_in_place(
 }
 
 /// `input + weight * (end - input)`, as `start + weight * (end - start)`.
-fn lerp_impl(func: &str, input: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+pub(crate) fn lerp_impl(func: &str, input: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
     let dtype = common(func, &[("input", input), ("end", end), ("weight", weight)], true)?;
     let step = primitive::binary(end, input, Binary::Sub(Scalar::Int(1)), dtype, None)?;
     let scaled = primitive::binary(weight, &step, Binary::Mul, dtype, None)?;

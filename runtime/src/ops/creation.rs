@@ -16,11 +16,10 @@ use crate::value::{Kwargs, Returns, Value};
 
 /// `numel(shape)` copies of `value`, or an error when they cannot be allocated.
 fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>> {
-    let too_big =
-        || Error::runtime_error(format!("{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref()));
-    let n = shape.checked_numel().ok_or_else(too_big)?;
+    check_size(func, shape, T::DTYPE)?;
+    let n = shape.numel();
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| too_big())?;
+    data.try_reserve_exact(n).map_err(|_| too_large(func, shape))?;
     data.resize(n, value);
     Ok(data)
 }
@@ -28,10 +27,11 @@ fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>>
 /// An error unless a tensor of `shape` and `dtype` could be laid out in memory, empty or not
 /// (PyTorch's "Storage size calculation overflowed").
 pub(crate) fn check_size(func: &str, shape: &Shape, dtype: DType) -> Result<()> {
-    if !shape.fits_in_memory(dtype.itemsize()) {
-        bail!(Runtime, "{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref());
-    }
-    Ok(())
+    if shape.fits_in_memory(dtype.itemsize()) { Ok(()) } else { Err(too_large(func, shape)) }
+}
+
+fn too_large(func: &str, shape: &Shape) -> Error {
+    Error::runtime_error(format!("{func}(): a tensor of shape {:?} is too large to allocate", shape.as_ref()))
 }
 
 /// The device a constructor makes its tensor on (the CPU unless given), and the dtype: the

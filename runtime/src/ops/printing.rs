@@ -77,15 +77,10 @@ impl fmt::Display for Tensor {
     }
 }
 
+/// As `{}`: `Tensor.__repr__` (a format spec given to `{:?}` is not passed on).
 impl fmt::Debug for Tensor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        if self.is_duck() {
-            return f.write_str(&self.repr_text(None));
-        }
-        match self.__repr__() {
-            Ok(text) => f.write_str(&text),
-            Err(err) => write!(f, "<__repr__ failed: {err}>"),
-        }
+        write!(f, "{self}")
     }
 }
 

@@ -2,11 +2,10 @@
 //! resampled in turn, by picking positions (`index_select`) and, for the linear modes, blending
 //! neighbours with constant weights, so the gradient and the other transforms come from theirs.
 
-use crate::backend::Binary;
 use crate::error::{Result, bail};
 use crate::ops::indexing::positions;
 use crate::primitive;
-use crate::tensor::{Scalar, Shape, Tensor};
+use crate::tensor::{Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -132,37 +131,35 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
     let data = x.data("interpolate", "input")?;
     let (n, dtype, device) = (data.layout.shape[dim], data.dtype, data.device());
     let last = n.saturating_sub(1) as f64;
-    let pick =
-        |index: Vec<i64>| -> Result<Tensor> { primitive::index_select(x, dim, &positions(device, index.into_iter())?) };
+    // The positions come straight from iterators: an output size is only allocated once
+    // checked (an index vector as long as a huge size is an error, not an abort).
+    let pick = |index: &mut dyn ExactSizeIterator<Item = i64>| -> Result<Tensor> {
+        primitive::index_select(x, dim, &positions(device, index)?)
+    };
     match mode {
         Mode::Nearest | Mode::NearestExact => {
             let offset = if mode == Mode::Nearest { 0.0 } else { 0.5 };
-            pick((0..size).map(|i| (((i as f64 + offset) * scale).floor()).min(last) as i64).collect())
+            pick(&mut (0..size).map(|i| (((i as f64 + offset) * scale).floor()).min(last) as i64))
         }
         Mode::Linear => {
-            let source = |i: usize| -> f64 {
-                if align_corners {
+            // Output position i reads `low + weight * (high - low)` of the input.
+            let at = |i: usize| -> (f64, f64, f64) {
+                let s = if align_corners {
                     if size > 1 { i as f64 * last / (size - 1) as f64 } else { 0.0 }
                 } else {
                     ((i as f64 + 0.5) * scale - 0.5).max(0.0)
-                }
+                };
+                let low = s.min(last).floor();
+                (low, (low + 1.0).min(last), s.min(last) - low)
             };
-            let (mut low, mut high, mut weight) = (Vec::new(), Vec::new(), Vec::new());
-            for i in 0..size {
-                let s = source(i).min(last);
-                let l = s.floor();
-                low.push(l as i64);
-                high.push((l + 1.0).min(last) as i64);
-                weight.push(s - l);
-            }
-            // `low + weight * (high - low)`, the weights along `dim`.
+            let (low, high) =
+                (pick(&mut (0..size).map(|i| at(i).0 as i64))?, pick(&mut (0..size).map(|i| at(i).1 as i64))?);
+            let mut weights = crate::cpu::alloc("interpolate", size)?;
+            weights.extend((0..size).map(|i| at(i).2));
             let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
-            let weights = primitive::copy(&Tensor::from_vec(weight, along)?, dtype)?;
-            let weights = primitive::transfer(&weights, device, dtype)?;
-            let (a, b) = (pick(low)?, pick(high)?);
-            let difference = primitive::binary(&b, &a, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-            let step = primitive::binary(&difference, &weights, Binary::Mul, dtype, None)?;
-            primitive::binary(&a, &step, Binary::Add(Scalar::Int(1)), dtype, None)
+            let weights =
+                primitive::transfer(&primitive::copy(&Tensor::from_vec(weights, along)?, dtype)?, device, dtype)?;
+            crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights)
         }
     }
 }

@@ -368,7 +368,7 @@ pub fn binary_cross_entropy_with_logits(
     let column: Shape = shape.iter().copied().chain([1]).collect();
     let pair_shape: Shape = shape.iter().copied().chain([2]).collect();
     let zeros = primitive::zeros(&column, dtype, x.device())?;
-    let logits = primitive::reshape(&primitive::copy(input, dtype)?, &column)?;
+    let logits = primitive::reshape(input, &column)?;
     let pair = primitive::concat(&[zeros, logits], last, &pair_shape, dtype)?;
     let logs = primitive::softmax(&pair, last, true, dtype)?;
     let side = |i: i64| -> Result<Tensor> {
