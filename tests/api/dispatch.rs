@@ -77,7 +77,7 @@ fn the_registry_lists_operators_with_schemas_and_tags() {
     assert_eq!(view.schema().aliased_argument(0), Some(0));
     assert!(aten::SUM_DIM_INTLIST.has_tag(Tag::Reduction));
     assert!(aten::FULL.has_tag(Tag::Factory));
-    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 56);
+    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 58);
 }
 
 #[test]

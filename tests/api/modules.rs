@@ -218,3 +218,20 @@ fn group_norm_module_is_pytorchs() {
     );
     assert_eq!(nn::GroupNorm::new(3, 4, 1e-5).err().unwrap().kind(), ErrorKind::Value);
 }
+
+/// The activation modules print as PyTorch 2.15's and call their functions.
+#[test]
+fn activation_modules_print_and_compute_as_pytorch() {
+    use torchfn::nn::{Forward, Hardsigmoid, Hardswish, LeakyReLU, SiLU};
+    assert_eq!(SiLU::new(false).to_string(), "SiLU()");
+    assert_eq!(Hardswish::new(true).to_string(), "Hardswish(inplace=True)");
+    assert_eq!(Hardsigmoid::default().to_string(), "Hardsigmoid()");
+    assert_eq!(LeakyReLU::default().to_string(), "LeakyReLU(negative_slope=0.01)");
+    assert_eq!(LeakyReLU::new(0.2, true).to_string(), "LeakyReLU(negative_slope=0.2, inplace=True)");
+    let x = torchfn::tensor([-4.0f32, 0.0, 1.5]).unwrap();
+    assert_eq!(Hardswish::default().forward(&x).unwrap().to_vec::<f32>().unwrap(), [-0.0, 0.0, 1.125]);
+    assert_eq!(LeakyReLU::new(0.5, false).forward(&x).unwrap().to_vec::<f32>().unwrap(), [-2.0, 0.0, 1.5]);
+    let inplace = Hardsigmoid::new(true);
+    assert!(inplace.forward(&x).unwrap().is(&x));
+    assert_eq!(x.to_vec::<f32>().unwrap(), [0.0, 0.5, 0.75]);
+}

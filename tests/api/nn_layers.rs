@@ -37,14 +37,40 @@ fn activations_follow_their_formulas() {
     assert_eq!(f32s(&F::silu(&t32([-1000.0], &[1]), false).unwrap()), [-0.0]);
 }
 
+/// `hardswish` and `hardsigmoid` at their special points, against PyTorch 2.15 (scratch run):
+/// NaN stays NaN, `hardswish(-inf)` is NaN (`-inf * 0`), and the gradients at ±3, ±inf and
+/// NaN are PyTorch's one-sided choices.
+#[test]
+fn hard_activations_match_pytorch_at_their_special_points() {
+    let points = [f32::NAN, -3.0, 3.0, f32::INFINITY, f32::NEG_INFINITY];
+    let x = t32(points, &[5]).requires_grad_(true).unwrap();
+    let same = |got: Vec<f32>, want: [f32; 5]| {
+        let ok = got.iter().zip(&want).all(|(g, w)| g.to_bits() == w.to_bits() || (g.is_nan() && w.is_nan()));
+        assert!(ok, "{got:?}\n{want:?}");
+    };
+    let y = F::hardswish(&x, false).unwrap();
+    same(f32s(&y), [f32::NAN, -0.0, 3.0, f32::INFINITY, f32::NAN]);
+    y.sum().unwrap().backward().unwrap();
+    same(f32s(&x.grad().unwrap().unwrap()), [1.0, 0.0, 1.0, 1.0, 0.0]);
+    x.set_grad(None).unwrap();
+    let y = F::hardsigmoid(&x, false).unwrap();
+    same(f32s(&y), [f32::NAN, 0.0, 1.0, 1.0, 0.0]);
+    y.sum().unwrap().backward().unwrap();
+    same(f32s(&x.grad().unwrap().unwrap()), [0.0; 5]);
+}
+
 #[test]
 fn activations_refuse_what_pytorch_refuses() {
     let x = t32([1.0], &[1]);
     let (kind, msg) = error(F::gelu(&x, "fast"));
     assert_eq!(kind, ErrorKind::Runtime);
     assert!(msg.contains("approximate argument must be either none or tanh"), "{msg}");
-    assert_eq!(error(F::gelu(&ints([1], &[1]), "none")).0, ErrorKind::Runtime);
-    assert_eq!(error(F::silu(&ints([1], &[1]), false)).0, ErrorKind::Runtime);
+    // Integers: PyTorch's NotImplementedError ("silu_cpu" not implemented for 'Long').
+    assert_eq!(error(F::gelu(&ints([1], &[1]), "none")).0, ErrorKind::NotImplemented);
+    let (kind, msg) = error(F::silu(&ints([1], &[1]), false));
+    assert_eq!(kind, ErrorKind::NotImplemented);
+    assert!(msg.contains("\"silu_cpu\" not implemented for 'Long'"), "{msg}");
+    assert_eq!(error(F::hardswish(&ints([1], &[1]), false)).0, ErrorKind::NotImplemented);
     assert_eq!(error(F::relu(&torchfn::tensor([true]).unwrap(), false)).0, ErrorKind::Runtime);
 }
 
@@ -84,7 +110,7 @@ fn in_place_activations_write_into_the_input_and_return_it() {
     assert_eq!(error(F::relu(&flags, true)).0, ErrorKind::Runtime);
     assert_eq!(flags.to_vec::<bool>().unwrap(), [true, false]);
     let m = ints([-2, 5], &[2]);
-    assert_eq!(error(F::silu(&m, true)).0, ErrorKind::Runtime);
+    assert_eq!(error(F::silu(&m, true)).0, ErrorKind::NotImplemented);
     assert_eq!(m.to_vec::<i64>().unwrap(), [-2, 5]);
 
     // By name, and on a subclass instance: the very same object comes back.

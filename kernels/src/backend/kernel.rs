@@ -41,6 +41,10 @@ pub enum Unary {
     GeluTanh,
     /// `x * sigmoid(x)`.
     Silu,
+    /// `x * min(max(x + 3, 0), 6) / 6`, NaN staying NaN.
+    Hardswish,
+    /// `min(max(x + 3, 0), 6) / 6`, NaN staying NaN.
+    Hardsigmoid,
     /// Rounds up.
     Ceil,
     /// Rounds down.
@@ -75,6 +79,17 @@ impl Unary {
         match self {
             Unary::IsNan | Unary::IsInf | Unary::Not => DType::Bool,
             _ => dtype,
+        }
+    }
+
+    /// Whether this is a float function: one that computes integers in the default float
+    /// dtype, as PyTorch's `exp` of an int64 tensor gives float32.
+    pub fn is_float_function(self) -> bool {
+        use Unary::*;
+        match self {
+            Exp | Log | Log1p | Expm1 | Sqrt | Rsqrt | Sin | Cos | Tan | Tanh | Sigmoid | Erf | Reciprocal | Gelu
+            | GeluTanh | Silu | Hardswish | Hardsigmoid => true,
+            Ceil | Floor | Trunc | Round(_) | Neg | Abs | Sign | Square | Relu | Not | IsNan | IsInf | BitNot => false,
         }
     }
 }

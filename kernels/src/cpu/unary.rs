@@ -45,6 +45,12 @@ fn round<F: Float>(x: F, decimals: i64) -> F {
 fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
     let one = F::from_f64(1.0);
     let zero = F::default();
+    let (three, six) = (F::from_f64(3.0), F::from_f64(6.0));
+    // min(max(v, 0), 6) as C++'s std::min and std::max compute it: NaN stays NaN.
+    let relu6 = move |v: F| {
+        let v = if v < zero { zero } else { v };
+        if v > six { six } else { v }
+    };
     // Computed in f64 and rounded once, for float32's accuracy.
     let wide = |f: fn(f64) -> f64| unary_to::<F, F>(x, out, move |v| F::from_f64(f(v.to_f64())));
     match op {
@@ -64,6 +70,8 @@ fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result
         Unary::Gelu => wide(gelu),
         Unary::GeluTanh => wide(gelu_tanh),
         Unary::Silu => wide(|v| v / (1.0 + (-v).exp())),
+        Unary::Hardswish => unary_to::<F, F>(x, out, move |v| v.mul(relu6(v.add(three))).div(six)),
+        Unary::Hardsigmoid => unary_to::<F, F>(x, out, move |v| relu6(v.add(three)).div(six)),
         Unary::Ceil => unary_to::<F, F>(x, out, F::ceil),
         Unary::Floor => unary_to::<F, F>(x, out, F::floor),
         Unary::Trunc => unary_to::<F, F>(x, out, F::trunc),

@@ -73,6 +73,8 @@ pub fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
             Unary::Gelu => "0.5 * a * (1.0 + erf_(a * 0.70710678118654752))",
             Unary::GeluTanh => "0.5 * a * (1.0 + tanh_(0.79788456080286536 * (a + 0.044715 * a * a * a)))",
             Unary::Silu => "a / (1.0 + exp(-a))",
+            Unary::Hardswish => "a * min(max(a + 3.0, 0.0), 6.0) / 6.0",
+            Unary::Hardsigmoid => "min(max(a + 3.0, 0.0), 6.0) / 6.0",
             Unary::Ceil => "ceil(a)",
             Unary::Floor => "floor(a)",
             Unary::Trunc => "trunc(a)",
@@ -82,7 +84,9 @@ pub fn unary_expr(op: Unary, kind: Kind) -> Result<Expression> {
             Unary::Sign => "sign_f32(a)",
             Unary::Square => "a * a",
             Unary::Relu => "select(0.0, a, a > 0.0 || is_nan(a))",
-            _ => return Err(unsupported("elementwise", format!("{op:?} of float32"))),
+            Unary::Not | Unary::IsNan | Unary::IsInf | Unary::BitNot => {
+                return Err(unsupported("elementwise", format!("{op:?} of float32")));
+            }
         }),
         (Kind::I32, _) => same(match op {
             Unary::Neg => "-a",
@@ -204,6 +208,8 @@ pub fn variants() -> Vec<Kernel> {
         Unary::Gelu,
         Unary::GeluTanh,
         Unary::Silu,
+        Unary::Hardswish,
+        Unary::Hardsigmoid,
         Unary::Ceil,
         Unary::Floor,
         Unary::Trunc,

@@ -1,21 +1,57 @@
 //! The operators (PyTorch's `torch.ops.aten`): one static per operator and overload, named
 //! after it in capitals (`aten::add.Tensor` is [`ADD_TENSOR`], `aten::exp` is [`EXP`]).
-//! Each is declared once here, with its schema, tags and kernel family.
+//! Each is declared once, with its schema, tags and kernel family: here, or, for the unary
+//! kernels, as a row of the unary table (`dispatch/unaries.rs`) that also holds its derivative.
 
 use super::{Draw, Kernel, Operator, Tag};
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::types::Scalar;
 
-/// Declares each operator's static, and [`ALL`].
+/// Declares each operator's static, and `OTHERS`, the list of those not in the unary table.
 macro_rules! operators {
     ($($(#[$doc:meta])* $name:ident = $schema:expr, [$($tag:ident),*] $kernel:expr;)*) => {
         $(
             $(#[$doc])*
             pub static $name: Operator = Operator::new("aten", $schema, &[$(Tag::$tag),*], $kernel);
         )*
-        /// Every operator of this namespace.
-        pub static ALL: &[&Operator] = &[$(&$name),*];
+        static OTHERS: &[&Operator] = &[$(&$name),*];
     };
+}
+
+/// Declares the operators of the unary table's rows that declare one (pointwise, calling
+/// their kernel), `UNARIES` (their list), and [`unary`], the operator of each kernel.
+macro_rules! unary_operators {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident $(($arg:ident))? => $op:ident $(($key:literal, $val:expr))? $(= $schema:expr)?,
+        $backward:literal $(($keep:ident) $grad:expr)?;
+    )*) => {
+        $(unary_operator!($(#[$doc])* $op $variant ($($arg)?) $(= $schema)?);)*
+        // (`$schema` only selects the rows that declare an operator.)
+        static UNARIES: &[&Operator] = &[$($((&$op, $schema).0,)?)*];
+
+        /// The operator of unary kernel `op`, and the keyword argument that gives its parameter.
+        pub(crate) fn unary(op: Unary) -> (&'static Operator, Option<(&'static str, crate::Value)>) {
+            match op {
+                $(Unary::$variant $(($arg))? => (&$op, None$(.or(Some(($key, $val.into()))))?),)*
+            }
+        }
+    };
+}
+
+/// One unary table row's operator: declared where the row gives a schema, calling the row's
+/// kernel (with 0 for its parameter, for one that has one).
+macro_rules! unary_operator {
+    ($(#[$doc:meta])* $op:ident $variant:ident () = $schema:expr) => {
+        $(#[$doc])*
+        pub static $op: Operator = Operator::new("aten", $schema, &[Tag::Pointwise], Kernel::Unary(Unary::$variant));
+    };
+    ($(#[$doc:meta])* $op:ident $variant:ident ($arg:ident) = $schema:expr) => {
+        $(#[$doc])*
+        pub static $op: Operator =
+            Operator::new("aten", $schema, &[Tag::Pointwise], Kernel::Unary(Unary::$variant(0)));
+    };
+    ($(#[$doc:meta])* $op:ident $variant:ident ($($arg:ident)?)) => {};
 }
 
 /// A unary float function: `NAME(Tensor self, *, ScalarType? dtype=None) -> Tensor`.
@@ -32,66 +68,14 @@ macro_rules! binary {
     };
 }
 
-operators! {
-    /// `e^x`.
-    EXP = unary!("exp"), [Pointwise] Kernel::Unary(Unary::Exp);
-    /// The natural logarithm.
-    LOG = unary!("log"), [Pointwise] Kernel::Unary(Unary::Log);
-    /// `log(1 + x)`.
-    LOG1P = unary!("log1p"), [Pointwise] Kernel::Unary(Unary::Log1p);
-    /// `e^x - 1`.
-    EXPM1 = unary!("expm1"), [Pointwise] Kernel::Unary(Unary::Expm1);
-    /// The square root.
-    SQRT = unary!("sqrt"), [Pointwise] Kernel::Unary(Unary::Sqrt);
-    /// `1 / sqrt(x)`.
-    RSQRT = unary!("rsqrt"), [Pointwise] Kernel::Unary(Unary::Rsqrt);
-    /// The sine.
-    SIN = unary!("sin"), [Pointwise] Kernel::Unary(Unary::Sin);
-    /// The cosine.
-    COS = unary!("cos"), [Pointwise] Kernel::Unary(Unary::Cos);
-    /// The tangent.
-    TAN = unary!("tan"), [Pointwise] Kernel::Unary(Unary::Tan);
-    /// The hyperbolic tangent.
-    TANH = unary!("tanh"), [Pointwise] Kernel::Unary(Unary::Tanh);
-    /// The logistic function.
-    SIGMOID = unary!("sigmoid"), [Pointwise] Kernel::Unary(Unary::Sigmoid);
-    /// The error function.
-    ERF = unary!("erf"), [Pointwise] Kernel::Unary(Unary::Erf);
-    /// `1 / x`.
-    RECIPROCAL = unary!("reciprocal"), [Pointwise] Kernel::Unary(Unary::Reciprocal);
-    /// GELU, exact (`approximate='none'`) or with tanh (`'tanh'`).
-    GELU = "gelu(Tensor self, *, str approximate='none', ScalarType? dtype=None) -> Tensor", [Pointwise]
-        Kernel::Unary(Unary::Gelu);
-    /// `x * sigmoid(x)`.
-    SILU = unary!("silu"), [Pointwise] Kernel::Unary(Unary::Silu);
-    /// Rounds up.
-    CEIL = unary!("ceil"), [Pointwise] Kernel::Unary(Unary::Ceil);
-    /// Rounds down.
-    FLOOR = unary!("floor"), [Pointwise] Kernel::Unary(Unary::Floor);
-    /// Rounds toward zero.
-    TRUNC = unary!("trunc"), [Pointwise] Kernel::Unary(Unary::Trunc);
-    /// Rounds half to even at `decimals` places.
-    ROUND_DECIMALS = "round.decimals(Tensor self, *, int decimals, ScalarType? dtype=None) -> Tensor", [Pointwise]
-        Kernel::Unary(Unary::Round(0));
-    /// `-x`.
-    NEG = unary!("neg"), [Pointwise] Kernel::Unary(Unary::Neg);
-    /// `|x|`.
-    ABS = unary!("abs"), [Pointwise] Kernel::Unary(Unary::Abs);
-    /// -1, 0 or 1.
-    SIGN = unary!("sign"), [Pointwise] Kernel::Unary(Unary::Sign);
-    /// `x * x`.
-    SQUARE = unary!("square"), [Pointwise] Kernel::Unary(Unary::Square);
-    /// `max(x, 0)`.
-    RELU = unary!("relu"), [Pointwise] Kernel::Unary(Unary::Relu);
-    /// Logical not.
-    LOGICAL_NOT = unary!("logical_not"), [Pointwise] Kernel::Unary(Unary::Not);
-    /// Whether each element is NaN.
-    ISNAN = unary!("isnan"), [Pointwise] Kernel::Unary(Unary::IsNan);
-    /// Whether each element is infinite.
-    ISINF = unary!("isinf"), [Pointwise] Kernel::Unary(Unary::IsInf);
-    /// Bitwise not (logical not of bools).
-    BITWISE_NOT = unary!("bitwise_not"), [Pointwise] Kernel::Unary(Unary::BitNot);
+super::unaries::unary_table!(unary_operators);
 
+/// Every operator of this namespace.
+pub fn all() -> impl Iterator<Item = &'static Operator> {
+    UNARIES.iter().chain(OTHERS).copied()
+}
+
+operators! {
     /// `self + alpha * other`.
     ADD_TENSOR = "add.Tensor(Tensor self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> Tensor",
         [Pointwise] Kernel::Binary(Binary::Add(Scalar::Int(1)));
@@ -275,42 +259,6 @@ operators! {
     /// exceeds `max_norm` (embedding's `max_norm`); reads the indices and the rows.
     EMBEDDING_RENORM_ = "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> \
         Tensor(a!)", [Inplace] Kernel::EmbeddingRenorm;
-}
-
-/// The operator of unary kernel `op`, and the keyword arguments that give its parameters.
-pub(crate) fn unary(op: Unary) -> (&'static Operator, Option<(&'static str, crate::Value)>) {
-    let op = match op {
-        Unary::Exp => &EXP,
-        Unary::Log => &LOG,
-        Unary::Log1p => &LOG1P,
-        Unary::Expm1 => &EXPM1,
-        Unary::Sqrt => &SQRT,
-        Unary::Rsqrt => &RSQRT,
-        Unary::Sin => &SIN,
-        Unary::Cos => &COS,
-        Unary::Tan => &TAN,
-        Unary::Tanh => &TANH,
-        Unary::Sigmoid => &SIGMOID,
-        Unary::Erf => &ERF,
-        Unary::Reciprocal => &RECIPROCAL,
-        Unary::Gelu => &GELU,
-        Unary::GeluTanh => return (&GELU, Some(("approximate", "tanh".into()))),
-        Unary::Silu => &SILU,
-        Unary::Ceil => &CEIL,
-        Unary::Floor => &FLOOR,
-        Unary::Trunc => &TRUNC,
-        Unary::Round(decimals) => return (&ROUND_DECIMALS, Some(("decimals", decimals.into()))),
-        Unary::Neg => &NEG,
-        Unary::Abs => &ABS,
-        Unary::Sign => &SIGN,
-        Unary::Square => &SQUARE,
-        Unary::Relu => &RELU,
-        Unary::Not => &LOGICAL_NOT,
-        Unary::IsNan => &ISNAN,
-        Unary::IsInf => &ISINF,
-        Unary::BitNot => &BITWISE_NOT,
-    };
-    (op, None)
 }
 
 /// The operator of binary kernel `op`, and the keyword argument that gives its parameter.

@@ -935,25 +935,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 u => u,
             };
             // Float functions of integers compute in the default float dtype, as in PyTorch.
-            let float = matches!(
-                u,
-                Unary::Exp
-                    | Unary::Log
-                    | Unary::Log1p
-                    | Unary::Expm1
-                    | Unary::Sqrt
-                    | Unary::Rsqrt
-                    | Unary::Sin
-                    | Unary::Cos
-                    | Unary::Tan
-                    | Unary::Tanh
-                    | Unary::Sigmoid
-                    | Unary::Erf
-                    | Unary::Reciprocal
-                    | Unary::Gelu
-                    | Unary::GeluTanh
-                    | Unary::Silu
-            );
+            let float = u.is_float_function();
             let default =
                 if float && !x.dtype.is_floating_point() { crate::types::get_default_dtype() } else { x.dtype };
             tensor(run_unary(x, u, b.dtype(default), None)?)

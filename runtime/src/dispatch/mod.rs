@@ -35,6 +35,9 @@
 
 pub mod aten;
 mod calls;
+mod unaries;
+
+pub(crate) use unaries::unary_table;
 mod mode;
 mod schema;
 mod wrapper;
@@ -280,7 +283,7 @@ impl Eq for Operator {}
 
 /// Every operator, sorted by name.
 pub fn operators() -> Vec<&'static Operator> {
-    let mut all = aten::ALL.to_vec();
+    let mut all: Vec<_> = aten::all().collect();
     all.sort_by(|a, b| a.name().cmp(b.name()));
     all
 }
@@ -293,7 +296,7 @@ pub fn operator(name: &str) -> Option<&'static Operator> {
         Some(_) => name.to_string(),
         None => name.replacen('.', "::", 1),
     };
-    aten::ALL.iter().copied().find(|op| op.name() == qualified)
+    aten::all().find(|op| op.name() == qualified)
 }
 
 #[cfg(test)]
@@ -302,20 +305,20 @@ mod tests {
 
     #[test]
     fn every_schema_parses_and_names_are_distinct() {
-        let mut names: Vec<&str> = aten::ALL.iter().map(|op| op.name()).collect();
+        let mut names: Vec<&str> = aten::all().map(|op| op.name()).collect();
         names.sort_unstable();
         let before = names.len();
         names.dedup();
         assert_eq!(names.len(), before, "two operators share a name");
-        for op in aten::ALL {
-            assert_eq!(operator(op.name()), Some(*op), "{op}");
-            assert_eq!(operator(&op.to_string()), Some(*op), "{op}");
+        for op in aten::all() {
+            assert_eq!(operator(op.name()), Some(op), "{op}");
+            assert_eq!(operator(&op.to_string()), Some(op), "{op}");
         }
     }
 
     #[test]
     fn views_and_writes_are_declared_in_their_schemas() {
-        for op in aten::ALL {
+        for op in aten::all() {
             let aliases = op.schema().aliased_argument(0).is_some();
             assert_eq!(aliases, op.has_tag(Tag::View) || op.has_tag(Tag::Inplace), "{op}");
             assert_eq!(op.schema().is_mutable(), op.has_tag(Tag::Inplace), "{op}");

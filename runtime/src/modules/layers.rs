@@ -430,28 +430,89 @@ impl Forward for Dropout {
     }
 }
 
-/// `max(x, 0)` (`nn.ReLU`), in place on its input with `inplace`.
-#[derive(crate::nn::Module, Default)]
+/// Declares an activation module whose only setting is `inplace` (PyTorch's repr shows
+/// `inplace=True` when set), calling its `nn.functional` namesake.
+macro_rules! inplace_activation {
+    ($(#[$doc:meta])* $name:ident => $function:ident) => {
+        $(#[$doc])*
+        #[derive(crate::nn::Module, Default)]
+        #[module(extra_repr = describe)]
+        pub struct $name {
+            #[module(skip)]
+            inplace: bool,
+        }
+
+        impl $name {
+            /// The activation; `inplace` overwrites its input.
+            pub fn new(inplace: bool) -> $name {
+                $name { inplace }
+            }
+
+            fn describe(&self) -> String {
+                if self.inplace { "inplace=True".into() } else { String::new() }
+            }
+        }
+
+        impl Forward for $name {
+            fn forward(&self, input: &Tensor) -> Result<Tensor> {
+                F::$function(input, self.inplace)
+            }
+        }
+    };
+}
+
+inplace_activation! {
+    /// `max(x, 0)` (`nn.ReLU`), in place on its input with `inplace`.
+    ReLU => relu
+}
+
+inplace_activation! {
+    /// `x * sigmoid(x)` (`nn.SiLU`), in place on its input with `inplace`.
+    SiLU => silu
+}
+
+inplace_activation! {
+    /// `x * min(max(x + 3, 0), 6) / 6` (`nn.Hardswish`), in place on its input with `inplace`.
+    Hardswish => hardswish
+}
+
+inplace_activation! {
+    /// `min(max(x + 3, 0), 6) / 6` (`nn.Hardsigmoid`), in place on its input with `inplace`.
+    Hardsigmoid => hardsigmoid
+}
+
+/// `x` where positive, `negative_slope * x` elsewhere (`nn.LeakyReLU`), in place on its input
+/// with `inplace`.
+#[derive(crate::nn::Module)]
 #[module(extra_repr = describe)]
-pub struct ReLU {
+pub struct LeakyReLU {
+    #[module(skip)]
+    negative_slope: f64,
     #[module(skip)]
     inplace: bool,
 }
 
-impl ReLU {
-    /// A ReLU; `inplace` overwrites its input.
-    pub fn new(inplace: bool) -> ReLU {
-        ReLU { inplace }
-    }
-
-    fn describe(&self) -> String {
-        if self.inplace { "inplace=True".into() } else { String::new() }
+impl Default for LeakyReLU {
+    fn default() -> Self {
+        LeakyReLU::new(0.01, false)
     }
 }
 
-impl Forward for ReLU {
+impl LeakyReLU {
+    /// A leaky ReLU of slope `negative_slope` below 0 (PyTorch's default is 0.01).
+    pub fn new(negative_slope: f64, inplace: bool) -> LeakyReLU {
+        LeakyReLU { negative_slope, inplace }
+    }
+
+    fn describe(&self) -> String {
+        let inplace = if self.inplace { ", inplace=True" } else { "" };
+        format!("negative_slope={}{inplace}", python_float(self.negative_slope))
+    }
+}
+
+impl Forward for LeakyReLU {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        F::relu(input, self.inplace)
+        F::leaky_relu(input, self.negative_slope, self.inplace)
     }
 }
 

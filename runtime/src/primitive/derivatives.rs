@@ -71,18 +71,91 @@ pub(crate) enum Op {
     },
 }
 
-/// What `op`'s node saves: its input (position 0) or its output.
-pub(super) fn unary_keeps(op: Unary) -> Keep {
-    use Unary::*;
-    match op {
-        Exp | Expm1 | Sqrt | Rsqrt | Tan | Tanh | Sigmoid | Reciprocal | Relu => {
-            Keep { output: true, ..Keep::default() }
+/// Generates, from the unary table's rows, what autograd needs of each unary kernel: what
+/// its node saves (`unary_keeps`), its backward's name (`unary_name`) and its gradient
+/// (`unary_gradient`).
+macro_rules! unary_derivatives {
+    ($(
+        $(#[$doc:meta])*
+        $variant:ident $(($arg:ident))? => $op:ident $(($key:literal, $val:expr))? $(= $schema:expr)?,
+        $backward:literal $(($keep:ident) $grad:expr)?;
+    )*) => {
+        /// What `op`'s node saves: its input (position 0), its output, or nothing.
+        pub(super) fn unary_keeps(op: Unary) -> Keep {
+            match op {
+                $(Unary::$variant { .. } => keep!($($keep)?),)*
+            }
         }
-        Log | Log1p | Sin | Cos | Erf | Gelu | GeluTanh | Silu | Abs | Square => {
-            Keep { inputs: &[0], ..Keep::default() }
+
+        /// PyTorch's name of `op`'s backward, less `Backward0`.
+        fn unary_name(op: Unary) -> &'static str {
+            match op {
+                $(Unary::$variant { .. } => $backward,)*
+            }
         }
-        _ => Keep::default(),
-    }
+
+        /// The gradient of `op` (recorded with `saved`: its input, its output, or nothing)
+        /// for `g`.
+        fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
+            use Unary::*;
+            let s = saved.first().unwrap_or(g);
+            match op {
+                $(Unary::$variant { .. } => gradient!(op, g, s $(, $grad)?),)*
+            }
+        }
+    };
+}
+
+/// What a node saves, by the unary table's word for it.
+macro_rules! keep {
+    (input) => {
+        Keep { inputs: &[0], ..Keep::default() }
+    };
+    (output) => {
+        Keep { output: true, ..Keep::default() }
+    };
+    ($(nothing)?) => {
+        Keep::default()
+    };
+}
+
+/// A unary table row's gradient: its closure applied to `g` and the saved tensor, or the
+/// error for a function without one.
+macro_rules! gradient {
+    ($op:ident, $g:ident, $s:ident, $grad:expr) => {
+        apply_gradient($grad, $g, $s)
+    };
+    ($op:ident, $g:ident, $s:ident) => {
+        Err(Error::runtime_error(format!("the derivative for '{}' is not implemented", unary_name($op))))
+    };
+}
+
+fn apply_gradient(
+    gradient: impl FnOnce(&Tensor, &Tensor) -> Result<Tensor>,
+    g: &Tensor,
+    saved: &Tensor,
+) -> Result<Tensor> {
+    gradient(g, saved)
+}
+
+crate::dispatch::unary_table!(unary_derivatives);
+
+/// GELU's gradient, `Φ(x) + x φ(x)`.
+fn gelu_gradient(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let cdf = scale(&plus(&un(&scale(x, 1.0 / SQRT_2)?, Unary::Erf)?, 1.0)?, 0.5)?;
+    let pdf = scale(&un(&scale(&mul(x, x)?, -0.5)?, Unary::Exp)?, 1.0 / (2.0 * PI).sqrt())?;
+    mul(g, &add(&cdf, &mul(x, &pdf)?)?)
+}
+
+/// The tanh-approximated GELU's gradient: `0.5 (1 + t) + 0.5 x (1 - t²) k (1 + 3c x²)`, with
+/// `t = tanh(k (x + c x³))`.
+fn gelu_tanh_gradient(g: &Tensor, x: &Tensor) -> Result<Tensor> {
+    let (k, c) = ((2.0 / PI).sqrt(), 0.044715);
+    let x2 = mul(x, x)?;
+    let t = un(&scale(&add(x, &scale(&mul(&x2, x)?, c)?)?, k)?, Unary::Tanh)?;
+    let left = scale(&plus(&t, 1.0)?, 0.5)?;
+    let right = mul(&scale(x, 0.5 * k)?, &mul(&minus_from(1.0, &mul(&t, &t)?)?, &plus(&scale(&x2, 3.0 * c)?, 1.0)?)?)?;
+    mul(g, &add(&left, &right)?)
 }
 
 /// What a binary node saves: both operands where a gradient reads them, and `pow`'s output.
@@ -165,37 +238,6 @@ impl Backward for Op {
                 })
             })
             .collect()
-    }
-}
-
-fn unary_name(op: Unary) -> &'static str {
-    use Unary::*;
-    match op {
-        Exp => "Exp",
-        Log => "Log",
-        Log1p => "Log1P",
-        Expm1 => "Expm1",
-        Sqrt => "Sqrt",
-        Rsqrt => "Rsqrt",
-        Sin => "Sin",
-        Cos => "Cos",
-        Tan => "Tan",
-        Tanh => "Tanh",
-        Sigmoid => "Sigmoid",
-        Erf => "Erf",
-        Reciprocal => "Reciprocal",
-        Gelu | GeluTanh => "Gelu",
-        Silu => "Silu",
-        Ceil => "Ceil",
-        Floor => "Floor",
-        Trunc => "Trunc",
-        Round(_) => "Round",
-        Neg => "Neg",
-        Abs => "Abs",
-        Sign => "Sign",
-        Square => "Pow",
-        Relu => "Relu",
-        _ => "NotDifferentiable",
     }
 }
 
@@ -758,63 +800,6 @@ pub(super) fn write_tangent(target: &Tensor, tangent: Option<Tensor>) -> Result<
 #[cold]
 fn not_differentiable(op: &Op) -> Error {
     Error::runtime_error(format!("the derivative for '{}' is not implemented", op.name()))
-}
-
-/// The gradient of `op` (recorded with `saved`: its input, or its output) for `g`.
-fn unary_gradient(op: Unary, g: &Tensor, saved: &[Tensor]) -> Result<Tensor> {
-    use Unary::*;
-    let s = || saved.first().ok_or_else(|| Error::runtime_error("backward: the saved tensor is missing"));
-    match op {
-        Exp => mul(g, s()?),
-        Expm1 => mul(g, &plus(s()?, 1.0)?),
-        Sqrt => div(g, &scale(s()?, 2.0)?),
-        Rsqrt => {
-            let y = s()?;
-            mul(g, &scale(&mul(y, &mul(y, y)?)?, -0.5)?)
-        }
-        Tan => mul(g, &plus(&mul(s()?, s()?)?, 1.0)?),
-        Tanh => mul(g, &minus_from(1.0, &mul(s()?, s()?)?)?),
-        Sigmoid => mul(g, &mul(s()?, &minus_from(1.0, s()?)?)?),
-        Reciprocal => mul(&neg(g)?, &mul(s()?, s()?)?),
-        // PyTorch's threshold_backward: zero where x <= 0, so NaN passes the gradient on.
-        Relu => super::select(&bin(s()?, &Tensor::scalar(0.0), Binary::Le)?, &Tensor::scalar(0.0), g, dtype(g)?),
-        Log => div(g, s()?),
-        Log1p => div(g, &plus(s()?, 1.0)?),
-        Sin => mul(g, &un(s()?, Cos)?),
-        Cos => mul(g, &neg(&un(s()?, Sin)?)?),
-        Erf => {
-            let x = s()?;
-            mul(g, &scale(&un(&neg(&mul(x, x)?)?, Exp)?, FRAC_2_SQRT_PI)?)
-        }
-        Gelu => {
-            // Φ(x) + x φ(x)
-            let x = s()?;
-            let cdf = scale(&plus(&un(&scale(x, 1.0 / SQRT_2)?, Erf)?, 1.0)?, 0.5)?;
-            let pdf = scale(&un(&scale(&mul(x, x)?, -0.5)?, Exp)?, 1.0 / (2.0 * PI).sqrt())?;
-            mul(g, &add(&cdf, &mul(x, &pdf)?)?)
-        }
-        GeluTanh => {
-            // 0.5 (1 + t) + 0.5 x (1 - t²) k (1 + 3c x²), t = tanh(k (x + c x³))
-            let (k, c) = ((2.0 / PI).sqrt(), 0.044715);
-            let x = s()?;
-            let x2 = mul(x, x)?;
-            let t = un(&scale(&add(x, &scale(&mul(&x2, x)?, c)?)?, k)?, Tanh)?;
-            let left = scale(&plus(&t, 1.0)?, 0.5)?;
-            let right =
-                mul(&scale(x, 0.5 * k)?, &mul(&minus_from(1.0, &mul(&t, &t)?)?, &plus(&scale(&x2, 3.0 * c)?, 1.0)?)?)?;
-            mul(g, &add(&left, &right)?)
-        }
-        Silu => {
-            let x = s()?;
-            let sig = un(x, Sigmoid)?;
-            mul(g, &mul(&sig, &plus(&mul(x, &minus_from(1.0, &sig)?)?, 1.0)?)?)
-        }
-        Abs => mul(g, &un(s()?, Sign)?),
-        Square => mul(g, &scale(s()?, 2.0)?),
-        Neg => neg(g),
-        Ceil | Floor | Trunc | Round(_) | Sign => zeros_like(g),
-        _ => Err(Error::runtime_error(format!("the derivative for '{}' is not implemented", unary_name(op)))),
-    }
 }
 
 /// The gradients of `a op b` for `g`, where `needs` says which operands need one.

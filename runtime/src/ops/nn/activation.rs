@@ -1,5 +1,5 @@
 //! Activation functions of `torch.nn.functional`: `relu`, `leaky_relu`, `gelu`, `silu`,
-//! `softmax` and `log_softmax`.
+//! `hardswish`, `hardsigmoid`, `softmax` and `log_softmax`.
 
 use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
@@ -10,14 +10,20 @@ use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
+/// The dtype of `t`, an activation's input, which must be floating-point: any other is
+/// PyTorch's `NotImplementedError`.
+fn floating(func: &str, (name, t): (&str, &Tensor)) -> Result<DType> {
+    let dtype = t.data(func, name)?.dtype;
+    if !dtype.is_floating_point() {
+        bail!(NotImplemented, "{func}(): \"{func}_cpu\" not implemented for '{}'", dtype.scalar_type_name());
+    }
+    Ok(dtype)
+}
+
 /// `op` (an activation computed in the input's float dtype) on each element of a
 /// floating-point `input`.
 fn activation(func: &str, (name, t): (&str, &Tensor), op: Unary) -> Result<Tensor> {
-    let x = t.data(func, name)?;
-    if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
-    }
-    crate::primitive::unary(t, op, x.dtype, None)
+    crate::primitive::unary(t, op, floating(func, (name, t))?, None)
 }
 
 /// The result of an operation with an `inplace` flag: `compute` of `input`, or, with
@@ -97,6 +103,39 @@ pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
     in_place_or_new("silu", input, inplace, |source| activation("silu", ("input", source), Unary::Silu))
 }
 
+/// `x * min(max(x + 3, 0), 6) / 6` (`torch.nn.functional.hardswish`, MobileNetV3's
+/// activation), for floating-point tensors; the gradient is 0 up to -3, `x / 3 + 1/2` below 3
+/// and 1 from 3 on, as PyTorch's. With `inplace=True` the result is written into `input` and
+/// `input` itself is returned.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let t = torchfn::tensor([-4.0f32, -1.5, 0.0, 1.5, 4.0])?;
+/// assert_eq!(F::hardswish(&t, false)?.to_vec::<f32>()?, [-0.0, -0.375, 0.0, 1.125, 4.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn hardswish(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
+    in_place_or_new("hardswish", input, inplace, |source| activation("hardswish", ("input", source), Unary::Hardswish))
+}
+
+/// `min(max(x + 3, 0), 6) / 6` (`torch.nn.functional.hardsigmoid`), for floating-point
+/// tensors; the gradient is 1/6 strictly between -3 and 3 and 0 elsewhere, as PyTorch's. With
+/// `inplace=True` the result is written into `input` and `input` itself is returned.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let t = torchfn::tensor([-4.0f32, 0.0, 1.5, 4.0])?;
+/// assert_eq!(F::hardsigmoid(&t, false)?.to_vec::<f32>()?, [0.0, 0.5, 0.75, 1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn hardsigmoid(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
+    in_place_or_new("hardsigmoid", input, inplace, |source| {
+        activation("hardsigmoid", ("input", source), Unary::Hardsigmoid)
+    })
+}
+
 /// The dimension PyTorch's softmax family picks when `dim` is `None` (a legacy rule, with a
 /// deprecation warning in PyTorch): 0 for 0-, 1- and 3-dimensional inputs, else 1.
 fn implicit_dim(func: &str, (name, t): (&str, &Tensor), dim: Option<i64>) -> Result<i64> {
@@ -155,11 +194,7 @@ pub fn leaky_relu(
     #[default(0.01)] negative_slope: f64,
     #[default(false)] inplace: bool,
 ) -> Result<Tensor> {
-    let x = input.data("leaky_relu", "input")?;
-    if !x.dtype.is_floating_point() {
-        bail!(NotImplemented, "leaky_relu(): \"leaky_relu_cpu\" not implemented for '{}'", x.dtype.scalar_type_name());
-    }
-    let dtype = x.dtype;
+    let dtype = floating("leaky_relu", ("input", input))?;
     in_place_or_new("leaky_relu", input, inplace, |source| {
         let positive = crate::primitive::binary(source, &Tensor::scalar(0.0), Binary::Gt, dtype, None)?;
         let sloped = crate::primitive::binary(source, &Tensor::scalar(negative_slope), Binary::Mul, dtype, None)?;
@@ -176,6 +211,8 @@ crate::samples! {
     ],
     GELU => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 3])]).kw("approximate", "tanh")],
     SILU => [sample([f32s(&[2, 3])]), sample([f32s(&[2, 2]), Value::Bool(true)])],
+    HARDSWISH => [sample([f32s(&[2, 3])]), sample([f32s(&[4]), Value::Bool(true)])],
+    HARDSIGMOID => [sample([f32s(&[2, 3])]), sample([f32s(&[4])]).kw("inplace", true)],
     SOFTMAX => [
         sample([f32s(&[2, 3, 2])]).kw("dim", 1),
         sample([f32s(&[4]), Value::Int(0)]).kw("dtype", DType::Float64),

@@ -29,7 +29,8 @@ pub use torchfn_macros::Module;
 /// ```
 pub mod functional {
     pub use super::activation::{
-        GELU, LEAKY_RELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, leaky_relu, log_softmax, relu, silu, softmax,
+        GELU, HARDSIGMOID, HARDSWISH, LEAKY_RELU, LOG_SOFTMAX, RELU, SILU, SOFTMAX, gelu, hardsigmoid, hardswish,
+        leaky_relu, log_softmax, relu, silu, softmax,
     };
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
     pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
