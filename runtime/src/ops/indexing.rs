@@ -35,14 +35,11 @@ pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i6
 /// found on `index`'s device.
 pub(crate) fn out_of_range(index: &Dense, size: usize) -> Result<Option<i64>> {
     // A batched index's values are checked per example by the kernel its rule runs.
-    if index.layout.numel() == 0 || crate::fake_tensor::values_unknown(index) || crate::func::is_batched(index) {
+    if crate::func::is_batched(index) {
         return Ok(None);
     }
-    let all: Vec<usize> = (0..index.layout.ndim()).collect();
-    let index = Tensor::from_array(index.array.clone());
-    let extreme =
-        |op| -> Result<i64> { Ok(primitive::item(&primitive::reduce(&index, &all, op, index.dtype()?)?)?.to_i64()) };
-    let (min, max) = (extreme(Reduce::Min)?, extreme(Reduce::Max)?);
+    let Some((min, max)) = value_range(&Tensor::from_array(index.array.clone()))? else { return Ok(None) };
+    let (min, max) = (min.to_i64(), max.to_i64());
     Ok(if min < 0 {
         Some(min)
     } else if usize::try_from(max).is_ok_and(|m| m >= size) {
@@ -50,6 +47,22 @@ pub(crate) fn out_of_range(index: &Dense, size: usize) -> Result<Option<i64>> {
     } else {
         None
     })
+}
+
+/// The smallest and largest of `x`'s values (NaN winning), for an argument check that reads
+/// them (data-dependent), over every example of a batched tensor; `None` when there are none
+/// or they are unknown (a fake tensor's).
+pub(crate) fn value_range(x: &Tensor) -> Result<Option<(Scalar, Scalar)>> {
+    if let Some((batch, _)) = crate::func::top_batch(x)? {
+        return value_range(&batch);
+    }
+    let d = x.data("value_range", "input")?;
+    if d.layout.numel() == 0 || crate::fake_tensor::values_unknown(d) {
+        return Ok(None);
+    }
+    let all: Vec<usize> = (0..d.layout.ndim()).collect();
+    let extreme = |op| -> Result<Scalar> { primitive::item(&primitive::reduce(x, &all, op, d.dtype)?) };
+    Ok(Some((extreme(Reduce::Min)?, extreme(Reduce::Max)?)))
 }
 
 /// `x` with dimension `dim` put in the order of `order` (a permutation of its positions, or

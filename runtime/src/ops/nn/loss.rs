@@ -1,5 +1,6 @@
-//! Loss functions of `torch.nn.functional`: `cross_entropy`, `mse_loss` and
-//! `binary_cross_entropy_with_logits`.
+//! Loss functions of `torch.nn.functional`: `cross_entropy` and `nll_loss`; the pointwise
+//! ones, `mse_loss`, `l1_loss`, `smooth_l1_loss`, `huber_loss`, `kl_div`,
+//! `binary_cross_entropy` and `binary_cross_entropy_with_logits`.
 
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
@@ -78,6 +79,26 @@ impl Losses {
         primitive::select(&zero, &Tensor::scalar(f64::NAN), &mean, self.dtype)
     }
 
+    /// `losses` reduced as asked: kept, summed, or averaged over its elements (NaN for none).
+    fn reduced_by_count(&self, losses: Tensor, reduction: Reduction) -> Result<Tensor> {
+        let count = losses.shape()?.numel();
+        self.reduced(losses, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
+    }
+
+    fn unary(&self, a: &Tensor, op: Unary) -> Result<Tensor> {
+        primitive::unary(a, op, self.dtype, None)
+    }
+
+    /// `a < b`, `a == b`... as a bool tensor.
+    fn test(&self, a: &Tensor, b: &Tensor, op: Binary) -> Result<Tensor> {
+        primitive::binary(a, b, op, self.dtype, None)
+    }
+
+    /// `value - a`.
+    fn from(&self, value: f64, a: &Tensor) -> Result<Tensor> {
+        primitive::binary(&Tensor::scalar(value), a, Binary::Sub(Scalar::Int(1)), self.dtype, None)
+    }
+
     /// `losses` reduced as asked: kept, summed, or summed and divided by `total`.
     fn reduced(&self, losses: Tensor, reduction: Reduction, total: impl FnOnce() -> Result<Tensor>) -> Result<Tensor> {
         match reduction {
@@ -88,8 +109,10 @@ impl Losses {
     }
 }
 
-/// The arguments of `cross_entropy` past the two tensors.
+/// The arguments of `cross_entropy` past the two tensors (and of `nll_loss`, which takes
+/// log-probabilities instead of logits, and class indices only).
 struct CrossEntropy<'a> {
+    logits: bool,
     weight: Option<&'a Tensor>,
     ignore_index: i64,
     reduction: Reduction,
@@ -107,7 +130,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
         bail!(Runtime, "{func}(): label_smoothing must be between 0.0 and 1.0. Got: {eps}");
     }
     let shape = &x.layout.shape;
-    let probabilities = shape == &t.layout.shape;
+    let probabilities = args.logits && shape == &t.layout.shape;
     if probabilities {
         if !t.dtype.is_floating_point() {
             bail!(
@@ -177,7 +200,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
     let dtype = if probabilities { x.dtype.promote(t.dtype) } else { x.dtype };
     let f = Losses { dtype };
     let number = |v: f64| Tensor::scalar(v);
-    let logp = primitive::softmax(input, class_dim, true, x.dtype)?;
+    let logp = if args.logits { primitive::softmax(input, class_dim, true, x.dtype)? } else { input.clone() };
     // The weights seen along the class dimension: `[C, 1, ...]` for a batched input.
     let trailing = shape.len() - class_dim - 1;
     let along = Shape::from([classes].into_iter().chain(std::iter::repeat_n(1, trailing)).collect::<Vec<_>>());
@@ -271,8 +294,72 @@ pub fn cross_entropy(
     #[default(0.0)] label_smoothing: f64,
 ) -> Result<Tensor> {
     let reduction = self::reduction("cross_entropy", size_average, reduce, reduction)?;
-    let args = CrossEntropy { weight, ignore_index, reduction, label_smoothing };
+    let args = CrossEntropy { logits: true, weight, ignore_index, reduction, label_smoothing };
     cross_entropy_impl("cross_entropy", input, target, args)
+}
+
+/// The negative log-likelihood loss (`torch.nn.functional.nll_loss`): `input` holds
+/// log-probabilities (a `log_softmax`'s output) with classes along dimension 1 (0 for an
+/// unbatched `[C]` input), `target` int64 class indices of the input's shape without that
+/// dimension; the loss of one element is `-weight[t] * input[t]`. `weight`, `ignore_index` and
+/// the reductions as in [`cross_entropy`], which is `nll_loss` of `log_softmax(input)`.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let logp = torchfn::tensor([[-0.5f32, -1.0], [-2.0, -0.25]])?;
+/// let target = torchfn::tensor([0i64, 1])?;
+/// assert_eq!(F::nll_loss(&logp, &target, None, None, -100, None, "sum")?.to_vec::<f32>()?, [0.75]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn nll_loss(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] size_average: Option<bool>,
+    #[default(-100)] ignore_index: i64,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+) -> Result<Tensor> {
+    let reduction = self::reduction("nll_loss", size_average, reduce, reduction)?;
+    let args = CrossEntropy { logits: false, weight, ignore_index, reduction, label_smoothing: 0.0 };
+    cross_entropy_impl("nll_loss", input, target, args)
+}
+
+/// The losses of `each` (computed by `f`, in the promoted float dtype of `input` and `target`,
+/// which broadcast together), unreduced; `weight`, when given, must have the input's shape
+/// (PyTorch's `ValueError` otherwise) and is also on `f`'s device.
+fn pointwise(
+    func: &str,
+    input: &Tensor,
+    target: &Tensor,
+    weight: Option<&Tensor>,
+    each: impl FnOnce(&Losses) -> Result<Tensor>,
+) -> Result<(Losses, Tensor)> {
+    let (x, y) = (input.data(func, "input")?, target.data(func, "target")?);
+    let dtype = result_type([x.participant(), y.participant()]);
+    if !dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): not implemented for {dtype} tensors; expected floating point input and target");
+    }
+    check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
+    let mut operands = vec![("input", x), ("target", y)];
+    if let Some(w) = weight {
+        let w = w.data(func, "weight")?;
+        if w.layout.shape != x.layout.shape {
+            bail!(Value, "{func}(): Weights and input must have the same size.");
+        }
+        operands.push(("weight", w));
+    }
+    device_of(func, &operands)?;
+    let f = Losses { dtype };
+    let losses = each(&f)?;
+    Ok((f, losses))
+}
+
+/// `input - target`, broadcast.
+fn difference(f: &Losses, input: &Tensor, target: &Tensor) -> Result<Tensor> {
+    f.binary(input, target, Binary::Sub(Scalar::Int(1)))
 }
 
 /// The mean squared error (`torch.nn.functional.mse_loss`): `(input - target)^2` elementwise,
@@ -295,19 +382,221 @@ pub fn mse_loss(
     #[default(None)] reduce: Option<bool>,
     #[default("mean")] reduction: &str,
 ) -> Result<Tensor> {
-    const FUNC: &str = "mse_loss";
-    let reduction = self::reduction(FUNC, size_average, reduce, reduction)?;
-    let (x, y) = (input.data(FUNC, "input")?, target.data(FUNC, "target")?);
-    let dtype = result_type([x.participant(), y.participant()]);
-    if !dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
+    let reduction = self::reduction("mse_loss", size_average, reduce, reduction)?;
+    let (f, squares) =
+        pointwise("mse_loss", input, target, None, |f| f.unary(&difference(f, input, target)?, Unary::Square))?;
+    f.reduced_by_count(squares, reduction)
+}
+
+/// The mean absolute error (`torch.nn.functional.l1_loss`): `|input - target|` elementwise,
+/// broadcast, reduced as [`mse_loss`]. With `weight` (of the input's shape) each error is
+/// scaled by it, and `"mean"` divides by the weights' sum, as PyTorch's.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let a = torchfn::tensor([1.0f32, 2.0, 3.0])?;
+/// let b = torchfn::tensor([1.0f32, 0.0, 4.0])?;
+/// assert_eq!(F::l1_loss(&a, &b, None, None, "mean", None)?.to_vec::<f32>()?, [1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn l1_loss(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] size_average: Option<bool>,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+    #[default(None)] weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    let reduction = self::reduction("l1_loss", size_average, reduce, reduction)?;
+    let (f, errors) =
+        pointwise("l1_loss", input, target, weight, |f| f.unary(&difference(f, input, target)?, Unary::Abs))?;
+    match weight {
+        None => f.reduced_by_count(errors, reduction),
+        Some(w) => f.reduced(f.mul(&errors, w)?, reduction, || f.sum(w, None)),
     }
-    device_of(FUNC, &[("input", x), ("target", y)])?;
-    let f = Losses { dtype };
-    let differences = f.binary(input, target, Binary::Sub(Scalar::Int(1)))?;
-    let squares = primitive::unary(&differences, Unary::Square, dtype, None)?;
-    let count = squares.shape()?.numel();
-    f.reduced(squares, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
+}
+
+/// The smooth L1 loss (`torch.nn.functional.smooth_l1_loss`): of `d = input - target`,
+/// `0.5 d² / beta` where `|d| < beta` and `|d| - 0.5 beta` elsewhere (plain L1 for
+/// `beta = 0`; a negative `beta` is a `RuntimeError`), reduced as [`mse_loss`].
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let a = torchfn::tensor([0.5f32, 3.0])?;
+/// let b = torchfn::tensor([0.0f32, 0.0])?;
+/// assert_eq!(F::smooth_l1_loss(&a, &b, None, None, "none", 1.0)?.to_vec::<f32>()?, [0.125, 2.5]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn smooth_l1_loss(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] size_average: Option<bool>,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+    #[default(1.0)] beta: f64,
+) -> Result<Tensor> {
+    const FUNC: &str = "smooth_l1_loss";
+    let reduction = self::reduction(FUNC, size_average, reduce, reduction)?;
+    if beta < 0.0 {
+        bail!(Runtime, "{FUNC}(): smooth_l1_loss does not support negative values for beta.");
+    }
+    let (f, losses) = pointwise(FUNC, input, target, None, |f| {
+        let d = difference(f, input, target)?;
+        // Quadratic below `limit`, linear with slope 1 above: both branches of `quadratic_below`.
+        quadratic_below(f, &d, beta, 1.0 / beta, 1.0)
+    })?;
+    f.reduced_by_count(losses, reduction)
+}
+
+/// The Huber loss (`torch.nn.functional.huber_loss`): of `d = input - target`, `0.5 d²` where
+/// `|d| < delta` and `delta (|d| - 0.5 delta)` elsewhere (`delta` must be positive), reduced
+/// as [`mse_loss`]; with `weight` (of the input's shape) each loss is scaled by it before the
+/// reduction. It is `delta` times [`smooth_l1_loss`] with `beta = delta`.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let a = torchfn::tensor([0.5f32, 3.0])?;
+/// let b = torchfn::tensor([0.0f32, 0.0])?;
+/// assert_eq!(F::huber_loss(&a, &b, "none", 2.0, None)?.to_vec::<f32>()?, [0.125, 4.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn huber_loss(
+    input: &Tensor,
+    target: &Tensor,
+    #[default("mean")] reduction: &str,
+    #[default(1.0)] delta: f64,
+    #[default(None)] weight: Option<&Tensor>,
+) -> Result<Tensor> {
+    const FUNC: &str = "huber_loss";
+    let reduction = self::reduction(FUNC, None, None, reduction)?;
+    if delta <= 0.0 {
+        bail!(Runtime, "{FUNC}(): huber_loss does not support non-positive values for delta.");
+    }
+    let (f, mut losses) = pointwise(FUNC, input, target, weight, |f| {
+        quadratic_below(f, &difference(f, input, target)?, delta, 1.0, delta)
+    })?;
+    if let Some(w) = weight {
+        losses = f.mul(&losses, w)?;
+    }
+    f.reduced_by_count(losses, reduction)
+}
+
+/// `0.5 * curvature * d²` where `|d| < limit`, `slope * (|d| - 0.5 * limit)` elsewhere: the
+/// smooth L1 and Huber losses (continuous with a continuous derivative at `|d| = limit` when
+/// `curvature * limit = slope`). A zero `limit` is the linear branch alone, so the quadratic
+/// one's `0 / 0` never reaches a gradient.
+fn quadratic_below(f: &Losses, d: &Tensor, limit: f64, curvature: f64, slope: f64) -> Result<Tensor> {
+    let size = f.unary(d, Unary::Abs)?;
+    let linear =
+        f.mul(&f.binary(&size, &Tensor::scalar(0.5 * limit), Binary::Sub(Scalar::Int(1)))?, &Tensor::scalar(slope))?;
+    if limit == 0.0 {
+        return Ok(linear);
+    }
+    let quadratic = f.mul(&f.unary(d, Unary::Square)?, &Tensor::scalar(0.5 * curvature))?;
+    let inside = f.test(&size, &Tensor::scalar(limit), Binary::Lt)?;
+    primitive::select(&inside, &quadratic, &linear, f.dtype)
+}
+
+/// The Kullback-Leibler divergence loss (`torch.nn.functional.kl_div`) of `input`, log-probabilities,
+/// from `target`, probabilities (or log-probabilities with `log_target=True`): elementwise
+/// `target * (log(target) - input)` (0 where `target` is 0), or
+/// `exp(target) * (target - input)`. `reduction` is `"mean"` (over every element),
+/// `"batchmean"` (the sum divided by the first dimension's size, the divergence's definition),
+/// `"sum"` or `"none"`; `size_average` and `reduce` as in [`cross_entropy`].
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let logp = torchfn::tensor([[0.5f64.ln(), 0.5f64.ln()]])?;
+/// let q = torchfn::tensor([[0.25f64, 0.75]])?;
+/// let kl = F::kl_div(&logp, &q, None, None, "batchmean", false)?.item()?.to_f64();
+/// assert!((kl - (0.25 * 0.5f64.ln() + 0.75 * 1.5f64.ln())).abs() < 1e-15);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn kl_div(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] size_average: Option<bool>,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+    #[default(false)] log_target: bool,
+) -> Result<Tensor> {
+    const FUNC: &str = "kl_div";
+    let batchmean = reduction == "batchmean" && size_average.is_none() && reduce.is_none();
+    let reduction = if batchmean { Reduction::Sum } else { self::reduction(FUNC, size_average, reduce, reduction)? };
+    let (f, losses) = pointwise(FUNC, input, target, None, |f| {
+        if log_target {
+            return f.mul(&f.unary(target, Unary::Exp)?, &difference(f, target, input)?);
+        }
+        // target * log(target), 0 where the target is 0 (xlogy): the logarithm of a safe 1 there.
+        let zero = f.test(target, &Tensor::scalar(0.0), Binary::Eq)?;
+        let safe = primitive::select(&zero, &Tensor::scalar(1.0), target, f.dtype)?;
+        let entropy = f.mul(target, &f.unary(&safe, Unary::Log)?)?;
+        difference(f, &entropy, &f.mul(target, input)?)
+    })?;
+    let total = f.reduced_by_count(losses, reduction)?;
+    let ndim = input.shape()?.len();
+    if batchmean && ndim > 0 {
+        let rows = input.shape()?[0];
+        return f.binary(&total, &Tensor::scalar(rows as f64), Binary::Div);
+    }
+    Ok(total)
+}
+
+/// The binary cross-entropy of probabilities `input` (in `[0, 1]`; a value outside is a
+/// `RuntimeError`) against `target` of the same shape (`torch.nn.functional.binary_cross_entropy`):
+/// `-(target * log(x) + (1 - target) * log(1 - x))`, each logarithm clamped to at least -100
+/// as PyTorch's, times `weight` (broadcast) when given, reduced as [`mse_loss`]. Prefer
+/// [`binary_cross_entropy_with_logits`], which takes the logits and is stable.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let p = torchfn::tensor([0.5f64, 1.0])?;
+/// let t = torchfn::tensor([1.0f64, 0.0])?;
+/// let loss = F::binary_cross_entropy(&p, &t, None, None, None, "none")?.to_vec::<f64>()?;
+/// assert_eq!(loss, [2f64.ln(), 100.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn binary_cross_entropy(
+    input: &Tensor,
+    target: &Tensor,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] size_average: Option<bool>,
+    #[default(None)] reduce: Option<bool>,
+    #[default("mean")] reduction: &str,
+) -> Result<Tensor> {
+    const FUNC: &str = "binary_cross_entropy";
+    let reduction = self::reduction(FUNC, size_average, reduce, reduction)?;
+    let (x, t) = (input.data(FUNC, "input")?, target.data(FUNC, "target")?);
+    if t.layout.shape != x.layout.shape {
+        bail!(
+            Value,
+            "{FUNC}(): Using a target size ({:?}) that is different to the input size ({:?}) is deprecated. Please \
+             ensure they have the same size.",
+            &t.layout.shape[..],
+            &x.layout.shape[..]
+        );
+    }
+    if let Some((low, high)) = crate::ops::indexing::value_range(input)?
+        && !(low.to_f64() >= 0.0 && high.to_f64() <= 1.0)
+    {
+        bail!(Runtime, "{FUNC}(): all elements of input should be between 0 and 1");
+    }
+    let (f, mut losses) = pointwise(FUNC, input, target, None, |f| {
+        let log = |a: &Tensor| f.binary(&f.unary(a, Unary::Log)?, &Tensor::scalar(-100.0), Binary::ClampMin);
+        let positive = f.mul(target, &log(input)?)?;
+        let negative = f.mul(&f.from(1.0, target)?, &log(&f.from(1.0, input)?)?)?;
+        f.neg(&f.add(&positive, &negative)?)
+    })?;
+    if let Some(w) = weight {
+        check_broadcast(&w.shape()?, &x.layout.shape, FUNC)?;
+        losses = f.mul(&losses, w)?;
+    }
+    f.reduced_by_count(losses, reduction)
 }
 
 /// The binary cross-entropy of the probabilities `sigmoid(input)` against `target` (in `[0, 1]`,
@@ -385,8 +674,7 @@ pub fn binary_cross_entropy_with_logits(
     if let Some(w) = weight {
         losses = f.mul(&losses, w)?;
     }
-    let count = losses.shape()?.numel();
-    f.reduced(losses, reduction, || Ok(Tensor::scalar(if count == 0 { f64::NAN } else { count as f64 })))
+    f.reduced_by_count(losses, reduction)
 }
 
 /// A float32 tensor of values in [0, 1] (targets, positive weights), as a sample argument.
@@ -407,7 +695,22 @@ crate::samples! {
         sample([f32s(&[2, 3, 2]), classes(&[0, 2, 1, -100], &[2, 2])]).kw("weight", f32s(&[3])).kw("reduction", "sum"),
         sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("label_smoothing", 0.1),
     ],
+    NLL_LOSS => [
+        sample([f32s(&[3, 5]), classes(&[1, 0, 4], &[3])]),
+        sample([f32s(&[2, 3, 2]), classes(&[0, 2, 1, -100], &[2, 2])]).kw("weight", f32s(&[3])).kw("reduction", "none"),
+    ],
     MSE_LOSS => [sample([f32s(&[2, 3]), f32s(&[2, 3])]), sample([f32s(&[2, 3]), f32s(&[3])]).kw("reduction", "none")],
+    L1_LOSS => [sample([f32s(&[2, 3]), f32s(&[2, 3])]), sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("weight", probabilities(&[2, 3]))],
+    SMOOTH_L1_LOSS => [sample([f32s(&[2, 3]), f32s(&[3])]).kw("beta", 0.5), sample([f32s(&[4]), f32s(&[4])]).kw("reduction", "sum")],
+    HUBER_LOSS => [sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("delta", 0.5), sample([f32s(&[4]), f32s(&[4]), Value::from("none")])],
+    KL_DIV => [
+        sample([f32s(&[2, 3]), probabilities(&[2, 3])]).kw("reduction", "batchmean"),
+        sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("log_target", true).kw("reduction", "none"),
+    ],
+    BINARY_CROSS_ENTROPY => [
+        sample([probabilities(&[2, 3]), probabilities(&[2, 3])]),
+        sample([probabilities(&[4]), probabilities(&[4]), f32s(&[4])]).kw("reduction", "sum"),
+    ],
     BINARY_CROSS_ENTROPY_WITH_LOGITS => [
         sample([f32s(&[2, 3]), probabilities(&[2, 3])]),
         sample([f32s(&[2, 3]), probabilities(&[2, 3]), f32s(&[3])]).kw("reduction", "sum").kw("pos_weight", probabilities(&[3])),
