@@ -263,6 +263,12 @@ case(F_ + "binary_cross_entropy", [probs([5]), torch.tensor([0.0, 1.0, 1.0, 0.0,
 error(F_ + "binary_cross_entropy", [torch.tensor([0.5, 1.5], dtype=f64), torch.tensor([0.0, 1.0], dtype=f64)])
 error(F_ + "binary_cross_entropy", [probs([2, 3]), probs([3])])
 
+# rms_norm (issue 29): the default eps (the dtype's), a given one, a weight, float32.
+case(F_ + "rms_norm", [rounded([3, 4]), [4]], wrt=[0])
+case(F_ + "rms_norm", [rounded([2, 2, 3]), [2, 3], rounded([2, 3])], {"eps": 1e-3}, wrt=[0, 2])
+case(F_ + "rms_norm", [rounded([2, 5], torch.float32), [5], rounded([5], torch.float32)], wrt=[0, 2], tol=1e-5)
+error(F_ + "rms_norm", [rounded([2, 3]), [2]])
+
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
 

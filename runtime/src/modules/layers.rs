@@ -292,10 +292,60 @@ impl LayerNorm {
     }
 
     fn describe(&self) -> String {
-        let shape: Vec<String> = self.normalized_shape.iter().map(usize::to_string).collect();
-        let comma = if shape.len() == 1 { "," } else { "" };
-        format!("({}{comma}), eps={}, elementwise_affine=True, bias=True", shape.join(", "), python_float(self.eps))
+        let (shape, eps) = (python_tuple(&self.normalized_shape), python_float(self.eps));
+        format!("{shape}, eps={eps}, elementwise_affine=True, bias=True")
     }
+}
+
+/// Root-mean-square normalization over the last dimensions (`nn.RMSNorm`, LLaMA's norm),
+/// with an elementwise scale (ones); `eps` `None` is the dtype's machine epsilon.
+///
+/// ```
+/// use torchfn::nn::{Forward, RMSNorm};
+/// let norm = RMSNorm::new(&[4], None)?;
+/// assert_eq!(norm.to_string(), "RMSNorm((4,), eps=None, elementwise_affine=True)");
+/// assert_eq!(norm.forward(&torchfn::randn([2, 4], None, None, None)?)?.shape()?, [2, 4]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct RMSNorm {
+    /// Scale (ones).
+    pub weight: Parameter,
+    #[module(skip)]
+    normalized_shape: Vec<usize>,
+    #[module(skip)]
+    eps: Option<f64>,
+}
+
+impl RMSNorm {
+    /// RMS normalization over the trailing `normalized_shape`.
+    pub fn new(normalized_shape: &[usize], eps: Option<f64>) -> Result<RMSNorm> {
+        Ok(RMSNorm {
+            weight: Parameter::new(&crate::ones(normalized_shape.to_vec(), None, None)?)?,
+            normalized_shape: normalized_shape.to_vec(),
+            eps,
+        })
+    }
+
+    fn describe(&self) -> String {
+        let eps = self.eps.map_or_else(|| "None".to_string(), python_float);
+        format!("{}, eps={eps}, elementwise_affine=True", python_tuple(&self.normalized_shape))
+    }
+}
+
+impl Forward for RMSNorm {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let shape: Vec<i64> = self.normalized_shape.iter().map(|&n| n as i64).collect();
+        F::rms_norm(input, shape, Some(&self.weight), self.eps)
+    }
+}
+
+/// A tuple as Python prints it: `(4,)`, `(2, 3)`.
+fn python_tuple(items: &[impl ToString]) -> String {
+    let items: Vec<String> = items.iter().map(ToString::to_string).collect();
+    let comma = if items.len() == 1 { "," } else { "" };
+    format!("({}{comma})", items.join(", "))
 }
 
 /// Group normalization (`nn.GroupNorm`): the channels of `[N, C, *]` input in `num_groups`
@@ -686,6 +736,96 @@ impl Flatten {
 impl Forward for Flatten {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         input.flatten(self.start_dim, self.end_dim)
+    }
+}
+
+/// Expands dimension `dim` into `unflattened_size` (`nn.Unflatten`), a view.
+///
+/// ```
+/// use torchfn::nn::{Forward, Unflatten};
+/// let layer = Unflatten::new(1, &[2, 3]);
+/// assert_eq!(layer.to_string(), "Unflatten(dim=1, unflattened_size=(2, 3))");
+/// assert_eq!(layer.forward(&torchfn::zeros([4, 6], None, None)?)?.shape()?, [4, 2, 3]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Unflatten {
+    #[module(skip)]
+    dim: i64,
+    #[module(skip)]
+    unflattened_size: Vec<i64>,
+}
+
+impl Unflatten {
+    /// Unflattening `dim` into `unflattened_size` (one entry may be -1).
+    pub fn new(dim: i64, unflattened_size: &[i64]) -> Unflatten {
+        Unflatten { dim, unflattened_size: unflattened_size.to_vec() }
+    }
+
+    fn describe(&self) -> String {
+        format!("dim={}, unflattened_size={}", self.dim, python_tuple(&self.unflattened_size))
+    }
+}
+
+impl Forward for Unflatten {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        input.unflatten(self.dim, self.unflattened_size.clone())
+    }
+}
+
+/// Upsampling by [`interpolate`](F::interpolate) (`nn.Upsample`): to `size`, or by
+/// `scale_factor`, in `mode` (`"nearest"`, `"nearest-exact"`, `"linear"`, `"bilinear"`,
+/// `"trilinear"`), with `align_corners` for the linear modes.
+///
+/// ```
+/// use torchfn::nn::{Forward, Upsample};
+/// let up = Upsample::new(None, Some(2.0.into()), "nearest", None);
+/// assert_eq!(up.to_string(), "Upsample(scale_factor=2.0, mode='nearest')");
+/// let x = torchfn::tensor([[[[1.0f32, 2.0]]]])?;
+/// assert_eq!(up.forward(&x)?.to_vec::<f32>()?, [1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Upsample {
+    #[module(skip)]
+    size: Option<crate::ops::IntList>,
+    #[module(skip)]
+    scale_factor: Option<crate::ops::FloatList>,
+    #[module(skip)]
+    mode: String,
+    #[module(skip)]
+    align_corners: Option<bool>,
+}
+
+impl Upsample {
+    /// Upsampling to `size` or by `scale_factor` (one of the two) in `mode`.
+    pub fn new(
+        size: Option<crate::ops::IntList>,
+        scale_factor: Option<crate::ops::FloatList>,
+        mode: &str,
+        align_corners: Option<bool>,
+    ) -> Upsample {
+        Upsample { size, scale_factor, mode: mode.to_string(), align_corners }
+    }
+
+    fn describe(&self) -> String {
+        let one_or_tuple = |items: Vec<String>| if items.len() == 1 { items[0].clone() } else { python_tuple(&items) };
+        let setting = match (&self.size, &self.scale_factor) {
+            (Some(size), _) => format!("size={}", one_or_tuple(size.as_slice().iter().map(i64::to_string).collect())),
+            (None, Some(scale)) => {
+                format!("scale_factor={}", one_or_tuple(scale.as_slice().iter().map(|&f| python_float(f)).collect()))
+            }
+            (None, None) => "size=None".to_string(),
+        };
+        format!("{setting}, mode='{}'", self.mode)
+    }
+}
+
+impl Forward for Upsample {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        F::interpolate(input, self.size.clone(), self.scale_factor.clone(), &self.mode, self.align_corners)
     }
 }
 

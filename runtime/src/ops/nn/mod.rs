@@ -42,7 +42,7 @@ pub mod functional {
         NLL_LOSS, SMOOTH_L1_LOSS, binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
         kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
-    pub use super::norm::{BATCH_NORM, GROUP_NORM, LAYER_NORM, batch_norm, group_norm, layer_norm};
+    pub use super::norm::{BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM, batch_norm, group_norm, layer_norm, rms_norm};
     pub use super::pad::{PAD, pad};
 }
 

@@ -1,6 +1,7 @@
-//! Normalization layers: `layer_norm` (over trailing dimensions) and `batch_norm` (over every
-//! dimension but the channels, with running statistics), both `(x - mean) / sqrt(var + eps)`
-//! then an optional elementwise scale and shift.
+//! Normalization layers: `layer_norm` (over trailing dimensions), `batch_norm` (over every
+//! dimension but the channels, with running statistics) and `group_norm`, each
+//! `(x - mean) / sqrt(var + eps)` then an optional elementwise scale and shift; and `rms_norm`,
+//! `x / sqrt(mean(x²) + eps)` then an optional scale.
 
 use crate::autograd::no_grad;
 use crate::backend::{Binary, Reduce, Unary};
@@ -69,8 +70,25 @@ pub fn layer_norm(
     #[default(1e-5)] eps: f64,
 ) -> Result<Tensor> {
     const FUNC: &str = "layer_norm";
-    let sizes = normalized_shape.into();
-    let x = input.data(FUNC, "input")?;
+    let (dims, affine) = trailing(FUNC, input, normalized_shape.into(), [("weight", weight), ("bias", bias)])?;
+    let dtype = input.dtype()?;
+    let mean = mean_keepdim(input, &dims)?;
+    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &dims)?;
+    scale_and_shift(&deviations, &variance, eps, affine)
+}
+
+/// The checks of a normalization over the input's trailing dimensions (`layer_norm`,
+/// `rms_norm`): `normalized_shape` must end the input's shape, the input be floating-point,
+/// and each given affine tensor have `normalized_shape` and the input's dtype, on its device.
+/// The dimensions normalized, and the affine tensors given.
+fn trailing<'a, const N: usize>(
+    func: &str,
+    input: &Tensor,
+    sizes: IntList,
+    affine: [(&'a str, Option<&'a Tensor>); N],
+) -> Result<(Vec<usize>, Vec<(&'a str, &'a Tensor)>)> {
+    let x = input.data(func, "input")?;
     let shape = &x.layout.shape;
     // A negative size matches no input, as in PyTorch's check.
     let normalized: Option<Shape> = sizes.as_slice().iter().map(|&d| usize::try_from(d).ok()).collect();
@@ -78,41 +96,64 @@ pub fn layer_norm(
     let Some(normalized) = normalized.filter(|n| k <= shape.len() && shape[shape.len() - k..] == n[..]) else {
         bail!(
             Runtime,
-            "{FUNC}(): given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
+            "{func}(): given normalized_shape={:?}, expected input with shape [*, {}], but got input of size {:?}",
             sizes.as_slice(),
             sizes.as_slice().iter().map(i64::to_string).collect::<Vec<_>>().join(", "),
             &shape[..]
         );
     };
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     let mut operands = vec![("input", x)];
-    let mut affine = Vec::new();
-    for (name, t) in [("weight", weight), ("bias", bias)] {
+    let mut given = Vec::new();
+    for (name, t) in affine {
         let Some(t) = t else { continue };
-        let d = t.data(FUNC, name)?;
+        let d = t.data(func, name)?;
         if d.layout.shape != normalized {
             bail!(
                 Runtime,
-                "{FUNC}(): expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} \
+                "{func}(): expected {name} to be of same shape as normalized_shape, but got {name} of shape {:?} \
                  and normalized_shape = {:?}",
                 &d.layout.shape[..],
                 &normalized[..]
             );
         }
         if d.dtype != x.dtype {
-            bail!(Runtime, "{FUNC}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
+            bail!(Runtime, "{func}(): expected {name} to have the input's dtype, {}, but got {}", x.dtype, d.dtype);
         }
         operands.push((name, d));
-        affine.push((name, t));
+        given.push((name, t));
     }
-    device_of(FUNC, &operands)?;
-    let dims: Vec<usize> = (shape.len() - k..shape.len()).collect();
-    let mean = mean_keepdim(input, &dims)?;
-    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
-    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, x.dtype, None)?, &dims)?;
-    scale_and_shift(&deviations, &variance, eps, affine)
+    device_of(func, &operands)?;
+    Ok(((shape.len() - k..shape.len()).collect(), given))
+}
+
+/// Root-mean-square normalization over the last `normalized_shape.len()` dimensions
+/// (`torch.nn.functional.rms_norm`, LLaMA's norm): `x / sqrt(mean(x²) + eps)` over each
+/// slice, times `weight` (of shape `normalized_shape`) when given. `eps` defaults to the
+/// dtype's machine epsilon (`torch.finfo(dtype).eps`), as PyTorch's. Shapes and dtypes as in
+/// [`layer_norm`].
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[3.0f64, 4.0]])?;
+/// let y = F::rms_norm(&x, [2], None, Some(0.0))?; // rms = sqrt(12.5)
+/// assert_eq!(y.to_vec::<f64>()?, [3.0 / 12.5f64.sqrt(), 4.0 / 12.5f64.sqrt()]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn rms_norm(
+    input: &Tensor,
+    normalized_shape: impl Into<IntList>,
+    #[default(None)] weight: Option<&Tensor>,
+    #[default(None)] eps: Option<f64>,
+) -> Result<Tensor> {
+    let (dims, affine) = trailing("rms_norm", input, normalized_shape.into(), [("weight", weight)])?;
+    let dtype = input.dtype()?;
+    let eps = eps.unwrap_or(if dtype == crate::tensor::DType::Float32 { f32::EPSILON as f64 } else { f64::EPSILON });
+    let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, dtype, None)?, &dims)?;
+    scale_and_shift(input, &mean_square, eps, affine)
 }
 
 /// Batch normalization (`torch.nn.functional.batch_norm`) of `input` `[N, C, *]` over every
@@ -291,6 +332,10 @@ crate::samples! {
         sample([f32s(&[2, 4]), Value::List(vec![4.into()])]),
         sample([f32s(&[3, 2]), Value::Int(2)]),
         sample([f32s(&[2, 2, 3]), Value::List(vec![2.into(), 3.into()]), f32s(&[2, 3]), f32s(&[2, 3])]).kw("eps", 1e-3),
+    ],
+    RMS_NORM => [
+        sample([f32s(&[2, 4]), Value::List(vec![4.into()])]),
+        sample([f32s(&[2, 2, 3]), Value::List(vec![2.into(), 3.into()]), f32s(&[2, 3])]).kw("eps", 1e-3),
     ],
     BATCH_NORM => [
         sample([f32s(&[4, 3, 2, 2]), f32s(&[3]), f32s(&[3]), f32s(&[3]), f32s(&[3])]).kw("training", true),
