@@ -22,6 +22,9 @@ fn mean_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     primitive::reshape(&primitive::reduce(t, dims, Reduce::Mean, t.dtype()?)?, &kept)
 }
 
+/// Named affine tensors (`"weight"`, `"bias"`), each shaped to broadcast.
+type Affine<'a> = Vec<(&'a str, &'a Tensor)>;
+
 /// `deviations / sqrt(variance + eps)`, then multiplied by the `"weight"` and shifted by the
 /// `"bias"` of `affine` (each already shaped to broadcast).
 fn scale_and_shift(deviations: &Tensor, variance: &Tensor, eps: f64, affine: Vec<(&str, &Tensor)>) -> Result<Tensor> {
@@ -87,7 +90,7 @@ fn trailing<'a, const N: usize>(
     input: &Tensor,
     sizes: IntList,
     affine: [(&'a str, Option<&'a Tensor>); N],
-) -> Result<(Vec<usize>, Vec<(&'a str, &'a Tensor)>)> {
+) -> Result<(Vec<usize>, Affine<'a>)> {
     let x = input.data(func, "input")?;
     let shape = &x.layout.shape;
     // A negative size matches no input, as in PyTorch's check.
