@@ -269,6 +269,22 @@ case(F_ + "rms_norm", [rounded([2, 2, 3]), [2, 3], rounded([2, 3])], {"eps": 1e-
 case(F_ + "rms_norm", [rounded([2, 5], torch.float32), [5], rounded([5], torch.float32)], wrt=[0, 2], tol=1e-5)
 error(F_ + "rms_norm", [rounded([2, 3]), [2]])
 
+# conv1d and conv_transpose2d (issue 29): strides, paddings, dilations, groups, output
+# padding, unbatched inputs, biases; gradients for input, weight and bias.
+case(F_ + "conv1d", [rounded([2, 3, 7]), rounded([4, 3, 3]), rounded([4])], wrt=[0, 1, 2])
+case(F_ + "conv1d", [rounded([4, 9]), rounded([2, 2, 2])], {"stride": 2, "padding": 1, "dilation": 2, "groups": 2},
+     wrt=[0, 1])
+error(F_ + "conv1d", [rounded([2, 3, 7]), rounded([4, 2, 3])])
+F_CT = F_ + "conv_transpose2d"
+case(F_CT, [rounded([1, 2, 3, 3]), rounded([2, 3, 3, 3]), rounded([3])], {"stride": 2, "padding": 1}, wrt=[0, 1, 2])
+case(F_CT, [rounded([2, 2, 2, 3]), rounded([2, 1, 2, 2])], {"stride": [2, 3], "output_padding": [1, 2]}, wrt=[0, 1])
+case(F_CT, [rounded([4, 2, 3]), rounded([4, 1, 3, 2])], {"groups": 2, "dilation": 2, "padding": [1, 0]}, wrt=[0, 1])
+case(F_CT, [rounded([1, 1, 2, 2]), rounded([1, 2, 3, 3])], {"padding": 1}, wrt=[0, 1])
+error(F_CT, [rounded([1, 1, 2, 2]), rounded([1, 2, 3, 3])], {"padding": 2})
+error(F_CT, [rounded([1, 2, 3, 3]), rounded([2, 3, 3, 3])], {"output_padding": 1})
+error(F_CT, [rounded([1, 3, 3, 3]), rounded([2, 3, 3, 3])])
+error(F_CT, [rounded([1, 2, 1, 1]), rounded([2, 3, 1, 1])], {"padding": 1})
+
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
 

@@ -235,3 +235,35 @@ fn activation_modules_print_and_compute_as_pytorch() {
     assert!(inplace.forward(&x).unwrap().is(&x));
     assert_eq!(x.to_vec::<f32>().unwrap(), [0.0, 0.5, 0.75]);
 }
+
+/// `nn.Conv1d` and `nn.ConvTranspose2d` initialise as PyTorch 2.15's do: Kaiming-uniform
+/// weights and uniform biases within `1/sqrt(fan_in)`, where a transposed convolution's fan-in
+/// counts its output channels (`weight.size(1) * kernel`), and print as PyTorch's. (The
+/// generator's stream is not PyTorch's, so the bounds are what can be compared.)
+#[test]
+fn conv1d_and_conv_transpose2d_initialise_and_print_as_pytorch() {
+    use torchfn::nn::{Conv1d, ConvTranspose2d};
+    let within = |t: &Tensor, bound: f32| {
+        let v = t.to_vec::<f32>().unwrap();
+        let largest = v.iter().fold(0f32, |m, x| m.max(x.abs()));
+        assert!(largest <= bound && largest > 0.5 * bound, "{v:?} against {bound}");
+    };
+    // ConvTranspose2d(2, 3, 2): fan-in 3 * 2 * 2 = 12.
+    let up = ConvTranspose2d::new(2, 3, [2, 2], [1, 1], [0, 0], [0, 0], 1, true, [1, 1], &g()).unwrap();
+    assert_eq!(up.weight.shape().unwrap(), [2, 3, 2, 2]);
+    within(&up.weight, 1.0 / 12f32.sqrt());
+    assert_eq!(up.bias.as_ref().unwrap().shape().unwrap(), [3]);
+    assert_eq!(up.to_string(), "ConvTranspose2d(2, 3, kernel_size=(2, 2), stride=(1, 1))");
+    // Conv1d(2, 3, 2): fan-in 2 * 2 = 4; the bias within the same bound.
+    let conv = Conv1d::new(2, 3, 2, 1, 0, 1, 1, true, &g()).unwrap();
+    within(&conv.weight, 0.5);
+    let b = conv.bias.as_ref().unwrap().to_vec::<f32>().unwrap();
+    assert!(b.iter().all(|x| x.abs() <= 0.5), "{b:?}");
+    let strided = Conv1d::new(4, 4, 3, 2, 1, 2, 2, false, &g()).unwrap();
+    assert_eq!(
+        strided.to_string(),
+        "Conv1d(4, 4, kernel_size=(3,), stride=(2,), padding=(1,), dilation=(2,), groups=2, bias=False)"
+    );
+    let odd = ConvTranspose2d::new(3, 4, [1, 1], [1, 1], [0, 0], [0, 0], 2, true, [1, 1], &g());
+    assert_eq!(odd.err().map(|e| e.kind()), Some(ErrorKind::Value));
+}

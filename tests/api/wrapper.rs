@@ -68,6 +68,20 @@ fn a_call_with_the_wrapper_as_a_keyword_argument_is_rewrapped() {
     assert_eq!(out.wrapper::<PassThrough>().unwrap().0.to_vec::<f32>().unwrap(), [1.0, std::f32::consts::E]);
 }
 
+/// A wrapper around a view that starts inside its memory (a storage offset) keeps the offset,
+/// so a view of the wrapper addresses the inner memory where the inner view does (the
+/// backward of `conv_transpose2d` narrows a gradient that is such a view).
+#[test]
+fn a_wrapper_of_an_offset_view_makes_views_of_the_right_elements() {
+    let base = torchfn::arange(12.0, None, None).unwrap();
+    let inner = base.narrow(0, 4, 6).unwrap(); // 4..10
+    let w = PassThrough(inner.clone()).wrap().unwrap();
+    let view = w.narrow(0, 1, 3).unwrap();
+    assert_eq!(view.wrapper::<PassThrough>().unwrap().0.to_vec::<f32>().unwrap(), [5.0, 6.0, 7.0]);
+    let every_other = w.unflatten(0, vec![3, 2]).unwrap().select(1, 0).unwrap();
+    assert_eq!(every_other.wrapper::<PassThrough>().unwrap().0.to_vec::<f32>().unwrap(), [4.0, 6.0, 8.0]);
+}
+
 #[test]
 fn a_wrapper_has_its_own_metadata_and_the_device_it_stands_for() {
     let inner = torchfn::zeros([2, 3], None, None).unwrap();

@@ -101,11 +101,13 @@ pub trait WrapperTensor: WrapperSubclass {
     /// The same wrapper around `inner` (the other fields cloned).
     fn with_inner(&self, inner: Tensor) -> Self;
 
-    /// The wrapper as a tensor with its inner tensor's shape, strides, dtype and device.
+    /// The wrapper as a tensor with its inner tensor's shape, strides, storage offset, dtype
+    /// and device (as PyTorch's subclasses pass `storage_offset` to `_make_wrapper_subclass`),
+    /// so a view made of the wrapper addresses the inner tensor's memory as it says.
     fn wrap(self) -> Result<Tensor> {
         let inner = self.inner();
-        let (shape, strides, dtype, device) = (inner.shape()?, inner.stride()?, inner.dtype()?, inner.device()?);
-        Tensor::make_wrapper_subclass(self, &shape, Some(&strides), dtype, device, false)
+        let (layout, dtype, device) = (inner.data("wrap", "inner")?.layout.clone(), inner.dtype()?, inner.device()?);
+        Tensor::wrapper_with_layout(self, layout, dtype, device)
     }
 
     /// `value` with every instance replaced by its inner tensor.

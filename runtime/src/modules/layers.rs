@@ -73,12 +73,17 @@ fn python_bool(b: bool) -> &'static str {
 
 /// Weights drawn as PyTorch's `reset_parameters` for Linear and Conv: Kaiming uniform with
 /// `a = √5` (bound `1/√fan_in`), and the bias uniform on `±1/√fan_in`.
-fn kaiming_default(shape: &[usize], bias: bool, generator: &Generator) -> Result<(Parameter, Option<Parameter>)> {
+/// `bias` is the bias's length, when the layer has one.
+fn kaiming_default(
+    shape: &[usize],
+    bias: Option<usize>,
+    generator: &Generator,
+) -> Result<(Parameter, Option<Parameter>)> {
     let weight = crate::zeros(shape.to_vec(), None, None)?;
     init::kaiming_uniform_(&weight, 5f64.sqrt(), "fan_in", "leaky_relu", generator)?;
     let (fan_in, _) = init::calculate_fan_in_and_fan_out(&weight)?;
-    let bias = if bias {
-        let b = crate::zeros([shape[0]], None, None)?;
+    let bias = if let Some(length) = bias {
+        let b = crate::zeros([length], None, None)?;
         let bound = if fan_in > 0 { 1.0 / (fan_in as f64).sqrt() } else { 0.0 };
         init::uniform_(&b, -bound, bound, generator)?;
         Some(Parameter::new(&b)?)
@@ -101,7 +106,7 @@ pub struct Linear {
 impl Linear {
     /// A layer of PyTorch's default initialisation.
     pub fn new(in_features: usize, out_features: usize, bias: bool, generator: &Generator) -> Result<Linear> {
-        let (weight, bias) = kaiming_default(&[out_features, in_features], bias, generator)?;
+        let (weight, bias) = kaiming_default(&[out_features, in_features], bias.then_some(out_features), generator)?;
         Ok(Linear { weight, bias })
     }
 
@@ -155,32 +160,226 @@ impl Conv2d {
         bias: bool,
         generator: &Generator,
     ) -> Result<Conv2d> {
-        if groups == 0 || !in_channels.is_multiple_of(groups) || !out_channels.is_multiple_of(groups) {
-            bail!(Value, "Conv2d(): in_channels and out_channels must be divisible by groups ({groups})");
-        }
+        check_groups("Conv2d", in_channels, out_channels, groups)?;
         let shape = [out_channels, in_channels / groups, kernel_size[0], kernel_size[1]];
-        let (weight, bias) = kaiming_default(&shape, bias, generator)?;
+        let (weight, bias) = kaiming_default(&shape, bias.then_some(out_channels), generator)?;
         Ok(Conv2d { weight, bias, stride, padding, dilation, groups })
     }
 
     fn describe(&self) -> String {
         let s = self.weight.shape().unwrap_or_default();
-        let (out, inp, kh, kw) = (s[0], s[1] * self.groups, s[2], s[3]);
-        let mut text =
-            format!("{inp}, {out}, kernel_size=({kh}, {kw}), stride=({}, {})", self.stride[0], self.stride[1]);
-        if self.padding != [0, 0] {
-            text += &format!(", padding=({}, {})", self.padding[0], self.padding[1]);
+        let geometry = Geometry {
+            stride: &self.stride,
+            padding: &self.padding,
+            dilation: &self.dilation,
+            output_padding: &[0, 0],
+        };
+        conv_repr(s[1] * self.groups, s[0], &s[2..], geometry, self.groups, self.bias.is_some())
+    }
+}
+
+/// Checks a convolution module's channels against its groups.
+fn check_groups(layer: &str, in_channels: usize, out_channels: usize, groups: usize) -> Result<()> {
+    if groups == 0 || !in_channels.is_multiple_of(groups) || !out_channels.is_multiple_of(groups) {
+        bail!(Value, "{layer}(): in_channels and out_channels must be divisible by groups ({groups})");
+    }
+    Ok(())
+}
+
+/// A convolution's stride, padding, dilation and output padding, one entry per dimension.
+#[derive(Clone, Copy)]
+struct Geometry<'a> {
+    stride: &'a [usize],
+    padding: &'a [usize],
+    dilation: &'a [usize],
+    output_padding: &'a [usize],
+}
+
+/// PyTorch's repr of a convolution module's settings (`_ConvNd.extra_repr`): the channels,
+/// kernel size and stride, then what differs from the defaults.
+fn conv_repr(
+    in_channels: usize,
+    out_channels: usize,
+    kernel: &[usize],
+    g: Geometry<'_>,
+    groups: usize,
+    bias: bool,
+) -> String {
+    let mut text = format!(
+        "{in_channels}, {out_channels}, kernel_size={}, stride={}",
+        python_tuple(kernel),
+        python_tuple(g.stride)
+    );
+    let all = |v: &[usize], x: usize| v.iter().all(|&e| e == x);
+    for (name, values, default) in
+        [("padding", g.padding, 0), ("dilation", g.dilation, 1), ("output_padding", g.output_padding, 0)]
+    {
+        if !all(values, default) {
+            text += &format!(", {name}={}", python_tuple(values));
         }
-        if self.dilation != [1, 1] {
-            text += &format!(", dilation=({}, {})", self.dilation[0], self.dilation[1]);
-        }
-        if self.groups != 1 {
-            text += &format!(", groups={}", self.groups);
-        }
-        if self.bias.is_none() {
-            text += ", bias=False";
-        }
-        text
+    }
+    if groups != 1 {
+        text += &format!(", groups={groups}");
+    }
+    if !bias {
+        text += ", bias=False";
+    }
+    text
+}
+
+/// A 1-D convolution over `[N, C, L]` input (`nn.Conv1d`), with PyTorch's default
+/// initialisation (Kaiming uniform weights, uniform bias).
+///
+/// ```
+/// use torchfn::nn::{Conv1d, Forward};
+/// let conv = Conv1d::new(3, 4, 3, 1, 0, 1, 1, true, &torchfn::Generator::new())?;
+/// assert_eq!(conv.to_string(), "Conv1d(3, 4, kernel_size=(3,), stride=(1,))");
+/// assert_eq!(conv.forward(&torchfn::zeros([2, 3, 10], None, None)?)?.shape()?, [2, 4, 8]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct Conv1d {
+    /// `[out_channels, in_channels / groups, k]`.
+    pub weight: Parameter,
+    /// `[out_channels]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+    #[module(skip)]
+    stride: usize,
+    #[module(skip)]
+    padding: usize,
+    #[module(skip)]
+    dilation: usize,
+    #[module(skip)]
+    groups: usize,
+}
+
+impl Conv1d {
+    /// A 1-D convolution of PyTorch's default initialisation.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: usize,
+        stride: usize,
+        padding: usize,
+        dilation: usize,
+        groups: usize,
+        bias: bool,
+        generator: &Generator,
+    ) -> Result<Conv1d> {
+        check_groups("Conv1d", in_channels, out_channels, groups)?;
+        let shape = [out_channels, in_channels / groups, kernel_size];
+        let (weight, bias) = kaiming_default(&shape, bias.then_some(out_channels), generator)?;
+        Ok(Conv1d { weight, bias, stride, padding, dilation, groups })
+    }
+
+    fn describe(&self) -> String {
+        let s = self.weight.shape().unwrap_or_default();
+        let geometry = Geometry {
+            stride: &[self.stride],
+            padding: &[self.padding],
+            dilation: &[self.dilation],
+            output_padding: &[0],
+        };
+        conv_repr(s[1] * self.groups, s[0], &s[2..], geometry, self.groups, self.bias.is_some())
+    }
+}
+
+impl Forward for Conv1d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let one = |v: usize| v as i64;
+        F::conv1d(
+            input,
+            &self.weight,
+            self.bias.as_deref(),
+            one(self.stride),
+            one(self.padding),
+            one(self.dilation),
+            self.groups as i64,
+        )
+    }
+}
+
+/// A 2-D transposed convolution (`nn.ConvTranspose2d`), with PyTorch's default initialisation
+/// (its weight is `[in_channels, out_channels / groups, kh, kw]`, and its fan-in counts the
+/// output channels, as PyTorch's).
+///
+/// ```
+/// use torchfn::nn::{ConvTranspose2d, Forward};
+/// let up = ConvTranspose2d::new(4, 2, [3, 3], [2, 2], [1, 1], [1, 1], 1, true, [1, 1], &torchfn::Generator::new())?;
+/// assert_eq!(
+///     up.to_string(),
+///     "ConvTranspose2d(4, 2, kernel_size=(3, 3), stride=(2, 2), padding=(1, 1), output_padding=(1, 1))"
+/// );
+/// assert_eq!(up.forward(&torchfn::zeros([1, 4, 5, 5], None, None)?)?.shape()?, [1, 2, 10, 10]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct ConvTranspose2d {
+    /// `[in_channels, out_channels / groups, kh, kw]`.
+    pub weight: Parameter,
+    /// `[out_channels]`, if the layer has a bias.
+    pub bias: Option<Parameter>,
+    #[module(skip)]
+    stride: [usize; 2],
+    #[module(skip)]
+    padding: [usize; 2],
+    #[module(skip)]
+    output_padding: [usize; 2],
+    #[module(skip)]
+    groups: usize,
+    #[module(skip)]
+    dilation: [usize; 2],
+}
+
+impl ConvTranspose2d {
+    /// A transposed convolution of PyTorch's default initialisation (PyTorch's argument order).
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        in_channels: usize,
+        out_channels: usize,
+        kernel_size: [usize; 2],
+        stride: [usize; 2],
+        padding: [usize; 2],
+        output_padding: [usize; 2],
+        groups: usize,
+        bias: bool,
+        dilation: [usize; 2],
+        generator: &Generator,
+    ) -> Result<ConvTranspose2d> {
+        check_groups("ConvTranspose2d", in_channels, out_channels, groups)?;
+        let shape = [in_channels, out_channels / groups, kernel_size[0], kernel_size[1]];
+        let (weight, bias) = kaiming_default(&shape, bias.then_some(out_channels), generator)?;
+        Ok(ConvTranspose2d { weight, bias, stride, padding, output_padding, groups, dilation })
+    }
+
+    fn describe(&self) -> String {
+        let s = self.weight.shape().unwrap_or_default();
+        let geometry = Geometry {
+            stride: &self.stride,
+            padding: &self.padding,
+            dilation: &self.dilation,
+            output_padding: &self.output_padding,
+        };
+        conv_repr(s[0], s[1] * self.groups, &s[2..], geometry, self.groups, self.bias.is_some())
+    }
+}
+
+impl Forward for ConvTranspose2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let dims = |v: [usize; 2]| vec![v[0] as i64, v[1] as i64];
+        F::conv_transpose2d(
+            input,
+            &self.weight,
+            self.bias.as_deref(),
+            dims(self.stride),
+            dims(self.padding),
+            dims(self.output_padding),
+            self.groups as i64,
+            dims(self.dilation),
+        )
     }
 }
 

@@ -14,9 +14,9 @@ pub use hooks::{
 };
 pub(crate) use hooks::{ModuleKey, module_key};
 pub use layers::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv2d, Dropout, Embedding, Flatten, Forward, GELU, GroupNorm, Hardsigmoid,
-    Hardswish, Identity, Layer, LayerNorm, LeakyReLU, Linear, MaxPool2d, RMSNorm, ReLU, Sequential, SiLU, Softmax,
-    Tanh, Unflatten, Upsample,
+    AdaptiveAvgPool2d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, Forward, GELU,
+    GroupNorm, Hardsigmoid, Hardswish, Identity, Layer, LayerNorm, LeakyReLU, Linear, MaxPool2d, RMSNorm, ReLU,
+    Sequential, SiLU, Softmax, Tanh, Unflatten, Upsample,
 };
 pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
 #[doc(hidden)]

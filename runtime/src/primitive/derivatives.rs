@@ -568,7 +568,7 @@ impl Op {
                 let [gx, gw] = match super::conv2d_backward(g, x, w, *groups, window, [needs(0), needs(1)])? {
                     Some(grads) => grads,
                     None => [
-                        needs(0).then(|| conv2d_input_gradient(g, w, *groups, window)).transpose()?,
+                        needs(0).then(|| conv_transpose2d(g, w, *groups, window)).transpose()?,
                         needs(1).then(|| conv2d_weight_gradient(g, x, &w.shape()?, *groups, window)).transpose()?,
                     ],
                 };
@@ -889,9 +889,12 @@ fn binary_gradients(
     })
 }
 
-/// The gradient of conv2d's input: the transposed convolution of `g` with `w`, as a
-/// convolution of `g` spread by the stride and padded with `w` flipped and its channels swapped.
-fn conv2d_input_gradient(g: &Tensor, w: &Tensor, groups: usize, win: &Window) -> Result<Tensor> {
+/// The transposed convolution of `g` (`[n, o, out]`) with `w` (`[o, c / groups, kh, kw]`):
+/// conv2d's adjoint in its input, so both the gradient of conv2d's input and
+/// `conv_transpose2d`, whose result has conv2d's input plane (`win.input`). Composed of
+/// primitives: a convolution of `g` spread by the stride and padded, with `w` flipped and its
+/// channels swapped.
+pub(crate) fn conv_transpose2d(g: &Tensor, w: &Tensor, groups: usize, win: &Window) -> Result<Tensor> {
     let (gs, ws) = (g.shape()?, w.shape()?);
     let (n, o, oh, ow) = (gs[0], gs[1], gs[2], gs[3]);
     let (cg, kh, kw) = (ws[1], ws[2], ws[3]);

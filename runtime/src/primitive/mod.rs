@@ -16,7 +16,7 @@ use crate::dispatch::{self, Output};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor};
 
-pub(crate) use derivatives::Op;
+pub(crate) use derivatives::{Op, conv_transpose2d};
 
 /// The data of an operand; primitives are called with tensors the operation checked, so a
 /// duck here names the primitive.

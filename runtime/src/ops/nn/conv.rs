@@ -1,5 +1,6 @@
-//! Sliding-window layers of `torch.nn.functional`: `conv2d`, `max_pool2d` and
-//! `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched) input.
+//! Sliding-window layers of `torch.nn.functional`: `conv2d`, `conv_transpose2d`, `max_pool2d`
+//! and `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched)
+//! input; and `conv1d`, on `[N, C, L]` or `[C, L]`, as `conv2d` over planes of height 1.
 
 use crate::backend::Window;
 use crate::error::{Result, bail};
@@ -47,6 +48,49 @@ fn result_shape(x: &Dense, n: usize, channels: usize, out: [usize; 2]) -> Shape 
     batched.then_some(n).into_iter().chain([channels, out[0], out[1]]).collect()
 }
 
+/// `stride`, `padding` and `dilation` as pairs (height, width), checked as PyTorch's
+/// convolutions check them.
+fn geometry(func: &str, stride: &Dims, padding: &Dims, dilation: &Dims) -> Result<[[i64; 2]; 3]> {
+    let mut geometry = [[0i64; 2]; 3];
+    for (slot, (name, dims)) in
+        geometry.iter_mut().zip([("stride", stride), ("padding", padding), ("dilation", dilation)])
+    {
+        *slot = pair(dims).ok_or_else(|| {
+            crate::Error::runtime_error(format!(
+                "{func}(): expected {name} to be a single integer value or a list of 2 values to match the \
+                 convolution dimensions, but got {name}={:?}",
+                dims.as_slice()
+            ))
+        })?;
+    }
+    let [stride, padding, dilation] = geometry;
+    if stride.iter().any(|&s| s <= 0) {
+        bail!(Runtime, "{func}(): non-positive stride is not supported, got stride={stride:?}");
+    }
+    if padding.iter().any(|&p| p < 0) {
+        bail!(Runtime, "{func}(): negative padding is not supported, got padding={padding:?}");
+    }
+    if dilation.iter().any(|&d| d <= 0) {
+        bail!(Runtime, "{func}(): dilation should be greater than zero, got dilation={dilation:?}");
+    }
+    Ok(geometry)
+}
+
+/// Checks that a convolution's input is floating-point and its weight and bias of its dtype.
+fn same_float_dtype(func: &str, x: &Dense, w: &Dense, b: Option<&Dense>) -> Result<()> {
+    if !x.dtype.is_floating_point() {
+        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+    }
+    for (name, d) in [("weight", Some(w)), ("bias", b)] {
+        if let Some(d) = d
+            && d.dtype != x.dtype
+        {
+            bail!(Runtime, "{func}(): input type ({}) and {name} type ({}) should be the same", x.dtype, d.dtype);
+        }
+    }
+    Ok(())
+}
+
 /// The shared body of `conv2d`.
 #[allow(clippy::too_many_arguments)]
 fn convolve(
@@ -78,28 +122,7 @@ fn convolve(
     if kh == 0 || kw == 0 {
         bail!(Runtime, "{func}(): the kernel must not be empty, but got weight of size {:?}", &w.layout.shape[..]);
     }
-    let mut geometry = [[0i64; 2]; 3];
-    for (slot, (name, dims)) in
-        geometry.iter_mut().zip([("stride", stride), ("padding", padding), ("dilation", dilation)])
-    {
-        *slot = pair(dims).ok_or_else(|| {
-            crate::Error::runtime_error(format!(
-                "{func}(): expected {name} to be a single integer value or a list of 2 values to match the \
-                 convolution dimensions, but got {name}={:?}",
-                dims.as_slice()
-            ))
-        })?;
-    }
-    let [stride, padding, dilation] = geometry;
-    if stride.iter().any(|&s| s <= 0) {
-        bail!(Runtime, "{func}(): non-positive stride is not supported, got stride={stride:?}");
-    }
-    if padding.iter().any(|&p| p < 0) {
-        bail!(Runtime, "{func}(): negative padding is not supported, got padding={padding:?}");
-    }
-    if dilation.iter().any(|&d| d <= 0) {
-        bail!(Runtime, "{func}(): dilation should be greater than zero, got dilation={dilation:?}");
-    }
+    let [stride, padding, dilation] = geometry(func, stride, padding, dilation)?;
     if groups <= 0 {
         bail!(Runtime, "{func}(): non-positive groups is not supported, got groups={groups}");
     }
@@ -133,16 +156,7 @@ fn convolve(
             &b.layout.shape[..]
         );
     }
-    if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
-    }
-    for (name, d) in [("weight", Some(w)), ("bias", b)] {
-        if let Some(d) = d
-            && d.dtype != x.dtype
-        {
-            bail!(Runtime, "{func}(): input type ({}) and {name} type ({}) should be the same", x.dtype, d.dtype);
-        }
-    }
+    same_float_dtype(func, x, w, b)?;
     let kernel = [kh, kw];
     let mut out = [0usize; 2];
     let mut padded = [0i128; 2];
@@ -218,6 +232,199 @@ pub fn conv2d(
     #[default(1)] groups: i64,
 ) -> Result<Tensor> {
     convolve("conv2d", input, weight, bias, &stride.into(), &padding.into(), &dilation.into(), groups)
+}
+
+/// A 1-D convolution (`torch.nn.functional.conv1d`) of `input` (`[N, C, L]`, or `[C, L]`
+/// unbatched) with `weight` (`[out_channels, C / groups, k]`), plus `bias`
+/// (`[out_channels]`): [`conv2d`] over planes of height 1, with PyTorch's arguments (each of
+/// `stride`, `padding` and `dilation` one integer). The result is `[N, out_channels, L_out]`.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[1.0f32, 2.0, 3.0, 4.0]]])?;
+/// let w = torchfn::tensor([[[1.0f32, -1.0]]])?;
+/// assert_eq!(F::conv1d(&x, &w, None, 1, 0, 1, 1)?.to_vec::<f32>()?, [-1.0, -1.0, -1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn conv1d(
+    input: &Tensor,
+    weight: &Tensor,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(1)] stride: impl Into<Dims>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(1)] dilation: impl Into<Dims>,
+    #[default(1)] groups: i64,
+) -> Result<Tensor> {
+    const FUNC: &str = "conv1d";
+    let (x, w) = (input.data(FUNC, "input")?, weight.data(FUNC, "weight")?);
+    if !matches!(x.layout.ndim(), 2 | 3) {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected 2D (unbatched) or 3D (batched) input to conv1d, but got input of size: {:?}",
+            &x.layout.shape[..]
+        );
+    }
+    if w.layout.ndim() != 3 {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected a 3-D weight [out_channels, in_channels / groups, kW], but got weight of size {:?}",
+            &w.layout.shape[..]
+        );
+    }
+    // Each of stride, padding and dilation along the length; height 1 with no padding.
+    let along = |dims: Dims, height: i64| -> Result<Dims> {
+        match *dims.as_slice() {
+            [d] => Ok(Dims::from(vec![height, d])),
+            _ => bail!(Runtime, "{FUNC}(): expected stride, padding and dilation to be single integers for conv1d"),
+        }
+    };
+    let (stride, padding, dilation) = (along(stride.into(), 1)?, along(padding.into(), 0)?, along(dilation.into(), 1)?);
+    let planar = |t: &Tensor, shape: &Shape| -> Result<Tensor> {
+        let at = shape.len() - 1;
+        reshaped(t, shape[..at].iter().copied().chain([1, shape[at]]).collect())
+    };
+    let result = convolve(
+        FUNC,
+        &planar(input, &x.layout.shape)?,
+        &planar(weight, &w.layout.shape)?,
+        bias,
+        &stride,
+        &padding,
+        &dilation,
+        groups,
+    )?;
+    let shape = result.shape()?;
+    let at = shape.len() - 2;
+    reshaped(&result, shape[..at].iter().copied().chain([shape[at + 1]]).collect())
+}
+
+/// A 2-D transposed convolution (`torch.nn.functional.conv_transpose2d`, sometimes called a
+/// deconvolution): the adjoint of [`conv2d`] in its input, which upsamples. `input` is
+/// `[N, C_in, H, W]` (or `[C_in, H, W]`), `weight` `[C_in, C_out / groups, kH, kW]`, `bias`
+/// `[C_out]`; the result is `[N, C_out, H_out, W_out]` with
+/// `H_out = (H - 1) * stride - 2 * padding + dilation * (kH - 1) + output_padding + 1`.
+/// `stride`, `padding`, `output_padding` and `dilation` are one integer or a pair;
+/// `output_padding` must be smaller than the stride or the dilation. Computed as a
+/// convolution of the input spread by the stride, so its gradients and the other transforms
+/// come from the primitives'.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[[1.0f32, 2.0]]]])?; // [1, 1, 1, 2]
+/// let w = torchfn::ones([1, 1, 1, 2], None, None)?;
+/// let y = F::conv_transpose2d(&x, &w, None, 2, 0, 0, 1, 1)?;
+/// assert_eq!(y.to_vec::<f32>()?, [1.0, 1.0, 2.0, 2.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn conv_transpose2d(
+    input: &Tensor,
+    weight: &Tensor,
+    #[default(None)] bias: Option<&Tensor>,
+    #[default(1)] stride: impl Into<Dims>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(0)] output_padding: impl Into<Dims>,
+    #[default(1)] groups: i64,
+    #[default(1)] dilation: impl Into<Dims>,
+) -> Result<Tensor> {
+    const FUNC: &str = "conv_transpose2d";
+    let (x, w) = (input.data(FUNC, "input")?, weight.data(FUNC, "weight")?);
+    let b = bias.map(|b| b.data(FUNC, "bias")).transpose()?;
+    let Some([n, c, h, wd]) = planes(x) else {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: {:?}",
+            &x.layout.shape[..]
+        );
+    };
+    let &[cin, og, kh, kw] = &w.layout.shape[..] else {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected a 4-D weight [in_channels, out_channels / groups, kH, kW], but got weight of size {:?}",
+            &w.layout.shape[..]
+        );
+    };
+    let [stride, padding, dilation] = geometry(FUNC, &stride.into(), &padding.into(), &dilation.into())?;
+    let output_padding = output_padding.into();
+    let Some(extra) = pair(&output_padding).filter(|p| p.iter().all(|&p| p >= 0)) else {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected output_padding to be one or two non-negative integers, got {:?}",
+            output_padding.as_slice()
+        );
+    };
+    if (0..2).any(|a| extra[a] >= stride[a] && extra[a] >= dilation[a]) {
+        bail!(
+            Runtime,
+            "{FUNC}(): output padding must be smaller than either stride or dilation, but got output_padding={extra:?}, \
+             stride={stride:?} and dilation={dilation:?}"
+        );
+    }
+    if groups <= 0 {
+        bail!(Runtime, "{FUNC}(): non-positive groups is not supported, got groups={groups}");
+    }
+    let groups = size(FUNC, i128::from(groups))?;
+    if cin != c || c % groups != 0 {
+        bail!(
+            Runtime,
+            "{FUNC}(): given groups={groups}, weight of size {:?}, expected input {:?} to have {cin} channels (a \
+             multiple of groups), but got {c} channels instead",
+            &w.layout.shape[..],
+            &x.layout.shape[..]
+        );
+    }
+    let out_channels = og * groups;
+    if let Some(b) = b
+        && b.layout.shape != [out_channels]
+    {
+        bail!(
+            Runtime,
+            "{FUNC}(): given weight of size {:?}, expected bias to be 1-dimensional with {out_channels} elements, but \
+             got bias of size {:?} instead",
+            &w.layout.shape[..],
+            &b.layout.shape[..]
+        );
+    }
+    same_float_dtype(FUNC, x, w, b)?;
+    let kernel = [kh, kw];
+    let mut out = [0usize; 2];
+    for a in 0..2 {
+        let full = (i128::from([h, wd][a] as i64) - 1) * i128::from(stride[a]) - 2 * i128::from(padding[a])
+            + i128::from(dilation[a]) * (kernel[a] as i128 - 1)
+            + i128::from(extra[a])
+            + 1;
+        if full <= 0 || kernel[a] == 0 || [h, wd][a] == 0 {
+            bail!(
+                Runtime,
+                "{FUNC}(): given input size per channel: ({h} x {wd}). Calculated output size per channel is not \
+                 positive. Output size is too small"
+            );
+        }
+        out[a] = size(FUNC, full)?;
+    }
+    let mut operands = vec![("input", x), ("weight", w)];
+    operands.extend(b.map(|b| ("bias", b)));
+    device_of(FUNC, &operands)?;
+    let as_usize = |v: [i64; 2]| v.map(|x| x.unsigned_abs() as usize);
+    // The convolution whose input gradient this is: from the result's plane to the input's.
+    let win = Window {
+        kernel,
+        stride: as_usize(stride),
+        padding: as_usize(padding),
+        dilation: as_usize(dilation),
+        input: out,
+        out: [h, wd],
+    };
+    let batched = reshaped(input, Shape::from([n, c, h, wd]))?;
+    let mut result = primitive::conv_transpose2d(&batched, weight, groups, &win)?;
+    if let Some(bias) = bias {
+        let column = reshaped(bias, Shape::from([out_channels, 1, 1]))?;
+        result = primitive::binary(&result, &column, crate::backend::Binary::Add(1.into()), x.dtype, None)?;
+    }
+    reshaped(&result, result_shape(x, n, out_channels, out))
 }
 
 /// The shared body of `max_pool2d` and `max_pool2d_with_indices`: the values, the indices and
@@ -416,6 +623,17 @@ crate::samples! {
         sample([f32s(&[4, 5, 6]), f32s(&[2, 2, 3, 2])])
             .kw("groups", 2)
             .kw("dilation", Value::Tuple(vec![1.into(), 2.into()])),
+    ],
+    CONV1D => [
+        sample([f32s(&[2, 3, 7]), f32s(&[4, 3, 3]), f32s(&[4])]),
+        sample([f32s(&[4, 6]), f32s(&[2, 2, 2])]).kw("stride", 2).kw("padding", 1).kw("groups", 2),
+    ],
+    CONV_TRANSPOSE2D => [
+        sample([f32s(&[1, 2, 3, 3]), f32s(&[2, 3, 3, 3]), f32s(&[3])]).kw("stride", 2).kw("padding", 1),
+        sample([f32s(&[4, 2, 3]), f32s(&[4, 1, 2, 2])])
+            .kw("groups", 2)
+            .kw("stride", Value::Tuple(vec![2.into(), 1.into()]))
+            .kw("output_padding", Value::Tuple(vec![1.into(), 0.into()])),
     ],
     MAX_POOL2D => [
         sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]),
