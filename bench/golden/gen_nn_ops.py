@@ -285,6 +285,17 @@ error(F_CT, [rounded([1, 2, 3, 3]), rounded([2, 3, 3, 3])], {"output_padding": 1
 error(F_CT, [rounded([1, 3, 3, 3]), rounded([2, 3, 3, 3])])
 error(F_CT, [rounded([1, 2, 1, 1]), rounded([2, 3, 1, 1])], {"padding": 1})
 
+# avg_pool2d (issue 29): strides, padding counted or not, ceil_mode's partial windows, a
+# divisor override, unbatched input.
+F_AP = F_ + "avg_pool2d"
+case(F_AP, [rounded([1, 2, 4, 4]), 2], wrt=[0])
+case(F_AP, [rounded([2, 5, 5]), 3], {"stride": 2, "padding": 1, "ceil_mode": True}, wrt=[0])
+case(F_AP, [rounded([1, 1, 5, 4]), [3, 2]], {"padding": 1, "count_include_pad": False, "ceil_mode": True}, wrt=[0])
+case(F_AP, [rounded([1, 2, 6, 5]), [2, 3]], {"stride": [2, 1], "divisor_override": 5}, wrt=[0])
+case(F_AP, [rounded([1, 1, 7, 7]), 3], {"stride": 3, "ceil_mode": True, "count_include_pad": False}, wrt=[0])
+error(F_AP, [rounded([1, 1, 5, 5]), 3], {"padding": 2})
+error(F_AP, [rounded([1, 1, 2, 2]), 3])
+
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
 

@@ -905,6 +905,63 @@ impl Forward for MaxPool2d {
     }
 }
 
+/// Average pooling (`nn.AvgPool2d`) over square windows.
+///
+/// ```
+/// use torchfn::nn::{AvgPool2d, Forward};
+/// let pool = AvgPool2d::new(2, 2, 0, false, true);
+/// assert_eq!(pool.to_string(), "AvgPool2d(kernel_size=2, stride=2, padding=0)");
+/// assert_eq!(pool.forward(&torchfn::ones([1, 3, 4, 4], None, None)?)?.shape()?, [1, 3, 2, 2]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(crate::nn::Module)]
+#[module(extra_repr = describe)]
+pub struct AvgPool2d {
+    #[module(skip)]
+    kernel_size: usize,
+    #[module(skip)]
+    stride: usize,
+    #[module(skip)]
+    padding: usize,
+    #[module(skip)]
+    ceil_mode: bool,
+    #[module(skip)]
+    count_include_pad: bool,
+}
+
+impl AvgPool2d {
+    /// Square windows of `kernel_size`, moved by `stride`, over `padding` zeros (counted in
+    /// the means with `count_include_pad`, PyTorch's default); `ceil_mode` keeps partial windows.
+    pub fn new(
+        kernel_size: usize,
+        stride: usize,
+        padding: usize,
+        ceil_mode: bool,
+        count_include_pad: bool,
+    ) -> AvgPool2d {
+        AvgPool2d { kernel_size, stride, padding, ceil_mode, count_include_pad }
+    }
+
+    fn describe(&self) -> String {
+        format!("kernel_size={}, stride={}, padding={}", self.kernel_size, self.stride, self.padding)
+    }
+}
+
+impl Forward for AvgPool2d {
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        let stride = Some(crate::tensor::Dims::from(self.stride as i64));
+        F::avg_pool2d(
+            input,
+            self.kernel_size as i64,
+            stride,
+            self.padding as i64,
+            self.ceil_mode,
+            self.count_include_pad,
+            None,
+        )
+    }
+}
+
 /// Flattens dimensions `start_dim..=end_dim` (`nn.Flatten`, default `1..=-1`).
 #[derive(crate::nn::Module)]
 #[module(extra_repr = describe)]

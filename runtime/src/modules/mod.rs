@@ -14,8 +14,8 @@ pub use hooks::{
 };
 pub(crate) use hooks::{ModuleKey, module_key};
 pub use layers::{
-    AdaptiveAvgPool2d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, Forward, GELU,
-    GroupNorm, Hardsigmoid, Hardswish, Identity, Layer, LayerNorm, LeakyReLU, Linear, MaxPool2d, RMSNorm, ReLU,
+    AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, Forward,
+    GELU, GroupNorm, Hardsigmoid, Hardswish, Identity, Layer, LayerNorm, LeakyReLU, Linear, MaxPool2d, RMSNorm, ReLU,
     Sequential, SiLU, Softmax, Tanh, Unflatten, Upsample,
 };
 pub(crate) use layers::{ModuleCallHook, install_module_call_hook};

@@ -1,5 +1,5 @@
-//! Sliding-window layers of `torch.nn.functional`: `conv2d`, `conv_transpose2d`, `max_pool2d`
-//! and `max_pool2d_with_indices`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched)
+//! Sliding-window layers of `torch.nn.functional`: `conv2d`, `conv_transpose2d`, `max_pool2d`,
+//! `max_pool2d_with_indices` and `avg_pool2d`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched)
 //! input; and `conv1d`, on `[N, C, L]` or `[C, L]`, as `conv2d` over planes of height 1.
 
 use crate::backend::Window;
@@ -427,18 +427,17 @@ pub fn conv_transpose2d(
     reshaped(&result, result_shape(x, n, out_channels, out))
 }
 
-/// The shared body of `max_pool2d` and `max_pool2d_with_indices`: the values, the indices and
-/// the result shape.
-fn pool(
+/// The window of a pooling (`max_pool2d`, `avg_pool2d`) from its arguments, checked as
+/// PyTorch's, and the input's `[n, c, h, w]`.
+fn pool_window(
     func: &str,
-    input: &Tensor,
+    x: &Dense,
     kernel_size: &Dims,
     stride: Option<&Dims>,
     padding: &Dims,
     dilation: &Dims,
     ceil_mode: bool,
-) -> Result<(Tensor, Tensor)> {
-    let x = input.data(func, "input")?;
+) -> Result<(Window, [usize; 4])> {
     let Some(kernel) = pair(kernel_size) else {
         bail!(Runtime, "{func}(): kernel_size must either be a single int, or a tuple of two ints");
     };
@@ -529,10 +528,90 @@ fn pool(
         input: [h, w],
         out,
     };
+    Ok((win, [n, c, h, w]))
+}
+
+/// The shared body of `max_pool2d` and `max_pool2d_with_indices`: the values and the indices.
+fn pool(
+    func: &str,
+    input: &Tensor,
+    kernel_size: &Dims,
+    stride: Option<&Dims>,
+    padding: &Dims,
+    dilation: &Dims,
+    ceil_mode: bool,
+) -> Result<(Tensor, Tensor)> {
+    let x = input.data(func, "input")?;
+    let (win, [n, c, h, w]) = pool_window(func, x, kernel_size, stride, padding, dilation, ceil_mode)?;
+    let out = win.out;
     let planes = reshaped(input, Shape::from([n * c, h, w]))?;
     let (values, indices) = primitive::max_pool2d(&planes, &win)?;
     let shape = result_shape(x, n, c, out);
     Ok((reshaped(&values, shape.clone())?, reshaped(&indices, shape)?))
+}
+
+/// 2-D average pooling (`torch.nn.functional.avg_pool2d`): the mean of each `kernel_size`
+/// window of each channel of `input` (`[N, C, H, W]` or `[C, H, W]`), the windows `stride`
+/// apart (`kernel_size` when `None`), over an input padded with zeros by `padding` (at most
+/// half the kernel). The mean divides by the window's size counting the padding
+/// (`count_include_pad`, PyTorch's default) or not, or by `divisor_override`; with `ceil_mode`
+/// the last partial window counts, divided by the part of it over the (padded) input.
+/// Computed as a convolution of each channel with a kernel of ones, so its gradients and the
+/// other transforms come from the convolution's.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::tensor([[[1.0f32, 2.0, 5.0, 0.0], [3.0, 4.0, 1.0, 1.0]]])?; // 1 x 2 x 4
+/// let y = F::avg_pool2d(&x, 2, None, 0, false, true, None)?;
+/// assert_eq!(y.to_vec::<f32>()?, [2.5, 1.75]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn avg_pool2d(
+    input: &Tensor,
+    kernel_size: impl Into<Dims>,
+    #[default(None)] stride: Option<Dims>,
+    #[default(0)] padding: impl Into<Dims>,
+    #[default(false)] ceil_mode: bool,
+    #[default(true)] count_include_pad: bool,
+    #[default(None)] divisor_override: Option<i64>,
+) -> Result<Tensor> {
+    const FUNC: &str = "avg_pool2d";
+    let x = input.data(FUNC, "input")?;
+    let (kernel, padding) = (kernel_size.into(), padding.into());
+    let (win, [n, c, h, w]) = pool_window(FUNC, x, &kernel, stride.as_ref(), &padding, &Dims::from(1), ceil_mode)?;
+    if divisor_override == Some(0) {
+        bail!(Runtime, "{FUNC}(): divisor must be not zero");
+    }
+    let dtype = x.dtype;
+    // Zeros around each plane: the padding, and past it what ceil_mode's last windows reach.
+    let reach = |a: usize| (win.out[a] - 1) * win.stride[a] + win.kernel[a];
+    let extra = |a: usize| reach(a).saturating_sub([h, w][a] + 2 * win.padding[a]);
+    let (ph, pw) = (win.padding[0] as i64, win.padding[1] as i64);
+    let around = vec![pw, pw + extra(1) as i64, ph, ph + extra(0) as i64];
+    let padded = |t: &Tensor| super::pad::zero_padded(FUNC, t, &around);
+    let (hp, wp) = (h + 2 * win.padding[0] + extra(0), w + 2 * win.padding[1] + extra(1));
+    let ones = primitive::ones(&Shape::from([1, 1, win.kernel[0], win.kernel[1]]), dtype, x.device())?;
+    let window = Window { padding: [0, 0], input: [hp, wp], ..win };
+    let summed = |t: &Tensor| primitive::conv2d(t, &ones, None, 1, &window);
+    let planes = reshaped(input, Shape::from([n * c, 1, h, w]))?;
+    let sums = summed(&padded(&planes)?)?;
+    let divisor = match divisor_override {
+        Some(d) => Tensor::scalar(d as f64),
+        None => {
+            // How many elements of each window count: the input's, and the padding's with
+            // count_include_pad (never ceil_mode's zeros past it).
+            let counted = if count_include_pad { [h + 2 * win.padding[0], w + 2 * win.padding[1]] } else { [h, w] };
+            let mask = primitive::ones(&Shape::from([1, 1, counted[0], counted[1]]), dtype, x.device())?;
+            let offset = if count_include_pad { [0, 0] } else { [ph, pw] };
+            let (below, right) = (hp - counted[0] - offset[0] as usize, wp - counted[1] - offset[1] as usize);
+            let mask = super::pad::zero_padded(FUNC, &mask, &[offset[1], right as i64, offset[0], below as i64])?;
+            summed(&mask)?
+        }
+    };
+    let means = primitive::binary(&sums, &divisor, crate::backend::Binary::Div, dtype, None)?;
+    reshaped(&means, result_shape(x, n, c, win.out))
 }
 
 /// 2-D max pooling (`torch.nn.functional.max_pool2d`): the largest element of each
@@ -638,6 +717,14 @@ crate::samples! {
     MAX_POOL2D => [
         sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]),
         sample([f32s(&[2, 5, 5]), Value::Int(3)]).kw("stride", 2).kw("padding", 1).kw("ceil_mode", true),
+    ],
+    AVG_POOL2D => [
+        sample([f32s(&[1, 2, 4, 4]), Value::Int(2)]),
+        sample([f32s(&[2, 5, 5]), Value::Int(3)]).kw("stride", 2).kw("padding", 1).kw("ceil_mode", true),
+        sample([f32s(&[1, 1, 5, 4]), Value::Tuple(vec![3.into(), 2.into()])])
+            .kw("padding", 1)
+            .kw("count_include_pad", false)
+            .kw("ceil_mode", true),
     ],
     MAX_POOL2D_WITH_INDICES => [sample([f32s(&[1, 2, 4, 4]), Value::Tuple(vec![2.into(), 1.into()])])],
 }

@@ -35,8 +35,8 @@ pub mod functional {
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
     pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
     pub use super::conv::{
-        CONV_TRANSPOSE2D, CONV1D, CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, conv_transpose2d, conv1d, conv2d,
-        max_pool2d, max_pool2d_with_indices,
+        AVG_POOL2D, CONV_TRANSPOSE2D, CONV1D, CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, avg_pool2d,
+        conv_transpose2d, conv1d, conv2d, max_pool2d, max_pool2d_with_indices,
     };
     pub use super::interpolate::{INTERPOLATE, interpolate};
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};

@@ -73,12 +73,24 @@ pub fn pad(
             pad.len()
         );
     }
+    pad_all(func, input, &pad, mode, value.unwrap_or(0.0))
+}
+
+/// `input` padded by `pad` (PyTorch's order: the last dimension's before and after amounts
+/// first), its arguments already checked.
+fn pad_all(func: &str, input: &Tensor, pad: &[i64], mode: Mode, value: f64) -> Result<Tensor> {
+    let ndim = input.shape()?.len();
     let mut out = input.clone();
     for (i, amounts) in pad.chunks(2).enumerate() {
-        let d = ndim - 1 - i;
-        out = pad_dim(func, &out, d, (amounts[0], amounts[1]), mode, value.unwrap_or(0.0))?;
+        out = pad_dim(func, &out, ndim - 1 - i, (amounts[0], amounts[1]), mode, value)?;
     }
     Ok(out)
+}
+
+/// `input` padded with zeros by `pad` (non-negative amounts, in `pad`'s order), for the
+/// operations built on it (`avg_pool2d`).
+pub(super) fn zero_padded(func: &str, input: &Tensor, pad: &[i64]) -> Result<Tensor> {
+    pad_all(func, input, pad, Mode::Constant, 0.0)
 }
 
 /// `t` padded along dimension `d` by `before` and `after` positions.
