@@ -82,18 +82,23 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
     if not leaves:
         CASES.append(entry)
         return
+    # Outputs that are None (attention without its weights) take no gradient: null.
     outs = as_list(out)
-    gouts = [random_like(o) for o in outs]
-    entry["grad_output"] = [enc(g) for g in gouts] if isinstance(out, (tuple, list)) else enc(gouts[0])
-    grads = torch.autograd.grad(outs, leaves, gouts, allow_unused=True, create_graph=ref is None)
+    gouts = [None if o is None else random_like(o) for o in outs]
+    entry["grad_output"] = ([None if g is None else enc(g) for g in gouts] if isinstance(out, (tuple, list))
+                            else enc(gouts[0]))
+    tensor_outs = [o for o in outs if o is not None]
+    grads = torch.autograd.grad(tensor_outs, leaves, [g for g in gouts if g is not None], allow_unused=True,
+                                create_graph=ref is None)
     entry["grads"] = [None if g is None else enc(g) for g in grads]
     if ref is not None:
         first = grads
         a, k, leaves = with_leaves(lambda t, _: t.detach().clone().requires_grad_(True))
-        outs_ref = as_list(ref(*a, **k))
-        for o, r in zip(outs, outs_ref):
+        outs_ref = [r for r in as_list(ref(*a, **k)) if r is not None]
+        for o, r in zip(tensor_outs, outs_ref):
             assert torch.allclose(o, r, rtol=1e-10, atol=1e-12), name
-        grads = torch.autograd.grad(outs_ref, leaves, gouts, allow_unused=True, create_graph=True)
+        grads = torch.autograd.grad(outs_ref, leaves, [g for g in gouts if g is not None], allow_unused=True,
+                                    create_graph=True)
         for g, r in zip(first, grads):
             assert (g is None and r is None) or torch.allclose(g, r, rtol=1e-10, atol=1e-12), name
     vs = [random_like(l) for l in leaves]
@@ -115,6 +120,9 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
         got = as_list(dual_out)
         expect = []
         for o, d in zip(primal, got):
+            if o is None:
+                expect.append(None)
+                continue
             unpacked = forward_ad.unpack_dual(d)
             assert torch.allclose(unpacked.primal, o.detach(), rtol=1e-10, atol=1e-12), name
             expect.append(enc(zeros_or(unpacked.tangent, o)))
@@ -295,6 +303,44 @@ case(F_AP, [rounded([1, 2, 6, 5]), [2, 3]], {"stride": [2, 1], "divisor_override
 case(F_AP, [rounded([1, 1, 7, 7]), 3], {"stride": 3, "ceil_mode": True, "count_include_pad": False}, wrt=[0])
 error(F_AP, [rounded([1, 1, 5, 5]), 3], {"padding": 2})
 error(F_AP, [rounded([1, 1, 2, 2]), 3])
+
+# multi_head_attention_forward (issue 29): packed and separate projections, the weights
+# averaged or per head, bool and float masks, key padding, bias_k/bias_v, add_zero_attn,
+# unbatched input, and the fused path (need_weights=False) with the causal hint.
+F_MHA = F_ + "multi_head_attention_forward"
+
+
+def mha(q, kv, e=4, heads=2, **extra):
+    args = [q, kv, kv.clone(), e, heads, rounded([3 * e, e]), rounded([3 * e]), None, None, False, 0.0,
+            rounded([e, e]), rounded([e])]
+    return args, extra
+
+
+a, k = mha(rounded([3, 2, 4]), rounded([5, 2, 4]))
+case(F_MHA, a, k, wrt=[0, 1, 2, 5, 6, 11, 12])
+def mha_reference(*args, **kwargs):
+    """The fused path's output by the weights path (the fused CPU kernel has no forward-mode
+    derivative)."""
+    return F.multi_head_attention_forward(*args, **dict(kwargs, need_weights=True))[0], None
+
+
+a, k = mha(rounded([3, 2, 4]), rounded([3, 2, 4]), need_weights=False,
+           key_padding_mask=torch.tensor([[False, False, True], [False, True, False]]))
+case(F_MHA, a, k, wrt=[0, 1, 5, 11], ref=mha_reference)
+a, k = mha(rounded([3, 4]), rounded([3, 4]), attn_mask=rounded([3, 3]), average_attn_weights=False)
+case(F_MHA, a, k, wrt=[0, 5])
+a, k = mha(rounded([4, 1, 4]), rounded([4, 1, 4]), attn_mask=torch.ones(4, 4, dtype=torch.bool).triu(1),
+           is_causal=True, need_weights=False)
+case(F_MHA, a, k, wrt=[0, 5], ref=mha_reference)
+a, k = mha(rounded([2, 3, 6]), rounded([4, 3, 6]), e=6, heads=3, attn_mask=mask([9, 2, 4], 0.3))
+a[7], a[8], a[9] = rounded([1, 1, 6]), rounded([1, 1, 6]), True
+case(F_MHA, a, k, wrt=[0, 7, 8])
+a, k = mha(rounded([3, 2, 4]), rounded([3, 2, 4]), use_separate_proj_weight=True, q_proj_weight=rounded([4, 4]),
+           k_proj_weight=rounded([4, 4]), v_proj_weight=rounded([4, 4]))
+a[5] = None
+case(F_MHA, a, k, wrt=[0, "q_proj_weight", "v_proj_weight"])
+a, k = mha(rounded([3, 2, 4]), rounded([3, 2, 4]), attn_mask=rounded([2, 3]))
+error(F_MHA, a, k)
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

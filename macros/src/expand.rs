@@ -453,9 +453,14 @@ pub fn generate(
         (Some(path), false) => {
             quote!(#path(#(::core::convert::Into::into(::core::clone::Clone::clone(#slow_idents))),*))
         }
-        (None, false) => quote!((#(#slow_idents,)*)),
+        (None, false) => relevant_tuple(slow_idents.iter().map(|id| quote!(#id)).collect()),
     };
-    let typed_params = if ignored { quote!(&()) } else { quote!(&(#(#slow_idents,)*)) };
+    let typed_params = if ignored {
+        quote!(&())
+    } else {
+        let tuple = relevant_tuple(slow_idents.iter().map(|id| quote!(#id)).collect());
+        quote!(&#tuple)
+    };
     let rerun_relevant = typed_params.clone();
     let variadic_at = f.params.iter().position(|p| p.variadic.is_some());
     let keyword_from = first_keyword_only(&f.params);
@@ -532,7 +537,12 @@ pub fn generate(
             )
         }
     };
-    let fast_relevant = if ignored { quote!(&()) } else { quote!(&(#(&#idents,)*)) };
+    let fast_relevant = if ignored {
+        quote!(&())
+    } else {
+        let tuple = relevant_tuple(idents.iter().map(|id| quote!(&#id)).collect());
+        quote!(&#tuple)
+    };
 
     let public_fn = quote! {
         #(#doc_attrs)*
@@ -574,7 +584,12 @@ pub fn generate(
 
     // The handle: signature, by-name entry point, registration.
     let Binding { params_static, bind, convert, typed } = binding(&f.params);
-    let entry_relevant = if ignored { quote!(&()) } else { quote!(&(#(&#typed,)*)) };
+    let entry_relevant = if ignored {
+        quote!(&())
+    } else {
+        let tuple = relevant_tuple(typed.iter().map(|t| quote!(&#t)).collect());
+        quote!(&#tuple)
+    };
     let nowrap = options.nowrap;
     let handle_doc = format!(
         " The handle of the overridable function [`{}`]: compare a hook's `func` with it, call it by name, read its signature.",
@@ -664,6 +679,16 @@ pub fn generate(
         #dispatch_fn
         #handle_const
     }
+}
+
+/// A tuple of `items` that is `Relevant` however many there are: tuples of at most eight
+/// (the largest the runtime implements `Relevant` for), nested.
+fn relevant_tuple(items: Vec<TokenStream>) -> TokenStream {
+    if items.len() <= 8 {
+        return quote!((#(#items,)*));
+    }
+    let chunks: Vec<TokenStream> = items.chunks(8).map(|c| relevant_tuple(c.to_vec())).collect();
+    relevant_tuple(chunks)
 }
 
 #[cfg(test)]

@@ -93,6 +93,14 @@ pub fn f32s(shape: &[usize]) -> Value {
     Value::Tensor(values(shape, DType::Float32))
 }
 
+/// [`values`] divided by 8, as a float32 argument: weights small enough that a product of
+/// several of them (attention's scores) does not saturate a softmax.
+pub fn small_f32s(shape: &[usize]) -> Value {
+    let t = values(shape, DType::Float32);
+    let data: Vec<f32> = t.to_vec::<f32>().expect("a float32 tensor").into_iter().map(|v| v / 8.0).collect();
+    Value::Tensor(Tensor::from_dense(Dense::from_vec(data, Shape::new(shape))))
+}
+
 /// [`values`] as an int64 argument.
 pub fn i64s(shape: &[usize]) -> Value {
     Value::Tensor(values(shape, DType::Int64))

@@ -183,6 +183,7 @@ pub(crate) fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place
         }
         ("int", v) if v.as_int() == inner.as_i64() => Ok(()),
         ("bool", Value::Bool(b)) if Some(*b) == inner.as_bool() => Ok(()),
+        ("none", Value::None) => Ok(()),
         ("float", v) => match v.as_f64() {
             Some(g) if (g - number(inner)).abs() <= 1e-6 + 1e-5 * number(inner).abs() => Ok(()),
             _ => Err(format!("{v}, expected {}", number(inner))),

@@ -177,6 +177,10 @@ fn run_jvp(case: &Json, jvp: &Json, tol: Option<f64>, place: Place) -> Result<()
     let (args, kwargs, _) = marked(case, place, |t, i| forward_ad::make_dual(&t.detach()?, &tangents[i]))?;
     let out = call(case, &args, &kwargs).map_err(|e| format!("jvp forward: {e}"))?;
     let check = |i: usize, want: &Json, out: &Value| -> Result<(), String> {
+        // An output that is None (attention without its weights) has no tangent.
+        if want.is_null() && matches!(out, Value::None) {
+            return Ok(());
+        }
         let Value::Tensor(out) = out else { return Err(format!("jvp output {i} is not a tensor")) };
         let tangent = forward_ad::unpack_dual(out).map_err(|e| e.to_string())?.tangent;
         if want.is_null() {

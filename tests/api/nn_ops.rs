@@ -345,3 +345,48 @@ fn interpolate_matches_pytorch() {
     assert!(error(Some([2, 2].into()), None, "nearest", Some(true)).contains("align_corners option can only be set"));
     assert!(error(Some([2, 2].into()), None, "bicubic", None).contains("bicubic"));
 }
+
+/// `multi_head_attention_forward`'s argument errors: heads that do not divide the embedding
+/// (PyTorch's assertion), a wrong embedding size, and `static_k`, which torchfn does not take.
+#[test]
+fn multi_head_attention_refuses_bad_arguments() {
+    let x = torchfn::zeros([3, 2, 4], None, None).unwrap();
+    let (w, b) = (torchfn::zeros([12, 4], None, None).unwrap(), torchfn::zeros([12], None, None).unwrap());
+    let ow = torchfn::zeros([4, 4], None, None).unwrap();
+    let call = |embed: i64, heads: i64, static_k: Option<&Tensor>| {
+        F::multi_head_attention_forward(
+            &x,
+            &x,
+            &x,
+            embed,
+            heads,
+            Some(&w),
+            Some(&b),
+            None,
+            None,
+            false,
+            0.0,
+            &ow,
+            None,
+            true,
+            None,
+            true,
+            None,
+            false,
+            None,
+            None,
+            None,
+            static_k,
+            None,
+            true,
+            false,
+        )
+    };
+    let err = call(4, 3, None).unwrap_err();
+    assert!(err.to_string().contains("embed_dim 4 not divisible by num_heads 3"), "{err}");
+    let err = call(8, 2, None).unwrap_err();
+    assert!(err.to_string().contains("was expecting embedding dimension of 8, but got 4"), "{err}");
+    assert_eq!(call(4, 2, Some(&x)).unwrap_err().kind(), torchfn::ErrorKind::NotImplemented);
+    let (out, weights) = call(4, 2, None).unwrap();
+    assert_eq!((out.shape().unwrap(), weights.unwrap().shape().unwrap()), ([3, 2, 4].into(), [2, 3, 3].into()));
+}

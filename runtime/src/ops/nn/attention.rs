@@ -8,9 +8,11 @@ use crate::ops::device::device_of;
 use crate::ops::linalg::{product, transposed};
 use crate::primitive;
 use crate::tensor::{DType, Scalar, Shape, Tensor, broadcast_shapes};
-use crate::testing::{bools, f32s, sample};
+use crate::testing::{bools, f32s, sample, small_f32s};
 use crate::torch_function;
 use crate::value::Value;
+
+use super::functional as F;
 
 /// The `[l, s]` bool mask of causal attention: position `i` of the query sees positions
 /// `0..=i` of the key (`torch.ones(l, s).tril()`).
@@ -48,7 +50,7 @@ fn safe_softmax(scores: &Tensor, dtype: DType) -> Result<Tensor> {
 ///   `-inf`; a bool `attn_mask` masks out (sets to `-inf`) where it is `false`, a floating-point
 ///   one is added; either must broadcast to `[..., L, S]`;
 /// - softmax over the last dimension (a row masked out entirely gives zeros, as in PyTorch);
-/// - dropout with probability `dropout_p` (drawn as [`dropout`](super::dropout()) draws; with
+/// - dropout with probability `dropout_p` (drawn as [`dropout`](F::dropout()) draws; with
 ///   `dropout_p = 0` nothing is random);
 /// - the weights `@ value`, `[..., L, Ev]`.
 ///
@@ -175,6 +177,294 @@ pub fn scaled_dot_product_attention(
     product(FUNC, ("attn_weight", &weights), ("value", value), false)
 }
 
+/// A boolean or float attention mask as the float mask that is added to the scores
+/// (PyTorch's `_canonical_mask`): `-inf` where a boolean mask is true (masked out), 0
+/// elsewhere; a float mask as it is. `None` stays `None`.
+fn additive_mask(func: &str, name: &str, mask: Option<&Tensor>, dtype: DType) -> Result<Option<Tensor>> {
+    let Some(mask) = mask else { return Ok(None) };
+    let m = mask.data(func, name)?.dtype;
+    if m == DType::Bool {
+        let zeros = crate::zeros_like(mask, Some(dtype))?;
+        return Ok(Some(zeros.masked_fill(mask, &Tensor::scalar(f64::NEG_INFINITY))?));
+    }
+    if !m.is_floating_point() {
+        bail!(Runtime, "{func}(): only bool and floating types of {name} are supported");
+    }
+    Ok(Some(mask.clone()))
+}
+
+/// `t` with one more position of zeros at the end of its last dimension (the attention masks'
+/// column for `bias_k` and `add_zero_attn`'s extra key).
+fn one_more_column(t: &Tensor) -> Result<Tensor> {
+    let shape = t.shape()?;
+    let mut column: Vec<usize> = shape.to_vec();
+    *column.last_mut().expect("a mask has dimensions") = 1;
+    crate::cat(&[t.clone(), crate::zeros(column, Some(t.dtype()?), Some(t.device()?))?], -1)
+}
+
+/// Multi-head attention (`torch.nn.functional.multi_head_attention_forward`, what
+/// `nn.MultiheadAttention` calls), as PyTorch's Python implementation computes it: `query`
+/// `[L, N, E]`, `key` and `value` `[S, N, E]` (or unbatched `[L, E]`, `[S, E]`) projected by
+/// `in_proj_weight` `[3E, E]` (or by `q_proj_weight`, `k_proj_weight`, `v_proj_weight` with
+/// `use_separate_proj_weight`) and `in_proj_bias`, split into `num_heads` heads, scaled dot
+/// products masked by `attn_mask` (`[L, S]` or `[N * num_heads, L, S]`; true or `-inf` masks
+/// out) and `key_padding_mask` (`[N, S]`), softmax, dropout (`dropout_p` while `training`),
+/// and the output projection. `bias_k` and `bias_v` (`[1, 1, E]`) append a learned key and
+/// value, `add_zero_attn` a zero one. Returns the output `[L, N, E]` and, with
+/// `need_weights`, the attention weights `[N, L, S]` averaged over the heads
+/// (`average_attn_weights`) or `[N, num_heads, L, S]`. `is_causal` is a hint that `attn_mask`
+/// is the causal mask (required with it). `static_k` and `static_v` are not supported (a
+/// `NotImplementedError`).
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// let x = torchfn::randn([3, 2, 4], None, None, None)?; // L = 3, N = 2, E = 4
+/// let (w, b) = (torchfn::randn([12, 4], None, None, None)?, torchfn::zeros([12], None, None)?);
+/// let (ow, ob) = (torchfn::randn([4, 4], None, None, None)?, torchfn::zeros([4], None, None)?);
+/// let (out, weights) = F::multi_head_attention_forward(
+///     &x, &x, &x, 4, 2, Some(&w), Some(&b), None, None, false, 0.0, &ow, Some(&ob),
+///     true, None, true, None, false, None, None, None, None, None, true, false,
+/// )?;
+/// assert_eq!(out.shape()?, [3, 2, 4]);
+/// assert_eq!(weights.unwrap().shape()?, [2, 3, 3]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn multi_head_attention_forward(
+    query: &Tensor,
+    key: &Tensor,
+    value: &Tensor,
+    embed_dim_to_check: i64,
+    num_heads: i64,
+    in_proj_weight: Option<&Tensor>,
+    in_proj_bias: Option<&Tensor>,
+    bias_k: Option<&Tensor>,
+    bias_v: Option<&Tensor>,
+    add_zero_attn: bool,
+    dropout_p: f64,
+    out_proj_weight: &Tensor,
+    out_proj_bias: Option<&Tensor>,
+    #[default(true)] training: bool,
+    #[default(None)] key_padding_mask: Option<&Tensor>,
+    #[default(true)] need_weights: bool,
+    #[default(None)] attn_mask: Option<&Tensor>,
+    #[default(false)] use_separate_proj_weight: bool,
+    #[default(None)] q_proj_weight: Option<&Tensor>,
+    #[default(None)] k_proj_weight: Option<&Tensor>,
+    #[default(None)] v_proj_weight: Option<&Tensor>,
+    #[default(None)] static_k: Option<&Tensor>,
+    #[default(None)] static_v: Option<&Tensor>,
+    #[default(true)] average_attn_weights: bool,
+    #[default(false)] is_causal: bool,
+) -> Result<(Tensor, Option<Tensor>)> {
+    const FUNC: &str = "multi_head_attention_forward";
+    if static_k.is_some() || static_v.is_some() {
+        bail!(NotImplemented, "{FUNC}(): static_k and static_v are not supported");
+    }
+    let qs = query.data(FUNC, "query")?.layout.shape.clone();
+    let batched = match qs.len() {
+        3 => true,
+        2 => false,
+        n => bail!(
+            Runtime,
+            "{FUNC}(): query should be unbatched 2D or batched 3D tensor but received {n}-D query tensor"
+        ),
+    };
+    for (name, t) in [("key", key), ("value", value)] {
+        if t.data(FUNC, name)?.layout.ndim() != qs.len() {
+            bail!(
+                Runtime,
+                "{FUNC}(): For {} 3-D query, expected {name} to be {}-D, but found {}-D tensor",
+                if batched { "batched (3-D)" } else { "unbatched (2-D)" },
+                qs.len(),
+                t.data(FUNC, name)?.layout.ndim()
+            );
+        }
+    }
+    let dtype = query.dtype()?;
+    let mut key_padding_mask = additive_mask(FUNC, "key_padding_mask", key_padding_mask, dtype)?;
+    let mut attn_mask = additive_mask(FUNC, "attn_mask", attn_mask, dtype)?;
+    if is_causal && attn_mask.is_none() {
+        bail!(
+            Runtime,
+            "{FUNC}(): Need attn_mask if specifying the is_causal hint. You may use the Transformer module method \
+             `generate_square_subsequent_mask` to create this mask."
+        );
+    }
+    // The causal hint lets the fused path build the mask itself, when nothing else masks.
+    let is_causal = is_causal && key_padding_mask.is_none() && !need_weights;
+    if is_causal {
+        attn_mask = None;
+    }
+    // Unbatched: a batch of one.
+    let (query, key, value) = if batched {
+        (query.clone(), key.clone(), value.clone())
+    } else {
+        key_padding_mask = key_padding_mask.map(|m| m.unsqueeze(0)).transpose()?;
+        (query.unsqueeze(1)?, key.unsqueeze(1)?, value.unsqueeze(1)?)
+    };
+    let (tgt_len, bsz, embed_dim) = {
+        let s = query.shape()?;
+        (s[0], s[1], s[2])
+    };
+    if i64::try_from(embed_dim).ok() != Some(embed_dim_to_check) {
+        bail!(Runtime, "{FUNC}(): was expecting embedding dimension of {embed_dim_to_check}, but got {embed_dim}");
+    }
+    let heads = usize::try_from(num_heads).ok().filter(|&h| h > 0 && embed_dim % h == 0);
+    let Some(heads) = heads else {
+        bail!(Runtime, "{FUNC}(): embed_dim {embed_dim} not divisible by num_heads {num_heads}");
+    };
+    let head_dim = embed_dim / heads;
+    if key.shape()? != value.shape()? {
+        bail!(Runtime, "{FUNC}(): key shape {:?} does not match value shape {:?}", key.shape()?, value.shape()?);
+    }
+    // The input projections.
+    let biases: [Option<Tensor>; 3] = match in_proj_bias {
+        Some(b) => {
+            let parts = b.chunk(3, 0)?;
+            [Some(parts[0].clone()), Some(parts[1].clone()), Some(parts[2].clone())]
+        }
+        None => [None, None, None],
+    };
+    let weights: [Tensor; 3] = if use_separate_proj_weight {
+        let named =
+            [("q_proj_weight", q_proj_weight), ("k_proj_weight", k_proj_weight), ("v_proj_weight", v_proj_weight)];
+        let mut out = Vec::new();
+        for (name, w) in named {
+            match w {
+                Some(w) => out.push(w.clone()),
+                None => bail!(Runtime, "{FUNC}(): use_separate_proj_weight is True but {name} is None"),
+            }
+        }
+        [out[0].clone(), out[1].clone(), out[2].clone()]
+    } else {
+        let Some(w) = in_proj_weight else {
+            bail!(Runtime, "{FUNC}(): use_separate_proj_weight is False but in_proj_weight is None");
+        };
+        let parts = w.chunk(3, 0)?;
+        [parts[0].clone(), parts[1].clone(), parts[2].clone()]
+    };
+    let q = F::linear(&query, &weights[0], biases[0].as_ref())?;
+    let mut k = F::linear(&key, &weights[1], biases[1].as_ref())?;
+    let mut v = F::linear(&value, &weights[2], biases[2].as_ref())?;
+    // A 2-D mask is one for every batch and head.
+    if let Some(m) = &attn_mask {
+        let s = m.shape()?;
+        let src_len = key.shape()?[0];
+        attn_mask = Some(match s.len() {
+            2 if s[..] == [tgt_len, src_len] => m.unsqueeze(0)?,
+            3 if s[..] == [bsz * heads, tgt_len, src_len] => m.clone(),
+            2 | 3 => bail!(
+                Runtime,
+                "{FUNC}(): The shape of the {}D attn_mask is {:?}, but should be {:?}.",
+                s.len(),
+                &s[..],
+                if s.len() == 2 { vec![tgt_len, src_len] } else { vec![bsz * heads, tgt_len, src_len] }
+            ),
+            n => bail!(Runtime, "{FUNC}(): attn_mask's dimension {n} is not supported"),
+        });
+    }
+    // bias_k and bias_v: one more key and value.
+    match (bias_k, bias_v) {
+        (Some(bk), Some(bv)) => {
+            k = crate::cat(&[k, bk.repeat(vec![1, bsz as i64, 1])?], 0)?;
+            v = crate::cat(&[v, bv.repeat(vec![1, bsz as i64, 1])?], 0)?;
+            attn_mask = attn_mask.as_ref().map(one_more_column).transpose()?;
+            key_padding_mask = key_padding_mask.as_ref().map(one_more_column).transpose()?;
+        }
+        (None, None) => {}
+        _ => bail!(Runtime, "{FUNC}(): bias_k and bias_v must both be given or both be None"),
+    }
+    // Heads: [L, N, E] -> [N * heads, L, head_dim].
+    let split = |t: &Tensor| -> Result<Tensor> {
+        let len = t.shape()?[0] as i64;
+        t.reshape(&[len, (bsz * heads) as i64, head_dim as i64])?.transpose(0, 1)
+    };
+    let q = split(&q)?;
+    let (mut k, mut v) = (split(&k)?, split(&v)?);
+    if add_zero_attn {
+        let zero = |t: &Tensor| -> Result<Tensor> {
+            crate::cat(&[t.clone(), crate::zeros([bsz * heads, 1, head_dim], Some(dtype), Some(t.device()?))?], 1)
+        };
+        (k, v) = (zero(&k)?, zero(&v)?);
+        attn_mask = attn_mask.as_ref().map(one_more_column).transpose()?;
+        key_padding_mask = key_padding_mask.as_ref().map(one_more_column).transpose()?;
+    }
+    let src_len = k.shape()?[1];
+    if let Some(m) = key_padding_mask {
+        if m.shape()?[..] != [bsz, src_len] {
+            bail!(
+                Runtime,
+                "{FUNC}(): expecting key_padding_mask shape of {:?}, but got {:?}",
+                [bsz, src_len],
+                m.shape()?
+            );
+        }
+        let per_head = m
+            .view(vec![bsz as i64, 1, 1, src_len as i64])?
+            .expand(vec![-1, heads as i64, -1, -1])?
+            .reshape(&[(bsz * heads) as i64, 1, src_len as i64])?;
+        attn_mask = Some(match attn_mask {
+            None => per_head,
+            Some(a) => a.add(&per_head, 1)?,
+        });
+    }
+    let dropout_p = if training { dropout_p } else { 0.0 };
+    let out_proj = |attn: Tensor| -> Result<Tensor> {
+        let flat = F::linear(&attn, out_proj_weight, out_proj_bias)?;
+        flat.view(vec![tgt_len as i64, bsz as i64, embed_dim as i64])
+    };
+    if need_weights {
+        let scaled = q.mul(&Tensor::scalar((1.0 / head_dim as f64).sqrt()))?;
+        let scores = match &attn_mask {
+            Some(m) => crate::baddbmm(m, &scaled, &k.transpose(-2, -1)?, 1, 1)?,
+            None => crate::bmm(&scaled, &k.transpose(-2, -1)?)?,
+        };
+        let mut weights = F::softmax(&scores, -1, 3, None)?;
+        if dropout_p > 0.0 {
+            weights = F::dropout(&weights, dropout_p, true, false)?;
+        }
+        let attn = crate::bmm(&weights, &v)?; // [N * heads, L, head_dim]
+        let attn = attn.transpose(0, 1)?.contiguous()?.view(vec![(tgt_len * bsz) as i64, embed_dim as i64])?;
+        let mut out = out_proj(attn)?;
+        let mut weights = weights.view(vec![bsz as i64, heads as i64, tgt_len as i64, src_len as i64])?;
+        if average_attn_weights {
+            weights = weights.mean_dim(1, false)?;
+        }
+        if !batched {
+            out = out.squeeze_dim(1)?;
+            weights = weights.squeeze_dim(0)?;
+        }
+        return Ok((out, Some(weights)));
+    }
+    // Without the weights: the fused attention over [N, heads, L, head_dim].
+    let attn_mask = match attn_mask {
+        Some(m) if m.shape()?[0] == 1 && m.shape()?.len() == 3 => Some(m.unsqueeze(0)?),
+        Some(m) => Some(m.view(vec![bsz as i64, heads as i64, -1, src_len as i64])?),
+        None => None,
+    };
+    let per_batch = |t: &Tensor| -> Result<Tensor> {
+        let len = t.shape()?[1] as i64;
+        t.view(vec![bsz as i64, heads as i64, len, head_dim as i64])
+    };
+    let attn = scaled_dot_product_attention(
+        &per_batch(&q)?,
+        &per_batch(&k)?,
+        &per_batch(&v)?,
+        attn_mask.as_ref(),
+        dropout_p,
+        is_causal,
+        None,
+    )?;
+    let attn = attn.permute(vec![2, 0, 1, 3])?.contiguous()?.view(vec![(bsz * tgt_len) as i64, embed_dim as i64])?;
+    let mut out = out_proj(attn)?;
+    if !batched {
+        out = out.squeeze_dim(1)?;
+    }
+    Ok((out, None))
+}
+
 crate::samples! {
     SCALED_DOT_PRODUCT_ATTENTION => [
         sample([f32s(&[2, 3, 4]), f32s(&[2, 5, 4]), f32s(&[2, 5, 2])]),
@@ -185,4 +475,29 @@ crate::samples! {
         sample([f32s(&[2, 3, 2]), f32s(&[2, 3, 2]), f32s(&[2, 3, 2])]).kw("attn_mask", Value::Tensor(
             Tensor::from_vec(vec![true, false, true, false, false, false, true, true, false], [3, 3]).expect("a 3 x 3 mask"))),
     ],
+    MULTI_HEAD_ATTENTION_FORWARD => [
+        attention_sample(&[3, 2, 4], &[5, 2, 4]),
+        attention_sample(&[3, 2, 4], &[3, 2, 4]).kw("need_weights", false).kw("key_padding_mask", bools(&[2, 3])),
+        attention_sample(&[3, 4], &[3, 4]).kw("attn_mask", f32s(&[3, 3])).kw("average_attn_weights", false),
+    ],
+}
+
+/// A `multi_head_attention_forward` sample: query and key/value shapes, embedding 4 in 2 heads,
+/// packed projections with biases.
+fn attention_sample(query: &[usize], key: &[usize]) -> crate::testing::Sample {
+    sample([
+        f32s(query),
+        f32s(key),
+        f32s(key),
+        Value::Int(4),
+        Value::Int(2),
+        small_f32s(&[12, 4]),
+        small_f32s(&[12]),
+        Value::None,
+        Value::None,
+        Value::Bool(false),
+        Value::Float(0.0),
+        small_f32s(&[4, 4]),
+        small_f32s(&[4]),
+    ])
 }

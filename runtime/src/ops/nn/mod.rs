@@ -33,7 +33,10 @@ pub mod functional {
         leaky_relu, log_softmax, relu, silu, softmax,
     };
     pub use super::adaptive::{ADAPTIVE_AVG_POOL2D, adaptive_avg_pool2d};
-    pub use super::attention::{SCALED_DOT_PRODUCT_ATTENTION, scaled_dot_product_attention};
+    pub use super::attention::{
+        MULTI_HEAD_ATTENTION_FORWARD, SCALED_DOT_PRODUCT_ATTENTION, multi_head_attention_forward,
+        scaled_dot_product_attention,
+    };
     pub use super::conv::{
         AVG_POOL2D, CONV_TRANSPOSE2D, CONV1D, CONV2D, MAX_POOL2D, MAX_POOL2D_WITH_INDICES, avg_pool2d,
         conv_transpose2d, conv1d, conv2d, max_pool2d, max_pool2d_with_indices,
