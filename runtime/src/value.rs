@@ -563,23 +563,33 @@ impl<T: FromValue> FromValue for Vec<T> {
     }
 }
 
-impl<A: ToValue, B: ToValue> ToValue for (A, B) {
-    fn to_value(&self) -> Value {
-        Value::Tuple(vec![self.0.to_value(), self.1.to_value()])
-    }
+/// Tuples of values convert item by item (the results of `max(dim)`, attention, `lstm`).
+macro_rules! tuple_value {
+    ($($t:ident $v:ident),+) => {
+        impl<$($t: ToValue),+> ToValue for ($($t,)+) {
+            fn to_value(&self) -> Value {
+                let ($($v,)+) = self;
+                Value::Tuple(vec![$($v.to_value()),+])
+            }
+        }
+
+        impl<$($t: FromValue),+> FromValue for ($($t,)+) {
+            fn type_name() -> String {
+                let names: Vec<String> = vec![$($t::type_name()),+];
+                format!("tuple of ({})", names.join(", "))
+            }
+            fn from_value(value: &Value) -> Option<Self> {
+                match value.as_slice()? {
+                    [$($v),+] => Some(($($t::from_value($v)?,)+)),
+                    _ => None,
+                }
+            }
+        }
+    };
 }
 
-impl<A: FromValue, B: FromValue> FromValue for (A, B) {
-    fn type_name() -> String {
-        format!("tuple of ({}, {})", A::type_name(), B::type_name())
-    }
-    fn from_value(value: &Value) -> Option<Self> {
-        match value.as_slice()? {
-            [a, b] => Some((A::from_value(a)?, B::from_value(b)?)),
-            _ => None,
-        }
-    }
-}
+tuple_value!(A a, B b);
+tuple_value!(A a, B b, C c);
 
 /// Conversions for plain values that carry no tensors: `ToValue`, `FromValue`, `From` for
 /// `Value`, `Arg` (the parameter is its own owned form) and an empty `Relevant`.

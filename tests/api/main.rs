@@ -26,6 +26,7 @@ mod interop;
 mod macros;
 mod meta;
 mod modes;
+mod module_golden;
 mod module_hooks;
 mod modules;
 mod nn;

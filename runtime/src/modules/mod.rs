@@ -5,7 +5,9 @@ mod hooks;
 pub mod init;
 mod layers;
 mod module;
+mod recurrent;
 mod state_dict;
+mod transformer;
 
 pub use hooks::{
     BackwardHook, BackwardPreHook, ForwardHook, ForwardPreHook, ModuleHooks, ModuleIo, RemovableHandle, call_module,
@@ -23,4 +25,6 @@ pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
 pub use module::layer_probe as __layer_probe;
 pub(crate) use module::replace_tensors;
 pub use module::{Buffer, Module, ModuleField, Parameter, ParameterClass, Training, Visitor, VisitorMut};
+pub use recurrent::{GRU, LSTM};
 pub use state_dict::{IncompatibleKeys, StateDict};
+pub use transformer::{Activation, MultiheadAttention, TransformerEncoder, TransformerEncoderLayer};

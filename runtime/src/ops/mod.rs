@@ -75,6 +75,7 @@ pub use math_inplace::{
     cos_out, erf_out, exp_out, expm1_out, log_out, log1p_out, reciprocal_out, rsqrt_out, sigmoid_out, sin_out,
     sqrt_out, tan_out, tanh_out,
 };
+pub use nn::recurrent::{GRU, LSTM, gru, lstm};
 pub use operators::operator;
 pub use random::{
     RAND, RAND_LIKE, RANDINT, RANDN, RANDN_LIKE, rand, rand_like, randint, randint_range, randn, randn_like,

@@ -316,8 +316,11 @@ pub fn multi_head_attention_forward(
         bail!(Runtime, "{FUNC}(): embed_dim {embed_dim} not divisible by num_heads {num_heads}");
     };
     let head_dim = embed_dim / heads;
-    if key.shape()? != value.shape()? {
-        bail!(Runtime, "{FUNC}(): key shape {:?} does not match value shape {:?}", key.shape()?, value.shape()?);
+    // Separate projections take keys and values of their own widths.
+    let (ks, vs) = (key.shape()?, value.shape()?);
+    let compared = if use_separate_proj_weight { 2 } else { ks.len() };
+    if ks[..compared.min(ks.len())] != vs[..compared.min(vs.len())] {
+        bail!(Runtime, "{FUNC}(): key shape {ks:?} does not match value shape {vs:?}");
     }
     // The input projections.
     let biases: [Option<Tensor>; 3] = match in_proj_bias {

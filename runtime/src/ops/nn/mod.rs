@@ -11,6 +11,7 @@ mod layers;
 mod loss;
 mod norm;
 mod pad;
+pub(crate) mod recurrent;
 
 pub use crate::modules::*;
 pub use torchfn_macros::Module;
