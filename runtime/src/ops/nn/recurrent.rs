@@ -1,8 +1,9 @@
 //! Recurrent networks: `torch.lstm` and `torch.gru` (what `nn.LSTM` and `nn.GRU` call), over
-//! layers and directions, with PyTorch's gate order and formulas. Each layer's input
-//! projection is one matrix product over the whole sequence; each step adds the hidden
-//! state's product and applies the cell, so gradients and the other transforms come from the
-//! operations'.
+//! layers and directions, with PyTorch's gate order and formulas, composed of operations so
+//! that gradients and the other transforms come from theirs. The sequence is a list of steps:
+//! each layer hands its steps' outputs to the next as they are, and each step projects its own
+//! input, because a step cut from one tensor would give every step's gradient that tensor's
+//! full size (a view's backward), quadratic in the sequence's length.
 
 use crate::error::{Result, bail};
 use crate::tensor::Tensor;
@@ -64,21 +65,21 @@ fn affine(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     }
 }
 
-/// One direction of one layer over `projected` (the input's projection, `[T, N, G * H]`) from
-/// the states `h` (and `c` for an LSTM): the outputs in time order and the final states.
+/// One direction of one layer over the steps `xs` (`[N, I]` each) from the states `h` (and `c`
+/// for an LSTM): each step's output in time order and the final states.
 fn run_direction(
     cell: Cell,
-    projected: &Tensor,
+    xs: &[Tensor],
     w: &Weights<'_>,
     mut h: Tensor,
     mut c: Option<Tensor>,
     reverse: bool,
-) -> Result<(Tensor, Tensor, Option<Tensor>)> {
-    let steps = projected.shape()?[0];
-    let mut outputs = Vec::with_capacity(steps);
-    let order: Box<dyn Iterator<Item = usize>> = if reverse { Box::new((0..steps).rev()) } else { Box::new(0..steps) };
-    for t in order {
-        let x = projected.select(0, t as i64)?;
+) -> Result<(Vec<Tensor>, Tensor, Option<Tensor>)> {
+    let mut outputs = Vec::with_capacity(xs.len());
+    let order: Box<dyn Iterator<Item = &Tensor>> =
+        if reverse { Box::new(xs.iter().rev()) } else { Box::new(xs.iter()) };
+    for x in order {
+        let x = affine(x, w.ih, w.b_ih)?;
         let hidden = affine(&h, w.hh, w.b_hh)?;
         match cell {
             Cell::Lstm => {
@@ -104,7 +105,7 @@ fn run_direction(
     if reverse {
         outputs.reverse();
     }
-    Ok((crate::stack(&outputs, 0)?, h, c))
+    Ok((outputs, h, c))
 }
 
 /// The body of `torch.lstm` and `torch.gru`: the output and the final hidden (and cell) states.
@@ -141,7 +142,7 @@ fn recurrent(
         bail!(Value, "{func}(): dropout should be a number in range [0, 1], got {}", s.dropout);
     }
     // Sequence first, batched.
-    let mut x = if !batched {
+    let x = if !batched {
         input.unsqueeze(1)?
     } else if s.batch_first {
         input.transpose(0, 1)?
@@ -162,10 +163,13 @@ fn recurrent(
             );
         }
     }
+    let mut steps = x.unbind(0)?;
+    let mut width = x.shape()?[2];
     let (mut finals_h, mut finals_c) = (Vec::new(), Vec::new());
     for layer in 0..layers {
         if layer > 0 && s.dropout > 0.0 && s.train {
-            x = super::functional::dropout(&x, s.dropout, true, false)?;
+            steps =
+                steps.iter().map(|x| super::functional::dropout(x, s.dropout, true, false)).collect::<Result<_>>()?;
         }
         let mut outputs = Vec::with_capacity(directions);
         for direction in 0..directions {
@@ -175,7 +179,7 @@ fn recurrent(
                 Weights { ih: &p[0], hh: &p[1], b_ih: s.has_biases.then(|| &p[2]), b_hh: s.has_biases.then(|| &p[3]) };
             let rows = s.cell.gates() * hidden;
             let expected: [(&str, &Tensor, Vec<usize>); 2] =
-                [("weight_ih", w.ih, vec![rows, x.shape()?[2]]), ("weight_hh", w.hh, vec![rows, hidden])];
+                [("weight_ih", w.ih, vec![rows, width]), ("weight_hh", w.hh, vec![rows, hidden])];
             let biases = [("bias_ih", w.b_ih), ("bias_hh", w.b_hh)];
             let biases = biases.into_iter().filter_map(|(name, b)| b.map(|b| (name, b, vec![rows])));
             for (name, t, want) in expected.into_iter().chain(biases) {
@@ -187,16 +191,23 @@ fn recurrent(
                     );
                 }
             }
-            let projected = affine(&x, w.ih, w.b_ih)?;
             let h0 = hx[0].select(0, k as i64)?;
             let c0 = hx.get(1).map(|c| c.select(0, k as i64)).transpose()?;
-            let (out, h, c) = run_direction(s.cell, &projected, &w, h0, c0, direction == 1)?;
+            let (out, h, c) = run_direction(s.cell, &steps, &w, h0, c0, direction == 1)?;
             outputs.push(out);
             finals_h.push(h);
             finals_c.extend(c);
         }
-        x = if directions == 1 { outputs.remove(0) } else { crate::cat(&outputs, -1)? };
+        // Each step's output: both directions' side by side.
+        steps = if directions == 1 {
+            outputs.remove(0)
+        } else {
+            let (forward, backward) = (&outputs[0], &outputs[1]);
+            forward.iter().zip(backward).map(|(f, b)| crate::cat(&[f.clone(), b.clone()], -1)).collect::<Result<_>>()?
+        };
+        width = hidden * directions;
     }
+    let x = crate::stack(&steps, 0)?;
     let mut output = x;
     let mut h_n = crate::stack(&finals_h, 0)?;
     let mut c_n = if finals_c.is_empty() { None } else { Some(crate::stack(&finals_c, 0)?) };

@@ -1,0 +1,51 @@
+"""PyTorch 2.15's times for `cargo bench --bench layers`, measured the same way (the mean of
+repeated calls after warm-up, 2 threads), printed as JSON in milliseconds:
+
+    python bench/pytorch_layers.py > /tmp/pytorch_layers.json
+    TORCHFN_PYTORCH_LAYERS=/tmp/pytorch_layers.json cargo bench --bench layers
+
+Run it in the same sitting as the bench: the machines are noisy.
+"""
+import json
+import time
+
+import torch
+import torch.nn.functional as F
+
+torch.set_num_threads(2)
+torch.manual_seed(0)
+
+
+def mean_ms(f, repeat):
+    for _ in range(3):
+        f()
+    start = time.perf_counter()
+    for _ in range(repeat):
+        f()
+    return (time.perf_counter() - start) / repeat * 1e3
+
+
+lstm = torch.nn.LSTM(256, 256, batch_first=True)
+x = torch.randn(32, 64, 256, requires_grad=True)
+
+
+def forward_backward():
+    lstm.zero_grad(set_to_none=True)
+    out, _ = lstm(x)
+    out.sum().backward()
+
+
+def forward():
+    with torch.no_grad():
+        lstm(x)
+
+
+v = torch.randn(1_000_000)
+print(json.dumps({
+    "lstm_forward_backward": mean_ms(forward_backward, 20),
+    "lstm_forward": mean_ms(forward, 20),
+    "silu_1e6": mean_ms(lambda: F.silu(v), 200),
+    "hardswish_1e6": mean_ms(lambda: F.hardswish(v), 200),
+    "hardsigmoid_1e6": mean_ms(lambda: F.hardsigmoid(v), 200),
+    "torch": torch.__version__,
+}))

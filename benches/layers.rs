@@ -1,0 +1,77 @@
+//! The layers issue 29 added, at the sizes its speed targets name: `nn.LSTM` forward and
+//! backward on a (batch 32, sequence 64, 256 features and hidden units) input, and the new
+//! elementwise activations (`hardswish`, `hardsigmoid`) beside an existing one (`silu`) on
+//! 1e6 float32 elements.
+//!
+//! `cargo bench --bench layers` runs the criterion benchmarks, then prints a table. PyTorch's
+//! figures come from `bench/pytorch_layers.py`, run in the same sitting (same machine, 2
+//! threads): `python bench/pytorch_layers.py` prints them as JSON; pass that file's path in
+//! `TORCHFN_PYTORCH_LAYERS` to see them beside torchfn's.
+
+mod common;
+use common::mean_ns;
+
+use std::hint::black_box;
+
+use criterion::Criterion;
+use torchfn::nn::functional as F;
+use torchfn::nn::{LSTM, Module};
+use torchfn::prelude::*;
+
+fn benches(c: &mut Criterion) {
+    let mut group = c.benchmark_group("layers");
+    group.sample_size(10);
+    let g = Generator::new().manual_seed(0);
+    let lstm = LSTM::new(256, 256, 1, true, true, 0.0, false, &g).unwrap();
+    let x = torchfn::randn([32, 64, 256], g.clone(), None, None).unwrap().requires_grad_(true).unwrap();
+    group.bench_function("lstm_forward_backward", |b| {
+        b.iter(|| {
+            lstm.zero_grad().unwrap();
+            let (out, _) = lstm.forward(&x, None).unwrap();
+            out.sum().unwrap().backward().unwrap();
+            black_box(&out);
+        })
+    });
+    group.bench_function("lstm_forward", |b| {
+        b.iter(|| {
+            let _guard = torchfn::autograd::no_grad();
+            black_box(lstm.forward(&x, None).unwrap());
+        })
+    });
+    let v = torchfn::randn([1_000_000], g.clone(), None, None).unwrap();
+    group.bench_function("silu_1e6", |b| b.iter(|| black_box(F::silu(&v, false).unwrap())));
+    group.bench_function("hardswish_1e6", |b| b.iter(|| black_box(F::hardswish(&v, false).unwrap())));
+    group.bench_function("hardsigmoid_1e6", |b| b.iter(|| black_box(F::hardsigmoid(&v, false).unwrap())));
+    group.finish();
+}
+
+fn table() {
+    let pytorch: Option<serde_json::Value> = std::env::var("TORCHFN_PYTORCH_LAYERS")
+        .ok()
+        .and_then(|path| std::fs::read_to_string(path).ok())
+        .and_then(|text| serde_json::from_str(&text).ok());
+    println!("\n| measurement | torchfn | PyTorch 2.15 (same sitting) | torchfn / PyTorch time |");
+    println!("|---|---:|---:|---:|");
+    for (id, label) in [
+        ("lstm_forward_backward", "nn.LSTM fwd+bwd (32 x 64 x 256, hidden 256)"),
+        ("lstm_forward", "nn.LSTM forward, no grad"),
+        ("silu_1e6", "silu, 1e6 float32"),
+        ("hardswish_1e6", "hardswish, 1e6 float32"),
+        ("hardsigmoid_1e6", "hardsigmoid, 1e6 float32"),
+    ] {
+        let ours = mean_ns(&format!("layers/{id}")) / 1e6;
+        let theirs = pytorch.as_ref().and_then(|p| p[id].as_f64());
+        let (theirs_text, ratio) = match theirs {
+            Some(t) => (format!("{t:.3} ms"), format!("{:.2}", ours / t)),
+            None => ("(not given)".to_string(), "".to_string()),
+        };
+        println!("| {label} | {ours:.3} ms | {theirs_text} | {ratio} |");
+    }
+}
+
+fn main() {
+    let mut criterion = Criterion::default().configure_from_args();
+    benches(&mut criterion);
+    criterion.final_summary();
+    table();
+}
