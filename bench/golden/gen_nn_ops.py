@@ -48,10 +48,11 @@ def zeros_or(g, like):
 CASES = []
 
 
-def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=None):
+def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=None, second=True):
     """One case of `name` (PyTorch's qualified name); `wrt` lists the positions (ints) or
     keywords (strs) of the inputs the gradients are taken for; `func` computes it (the named
-    function by default). `ref` computes the same with PyTorch operations that have second
+    function by default). `second=False` records no second-order gradient (at a singular
+    point, where PyTorch's is NaN). `ref` computes the same with PyTorch operations that have second
     and forward-mode derivatives, for a function whose CPU kernel has neither (attention's
     fused kernel): its values and gradients are checked against the function's first."""
     kwargs = dict(kwargs or {})
@@ -104,6 +105,8 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
     vs = [random_like(l) for l in leaves]
     total = sum((g * v).sum() for g, v in zip(grads, vs) if g is not None and g.requires_grad)
     try:
+        if not second:
+            raise RuntimeError("is not implemented: not recorded at a singular point")
         if isinstance(total, torch.Tensor):
             second = torch.autograd.grad(total, leaves, allow_unused=True)
         else:
@@ -341,6 +344,36 @@ a[5] = None
 case(F_MHA, a, k, wrt=[0, "q_proj_weight", "v_proj_weight"])
 a, k = mha(rounded([3, 2, 4]), rounded([3, 2, 4]), attn_mask=rounded([2, 3]))
 error(F_MHA, a, k)
+
+# Norms and distances (issue 29): vector norms of several orders over dims, with a zero slice
+# (PyTorch's zero gradient there); matrix norms; linalg.norm's choices; cdist, coinciding rows.
+LN = "torch.linalg."
+zero_row = torch.cat([rounded([2, 3]), torch.zeros(1, 3, dtype=f64)])
+case(LN + "vector_norm", [zero_row], {"dim": 1}, wrt=[0], second=False)
+case(LN + "vector_norm", [rounded([2, 3])], {"ord": 1}, wrt=[0])
+case(LN + "vector_norm", [rounded([2, 3])], {"ord": float("inf"), "dim": [0], "keepdim": True}, wrt=[0])
+case(LN + "vector_norm", [zero_row], {"ord": 3.0, "dim": -1}, wrt=[0], second=False)
+case(LN + "vector_norm", [rounded([4])], {"ord": 0})
+case(LN + "vector_norm", [rounded([2, 2], torch.float32)], {"dtype": f64})
+error(LN + "vector_norm", [torch.tensor([1, 2])])
+case(LN + "matrix_norm", [rounded([2, 3, 3])], wrt=[0])
+case(LN + "matrix_norm", [rounded([3, 4])], {"ord": 1}, wrt=[0])
+case(LN + "matrix_norm", [rounded([3, 4])], {"ord": float("-inf"), "keepdim": True}, wrt=[0])
+error(LN + "matrix_norm", [rounded([3])])
+case(LN + "norm", [rounded([2, 3])], wrt=[0])
+case(LN + "norm", [rounded([2, 3])], {"ord": float("inf")}, wrt=[0])
+case(LN + "norm", [rounded([2, 3, 2])], {"ord": 3.0, "dim": 1}, wrt=[0])
+case(LN + "norm", [rounded([2, 3, 2])], {"dim": [0, 2]}, wrt=[0])
+def cdist_reference(x1, x2, p=2.0):
+    """cdist by vector_norm of the differences (the cdist kernel has no forward-mode derivative)."""
+    return torch.linalg.vector_norm(x1.unsqueeze(-2) - x2.unsqueeze(-3), ord=p, dim=-1)
+
+
+x1 = rounded([3, 2])
+case("torch.cdist", [x1, torch.cat([x1[:1], rounded([2, 2])])], wrt=[0, 1], ref=cdist_reference, second=False)
+case("torch.cdist", [rounded([2, 3, 2]), rounded([2, 4, 2])], {"p": 1.0}, wrt=[0, 1], ref=cdist_reference)
+case("torch.cdist", [rounded([2, 3]), rounded([4, 3])], {"p": 3.0}, wrt=[0, 1], ref=cdist_reference)
+error("torch.cdist", [rounded([2, 3]), rounded([4, 2])])
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

@@ -673,6 +673,20 @@ impl FromValue for () {
     }
 }
 plain_value!(String, "str", |s| Value::Str(s.clone()), |v| v.as_str().map(str::to_owned));
+plain_value!(
+    crate::ops::NormOrder,
+    "int, float, str or None",
+    |s| match s {
+        crate::ops::NormOrder::Default => Value::None,
+        crate::ops::NormOrder::Number(p) => Value::Float(*p),
+        crate::ops::NormOrder::Name(name) => Value::Str(name.clone()),
+    },
+    |v| match v {
+        Value::None => Some(crate::ops::NormOrder::Default),
+        Value::Str(name) => Some(crate::ops::NormOrder::Name(name.clone())),
+        other => f64::from_value(other).map(crate::ops::NormOrder::Number),
+    }
+);
 plain_value!(DType, "torch.dtype", |s| Value::DType(*s), |v| match v {
     Value::DType(d) => Some(*d),
     _ => None,

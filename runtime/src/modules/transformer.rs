@@ -181,7 +181,7 @@ pub enum Activation {
 /// `dropout2`), so state dicts move between the two.
 ///
 /// ```
-/// use torchfn::nn::{Activation, Forward, TransformerEncoderLayer};
+/// use torchfn::nn::{Activation, Forward, Module, TransformerEncoderLayer};
 /// let layer = TransformerEncoderLayer::new(8, 2, 16, 0.1, Activation::Relu, 1e-5, true, false, true, &torchfn::Generator::new())?;
 /// let x = torchfn::randn([3, 5, 8], None, None, None)?;
 /// assert_eq!(layer.forward(&x)?.shape()?, [3, 5, 8]);

@@ -308,3 +308,48 @@ mod tests {
         assert_eq!(SplitSize::from_value(&sections.to_value()), Some(sections));
     }
 }
+
+/// The order of a norm, as `torch.linalg.norm` and `matrix_norm` take it: a number (`2`,
+/// `f64::INFINITY`...), a name (`"fro"`, `"nuc"`), or none given (Python's `None`: the
+/// function's default).
+///
+/// ```
+/// use torchfn::NormOrder;
+/// assert_eq!(NormOrder::from(1.0), NormOrder::Number(1.0));
+/// assert_eq!(NormOrder::from("fro"), NormOrder::Name("fro".into()));
+/// ```
+#[derive(Clone, Debug, PartialEq, Default)]
+pub enum NormOrder {
+    /// None given.
+    #[default]
+    Default,
+    /// A number: `p`, or ±infinity.
+    Number(f64),
+    /// A named matrix norm: `"fro"` or `"nuc"`.
+    Name(String),
+}
+
+impl From<f64> for NormOrder {
+    fn from(p: f64) -> Self {
+        NormOrder::Number(p)
+    }
+}
+
+impl From<&str> for NormOrder {
+    fn from(name: &str) -> Self {
+        NormOrder::Name(name.to_string())
+    }
+}
+
+impl From<Option<f64>> for NormOrder {
+    fn from(p: Option<f64>) -> Self {
+        p.map_or(NormOrder::Default, NormOrder::Number)
+    }
+}
+
+impl<'a> Arg<'a> for NormOrder {
+    type Owned = NormOrder;
+    fn from_owned(owned: &'a NormOrder) -> NormOrder {
+        owned.clone()
+    }
+}

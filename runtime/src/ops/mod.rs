@@ -15,13 +15,14 @@ pub(crate) mod device;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
 mod join;
-mod linalg;
 mod math;
 mod math_binary;
 mod math_inplace;
 pub mod nn;
+mod norms;
 mod operators;
 mod printing;
+mod products;
 mod properties;
 pub use properties::{IS_COMPLEX, IS_FLOATING_POINT, NUMEL, is_complex, is_floating_point, numel};
 mod random;
@@ -30,7 +31,7 @@ mod shape;
 mod softmax;
 pub(crate) mod view;
 
-pub use args::{FloatList, IntList, SplitSize};
+pub use args::{FloatList, IntList, NormOrder, SplitSize};
 pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
     sub_out,
@@ -58,10 +59,6 @@ pub use join::{
     CAT, CHUNK, CONCAT, CONCATENATE, SPLIT, STACK, UNBIND, cat, cat_out, chunk, concat, concatenate, split, stack,
     unbind,
 };
-pub use linalg::{
-    ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, bmm_out, dot, matmul, matmul_out, mm, mm_out,
-    mv, outer,
-};
 pub use math::{
     ABS, CEIL, COS, ERF, EXP, EXPM1, FLOOR, LOG, LOG1P, RECIPROCAL, RELU, ROUND, RSQRT, SIGMOID, SIGN, SIN, SQRT,
     SQUARE, TAN, TANH, TRUNC, abs, ceil, cos, erf, exp, expm1, floor, log, log1p, reciprocal, relu, round, rsqrt,
@@ -76,6 +73,23 @@ pub use math_inplace::{
     sqrt_out, tan_out, tanh_out,
 };
 pub use nn::recurrent::{GRU, LSTM, gru, lstm};
+pub use norms::{CDIST, cdist};
+pub use products::{
+    ADDMM, BADDBMM, BMM, DOT, MATMUL, MM, MV, OUTER, addmm, baddbmm, bmm, bmm_out, dot, matmul, matmul_out, mm, mm_out,
+    mv, outer,
+};
+
+/// `torch.linalg`: norms, registered as `torchfn.linalg.*` and overridable like every other
+/// operation (the products are at the top level: `matmul`, `mm`...).
+///
+/// ```
+/// let x = torchfn::tensor([3.0f64, 4.0])?;
+/// assert_eq!(torchfn::linalg::vector_norm(&x, 2.0, None::<torchfn::Dims>, false, None)?.item()?.to_f64(), 5.0);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+pub mod linalg {
+    pub use super::norms::{MATRIX_NORM, NORM, VECTOR_NORM, matrix_norm, norm, vector_norm};
+}
 pub use operators::operator;
 pub use random::{
     RAND, RAND_LIKE, RANDINT, RANDN, RANDN_LIKE, rand, rand_like, randint, randint_range, randn, randn_like,

@@ -85,7 +85,7 @@ pub fn adaptive_avg_pool2d(input: &Tensor, output_size: impl Into<IntList>) -> R
     let rows = averaging(oh, h, x.dtype, x.device())?;
     let columns = averaging(ow, w, x.dtype, x.device())?;
     let pooled_rows = primitive::matmul(&rows, input, x.dtype)?; // [.., oh, w]
-    let columns_t = super::super::linalg::transposed(&columns)?; // [w, ow]
+    let columns_t = super::super::products::transposed(&columns)?; // [w, ow]
     primitive::matmul(&pooled_rows, &columns_t, x.dtype)
 }
 

@@ -5,7 +5,7 @@
 use crate::backend::{Binary, Buffer, Reduce};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::ops::linalg::{product, transposed};
+use crate::ops::products::{product, transposed};
 use crate::primitive;
 use crate::tensor::{DType, Scalar, Shape, Tensor, broadcast_shapes};
 use crate::testing::{bools, f32s, sample, small_f32s};

@@ -5,7 +5,7 @@ use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
-use crate::ops::linalg::{product, transposed};
+use crate::ops::products::{product, transposed};
 use crate::primitive;
 use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor, check_broadcast, with_dtype};
 use crate::testing::{f32s, sample};
