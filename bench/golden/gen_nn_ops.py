@@ -64,12 +64,16 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
         entry["tol"] = tol
 
     def with_leaves(make):
-        a, k = [x.clone() if isinstance(x, torch.Tensor) else x for x in args], dict(kwargs)
+        a = [x.clone() if isinstance(x, torch.Tensor) else list(x) if isinstance(x, list) else x for x in args]
+        k = dict(kwargs)
         leaves = []
         for w in wrt:
             if isinstance(w, int):
                 a[w] = make(a[w], len(leaves))
                 leaves.append(a[w])
+            elif isinstance(w, list):  # [argument, item]: a tensor in a list argument
+                a[w[0]][w[1]] = make(a[w[0]][w[1]], len(leaves))
+                leaves.append(a[w[0]][w[1]])
             else:
                 k[w] = make(k[w], len(leaves))
                 leaves.append(k[w])
@@ -374,6 +378,23 @@ case("torch.cdist", [x1, torch.cat([x1[:1], rounded([2, 2])])], wrt=[0, 1], ref=
 case("torch.cdist", [rounded([2, 3, 2]), rounded([2, 4, 2])], {"p": 1.0}, wrt=[0, 1], ref=cdist_reference)
 case("torch.cdist", [rounded([2, 3]), rounded([4, 3])], {"p": 3.0}, wrt=[0, 1], ref=cdist_reference)
 error("torch.cdist", [rounded([2, 3]), rounded([4, 2])])
+
+# einsum (issue 29): products, batched products, outer products, the implicit output, an
+# ellipsis, three operands, traces of a dimension (sums), broadcasting size-one dimensions.
+E = "torch.einsum"
+case(E, ["ij,jk->ik", [rounded([2, 3]), rounded([3, 4])]], wrt=[[1, 0], [1, 1]])
+case(E, ["bij,bjk->bik", [rounded([2, 2, 3]), rounded([2, 3, 2])]], wrt=[[1, 0], [1, 1]])
+case(E, ["i,j", [rounded([3]), rounded([2])]], wrt=[[1, 0], [1, 1]])
+case(E, ["ij,ij", [rounded([2, 3]), rounded([2, 3])]], wrt=[[1, 0], [1, 1]])
+case(E, ["...ij->...ji", [rounded([2, 2, 3])]], wrt=[[1, 0]])
+case(E, ["b...i,bi->b...", [rounded([2, 3, 4, 2]), rounded([2, 2])]], wrt=[[1, 0], [1, 1]])
+case(E, ["ij,jk,kl->il", [rounded([2, 3]), rounded([3, 2]), rounded([2, 2])]], wrt=[[1, 0], [1, 2]])
+case(E, ["ijk->ki", [rounded([2, 3, 4])]], wrt=[[1, 0]])
+case(E, ["bhqd,bhkd->bhqk", [rounded([1, 2, 3, 4]), rounded([1, 2, 5, 4])]], wrt=[[1, 0], [1, 1]])
+case(E, ["ij,kj->ik", [rounded([1, 3]), rounded([4, 3])]], wrt=[[1, 0], [1, 1]])
+error(E, ["ij,jk->ik", [rounded([2, 3]), rounded([4, 4])]])
+error(E, ["ij->k", [rounded([2, 3])]])
+error(E, ["ijk->i", [rounded([2, 3])]])
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

@@ -12,6 +12,7 @@ mod copy;
 pub(crate) mod creation;
 mod default_device;
 pub(crate) mod device;
+mod einsum;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
 mod join;
@@ -51,6 +52,7 @@ pub use creation::{
     arange_range, as_tensor, eye, full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
+pub use einsum::{EINSUM, einsum};
 pub use indexing::{
     FLIP, GATHER, INDEX_PUT, INDEX_SELECT, NONZERO, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, nonzero,
     roll, tril, triu,
