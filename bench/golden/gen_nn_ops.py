@@ -396,6 +396,30 @@ error(E, ["ij,jk->ik", [rounded([2, 3]), rounded([4, 4])]])
 error(E, ["ij->k", [rounded([2, 3])]])
 error(E, ["ijk->i", [rounded([2, 3])]])
 
+# The index family (issue 29): index_add (repeated positions, alpha), index_copy, index_fill
+# (a number, a 0-d tensor that takes a gradient), take_along_dim (broadcasting, flattened),
+# masked_select (a broadcast mask); errors for bad indices and shapes.
+I64 = torch.int64
+case("torch.index_add", [rounded([3, 2]), 0, torch.tensor([0, 2, 0]), rounded([3, 2])], wrt=[0, 3])
+case("torch.index_add", [rounded([2, 4]), 1, torch.tensor([3, 1]), rounded([2, 2])], {"alpha": 2.5}, wrt=[0, 3])
+case("torch.Tensor.index_add", [rounded([4]), 0, torch.tensor([1]), rounded([1])], wrt=[0, 3])
+error("torch.index_add", [rounded([3, 2]), 0, torch.tensor([3]), rounded([1, 2])])
+error("torch.index_add", [rounded([3, 2]), 0, torch.tensor([0]), rounded([1, 3])])
+case("torch.index_copy", [rounded([4, 2]), 0, torch.tensor([3, 0]), rounded([2, 2])], wrt=[0, 3])
+case("torch.index_copy", [rounded([2, 3, 2]), 1, torch.tensor([1]), rounded([2, 1, 2])], wrt=[0, 3])
+case("torch.index_fill", [rounded([2, 3]), 1, torch.tensor([0, 2]), torch.tensor(-1.5, dtype=f64)], wrt=[0, 3])
+case("torch.index_fill", [rounded([3, 2]), 0, torch.tensor([1, 1]), torch.tensor(2.0, dtype=f64)], wrt=[0])
+error("torch.index_fill", [rounded([2, 3]), 1, torch.tensor([[0]]), torch.tensor(0.0, dtype=f64)])
+case("torch.take_along_dim", [rounded([2, 3]), torch.tensor([[2], [0]])], {"dim": 1}, wrt=[0])
+case("torch.take_along_dim", [rounded([2, 3, 2]), torch.tensor([[[1, 0]], [[2, 2]]])], {"dim": 1}, wrt=[0])
+case("torch.take_along_dim", [rounded([2, 3]), torch.tensor([5, 0, 3])], wrt=[0])
+case("torch.take_along_dim", [rounded([1, 3]), torch.tensor([[0, 1], [2, 2]])], {"dim": 1}, wrt=[0])
+error("torch.take_along_dim", [rounded([2, 3]), torch.tensor([1, 0])], {"dim": 1})
+case("torch.masked_select", [rounded([2, 3]), mask([2, 3])], wrt=[0])
+case("torch.masked_select", [rounded([2, 3]), mask([3])], wrt=[0])
+case("torch.masked_select", [rounded([3]), mask([2, 3])], wrt=[0])
+error("torch.masked_select", [rounded([2, 3]), mask([2, 3]).to(I64)])
+
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
 

@@ -13,6 +13,7 @@ pub(crate) mod creation;
 mod default_device;
 pub(crate) mod device;
 mod einsum;
+mod index_family;
 pub(crate) mod indexing;
 pub(crate) mod inplace;
 mod join;
@@ -53,6 +54,10 @@ pub use creation::{
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use einsum::{EINSUM, einsum};
+pub use index_family::{
+    INDEX_ADD, INDEX_COPY, INDEX_FILL, MASKED_SELECT, TAKE_ALONG_DIM, index_add, index_copy, index_fill, masked_select,
+    take_along_dim,
+};
 pub use indexing::{
     FLIP, GATHER, INDEX_PUT, INDEX_SELECT, NONZERO, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, nonzero,
     roll, tril, triu,

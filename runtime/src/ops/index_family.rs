@@ -1,0 +1,314 @@
+//! The index family beyond `gather` and `index_select`: `index_add`, `index_copy` and
+//! `index_fill` (their out-of-place forms), `take_along_dim` and `masked_select`, composed of
+//! `scatter_add`, `gather`, `where` and views, so their gradients are those operations'.
+
+use crate::error::{Result, bail};
+use crate::ops::indexing::out_of_range;
+use crate::primitive;
+use crate::tensor::{DType, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim};
+use crate::testing::{bools, f32s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// The checked arguments of an `index_*` operation: the dimension and the index as a vector.
+struct Along {
+    dim: usize,
+    index: Tensor,
+}
+
+/// Checks `index` (a vector, or one number, of int64 positions within `input`'s dimension
+/// `dim`) and, when given, that `source` has `input`'s shape but for `dim`, where it has one
+/// slice per index.
+fn along(func: &str, input: &Tensor, dim: i64, index: &Tensor, source: Option<&Tensor>) -> Result<Along> {
+    let (shape, idx) = (input.shape()?, index.data(func, "index")?);
+    let d = if shape.is_empty() { normalize_dim(dim, 1, func)? } else { normalize_dim(dim, shape.len(), func)? };
+    if idx.layout.ndim() > 1 {
+        bail!(Runtime, "{func}(): Index is supposed to be a vector, but got a {}-D index", idx.layout.ndim());
+    }
+    if idx.dtype != DType::Int64 && idx.dtype != idx.device().index_dtype() {
+        bail!(Runtime, "{func}(): Expected dtype int64 for index, but got {}", idx.dtype);
+    }
+    let size = shape.get(d).copied().unwrap_or(1);
+    if let Some(bad) = out_of_range(idx, size)? {
+        bail!(Runtime, "{func}(): index {bad} is out of bounds for dimension {d} with size {size}");
+    }
+    let index = if idx.layout.ndim() == 0 { index.reshape(&[1])? } else { index.clone() };
+    if let Some(source) = source {
+        let (s, n) = (source.shape()?, index.shape()?[0]);
+        let want: Vec<usize> = if shape.is_empty() {
+            Vec::new()
+        } else {
+            shape.iter().enumerate().map(|(k, &m)| if k == d { n } else { m }).collect()
+        };
+        if s[..] != want[..] && !(shape.is_empty() && s.len() <= 1 && n == 1) {
+            bail!(
+                Runtime,
+                "{func}(): source {:?} must have the shape of self {:?} but for dimension {d}, where it has the \
+                 index's {n} slices",
+                &s[..],
+                &shape[..]
+            );
+        }
+        if source.dtype()? != input.dtype()? {
+            bail!(
+                Runtime,
+                "{func}(): self ({}) and source ({}) must have the same scalar type",
+                input.dtype()?.scalar_type_name(),
+                source.dtype()?.scalar_type_name()
+            );
+        }
+    }
+    Ok(Along { dim: d, index })
+}
+
+impl Along {
+    /// The index shaped to address `like`'s elements along the dimension (a view, expanded).
+    fn spread_over(&self, like: &Shape) -> Result<Tensor> {
+        if like.is_empty() {
+            return Ok(self.index.clone());
+        }
+        let mut shape: Vec<i64> = vec![1; like.len()];
+        shape[self.dim] = self.index.shape()?[0] as i64;
+        let mut to: Vec<i64> = like.iter().map(|&n| n as i64).collect();
+        to[self.dim] = shape[self.dim];
+        self.index.reshape(&shape)?.expand(to)
+    }
+
+    /// Whether each position of `input`'s dimension is indexed, shaped to broadcast against it.
+    fn mask(&self, input: &Tensor) -> Result<Tensor> {
+        let shape = input.shape()?;
+        let size = shape.get(self.dim).copied().unwrap_or(1);
+        let device = input.device()?;
+        let n = self.index.shape()?[0];
+        let ones = primitive::ones(&Shape::from([n]), DType::Float32, device)?;
+        let counts = primitive::scatter_add(&Shape::from([size]), 0, &self.index, &ones)?;
+        let hit = counts.gt(&Tensor::scalar(0.0))?;
+        let at: Vec<i64> = (0..shape.len()).map(|k| if k == self.dim { size as i64 } else { 1 }).collect();
+        hit.reshape(&at)
+    }
+
+    /// `source`'s slices placed at the indexed positions of a tensor of `input`'s shape (zeros
+    /// elsewhere, repeated positions summed).
+    fn placed(&self, input: &Tensor, source: &Tensor) -> Result<Tensor> {
+        let shape = input.shape()?;
+        if shape.is_empty() {
+            return source.reshape(&[]);
+        }
+        primitive::scatter_add(&shape, self.dim, &self.spread_over(&source.shape()?)?, source)
+    }
+}
+
+/// `input` with `alpha * source` added at the positions `index` names along `dim`
+/// (`torch.index_add`): slice `i` of `source` is added to slice `index[i]` of the result,
+/// repeated indices accumulating. `source` has `input`'s shape but for `dim`, and its dtype.
+///
+/// ```
+/// let x = torchfn::zeros([3, 2], None, None)?;
+/// let src = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0], [5.0, 6.0]])?;
+/// let index = torchfn::tensor([0i64, 2, 0])?;
+/// let y = torchfn::index_add(&x, 0, &index, &src, 1.0)?;
+/// assert_eq!(y.to_vec::<f32>()?, [6.0, 8.0, 0.0, 0.0, 3.0, 4.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn index_add(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    source: &Tensor,
+    #[default(1)] alpha: impl Into<Scalar>,
+) -> Result<Tensor> {
+    index_add_impl(input, dim, index, source, alpha.into())
+}
+
+fn index_add_impl(input: &Tensor, dim: i64, index: &Tensor, source: &Tensor, alpha: Scalar) -> Result<Tensor> {
+    let a = along("index_add", input, dim, index, Some(source))?;
+    let placed = a.placed(input, source)?;
+    input.add(&placed, alpha)
+}
+
+/// `input` with the slices of `source` copied to the positions `index` names along `dim`
+/// (`torch.index_copy`); `index` should not repeat a position (PyTorch leaves which copy wins
+/// undefined; here repeated slices add up). Shapes and dtypes as in [`index_add`].
+///
+/// ```
+/// let x = torchfn::zeros([3], None, None)?;
+/// let y = torchfn::index_copy(&x, 0, &torchfn::tensor([2i64, 0])?, &torchfn::tensor([7.0f32, 9.0])?)?;
+/// assert_eq!(y.to_vec::<f32>()?, [9.0, 0.0, 7.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn index_copy(input: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    index_copy_impl(input, dim, index, source)
+}
+
+fn index_copy_impl(input: &Tensor, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+    let a = along("index_copy", input, dim, index, Some(source))?;
+    crate::r#where(&a.mask(input)?, &a.placed(input, source)?, input)
+}
+
+/// `input` with `value` (a number, or a 0-d tensor that may require grad) at the positions
+/// `index` names along `dim` (`torch.index_fill`).
+///
+/// ```
+/// let x = torchfn::tensor([[1.0f32, 2.0, 3.0], [4.0, 5.0, 6.0]])?;
+/// let y = torchfn::index_fill(&x, 1, &torchfn::tensor([0i64, 2])?, &torchfn::Tensor::scalar(-1.0))?;
+/// assert_eq!(y.to_vec::<f32>()?, [-1.0, 2.0, -1.0, -1.0, 5.0, -1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn index_fill(input: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    index_fill_impl(input, dim, index, value)
+}
+
+fn index_fill_impl(input: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+    let a = along("index_fill", input, dim, index, None)?;
+    if value.shape()?.len() != 0 {
+        bail!(
+            Runtime,
+            "index_fill(): only supports a 0-dimensional value tensor, but got tensor with {} dimension(s)",
+            value.shape()?.len()
+        );
+    }
+    crate::masked_fill(input, &a.mask(input)?, value)
+}
+
+/// The elements of `input` at `indices` along `dim` (`torch.take_along_dim`), the two
+/// broadcasting in every other dimension: `gather` after broadcasting. Without `dim`, both are
+/// flattened first.
+///
+/// ```
+/// let x = torchfn::tensor([[10.0f32, 30.0, 20.0], [60.0, 40.0, 50.0]])?;
+/// let top = torchfn::tensor([[1i64], [0]])?;
+/// assert_eq!(torchfn::take_along_dim(&x, &top, Some(1))?.to_vec::<f32>()?, [30.0, 60.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn take_along_dim(input: &Tensor, indices: &Tensor, #[default(None)] dim: Option<i64>) -> Result<Tensor> {
+    take_along_dim_impl(input, indices, dim)
+}
+
+fn take_along_dim_impl(input: &Tensor, indices: &Tensor, dim: Option<i64>) -> Result<Tensor> {
+    const FUNC: &str = "take_along_dim";
+    let idx = indices.data(FUNC, "indices")?;
+    if idx.dtype != DType::Int64 && idx.dtype != idx.device().index_dtype() {
+        bail!(Runtime, "{FUNC}(): dtype of indices should be Long but got {}", idx.dtype);
+    }
+    let Some(dim) = dim else {
+        return crate::gather(&input.flatten(0, -1)?, 0, &indices.flatten(0, -1)?);
+    };
+    let (xs, is) = (input.shape()?, indices.shape()?);
+    if xs.len() != is.len() {
+        bail!(
+            Runtime,
+            "{FUNC}(): input and indices should have the same number of dimensions, but got {} dimensions for input, \
+             and {} dimensions for indices",
+            xs.len(),
+            is.len()
+        );
+    }
+    let d = normalize_dim(dim, xs.len().max(1), FUNC)?;
+    // Every dimension but `dim` broadcast; `dim` keeps each its own size.
+    let others = |s: &Shape| -> Shape { s.iter().enumerate().map(|(k, &n)| if k == d { 1 } else { n }).collect() };
+    let common = broadcast_shapes(&others(&xs), &others(&is), FUNC)?;
+    let sized = |n: usize| -> Vec<i64> {
+        common.iter().enumerate().map(|(k, &m)| if k == d { n as i64 } else { m as i64 }).collect()
+    };
+    let (xd, id) = (xs.get(d).copied().unwrap_or(1), is.get(d).copied().unwrap_or(1));
+    crate::gather(&input.expand(sized(xd))?, dim, &indices.expand(sized(id))?)
+}
+
+/// The elements of `input` where `mask` (bool, broadcasting with it) is true, in row-major
+/// order, as a 1-D tensor (`torch.masked_select`).
+///
+/// ```
+/// let x = torchfn::tensor([[1.0f32, -2.0], [-3.0, 4.0]])?;
+/// let positive = x.gt(&torchfn::Tensor::scalar(0.0))?;
+/// assert_eq!(torchfn::masked_select(&x, &positive)?.to_vec::<f32>()?, [1.0, 4.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn masked_select(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    masked_select_impl(input, mask)
+}
+
+fn masked_select_impl(input: &Tensor, mask: &Tensor) -> Result<Tensor> {
+    const FUNC: &str = "masked_select";
+    if mask.dtype()? != DType::Bool {
+        bail!(Runtime, "{FUNC}(): expected BoolTensor for mask, but got {}", mask.dtype()?);
+    }
+    let shape = broadcast_shapes(&input.shape()?, &mask.shape()?, FUNC)?;
+    let to: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+    let flat = |t: &Tensor| -> Result<Tensor> { t.expand(to.clone())?.reshape(&[-1]) };
+    let positions = crate::nonzero(&flat(mask)?)?.reshape(&[-1])?;
+    crate::index_select(&flat(input)?, 0, &positions)
+}
+
+impl Tensor {
+    /// `self` with `alpha * source` added at `index` along `dim`: the method form of
+    /// [`index_add`](crate::index_add()).
+    #[torch_function]
+    pub fn index_add(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        source: &Tensor,
+        #[default(1)] alpha: impl Into<Scalar>,
+    ) -> Result<Tensor> {
+        index_add_impl(self, dim, index, source, alpha.into())
+    }
+
+    /// `self` with `source`'s slices copied to `index` along `dim`: the method form of
+    /// [`index_copy`](crate::index_copy()).
+    #[torch_function]
+    pub fn index_copy(&self, dim: i64, index: &Tensor, source: &Tensor) -> Result<Tensor> {
+        index_copy_impl(self, dim, index, source)
+    }
+
+    /// `self` with `value` at `index` along `dim`: the method form of
+    /// [`index_fill`](crate::index_fill()).
+    #[torch_function]
+    pub fn index_fill(&self, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
+        index_fill_impl(self, dim, index, value)
+    }
+
+    /// The elements at `indices` along `dim`: the method form of
+    /// [`take_along_dim`](crate::take_along_dim()).
+    #[torch_function]
+    pub fn take_along_dim(&self, indices: &Tensor, #[default(None)] dim: Option<i64>) -> Result<Tensor> {
+        take_along_dim_impl(self, indices, dim)
+    }
+
+    /// The elements where `mask` is true, as a vector: the method form of
+    /// [`masked_select`](crate::masked_select()).
+    #[torch_function]
+    pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
+        masked_select_impl(self, mask)
+    }
+}
+
+/// An int64 vector of positions, as a sample argument.
+fn positions(values: &[i64]) -> Value {
+    Value::Tensor(Tensor::from_vec(values.to_vec(), [values.len()]).expect("a vector"))
+}
+
+crate::samples! {
+    INDEX_ADD => [
+        sample([f32s(&[3, 2]), Value::Int(0), positions(&[0, 2, 0]), f32s(&[3, 2])]),
+        sample([f32s(&[2, 4]), Value::Int(1), positions(&[3, 1]), f32s(&[2, 2])]).kw("alpha", 2.0),
+    ],
+    INDEX_COPY => [sample([f32s(&[4, 2]), Value::Int(0), positions(&[3, 0]), f32s(&[2, 2])])],
+    INDEX_FILL => [
+        sample([f32s(&[2, 3]), Value::Int(1), positions(&[0, 2]), Value::Tensor(Tensor::scalar(-1.0f32))]),
+    ],
+    TAKE_ALONG_DIM => [
+        sample([f32s(&[2, 3]), Value::Tensor(Tensor::from_vec(vec![2i64, 0], [2, 1]).expect("indices"))]).kw("dim", 1),
+        sample([f32s(&[2, 3]), positions(&[5, 0, 3])]),
+    ],
+    MASKED_SELECT => [sample([f32s(&[2, 3]), bools(&[2, 3])]), sample([f32s(&[2, 3]), bools(&[3])])],
+    Tensor::INDEX_ADD => [sample([f32s(&[4]), Value::Int(0), positions(&[1]), f32s(&[1])])],
+    Tensor::INDEX_COPY => [sample([f32s(&[3, 2]), Value::Int(1), positions(&[1]), f32s(&[3, 1])])],
+    Tensor::INDEX_FILL => [sample([f32s(&[3]), Value::Int(0), positions(&[2]), Value::Tensor(Tensor::scalar(0.5f32))])],
+    Tensor::TAKE_ALONG_DIM => [sample([f32s(&[2, 2]), Value::Tensor(Tensor::from_vec(vec![1i64, 0], [1, 2]).expect("indices"))]).kw("dim", 0)],
+    Tensor::MASKED_SELECT => [sample([f32s(&[3]), bools(&[3])])],
+}
