@@ -163,7 +163,7 @@ pub fn index_fill(input: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> R
 
 fn index_fill_impl(input: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> Result<Tensor> {
     let a = along("index_fill", input, dim, index, None)?;
-    if value.shape()?.len() != 0 {
+    if !value.shape()?.is_empty() {
         bail!(
             Runtime,
             "index_fill(): only supports a 0-dimensional value tensor, but got tensor with {} dimension(s)",
