@@ -420,6 +420,13 @@ case("torch.masked_select", [rounded([2, 3]), mask([3])], wrt=[0])
 case("torch.masked_select", [rounded([3]), mask([2, 3])], wrt=[0])
 error("torch.masked_select", [rounded([2, 3]), mask([2, 3]).to(I64)])
 
+# interpolate's area mode (issue 29): windows that overlap, downsampling and upsampling.
+F_I = F_ + "interpolate"
+case(F_I, [rounded([1, 2, 5, 4])], {"size": [2, 3], "mode": "area"}, wrt=[0])
+case(F_I, [rounded([2, 1, 7])], {"size": 3, "mode": "area"}, wrt=[0])
+case(F_I, [rounded([1, 1, 2, 3, 2])], {"scale_factor": 2.0, "mode": "area"}, wrt=[0])
+error(F_I, [rounded([1, 1, 4])], {"size": 2, "mode": "area", "align_corners": True})
+
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])
 

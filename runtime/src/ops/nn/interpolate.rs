@@ -1,6 +1,7 @@
-//! `torch.nn.functional.interpolate` in its nearest and linear modes: each spatial dimension
-//! resampled in turn, by picking positions (`index_select`) and, for the linear modes, blending
-//! neighbours with constant weights, so the gradient and the other transforms come from theirs.
+//! `torch.nn.functional.interpolate` in its nearest, linear and area modes: each spatial
+//! dimension resampled in turn, by picking positions (`index_select`), for the linear modes
+//! blending neighbours with constant weights, for the area mode averaging windows with a
+//! constant matrix, so the gradient and the other transforms come from theirs.
 
 use crate::error::{Result, bail};
 use crate::ops::indexing::positions;
@@ -18,6 +19,9 @@ enum Mode {
     Nearest,
     NearestExact,
     Linear,
+    /// Each output position the mean of its window (`adaptive_avg_pool`'s: from
+    /// `floor(i n / size)` to `ceil((i + 1) n / size)`).
+    Area,
 }
 
 /// `input` `[N, C, *spatial]` resized to `size` (one per spatial dimension, or one for all) or by
@@ -25,8 +29,9 @@ enum Mode {
 /// `"nearest"` (the input position `floor(i * scale)`), `"nearest-exact"`
 /// (`floor((i + 0.5) * scale)`), and `"linear"`, `"bilinear"`, `"trilinear"` for 1, 2 and 3
 /// spatial dimensions (neighbours blended; with `align_corners` the corner pixels' centres
-/// align). As in PyTorch, a given `scale_factor` is the scale the positions are computed with.
-/// The other modes (`bicubic`, `area`) are a `NotImplementedError` naming them.
+/// align), and `"area"` (each output position the mean of its window, as adaptive average
+/// pooling). As in PyTorch, a given `scale_factor` is the scale the positions are computed
+/// with. `"bicubic"` is a `NotImplementedError` naming it.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -55,9 +60,11 @@ pub fn interpolate(
         "linear" => (Mode::Linear, Some(1)),
         "bilinear" => (Mode::Linear, Some(2)),
         "trilinear" => (Mode::Linear, Some(3)),
+        "area" => (Mode::Area, None),
         other => bail!(
             NotImplemented,
-            "{FUNC}(): the {other} mode is not available; nearest, nearest-exact, linear, bilinear and trilinear are"
+            "{FUNC}(): the {other} mode is not available; nearest, nearest-exact, linear, bilinear, trilinear and \
+             area are"
         ),
     };
     if let Some(n) = dims_needed
@@ -80,8 +87,8 @@ pub fn interpolate(
             "{FUNC}(): align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
         );
     }
-    if !x.dtype.is_floating_point() && mode == Mode::Linear {
-        bail!(NotImplemented, "{FUNC}(): the linear modes need floating-point input, not {}", x.dtype);
+    if !x.dtype.is_floating_point() && matches!(mode, Mode::Linear | Mode::Area) {
+        bail!(NotImplemented, "{FUNC}(): the linear and area modes need floating-point input, not {}", x.dtype);
     }
     // Each spatial dimension's output size, and the scale its positions are computed with.
     let per_dim = |values: &[f64], what: &str| -> Result<Vec<f64>> {
@@ -161,6 +168,19 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
                 primitive::transfer(&primitive::copy(&Tensor::from_vec(weights, along)?, dtype)?, device, dtype)?;
             crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights)
         }
+        Mode::Area => {
+            // The windows' means as a [size, n] matrix that the positions along `dim` multiply.
+            let mut weights = crate::cpu::alloc("interpolate", size.saturating_mul(n))?;
+            for i in 0..size {
+                let (start, end) = ((i * n) / size, ((i + 1) * n).div_ceil(size));
+                weights
+                    .extend((0..n).map(|j| if (start..end).contains(&j) { 1.0 / (end - start) as f64 } else { 0.0 }));
+            }
+            let matrix = Tensor::from_vec(weights, [size, n])?;
+            let matrix = primitive::transfer(&primitive::copy(&matrix, dtype)?, device, dtype)?;
+            let last = data.layout.ndim() as i64 - 1;
+            x.transpose(dim as i64, last)?.matmul(&matrix.t()?)?.transpose(dim as i64, last)
+        }
     }
 }
 
@@ -171,5 +191,6 @@ crate::samples! {
         sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "bilinear"),
         sample([f32s(&[2, 1, 4])]).kw("size", Value::List(vec![6.into()])).kw("mode", "linear").kw("align_corners", true),
         sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "nearest-exact"),
+        sample([f32s(&[1, 2, 5, 4])]).kw("size", Value::List(vec![2.into(), 3.into()])).kw("mode", "area"),
     ],
 }
