@@ -48,11 +48,11 @@ def zeros_or(g, like):
 CASES = []
 
 
-def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=None, second=True):
+def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=None, second=True, tangents=True):
     """One case of `name` (PyTorch's qualified name); `wrt` lists the positions (ints) or
     keywords (strs) of the inputs the gradients are taken for; `func` computes it (the named
     function by default). `second=False` records no second-order gradient (at a singular
-    point, where PyTorch's is NaN). `ref` computes the same with PyTorch operations that have second
+    point, where PyTorch's is NaN); `tangents=False` no forward-mode one (PyTorch has none). `ref` computes the same with PyTorch operations that have second
     and forward-mode derivatives, for a function whose CPU kernel has neither (attention's
     fused kernel): its values and gradients are checked against the function's first."""
     kwargs = dict(kwargs or {})
@@ -119,6 +119,9 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
                              "expect": [enc(zeros_or(s, l)) for s, l in zip(second, leaves)]}
     except RuntimeError as e:  # PyTorch has no second derivative here (hardsigmoid_backward)
         assert "is not implemented" in str(e), (name, e)
+    if not tangents:
+        CASES.append(entry)
+        return
     tangents = [random_like(l) for l in leaves]
     with forward_ad.dual_level():
         a, k, _ = with_leaves(lambda t, i: forward_ad.make_dual(t.detach().clone(), tangents[i]))
@@ -426,6 +429,30 @@ case(F_I, [rounded([1, 2, 5, 4])], {"size": [2, 3], "mode": "area"}, wrt=[0])
 case(F_I, [rounded([2, 1, 7])], {"size": 3, "mode": "area"}, wrt=[0])
 case(F_I, [rounded([1, 1, 2, 3, 2])], {"scale_factor": 2.0, "mode": "area"}, wrt=[0])
 error(F_I, [rounded([1, 1, 4])], {"size": 2, "mode": "area", "align_corners": True})
+
+# ctc_loss (issue 29): padded and concatenated targets, varied lengths, repeated labels, the
+# reductions, unbatched input, another blank, an impossible target with and without
+# zero_infinity. PyTorch's ctc_loss has no forward-mode derivative.
+CTC = F_ + "ctc_loss"
+
+
+def log_probs(shape):
+    return torch.log_softmax(rounded(shape, low=-2.0, high=2.0), -1)
+
+
+case(CTC, [log_probs([6, 2, 4]), torch.tensor([[1, 2, 3], [2, 2, 0]]), torch.tensor([6, 5]), torch.tensor([3, 2])],
+     wrt=[0], tangents=False)
+case(CTC, [log_probs([5, 2, 3]), torch.tensor([[1, 1], [2, 0]]), torch.tensor([5, 5]), torch.tensor([2, 1])],
+     {"reduction": "sum"}, wrt=[0], tangents=False)
+case(CTC, [log_probs([5, 3, 4]), torch.tensor([1, 2, 3, 3, 1]), torch.tensor([5, 4, 3]), torch.tensor([2, 2, 1])],
+     {"reduction": "none"}, wrt=[0], tangents=False)
+case(CTC, [log_probs([4, 3]), torch.tensor([1, 2]), torch.tensor(4), torch.tensor(2)], wrt=[0], tangents=False)
+case(CTC, [log_probs([5, 2, 4]), torch.tensor([[0, 1], [2, 2]]), torch.tensor([5, 5]), torch.tensor([2, 2])],
+     {"blank": 3}, wrt=[0], tangents=False)
+case(CTC, [log_probs([2, 2, 3]), torch.tensor([[1, 1], [1, 2]]), torch.tensor([2, 2]), torch.tensor([2, 2])],
+     {"zero_infinity": True, "reduction": "none"}, wrt=[0], tangents=False)
+case(CTC, [log_probs([2, 1, 3]), torch.tensor([[1, 1]]), torch.tensor([2]), torch.tensor([2])], {"reduction": "sum"})
+error(CTC, [log_probs([4, 2, 3]), torch.tensor([[1], [2]]), torch.tensor([4, 4]), torch.tensor([1, 1])], {"blank": 3})
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

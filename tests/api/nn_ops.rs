@@ -390,3 +390,22 @@ fn multi_head_attention_refuses_bad_arguments() {
     let (out, weights) = call(4, 2, None).unwrap();
     assert_eq!((out.shape().unwrap(), weights.unwrap().shape().unwrap()), ([3, 2, 4].into(), [2, 3, 3].into()));
 }
+
+/// `ctc_loss` after a `log_softmax` (how it is used) passes gradcheck and gradgradcheck: its
+/// log_probs gradient is PyTorch's (the logits', checked against PyTorch in nn_ops.json), which
+/// through the log_softmax is the derivative.
+#[test]
+fn ctc_loss_through_log_softmax_passes_gradcheck() {
+    use torchfn::autograd::{GradcheckOptions, gradcheck, gradgradcheck};
+    let logits = torchfn::randn([5, 2, 4], Generator::new().manual_seed(3), Some(DType::Float64), None).unwrap();
+    let logits = logits.requires_grad_(true).unwrap();
+    let targets = torchfn::tensor([[1i64, 2, 2], [3, 1, 0]]).unwrap();
+    let (inputs, lengths) = (torchfn::tensor([5i64, 4]).unwrap(), torchfn::tensor([3i64, 2]).unwrap());
+    let f = |x: &[Tensor]| {
+        let lp = F::log_softmax(&x[0], -1, 3, None)?;
+        F::ctc_loss(&lp, &targets, &inputs, &lengths, 0, "mean", false)
+    };
+    let options = GradcheckOptions::new().eps(1e-6).atol(1e-5).rtol(1e-3);
+    assert!(gradcheck(f, std::slice::from_ref(&logits), &options).unwrap());
+    assert!(gradgradcheck(f, std::slice::from_ref(&logits), None, &options).unwrap());
+}

@@ -1,6 +1,6 @@
 //! Loss functions of `torch.nn.functional`: `cross_entropy` and `nll_loss`; the pointwise
 //! ones, `mse_loss`, `l1_loss`, `smooth_l1_loss`, `huber_loss`, `kl_div`,
-//! `binary_cross_entropy` and `binary_cross_entropy_with_logits`.
+//! `binary_cross_entropy` and `binary_cross_entropy_with_logits`; and `ctc_loss`.
 
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
@@ -677,11 +677,178 @@ pub fn binary_cross_entropy_with_logits(
     f.reduced_by_count(losses, reduction)
 }
 
+/// A log-probability that stands for `-inf` in `ctc_loss`'s recurrence: finite, so that the
+/// gradient of a log-sum of impossible paths is 0 rather than NaN.
+const IMPOSSIBLE: f64 = -1e30;
+
+/// The connectionist temporal classification loss (`torch.nn.functional.ctc_loss`):
+/// `-log p(target | input)` summed over every alignment of the target with the input's `T`
+/// steps (blanks between and around labels, repeats merged), by the forward recurrence over
+/// the target with blanks interleaved, in log space.
+///
+/// `log_probs` is `[T, N, C]` (a `log_softmax` over the `C` classes; `[T, C]` unbatched),
+/// `targets` `[N, S]` class indices padded to the longest target (or, concatenated, a vector;
+/// or `[S]` unbatched), `input_lengths` and `target_lengths` int64 `[N]` (each at most `T`
+/// and `S`). `blank` is the blank class. `reduction` `"mean"` divides each loss by its target
+/// length then averages, `"sum"` sums, `"none"` keeps `[N]`. A target no alignment fits gives
+/// an infinite loss, or 0 (and a zero gradient) with `zero_infinity`.
+///
+/// ```
+/// use torchfn::nn::functional as F;
+/// // Two steps, classes {blank, a}: "a" is "a a", "a -", "- a" (each step 1/2): p = 3/4.
+/// let lp = torchfn::full([2, 1, 2], 0.5f64.ln(), None, None)?;
+/// let targets = torchfn::tensor([[1i64]])?;
+/// let (inputs, lengths) = (torchfn::tensor([2i64])?, torchfn::tensor([1i64])?);
+/// let loss = F::ctc_loss(&lp, &targets, &inputs, &lengths, 0, "sum", false)?;
+/// assert!((loss.item()?.to_f64() + 0.75f64.ln()).abs() < 1e-12);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[allow(clippy::too_many_arguments)]
+#[torch_function(module = "torchfn.nn.functional")]
+pub fn ctc_loss(
+    log_probs: &Tensor,
+    targets: &Tensor,
+    input_lengths: &Tensor,
+    target_lengths: &Tensor,
+    #[default(0)] blank: i64,
+    #[default("mean")] reduction: &str,
+    #[default(false)] zero_infinity: bool,
+) -> Result<Tensor> {
+    const FUNC: &str = "ctc_loss";
+    let reduction = self::reduction(FUNC, None, None, reduction)?;
+    let shape = log_probs.shape()?;
+    let batched = match shape.len() {
+        3 => true,
+        2 => false,
+        n => bail!(Runtime, "{FUNC}(): log_probs must be 2-D (unbatched) or 3-D [T, N, C], got {n}-D"),
+    };
+    let lp = if batched { log_probs.clone() } else { log_probs.unsqueeze(1)? };
+    let (steps, batch, classes) = {
+        let s = lp.shape()?;
+        (s[0], s[1], s[2])
+    };
+    let dtype = lp.dtype()?;
+    if !dtype.is_floating_point() {
+        bail!(Runtime, "{FUNC}(): log_probs must be floating point, got {dtype}");
+    }
+    if !(0..classes as i64).contains(&blank) {
+        bail!(Runtime, "{FUNC}(): blank must be in label range, got blank={blank} for {classes} classes");
+    }
+    let lengths = |t: &Tensor, name: &str| -> Result<Tensor> {
+        let t = if batched { t.clone() } else { t.reshape(&[1])? };
+        if t.dtype()?.is_floating_point() || t.shape()?[..] != [batch] {
+            bail!(Runtime, "{FUNC}(): {name} must be an integer tensor of size [{batch}], got {:?}", t.shape()?);
+        }
+        Ok(t)
+    };
+    let (input_lengths, target_lengths) =
+        (lengths(input_lengths, "input_lengths")?, lengths(target_lengths, "target_lengths")?);
+    // Targets padded: [N, S].
+    let targets = match (batched, targets.shape()?.len()) {
+        (false, 1) => targets.unsqueeze(0)?,
+        (true, 2) => targets.clone(),
+        (true, 1) => {
+            // Concatenated: cut by the target lengths (read from the tensor) and padded with blanks.
+            let counts = target_lengths.to_vec::<i64>()?;
+            let longest = counts.iter().copied().max().unwrap_or(0).max(0);
+            let mut rows = Vec::with_capacity(batch);
+            let mut start = 0i64;
+            for &n in &counts {
+                let row = targets.narrow(0, start, n)?;
+                let pad = crate::full([(longest - n) as usize], blank, Some(row.dtype()?), Some(row.device()?))?;
+                rows.push(crate::cat(&[row, pad], 0)?);
+                start += n;
+            }
+            crate::stack(&rows, 0)?
+        }
+        (_, n) => bail!(Runtime, "{FUNC}(): targets of {n} dimensions do not fit log_probs of {}", shape.len()),
+    };
+    let longest = targets.shape()?[1];
+    let extended = 2 * longest + 1;
+    let device = lp.device()?;
+    let int = |v: i64| Tensor::scalar(v);
+    let index_dtype = device.index_dtype();
+    let position = crate::arange(extended as i64, Some(index_dtype), Some(device))?; // [L']
+    // The target with blanks interleaved, [N, L']: odd positions the labels, even ones blank;
+    // past each target's end, blank (padding may hold anything).
+    let blanks = crate::full([batch, longest], blank, Some(targets.dtype()?), Some(device))?;
+    let pairs = crate::stack(&[blanks, targets.clone()], -1)?.reshape(&[batch as i64, 2 * longest as i64])?;
+    let tail = crate::full([batch, 1], blank, Some(targets.dtype()?), Some(device))?;
+    let labels = crate::cat(&[pairs, tail], 1)?;
+    let within = position.unsqueeze(0)?.lt(&target_lengths.unsqueeze(1)?.mul(&int(2))?.add(&int(1), 1)?)?;
+    let labels = crate::r#where(&within, &labels, &int(blank))?.to(index_dtype, false, false)?;
+    // Each step's log-probability of each extended label: [T, N, L'].
+    let index = labels.unsqueeze(0)?.expand(vec![steps as i64, batch as i64, extended as i64])?;
+    let emissions = lp.gather(2, &index)?;
+    // A label may follow the one two back when it is not blank and differs from it.
+    let two_back = crate::full([batch, 2], blank, Some(index_dtype), Some(device))?;
+    let two_back = crate::cat(&[two_back, labels.narrow(1, 0, extended as i64 - 2)?], 1)?;
+    let skip = labels.ne(&int(blank))?.logical_and(&labels.ne(&two_back)?)?;
+    let impossible = Tensor::scalar(IMPOSSIBLE);
+    let shifted = |alpha: &Tensor, by: i64| -> Result<Tensor> {
+        let pad = crate::full([batch, by as usize], IMPOSSIBLE, Some(dtype), Some(device))?;
+        crate::cat(&[pad, alpha.narrow(1, 0, extended as i64 - by)?], 1)
+    };
+    let first = emissions.select(0, 0)?;
+    let mut alpha = crate::r#where(&position.lt(&int(2))?.unsqueeze(0)?, &first, &impossible)?;
+    for t in 1..steps {
+        let (stay, step, jump) = (alpha.clone(), shifted(&alpha, 1)?, shifted(&alpha, 2)?);
+        let jump = crate::r#where(&skip, &jump, &impossible)?;
+        let paths = crate::logsumexp(&crate::stack(&[stay, step, jump], 0)?, 0, false)?;
+        let next = paths.add(&emissions.select(0, t as i64)?, 1)?;
+        let running = int(t as i64).lt(&input_lengths)?.unsqueeze(1)?;
+        alpha = crate::r#where(&running, &next, &alpha)?;
+    }
+    // The paths that end on the last label or the blank after it.
+    let end = target_lengths.mul(&int(2))?.unsqueeze(1)?; // [N, 1]
+    let last_blank = alpha.gather(1, &end)?;
+    let last_label = alpha.gather(1, &end.sub(&int(1), 1)?.clamp(Some(Scalar::Int(0)), None)?)?;
+    let has_label = target_lengths.gt(&int(0))?.unsqueeze(1)?;
+    let last_label = crate::r#where(&has_label, &last_label, &impossible)?;
+    let total = crate::logsumexp(&crate::cat(&[last_blank, last_label], 1)?, 1, false)?;
+    // PyTorch's gradient for log_probs is `exp(log_probs) - posterior` over each item's steps
+    // (the gradient of the logits a log_softmax made them from; through that log_softmax both
+    // give the same): the first term is added with no value, as a sum minus itself detached.
+    let counted = crate::arange(steps as i64, Some(index_dtype), Some(device))?
+        .unsqueeze(1)?
+        .lt(&input_lengths.unsqueeze(0)?)?
+        .unsqueeze(2)?; // [T, N, 1]
+    let mass = crate::r#where(&counted, &lp.exp()?, &Tensor::scalar(0.0))?.sum_dim(vec![0, 2], false)?; // [N]
+    let mut losses = total.neg()?.add(&mass.sub(&mass.detach()?, 1)?, 1)?;
+    // An alignment-free target: an infinite loss, or 0 with zero_infinity.
+    let infinite = losses.gt(&Tensor::scalar(-IMPOSSIBLE / 2.0))?;
+    let fill = if zero_infinity { 0.0 } else { f64::INFINITY };
+    losses = crate::r#where(&infinite, &Tensor::scalar(fill), &losses)?;
+    let f = Losses { dtype };
+    match reduction {
+        Reduction::Mean => {
+            let per_label =
+                losses.div(&target_lengths.clamp(Some(Scalar::Int(1)), None)?.to(dtype, false, false)?, None)?;
+            per_label.mean()
+        }
+        Reduction::Sum => f.sum(&losses, None),
+        Reduction::None => {
+            if batched {
+                Ok(losses)
+            } else {
+                losses.squeeze_dim(0)
+            }
+        }
+    }
+}
+
 /// A float32 tensor of values in [0, 1] (targets, positive weights), as a sample argument.
 fn probabilities(shape: &[usize]) -> Value {
     let n: usize = shape.iter().product();
     let data: Vec<f32> = (0..n).map(|i| ((i * 7 + 3) % 10) as f32 / 10.0).collect();
     Value::Tensor(Tensor::from_dense(Dense::from_vec(data, Shape::new(shape))))
+}
+
+/// Log-probabilities over the last dimension (a `log_softmax` of varied values), float32.
+fn log_softmax_sample(shape: &[usize]) -> Value {
+    let Value::Tensor(t) = f32s(shape) else { unreachable!("f32s gives a tensor") };
+    let last = shape.len() - 1;
+    Value::Tensor(primitive::softmax(&t, last, true, DType::Float32).expect("a log-softmax of a float tensor"))
 }
 
 /// An int64 tensor of class indices, as a sample argument.
@@ -706,6 +873,11 @@ crate::samples! {
     KL_DIV => [
         sample([f32s(&[2, 3]), probabilities(&[2, 3])]).kw("reduction", "batchmean"),
         sample([f32s(&[2, 3]), f32s(&[2, 3])]).kw("log_target", true).kw("reduction", "none"),
+    ],
+    CTC_LOSS => [
+        sample([log_softmax_sample(&[4, 2, 3]), classes(&[1, 2, 2, 0], &[2, 2]), classes(&[4, 3], &[2]), classes(&[2, 1], &[2])]),
+        sample([log_softmax_sample(&[3, 1, 3]), classes(&[1, 1], &[1, 2]), classes(&[3], &[1]), classes(&[2], &[1])])
+            .kw("reduction", "sum"),
     ],
     BINARY_CROSS_ENTROPY => [
         sample([probabilities(&[2, 3]), probabilities(&[2, 3])]),

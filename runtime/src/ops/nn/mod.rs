@@ -45,9 +45,9 @@ pub mod functional {
     pub use super::interpolate::{INTERPOLATE, interpolate};
     pub use super::layers::{DROPOUT, EMBEDDING, LINEAR, dropout, embedding, linear};
     pub use super::loss::{
-        BINARY_CROSS_ENTROPY, BINARY_CROSS_ENTROPY_WITH_LOGITS, CROSS_ENTROPY, HUBER_LOSS, KL_DIV, L1_LOSS, MSE_LOSS,
-        NLL_LOSS, SMOOTH_L1_LOSS, binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy, huber_loss,
-        kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
+        BINARY_CROSS_ENTROPY, BINARY_CROSS_ENTROPY_WITH_LOGITS, CROSS_ENTROPY, CTC_LOSS, HUBER_LOSS, KL_DIV, L1_LOSS,
+        MSE_LOSS, NLL_LOSS, SMOOTH_L1_LOSS, binary_cross_entropy, binary_cross_entropy_with_logits, cross_entropy,
+        ctc_loss, huber_loss, kl_div, l1_loss, mse_loss, nll_loss, smooth_l1_loss,
     };
     pub use super::norm::{BATCH_NORM, GROUP_NORM, LAYER_NORM, RMS_NORM, batch_norm, group_norm, layer_norm, rms_norm};
     pub use super::pad::{PAD, pad};
