@@ -47,5 +47,7 @@ print(json.dumps({
     "silu_1e6": mean_ms(lambda: F.silu(v), 200),
     "hardswish_1e6": mean_ms(lambda: F.hardswish(v), 200),
     "hardsigmoid_1e6": mean_ms(lambda: F.hardsigmoid(v), 200),
+    "sort_1e6": mean_ms(lambda: torch.sort(v), 20),
+    "topk_1e6_k100": mean_ms(lambda: torch.topk(v, 100), 50),
     "torch": torch.__version__,
 }))

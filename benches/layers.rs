@@ -1,7 +1,7 @@
-//! The layers issue 29 added, at the sizes its speed targets name: `nn.LSTM` forward and
-//! backward on a (batch 32, sequence 64, 256 features and hidden units) input, and the new
-//! elementwise activations (`hardswish`, `hardsigmoid`) beside an existing one (`silu`) on
-//! 1e6 float32 elements.
+//! The layers and operations issue 29 added, at the sizes its speed targets name: `nn.LSTM`
+//! forward and backward on a (batch 32, sequence 64, 256 features and hidden units) input, the
+//! new elementwise activations (`hardswish`, `hardsigmoid`) beside an existing one (`silu`) on
+//! 1e6 float32 elements, and `sort` and `topk` on 1e6 float32.
 //!
 //! `cargo bench --bench layers` runs the criterion benchmarks, then prints a table. PyTorch's
 //! figures come from `bench/pytorch_layers.py`, run in the same sitting (same machine, 2
@@ -42,6 +42,8 @@ fn benches(c: &mut Criterion) {
     group.bench_function("silu_1e6", |b| b.iter(|| black_box(F::silu(&v, false).unwrap())));
     group.bench_function("hardswish_1e6", |b| b.iter(|| black_box(F::hardswish(&v, false).unwrap())));
     group.bench_function("hardsigmoid_1e6", |b| b.iter(|| black_box(F::hardsigmoid(&v, false).unwrap())));
+    group.bench_function("sort_1e6", |b| b.iter(|| black_box(torchfn::sort(&v, -1, false, false).unwrap())));
+    group.bench_function("topk_1e6_k100", |b| b.iter(|| black_box(torchfn::topk(&v, 100, -1, true, true).unwrap())));
     group.finish();
 }
 
@@ -58,6 +60,8 @@ fn table() {
         ("silu_1e6", "silu, 1e6 float32"),
         ("hardswish_1e6", "hardswish, 1e6 float32"),
         ("hardsigmoid_1e6", "hardsigmoid, 1e6 float32"),
+        ("sort_1e6", "sort, 1e6 float32"),
+        ("topk_1e6_k100", "topk (k = 100), 1e6 float32"),
     ] {
         let ours = mean_ns(&format!("layers/{id}")) / 1e6;
         let theirs = pytorch.as_ref().and_then(|p| p[id].as_f64());

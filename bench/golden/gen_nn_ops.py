@@ -89,17 +89,17 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
         return
     # Outputs that are None (attention without its weights) take no gradient: null.
     outs = as_list(out)
-    gouts = [None if o is None else random_like(o) for o in outs]
+    gouts = [None if o is None or not o.requires_grad else random_like(o) for o in outs]
     entry["grad_output"] = ([None if g is None else enc(g) for g in gouts] if isinstance(out, (tuple, list))
                             else enc(gouts[0]))
-    tensor_outs = [o for o in outs if o is not None]
+    tensor_outs = [o for o, g in zip(outs, gouts) if g is not None]
     grads = torch.autograd.grad(tensor_outs, leaves, [g for g in gouts if g is not None], allow_unused=True,
                                 create_graph=ref is None)
     entry["grads"] = [None if g is None else enc(g) for g in grads]
     if ref is not None:
         first = grads
         a, k, leaves = with_leaves(lambda t, _: t.detach().clone().requires_grad_(True))
-        outs_ref = [r for r in as_list(ref(*a, **k)) if r is not None]
+        outs_ref = [r for r, g in zip(as_list(ref(*a, **k)), gouts) if g is not None]
         for o, r in zip(tensor_outs, outs_ref):
             assert torch.allclose(o, r, rtol=1e-10, atol=1e-12), name
         grads = torch.autograd.grad(outs_ref, leaves, [g for g in gouts if g is not None], allow_unused=True,
@@ -134,7 +134,7 @@ def case(name, args, kwargs=None, wrt=(), func=None, mutates=(), tol=None, ref=N
                 expect.append(None)
                 continue
             unpacked = forward_ad.unpack_dual(d)
-            assert torch.allclose(unpacked.primal, o.detach(), rtol=1e-10, atol=1e-12), name
+            assert torch.allclose(unpacked.primal, o.detach(), rtol=1e-10, atol=1e-12, equal_nan=True), name
             expect.append(enc(zeros_or(unpacked.tangent, o)))
     entry["jvp"] = {"tangents": [enc(t) for t in tangents],
                     "expect": expect if isinstance(out, (tuple, list)) else expect[0]}
@@ -453,6 +453,31 @@ case(CTC, [log_probs([2, 2, 3]), torch.tensor([[1, 1], [1, 2]]), torch.tensor([2
      {"zero_infinity": True, "reduction": "none"}, wrt=[0], tangents=False)
 case(CTC, [log_probs([2, 1, 3]), torch.tensor([[1, 1]]), torch.tensor([2]), torch.tensor([2])], {"reduction": "sum"})
 error(CTC, [log_probs([4, 2, 3]), torch.tensor([[1], [2]]), torch.tensor([4, 4]), torch.tensor([1, 1])], {"blank": 3})
+
+# Sorting and selection (issue 29): sort (stable, descending, NaN last or first, ties kept),
+# argsort, msort, topk, kthvalue, median (all, per dimension, NaN), with gradients; errors.
+ties = torch.tensor([[1.0, -0.5, 1.0, 2.0, -0.5], [0.25, float("nan"), 0.25, -1.0, 3.0]], dtype=f64)
+case("torch.sort", [rounded([3, 4])], wrt=[0])
+case("torch.sort", [ties], {"stable": True}, wrt=[0])
+case("torch.sort", [ties], {"dim": 1, "descending": True, "stable": True}, wrt=[0])
+case("torch.sort", [rounded([3, 4]), 0], {"descending": True}, wrt=[0])
+case("torch.sort", [torch.tensor([3, -1, 2, -1])], {"stable": True})
+case("torch.Tensor.sort", [rounded([5])], {"descending": True}, wrt=[0])
+case("torch.argsort", [ties], {"stable": True})
+case("torch.argsort", [ties], {"descending": True, "stable": True})
+case("torch.msort", [rounded([4, 2])], wrt=[0])
+case("torch.topk", [rounded([2, 6]), 3], wrt=[0])
+case("torch.topk", [rounded([5, 2]), 2], {"dim": 0, "largest": False}, wrt=[0])
+case("torch.Tensor.topk", [rounded([6]), 1], wrt=[0])
+error("torch.topk", [rounded([2, 3]), 4])
+case("torch.kthvalue", [rounded([3, 5]), 2], wrt=[0])
+case("torch.kthvalue", [rounded([4, 3]), 4, 0], {"keepdim": True}, wrt=[0])
+error("torch.kthvalue", [rounded([2, 3]), 0])
+case("torch.median", [rounded([3, 4])], wrt=[0])
+case("torch.median", [torch.tensor([1.0, float("nan"), 0.5, float("nan")], dtype=f64)])
+case("torch.median", [rounded([3, 4]), 1], wrt=[0])
+case("torch.median", [ties, 1], {"keepdim": True})
+case("torch.median", [rounded([4, 3]), 0], wrt=[0])
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

@@ -215,6 +215,11 @@ operators! {
         int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", []
         Kernel::MaxPool2d;
 
+    /// Sorts along `dim`, NaN largest: the values and their positions, ties in their order
+    /// (torchfn's sort is always stable); computed on the host for every device.
+    SORT_STABLE = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> \
+        (Tensor values, Tensor indices)", [] Kernel::Sort;
+
     /// A contiguous copy, converted to `dtype` and moved to `device`.
     TO_COPY = "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", []
         Kernel::ToCopy;

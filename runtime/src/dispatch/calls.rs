@@ -172,6 +172,19 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Output, Out
     kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
 }
 
+/// `x` sorted along `dim` (ascending, or `descending`): the values and their positions.
+pub(crate) fn sort(x: &Tensor, dim: usize, descending: bool) -> Result<(Output, Output)> {
+    let kernel = || run_sort(dense(x)?, dim, descending);
+    if intercepting() {
+        let mut kwargs = Kwargs::new();
+        kwargs.insert("stable", Value::Bool(true));
+        kwargs.insert("dim", Value::Int(dim as i64));
+        kwargs.insert("descending", Value::Bool(descending));
+        return intercept(&aten::SORT_STABLE, &[x.into()], kwargs, &|| kernel().map(pair));
+    }
+    kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
+}
+
 /// A contiguous copy of `x` as `dtype` on `device`.
 pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output> {
     let call = || (&aten::TO_COPY, [x.into()], placement(dtype, device));
@@ -309,6 +322,55 @@ fn run_draw(
     let generator = generator.cloned().unwrap_or_else(Generator::default_generator);
     let data = crate::cpu::sample(func, &mut generator.draw(), dist, shape, dtype)?;
     device.backend().upload(device, data, shape.clone())
+}
+
+/// Sorts `x` along `dim` on the host (stably, NaN largest) and uploads the values and the
+/// positions; on meta, zeros of their shapes.
+fn run_sort(x: &Dense, dim: usize, descending: bool) -> Result<(Array, Array)> {
+    let device = x.device();
+    let shape = x.layout.shape.clone();
+    if device.is_meta() {
+        let backend = device.backend();
+        let values = backend.fill(device, &shape, Scalar::Int(0), x.dtype)?;
+        return Ok((values, backend.fill(device, &shape, Scalar::Int(0), device.index_dtype())?));
+    }
+    let host = host::on_host(x)?;
+    let n = shape.get(dim).copied().unwrap_or(1);
+    let inner: usize = shape.iter().skip(dim + 1).product();
+    let lanes = shape.iter().product::<usize>().checked_div(n).unwrap_or(0);
+    let mut positions = crate::cpu::alloc("sort", lanes * n)?;
+    let values = crate::types::with_dtype!(x.dtype, T => {
+        let data = crate::cpu::elements::<T>("sort", &host)?;
+        // NaN (the one value unequal to itself) after every number, equal to itself.
+        #[allow(clippy::eq_op)]
+        let unordered = |v: &T| v != v;
+        let order = |a: &T, b: &T| a.partial_cmp(b).unwrap_or_else(|| unordered(a).cmp(&unordered(b)));
+        let mut sorted = crate::cpu::alloc("sort", data.len())?;
+        sorted.resize(data.len(), T::default());
+        positions.resize(data.len(), 0i64);
+        let mut lane: Vec<usize> = Vec::new();
+        for l in 0..lanes {
+            let (outer, i) = (l / inner.max(1), l % inner.max(1));
+            let at = |k: usize| (outer * n + k) * inner + i;
+            lane.clear();
+            lane.extend(0..n);
+            if descending {
+                lane.sort_by(|&a, &b| order(&data[at(b)], &data[at(a)]));
+            } else {
+                lane.sort_by(|&a, &b| order(&data[at(a)], &data[at(b)]));
+            }
+            for (k, &from) in lane.iter().enumerate() {
+                sorted[at(k)] = data[at(from)];
+                positions[at(k)] = from as i64;
+            }
+        }
+        device.backend().upload(device, Buffer::from_vec(sorted), shape.clone())?
+    });
+    let positions = match device.index_dtype() {
+        DType::Int64 => Buffer::from_vec(positions),
+        _ => Buffer::from_vec(positions.into_iter().map(|p| p as i32).collect::<Vec<i32>>()),
+    };
+    Ok((values, device.backend().upload(device, positions, shape)?))
 }
 
 /// Reads `x` on the host and uploads the positions of its nonzero elements, row-major.
@@ -1116,6 +1178,16 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 if b.get("stride").as_slice().is_some_and(<[Value]>::is_empty) { kernel } else { b.pair("stride")? };
             let window = b.window(&x.layout.shape, kernel, stride, b.flag("ceil_mode"))?;
             Ok(pair(run_max_pool2d(x, &window)?))
+        }
+        Kernel::Sort => {
+            let x = b.dense("self")?;
+            let dim = b.int("dim");
+            let ndim = x.layout.ndim().max(1) as i64;
+            if !(-ndim..ndim).contains(&dim) {
+                return Err(b.invalid("dim", "must be a dimension of self"));
+            }
+            let dim = if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize };
+            Ok(pair(run_sort(x, dim, b.flag("descending"))?))
         }
         Kernel::ToCopy => {
             let x = b.dense("self")?;

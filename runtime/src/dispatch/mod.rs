@@ -106,6 +106,7 @@ pub(crate) enum Kernel {
     Convolution,
     ConvolutionBackward,
     MaxPool2d,
+    Sort,
     ToCopy,
     AsStrided,
     ScatterAdd,

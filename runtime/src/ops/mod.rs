@@ -31,6 +31,7 @@ mod random;
 mod reduction;
 mod shape;
 mod softmax;
+mod sorting;
 pub(crate) mod view;
 
 pub use args::{FloatList, IntList, NormOrder, SplitSize};
@@ -109,6 +110,9 @@ pub use reduction::{
 };
 pub use shape::{RESHAPE, reshape};
 pub use softmax::{LOG_SOFTMAX, SOFTMAX, log_softmax, softmax};
+pub use sorting::{
+    ARGSORT, KTHVALUE, MEDIAN, MSORT, SORT, TOPK, argsort, kthvalue, median, median_dim, msort, sort, topk,
+};
 pub use view::{
     BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,
     permute, select, squeeze, squeeze_dim, t, transpose, unsqueeze,

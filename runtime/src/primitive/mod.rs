@@ -276,6 +276,21 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
     Ok((finish(&[input], values, record)?, indices))
 }
 
+/// `x` sorted along `dim` (stably, NaN largest; `descending` reverses the order, ties keeping
+/// theirs): the values and their positions. The values are `x` gathered at the positions when
+/// a gradient or tangent is wanted, so they differentiate as `gather` does.
+pub(crate) fn sort(x: &Tensor, dim: usize, descending: bool) -> Result<(Tensor, Tensor)> {
+    let (values, indices) = dispatch::sort(x, dim, descending)?;
+    let indices = indices.into_tensor();
+    if data(x, "sort")?.layout.ndim() == 0 {
+        return Ok((copy(x, data(x, "sort")?.dtype)?, indices));
+    }
+    if recording(&[x]) || forward_ad::tangents(&[x]).is_some() {
+        return Ok((gather(x, dim, &indices)?, indices));
+    }
+    Ok((values.into_tensor(), indices))
+}
+
 /// A contiguous copy of `x` converted to `dtype` (`clone`, `contiguous`, `to(dtype)`).
 pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
     let array = dispatch::to_copy(x, dtype, data(x, "copy")?.device())?;

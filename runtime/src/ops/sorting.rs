@@ -1,0 +1,258 @@
+//! Sorting and selection: `sort`, `argsort`, `msort`, `topk`, `kthvalue` and `median`, all from
+//! one stable sort along a dimension (NaN largest, as PyTorch orders it), the values gathered
+//! at the sorted positions so they differentiate as `gather` does.
+
+use crate::error::{Result, bail};
+use crate::primitive;
+use crate::tensor::{Shape, Tensor, normalize_dim};
+use crate::testing::{f32s, i64s, sample};
+use crate::torch_function;
+use crate::value::Value;
+
+/// `t` sorted along `dim` (checked): the values and their positions.
+fn sorted(func: &str, (name, t): (&str, &Tensor), dim: i64, descending: bool) -> Result<(Tensor, Tensor)> {
+    let x = t.data(func, name)?;
+    let d = normalize_dim(dim, x.layout.ndim().max(1), func)?;
+    primitive::sort(t, d, descending)
+}
+
+/// The size of `t`'s dimension `dim` (1 for a 0-d tensor) and the dimension, normalized.
+fn extent(func: &str, t: &Tensor, dim: i64) -> Result<(usize, usize)> {
+    let shape = t.shape()?;
+    let d = normalize_dim(dim, shape.len().max(1), func)?;
+    Ok((shape.get(d).copied().unwrap_or(1), d))
+}
+
+/// Positions `start..start + len` of `t` along `d` (of a 0-d tensor: itself).
+fn first(t: &Tensor, d: usize, start: usize, len: usize) -> Result<Tensor> {
+    if t.shape()?.is_empty() { Ok(t.clone()) } else { t.narrow(d as i64, start as i64, len as i64) }
+}
+
+/// Sorts `input` along `dim` (`torch.sort`): the values in ascending order (`descending`:
+/// the reverse), NaN after every number (before, descending), and each one's position in
+/// `input`. Ties keep their order (torchfn's sort is stable whatever `stable` says).
+///
+/// ```
+/// let x = torchfn::tensor([3.0f32, f32::NAN, 1.0, 2.0])?;
+/// let (values, indices) = torchfn::sort(&x, -1, false, false)?;
+/// assert_eq!(values.to_vec::<f32>()?[..3], [1.0, 2.0, 3.0]);
+/// assert_eq!(indices.to_vec::<i64>()?, [2, 3, 0, 1]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn sort(
+    input: &Tensor,
+    #[default(-1)] dim: i64,
+    #[default(false)] descending: bool,
+    #[keyword_only]
+    #[default(false)]
+    stable: bool,
+) -> Result<(Tensor, Tensor)> {
+    let _ = stable;
+    sorted("sort", ("input", input), dim, descending)
+}
+
+/// The positions that sort `input` along `dim` (`torch.argsort`): [`sort`]'s indices.
+///
+/// ```
+/// let x = torchfn::tensor([[3i64, 1, 2]])?;
+/// assert_eq!(torchfn::argsort(&x, 1, true, false)?.to_vec::<i64>()?, [0, 2, 1]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn argsort(
+    input: &Tensor,
+    #[default(-1)] dim: i64,
+    #[default(false)] descending: bool,
+    #[default(false)] stable: bool,
+) -> Result<Tensor> {
+    let _ = stable;
+    Ok(sorted("argsort", ("input", input), dim, descending)?.1)
+}
+
+/// `input` sorted along its first dimension (`torch.msort`): [`sort`]'s values for `dim = 0`.
+#[torch_function(module = "torchfn")]
+pub fn msort(input: &Tensor) -> Result<Tensor> {
+    Ok(sorted("msort", ("input", input), 0, false)?.0)
+}
+
+fn topk_impl(func: &str, input: &Tensor, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    let (n, d) = extent(func, input, dim)?;
+    let k = usize::try_from(k).ok().filter(|&k| k <= n);
+    let Some(k) = k else { bail!(Runtime, "{func}(): selected index k out of range") };
+    let (values, indices) = sorted(func, ("input", input), dim, largest)?;
+    Ok((first(&values, d, 0, k)?, first(&indices, d, 0, k)?))
+}
+
+/// The `k` largest elements along `dim` (`largest = false`: the smallest) and their positions
+/// (`torch.topk`), in sorted order (`sorted` is accepted; the result is always sorted).
+///
+/// ```
+/// let x = torchfn::tensor([1.0f32, 5.0, 3.0, 4.0])?;
+/// let (values, indices) = torchfn::topk(&x, 2, -1, true, true)?;
+/// assert_eq!((values.to_vec::<f32>()?, indices.to_vec::<i64>()?), (vec![5.0, 4.0], vec![1, 3]));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn topk(
+    input: &Tensor,
+    k: i64,
+    #[default(-1)] dim: i64,
+    #[default(true)] largest: bool,
+    #[default(true)] sorted: bool,
+) -> Result<(Tensor, Tensor)> {
+    let _ = sorted;
+    topk_impl("topk", input, k, dim, largest)
+}
+
+/// The `k`-th smallest element along `dim` (from 1) and its position (`torch.kthvalue`), the
+/// dimension dropped unless `keepdim`.
+///
+/// ```
+/// let x = torchfn::tensor([[4.0f32, 1.0, 3.0], [9.0, 7.0, 8.0]])?;
+/// let (values, indices) = torchfn::kthvalue(&x, 2, 1, false)?;
+/// assert_eq!((values.to_vec::<f32>()?, indices.to_vec::<i64>()?), (vec![3.0, 8.0], vec![2, 2]));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn kthvalue(
+    input: &Tensor,
+    k: i64,
+    #[default(-1)] dim: i64,
+    #[default(false)] keepdim: bool,
+) -> Result<(Tensor, Tensor)> {
+    const FUNC: &str = "kthvalue";
+    let (n, d) = extent(FUNC, input, dim)?;
+    let k = usize::try_from(k).ok().filter(|&k| (1..=n).contains(&k));
+    let Some(k) = k else { bail!(Runtime, "{FUNC}(): selected number k out of range for dimension {dim}") };
+    let (values, indices) = sorted(FUNC, ("input", input), dim, false)?;
+    let pick = |t: &Tensor| -> Result<Tensor> {
+        let one = first(t, d, k - 1, 1)?;
+        if keepdim || t.shape()?.is_empty() { Ok(one) } else { one.squeeze_dim(d as i64) }
+    };
+    Ok((pick(&values)?, pick(&indices)?))
+}
+
+/// The lower median along `d` of `t` and its position, the dimension kept: NaN (the first
+/// one's position) where a lane holds one, as PyTorch's `median`.
+fn lower_median(func: &str, t: &Tensor, dim: i64) -> Result<(Tensor, Tensor)> {
+    let (n, d) = extent(func, t, dim)?;
+    if n == 0 {
+        bail!(Index, "{func}(): Expected reduction dim {d} to have non-zero size.");
+    }
+    let (values, indices) = sorted(func, ("input", t), dim, false)?;
+    if t.shape()?.is_empty() {
+        return Ok((values, indices));
+    }
+    // The middle, or where the NaNs (sorted last) begin.
+    let nans = t.isnan()?.sum_dim(d as i64, true)?;
+    let middle = Tensor::scalar(((n - 1) / 2) as i64);
+    let start = Tensor::scalar(n as i64).sub(&nans, 1)?;
+    let at = crate::r#where(&nans.gt(&Tensor::scalar(0i64))?, &start, &middle)?;
+    let at = at.to(indices.dtype()?, false, false)?;
+    Ok((values.gather(d as i64, &at)?, indices.gather(d as i64, &at)?))
+}
+
+/// The lower median of all of `input`'s elements (`torch.median`): the middle one of the
+/// sorted elements (the lower of the two middle ones for an even count), NaN if any is.
+///
+/// ```
+/// let x = torchfn::tensor([[4.0f32, 1.0], [3.0, 2.0]])?;
+/// assert_eq!(torchfn::median(&x)?.item()?.to_f64(), 2.0);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn median(input: &Tensor) -> Result<Tensor> {
+    let flat = input.reshape(&[-1])?;
+    let (values, _) = lower_median("median", &flat, 0)?;
+    values.reshape(&[])
+}
+
+/// The lower median along `dim` and its position (`torch.median(input, dim)`), the dimension
+/// dropped unless `keepdim`; NaN (and the first NaN's position) in a lane that holds one.
+///
+/// ```
+/// let x = torchfn::tensor([[4.0f32, 1.0, 3.0], [9.0, 7.0, 8.0]])?;
+/// let (values, indices) = torchfn::median_dim(&x, 1, false)?;
+/// assert_eq!((values.to_vec::<f32>()?, indices.to_vec::<i64>()?), (vec![3.0, 8.0], vec![2, 2]));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(overload_of = MEDIAN)]
+pub fn median_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> Result<(Tensor, Tensor)> {
+    let (values, indices) = lower_median("median", input, dim)?;
+    if keepdim || input.shape()?.is_empty() {
+        return Ok((values, indices));
+    }
+    let d = normalize_dim(dim, input.shape()?.len(), "median")? as i64;
+    Ok((values.squeeze_dim(d)?, indices.squeeze_dim(d)?))
+}
+
+impl Tensor {
+    /// Sorted along `dim`: the method form of [`sort`](crate::sort()).
+    #[torch_function]
+    pub fn sort(
+        &self,
+        #[default(-1)] dim: i64,
+        #[default(false)] descending: bool,
+        #[keyword_only]
+        #[default(false)]
+        stable: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let _ = stable;
+        sorted("sort", ("self", self), dim, descending)
+    }
+
+    /// The positions that sort `self`: the method form of [`argsort`](crate::argsort()).
+    #[torch_function]
+    pub fn argsort(
+        &self,
+        #[default(-1)] dim: i64,
+        #[default(false)] descending: bool,
+        #[default(false)] stable: bool,
+    ) -> Result<Tensor> {
+        let _ = stable;
+        Ok(sorted("argsort", ("self", self), dim, descending)?.1)
+    }
+
+    /// The `k` largest (or smallest) along `dim`: the method form of [`topk`](crate::topk()).
+    #[torch_function]
+    pub fn topk(
+        &self,
+        k: i64,
+        #[default(-1)] dim: i64,
+        #[default(true)] largest: bool,
+        #[default(true)] sorted: bool,
+    ) -> Result<(Tensor, Tensor)> {
+        let _ = sorted;
+        topk_impl("topk", self, k, dim, largest)
+    }
+}
+
+/// A float32 tensor with ties and a NaN, as a sample argument.
+fn with_ties(shape: &[usize]) -> Value {
+    let n: usize = shape.iter().product();
+    let data: Vec<f32> = (0..n).map(|i| if i == 4 { f32::NAN } else { ((i * 5 + 2) % 4) as f32 - 1.5 }).collect();
+    Value::Tensor(Tensor::from_vec(data, Shape::new(shape)).expect("a sample"))
+}
+
+crate::samples! {
+    SORT => [
+        sample([f32s(&[3, 4])]),
+        sample([f32s(&[3, 4]), Value::Int(0), Value::Bool(true)]),
+        sample([i64s(&[5])]).kw("descending", true),
+        sample([with_ties(&[2, 4])]),
+    ],
+    ARGSORT => [sample([f32s(&[2, 5])]), sample([with_ties(&[6])]).kw("descending", true)],
+    MSORT => [sample([f32s(&[4, 2])])],
+    TOPK => [sample([f32s(&[2, 5]), Value::Int(2)]), sample([f32s(&[4, 3]), Value::Int(3)]).kw("dim", 0).kw("largest", false)],
+    KTHVALUE => [sample([f32s(&[3, 4]), Value::Int(2)]), sample([f32s(&[3, 4]), Value::Int(3), Value::Int(0)]).kw("keepdim", true)],
+    MEDIAN => [
+        sample([f32s(&[3, 4])]),
+        sample([with_ties(&[2, 3])]),
+        sample([f32s(&[3, 4]), Value::Int(1)]),
+        sample([f32s(&[4, 3]), Value::Int(0), Value::Bool(true)]),
+    ],
+    Tensor::SORT => [sample([f32s(&[4])])],
+    Tensor::ARGSORT => [sample([f32s(&[2, 3]), Value::Int(0)])],
+    Tensor::TOPK => [sample([f32s(&[6]), Value::Int(3)])],
+}
