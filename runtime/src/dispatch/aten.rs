@@ -219,6 +219,10 @@ operators! {
     /// (torchfn's sort is always stable); computed on the host for every device.
     SORT_STABLE = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> \
         (Tensor values, Tensor indices)", [] Kernel::Sort;
+    /// The `k` largest (or smallest) along `dim`, in order, and their positions: the first `k`
+    /// of a stable sort, selected before sorting them; on the host for every device.
+    TOPK = "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, \
+        Tensor indices)", [] Kernel::TopK;
 
     /// A contiguous copy, converted to `dtype` and moved to `device`.
     TO_COPY = "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", []

@@ -174,13 +174,23 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Output, Out
 
 /// `x` sorted along `dim` (ascending, or `descending`): the values and their positions.
 pub(crate) fn sort(x: &Tensor, dim: usize, descending: bool) -> Result<(Output, Output)> {
-    let kernel = || run_sort(dense(x)?, dim, descending);
+    let kernel = || run_sort(dense(x)?, dim, descending, None);
     if intercepting() {
         let mut kwargs = Kwargs::new();
         kwargs.insert("stable", Value::Bool(true));
         kwargs.insert("dim", Value::Int(dim as i64));
         kwargs.insert("descending", Value::Bool(descending));
         return intercept(&aten::SORT_STABLE, &[x.into()], kwargs, &|| kernel().map(pair));
+    }
+    kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
+}
+
+/// The first `k` of `x` sorted along `dim` (the largest with `largest`): values and positions.
+pub(crate) fn topk(x: &Tensor, k: usize, dim: usize, largest: bool) -> Result<(Output, Output)> {
+    let kernel = || run_sort(dense(x)?, dim, largest, Some(k));
+    if intercepting() {
+        let args = [x.into(), Value::Int(k as i64), Value::Int(dim as i64), Value::Bool(largest)];
+        return intercept(&aten::TOPK, &args, Kwargs::new(), &|| kernel().map(pair));
     }
     kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
 }
@@ -324,44 +334,56 @@ fn run_draw(
     device.backend().upload(device, data, shape.clone())
 }
 
-/// Sorts `x` along `dim` on the host (stably, NaN largest) and uploads the values and the
-/// positions; on meta, zeros of their shapes.
-fn run_sort(x: &Dense, dim: usize, descending: bool) -> Result<(Array, Array)> {
+/// Sorts `x` along `dim` on the host (stably, NaN largest; `descending` reverses the order,
+/// ties keeping theirs) and uploads the values and the positions, only the first `keep` of each
+/// lane when given (selected, then sorted); on meta, zeros of their shapes.
+fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Result<(Array, Array)> {
     let device = x.device();
-    let shape = x.layout.shape.clone();
+    let mut shape = x.layout.shape.clone();
+    let n = shape.get(dim).copied().unwrap_or(1);
+    let k = keep.unwrap_or(n).min(n);
+    if !shape.is_empty() {
+        shape = shape.iter().enumerate().map(|(d, &m)| if d == dim { k } else { m }).collect();
+    }
     if device.is_meta() {
         let backend = device.backend();
         let values = backend.fill(device, &shape, Scalar::Int(0), x.dtype)?;
         return Ok((values, backend.fill(device, &shape, Scalar::Int(0), device.index_dtype())?));
     }
     let host = host::on_host(x)?;
-    let n = shape.get(dim).copied().unwrap_or(1);
-    let inner: usize = shape.iter().skip(dim + 1).product();
-    let lanes = shape.iter().product::<usize>().checked_div(n).unwrap_or(0);
-    let mut positions = crate::cpu::alloc("sort", lanes * n)?;
+    let inner: usize = x.layout.shape.iter().skip(dim + 1).product();
+    let lanes = x.layout.shape.iter().product::<usize>().checked_div(n).unwrap_or(0);
+    let mut positions = crate::cpu::alloc("sort", lanes * k)?;
     let values = crate::types::with_dtype!(x.dtype, T => {
         let data = crate::cpu::elements::<T>("sort", &host)?;
-        // NaN (the one value unequal to itself) after every number, equal to itself.
+        // NaN (the one value unequal to itself) after every number, equal to itself; ties by
+        // position, so selecting and sorting agree with a stable sort.
         #[allow(clippy::eq_op)]
         let unordered = |v: &T| v != v;
         let order = |a: &T, b: &T| a.partial_cmp(b).unwrap_or_else(|| unordered(a).cmp(&unordered(b)));
-        let mut sorted = crate::cpu::alloc("sort", data.len())?;
-        sorted.resize(data.len(), T::default());
-        positions.resize(data.len(), 0i64);
+        let mut sorted = crate::cpu::alloc("sort", lanes * k)?;
+        sorted.resize(lanes * k, T::default());
+        positions.resize(lanes * k, 0i64);
         let mut lane: Vec<usize> = Vec::new();
         for l in 0..lanes {
             let (outer, i) = (l / inner.max(1), l % inner.max(1));
-            let at = |k: usize| (outer * n + k) * inner + i;
+            let at = |m: usize, j: usize| (outer * m + j) * inner + i;
+            let before = |&a: &usize, &b: &usize| {
+                let by_value = if descending { order(&data[at(n, b)], &data[at(n, a)]) } else { order(&data[at(n, a)], &data[at(n, b)]) };
+                by_value.then(a.cmp(&b))
+            };
             lane.clear();
             lane.extend(0..n);
-            if descending {
-                lane.sort_by(|&a, &b| order(&data[at(b)], &data[at(a)]));
-            } else {
-                lane.sort_by(|&a, &b| order(&data[at(a)], &data[at(b)]));
+            if k < n {
+                if k > 0 {
+                    lane.select_nth_unstable_by(k - 1, before);
+                }
+                lane.truncate(k);
             }
-            for (k, &from) in lane.iter().enumerate() {
-                sorted[at(k)] = data[at(from)];
-                positions[at(k)] = from as i64;
+            lane.sort_unstable_by(before);
+            for (j, &from) in lane.iter().enumerate() {
+                sorted[at(k, j)] = data[at(n, from)];
+                positions[at(k, j)] = from as i64;
             }
         }
         device.backend().upload(device, Buffer::from_vec(sorted), shape.clone())?
@@ -1187,7 +1209,20 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 return Err(b.invalid("dim", "must be a dimension of self"));
             }
             let dim = if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize };
-            Ok(pair(run_sort(x, dim, b.flag("descending"))?))
+            Ok(pair(run_sort(x, dim, b.flag("descending"), None)?))
+        }
+        Kernel::TopK => {
+            let x = b.dense("self")?;
+            let dim = b.int("dim");
+            let ndim = x.layout.ndim().max(1) as i64;
+            if !(-ndim..ndim).contains(&dim) {
+                return Err(b.invalid("dim", "must be a dimension of self"));
+            }
+            let dim = if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize };
+            let n = x.layout.shape.get(dim).copied().unwrap_or(1);
+            let k = usize::try_from(b.int("k")).ok().filter(|&k| k <= n);
+            let Some(k) = k else { return Err(b.invalid("k", "must be at most the dimension's size")) };
+            Ok(pair(run_sort(x, dim, b.flag("largest"), Some(k))?))
         }
         Kernel::ToCopy => {
             let x = b.dense("self")?;

@@ -107,6 +107,7 @@ pub(crate) enum Kernel {
     ConvolutionBackward,
     MaxPool2d,
     Sort,
+    TopK,
     ToCopy,
     AsStrided,
     ScatterAdd,

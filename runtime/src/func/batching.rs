@@ -447,7 +447,7 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
     match op.kernel {
         Kernel::Unary(_) | Kernel::Binary(_) | Kernel::Where => physical(pointwise(call)?),
         Kernel::Reduce(_) => physical(reduction(call)?),
-        Kernel::Scan(_) | Kernel::Softmax { .. } | Kernel::Sort => physical(along_dim(call)?),
+        Kernel::Scan(_) | Kernel::Softmax { .. } | Kernel::Sort | Kernel::TopK => physical(along_dim(call)?),
         Kernel::Matmul => physical(matmul(call)?),
         Kernel::ToCopy | Kernel::LiftFresh => {
             let x = call.tensor("self")?;
@@ -966,6 +966,7 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
                 | Kernel::Cat
                 | Kernel::Softmax { .. }
                 | Kernel::Sort
+                | Kernel::TopK
                 | Kernel::Convolution
                 | Kernel::ConvolutionBackward
                 | Kernel::MaxPool2d

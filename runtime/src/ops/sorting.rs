@@ -1,6 +1,7 @@
 //! Sorting and selection: `sort`, `argsort`, `msort`, `topk`, `kthvalue` and `median`, all from
-//! one stable sort along a dimension (NaN largest, as PyTorch orders it), the values gathered
-//! at the sorted positions so they differentiate as `gather` does.
+//! one stable sort along a dimension (NaN largest, as PyTorch orders it; `topk` selects its `k`
+//! before sorting them), the values gathered at the sorted positions so they differentiate as
+//! `gather` does.
 
 use crate::error::{Result, bail};
 use crate::primitive;
@@ -77,11 +78,11 @@ pub fn msort(input: &Tensor) -> Result<Tensor> {
 }
 
 fn topk_impl(func: &str, input: &Tensor, k: i64, dim: i64, largest: bool) -> Result<(Tensor, Tensor)> {
+    input.data(func, "input")?;
     let (n, d) = extent(func, input, dim)?;
     let k = usize::try_from(k).ok().filter(|&k| k <= n);
     let Some(k) = k else { bail!(Runtime, "{func}(): selected index k out of range") };
-    let (values, indices) = sorted(func, ("input", input), dim, largest)?;
-    Ok((first(&values, d, 0, k)?, first(&indices, d, 0, k)?))
+    primitive::topk(input, k, d, largest)
 }
 
 /// The `k` largest elements along `dim` (`largest = false`: the smallest) and their positions

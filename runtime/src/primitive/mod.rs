@@ -280,7 +280,17 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
 /// theirs): the values and their positions. The values are `x` gathered at the positions when
 /// a gradient or tangent is wanted, so they differentiate as `gather` does.
 pub(crate) fn sort(x: &Tensor, dim: usize, descending: bool) -> Result<(Tensor, Tensor)> {
-    let (values, indices) = dispatch::sort(x, dim, descending)?;
+    sorted(x, dim, dispatch::sort(x, dim, descending)?)
+}
+
+/// The first `k` of [`sort`] along `dim` (the largest with `largest`), selected before sorting.
+pub(crate) fn topk(x: &Tensor, k: usize, dim: usize, largest: bool) -> Result<(Tensor, Tensor)> {
+    sorted(x, dim, dispatch::topk(x, k, dim, largest)?)
+}
+
+/// A sorting kernel's values and positions as tensors, the values gathered from `x` at the
+/// positions when they are to be differentiated.
+fn sorted(x: &Tensor, dim: usize, (values, indices): (Output, Output)) -> Result<(Tensor, Tensor)> {
     let indices = indices.into_tensor();
     if data(x, "sort")?.layout.ndim() == 0 {
         return Ok((copy(x, data(x, "sort")?.dtype)?, indices));
