@@ -740,3 +740,25 @@ fn sizes_properties_and_dtype_shorthands_are_pytorchs() {
     let err = torchfn::zeros([2, 6], None, None).unwrap().unflatten(1, vec![4, 2]).unwrap_err();
     assert!(err.to_string().contains("don't multiply up to the size of dim 1 (6)"), "{err}");
 }
+
+/// `topk` selects in one pass before sorting: its values and positions are the first `k` of
+/// the stable sort's, ties in position order and NaN largest, for every `k`, both directions
+/// and lanes along either dimension.
+#[test]
+fn topk_is_the_stable_sorts_first_k() {
+    let data: Vec<f32> = (0..60).map(|i| if i % 17 == 5 { f32::NAN } else { ((i * 7) % 9) as f32 - 4.0 }).collect();
+    let x = torchfn::Tensor::from_vec(data, [6, 10]).unwrap();
+    let same = |a: Vec<f32>, b: Vec<f32>| a.iter().zip(&b).all(|(p, q)| p == q || (p.is_nan() && q.is_nan()));
+    for dim in [0i64, 1] {
+        let n = x.shape().unwrap()[dim as usize] as i64;
+        for largest in [true, false] {
+            let (values, indices) = torchfn::sort(&x, dim, largest, false).unwrap();
+            for k in 0..=n {
+                let (tv, ti) = torchfn::topk(&x, k, dim, largest, true).unwrap();
+                let (sv, si) = (values.narrow(dim, 0, k).unwrap(), indices.narrow(dim, 0, k).unwrap());
+                assert!(same(tv.to_vec::<f32>().unwrap(), sv.contiguous().unwrap().to_vec::<f32>().unwrap()));
+                assert_eq!(ti.to_vec::<i64>().unwrap(), si.contiguous().unwrap().to_vec::<i64>().unwrap(), "k = {k}");
+            }
+        }
+    }
+}

@@ -364,25 +364,44 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
         let mut sorted = crate::cpu::alloc("sort", lanes * k)?;
         sorted.resize(lanes * k, T::default());
         positions.resize(lanes * k, 0i64);
-        let mut lane: Vec<usize> = Vec::new();
+        // Each lane as (value, position) pairs, side by side in memory.
+        let mut lane: Vec<(T, usize)> = Vec::new();
+        // Value, then position: the stable order, for selecting the first `k`.
+        let before = |a: &(T, usize), b: &(T, usize)| {
+            let by_value = if descending { order(&b.0, &a.0) } else { order(&a.0, &b.0) };
+            by_value.then(a.1.cmp(&b.1))
+        };
         for l in 0..lanes {
             let (outer, i) = (l / inner.max(1), l % inner.max(1));
             let at = |m: usize, j: usize| (outer * m + j) * inner + i;
-            let before = |&a: &usize, &b: &usize| {
-                let by_value = if descending { order(&data[at(n, b)], &data[at(n, a)]) } else { order(&data[at(n, a)], &data[at(n, b)]) };
-                by_value.then(a.cmp(&b))
-            };
             lane.clear();
-            lane.extend(0..n);
             if k < n {
-                if k > 0 {
-                    lane.select_nth_unstable_by(k - 1, before);
+                // The first `k` in one pass: candidates that come before the current k-th go to a
+                // buffer of 2k, cut back to its first k whenever it fills.
+                let mut threshold: Option<(T, usize)> = None;
+                for j in 0..n {
+                    let e = (data[at(n, j)], j);
+                    if k == 0 || threshold.is_some_and(|t| before(&e, &t) != std::cmp::Ordering::Less) {
+                        continue;
+                    }
+                    lane.push(e);
+                    if lane.len() == 2 * k {
+                        lane.select_nth_unstable_by(k - 1, before);
+                        lane.truncate(k);
+                        threshold = Some(lane[k - 1]);
+                    }
                 }
-                lane.truncate(k);
+                if lane.len() > k {
+                    lane.select_nth_unstable_by(k - 1, before);
+                    lane.truncate(k);
+                }
+            } else {
+                lane.extend((0..n).map(|j| (data[at(n, j)], j)));
             }
-            lane.sort_unstable_by(before);
-            for (j, &from) in lane.iter().enumerate() {
-                sorted[at(k, j)] = data[at(n, from)];
+            // Stable sorts by value alone (ties keep their positions' order).
+            if descending { lane.sort_by(|a, b| order(&b.0, &a.0)) } else { lane.sort_by(|a, b| order(&a.0, &b.0)) }
+            for (j, &(value, from)) in lane.iter().enumerate() {
+                sorted[at(k, j)] = value;
                 positions[at(k, j)] = from as i64;
             }
         }
