@@ -696,7 +696,7 @@ const IMPOSSIBLE: f64 = -1e30;
 /// ```
 /// use torchfn::nn::functional as F;
 /// // Two steps, classes {blank, a}: "a" is "a a", "a -", "- a" (each step 1/2): p = 3/4.
-/// let lp = torchfn::full([2, 1, 2], 0.5f64.ln(), None, None)?;
+/// let lp = torchfn::full([2, 1, 2], 0.5f64.ln(), Some(torchfn::DType::Float64), None)?;
 /// let targets = torchfn::tensor([[1i64]])?;
 /// let (inputs, lengths) = (torchfn::tensor([2i64])?, torchfn::tensor([1i64])?);
 /// let loss = F::ctc_loss(&lp, &targets, &inputs, &lengths, 0, "sum", false)?;
