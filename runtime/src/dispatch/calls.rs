@@ -947,6 +947,15 @@ impl Bound {
     }
 
     /// Two sizes (kernel, stride, padding, dilation).
+    /// The `dim` argument as a dimension of `x` (0 for a 0-d `x`), checked.
+    fn dim_of(&self, x: &Dense) -> Result<usize> {
+        let (dim, ndim) = (self.int("dim"), x.layout.ndim().max(1) as i64);
+        if !(-ndim..ndim).contains(&dim) {
+            return Err(self.invalid("dim", "must be a dimension of self"));
+        }
+        Ok(if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize })
+    }
+
     fn pair(&self, name: &str) -> Result<[usize; 2]> {
         match self.sizes(name, 2)?[..] {
             [a, b] => Ok([a, b]),
@@ -1222,22 +1231,12 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
         }
         Kernel::Sort => {
             let x = b.dense("self")?;
-            let dim = b.int("dim");
-            let ndim = x.layout.ndim().max(1) as i64;
-            if !(-ndim..ndim).contains(&dim) {
-                return Err(b.invalid("dim", "must be a dimension of self"));
-            }
-            let dim = if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize };
+            let dim = b.dim_of(x)?;
             Ok(pair(run_sort(x, dim, b.flag("descending"), None)?))
         }
         Kernel::TopK => {
             let x = b.dense("self")?;
-            let dim = b.int("dim");
-            let ndim = x.layout.ndim().max(1) as i64;
-            if !(-ndim..ndim).contains(&dim) {
-                return Err(b.invalid("dim", "must be a dimension of self"));
-            }
-            let dim = if x.layout.ndim() == 0 { 0 } else { dim.rem_euclid(ndim) as usize };
+            let dim = b.dim_of(x)?;
             let n = x.layout.shape.get(dim).copied().unwrap_or(1);
             let k = usize::try_from(b.int("k")).ok().filter(|&k| k <= n);
             let Some(k) = k else { return Err(b.invalid("k", "must be at most the dimension's size")) };

@@ -152,9 +152,28 @@ impl Recurrent {
     }
 }
 
-/// Implements `Module` and `Display` for a recurrent module (a newtype of `Recurrent`).
+/// Implements the constructor, `Module` and `Display` for a recurrent module (a newtype of
+/// `Recurrent` running `$cell`).
 macro_rules! recurrent_module {
-    ($name:ident) => {
+    ($name:ident, $cell:expr) => {
+        impl $name {
+            /// The network of PyTorch's arguments, in its order.
+            #[allow(clippy::too_many_arguments)]
+            pub fn new(
+                input_size: usize,
+                hidden_size: usize,
+                num_layers: usize,
+                bias: bool,
+                batch_first: bool,
+                dropout: f64,
+                bidirectional: bool,
+                generator: &Generator,
+            ) -> Result<$name> {
+                let (i, h, l) = (input_size, hidden_size, num_layers);
+                Ok($name(Recurrent::new($cell, i, h, l, bias, batch_first, dropout, bidirectional, generator)?))
+            }
+        }
+
         impl Module for $name {
             fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
                 self.0.visit(visitor)
@@ -201,32 +220,6 @@ macro_rules! recurrent_module {
 pub struct LSTM(Recurrent);
 
 impl LSTM {
-    /// An LSTM of PyTorch's arguments, in its order.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        input_size: usize,
-        hidden_size: usize,
-        num_layers: usize,
-        bias: bool,
-        batch_first: bool,
-        dropout: f64,
-        bidirectional: bool,
-        generator: &Generator,
-    ) -> Result<LSTM> {
-        let r = Recurrent::new(
-            Cell::Lstm,
-            input_size,
-            hidden_size,
-            num_layers,
-            bias,
-            batch_first,
-            dropout,
-            bidirectional,
-            generator,
-        )?;
-        Ok(LSTM(r))
-    }
-
     /// The LSTM on `input` from `hx = (h_0, c_0)`: the output and `(h_n, c_n)`.
     pub fn forward(&self, input: &Tensor, hx: Option<(&Tensor, &Tensor)>) -> Result<(Tensor, (Tensor, Tensor))> {
         let hx = hx.map(|(h, c)| vec![h.clone(), c.clone()]);
@@ -235,7 +228,7 @@ impl LSTM {
     }
 }
 
-recurrent_module!(LSTM);
+recurrent_module!(LSTM, Cell::Lstm);
 
 /// A multi-layer GRU (`nn.GRU`): as [`LSTM`] with one state, `h_0`; returns the output and
 /// `h_n`.
@@ -251,32 +244,6 @@ recurrent_module!(LSTM);
 pub struct GRU(Recurrent);
 
 impl GRU {
-    /// A GRU of PyTorch's arguments, in its order.
-    #[allow(clippy::too_many_arguments)]
-    pub fn new(
-        input_size: usize,
-        hidden_size: usize,
-        num_layers: usize,
-        bias: bool,
-        batch_first: bool,
-        dropout: f64,
-        bidirectional: bool,
-        generator: &Generator,
-    ) -> Result<GRU> {
-        let r = Recurrent::new(
-            Cell::Gru,
-            input_size,
-            hidden_size,
-            num_layers,
-            bias,
-            batch_first,
-            dropout,
-            bidirectional,
-            generator,
-        )?;
-        Ok(GRU(r))
-    }
-
     /// The GRU on `input` from `h_0`: the output and `h_n`.
     pub fn forward(&self, input: &Tensor, hx: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
         let (output, h, _) = self.0.run(input, hx.map(|h| vec![h.clone()]))?;
@@ -284,4 +251,4 @@ impl GRU {
     }
 }
 
-recurrent_module!(GRU);
+recurrent_module!(GRU, Cell::Gru);

@@ -76,6 +76,33 @@ fn geometry(func: &str, stride: &Dims, padding: &Dims, dilation: &Dims) -> Resul
     Ok(geometry)
 }
 
+/// A 2-D convolution's operands: the input (3-D or 4-D, as `[n, c, h, w]`), the weight (4-D,
+/// its sizes as `layout` names them in the error) and the bias.
+type Operands<'a> = (&'a Dense, &'a Dense, Option<&'a Dense>, [usize; 4], [usize; 4]);
+
+fn operands<'a>(
+    func: &str,
+    input: &'a Tensor,
+    weight: &'a Tensor,
+    bias: Option<&'a Tensor>,
+    kind: &str,
+    layout: &str,
+) -> Result<Operands<'a>> {
+    let (x, w) = (input.data(func, "input")?, weight.data(func, "weight")?);
+    let b = bias.map(|b| b.data(func, "bias")).transpose()?;
+    let Some(planes) = planes(x) else {
+        bail!(
+            Runtime,
+            "{func}(): expected 3D (unbatched) or 4D (batched) input to {kind}, but got input of size: {:?}",
+            &x.layout.shape[..]
+        );
+    };
+    let &[a, bb, kh, kw] = &w.layout.shape[..] else {
+        bail!(Runtime, "{func}(): expected a 4-D weight {layout}, but got weight of size {:?}", &w.layout.shape[..]);
+    };
+    Ok((x, w, b, planes, [a, bb, kh, kw]))
+}
+
 /// Checks that a convolution's input is floating-point and its weight and bias of its dtype.
 fn same_float_dtype(func: &str, x: &Dense, w: &Dense, b: Option<&Dense>) -> Result<()> {
     if !x.dtype.is_floating_point() {
@@ -103,22 +130,8 @@ fn convolve(
     dilation: &Dims,
     groups: i64,
 ) -> Result<Tensor> {
-    let (x, w) = (input.data(func, "input")?, weight.data(func, "weight")?);
-    let b = bias.map(|b| b.data(func, "bias")).transpose()?;
-    let Some([n, c, h, wd]) = planes(x) else {
-        bail!(
-            Runtime,
-            "{func}(): expected 3D (unbatched) or 4D (batched) input to conv2d, but got input of size: {:?}",
-            &x.layout.shape[..]
-        );
-    };
-    let &[o, cg, kh, kw] = &w.layout.shape[..] else {
-        bail!(
-            Runtime,
-            "{func}(): expected a 4-D weight [out_channels, in_channels / groups, kH, kW], but got weight of size {:?}",
-            &w.layout.shape[..]
-        );
-    };
+    let (x, w, b, [n, c, h, wd], [o, cg, kh, kw]) =
+        operands(func, input, weight, bias, "conv2d", "[out_channels, in_channels / groups, kH, kW]")?;
     if kh == 0 || kw == 0 {
         bail!(Runtime, "{func}(): the kernel must not be empty, but got weight of size {:?}", &w.layout.shape[..]);
     }
@@ -331,22 +344,8 @@ pub fn conv_transpose2d(
     #[default(1)] dilation: impl Into<Dims>,
 ) -> Result<Tensor> {
     const FUNC: &str = "conv_transpose2d";
-    let (x, w) = (input.data(FUNC, "input")?, weight.data(FUNC, "weight")?);
-    let b = bias.map(|b| b.data(FUNC, "bias")).transpose()?;
-    let Some([n, c, h, wd]) = planes(x) else {
-        bail!(
-            Runtime,
-            "{FUNC}(): expected 3D (unbatched) or 4D (batched) input to conv_transpose2d, but got input of size: {:?}",
-            &x.layout.shape[..]
-        );
-    };
-    let &[cin, og, kh, kw] = &w.layout.shape[..] else {
-        bail!(
-            Runtime,
-            "{FUNC}(): expected a 4-D weight [in_channels, out_channels / groups, kH, kW], but got weight of size {:?}",
-            &w.layout.shape[..]
-        );
-    };
+    let (x, w, b, [n, c, h, wd], [cin, og, kh, kw]) =
+        operands(FUNC, input, weight, bias, FUNC, "[in_channels, out_channels / groups, kH, kW]")?;
     let [stride, padding, dilation] = geometry(FUNC, &stride.into(), &padding.into(), &dilation.into())?;
     let output_padding = output_padding.into();
     let Some(extra) = pair(&output_padding).filter(|p| p.iter().all(|&p| p >= 0)) else {
