@@ -429,6 +429,10 @@ case(F_I, [rounded([1, 2, 5, 4])], {"size": [2, 3], "mode": "area"}, wrt=[0])
 case(F_I, [rounded([2, 1, 7])], {"size": 3, "mode": "area"}, wrt=[0])
 case(F_I, [rounded([1, 1, 2, 3, 2])], {"scale_factor": 2.0, "mode": "area"}, wrt=[0])
 error(F_I, [rounded([1, 1, 4])], {"size": 2, "mode": "area", "align_corners": True})
+case(F_I, [rounded([1, 2, 4, 5])], {"size": [7, 3], "mode": "bicubic"}, wrt=[0])
+case(F_I, [rounded([1, 1, 3, 4])], {"scale_factor": 2.5, "mode": "bicubic", "align_corners": True}, wrt=[0])
+case(F_I, [rounded([2, 1, 6, 6])], {"scale_factor": 0.5, "mode": "bicubic"}, wrt=[0])
+error(F_I, [rounded([1, 1, 4])], {"size": 8, "mode": "bicubic"})
 
 # ctc_loss (issue 29): padded and concatenated targets, varied lengths, repeated labels, the
 # reductions, unbatched input, another blank, an impossible target with and without

@@ -343,7 +343,7 @@ fn interpolate_matches_pytorch() {
     assert!(error(None, None, "nearest", None).contains("either size or scale_factor"));
     assert!(error(Some(3.into()), None, "linear", None).contains("Got 4D input, but linear mode needs 3D input"));
     assert!(error(Some([2, 2].into()), None, "nearest", Some(true)).contains("align_corners option can only be set"));
-    assert!(error(Some([2, 2].into()), None, "bicubic", None).contains("bicubic"));
+    assert!(error(Some([2, 2].into()), None, "bicubic2", None).contains("the bicubic2 mode is not available"));
 }
 
 /// `multi_head_attention_forward`'s argument errors: heads that do not divide the embedding

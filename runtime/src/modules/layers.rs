@@ -1032,7 +1032,7 @@ impl Forward for Unflatten {
 
 /// Upsampling by [`interpolate`](F::interpolate) (`nn.Upsample`): to `size`, or by
 /// `scale_factor`, in `mode` (`"nearest"`, `"nearest-exact"`, `"linear"`, `"bilinear"`,
-/// `"trilinear"`, `"area"`), with `align_corners` for the linear modes.
+/// `"bicubic"`, `"trilinear"`, `"area"`), with `align_corners` for the linear and cubic modes.
 ///
 /// ```
 /// use torchfn::nn::{Forward, Upsample};

@@ -1,7 +1,7 @@
-//! `torch.nn.functional.interpolate` in its nearest, linear and area modes: each spatial
-//! dimension resampled in turn, by picking positions (`index_select`), for the linear modes
-//! blending neighbours with constant weights, for the area mode averaging windows with a
-//! constant matrix, so the gradient and the other transforms come from theirs.
+//! `torch.nn.functional.interpolate` in its nearest, linear, bicubic and area modes: each
+//! spatial dimension resampled in turn, by picking positions (`index_select`), for the linear
+//! and cubic modes blending neighbours with constant weights, for the area mode averaging
+//! windows with a constant matrix, so the gradient and the other transforms come from theirs.
 
 use crate::error::{Result, bail};
 use crate::ops::indexing::positions;
@@ -19,6 +19,9 @@ enum Mode {
     Nearest,
     NearestExact,
     Linear,
+    /// Four neighbours blended by Keys' cubic convolution (`A = -0.75`, as PyTorch's), the
+    /// positions beyond the edges reading the edge.
+    Cubic,
     /// Each output position the mean of its window (`adaptive_avg_pool`'s: from
     /// `floor(i n / size)` to `ceil((i + 1) n / size)`).
     Area,
@@ -29,9 +32,10 @@ enum Mode {
 /// `"nearest"` (the input position `floor(i * scale)`), `"nearest-exact"`
 /// (`floor((i + 0.5) * scale)`), and `"linear"`, `"bilinear"`, `"trilinear"` for 1, 2 and 3
 /// spatial dimensions (neighbours blended; with `align_corners` the corner pixels' centres
-/// align), and `"area"` (each output position the mean of its window, as adaptive average
-/// pooling). As in PyTorch, a given `scale_factor` is the scale the positions are computed
-/// with. `"bicubic"` is a `NotImplementedError` naming it.
+/// align), `"bicubic"` for 2 (Keys' cubic convolution of four neighbours, `A = -0.75`, the
+/// edges repeated), and `"area"` (each output position the mean of its window, as adaptive
+/// average pooling). As in PyTorch, a given `scale_factor` is the scale the positions are
+/// computed with.
 ///
 /// ```
 /// use torchfn::nn::functional as F;
@@ -60,11 +64,12 @@ pub fn interpolate(
         "linear" => (Mode::Linear, Some(1)),
         "bilinear" => (Mode::Linear, Some(2)),
         "trilinear" => (Mode::Linear, Some(3)),
+        "bicubic" => (Mode::Cubic, Some(2)),
         "area" => (Mode::Area, None),
         other => bail!(
             NotImplemented,
-            "{FUNC}(): the {other} mode is not available; nearest, nearest-exact, linear, bilinear, trilinear and \
-             area are"
+            "{FUNC}(): the {other} mode is not available; nearest, nearest-exact, linear, bilinear, bicubic, \
+             trilinear and area are"
         ),
     };
     if let Some(n) = dims_needed
@@ -74,21 +79,21 @@ pub fn interpolate(
             NotImplemented,
             "{FUNC}(): Got {}D input, but {} mode needs {}D input",
             shape.len(),
-            ["linear", "bilinear", "trilinear"][n - 1],
+            if mode == Mode::Cubic { "bicubic" } else { ["linear", "bilinear", "trilinear"][n - 1] },
             n + 2
         );
     }
     if !(1..=3).contains(&spatial) {
         bail!(NotImplemented, "{FUNC}(): input of {} dimensions: expected 3, 4 or 5 ([N, C, *spatial])", shape.len());
     }
-    if align_corners.is_some() && mode != Mode::Linear {
+    if align_corners.is_some() && !matches!(mode, Mode::Linear | Mode::Cubic) {
         bail!(
             Value,
             "{FUNC}(): align_corners option can only be set with the interpolating modes: linear | bilinear | bicubic | trilinear"
         );
     }
-    if !x.dtype.is_floating_point() && matches!(mode, Mode::Linear | Mode::Area) {
-        bail!(NotImplemented, "{FUNC}(): the linear and area modes need floating-point input, not {}", x.dtype);
+    if !x.dtype.is_floating_point() && matches!(mode, Mode::Linear | Mode::Cubic | Mode::Area) {
+        bail!(NotImplemented, "{FUNC}(): the linear, cubic and area modes need floating-point input, not {}", x.dtype);
     }
     // Each spatial dimension's output size, and the scale its positions are computed with.
     let per_dim = |values: &[f64], what: &str| -> Result<Vec<f64>> {
@@ -168,6 +173,44 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
                 primitive::transfer(&primitive::copy(&Tensor::from_vec(weights, along)?, dtype)?, device, dtype)?;
             crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights)
         }
+        Mode::Cubic => {
+            // Output position i reads input positions floor(s) - 1 ..= floor(s) + 2 (clamped to
+            // the edges) with Keys' weights of the distance t = s - floor(s).
+            let a = -0.75;
+            let near = |x: f64| ((a + 2.0) * x - (a + 3.0)) * x * x + 1.0;
+            let far = |x: f64| ((a * x - 5.0 * a) * x + 8.0 * a) * x - 4.0 * a;
+            let source = |i: usize| -> f64 {
+                if align_corners {
+                    if size > 1 { i as f64 * last / (size - 1) as f64 } else { 0.0 }
+                } else {
+                    (i as f64 + 0.5) * scale - 0.5
+                }
+            };
+            let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
+            let mut total: Option<Tensor> = None;
+            for tap in 0..4 {
+                let read = |i: usize| (source(i).floor() as i64 - 1 + tap as i64).clamp(0, n as i64 - 1);
+                let picked = pick(&mut (0..size).map(read))?;
+                let weight = |i: usize| {
+                    let s = source(i);
+                    let t = s - s.floor();
+                    [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)][tap]
+                };
+                let mut weights = crate::cpu::alloc("interpolate", size)?;
+                weights.extend((0..size).map(weight));
+                let weights = primitive::transfer(
+                    &primitive::copy(&Tensor::from_vec(weights, along.clone())?, dtype)?,
+                    device,
+                    dtype,
+                )?;
+                let term = picked.mul(&weights)?;
+                total = Some(match total {
+                    Some(sum) => sum.add(&term, 1)?,
+                    None => term,
+                });
+            }
+            Ok(total.expect("four taps"))
+        }
         Mode::Area => {
             // The windows' means as a [size, n] matrix that the positions along `dim` multiply.
             let mut weights = crate::cpu::alloc("interpolate", size.saturating_mul(n))?;
@@ -192,5 +235,6 @@ crate::samples! {
         sample([f32s(&[2, 1, 4])]).kw("size", Value::List(vec![6.into()])).kw("mode", "linear").kw("align_corners", true),
         sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "nearest-exact"),
         sample([f32s(&[1, 2, 5, 4])]).kw("size", Value::List(vec![2.into(), 3.into()])).kw("mode", "area"),
+        sample([f32s(&[1, 1, 3, 4])]).kw("size", Value::List(vec![5.into(), 3.into()])).kw("mode", "bicubic"),
     ],
 }
