@@ -762,3 +762,20 @@ fn topk_is_the_stable_sorts_first_k() {
         }
     }
 }
+
+/// `bernoulli_` fills integer and bool tensors too, as PyTorch's: 0 and 1 (false and true) in
+/// their own dtype, about a fraction `p` of ones.
+#[test]
+fn bernoulli_fills_integer_and_bool_tensors() {
+    let _seeded = crate::seeded();
+    let ints = torchfn::zeros([2000], Some(DType::Int64), None).unwrap();
+    assert!(ints.bernoulli_(0.25, None::<Generator>).unwrap().is(&ints));
+    let values = ints.to_vec::<i64>().unwrap();
+    let ones = values.iter().filter(|&&v| v == 1).count();
+    assert!(values.iter().all(|&v| v == 0 || v == 1) && (400..600).contains(&ones), "{ones} ones");
+    let flags = torchfn::zeros([2000], Some(DType::Bool), None).unwrap();
+    flags.bernoulli_(0.75, None::<Generator>).unwrap();
+    let set = flags.to_vec::<bool>().unwrap().iter().filter(|&&b| b).count();
+    assert!((1400..1600).contains(&set), "{set} set");
+    assert_eq!(flags.dtype().unwrap(), DType::Bool);
+}

@@ -8,7 +8,7 @@ use crate::backend::host::check_dtype;
 use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Generator, Shape, Tensor};
-use crate::testing::{f32s, sample};
+use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
 
@@ -217,9 +217,8 @@ impl Tensor {
         write_into("normal_", self, drawn)
     }
 
-    /// Fills this floating tensor with 1 with probability `p` and 0 otherwise, in place
-    /// (`Tensor.bernoulli_`); returns `self`. (PyTorch also fills integer and bool tensors; here
-    /// draw into a float tensor and convert it.)
+    /// Fills this tensor with 1 (`true`) with probability `p` and 0 (`false`) otherwise, in
+    /// place (`Tensor.bernoulli_`), whatever its dtype, as PyTorch's; returns `self`.
     ///
     /// ```
     /// let mask = torchfn::zeros([1000], None, None)?;
@@ -240,7 +239,7 @@ impl Tensor {
             bail!(Runtime, "bernoulli_(): p must be in [0, 1], but got p={p}");
         }
         let x = self.data("bernoulli_", "self")?;
-        let dtype = floating("bernoulli_", Some(x.dtype))?;
+        let dtype = x.dtype;
         check_dtype("bernoulli_", x.device(), dtype)?;
         let generator: Option<Generator> = generator.into();
         let placement = (&x.layout.shape, dtype, x.device());
@@ -255,5 +254,10 @@ crate::samples! {
     RANDN_LIKE => [sample([f32s(&[2, 3])])],
     Tensor::UNIFORM_ => [sample([f32s(&[2, 3]), Value::Float(-1.0), Value::Float(1.0)])],
     Tensor::NORMAL_ => [sample([f32s(&[5]), Value::Float(2.0), Value::Float(0.5)])],
-    Tensor::BERNOULLI_ => [sample([f32s(&[2, 3])]), sample([f32s(&[4]), Value::Float(0.3)])],
+    Tensor::BERNOULLI_ => [
+        sample([f32s(&[2, 3])]),
+        sample([f32s(&[4]), Value::Float(0.3)]),
+        sample([i64s(&[2, 2]), Value::Float(0.7)]),
+        sample([bools(&[5])]),
+    ],
 }
