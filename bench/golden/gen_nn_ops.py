@@ -482,6 +482,19 @@ case("torch.median", [torch.tensor([1.0, float("nan"), 0.5, float("nan")], dtype
 case("torch.median", [rounded([3, 4]), 1], wrt=[0])
 case("torch.median", [ties, 1], {"keepdim": True})
 case("torch.median", [rounded([4, 3]), 0], wrt=[0])
+bounds = torch.tensor([-1.0, -0.5, -0.5, 0.25, 1.0, 2.0], dtype=f64)  # (NaN boundaries: search-path dependent)
+vals = torch.tensor([[-2.0, -0.5, 0.0], [0.25, 3.0, float("nan")]], dtype=f64)
+case("torch.searchsorted", [bounds, vals])
+case("torch.searchsorted", [bounds, vals], {"right": True})
+case("torch.searchsorted", [bounds, vals], {"side": "right", "out_int32": True})
+case("torch.searchsorted", [torch.sort(rounded([2, 5]))[0], rounded([2, 3])])
+case("torch.searchsorted", [torch.tensor([3.0, 1.0, 2.0], dtype=f64), rounded([4], low=0.0, high=4.0)],
+     {"sorter": torch.tensor([1, 2, 0])})
+error("torch.searchsorted", [rounded([2, 5]), rounded([3, 3])])
+error("torch.searchsorted", [bounds, vals], {"side": "left", "right": True})
+case("torch.bucketize", [vals, bounds[:5]])
+case("torch.bucketize", [vals, bounds[:5]], {"right": True})
+error("torch.bucketize", [vals, rounded([2, 2])])
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

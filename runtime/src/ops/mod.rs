@@ -111,7 +111,8 @@ pub use reduction::{
 pub use shape::{RESHAPE, reshape};
 pub use softmax::{LOG_SOFTMAX, SOFTMAX, log_softmax, softmax};
 pub use sorting::{
-    ARGSORT, KTHVALUE, MEDIAN, MSORT, SORT, TOPK, argsort, kthvalue, median, median_dim, msort, sort, topk,
+    ARGSORT, BUCKETIZE, KTHVALUE, MEDIAN, MSORT, SEARCHSORTED, SORT, TOPK, argsort, bucketize, kthvalue, median,
+    median_dim, msort, searchsorted, sort, topk,
 };
 pub use view::{
     BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,

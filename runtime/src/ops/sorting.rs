@@ -188,6 +188,119 @@ pub fn median_dim(input: &Tensor, dim: i64, #[default(false)] keepdim: bool) -> 
     Ok((values.squeeze_dim(d)?, indices.squeeze_dim(d)?))
 }
 
+/// How many of `boundaries`' last dimension come before each of `values` (`[..., K]` against
+/// `[..., M]`, or `[M]` for all): strictly smaller, or with `right` also equal; a NaN value
+/// after every number. (PyTorch's binary search gives NaN boundaries answers that depend on its
+/// search path; here they count as after every number.) A comparison of every pair, `O(K M)`,
+/// composed of elementwise operations, in the device's index dtype (or int32).
+fn positions_in(boundaries: &Tensor, values: &Tensor, right: bool, int32: bool) -> Result<Tensor> {
+    let (b, v) = (boundaries.unsqueeze(-2)?, values.unsqueeze(-1)?);
+    let before = if right { b.le(&v)? } else { b.lt(&v)? };
+    // A NaN value comes after every number (and, with `right`, after every NaN too).
+    let nan_value = v.isnan()?;
+    let passed = if right { nan_value } else { nan_value.logical_and(&b.isnan()?.logical_not()?)? };
+    let before = before.logical_or(&passed)?;
+    let dtype = if int32 { crate::tensor::DType::Int32 } else { values.device()?.index_dtype() };
+    crate::sum_dim(&before, -1, false)?.to(dtype, false, false)
+}
+
+/// The positions at which `values` would be inserted into `sorted_sequence` to keep it sorted
+/// (`torch.searchsorted`): along its last dimension (a 1-D sequence serves every value; an
+/// N-D one has `values`' leading dimensions), the first such position, or the last with
+/// `right` (or `side = "right"`). `sorter` gives the positions that sort an unsorted
+/// sequence. int64 positions, or int32 with `out_int32`. Computed by comparing every value with
+/// every boundary.
+///
+/// ```
+/// let boundaries = torchfn::tensor([1.0f32, 3.0, 5.0, 7.0])?;
+/// let values = torchfn::tensor([3.0f32, 6.0, 9.0])?;
+/// let left = torchfn::searchsorted(&boundaries, &values, false, false, None, None)?;
+/// assert_eq!(left.to_vec::<i64>()?, [1, 3, 4]);
+/// let right = torchfn::searchsorted(&boundaries, &values, false, true, None, None)?;
+/// assert_eq!(right.to_vec::<i64>()?, [2, 3, 4]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn searchsorted(
+    sorted_sequence: &Tensor,
+    input: &Tensor,
+    #[keyword_only]
+    #[default(false)]
+    out_int32: bool,
+    #[default(false)] right: bool,
+    #[default(None)] side: Option<&str>,
+    #[default(None)] sorter: Option<&Tensor>,
+) -> Result<Tensor> {
+    const FUNC: &str = "searchsorted";
+    let right = match side {
+        None => right,
+        Some("left") if !right => false,
+        Some("right") => true,
+        Some("left") => {
+            bail!(Runtime, "{FUNC}(): side and right can't be set to opposites, got side of left while right was True")
+        }
+        Some(other) => bail!(Runtime, "{FUNC}(): side can only be 'left' or 'right' but got {other}"),
+    };
+    let (ss, vs) = (sorted_sequence.shape()?, input.shape()?);
+    if ss.is_empty() {
+        bail!(Runtime, "{FUNC}(): boundaries tensor should have positive dimension, but got 0 dimension");
+    }
+    if ss.len() > 1 && (vs.len() != ss.len() || ss[..ss.len() - 1] != vs[..vs.len() - 1]) {
+        bail!(
+            Runtime,
+            "{FUNC}(): boundaries tensor should be 1 dimension or the first N-1 dimensions of boundaries tensor and \
+             input value tensor must match, but we got boundaries tensor {:?} and input value tensor {:?}",
+            &ss[..],
+            &vs[..]
+        );
+    }
+    let sequence = match sorter {
+        Some(order) => {
+            if order.shape()? != ss {
+                bail!(
+                    Runtime,
+                    "{FUNC}(): boundary and sorter must have the same size, but got boundary tensor {:?} and sorter tensor {:?}",
+                    &ss[..],
+                    &order.shape()?[..]
+                );
+            }
+            sorted_sequence.gather(-1, order)?
+        }
+        None => sorted_sequence.clone(),
+    };
+    positions_in(&sequence, input, right, out_int32)
+}
+
+/// The bucket of each element of `input` among `boundaries` (1-D, sorted) (`torch.bucketize`):
+/// `i` such that `boundaries[i - 1] < x <= boundaries[i]`, or with `right`
+/// `boundaries[i - 1] <= x < boundaries[i]`; [`searchsorted`] with the roles of the arguments
+/// exchanged.
+///
+/// ```
+/// let boundaries = torchfn::tensor([1.0f32, 3.0, 5.0])?;
+/// let x = torchfn::tensor([[0.5f32, 3.0], [4.0, 9.0]])?;
+/// assert_eq!(torchfn::bucketize(&x, &boundaries, false, false)?.to_vec::<i64>()?, [0, 1, 2, 3]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn bucketize(
+    input: &Tensor,
+    boundaries: &Tensor,
+    #[keyword_only]
+    #[default(false)]
+    out_int32: bool,
+    #[default(false)] right: bool,
+) -> Result<Tensor> {
+    if boundaries.shape()?.len() != 1 {
+        bail!(
+            Runtime,
+            "bucketize(): boundaries tensor must be 1 dimension, but got dim({})",
+            boundaries.shape()?.len()
+        );
+    }
+    positions_in(boundaries, input, right, out_int32)
+}
+
 impl Tensor {
     /// Sorted along `dim`: the method form of [`sort`](crate::sort()).
     #[torch_function]
@@ -229,6 +342,14 @@ impl Tensor {
     }
 }
 
+/// A float32 tensor ascending along its last dimension (with a repeat), as a sample argument.
+fn sorted_values(shape: &[usize]) -> Value {
+    let n: usize = shape.iter().product();
+    let last = *shape.last().expect("a dimension");
+    let data: Vec<f32> = (0..n).map(|i| ((i % last) / 2 * 2) as f32 - 1.5 + (i / last) as f32 * 0.25).collect();
+    Value::Tensor(Tensor::from_vec(data, Shape::new(shape)).expect("a sample"))
+}
+
 /// A float32 tensor with ties and a NaN, as a sample argument.
 fn with_ties(shape: &[usize]) -> Value {
     let n: usize = shape.iter().product();
@@ -253,6 +374,11 @@ crate::samples! {
         sample([f32s(&[3, 4]), Value::Int(1)]),
         sample([f32s(&[4, 3]), Value::Int(0), Value::Bool(true)]),
     ],
+    SEARCHSORTED => [
+        sample([sorted_values(&[5]), f32s(&[2, 3])]),
+        sample([sorted_values(&[2, 4]), f32s(&[2, 3])]).kw("right", true).kw("out_int32", true),
+    ],
+    BUCKETIZE => [sample([f32s(&[2, 3]), sorted_values(&[4])]).kw("right", true)],
     Tensor::SORT => [sample([f32s(&[4])])],
     Tensor::ARGSORT => [sample([f32s(&[2, 3]), Value::Int(0)])],
     Tensor::TOPK => [sample([f32s(&[6]), Value::Int(3)])],
