@@ -495,6 +495,11 @@ error("torch.searchsorted", [bounds, vals], {"side": "left", "right": True})
 case("torch.bucketize", [vals, bounds[:5]])
 case("torch.bucketize", [vals, bounds[:5]], {"right": True})
 error("torch.bucketize", [vals, rounded([2, 2])])
+case("torch.unique", [torch.tensor([[3, 1, 3], [2, 1, 5]])])
+case("torch.unique", [torch.tensor([[3, 1, 3], [2, 1, 5]])], {"return_inverse": True})
+case("torch.unique", [ties], {"return_inverse": True, "return_counts": True})
+case("torch.unique", [torch.tensor([], dtype=f64)], {"return_counts": True})
+case("torch.Tensor.unique", [torch.tensor([True, False, True])], {"return_counts": True})
 
 # sqrt_ (forward and written-into argument).
 case("torch.Tensor.sqrt_", [rounded([2, 3], low=0.1, high=4.0)], mutates=[0])

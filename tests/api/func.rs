@@ -401,7 +401,9 @@ fn assert_only_refusals(run: &str, compared: usize, differences: &[String]) {
     let wrong: Vec<&str> =
         differences.iter().filter(|d| !REFUSED.iter().any(|r| d.contains(r))).map(String::as_str).collect();
     assert!(wrong.is_empty(), "{} samples differ:\n{}", wrong.len(), wrong.join("\n"));
-    assert!(compared > 450 && refused < 60, "{compared} compared, {refused} refused");
+    // The refusals are the data-dependent operations (item, nonzero, masked_select, unique...)
+    // and random ones in error mode, each sample twice (two placements of the batch).
+    assert!(compared > 450 && refused < 80, "{compared} compared, {refused} refused");
 }
 
 /// PyTorch 2.15's torch.func results (`bench/func_golden.py`).

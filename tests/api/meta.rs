@@ -65,7 +65,7 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
     assert!(compared > 450, "only {compared} samples compared");
     // What needs values: copies out of the device, `item` and Python's number conversions and
     // `in` (as in PyTorch), and `nonzero`, so a bool mask's positions (PyTorch has no meta
-    // kernel for it either) and `masked_select`, which is built on it.
+    // kernel for it either) and `masked_select` and `unique`, which are built on it.
     let expected = [
         "Tensor.__bool__ sample 0",
         "Tensor.__contains__ sample 0",
@@ -83,11 +83,14 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
         "Tensor.masked_select sample 0",
         "Tensor.nonzero sample 0",
         "Tensor.to sample 2",
+        "Tensor.unique sample 0",
         "torchfn.masked_select sample 0",
         "torchfn.masked_select sample 1",
         "torchfn.nonzero sample 0",
         "torchfn.nonzero sample 1",
         "torchfn.nonzero sample 2",
+        "torchfn.unique sample 0",
+        "torchfn.unique sample 1",
     ];
     let failed: Vec<&str> = needs_data.iter().map(|n| n.split(": ").next().unwrap()).collect();
     assert_eq!(failed, expected, "{}", needs_data.join("\n"));

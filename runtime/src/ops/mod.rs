@@ -111,8 +111,8 @@ pub use reduction::{
 pub use shape::{RESHAPE, reshape};
 pub use softmax::{LOG_SOFTMAX, SOFTMAX, log_softmax, softmax};
 pub use sorting::{
-    ARGSORT, BUCKETIZE, KTHVALUE, MEDIAN, MSORT, SEARCHSORTED, SORT, TOPK, argsort, bucketize, kthvalue, median,
-    median_dim, msort, searchsorted, sort, topk,
+    ARGSORT, BUCKETIZE, KTHVALUE, MEDIAN, MSORT, SEARCHSORTED, SORT, TOPK, UNIQUE, argsort, bucketize, kthvalue,
+    median, median_dim, msort, searchsorted, sort, topk, unique,
 };
 pub use view::{
     BROADCAST_TO, FLATTEN, NARROW, PERMUTE, SELECT, SQUEEZE, T, TRANSPOSE, UNSQUEEZE, broadcast_to, flatten, narrow,

@@ -25,7 +25,9 @@ fn inferred(func: &str, numel: usize, shape: &[i64]) -> Result<Shape> {
     }
     let mut dims: Vec<usize> = shape.iter().map(|&d| d.max(0) as usize).collect();
     match inferred {
-        Some(_) if numel == 0 => bail!(
+        // -1 among sizes whose product is 0 could be anything; among others it is the quotient
+        // (0 for no elements).
+        Some(_) if numel == 0 && known == 0 => bail!(
             Runtime,
             "{func}(): cannot reshape tensor of 0 elements into shape {shown} because the unspecified dimension size \
              -1 can be any value and is ambiguous"

@@ -301,6 +301,78 @@ pub fn bucketize(
     positions_in(boundaries, input, right, out_int32)
 }
 
+fn unique_impl(
+    func: &str,
+    input: &Tensor,
+    return_inverse: bool,
+    return_counts: bool,
+    dim: Option<i64>,
+) -> Result<Value> {
+    if dim.is_some() {
+        bail!(NotImplemented, "{func}(): unique along a dimension (dim=...) is not supported yet");
+    }
+    let shape = input.shape()?;
+    let flat = input.reshape(&[-1])?;
+    let n = flat.shape()?[0];
+    let (values, order) = sorted(func, ("input", &flat), 0, false)?;
+    let index_dtype = order.dtype()?;
+    // Where each run of equal values starts (NaN, unequal to itself, is its own run).
+    let starts = if n == 0 {
+        crate::zeros([0], Some(crate::tensor::DType::Bool), Some(flat.device()?))?
+    } else {
+        let first = crate::ones([1], Some(crate::tensor::DType::Bool), Some(flat.device()?))?;
+        let changed = values.narrow(0, 1, n as i64 - 1)?.ne(&values.narrow(0, 0, n as i64 - 1)?)?;
+        crate::cat(&[first, changed], 0)?
+    };
+    let output = crate::masked_select(&values, &starts)?;
+    let mut results = vec![Value::Tensor(output)];
+    if return_inverse {
+        let run = crate::cumsum(&starts, 0, None)?.sub(&Tensor::scalar(1i64), 1)?.to(index_dtype, false, false)?;
+        // The run of the element sorted to position i is that of input element order[i].
+        let inverse = if n == 0 { run } else { run.gather(0, &crate::argsort(&order, 0, false, false)?)? };
+        results.push(Value::Tensor(inverse.reshape(&shape.iter().map(|&d| d as i64).collect::<Vec<_>>())?));
+    }
+    if return_counts {
+        let first = crate::nonzero(&starts)?.reshape(&[-1])?.to(index_dtype, false, false)?;
+        let runs = first.shape()?[0] as i64;
+        let counts = if runs == 0 {
+            first
+        } else {
+            let total = crate::full([1], n as i64, Some(index_dtype), Some(flat.device()?))?;
+            crate::cat(&[first.narrow(0, 1, runs - 1)?, total], 0)?.sub(&first, 1)?
+        };
+        results.push(Value::Tensor(counts));
+    }
+    Ok(if results.len() == 1 { results.remove(0) } else { Value::Tuple(results) })
+}
+
+/// The distinct elements of `input`, sorted (`torch.unique`), and with `return_inverse` each
+/// element's position among them (of `input`'s shape), with `return_counts` how often each
+/// occurs: a tensor, or a tuple of those asked for, as PyTorch returns them. Each NaN is its
+/// own element. `sorted` is accepted (the result is always sorted); `dim` is not supported yet.
+/// The count of distinct elements depends on the values, so fake tensors cannot run it.
+///
+/// ```
+/// let x = torchfn::tensor([[3i64, 1], [3, 2]])?;
+/// let all = torchfn::unique(&x, true, true, true, None)?;
+/// let torchfn::Value::Tuple(parts) = all else { unreachable!() };
+/// assert_eq!(parts[0].as_tensor().unwrap().to_vec::<i64>()?, [1, 2, 3]);
+/// assert_eq!(parts[1].as_tensor().unwrap().to_vec::<i64>()?, [2, 0, 2, 1]);
+/// assert_eq!(parts[2].as_tensor().unwrap().to_vec::<i64>()?, [1, 1, 2]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn unique(
+    input: &Tensor,
+    #[default(true)] sorted: bool,
+    #[default(false)] return_inverse: bool,
+    #[default(false)] return_counts: bool,
+    #[default(None)] dim: Option<i64>,
+) -> Result<Value> {
+    let _ = sorted;
+    unique_impl("unique", input, return_inverse, return_counts, dim)
+}
+
 impl Tensor {
     /// Sorted along `dim`: the method form of [`sort`](crate::sort()).
     #[torch_function]
@@ -326,6 +398,19 @@ impl Tensor {
     ) -> Result<Tensor> {
         let _ = stable;
         Ok(sorted("argsort", ("self", self), dim, descending)?.1)
+    }
+
+    /// The distinct elements of `self`: the method form of [`unique`](crate::unique()).
+    #[torch_function]
+    pub fn unique(
+        &self,
+        #[default(true)] sorted: bool,
+        #[default(false)] return_inverse: bool,
+        #[default(false)] return_counts: bool,
+        #[default(None)] dim: Option<i64>,
+    ) -> Result<Value> {
+        let _ = sorted;
+        unique_impl("unique", self, return_inverse, return_counts, dim)
     }
 
     /// The `k` largest (or smallest) along `dim`: the method form of [`topk`](crate::topk()).
@@ -379,6 +464,11 @@ crate::samples! {
         sample([sorted_values(&[2, 4]), f32s(&[2, 3])]).kw("right", true).kw("out_int32", true),
     ],
     BUCKETIZE => [sample([f32s(&[2, 3]), sorted_values(&[4])]).kw("right", true)],
+    UNIQUE => [
+        sample([i64s(&[3, 4])]),
+        sample([with_ties(&[2, 4])]).kw("return_inverse", true).kw("return_counts", true),
+    ],
+    Tensor::UNIQUE => [sample([i64s(&[6])]).kw("return_counts", true)],
     Tensor::SORT => [sample([f32s(&[4])])],
     Tensor::ARGSORT => [sample([f32s(&[2, 3]), Value::Int(0)])],
     Tensor::TOPK => [sample([f32s(&[6]), Value::Int(3)])],
