@@ -422,6 +422,22 @@ case("torch.masked_select", [rounded([2, 3]), mask([2, 3])], wrt=[0])
 case("torch.masked_select", [rounded([2, 3]), mask([3])], wrt=[0])
 case("torch.masked_select", [rounded([3]), mask([2, 3])], wrt=[0])
 error("torch.masked_select", [rounded([2, 3]), mask([2, 3]).to(I64)])
+# (PyTorch's own backward fails for the src of a smaller index: no src gradient there.)
+case("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[0, 2], [1, 0]]), rounded([2, 3])], wrt=[0])
+case("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[0, 2], [1, 0]]), rounded([2, 2])], wrt=[0, 3])
+case("torch.scatter_add", [rounded([2, 4]), 1, torch.tensor([[3, 3, 0]]), rounded([2, 3])], wrt=[0])
+case("torch.Tensor.scatter_add", [rounded([4]), 0, torch.tensor([1, 1]), rounded([2])], wrt=[0, 3])
+error("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[3, 0]]), rounded([1, 2])])
+error("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[0, 0]]), rounded([1, 2], torch.float32)])
+SR = "torch.scatter_reduce"
+case(SR, [rounded([3, 2]), 0, torch.tensor([[0, 2], [0, 0]]), rounded([2, 2]), "sum"], wrt=[0, 3])
+case(SR, [rounded([3, 2]), 0, torch.tensor([[0, 2], [0, 0]]), rounded([2, 2]), "sum"], {"include_self": False},
+     wrt=[0, 3])
+case(SR, [rounded([2, 3]), 1, torch.tensor([[2, 2], [0, 1]]), rounded([2, 2]), "mean"], wrt=[0, 3])
+case(SR, [rounded([2, 3]), 1, torch.tensor([[2, 2], [0, 1]]), rounded([2, 2]), "mean"], {"include_self": False},
+     wrt=[0, 3])
+case(SR, [torch.tensor([10, 20, 30]), 0, torch.tensor([0, 0, 2]), torch.tensor([1, 2, 4]), "mean"])
+error(SR, [rounded([3]), 0, torch.tensor([0]), rounded([1]), "median"])
 
 # interpolate's area mode (issue 29): windows that overlap, downsampling and upsampling.
 F_I = F_ + "interpolate"

@@ -1,6 +1,7 @@
 //! The index family beyond `gather` and `index_select`: `index_add`, `index_copy` and
-//! `index_fill` (their out-of-place forms), `take_along_dim` and `masked_select`, composed of
-//! `scatter_add`, `gather`, `where` and views, so their gradients are those operations'.
+//! `index_fill` (their out-of-place forms), `scatter_add` and `scatter_reduce` (sum and mean),
+//! `take_along_dim` and `masked_select`, composed of `scatter_add`, `gather`, `where` and
+//! views, so their gradients are those operations'.
 
 use crate::error::{Result, bail};
 use crate::ops::indexing::out_of_range;
@@ -173,6 +174,129 @@ fn index_fill_impl(input: &Tensor, dim: i64, index: &Tensor, value: &Tensor) -> 
     crate::masked_fill(input, &a.mask(input)?, value)
 }
 
+/// The checked arguments of `scatter_add` and `scatter_reduce`: the dimension, and `src` cut
+/// to `index`'s shape (PyTorch reads only that much of it).
+fn scattered(func: &str, input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<(usize, Tensor)> {
+    let (xs, is, ss) = (input.shape()?, index.shape()?, src.shape()?);
+    let idx = index.data(func, "index")?;
+    if idx.dtype != DType::Int64 && idx.dtype != idx.device().index_dtype() {
+        bail!(Runtime, "{func}(): Expected dtype int64 for index");
+    }
+    if input.dtype()? != src.dtype()? {
+        bail!(
+            Runtime,
+            "{func}(): Expected self.dtype to be equal to src.dtype, got {} and {}",
+            input.dtype()?,
+            src.dtype()?
+        );
+    }
+    if xs.is_empty() || xs.len() != is.len() || is.len() != ss.len() {
+        bail!(Runtime, "{func}(): Index tensor must have the same number of dimensions as self and src tensors");
+    }
+    let d = normalize_dim(dim, xs.len(), func)?;
+    if let Some(k) = (0..xs.len()).find(|&k| is[k] > ss[k] || (k != d && is[k] > xs[k])) {
+        bail!(
+            Runtime,
+            "{func}(): Expected index {:?} to be smaller than self {:?} apart from dimension {d} and to be smaller \
+             size than src {:?} (dimension {k})",
+            &is[..],
+            &xs[..],
+            &ss[..]
+        );
+    }
+    if let Some(bad) = out_of_range(idx, xs[d])? {
+        bail!(Runtime, "{func}(): index {bad} is out of bounds for dimension {d} with size {}", xs[d]);
+    }
+    let mut cut = src.clone();
+    for (k, (&n, &m)) in is.iter().zip(ss.iter()).enumerate() {
+        if n < m {
+            cut = cut.narrow(k as i64, 0, n as i64)?;
+        }
+    }
+    Ok((d, cut))
+}
+
+fn scatter_add_impl(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    let (d, src) = scattered("scatter_add", input, dim, index, src)?;
+    input.add(&primitive::scatter_add(&input.shape()?, d, index, &src)?, 1)
+}
+
+fn scatter_reduce_impl(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    include_self: bool,
+) -> Result<Tensor> {
+    const FUNC: &str = "scatter_reduce";
+    let (d, src) = scattered(FUNC, input, dim, index, src)?;
+    let shape = input.shape()?;
+    let sums = primitive::scatter_add(&shape, d, index, &src)?;
+    let ones = crate::ones_like(&src, None)?;
+    let counts = primitive::scatter_add(&shape, d, index, &ones)?;
+    let reached = counts.gt(&Tensor::scalar(0i64))?;
+    let base = if include_self { input.clone() } else { crate::r#where(&reached, &Tensor::scalar(0i64), input)? };
+    match reduce {
+        "sum" => base.add(&sums, 1),
+        "mean" => {
+            let counts = if include_self { counts.add(&Tensor::scalar(1i64), 1)? } else { counts };
+            let counts = crate::r#where(&reached, &counts, &Tensor::scalar(1i64))?;
+            let mode = if input.dtype()?.is_floating_point() { None } else { Some("floor") };
+            base.add(&sums, 1)?.div(&counts, mode)
+        }
+        "prod" | "amax" | "amin" => {
+            bail!(NotImplemented, "{FUNC}(): reduce='{reduce}' is not supported yet; 'sum' and 'mean' are")
+        }
+        other => bail!(Runtime, "{FUNC}(): reduce argument must be either sum, prod, mean, amax or amin, got {other}"),
+    }
+}
+
+/// `input` with `src`'s elements added at the positions `index` gives along `dim`
+/// (`torch.scatter_add`): `out[index[i][j]][j] += src[i][j]` for `dim = 0`, and so on, repeated
+/// positions accumulating. `index` has `input`'s and `src`'s number of dimensions and is no
+/// larger than `src` (of which only that much is read), nor than `input` but along `dim`.
+///
+/// ```
+/// let x = torchfn::zeros([2, 3], None, None)?;
+/// let src = torchfn::ones([2, 3], None, None)?;
+/// let index = torchfn::tensor([[0i64, 1, 0], [0, 0, 1]])?;
+/// assert_eq!(torchfn::scatter_add(&x, 0, &index, &src)?.to_vec::<f32>()?, [2.0, 1.0, 1.0, 0.0, 1.0, 1.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+    scatter_add_impl(input, dim, index, src)
+}
+
+/// `input` with `src`'s elements reduced into the positions `index` gives along `dim`
+/// (`torch.scatter_reduce`): `reduce = "sum"` or `"mean"` (over the elements scattered there,
+/// and `input`'s own with `include_self`; integer means round down, as PyTorch's). Positions no
+/// element reaches keep `input`'s value. `"prod"`, `"amax"` and `"amin"` need a kernel torchfn
+/// does not have yet (a `NotImplementedError`).
+///
+/// ```
+/// let x = torchfn::tensor([10.0f32, 20.0])?;
+/// let src = torchfn::tensor([1.0f32, 2.0, 3.0])?;
+/// let index = torchfn::tensor([0i64, 0, 1])?;
+/// let mean = torchfn::scatter_reduce(&x, 0, &index, &src, "mean", false)?;
+/// assert_eq!(mean.to_vec::<f32>()?, [1.5, 3.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn scatter_reduce(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    reduce: &str,
+    #[keyword_only]
+    #[default(true)]
+    include_self: bool,
+) -> Result<Tensor> {
+    scatter_reduce_impl(input, dim, index, src, reduce, include_self)
+}
+
 /// The elements of `input` at `indices` along `dim` (`torch.take_along_dim`), the two
 /// broadcasting in every other dimension: `gather` after broadcasting. Without `dim`, both are
 /// flattened first.
@@ -272,6 +396,29 @@ impl Tensor {
         index_fill_impl(self, dim, index, value)
     }
 
+    /// `self` with `src` added at `index` along `dim`: the method form of
+    /// [`scatter_add`](crate::scatter_add()).
+    #[torch_function]
+    pub fn scatter_add(&self, dim: i64, index: &Tensor, src: &Tensor) -> Result<Tensor> {
+        scatter_add_impl(self, dim, index, src)
+    }
+
+    /// `self` with `src` reduced into `index` along `dim`: the method form of
+    /// [`scatter_reduce`](crate::scatter_reduce()).
+    #[torch_function]
+    pub fn scatter_reduce(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        reduce: &str,
+        #[keyword_only]
+        #[default(true)]
+        include_self: bool,
+    ) -> Result<Tensor> {
+        scatter_reduce_impl(self, dim, index, src, reduce, include_self)
+    }
+
     /// The elements at `indices` along `dim`: the method form of
     /// [`take_along_dim`](crate::take_along_dim()).
     #[torch_function]
@@ -285,6 +432,11 @@ impl Tensor {
     pub fn masked_select(&self, mask: &Tensor) -> Result<Tensor> {
         masked_select_impl(self, mask)
     }
+}
+
+/// An int64 tensor of positions of `shape`, as a sample argument.
+fn index2(values: &[i64], shape: [usize; 2]) -> Value {
+    Value::Tensor(Tensor::from_vec(values.to_vec(), shape).expect("an index"))
 }
 
 /// An int64 vector of positions, as a sample argument.
@@ -301,6 +453,14 @@ crate::samples! {
     INDEX_FILL => [
         sample([f32s(&[2, 3]), Value::Int(1), positions(&[0, 2]), Value::Tensor(Tensor::scalar(-1.0f32))]),
     ],
+    SCATTER_ADD => [sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 1, 0], [2, 2]), f32s(&[2, 3])])],
+    SCATTER_REDUCE => [
+        sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 0, 0], [2, 2]), f32s(&[2, 2]), Value::from("sum")]),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 2, 0, 1], [2, 2]), f32s(&[2, 2]), Value::from("mean")])
+            .kw("include_self", false),
+    ],
+    Tensor::SCATTER_ADD => [sample([f32s(&[4]), Value::Int(0), positions(&[1, 1]), f32s(&[2])])],
+    Tensor::SCATTER_REDUCE => [sample([f32s(&[3]), Value::Int(0), positions(&[2, 0]), f32s(&[2]), Value::from("mean")])],
     TAKE_ALONG_DIM => [
         sample([f32s(&[2, 3]), Value::Tensor(Tensor::from_vec(vec![2i64, 0], [2, 1]).expect("indices"))]).kw("dim", 1),
         sample([f32s(&[2, 3]), positions(&[5, 0, 3])]),
