@@ -429,6 +429,10 @@ case("torch.scatter_add", [rounded([2, 4]), 1, torch.tensor([[3, 3, 0]]), rounde
 case("torch.Tensor.scatter_add", [rounded([4]), 0, torch.tensor([1, 1]), rounded([2])], wrt=[0, 3])
 error("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[3, 0]]), rounded([1, 2])])
 error("torch.scatter_add", [rounded([3, 2]), 0, torch.tensor([[0, 0]]), rounded([1, 2], torch.float32)])
+case("torch.masked_scatter", [rounded([2, 3]), mask([2, 3]), rounded([6])], wrt=[0, 2])
+case("torch.masked_scatter", [rounded([2, 3]), mask([3]), rounded([2, 4])], wrt=[0, 2])
+case("torch.Tensor.masked_scatter", [rounded([4]), mask([4]), rounded([5])], wrt=[0, 2])
+error("torch.masked_scatter", [rounded([2, 3]), torch.ones(2, 3, dtype=torch.bool), rounded([5])])
 SR = "torch.scatter_reduce"
 case(SR, [rounded([3, 2]), 0, torch.tensor([[0, 2], [0, 0]]), rounded([2, 2]), "sum"], wrt=[0, 3])
 case(SR, [rounded([3, 2]), 0, torch.tensor([[0, 2], [0, 0]]), rounded([2, 2]), "sum"], {"include_self": False},

@@ -65,7 +65,8 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
     assert!(compared > 450, "only {compared} samples compared");
     // What needs values: copies out of the device, `item` and Python's number conversions and
     // `in` (as in PyTorch), and `nonzero`, so a bool mask's positions (PyTorch has no meta
-    // kernel for it either) and `masked_select` and `unique`, which are built on it.
+    // kernel for it either) and `masked_select`, `masked_scatter` and `unique`, which are
+    // built on it.
     let expected = [
         "Tensor.__bool__ sample 0",
         "Tensor.__contains__ sample 0",
@@ -80,10 +81,13 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
         "Tensor.cpu sample 0",
         "Tensor.index_put sample 0",
         "Tensor.item sample 0",
+        "Tensor.masked_scatter sample 0",
         "Tensor.masked_select sample 0",
         "Tensor.nonzero sample 0",
         "Tensor.to sample 2",
         "Tensor.unique sample 0",
+        "torchfn.masked_scatter sample 0",
+        "torchfn.masked_scatter sample 1",
         "torchfn.masked_select sample 0",
         "torchfn.masked_select sample 1",
         "torchfn.nonzero sample 0",

@@ -297,6 +297,51 @@ pub fn scatter_reduce(
     scatter_reduce_impl(input, dim, index, src, reduce, include_self)
 }
 
+fn masked_scatter_impl(input: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    const FUNC: &str = "masked_scatter";
+    if mask.dtype()? != DType::Bool {
+        bail!(Runtime, "{FUNC}(): expected BoolTensor for mask");
+    }
+    if source.dtype()? != input.dtype()? {
+        bail!(
+            Runtime,
+            "{FUNC}(): expected self and source to have same dtypes but got {} and {}",
+            input.dtype()?,
+            source.dtype()?
+        );
+    }
+    let shape = input.shape()?;
+    let mask = mask.expand(shape.iter().map(|&n| n as i64).collect::<Vec<_>>())?;
+    let flat_mask = mask.reshape(&[-1])?;
+    let positions = crate::nonzero(&flat_mask)?.reshape(&[-1])?;
+    let (count, available) = (positions.shape()?[0], source.shape()?.numel());
+    if count > available {
+        bail!(Runtime, "{FUNC}(): Number of elements of source < number of ones in mask");
+    }
+    // The first `count` elements of `source`, in order, at the mask's positions.
+    let taken = source.reshape(&[-1])?.narrow(0, 0, count as i64)?;
+    let total = Shape::from([shape.numel()]);
+    let placed = primitive::scatter_add(&total, 0, &positions, &taken)?;
+    crate::r#where(&mask, &placed.reshape(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>())?, input)
+}
+
+/// `input` with the elements of `source`, in row-major order, written where `mask` (bool,
+/// broadcast to `input`'s shape) is true (`torch.masked_scatter`): the `i`-th true position
+/// gets `source`'s `i`-th element. `source` needs at least as many elements as the mask has
+/// true positions. Which positions those are depends on the values, as for `masked_select`.
+///
+/// ```
+/// let x = torchfn::zeros([2, 2], None, None)?;
+/// let mask = torchfn::tensor([[true, false], [true, true]])?;
+/// let source = torchfn::tensor([1.0f32, 2.0, 3.0, 4.0])?;
+/// assert_eq!(torchfn::masked_scatter(&x, &mask, &source)?.to_vec::<f32>()?, [1.0, 0.0, 2.0, 3.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn masked_scatter(input: &Tensor, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+    masked_scatter_impl(input, mask, source)
+}
+
 /// The elements of `input` at `indices` along `dim` (`torch.take_along_dim`), the two
 /// broadcasting in every other dimension: `gather` after broadcasting. Without `dim`, both are
 /// flattened first.
@@ -419,6 +464,13 @@ impl Tensor {
         scatter_reduce_impl(self, dim, index, src, reduce, include_self)
     }
 
+    /// `self` with `source` written where `mask` is true: the method form of
+    /// [`masked_scatter`](crate::masked_scatter()).
+    #[torch_function]
+    pub fn masked_scatter(&self, mask: &Tensor, source: &Tensor) -> Result<Tensor> {
+        masked_scatter_impl(self, mask, source)
+    }
+
     /// The elements at `indices` along `dim`: the method form of
     /// [`take_along_dim`](crate::take_along_dim()).
     #[torch_function]
@@ -453,6 +505,8 @@ crate::samples! {
     INDEX_FILL => [
         sample([f32s(&[2, 3]), Value::Int(1), positions(&[0, 2]), Value::Tensor(Tensor::scalar(-1.0f32))]),
     ],
+    MASKED_SCATTER => [sample([f32s(&[2, 3]), bools(&[2, 3]), f32s(&[6])]), sample([f32s(&[2, 3]), bools(&[3]), f32s(&[2, 4])])],
+    Tensor::MASKED_SCATTER => [sample([f32s(&[4]), bools(&[4]), f32s(&[4])])],
     SCATTER_ADD => [sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 1, 0], [2, 2]), f32s(&[2, 3])])],
     SCATTER_REDUCE => [
         sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 0, 0], [2, 2]), f32s(&[2, 2]), Value::from("sum")]),
