@@ -334,6 +334,15 @@ fn run_draw(
     device.backend().upload(device, data, shape.clone())
 }
 
+/// Positions computed on the host as `device`'s index dtype (int64, or int32 where the device
+/// holds no int64).
+fn index_buffer(device: Device, positions: Vec<i64>) -> Buffer {
+    match device.index_dtype() {
+        DType::Int64 => Buffer::from_vec(positions),
+        _ => Buffer::from_vec(positions.into_iter().map(|p| p as i32).collect::<Vec<i32>>()),
+    }
+}
+
 /// Sorts `x` along `dim` on the host (stably, NaN largest; `descending` reverses the order,
 /// ties keeping theirs) and uploads the values and the positions, only the first `keep` of each
 /// lane when given (selected, then sorted); on meta, zeros of their shapes.
@@ -407,11 +416,7 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
         }
         device.backend().upload(device, Buffer::from_vec(sorted), shape.clone())?
     });
-    let positions = match device.index_dtype() {
-        DType::Int64 => Buffer::from_vec(positions),
-        _ => Buffer::from_vec(positions.into_iter().map(|p| p as i32).collect::<Vec<i32>>()),
-    };
-    Ok((values, device.backend().upload(device, positions, shape)?))
+    Ok((values, device.backend().upload(device, index_buffer(device, positions), shape)?))
 }
 
 /// Reads `x` on the host and uploads the positions of its nonzero elements, row-major.
@@ -434,11 +439,7 @@ fn run_nonzero(x: &Dense) -> Result<Array> {
     }
     let n = flags.iter().filter(|f| **f).count();
     let device = x.device();
-    let data = match device.index_dtype() {
-        DType::Int64 => Buffer::from_vec(rows),
-        _ => Buffer::from_vec(rows.into_iter().map(|v| v as i32).collect::<Vec<i32>>()),
-    };
-    device.backend().upload(device, data, Shape::from([n, shape.len()]))
+    device.backend().upload(device, index_buffer(device, rows), Shape::from([n, shape.len()]))
 }
 
 /// Reads `indices` and each named row of `weight` on the host, and writes back the rows whose

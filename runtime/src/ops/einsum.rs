@@ -30,11 +30,13 @@ fn term_labels(term: &str, ndim: Option<usize>, span: usize) -> Result<Vec<Label
         Some((b, a)) => (b, Some(a)),
         None => (term, None),
     };
-    let parse = |part: &str| -> Result<Vec<Label>> {
-        part.chars()
-            .map(|c| letter(c).ok_or_else(|| crate::Error::runtime_error(format!("einsum(): invalid subscript given at index {c:?} in the equation string, subscripts must be in [a-zA-Z]"))))
-            .collect()
+    let invalid = |c: char| {
+        crate::Error::runtime_error(format!(
+            "einsum(): invalid subscript {c:?} in the equation: subscripts are [a-zA-Z]"
+        ))
     };
+    let parse =
+        |part: &str| -> Result<Vec<Label>> { part.chars().map(|c| letter(c).ok_or_else(|| invalid(c))).collect() };
     let mut labels = parse(before)?;
     if let Some(after) = after {
         if after.contains("...") {

@@ -38,6 +38,29 @@ pub(super) const INTERESTING: [u64; 16] = [
 /// at the limits and an invalid UTF-8 byte.
 const BYTES: &[u8] = b"\x00\x01\x7f\x80\xff\xc3\"'(){}[],:-. 019\n\\eL";
 
+/// A random file for a reader's fuzz target: one the writer wrote (`written`), one built from a
+/// random header (`built`), either of them mutated with the other spliced in, or `noise`.
+pub(super) fn random_file(
+    rng: &mut Rng,
+    written: fn(&mut Rng) -> Vec<u8>,
+    built: fn(&mut Rng) -> Vec<u8>,
+    noise: fn(&mut Rng) -> Vec<u8>,
+) -> Vec<u8> {
+    match rng.below(10) {
+        0 | 1 => written(rng),
+        2..=4 => built(rng),
+        5 | 6 => {
+            let (valid, other) = (written(rng), built(rng));
+            mutate_bytes(rng, &valid, &other)
+        }
+        7 | 8 => {
+            let (base, other) = (built(rng), written(rng));
+            mutate_bytes(rng, &base, &other)
+        }
+        _ => noise(rng),
+    }
+}
+
 /// `input` changed by one to four random mutations; `other` is spliced in now and then.
 pub(super) fn mutate_bytes(rng: &mut Rng, input: &[u8], other: &[u8]) -> Vec<u8> {
     let mut out = input.to_vec();

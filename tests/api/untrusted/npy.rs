@@ -9,7 +9,7 @@ use std::io::{self, Read};
 
 use torchfn::{DType, ErrorKind, Tensor, npy};
 
-use super::mutate::{INTERESTING, Rng, escaped, mutate_bytes};
+use super::mutate::{INTERESTING, Rng, escaped, random_file};
 use super::{Verdict, fuzz};
 
 /// Inputs in the default run.
@@ -81,26 +81,15 @@ const DIMS: [&str; 28] = [
 /// A random file: one NumPy writes, one built from a random header, either changed, or
 /// random bytes.
 fn file(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(10) {
-        0 | 1 => written(rng),
-        2..=4 => built(rng),
-        5 | 6 => {
-            let valid = written(rng);
-            let other = built(rng);
-            mutate_bytes(rng, &valid, &other)
-        }
-        7 | 8 => {
-            let base = built(rng);
-            let other = written(rng);
-            mutate_bytes(rng, &base, &other)
-        }
-        _ => {
-            let n = rng.below(80);
-            let mut bytes = if rng.percent(50) { b"\x93NUMPY".to_vec() } else { Vec::new() };
-            bytes.extend(rng.bytes(n));
-            bytes
-        }
-    }
+    random_file(rng, written, built, noise)
+}
+
+/// Random bytes, sometimes behind the start a valid file has (its magic, or a header length).
+fn noise(rng: &mut Rng) -> Vec<u8> {
+    let n = rng.below(80);
+    let mut bytes = if rng.percent(50) { b"\x93NUMPY".to_vec() } else { Vec::new() };
+    bytes.extend(rng.bytes(n));
+    bytes
 }
 
 /// A random small tensor of any dtype, sometimes transposed.

@@ -11,7 +11,7 @@ use serde_json::{Value as Json, json};
 use torchfn::nn::StateDict;
 use torchfn::{ErrorKind, safetensors};
 
-use super::mutate::{INTERESTING, Rng, escaped, mutate_bytes};
+use super::mutate::{INTERESTING, Rng, escaped, random_file};
 use super::npy::{Contents, contents, exercise, random_tensor};
 use super::{Verdict, fuzz};
 
@@ -51,29 +51,18 @@ const NAMES: [&str; 9] = ["w", "fc.weight", "fc.bias", "", "__metadata__", "a.b.
 /// A random file: one `save` writes, one built from a random header, either changed, or
 /// random bytes.
 fn file(rng: &mut Rng) -> Vec<u8> {
-    match rng.below(10) {
-        0 | 1 => written(rng),
-        2..=4 => built(rng),
-        5 | 6 => {
-            let valid = written(rng);
-            let other = built(rng);
-            mutate_bytes(rng, &valid, &other)
-        }
-        7 | 8 => {
-            let base = built(rng);
-            let other = written(rng);
-            mutate_bytes(rng, &base, &other)
-        }
-        _ => {
-            let n = rng.below(80);
-            let mut bytes = rng.bytes(8.min(n));
-            if rng.percent(50) {
-                bytes = (n as u64).saturating_sub(8).to_le_bytes().to_vec();
-            }
-            bytes.extend(rng.bytes(n));
-            bytes
-        }
+    random_file(rng, written, built, noise)
+}
+
+/// Random bytes, sometimes behind the start a valid file has (its magic, or a header length).
+fn noise(rng: &mut Rng) -> Vec<u8> {
+    let n = rng.below(80);
+    let mut bytes = rng.bytes(8.min(n));
+    if rng.percent(50) {
+        bytes = (n as u64).saturating_sub(8).to_le_bytes().to_vec();
     }
+    bytes.extend(rng.bytes(n));
+    bytes
 }
 
 /// The bytes `save` writes for a random state dict.

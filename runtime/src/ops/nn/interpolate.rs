@@ -145,6 +145,15 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
     let last = n.saturating_sub(1) as f64;
     // The positions come straight from iterators: an output size is only allocated once
     // checked (an index vector as long as a huge size is an error, not an abort).
+    // The shape of per-position constants along `dim`, broadcasting over the other dimensions.
+    let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
+    // Constants computed on the host, in `x`'s dtype on its device; collected into a fallible
+    // buffer, so a huge size is an error rather than an abort.
+    let constants = |values: &mut dyn Iterator<Item = f64>, shape: Shape| -> Result<Tensor> {
+        let mut host = crate::cpu::alloc("interpolate", shape.checked_numel().unwrap_or(usize::MAX))?;
+        host.extend(values);
+        primitive::transfer(&primitive::copy(&Tensor::from_vec(host, shape)?, dtype)?, device, dtype)
+    };
     let pick = |index: &mut dyn ExactSizeIterator<Item = i64>| -> Result<Tensor> {
         primitive::index_select(x, dim, &positions(device, index)?)
     };
@@ -166,11 +175,7 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
             };
             let (low, high) =
                 (pick(&mut (0..size).map(|i| at(i).0 as i64))?, pick(&mut (0..size).map(|i| at(i).1 as i64))?);
-            let mut weights = crate::cpu::alloc("interpolate", size)?;
-            weights.extend((0..size).map(|i| at(i).2));
-            let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
-            let weights =
-                primitive::transfer(&primitive::copy(&Tensor::from_vec(weights, along)?, dtype)?, device, dtype)?;
+            let weights = constants(&mut (0..size).map(|i| at(i).2), along.clone())?;
             crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights)
         }
         Mode::Cubic => {
@@ -186,7 +191,6 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
                     (i as f64 + 0.5) * scale - 0.5
                 }
             };
-            let along: Shape = (0..data.layout.ndim()).map(|d| if d == dim { size } else { 1 }).collect();
             let mut total: Option<Tensor> = None;
             for tap in 0..4 {
                 let read = |i: usize| (source(i).floor() as i64 - 1 + tap as i64).clamp(0, n as i64 - 1);
@@ -196,13 +200,7 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
                     let t = s - s.floor();
                     [far(t + 1.0), near(t), near(1.0 - t), far(2.0 - t)][tap]
                 };
-                let mut weights = crate::cpu::alloc("interpolate", size)?;
-                weights.extend((0..size).map(weight));
-                let weights = primitive::transfer(
-                    &primitive::copy(&Tensor::from_vec(weights, along.clone())?, dtype)?,
-                    device,
-                    dtype,
-                )?;
+                let weights = constants(&mut (0..size).map(weight), along.clone())?;
                 let term = picked.mul(&weights)?;
                 total = Some(match total {
                     Some(sum) => sum.add(&term, 1)?,
@@ -213,14 +211,14 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
         }
         Mode::Area => {
             // The windows' means as a [size, n] matrix that the positions along `dim` multiply.
-            let mut weights = crate::cpu::alloc("interpolate", size.saturating_mul(n))?;
+            let mut means = Vec::new();
             for i in 0..size {
                 let (start, end) = ((i * n) / size, ((i + 1) * n).div_ceil(size));
-                weights
-                    .extend((0..n).map(|j| if (start..end).contains(&j) { 1.0 / (end - start) as f64 } else { 0.0 }));
+                means.push(
+                    (0..n).map(move |j| if (start..end).contains(&j) { 1.0 / (end - start) as f64 } else { 0.0 }),
+                );
             }
-            let matrix = Tensor::from_vec(weights, [size, n])?;
-            let matrix = primitive::transfer(&primitive::copy(&matrix, dtype)?, device, dtype)?;
+            let matrix = constants(&mut means.into_iter().flatten(), Shape::from([size, n]))?;
             let last = data.layout.ndim() as i64 - 1;
             x.transpose(dim as i64, last)?.matmul(&matrix.t()?)?.transpose(dim as i64, last)
         }

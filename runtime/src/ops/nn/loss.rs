@@ -669,8 +669,7 @@ pub fn binary_cross_entropy_with_logits(
     if let Some(pw) = pos_weight {
         positive = f.mul(&positive, pw)?;
     }
-    let not_target = primitive::binary(&Tensor::scalar(1.0), target, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-    let mut losses = f.neg(&f.add(&positive, &f.mul(&not_target, &log_not)?)?)?;
+    let mut losses = f.neg(&f.add(&positive, &f.mul(&f.from(1.0, target)?, &log_not)?)?)?;
     if let Some(w) = weight {
         losses = f.mul(&losses, w)?;
     }
