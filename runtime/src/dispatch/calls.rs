@@ -365,8 +365,7 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
     let mut positions = crate::cpu::alloc("sort", lanes * k)?;
     let values = crate::types::with_dtype!(x.dtype, T => {
         let data = crate::cpu::elements::<T>("sort", &host)?;
-        // NaN (the one value unequal to itself) after every number, equal to itself; ties by
-        // position, so selecting and sorting agree with a stable sort.
+        // NaN (the one value unequal to itself) after every number, equal to itself.
         #[allow(clippy::eq_op)]
         let unordered = |v: &T| v != v;
         let order = |a: &T, b: &T| a.partial_cmp(b).unwrap_or_else(|| unordered(a).cmp(&unordered(b)));
@@ -375,7 +374,7 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
         positions.resize(lanes * k, 0i64);
         // Each lane as (value, position) pairs, side by side in memory.
         let mut lane: Vec<(T, usize)> = Vec::new();
-        // Value, then position: the stable order, for selecting the first `k`.
+        // Value, then position: the stable sort's order, for selecting its first `k`.
         let before = |a: &(T, usize), b: &(T, usize)| {
             let by_value = if descending { order(&b.0, &a.0) } else { order(&a.0, &b.0) };
             by_value.then(a.1.cmp(&b.1))
@@ -404,11 +403,14 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
                     lane.select_nth_unstable_by(k - 1, before);
                     lane.truncate(k);
                 }
+                // Selection shuffles: order by value, then position.
+                lane.sort_unstable_by(before);
             } else {
+                // In position order already: a stable sort by value keeps ties so (and is faster
+                // than comparing positions too).
                 lane.extend((0..n).map(|j| (data[at(n, j)], j)));
+                if descending { lane.sort_by(|a, b| order(&b.0, &a.0)) } else { lane.sort_by(|a, b| order(&a.0, &b.0)) }
             }
-            // Stable sorts by value alone (ties keep their positions' order).
-            if descending { lane.sort_by(|a, b| order(&b.0, &a.0)) } else { lane.sort_by(|a, b| order(&a.0, &b.0)) }
             for (j, &(value, from)) in lane.iter().enumerate() {
                 sorted[at(k, j)] = value;
                 positions[at(k, j)] = from as i64;
