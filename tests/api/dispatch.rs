@@ -426,21 +426,34 @@ fn conformance(prepare: &dyn Fn(&Value) -> Value) -> (usize, usize, Vec<String>)
         }
         for k in 0..samples(func).len() {
             for grad in [false, true] {
-                let plain = Value::List(run(func, k, prepare, grad));
-                let mode = push_dispatch_mode(PassThrough::default());
-                let under = Value::List(run(func, k, prepare, grad));
-                seen += mode.0.get();
-                drop(mode);
-                let mode = push_dispatch_mode(Rebinding::default());
-                let rebound = Value::List(run(func, k, prepare, grad));
-                seen += mode.0.get();
-                drop(mode);
-                for (how, result) in [("handed on", under), ("bound again", rebound)] {
-                    if let Err(e) = identical(&plain, &result) {
-                        differences.push(format!("{func} sample {k} (grad: {grad}, {how}): {e}"));
+                // `run` reseeds the default generator, but tests that do not hold its lock may
+                // draw from it in between: a difference is run again, twice at most (as the fx
+                // conformance does), before it counts.
+                let mut found = Vec::new();
+                for _attempt in 0..3 {
+                    let plain = Value::List(run(func, k, prepare, grad));
+                    let mode = push_dispatch_mode(PassThrough::default());
+                    let under = Value::List(run(func, k, prepare, grad));
+                    seen += mode.0.get();
+                    drop(mode);
+                    let mode = push_dispatch_mode(Rebinding::default());
+                    let rebound = Value::List(run(func, k, prepare, grad));
+                    seen += mode.0.get();
+                    drop(mode);
+                    found = [("handed on", under), ("bound again", rebound)]
+                        .into_iter()
+                        .filter_map(|(how, result)| {
+                            identical(&plain, &result)
+                                .err()
+                                .map(|e| format!("{func} sample {k} (grad: {grad}, {how}): {e}"))
+                        })
+                        .collect();
+                    if found.is_empty() {
+                        break;
                     }
-                    compared += 1;
                 }
+                differences.extend(found);
+                compared += 2;
             }
         }
     }
@@ -449,7 +462,7 @@ fn conformance(prepare: &dyn Fn(&Value) -> Value) -> (usize, usize, Vec<String>)
 
 #[test]
 fn a_pass_through_dispatch_mode_changes_no_result_gradient_or_error() {
-    // `run` reseeds the default generator: no other test may draw from it meanwhile.
+    // `run` reseeds the default generator: the tests that hold its lock do not draw meanwhile.
     let _seeded = crate::seeded();
     let (compared, seen, differences) = conformance(&Value::clone);
     println!("{compared} runs compared, {seen} operator calls seen");
