@@ -1,10 +1,8 @@
 """PyTorch 2.15's times for `cargo bench --bench layers`, measured the same way (the mean of
-repeated calls after warm-up, 2 threads), printed as JSON in milliseconds:
+repeated calls after warm-up, 2 threads), printed as JSON in milliseconds. The bench runs it
+itself, in the same sitting, when `PYTORCH_PYTHON` names a Python with torch installed:
 
-    python bench/pytorch_layers.py > /tmp/pytorch_layers.json
-    TORCHFN_PYTORCH_LAYERS=/tmp/pytorch_layers.json cargo bench --bench layers
-
-Run it in the same sitting as the bench: the machines are noisy.
+    PYTORCH_PYTHON=/path/to/venv/bin/python cargo bench --bench layers
 """
 import json
 import time

@@ -1,18 +1,21 @@
-//! The CPU kernels against the machine's memory bandwidth and PyTorch's figures (issue 3).
+//! The CPU kernels against the machine's memory bandwidth and PyTorch's (issues 3 and 24).
 //!
 //! `cargo bench --bench kernels` runs the criterion benchmarks on 1e7-element float32 tensors
 //! and square matmuls, then prints a table. Bandwidth counts the bytes an operation must move
 //! (`add`: two reads and a write, 12 bytes per element). The baselines are plain parallel Rust
 //! loops over preallocated vectors on the same thread pool, measured in the same run, which is
-//! the only fair comparison on a noisy machine.
+//! the only fair comparison on a noisy machine. With `PYTORCH_PYTHON` naming a Python that has
+//! torch, the bench also runs `bench/pytorch_kernels.py` on the same data right after its own
+//! runs and prints PyTorch's times beside torchfn's.
 
 mod common;
-use common::mean_ns;
+use common::{mean_ns, pytorch};
 
 use std::hint::black_box;
 
 use criterion::Criterion;
 use rayon::prelude::*;
+use torchfn::nn::functional as F;
 use torchfn::prelude::*;
 
 const N: usize = 10_000_000;
@@ -40,45 +43,116 @@ fn fma_rounds(rounds: usize) -> f32 {
     acc.iter().flatten().sum()
 }
 
-/// Runs [`fma_rounds`] on two threads of their own.
-fn peak() -> f32 {
+/// [`fma_rounds`] with 16-lane (512-bit) vectors: as many flops in half the rounds.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn fma_rounds_512(rounds: usize) -> f32 {
+    use std::arch::x86_64::{__m512, _mm512_fmadd_ps, _mm512_reduce_add_ps, _mm512_set1_ps};
+    let mut acc: [__m512; 12] = [_mm512_set1_ps(1.0); 12];
+    let (m, a) = (_mm512_set1_ps(black_box(0.999_999_9)), _mm512_set1_ps(black_box(1e-7)));
+    for _ in 0..rounds / 2 {
+        for x in acc.iter_mut() {
+            *x = _mm512_fmadd_ps(*x, m, a);
+        }
+    }
+    acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
+}
+
+/// Runs [`fma_rounds`] (or [`fma_rounds_512`] when `wide`) on two threads of their own.
+fn peak(wide: bool) -> f32 {
     #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-        // SAFETY: `fma_rounds` only needs AVX2 and FMA, which the processor has (checked above).
-        let run = || unsafe { fma_rounds(PEAK_ROUNDS) };
-        return std::thread::scope(|s| [s.spawn(run), s.spawn(run)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum());
+    {
+        let has = |f: &str| match f {
+            "avx2" => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
+            _ => std::arch::is_x86_feature_detected!("avx512f"),
+        };
+        if wide && has("avx512f") {
+            // SAFETY: `fma_rounds_512` only needs AVX-512 F, which the processor has (checked above).
+            let run = || unsafe { fma_rounds_512(PEAK_ROUNDS) };
+            return std::thread::scope(|s| {
+                [s.spawn(run), s.spawn(run)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum()
+            });
+        }
+        if !wide && has("avx2") {
+            // SAFETY: `fma_rounds` only needs AVX2 and FMA, which the processor has (checked above).
+            let run = || unsafe { fma_rounds(PEAK_ROUNDS) };
+            return std::thread::scope(|s| {
+                [s.spawn(run), s.spawn(run)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum()
+            });
+        }
     }
     f32::NAN
 }
 
-/// (criterion id, what, bytes or flops per call, unit, target, PyTorch 2.15 on this machine).
+/// (criterion id, what, bytes or flops per call, unit, target, PyTorch's key in
+/// `bench/pytorch_kernels.py`'s output).
 const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
-    ("kernels/baseline_add", "baseline: parallel loop c = a + b", 12.0 * N as f64, "GB/s", "", "22 (STREAM)"),
+    ("kernels/baseline_add", "baseline: parallel loop c = a + b", 12.0 * N as f64, "GB/s", "", ""),
     ("kernels/baseline_copy", "baseline: parallel loop c = a", 8.0 * N as f64, "GB/s", "", ""),
     ("kernels/baseline_read", "baseline: parallel loop sum(a)", 4.0 * N as f64, "GB/s", "", ""),
     ("kernels/baseline_fma", "baseline: peak FMA throughput (AVX2)", PEAK_FLOPS, "GFLOP/s", "", ""),
-    ("kernels/add_out", "add into a preallocated output", 12.0 * N as f64, "GB/s", ">= 90% of add baseline", "21.4"),
-    ("kernels/add_alloc", "add allocating its result", 12.0 * N as f64, "GB/s", ">= 15.4 (2x PyTorch)", "7.7"),
-    ("kernels/exp_out", "exp into a preallocated output", 8.0 * N as f64, "GB/s", ">= 90% of copy baseline", "19.6"),
-    ("kernels/exp_alloc", "exp allocating its result", 8.0 * N as f64, "GB/s", "", ""),
-    ("kernels/sum", "sum", 4.0 * N as f64, "GB/s", ">= 90% of read baseline", "23.2"),
+    ("kernels/baseline_fma512", "baseline: peak FMA throughput (AVX-512)", PEAK_FLOPS, "GFLOP/s", "", ""),
+    ("kernels/add_out", "add into a preallocated output", 12.0 * N as f64, "GB/s", ">= 90% of add baseline", "add_out"),
+    ("kernels/add_alloc", "add allocating its result", 12.0 * N as f64, "GB/s", ">= 15.4 (2x PyTorch)", "add_alloc"),
+    ("kernels/exp_out", "exp into a preallocated output", 8.0 * N as f64, "GB/s", ">= 90% of copy baseline", "exp_out"),
+    ("kernels/exp_alloc", "exp allocating its result", 8.0 * N as f64, "GB/s", "", "exp_alloc"),
+    ("kernels/sum", "sum", 4.0 * N as f64, "GB/s", ">= 90% of read baseline", "sum"),
     (
         "kernels/matmul_1024",
         "matmul float32 1024",
         2.0 * 1024.0 * 1024.0 * 1024.0,
         "GFLOP/s",
-        ">= 164 (90% of FMA peak)",
-        "235",
+        ">= 90% of the widest FMA peak",
+        "matmul_1024",
     ),
     (
         "kernels/matmul_2048",
         "matmul float32 2048",
         2.0 * 2048.0 * 2048.0 * 2048.0,
         "GFLOP/s",
-        ">= 164 (90% of FMA peak)",
-        "253",
+        ">= 90% of the widest FMA peak",
+        "matmul_2048",
     ),
-    ("kernels/add_1", "add of 1-element tensors", 0.0, "ns", "< 100 ns", "2,100 ns"),
+    (
+        "kernels/matmul_64",
+        "matmul float32 64 x 64 @ 64 x 64",
+        2.0 * 64.0 * 64.0 * 64.0,
+        "GFLOP/s",
+        ">= PyTorch",
+        "matmul_64",
+    ),
+    (
+        "kernels/bmm_attention",
+        "bmm float32 32 x (64 x 64 @ 64 x 64), attention scores",
+        2.0 * 32.0 * 64.0 * 64.0 * 64.0,
+        "GFLOP/s",
+        ">= PyTorch",
+        "bmm_attention",
+    ),
+    (
+        "kernels/matmul_skinny",
+        "matmul float32 512 x 4608 @ 4608 x 8 (resnet layer4 conv)",
+        2.0 * 512.0 * 4608.0 * 8.0,
+        "GFLOP/s",
+        ">= PyTorch",
+        "matmul_skinny",
+    ),
+    ("kernels/add_1", "add of 1-element tensors", 0.0, "ns", "< 100 ns", "add_1"),
+    ("kernels/math_exp", "exp of -5..5 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_exp"),
+    ("kernels/math_log", "log of 0..1 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_log"),
+    ("kernels/math_tanh", "tanh of -5..5 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_tanh"),
+    ("kernels/math_sigmoid", "sigmoid of -5..5 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_sigmoid"),
+    ("kernels/math_erf", "erf of -5..5 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_erf"),
+    ("kernels/math_gelu", "gelu of -5..5, allocating", 8.0 * N as f64, "GB/s", "copy's speed", "math_gelu"),
+    (
+        "kernels/math_gelu_tanh",
+        "gelu (tanh) of -5..5, allocating",
+        8.0 * N as f64,
+        "GB/s",
+        "copy's speed",
+        "math_gelu_tanh",
+    ),
+    ("kernels/math_silu", "silu of -5..5, allocating", 8.0 * N as f64, "GB/s", "copy's speed", "math_silu"),
 ];
 
 fn ramp(shape: &[usize]) -> Tensor {
@@ -119,7 +193,8 @@ fn benches(c: &mut Criterion) {
         })
     });
     g.sample_size(10);
-    g.bench_function("baseline_fma", |x| x.iter(|| black_box(peak())));
+    g.bench_function("baseline_fma", |x| x.iter(|| black_box(peak(false))));
+    g.bench_function("baseline_fma512", |x| x.iter(|| black_box(peak(true))));
     g.sample_size(20);
     g.bench_function("add_out", |x| x.iter(|| torchfn::add_out(&a, &b, &out, 1).unwrap()));
     g.bench_function("add_alloc", |x| x.iter(|| torchfn::add(&a, &b, 1).unwrap()));
@@ -129,8 +204,24 @@ fn benches(c: &mut Criterion) {
     g.sample_size(10);
     g.bench_function("matmul_1024", |x| x.iter(|| torchfn::matmul(&m1024, &m1024).unwrap()));
     g.bench_function("matmul_2048", |x| x.iter(|| torchfn::matmul(&m2048, &m2048).unwrap()));
+    g.sample_size(50);
+    let (m64, q, skinny_a, skinny_b) = (ramp(&[64, 64]), ramp(&[32, 64, 64]), ramp(&[512, 4608]), ramp(&[4608, 8]));
+    g.bench_function("matmul_64", |x| x.iter(|| torchfn::matmul(&m64, &m64).unwrap()));
+    g.bench_function("bmm_attention", |x| x.iter(|| torchfn::bmm(&q, &q).unwrap()));
+    g.bench_function("matmul_skinny", |x| x.iter(|| torchfn::matmul(&skinny_a, &skinny_b).unwrap()));
     g.sample_size(100);
     g.bench_function("add_1", |x| x.iter(|| torchfn::add(black_box(&one), black_box(&two), 1).unwrap()));
+    g.sample_size(20);
+    // The transcendental functions read values over their interesting range: -5 to 5.
+    let t = Tensor::from_vec((0..N).map(|i| (i % 1000) as f32 * 1e-2 - 5.0).collect::<Vec<f32>>(), [N]).unwrap();
+    g.bench_function("math_exp", |x| x.iter(|| torchfn::exp_out(&t, &out).unwrap()));
+    g.bench_function("math_log", |x| x.iter(|| torchfn::log_out(&a, &out).unwrap()));
+    g.bench_function("math_tanh", |x| x.iter(|| torchfn::tanh_out(&t, &out).unwrap()));
+    g.bench_function("math_sigmoid", |x| x.iter(|| torchfn::sigmoid_out(&t, &out).unwrap()));
+    g.bench_function("math_erf", |x| x.iter(|| torchfn::erf_out(&t, &out).unwrap()));
+    g.bench_function("math_gelu", |x| x.iter(|| F::gelu(&t, "none").unwrap()));
+    g.bench_function("math_gelu_tanh", |x| x.iter(|| F::gelu(&t, "tanh").unwrap()));
+    g.bench_function("math_silu", |x| x.iter(|| F::silu(&t, false).unwrap()));
     g.finish();
 }
 
@@ -138,10 +229,11 @@ fn print_table() {
     let rate = |id: &str, amount: f64| amount / mean_ns(id); // bytes per ns = GB/s; flops per ns = GFLOP/s
     let baseline =
         |kind: &str| rate(&format!("kernels/baseline_{kind}"), ROWS.iter().find(|r| r.0.ends_with(kind)).unwrap().2);
-    println!("\n{} threads\n", rayon::current_num_threads());
-    println!("| operation | time | rate | of baseline | target | PyTorch 2.15 |");
-    println!("|---|---:|---:|---:|---|---:|");
-    for &(id, what, amount, unit, target, pytorch) in ROWS {
+    let theirs = pytorch("bench/pytorch_kernels.py");
+    println!("\n{} threads; {}\n", rayon::current_num_threads(), common::processor());
+    println!("| operation | time | rate | of baseline | target | PyTorch (same sitting) | torchfn / PyTorch time |");
+    println!("|---|---:|---:|---:|---|---:|---:|");
+    for &(id, what, amount, unit, target, key) in ROWS {
         let t = mean_ns(id);
         let (rate_text, share) = match unit {
             "ns" => (String::new(), String::new()),
@@ -149,16 +241,22 @@ fn print_table() {
                 let r = rate(id, amount);
                 let base = match id {
                     "kernels/add_out" | "kernels/add_alloc" => Some(baseline("add")),
-                    "kernels/exp_out" | "kernels/exp_alloc" => Some(baseline("copy")),
+                    _ if id.starts_with("kernels/exp") || id.starts_with("kernels/math") => Some(baseline("copy")),
                     "kernels/sum" => Some(baseline("read")),
-                    "kernels/matmul_1024" | "kernels/matmul_2048" => Some(baseline("fma")),
+                    _ if id.starts_with("kernels/matmul") || id.starts_with("kernels/bmm") => {
+                        Some(baseline("fma").max(baseline("fma512")))
+                    }
                     _ => None,
                 };
                 (format!("{r:.1} {unit}"), base.map_or(String::new(), |b| format!("{:.0}%", 100.0 * r / b)))
             }
         };
-        let time = if t < 1e4 { format!("{t:.0} ns") } else { format!("{:.2} ms", t / 1e6) };
-        println!("| {what} | {time} | {rate_text} | {share} | {target} | {pytorch} |");
+        let time = |t: f64| if t < 1e4 { format!("{t:.0} ns") } else { format!("{:.2} ms", t / 1e6) };
+        let (pytorch_time, ratio) = match theirs.as_ref().and_then(|p| p[key].as_f64()) {
+            Some(p) => (time(p), format!("{:.2}", t / p)),
+            None => (String::new(), String::new()),
+        };
+        println!("| {what} | {} | {rate_text} | {share} | {target} | {pytorch_time} | {ratio} |", time(t));
     }
 }
 

@@ -3,13 +3,12 @@
 //! new elementwise activations (`hardswish`, `hardsigmoid`) beside an existing one (`silu`) on
 //! 1e6 float32 elements, and `sort` and `topk` on 1e6 float32.
 //!
-//! `cargo bench --bench layers` runs the criterion benchmarks, then prints a table. PyTorch's
-//! figures come from `bench/pytorch_layers.py`, run in the same sitting (same machine, 2
-//! threads): `python bench/pytorch_layers.py` prints them as JSON; pass that file's path in
-//! `TORCHFN_PYTORCH_LAYERS` to see them beside torchfn's.
+//! `cargo bench --bench layers` runs the criterion benchmarks, then prints a table. With
+//! `PYTORCH_PYTHON` naming a Python that has torch, it runs `bench/pytorch_layers.py` right
+//! after (same machine, 2 threads, the same sizes) and prints PyTorch's times beside torchfn's.
 
 mod common;
-use common::mean_ns;
+use common::{mean_ns, pytorch};
 
 use std::hint::black_box;
 
@@ -48,11 +47,9 @@ fn benches(c: &mut Criterion) {
 }
 
 fn table() {
-    let pytorch: Option<serde_json::Value> = std::env::var("TORCHFN_PYTORCH_LAYERS")
-        .ok()
-        .and_then(|path| std::fs::read_to_string(path).ok())
-        .and_then(|text| serde_json::from_str(&text).ok());
-    println!("\n| measurement | torchfn | PyTorch 2.15 (same sitting) | torchfn / PyTorch time |");
+    let pytorch = pytorch("bench/pytorch_layers.py");
+    println!("\n{}\n", common::processor());
+    println!("| measurement | torchfn | PyTorch 2.15 (same sitting) | torchfn / PyTorch time |");
     println!("|---|---:|---:|---:|");
     for (id, label) in [
         ("lstm_forward_backward", "nn.LSTM fwd+bwd (32 x 64 x 256, hidden 256)"),
@@ -67,7 +64,7 @@ fn table() {
         let theirs = pytorch.as_ref().and_then(|p| p[id].as_f64());
         let (theirs_text, ratio) = match theirs {
             Some(t) => (format!("{t:.3} ms"), format!("{:.2}", ours / t)),
-            None => ("(not given)".to_string(), "".to_string()),
+            None => (String::new(), String::new()),
         };
         println!("| {label} | {ours:.3} ms | {theirs_text} | {ratio} |");
     }

@@ -3,6 +3,7 @@
 //! `remainder`).
 
 use super::Number;
+use super::vector_math::{erf_f32, erfc_f32, exp_f32, ln_f32, tanh_f32};
 use crate::backend::Binary;
 
 /// A floating-point element type (`f32`, `f64`): the functions of the unary float operations.
@@ -25,8 +26,10 @@ pub trait Float: Number {
     fn tan(self) -> Self;
     /// The hyperbolic tangent.
     fn tanh(self) -> Self;
-    /// The error function, accurate to about 1e-15 (computed in `f64`).
+    /// The error function.
     fn erf(self) -> Self;
+    /// The complementary error function `1 - erf(x)`, accurate relative to its small values.
+    fn erfc(self) -> Self;
     /// Rounds down.
     fn floor(self) -> Self;
     /// Rounds up.
@@ -43,61 +46,19 @@ pub trait Float: Number {
     fn recip(self) -> Self;
 }
 
-/// `e^x` in float32 without branches, so that loops over slices vectorise (libm's `expf` is a
-/// call per element, ten times slower): Cephes' `expf`, a degree-6 polynomial on
-/// `[-ln 2 / 2, ln 2 / 2]` after reducing by `n ln 2`, scaled by `2^n` in two steps so that
-/// subnormal results round once. Within 2 ulp of `e^x`; above 88.73 it is `inf`, below -103.97
-/// 0, and NaN stays NaN. Its multiply-adds are fused: one instruction each in the loops
-/// [`vectorised`](super::map) compiles for FMA processors (elsewhere, libm's `fmaf`).
-#[inline(always)]
-pub fn exp_f32(x: f32) -> f32 {
-    // 1.5 * 2^23: adding it rounds to a whole number in the low bits (ties to even).
-    const ROUND: f32 = 12_582_912.0;
-    // Beyond these the result is infinite or zero anyway; NaN stays NaN.
-    let x = x.clamp(-104.0, 89.0);
-    let shifted = x.mul_add(std::f32::consts::LOG2_E, ROUND);
-    let n = shifted - ROUND;
-    let r = n.mul_add(-0.693_359_4, x);
-    let r = n.mul_add(2.121_944_4e-4, r);
-    let p = [1.398_199_9e-3, 8.333_452e-3, 4.166_579_6e-2, 0.166_666_65, 0.5]
-        .into_iter()
-        .fold(1.987_569_1e-4f32, |p, c| p.mul_add(r, c));
-    let p = p.mul_add(r * r, r) + 1.0;
-    let n = (shifted.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
-    let half = n >> 1;
-    let scale = |k: i32| f32::from_bits(((k + 127) as u32) << 23);
-    p * scale(half) * scale(n - half)
-}
-
-/// `e^x` of each float type: the branch-free [`exp_f32`], and libm's for `f64`.
-trait Exp {
-    fn exp_fast(self) -> Self;
-}
-
-impl Exp for f32 {
-    #[inline(always)]
-    fn exp_fast(self) -> f32 {
-        exp_f32(self)
-    }
-}
-
-impl Exp for f64 {
-    #[inline(always)]
-    fn exp_fast(self) -> f64 {
-        self.exp()
-    }
-}
-
+/// [`Float`] for a float type, with its exponential, logarithm, hyperbolic tangent and error
+/// functions: float32's from [`vector_math`](super::vector_math), which vectorise; libm's and
+/// this module's accurate series for `f64`.
 macro_rules! float {
-    ($t:ty) => {
+    ($t:ty, $exp:path, $ln:path, $tanh:path, $erf:path, $erfc:path) => {
         impl Float for $t {
             #[inline(always)]
             fn exp(self) -> Self {
-                Exp::exp_fast(self)
+                $exp(self)
             }
             #[inline(always)]
             fn ln(self) -> Self {
-                <$t>::ln(self)
+                $ln(self)
             }
             #[inline(always)]
             fn ln_1p(self) -> Self {
@@ -125,11 +86,15 @@ macro_rules! float {
             }
             #[inline(always)]
             fn tanh(self) -> Self {
-                <$t>::tanh(self)
+                $tanh(self)
             }
             #[inline(always)]
             fn erf(self) -> Self {
-                erf(f64::from(self)) as $t
+                $erf(self)
+            }
+            #[inline(always)]
+            fn erfc(self) -> Self {
+                $erfc(self)
             }
             #[inline(always)]
             fn floor(self) -> Self {
@@ -162,8 +127,8 @@ macro_rules! float {
         }
     };
 }
-float!(f32);
-float!(f64);
+float!(f32, exp_f32, ln_f32, tanh_f32, erf_f32, erfc_f32);
+float!(f64, f64::exp, f64::ln, f64::tanh, erf, erfc);
 
 /// Where the continued fraction of `erfc` takes over from the series of `erf`: from 2 on, its
 /// sixty levels give `erfc` to about one unit in the last place (checked against mpmath).
@@ -382,28 +347,6 @@ bits!(i64, u64);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_branch_free_exp_is_within_two_ulp_everywhere() {
-        let ulp = |x: f32| f32::from_bits(x.to_bits() + 1) - x;
-        let mut x = -110.0f32;
-        while x < 90.0 {
-            let (got, want) = (exp_f32(x), f64::from(x).exp());
-            if want > f64::from(f32::MAX) {
-                assert_eq!(got, f32::INFINITY, "exp({x})");
-            } else {
-                let want32 = want as f32;
-                let tolerance = 2.0 * ulp(want32).max(f32::from_bits(1));
-                assert!((f64::from(got) - want).abs() <= f64::from(tolerance), "exp({x}) = {got}, expected {want}");
-            }
-            x += 0.0137;
-        }
-        assert_eq!(exp_f32(0.0), 1.0);
-        assert_eq!(exp_f32(f32::NEG_INFINITY), 0.0);
-        assert_eq!(exp_f32(f32::INFINITY), f32::INFINITY);
-        assert!(exp_f32(f32::NAN).is_nan());
-        assert_eq!(exp_f32(-103.0), (-103.0f64).exp() as f32, "a subnormal result");
-    }
 
     #[test]
     fn erf_matches_known_values() {

@@ -96,54 +96,109 @@ fn chunked<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
     }
 }
 
-/// Runs `f`, compiled with AVX2 and FMA when the processor has them (the crate is built for
-/// baseline x86-64, whose SSE2 vectors are half as wide), so the loops inlined into it use
-/// 256-bit vectors and `mul_add` is one instruction rather than a call to libm's `fma`.
+/// Runs `f`, compiled for the widest vectors the processor has: AVX-512 (512-bit vectors, 16
+/// float32 lanes), else AVX2 and FMA (256-bit), else baseline x86-64's SSE2 (128-bit), where
+/// `mul_add` is a call to libm's `fma` rather than one instruction. `TORCHFN_CPU=avx2` (or
+/// `baseline`) caps the choice, to test and time the narrower paths on a wider processor.
 #[inline(always)]
 pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
     #[cfg(target_arch = "x86_64")]
     {
+        #[target_feature(enable = "avx512f,avx512vl,avx512bw,avx512dq,avx2,fma")]
+        fn widest<R>(f: impl FnOnce() -> R) -> R {
+            f()
+        }
         #[target_feature(enable = "avx2,fma")]
         fn wide<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma") {
-            // SAFETY: `wide` only needs the processor to have AVX2 and FMA, checked just above.
-            return unsafe { wide(f) };
+        match super::instructions() {
+            // SAFETY: `instructions` names AVX-512 only when the processor has AVX-512 F, VL,
+            // BW and DQ (and AVX2 and FMA), all that `widest` needs.
+            super::Instructions::Avx512 => return unsafe { widest(f) },
+            // SAFETY: `instructions` names AVX2 only when the processor has AVX2 and FMA.
+            super::Instructions::Avx2 => return unsafe { wide(f) },
+            super::Instructions::Baseline => {}
         }
     }
     f()
 }
 
+// The loops below are plain `for` loops calling `f` through `(*f)(..)`: a closure passed to an
+// iterator adaptor, or `f` called through the reference (`<&F as Fn>::call`), is a function of
+// its own that the compiler may decline to inline when `f` is large (`gelu`'s polynomials), and
+// is then compiled for baseline x86-64 with `mul_add` as a call to libm's `fmaf` (a hundred
+// times slower, seen in a profile).
+
 /// `out[i] = f(x[i])`.
 #[inline(always)]
-fn apply1<T: Copy, U>(x: Run<'_, T>, out: &mut [U], f: impl Fn(T) -> U) {
+fn apply1<T: Copy, U, F: Fn(T) -> U>(x: Run<'_, T>, out: &mut [U], f: &F) {
     match Operand::run(x, out.len()) {
-        Operand::Slice(x) => out.iter_mut().zip(x).for_each(|(o, &v)| *o = f(v)),
-        Operand::Repeat(v) => out.iter_mut().for_each(|o| *o = f(v)),
-        x => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(x.get(i))),
+        Operand::Slice(x) => {
+            for (o, &v) in out.iter_mut().zip(x) {
+                *o = (*f)(v);
+            }
+        }
+        Operand::Repeat(v) => {
+            for o in out.iter_mut() {
+                *o = (*f)(v);
+            }
+        }
+        x => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = (*f)(x.get(i));
+            }
+        }
     }
 }
 
 /// `out[i] = f(a[i], b[i])`.
 #[inline(always)]
-fn apply2<T: Copy, U>(a: Run<'_, T>, b: Run<'_, T>, out: &mut [U], f: impl Fn(T, T) -> U) {
+fn apply2<T: Copy, U, F: Fn(T, T) -> U>(a: Run<'_, T>, b: Run<'_, T>, out: &mut [U], f: &F) {
     let (a, b) = (Operand::run(a, out.len()), Operand::run(b, out.len()));
     match (a, b) {
-        (Operand::Slice(a), Operand::Slice(b)) => out.iter_mut().zip(a).zip(b).for_each(|((o, &p), &q)| *o = f(p, q)),
-        (Operand::Slice(a), Operand::Repeat(q)) => out.iter_mut().zip(a).for_each(|(o, &p)| *o = f(p, q)),
-        (Operand::Repeat(p), Operand::Slice(b)) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(p, q)),
-        _ => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(a.get(i), b.get(i))),
+        (Operand::Slice(a), Operand::Slice(b)) => {
+            for ((o, &p), &q) in out.iter_mut().zip(a).zip(b) {
+                *o = (*f)(p, q);
+            }
+        }
+        (Operand::Slice(a), Operand::Repeat(q)) => {
+            for (o, &p) in out.iter_mut().zip(a) {
+                *o = (*f)(p, q);
+            }
+        }
+        (Operand::Repeat(p), Operand::Slice(b)) => {
+            for (o, &q) in out.iter_mut().zip(b) {
+                *o = (*f)(p, q);
+            }
+        }
+        _ => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = (*f)(a.get(i), b.get(i));
+            }
+        }
     }
 }
 
-/// `out[i] = f(out[i], b[i])`.
+/// `out[i] = f(out[i], b[i])`, cast back to `out`'s type.
 #[inline(always)]
-fn update<T: Copy>(out: &mut [T], b: Run<'_, T>, f: impl Fn(T, T) -> T) {
+fn update<T: Element, U: Element, F: Fn(T, T) -> U>(out: &mut [T], b: Run<'_, T>, f: &F) {
     match Operand::run(b, out.len()) {
-        Operand::Slice(b) => out.iter_mut().zip(b).for_each(|(o, &q)| *o = f(*o, q)),
-        Operand::Repeat(q) => out.iter_mut().for_each(|o| *o = f(*o, q)),
-        b => out.iter_mut().enumerate().for_each(|(i, o)| *o = f(*o, b.get(i))),
+        Operand::Slice(b) => {
+            for (o, &q) in out.iter_mut().zip(b) {
+                *o = cast::<U, T>((*f)(*o, q));
+            }
+        }
+        Operand::Repeat(q) => {
+            for o in out.iter_mut() {
+                *o = cast::<U, T>((*f)(*o, q));
+            }
+        }
+        b => {
+            for (i, o) in out.iter_mut().enumerate() {
+                *o = cast::<U, T>((*f)(*o, b.get(i)));
+            }
+        }
     }
 }
 
@@ -205,7 +260,7 @@ pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &La
         &walk,
         &mut out,
         #[inline(always)]
-        |[p], [s], part| apply1((data, p, s), part, cast::<S, T>),
+        |[p], [s], part| apply1((data, p, s), part, &cast::<S, T>),
     );
     Ok(out)
 }
@@ -333,7 +388,7 @@ pub(super) fn binary_to<T: Element, U: Element>(
                             &walk,
                             &mut o,
                             #[inline(always)]
-                            |[q], [t], part| update(part, (y, q, t), |p, q| cast::<U, T>(f(p, q))),
+                            |[q], [t], part| update(part, (y, q, t), &f),
                         );
                         true
                     }))
@@ -398,7 +453,7 @@ pub(super) fn copied(dst: &Array, src: &Array) -> Result<bool> {
     with_dtype!(dst.dtype, T => with_input(src, |data: &[T], layout| -> Result<bool> {
         let walk = walk(shape, [layout], [data.len()])?;
         Ok(writable::<T>(dst, shape).is_some_and(|mut out| {
-            fill(&walk, &mut out, #[inline(always)] |[p], [s], part| apply1((data, p, s), part, |v| v));
+            fill(&walk, &mut out, #[inline(always)] |[p], [s], part| apply1((data, p, s), part, &|v| v));
             true
         }))
     })?)

@@ -15,6 +15,7 @@ mod sgemm;
 mod softmax;
 mod strided;
 mod unary;
+mod vector_math;
 mod window;
 mod write;
 
@@ -28,6 +29,65 @@ use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 pub use elementwise::Float;
 pub use number::Number;
 pub use random::{Distribution, sample};
+
+/// The vector instructions the CPU kernels are compiled for, widest last (see [`instructions`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Instructions {
+    /// Baseline x86-64 (SSE2, 128-bit vectors), or a processor of another architecture.
+    Baseline,
+    /// AVX2 and FMA: 256-bit vectors and fused multiply-adds.
+    Avx2,
+    /// AVX-512 (F, VL, BW and DQ) besides AVX2 and FMA: 512-bit vectors.
+    Avx512,
+}
+
+/// The environment variable that caps [`instructions`]: `baseline`, `avx2` or `avx512`.
+pub const INSTRUCTIONS_VARIABLE: &str = "TORCHFN_CPU";
+
+/// The widest vector instructions the CPU kernels use on this processor: detected once, at the
+/// first call, and capped by the environment variable [`INSTRUCTIONS_VARIABLE`] when it is set
+/// (`TORCHFN_CPU=avx2` runs the AVX2 path on an AVX-512 processor, to test or time it; a value
+/// wider than the processor has, or one it does not know, leaves the detected set, with a
+/// warning on standard error for an unknown one).
+///
+/// ```
+/// use torchfn_kernels::cpu::{Instructions, instructions};
+/// if cfg!(target_arch = "x86_64") {
+///     assert!(instructions() >= Instructions::Baseline);
+/// }
+/// ```
+pub fn instructions() -> Instructions {
+    static CHOSEN: std::sync::OnceLock<Instructions> = std::sync::OnceLock::new();
+    *CHOSEN.get_or_init(|| {
+        let detected = detect_instructions();
+        let cap = match std::env::var(INSTRUCTIONS_VARIABLE).as_deref() {
+            Err(_) => detected,
+            Ok("baseline") => Instructions::Baseline,
+            Ok("avx2") => Instructions::Avx2,
+            Ok("avx512") => Instructions::Avx512,
+            Ok(other) => {
+                eprintln!(
+                    "torchfn: {INSTRUCTIONS_VARIABLE}={other:?} is not one of baseline, avx2, avx512; using {detected:?}"
+                );
+                detected
+            }
+        };
+        detected.min(cap)
+    })
+}
+
+/// What the processor has, of [`Instructions`].
+fn detect_instructions() -> Instructions {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::is_x86_feature_detected as has;
+        if has!("avx2") && has!("fma") {
+            let avx512 = has!("avx512f") && has!("avx512vl") && has!("avx512bw") && has!("avx512dq");
+            return if avx512 { Instructions::Avx512 } else { Instructions::Avx2 };
+        }
+    }
+    Instructions::Baseline
+}
 
 /// The CPU backend.
 pub struct Cpu;
@@ -343,6 +403,10 @@ fn matrix_at<'a, T>(data: &'a [T], l: &Layout, start: usize) -> Result<ndarray::
         .map_err(|_| internal("a matmul operand outside its storage"))
 }
 
+/// Batched products of at least this many multiply-adds in all run their matrices on several
+/// threads.
+const BATCH_PARALLEL_MIN: usize = 1 << 20;
+
 /// `a @ b` for `a` of shape `[..batch_a, n, k]` and `b` of shape `[..batch_b, k, m]`, with the
 /// batch dimensions broadcast to `batch`: one product per batch position, each operand's
 /// matrix read in place through its strides (found by walking the batch dimensions).
@@ -360,11 +424,21 @@ fn matmul<T: Number>(a: &Array, b: &Array, batch: &Shape) -> Result<Array> {
                 .ok_or_else(|| internal("matmul batch does not broadcast"))?;
             let mut starts = alloc::<[usize; 2]>("matmul", count)?;
             walk.runs(0..count, |[p, q], len, [s, t]| starts.extend((0..len).map(|i| [p + i * s, q + i * t])));
-            for ([p, q], o) in starts.into_iter().zip(out.chunks_exact_mut((n * m).max(1))) {
+            let product = |(&[p, q], o): (&[usize; 2], &mut [T])| -> Result<()> {
                 let mut o = ndarray::ArrayViewMut2::from_shape((n, m), o).map_err(|_| internal("matmul output"))?;
                 T::matmul(matrix_at(x, la, p)?, matrix_at(y, lb, q)?, &mut o);
+                Ok(())
+            };
+            // Many small products (attention's scores, per head) go to the threads a few at a
+            // time; one large product splits itself.
+            let k = a.layout.shape[a.layout.ndim() - 1];
+            let chunk = (n * m).max(1);
+            if count > 1 && count.saturating_mul(n * m).saturating_mul(k) >= BATCH_PARALLEL_MIN {
+                use rayon::prelude::*;
+                starts.par_iter().zip(out.par_chunks_exact_mut(chunk)).try_for_each(product)
+            } else {
+                starts.iter().zip(out.chunks_exact_mut(chunk)).try_for_each(product)
             }
-            Ok(())
         })
     })???;
     Ok(array(out, shape))

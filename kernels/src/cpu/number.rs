@@ -73,8 +73,8 @@ float!(f64, matrixmultiply_f64);
 /// `matrixmultiply`'s.
 fn f32_matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
     #[cfg(target_arch = "x86_64")]
-    if let Some(cpu) = super::sgemm::Avx2Fma::detect() {
-        return super::sgemm::matmul(cpu, a, b, out);
+    if super::sgemm::matmul(a, b, out) {
+        return;
     }
     matrixmultiply_f32(a, b, out)
 }

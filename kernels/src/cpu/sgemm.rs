@@ -1,29 +1,33 @@
-//! torchfn's float32 matrix product, `out = a @ b`, for x86-64 processors with AVX2 and FMA.
+//! torchfn's float32 matrix product, `out = a @ b`, for x86-64 processors with AVX2 and FMA,
+//! and with 512-bit vectors where the processor has AVX-512.
 //!
 //! The classic packed, cache-blocked GEMM (Goto and van de Geijn), in four places:
 //!
-//! - **packing** ([`pack_b`], [`pack_a`]): `b` is copied into panels of [`NR`] columns and `a`
-//!   into panels of [`MR`] rows, each laid out in the order the micro-kernel reads it and
+//! - **packing** ([`pack_b`], [`pack_a`]): `b` is copied into panels of `NR` columns and `a`
+//!   into panels of `MR` rows, each laid out in the order the micro-kernel reads it and
 //!   padded with zeros, so the kernel streams contiguous memory whatever the operands' strides
 //!   (transposed, broadcast with stride 0, any row step);
-//! - **the micro-kernel** ([`kernel`]): an `MR × NR` = 6 × 16 tile of `out` held in twelve
-//!   256-bit registers, updated by one fused multiply-add per register per step along `k`;
+//! - **the micro-kernel** ([`Kernel`]): an `MR × NR` tile of `out` held in registers, updated
+//!   by one fused multiply-add per register per step along `k`: 6 × 16 in twelve 256-bit
+//!   registers with AVX2 ([`Avx2Fma`]), 12 × 32 in twenty-four 512-bit ones with AVX-512
+//!   ([`Avx512`]), which does twice the work per instruction;
 //! - **blocking** ([`run_tile`]): `k` goes in blocks of at most [`KC`] steps; a tile's rows
-//!   (at most [`MC`]) of `a` are packed for one block and stay in the L2 cache while each
-//!   panel of `b` is swept down them, the next panel of `b` pulled into L2 meanwhile; `b` is
-//!   packed once for as many columns as [`PACKED_B_FLOATS`] allows;
+//!   (at most [`MC`]) of `a` are packed for one block and stay in the L2 cache while each panel of `b` is swept down them, the next panel of `b`
+//!   pulled into L2 meanwhile; `b` is packed once for as many columns as [`PACKED_B_FLOATS`]
+//!   allows;
 //! - **threads** ([`tiles`]): `out` is cut into tiles of whole micro-tiles, a few per thread
 //!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`;
 //!   products under [`PARALLEL_MIN`] multiply-adds stay on the calling thread.
 //!
-//! [`matmul`] computes a product much narrower than a tile (a matrix times a vector) as
-//! `bᵀ @ aᵀ`. On this project's 2-core machine it runs at 94-95% of the processor's peak of
-//! fused multiply-adds for square products of 1024 and 2048 (the README's performance section).
+//! [`matmul`] takes the widest kernel [`instructions`](super::instructions) allows, and
+//! computes a product much narrower than a tile (a matrix times a vector) as `bᵀ @ aᵀ`. The
+//! README's performance section has its rates against the processor's peak and PyTorch's.
 
 use std::arch::x86_64::{
-    __m256, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
+    __m256, __m512, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
     _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps,
-    _mm256_unpacklo_ps,
+    _mm256_unpacklo_ps, _mm512_add_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps,
+    _mm512_storeu_ps,
 };
 use std::cell::RefCell;
 use std::ops::Range;
@@ -32,16 +36,11 @@ use std::sync::Mutex;
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 use rayon::prelude::*;
 
-/// Rows of the micro-kernel's tile.
-const MR: usize = 6;
-/// Columns of the micro-kernel's tile: two 8-lane vectors.
-const NR: usize = 16;
-/// The most steps along `k` in one block: a packed panel of `b` is then at most 64 KiB, and
-/// `out` is read back and added to only when `k` exceeds it.
-const KC: usize = 1024;
+use super::Instructions;
+
 /// The most rows of a tile: its packed rows of `a` are at most `MC × KC` floats (384 KiB).
 const MC: usize = 96;
-/// Panels of `b` that one packing task copies: a row of them is four cache lines.
+/// Panels of `b` that one packing task copies.
 const PACK_GROUP: usize = 4;
 /// The most floats of packed `b` at once (16 MiB, or one panel where `k` is longer); wider
 /// products pack `b` in column chunks.
@@ -49,16 +48,83 @@ const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
 /// waking the pool's threads costs more than they save.
 const PARALLEL_MIN: usize = 1 << 23;
+/// The most rows or columns of a micro-tile, of any kernel.
+const MAX_TILE: usize = 32;
+/// The most steps along `k` in one block: a packed panel of `b` is then at most 64 KiB with
+/// AVX2, 128 KiB with AVX-512 (shorter blocks measured slower with AVX-512 too), and `out` is
+/// read back and added to only when `k` exceeds it.
+const KC: usize = 1024;
 
-/// Proof that the processor has AVX2 and FMA: the kernels here run only with one in hand.
+/// A micro-kernel, and the proof that the processor has the extensions it needs.
+pub trait Kernel: Copy + Send + Sync {
+    /// Rows of the micro-tile.
+    const MR: usize;
+    /// Columns of the micro-tile.
+    const NR: usize;
+
+    /// The proof of AVX2 and FMA, which every kernel's processor has (the packing uses them).
+    fn avx2(self) -> Avx2Fma;
+
+    /// The `MR × NR` product of a packed panel of `a` (`depth × MR`) and one of `b`
+    /// (`depth × NR`), written to the `size[0] × size[1]` top-left corner of the micro-tile at
+    /// `out` (element `(i, j)` at `out + i * strides[0] + j * strides[1]`), or added to it when
+    /// `accumulate`. The tile of `out` is pulled into the L1 cache first, so that it is there
+    /// by the end, and the `depth * NR * MR / MC` floats from `ahead` on into the L2 cache (a
+    /// prefetch never faults: any address will do).
+    ///
+    /// # Safety
+    ///
+    /// `out` addresses a `size[0] × size[1]` matrix through `strides` that the caller may read
+    /// and write, `size` is at most `MR × NR`, and `a` and `b` hold the same number of steps.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile(
+        self,
+        a: &[f32],
+        b: &[f32],
+        ahead: *const f32,
+        out: *mut f32,
+        strides: [isize; 2],
+        size: [usize; 2],
+        accumulate: bool,
+    );
+}
+
+/// Proof that the processor has AVX2 and FMA: the 6 × 16 kernel of 256-bit registers.
 #[derive(Clone, Copy)]
 pub struct Avx2Fma(());
 
 impl Avx2Fma {
-    /// The proof, when the processor has both extensions.
+    /// The proof, when [`instructions`](super::instructions) allows AVX2 (which it does only
+    /// where the processor has AVX2 and FMA).
     pub fn detect() -> Option<Avx2Fma> {
-        (is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")).then_some(Avx2Fma(()))
+        (super::instructions() >= Instructions::Avx2).then_some(Avx2Fma(()))
     }
+}
+
+/// Proof that the processor has AVX-512 F (besides AVX2 and FMA): the 12 × 32 kernel of
+/// 512-bit registers.
+#[derive(Clone, Copy)]
+pub struct Avx512(());
+
+impl Avx512 {
+    /// The proof, when [`instructions`](super::instructions) allows AVX-512 (which it does only
+    /// where the processor has AVX-512 F, VL, BW and DQ, AVX2 and FMA).
+    pub fn detect() -> Option<Avx512> {
+        (super::instructions() >= Instructions::Avx512).then_some(Avx512(()))
+    }
+}
+
+/// `out = a @ b` on the widest kernel the processor has (`out`'s old contents are never
+/// read); `false`, with `out` untouched, where it has no AVX2 and FMA.
+pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) -> bool {
+    if let Some(cpu) = Avx512::detect() {
+        product(cpu, a, b, out);
+    } else if let Some(cpu) = Avx2Fma::detect() {
+        product(cpu, a, b, out);
+    } else {
+        return false;
+    }
+    true
 }
 
 /// The packed `b` of the last product, kept so that its pages stay mapped for the next one.
@@ -82,7 +148,7 @@ fn aligned(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
 }
 
 /// `k` cut into `count` blocks of `depth` steps, the last possibly shorter: as even as blocks
-/// of at most [`KC`] can be, so that no block is a short leftover.
+/// of at most [`KC`] steps can be, so that no block is a short leftover.
 #[derive(Clone, Copy)]
 struct Blocks {
     /// Steps along `k` in every block but the last.
@@ -106,8 +172,8 @@ impl Blocks {
     }
 }
 
-/// `out = a @ b` (`out`'s old contents are never read).
-pub fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+/// `out = a @ b` on kernel `K` (`out`'s old contents are never read).
+fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     assert_eq!((b.dim().0, out.dim()), (k, (m, n)), "matmul operands of mismatched shapes");
     if m == 0 || n == 0 {
@@ -119,28 +185,26 @@ pub fn matmul(cpu: Avx2Fma, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out:
     }
     // The kernel computes whole `MR × NR` tiles: a product much narrower than `NR` columns
     // (a matrix times a vector) computes less than half as much as `bᵀ @ aᵀ`.
-    let tiles_area = |m: usize, n: usize| m.next_multiple_of(MR) * n.next_multiple_of(NR);
+    let (mr, nr) = (K::MR, K::NR);
+    let tiles_area = |m: usize, n: usize| m.next_multiple_of(mr) * n.next_multiple_of(nr);
     if 2 * tiles_area(n, m) <= tiles_area(m, n) {
-        return matmul(cpu, b.t(), a.t(), &mut out.view_mut().reversed_axes());
+        return product(cpu, b.t(), a.t(), &mut out.view_mut().reversed_axes());
     }
     let threads = if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 };
     let blocks = Blocks::new(k);
-    let chunk = (PACKED_B_FLOATS / (k * NR)).max(1) * NR;
+    let chunk = (PACKED_B_FLOATS / (k * nr)).max(1) * nr;
     let mut packed = std::mem::take(&mut *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()));
     for start in (0..n).step_by(chunk) {
         let cols = start..(start + chunk).min(n);
-        let b_packed = aligned(&mut packed, cols.len().div_ceil(NR) * k * NR);
-        pack_b(cpu, b, cols.clone(), b_packed, threads > 1);
+        let b_packed = aligned(&mut packed, cols.len().div_ceil(nr) * k * nr);
+        pack_b(cpu.avx2(), b, cols.clone(), nr, b_packed, threads > 1);
         let b_packed = &*b_packed;
-        let run = |tile: Tile<'_>| {
-            // SAFETY: `run_tile` only needs AVX2 and FMA, which `cpu` proves the processor has.
-            unsafe { run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out) }
-        };
+        let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out);
         let out = if cols.len() == n { out.view_mut() } else { out.slice_mut(s![.., cols]) };
         if threads == 1 {
-            tiles(out, 1).into_iter().for_each(run);
+            tiles(out, 1, [mr, nr]).into_iter().for_each(run);
         } else {
-            tiles(out, threads).into_par_iter().for_each(run);
+            tiles(out, threads, [mr, nr]).into_par_iter().for_each(run);
         }
     }
     *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()) = packed;
@@ -156,28 +220,28 @@ struct Tile<'o> {
     out: ArrayViewMut2<'o, f32>,
 }
 
-/// `out` cut into tiles of whole micro-tiles (but at the edges) and at most [`MC`] rows: on
+/// `out` cut into tiles of whole `mr × nr` micro-tiles (but at the edges) and at most [`MC`] rows: on
 /// one thread as few as can be, else at least four per thread, as many for each thread and
 /// even in size, so that threads finish together even when one of them is held up for a while.
 /// Rows are cut first; columns too when there are too few rows (each tile then packs its rows
 /// of `a` again).
-fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize) -> Vec<Tile<'_>> {
+fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize, [mr, nr]: [usize; 2]) -> Vec<Tile<'_>> {
     let (m, n) = out.dim();
-    let (micro_rows, panels) = (m.div_ceil(MR), n.div_ceil(NR));
+    let (micro_rows, panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let wanted = if threads == 1 { 1 } else { 4 * threads };
-    let row_parts = micro_rows.div_ceil(MC / MR).max(wanted).next_multiple_of(threads).min(micro_rows);
+    let row_parts = micro_rows.div_ceil(MC / mr).max(wanted).next_multiple_of(threads).min(micro_rows);
     let col_parts = wanted.div_ceil(row_parts).min(panels);
     let mut tiles = Vec::with_capacity(row_parts * col_parts);
     let mut rest = out;
     let mut row = 0;
     for r in 1..=row_parts {
-        let end = (r * micro_rows / row_parts * MR).min(m);
+        let end = (r * micro_rows / row_parts * mr).min(m);
         let (mut band, below) = rest.split_at(Axis(0), end - row);
         rest = below;
         let mut panel = 0;
         for c in 1..=col_parts {
             let last = c * panels / col_parts;
-            let width = ((last - panel) * NR).min(band.dim().1);
+            let width = ((last - panel) * nr).min(band.dim().1);
             let (tile, right) = band.split_at(Axis(1), width);
             band = right;
             tiles.push(Tile { rows: row..end, panels: panel..last, out: tile });
@@ -188,21 +252,21 @@ fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize) -> Vec<Tile<'_>> {
     tiles
 }
 
-/// Packs columns `cols` of `b` into `packed`: panels of [`NR`] columns one after the other,
-/// each its `k` rows of `NR` floats (zero past the last column). On several threads when
+/// Packs columns `cols` of `b` into `packed`: panels of `nr` columns one after the other,
+/// each its `k` rows of `nr` floats (zero past the last column). On several threads when
 /// `parallel` and there are groups of [`PACK_GROUP`] panels for each.
-fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, packed: &mut [f32], parallel: bool) {
+fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, packed: &mut [f32], parallel: bool) {
     let k = b.dim().0;
-    let parallel = parallel && cols.len() >= 2 * PACK_GROUP * NR;
+    let parallel = parallel && cols.len() >= 2 * PACK_GROUP * nr;
     let pack = |(g, dst): (usize, &mut [f32])| {
-        let start = cols.start + g * PACK_GROUP * NR;
+        let start = cols.start + g * PACK_GROUP * nr;
         // SAFETY: `pack_b_panels` only needs AVX2 and FMA, which `cpu` proves the processor has.
-        unsafe { pack_b_panels(cpu, b, start..(start + PACK_GROUP * NR).min(cols.end), dst) }
+        unsafe { pack_b_panels(cpu, b, start..(start + PACK_GROUP * nr).min(cols.end), nr, dst) }
     };
     if parallel {
-        packed.par_chunks_mut(PACK_GROUP * k * NR).enumerate().for_each(pack);
+        packed.par_chunks_mut(PACK_GROUP * k * nr).enumerate().for_each(pack);
     } else {
-        packed.chunks_mut(PACK_GROUP * k * NR).enumerate().for_each(pack);
+        packed.chunks_mut(PACK_GROUP * k * nr).enumerate().for_each(pack);
     }
 }
 
@@ -212,7 +276,7 @@ fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, packed: &mut
 /// contiguous columns (a transposed matrix) sixteen columns at a time; other layouts element
 /// by element.
 #[target_feature(enable = "avx2,fma")]
-fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, dst: &mut [f32]) {
+fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, dst: &mut [f32]) {
     let (k, w) = (b.dim().0, cols.len());
     let [rs, cs] = [b.strides()[0], b.strides()[1]];
     if cs == 1 {
@@ -221,52 +285,56 @@ fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, dst: &m
             // all in the memory that `b` borrows.
             let row =
                 unsafe { std::slice::from_raw_parts(b.as_ptr().offset(r as isize * rs + cols.start as isize), w) };
-            let pieces = row.chunks_exact(NR);
+            let pieces = row.chunks_exact(nr);
             let rest = pieces.remainder();
             for (j, piece) in pieces.enumerate() {
-                dst[(j * k + r) * NR..][..NR].copy_from_slice(piece);
+                dst[(j * k + r) * nr..][..nr].copy_from_slice(piece);
             }
             if !rest.is_empty() {
-                let to = &mut dst[(w / NR * k + r) * NR..][..NR];
+                let to = &mut dst[(w / nr * k + r) * nr..][..nr];
                 to[..rest.len()].copy_from_slice(rest);
                 to[rest.len()..].fill(0.0);
             }
         }
     } else {
-        for (j, panel) in dst.chunks_exact_mut(k * NR).take(w.div_ceil(NR)).enumerate() {
-            let first = cols.start + j * NR;
-            if rs == 1 && first + NR <= cols.end {
-                // SAFETY: columns `first..first + NR` of `b` (checked) each hold `k` elements
+        for (j, panel) in dst.chunks_exact_mut(k * nr).take(w.div_ceil(nr)).enumerate() {
+            let first = cols.start + j * nr;
+            if rs == 1 && first + nr <= cols.end {
+                // SAFETY: columns `first..first + nr` of `b` (checked) each hold `k` elements
                 // one step apart (`rs == 1`), all in the memory that `b` borrows.
-                let columns = std::array::from_fn(|c| unsafe {
-                    std::slice::from_raw_parts(b.as_ptr().offset((first + c) as isize * cs), k)
+                let columns: [&[f32]; MAX_TILE] = std::array::from_fn(|c| {
+                    if c < nr {
+                        unsafe { std::slice::from_raw_parts(b.as_ptr().offset((first + c) as isize * cs), k) }
+                    } else {
+                        &[]
+                    }
                 });
-                interleave::<NR>(columns, panel);
+                interleave(&columns[..nr], panel);
                 continue;
             }
-            for c in 0..NR {
+            for c in 0..nr {
                 for r in 0..k {
                     // SAFETY: `r < k` and `first + c < cols.end` (checked) are inside `b`.
-                    panel[r * NR + c] = if first + c < cols.end { unsafe { *b.uget((r, first + c)) } } else { 0.0 };
+                    panel[r * nr + c] = if first + c < cols.end { unsafe { *b.uget((r, first + c)) } } else { 0.0 };
                 }
             }
         }
     }
 }
 
-/// Packs rows `rows` and columns `steps` of `a` into `dst`: panels of [`MR`] rows one after
-/// the other, each its columns one after the other (`MR` floats each, zero past the last row).
+/// Packs rows `rows` and columns `steps` of `a` into `dst`: panels of `mr` rows one after
+/// the other, each its columns one after the other (`mr` floats each, zero past the last row).
 #[target_feature(enable = "avx2,fma")]
-fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<usize>, dst: &mut [f32]) {
+fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<usize>, mr: usize, dst: &mut [f32]) {
     let [rs, cs] = [a.strides()[0], a.strides()[1]];
     let depth = steps.len();
-    for (i, panel) in dst.chunks_exact_mut(depth * MR).take(rows.len().div_ceil(MR)).enumerate() {
-        let top = rows.start + i * MR;
-        let live = (rows.end - top).min(MR);
+    for (i, panel) in dst.chunks_exact_mut(depth * mr).take(rows.len().div_ceil(mr)).enumerate() {
+        let top = rows.start + i * mr;
+        let live = (rows.end - top).min(mr);
         // Element (`i`, `j`) of `a`, at `i * rs + j * cs` from its first.
         let at = |i: usize, j: usize| a.as_ptr().wrapping_offset(i as isize * rs + j as isize * cs);
         if cs == 1 {
-            let rows = std::array::from_fn(|r| {
+            let rows: [&[f32]; MAX_TILE] = std::array::from_fn(|r| {
                 // SAFETY: rows `top..top + live` of `a` hold columns `steps` one element apart
                 // (`cs == 1`), in the memory that `a` borrows.
                 if r < live {
@@ -275,16 +343,16 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
                     &ZEROS[..depth]
                 }
             });
-            interleave::<MR>(rows, panel);
-        } else if live == MR && rs == 1 {
-            for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+            interleave(&rows[..mr], panel);
+        } else if live == mr && rs == 1 {
+            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
                 // SAFETY: column `steps.start + p` (`p < depth`) of `a` holds rows
-                // `top..top + MR` (`live == MR`) one element apart (`rs == 1`), in the memory
+                // `top..top + mr` (`live == mr`) one element apart (`rs == 1`), in the memory
                 // that `a` borrows.
-                col.copy_from_slice(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), MR) });
+                col.copy_from_slice(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), mr) });
             }
         } else {
-            for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+            for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
                 for (r, x) in col.iter_mut().enumerate() {
                     // SAFETY: row `top + r` (`r < live`, checked) and column `steps.start + p`
                     // (`p < depth`) are inside `a`.
@@ -298,7 +366,9 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
 /// Interleaves `R` streams of equal length into `dst`: `dst[p * R + r] = streams[r][p]`,
 /// eight steps at a time through 8 × 8 transposes in registers.
 #[target_feature(enable = "avx2,fma")]
-fn interleave<const R: usize>(streams: [&[f32]; R], dst: &mut [f32]) {
+fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
+    #[allow(non_snake_case)]
+    let R = streams.len();
     let len = streams[0].len();
     let whole = len / 8 * 8;
     for p in (0..whole).step_by(8) {
@@ -345,15 +415,15 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
     })
 }
 
-/// Computes one tile: `out = a @ b` for rows `rows` of `a` and `panels` of the packed `b`.
+/// Computes one tile on kernel `K`: `out = a @ b` for rows `rows` of `a` and `panels` of the
+/// packed `b`.
 ///
 /// The blocking loops: for each block of `k`, pack the tile's rows of `a` for that block (at
 /// most `MC × KC` floats, which stay in L2), then sweep each panel of `b` down all the packed
 /// panels of `a`, one micro-tile of `out` at a time. The first block writes `out`, the others
 /// add to it.
-#[target_feature(enable = "avx2,fma")]
-fn run_tile(
-    cpu: Avx2Fma,
+fn run_tile<K: Kernel>(
+    cpu: K,
     a: ArrayView2<'_, f32>,
     rows: Range<usize>,
     b: &[f32],
@@ -364,33 +434,35 @@ fn run_tile(
     let (m, n) = out.dim();
     let (o, [rs, cs]) = (out.as_mut_ptr(), [out.strides()[0], out.strides()[1]]);
     let first = panels.start;
+    let (mr, nr) = (K::MR, K::NR);
     PACKED_A.with_borrow_mut(|buf| {
-        let a_packed = aligned(buf, m.div_ceil(MR) * MR * blocks.depth);
+        let a_packed = aligned(buf, m.div_ceil(mr) * mr * blocks.depth);
         for p in 0..blocks.count {
             let steps = blocks.range(p);
             let depth = steps.len();
-            pack_a(cpu, a, rows.clone(), steps.clone(), a_packed);
+            // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
+            unsafe { pack_a(cpu.avx2(), a, rows.clone(), steps.clone(), mr, a_packed) };
             for j in panels.clone() {
-                let b_panel = &b[(j * blocks.k + steps.start) * NR..][..depth * NR];
-                // The panel after this one, which the kernels pull into L2 meanwhile, a
-                // `depth`-float stretch each.
+                let b_panel = &b[(j * blocks.k + steps.start) * nr..][..depth * nr];
+                // The panel after this one, which the kernels pull into L2 meanwhile, a stretch
+                // of `depth * nr * mr / MC` floats each.
                 let next = if j + 1 < panels.end { (j + 1, steps.start) } else { (first, steps.end) };
-                let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * NR);
-                let col = (j - first) * NR;
-                for (i, a_panel) in a_packed.chunks_exact(depth * MR).take(m.div_ceil(MR)).enumerate() {
-                    let row = i * MR;
-                    // SAFETY: the micro-tile at (`row`, `col`), of `min(MR, m - row)` rows and
-                    // `min(NR, n - col)` columns, lies inside `out`, which this function borrows
-                    // mutably: nothing else reads or writes it meanwhile. The processor has AVX2
-                    // and FMA (`cpu`).
+                let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * nr);
+                let col = (j - first) * nr;
+                for (i, a_panel) in a_packed.chunks_exact(depth * mr).take(m.div_ceil(mr)).enumerate() {
+                    let row = i * mr;
+                    // SAFETY: the micro-tile at (`row`, `col`), of `min(mr, m - row)` rows and
+                    // `min(nr, n - col)` columns, lies inside `out`, which this function borrows
+                    // mutably: nothing else reads or writes it meanwhile. Both panels hold
+                    // `depth` steps.
                     unsafe {
-                        kernel(
+                        cpu.tile(
                             a_panel,
                             b_panel,
-                            next.wrapping_add(i * depth),
+                            next.wrapping_add(i * depth * nr * mr / MC),
                             o.offset(row as isize * rs + col as isize * cs),
                             [rs, cs],
-                            [(m - row).min(MR), (n - col).min(NR)],
+                            [(m - row).min(mr), (n - col).min(nr)],
                             p > 0,
                         )
                     }
@@ -400,80 +472,138 @@ fn run_tile(
     })
 }
 
-/// The micro-kernel: the `MR × NR` product of a packed panel of `a` (`depth × MR`) and one of
-/// `b` (`depth × NR`), written to the `size[0] × size[1]` top-left corner of the micro-tile at
-/// `out` (element `(i, j)` at `out + i * strides[0] + j * strides[1]`), or added to it when
-/// `accumulate`. The tile lives in twelve registers: per step along `k`, two loads of `b`, six
-/// broadcasts of `a` and twelve fused multiply-adds. The tile of `out` is pulled into the L1
-/// cache first, so that it is there by the end, and one cache line every 16 steps from `ahead`
-/// on into the L2 cache (a prefetch never faults: any address will do).
-///
-/// # Safety
-///
-/// The processor has AVX2 and FMA, and `out` addresses a `size[0] × size[1]` matrix through
-/// `strides` that the caller may read and write.
-#[target_feature(enable = "avx2,fma")]
-unsafe fn kernel(
-    a: &[f32],
-    b: &[f32],
-    ahead: *const f32,
-    out: *mut f32,
-    strides: [isize; 2],
-    size: [usize; 2],
-    accumulate: bool,
-) {
-    let [rs, cs] = strides;
-    for r in 0..size[0] as isize {
-        _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs).cast());
-        _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs + (NR - 1) as isize * cs).cast());
-    }
-    let mut acc = [_mm256_setzero_ps(); 2 * MR];
-    for (step, (a, b)) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).enumerate() {
-        if step % 16 == 0 {
-            _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(step).cast());
+/// One micro-kernel body for each register width: the tile lives in `2 * MR` registers of
+/// `$lanes` floats (two per row of `NR = 2 * $lanes` columns); per step along `k`, two loads of
+/// `b`, `MR` broadcasts of `a` and `2 * MR` fused multiply-adds. The prefetches are as
+/// [`Kernel::tile`] says: one cache line every `16 * MC / (MR * NR)` steps.
+macro_rules! micro_kernel {
+    ($kernel:ident, $features:literal, $mr:literal, $lanes:literal, $vector:ty,
+     $zero:ident, $load:ident, $store:ident, $broadcast:ident, $fma:ident, $add:ident) => {
+        impl Kernel for $kernel {
+            const MR: usize = $mr;
+            const NR: usize = 2 * $lanes;
+
+            fn avx2(self) -> Avx2Fma {
+                Avx2Fma(())
+            }
+
+            unsafe fn tile(
+                self,
+                a: &[f32],
+                b: &[f32],
+                ahead: *const f32,
+                out: *mut f32,
+                strides: [isize; 2],
+                size: [usize; 2],
+                accumulate: bool,
+            ) {
+                // SAFETY: `self` proves the processor has what `tile` is compiled for; the
+                // caller upholds the rest.
+                unsafe { tile(a, b, ahead, out, strides, size, accumulate) }
+            }
         }
-        // SAFETY: `b` holds `NR` = 16 floats, so both 8-float loads are inside it.
-        let (b0, b1) = unsafe { (_mm256_loadu_ps(b.as_ptr()), _mm256_loadu_ps(b.as_ptr().add(8))) };
-        for r in 0..MR {
-            let ar = _mm256_set1_ps(a[r]);
-            acc[2 * r] = _mm256_fmadd_ps(ar, b0, acc[2 * r]);
-            acc[2 * r + 1] = _mm256_fmadd_ps(ar, b1, acc[2 * r + 1]);
-        }
-    }
-    if size[1] == NR && cs == 1 {
-        for r in (0..MR).filter(|&r| r < size[0]) {
-            // SAFETY: row `r < size[0]` of the tile is 16 contiguous floats (`cs == 1`) that
-            // the caller lets us read and write.
-            unsafe {
-                let row = out.offset(r as isize * rs);
-                let (mut lo, mut hi) = (acc[2 * r], acc[2 * r + 1]);
-                if accumulate {
-                    lo = _mm256_add_ps(lo, _mm256_loadu_ps(row));
-                    hi = _mm256_add_ps(hi, _mm256_loadu_ps(row.add(8)));
+
+        #[target_feature(enable = $features)]
+        unsafe fn tile(
+            a: &[f32],
+            b: &[f32],
+            ahead: *const f32,
+            out: *mut f32,
+            strides: [isize; 2],
+            size: [usize; 2],
+            accumulate: bool,
+        ) {
+            const MR: usize = $mr;
+            const NR: usize = 2 * $lanes;
+            const PREFETCH_EVERY: usize = 16 * MC / (MR * NR);
+            let [rs, cs] = strides;
+            for r in 0..size[0] as isize {
+                _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs).cast());
+                _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs + (NR - 1) as isize * cs).cast());
+            }
+            let mut acc: [$vector; 2 * MR] = [$zero(); 2 * MR];
+            for (step, (a, b)) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).enumerate() {
+                if step % PREFETCH_EVERY == 0 {
+                    _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(step * 16 / PREFETCH_EVERY).cast());
                 }
-                _mm256_storeu_ps(row, lo);
-                _mm256_storeu_ps(row.add(8), hi);
-            }
-        }
-    } else {
-        let mut tile = [[0.0f32; NR]; MR];
-        for (row, v) in tile.iter_mut().zip(acc.chunks_exact(2)) {
-            // SAFETY: `row` is 16 floats, room for both 8-float stores.
-            unsafe {
-                _mm256_storeu_ps(row.as_mut_ptr(), v[0]);
-                _mm256_storeu_ps(row.as_mut_ptr().add(8), v[1]);
-            }
-        }
-        for (i, row) in tile.iter().enumerate().take(size[0]) {
-            for (j, &v) in row.iter().enumerate().take(size[1]) {
-                // SAFETY: `i < size[0]` and `j < size[1]`: inside the tile the caller lends.
-                unsafe {
-                    let x = out.offset(i as isize * rs + j as isize * cs);
-                    *x = if accumulate { *x + v } else { v };
+                // SAFETY: `b` holds `NR` floats, so both loads of half of them are inside it.
+                let (b0, b1) = unsafe { ($load(b.as_ptr()), $load(b.as_ptr().add($lanes))) };
+                for r in 0..MR {
+                    let ar = $broadcast(a[r]);
+                    acc[2 * r] = $fma(ar, b0, acc[2 * r]);
+                    acc[2 * r + 1] = $fma(ar, b1, acc[2 * r + 1]);
                 }
             }
+            if size[1] == NR && cs == 1 {
+                for r in (0..MR).filter(|&r| r < size[0]) {
+                    // SAFETY: row `r < size[0]` of the tile is `NR` contiguous floats
+                    // (`cs == 1`) that the caller lets us read and write.
+                    unsafe {
+                        let row = out.offset(r as isize * rs);
+                        let (mut lo, mut hi) = (acc[2 * r], acc[2 * r + 1]);
+                        if accumulate {
+                            lo = $add(lo, $load(row));
+                            hi = $add(hi, $load(row.add($lanes)));
+                        }
+                        $store(row, lo);
+                        $store(row.add($lanes), hi);
+                    }
+                }
+            } else {
+                let mut tile = [[0.0f32; NR]; MR];
+                for (row, v) in tile.iter_mut().zip(acc.chunks_exact(2)) {
+                    // SAFETY: `row` is `NR` floats, room for both stores of half of them.
+                    unsafe {
+                        $store(row.as_mut_ptr(), v[0]);
+                        $store(row.as_mut_ptr().add($lanes), v[1]);
+                    }
+                }
+                for (i, row) in tile.iter().enumerate().take(size[0]) {
+                    for (j, &v) in row.iter().enumerate().take(size[1]) {
+                        // SAFETY: `i < size[0]` and `j < size[1]`: inside the tile the caller lends.
+                        unsafe {
+                            let x = out.offset(i as isize * rs + j as isize * cs);
+                            *x = if accumulate { *x + v } else { v };
+                        }
+                    }
+                }
+            }
         }
-    }
+    };
+}
+
+mod avx2 {
+    use super::*;
+    micro_kernel!(
+        Avx2Fma,
+        "avx2,fma",
+        6,
+        8,
+        __m256,
+        _mm256_setzero_ps,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        _mm256_add_ps
+    );
+}
+
+mod avx512 {
+    use super::*;
+    micro_kernel!(
+        Avx512,
+        "avx512f,avx2,fma",
+        12,
+        16,
+        __m512,
+        _mm512_setzero_ps,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        _mm512_add_ps
+    );
 }
 
 #[cfg(test)]
@@ -489,13 +619,22 @@ mod tests {
         Array2::from_shape_fn((rows, cols), |(i, j)| ((i * 7 + j * 13 + seed * 5) % 17) as f32 / 8.0 - 1.0)
     }
 
-    /// Checks `matmul(a, b)` against a float64 reference, within `k` roundings of the sum of
-    /// the products' magnitudes; `out` starts as NaN, so reading it would show.
+    /// Checks the product of `a` and `b` on every kernel the processor has against a float64
+    /// reference, within `k` roundings of the sum of the products' magnitudes; `out` starts as
+    /// NaN, so reading it would show.
     fn check(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
-        let Some(cpu) = Avx2Fma::detect() else { return };
+        if let Some(cpu) = Avx2Fma::detect() {
+            check_on(cpu, a, b, out);
+        }
+        if let Some(cpu) = Avx512::detect() {
+            check_on(cpu, a, b, out);
+        }
+    }
+
+    fn check_on<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
         let ((m, k), n) = (a.dim(), b.dim().1);
         out.fill(f32::NAN);
-        matmul(cpu, a, b, out);
+        product(cpu, a, b, out);
         let (a64, b64): (Vec<f64>, Vec<f64>) =
             (a.iter().map(|&x| x as f64).collect(), b.iter().map(|&x| x as f64).collect());
         for ((i, j), &got) in out.indexed_iter() {

@@ -5,7 +5,7 @@ use crate::backend::{Array, Unary};
 use crate::error::Result;
 use crate::types::DType;
 
-use super::elementwise::{Bits, Float, Signed, erfc};
+use super::elementwise::{Bits, Float, Signed};
 use super::map::unary_to;
 use super::{Number, undefined};
 
@@ -20,15 +20,22 @@ pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> 
     }
 }
 
-/// `x * Φ(x)`, with the exact normal distribution function.
-fn gelu(x: f64) -> f64 {
-    0.5 * x * erfc(-x * std::f64::consts::FRAC_1_SQRT_2)
+/// `x Φ(x) = x erfc(-x / sqrt 2) / 2`, with the exact normal distribution function (through
+/// `erfc`, which keeps its relative accuracy where `x` is very negative).
+#[inline(always)]
+fn gelu<F: Float>(x: F) -> F {
+    let half = F::from_f64(0.5);
+    half.mul(x).mul(x.neg().mul(F::from_f64(std::f64::consts::FRAC_1_SQRT_2)).erfc())
 }
 
-/// The tanh approximation of [`gelu`].
-fn gelu_tanh(x: f64) -> f64 {
-    let inner = (2.0 / std::f64::consts::PI).sqrt() * (x + 0.044715 * x * x * x);
-    0.5 * x * (1.0 + inner.tanh())
+/// The tanh approximation of [`gelu`], `x (1 + tanh(y)) / 2` with
+/// `y = sqrt(2 / pi) (x + 0.044715 x^3)`, computed as `x sigmoid(2y)` (the same function,
+/// without the cancellation of `1 + tanh(y)` where `y` is very negative).
+#[inline(always)]
+fn gelu_tanh<F: Float>(x: F) -> F {
+    let two_beta = F::from_f64(2.0 * (2.0 / std::f64::consts::PI).sqrt());
+    let y = two_beta.mul(x.add(F::from_f64(0.044715).mul(x).mul(x).mul(x)));
+    x.div(F::from_f64(1.0).add(y.neg().exp()))
 }
 
 /// Rounds half to even at `decimals` decimal places, as PyTorch: scale by 10^|decimals|,
@@ -51,8 +58,6 @@ fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result
         let v = if v < zero { zero } else { v };
         if v > six { six } else { v }
     };
-    // Computed in f64 and rounded once, for float32's accuracy.
-    let wide = |f: fn(f64) -> f64| unary_to::<F, F>(x, out, move |v| F::from_f64(f(v.to_f64())));
     match op {
         Unary::Exp => unary_to::<F, F>(x, out, F::exp),
         Unary::Log => unary_to::<F, F>(x, out, F::ln),
@@ -67,9 +72,9 @@ fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result
         Unary::Sigmoid => unary_to::<F, F>(x, out, move |v| one.add(v.neg().exp()).recip()),
         Unary::Erf => unary_to::<F, F>(x, out, F::erf),
         Unary::Reciprocal => unary_to::<F, F>(x, out, F::recip),
-        Unary::Gelu => wide(gelu),
-        Unary::GeluTanh => wide(gelu_tanh),
-        Unary::Silu => wide(|v| v / (1.0 + (-v).exp())),
+        Unary::Gelu => unary_to::<F, F>(x, out, gelu),
+        Unary::GeluTanh => unary_to::<F, F>(x, out, gelu_tanh),
+        Unary::Silu => unary_to::<F, F>(x, out, move |v| v.div(one.add(v.neg().exp()))),
         Unary::Hardswish => unary_to::<F, F>(x, out, move |v| v.mul(relu6(v.add(three))).div(six)),
         Unary::Hardsigmoid => unary_to::<F, F>(x, out, move |v| relu6(v.add(three)).div(six)),
         Unary::Ceil => unary_to::<F, F>(x, out, F::ceil),
