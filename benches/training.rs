@@ -1,18 +1,20 @@
-//! One training step of the two reference models (zero_grad, forward, loss, backward, AdamW),
-//! float32 matmul throughput, and memory over many steps.
+//! One training step (zero_grad, forward, loss, backward, AdamW) and the backward pass alone of
+//! four models: the two reference workloads (gpt_tiny, resnet_tiny) and the CPU speed issue's
+//! larger two (gpt_small, resnet18); float32 matmul throughput; and memory over many steps.
 //!
-//! `cargo bench --bench training` runs the criterion benchmarks, then prints a table beside
-//! PyTorch 2.15's `step_time` from each workload's `meta.json` (2 threads, this machine) and the
-//! issue's targets, then the resident size over 1,000 gpt_tiny steps. Compare numbers from one
-//! run only: the machines are noisy.
+//! `cargo bench --bench training` runs the criterion benchmarks, then prints a table with the
+//! issue's targets. With `PYTORCH_PYTHON` naming a Python that has torch, transformers and
+//! torchvision, it runs `bench/pytorch_training.py` right after (the same models and batch
+//! sizes, 2 threads) and prints PyTorch's times beside torchfn's. Then the resident size over
+//! 1,000 gpt_tiny steps. Compare numbers from one run only: the machines are noisy.
 
 mod common;
-use common::mean_ns;
+use common::{mean_ns, pytorch};
 
 use std::hint::black_box;
 
-use criterion::Criterion;
-use torchfn::nn::{Forward, Module, StateDict};
+use criterion::{BatchSize, Criterion};
+use torchfn::nn::{Layer, Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
@@ -29,62 +31,101 @@ fn golden(name: &str, file: &str) -> StateDict {
     torchfn::safetensors::load_file(path).unwrap()
 }
 
-fn step_time_ms(name: &str) -> f64 {
-    let path = format!("{}/tests/golden/workloads/{name}/meta.json", env!("CARGO_MANIFEST_DIR"));
-    let meta: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    meta["step_time"]["median_ms"].as_f64().unwrap()
-}
-
 fn adamw(params: Vec<Tensor>) -> AdamW {
     AdamW::new(params, AdamWOptions::new(1e-3).betas((0.9, 0.999)).eps(1e-8).weight_decay(0.01)).unwrap()
 }
 
-/// The GPT of the workload, its optimizer and batch: one call is one training step.
-struct GptStep {
-    model: gpt::GPT2LMHeadModel,
+/// A model, its optimizer and batch: [`Workload::step`] is one training step.
+struct Workload {
+    model: Box<dyn Layer>,
+    /// The forward pass and the loss, from the model and the batch.
+    loss: Box<dyn Fn(&dyn Layer, &StateDict) -> Tensor>,
     optimizer: AdamW,
     inputs: StateDict,
 }
 
-impl GptStep {
-    fn new() -> GptStep {
-        let config =
-            gpt::GptConfig { n_layer: 2, n_head: 4, n_embd: 64, vocab_size: 128, n_positions: 32, dropout: 0.0 };
-        let model = gpt::GPT2LMHeadModel::new(config, &Generator::new().manual_seed(0)).unwrap();
-        model.load_state_dict(&golden("gpt_tiny", "init"), true).unwrap();
+impl Workload {
+    /// The two reference workloads of `tests/golden/workloads` (`gpt_tiny`, `resnet_tiny`),
+    /// and the issue's larger two: `gpt_small` (GPT-2 with 4 layers, 128 wide, 4 heads, vocab
+    /// 128, batch 4 × 32) and `resnet18` (full widths, 10 classes, batch 8 × 3×32×32).
+    fn new(name: &str) -> Workload {
+        let g = Generator::new().manual_seed(0);
+        let gpt_loss = |m: &dyn Layer, inputs: &StateDict| {
+            let logits = m.forward(inputs.get("input_ids").unwrap()).unwrap();
+            gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
+        };
+        let resnet_loss = |m: &dyn Layer, inputs: &StateDict| {
+            let logits = m.forward(inputs.get("images").unwrap()).unwrap();
+            resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap()
+        };
+        let gpt = |n_layer, n_embd| {
+            let config = gpt::GptConfig { n_layer, n_head: 4, n_embd, vocab_size: 128, n_positions: 32, dropout: 0.0 };
+            Box::new(gpt::GPT2LMHeadModel::new(config, &g).unwrap()) as Box<dyn Layer>
+        };
+        let tokens = |shape: [usize; 2]| {
+            let mut inputs = StateDict::new();
+            for key in ["input_ids", "targets"] {
+                inputs.insert(key, torchfn::randint(128, shape, g.clone(), None, None).unwrap());
+            }
+            inputs
+        };
+        let (model, loss, inputs): (Box<dyn Layer>, Box<dyn Fn(&dyn Layer, &StateDict) -> Tensor>, StateDict) =
+            match name {
+                "gpt_tiny" => {
+                    let model = gpt(2, 64);
+                    model.load_state_dict(&golden(name, "init"), true).unwrap();
+                    (model, Box::new(gpt_loss), golden(name, "inputs"))
+                }
+                "gpt_small" => (gpt(4, 128), Box::new(gpt_loss), tokens([4, 32])),
+                "resnet_tiny" => {
+                    let model = resnet::NarrowResNet::new([1, 1, 1, 1], [16, 32, 64, 128], 10, &g).unwrap();
+                    model.load_state_dict(&golden(name, "init"), true).unwrap();
+                    (Box::new(model), Box::new(resnet_loss), golden(name, "inputs"))
+                }
+                _ => {
+                    let model = resnet::NarrowResNet::new([2, 2, 2, 2], [64, 128, 256, 512], 10, &g).unwrap();
+                    let mut inputs = StateDict::new();
+                    inputs.insert("images", torchfn::randn([8, 3, 32, 32], g.clone(), None, None).unwrap());
+                    inputs.insert("labels", torchfn::randint(10, [8], g.clone(), None, None).unwrap());
+                    (Box::new(model), Box::new(resnet_loss), inputs)
+                }
+            };
         let optimizer = adamw(model.parameters());
-        GptStep { model, optimizer, inputs: golden("gpt_tiny", "inputs") }
+        Workload { model, loss, optimizer, inputs }
+    }
+
+    /// The loss of a forward pass, with the gradients cleared first.
+    fn forward(&mut self) -> Tensor {
+        self.optimizer.zero_grad(true).unwrap();
+        (self.loss)(&*self.model, &self.inputs)
     }
 
     fn step(&mut self) {
-        self.optimizer.zero_grad(true).unwrap();
-        let logits = self.model.forward(self.inputs.get("input_ids").unwrap()).unwrap();
-        let loss = gpt::GPT2LMHeadModel::loss(&logits, self.inputs.get("targets").unwrap()).unwrap();
-        loss.backward().unwrap();
+        self.forward().backward().unwrap();
         self.optimizer.step().unwrap();
     }
 }
 
+/// The workloads, with the criterion samples each gets (the larger take longer per step) and
+/// the target of the issue for their step time against PyTorch's.
+const WORKLOADS: [(&str, usize, &str); 4] = [
+    ("gpt_tiny", 20, "<= 0.5x"),
+    ("resnet_tiny", 20, "<= 1.0x"),
+    ("gpt_small", 10, "<= 0.8x"),
+    ("resnet18", 10, "<= 1.0x"),
+];
+
 fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("training");
+    for (name, samples, _) in WORKLOADS {
+        group.sample_size(samples);
+        let mut workload = Workload::new(name);
+        group.bench_function(format!("{name}_step"), |b| b.iter(|| workload.step()));
+        group.bench_function(format!("{name}_backward"), |b| {
+            b.iter_batched(|| workload.forward(), |loss| loss.backward().unwrap(), BatchSize::PerIteration)
+        });
+    }
     group.sample_size(20);
-    let mut gpt_step = GptStep::new();
-    group.bench_function("gpt_tiny_step", |b| b.iter(|| gpt_step.step()));
-
-    let model =
-        resnet::NarrowResNet::new([1, 1, 1, 1], [16, 32, 64, 128], 10, &Generator::new().manual_seed(0)).unwrap();
-    model.load_state_dict(&golden("resnet_tiny", "init"), true).unwrap();
-    let mut optimizer = adamw(model.parameters());
-    let inputs = golden("resnet_tiny", "inputs");
-    group.bench_function("resnet_tiny_step", |b| {
-        b.iter(|| {
-            optimizer.zero_grad(true).unwrap();
-            let logits = model.forward(inputs.get("images").unwrap()).unwrap();
-            let loss = resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap();
-            loss.backward().unwrap();
-            optimizer.step().unwrap();
-        })
-    });
     for (name, [n, k, m]) in MATMULS {
         let g = Generator::new().manual_seed(1);
         let a = torchfn::randn(batch_shape(name, n, k), g.clone(), None, None).unwrap();
@@ -117,15 +158,22 @@ fn resident() -> usize {
 
 fn print_table() {
     let ns = |id: &str| mean_ns(&format!("training/{id}"));
-    let (gpt, resnet) = (ns("gpt_tiny_step") / 1e6, ns("resnet_tiny_step") / 1e6);
-    let (pt_gpt, pt_resnet) = (step_time_ms("gpt_tiny"), step_time_ms("resnet_tiny"));
-    println!("\n| measurement | torchfn | PyTorch 2.15 (meta.json, 2 threads) | ratio | target |");
-    println!("|---|---:|---:|---:|---|");
-    println!("| gpt_tiny training step | {gpt:.2} ms | {pt_gpt:.2} ms | {:.2}x | <= 0.5x |", gpt / pt_gpt);
+    let pytorch = pytorch("bench/pytorch_training.py");
+    let theirs = |key: &str| pytorch.as_ref().and_then(|p| p[key].as_f64()).unwrap_or(f64::NAN);
+    println!("\n{}\n", common::processor());
     println!(
-        "| resnet_tiny training step | {resnet:.2} ms | {pt_resnet:.2} ms | {:.2}x | <= 1.0x |",
-        resnet / pt_resnet
+        "| training step | torchfn | PyTorch (same sitting) | ratio | target | backward | PyTorch backward | ratio |"
     );
+    println!("|---|---:|---:|---:|---|---:|---:|---:|");
+    for (name, _, target) in WORKLOADS {
+        let (step, backward) = (ns(&format!("{name}_step")) / 1e6, ns(&format!("{name}_backward")) / 1e6);
+        let (their_step, their_backward) = (theirs(&format!("{name}_step")), theirs(&format!("{name}_backward")));
+        println!(
+            "| {name} | {step:.2} ms | {their_step:.2} ms | {:.2}x | {target} | {backward:.2} ms | {their_backward:.2} ms | {:.2}x |",
+            step / their_step,
+            backward / their_backward
+        );
+    }
     println!("\n| float32 matmul | time | GFLOP/s |");
     println!("|---|---:|---:|");
     for (name, [n, k, m]) in MATMULS {
@@ -134,7 +182,7 @@ fn print_table() {
         let flops = 2.0 * batch * (n * k * m) as f64;
         println!("| {name} | {:.1} us | {:.1} |", t / 1e3, flops / t);
     }
-    let mut step = GptStep::new();
+    let mut step = Workload::new("gpt_tiny");
     for _ in 0..50 {
         step.step();
     }
