@@ -57,14 +57,31 @@ const SMALL: usize = 1 << 12;
 /// A vector of `n` elements for a result: a pooled buffer when one fits (its old contents are
 /// to be overwritten), else a fresh zeroed one; an error naming `func` when memory runs out.
 pub(super) fn output<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
+    match take_pooled::<T>(n) {
+        Some(data) => Ok(data),
+        None => fresh(func, n),
+    }
+}
+
+/// `n` zeros: a pooled buffer cleared (its pages are mapped already, where a fresh one's
+/// would fault in one by one), else a fresh one.
+pub(super) fn zeroed<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
+    match take_pooled::<T>(n) {
+        Some(mut data) => {
+            data.fill(T::default());
+            Ok(data)
+        }
+        None => fresh(func, n),
+    }
+}
+
+/// A fresh vector of `n` zeros; an error naming `func` when memory runs out.
+fn fresh<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
     if n < SMALL {
         // Not `vec![T::default(); n]`: for zeros that is `calloc`, which skips glibc's
         // thread-local cache of small blocks.
         let mut data = Vec::with_capacity(n);
         data.resize(n, T::default());
-        return Ok(data);
-    }
-    if let Some(data) = take_pooled::<T>(n) {
         return Ok(data);
     }
     let mut data = Vec::new();

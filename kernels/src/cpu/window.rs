@@ -4,11 +4,11 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use crate::backend::{Array, Window};
+use crate::backend::{Array, Buffer, Window};
 use crate::error::{Error, Result};
 use crate::types::{Element, Shape};
 
-use super::{Number, array, with_elements};
+use super::{Number, array, map, pool, with_elements};
 
 /// An empty vector with room for `n` elements, or a `RuntimeError` when they cannot be had.
 fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
@@ -19,11 +19,51 @@ fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
     Ok(data)
 }
 
-/// `n` zeros (default values), or a `RuntimeError` when they cannot be had.
+/// The error of a size that overflowed.
+fn too_big(func: &str) -> Error {
+    Error::runtime_error(format!("{func}(): the result is too large to allocate"))
+}
+
+/// `n` zeros (default values), from the buffer pool when it has one, or a `RuntimeError` when
+/// they cannot be had.
 fn zeros<T: Element>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
-    let mut data = buffer(func, n)?;
-    data.resize(n.unwrap_or(0), T::default());
-    Ok(data)
+    map::zeroed(func, n.ok_or_else(|| too_big(func))?)
+}
+
+/// `n` elements for a result whose every element is written: from the buffer pool when it
+/// has one, else fresh.
+fn output<T: Element>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
+    map::output(func, n.ok_or_else(|| too_big(func))?)
+}
+
+/// Working memory whose every element is written before it is read (im2col columns, a
+/// product's result): taken from the buffer pool when it has one of the size, and given back
+/// to it when dropped, so that the next convolution's pages are mapped already.
+struct Scratch<T: Element>(Vec<T>);
+
+impl<T: Element> Scratch<T> {
+    fn new(func: &str, n: Option<usize>) -> Result<Scratch<T>> {
+        output(func, n).map(Scratch)
+    }
+}
+
+impl<T: Element> std::ops::Deref for Scratch<T> {
+    type Target = [T];
+    fn deref(&self) -> &[T] {
+        &self.0
+    }
+}
+
+impl<T: Element> std::ops::DerefMut for Scratch<T> {
+    fn deref_mut(&mut self) -> &mut [T] {
+        &mut self.0
+    }
+}
+
+impl<T: Element> Drop for Scratch<T> {
+    fn drop(&mut self) {
+        pool::give(Buffer::from_vec(std::mem::take(&mut self.0)));
+    }
 }
 
 fn internal(what: &str) -> Error {
@@ -165,9 +205,9 @@ pub(super) fn conv2d<T: Number>(
     let func = "conv2d";
     let conv = Conv::new(func, input, weight, groups, win)?;
     let (taps, og, width) = (conv.taps, conv.filters(), conv.batch * conv.positions);
-    let mut out = zeros::<T>(func, conv.n.checked_mul(conv.o).and_then(|x| x.checked_mul(conv.positions)))?;
-    let mut columns = zeros::<T>(func, taps.checked_mul(width))?;
-    let mut products = zeros::<T>(func, og.checked_mul(width))?;
+    let mut out = output::<T>(func, conv.n.checked_mul(conv.o).and_then(|x| x.checked_mul(conv.positions)))?;
+    let mut columns = Scratch::<T>::new(func, taps.checked_mul(width))?;
+    let mut products = Scratch::<T>::new(func, og.checked_mul(width))?;
     with_elements(input, |x: &[T]| {
         with_elements(weight, |wt: &[T]| -> Result<()> {
             for chunk in conv.chunks() {
@@ -211,9 +251,9 @@ pub(super) fn conv2d_backward<T: Number>(
     let wanted = |asked: bool, n: Option<usize>| if asked { zeros::<T>(func, n).map(Some) } else { Ok(None) };
     let mut dx = wanted(which[0], input.layout.shape.checked_numel())?;
     let mut dw = wanted(which[1], weight.layout.shape.checked_numel())?;
-    let mut columns = zeros::<T>(func, taps.checked_mul(width))?;
-    let mut gathered = zeros::<T>(func, og.checked_mul(width))?;
-    let mut product = zeros::<T>(func, if which[1] { og.checked_mul(taps) } else { Some(0) })?;
+    let mut columns = Scratch::<T>::new(func, taps.checked_mul(width))?;
+    let mut gathered = Scratch::<T>::new(func, og.checked_mul(width))?;
+    let mut product = Scratch::<T>::new(func, if which[1] { og.checked_mul(taps) } else { Some(0) })?;
     with_elements(input, |x: &[T]| {
         with_elements(weight, |wt: &[T]| {
             with_elements(grad, |gr: &[T]| -> Result<()> {
@@ -227,7 +267,7 @@ pub(super) fn conv2d_backward<T: Number>(
                         conv.im2col(x, chunk, &mut columns);
                         T::matmul(g, matrix(&columns, taps, width)?.t(), &mut matrix_mut(&mut product, og, taps)?);
                         let sums = &mut dw[chunk.group * og * taps..][..og * taps];
-                        sums.iter_mut().zip(&product).for_each(|(s, &p)| *s = s.add(p));
+                        sums.iter_mut().zip(product.iter()).for_each(|(s, &p)| *s = s.add(p));
                     }
                     if let Some(dx) = dx.as_mut() {
                         let filters = matrix(&wt[chunk.group * og * taps..], og, taps)?;
