@@ -35,11 +35,14 @@ fn adamw(params: Vec<Tensor>) -> AdamW {
     AdamW::new(params, AdamWOptions::new(1e-3).betas((0.9, 0.999)).eps(1e-8).weight_decay(0.01)).unwrap()
 }
 
+/// The forward pass and the loss of a model on a batch.
+type LossFn = fn(&dyn Layer, &StateDict) -> Tensor;
+
 /// A model, its optimizer and batch: [`Workload::step`] is one training step.
 struct Workload {
     model: Box<dyn Layer>,
     /// The forward pass and the loss, from the model and the batch.
-    loss: Box<dyn Fn(&dyn Layer, &StateDict) -> Tensor>,
+    loss: LossFn,
     optimizer: AdamW,
     inputs: StateDict,
 }
@@ -50,11 +53,11 @@ impl Workload {
     /// 128, batch 4 × 32) and `resnet18` (full widths, 10 classes, batch 8 × 3×32×32).
     fn new(name: &str) -> Workload {
         let g = Generator::new().manual_seed(0);
-        let gpt_loss = |m: &dyn Layer, inputs: &StateDict| {
+        let gpt_loss: LossFn = |m, inputs| {
             let logits = m.forward(inputs.get("input_ids").unwrap()).unwrap();
             gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
         };
-        let resnet_loss = |m: &dyn Layer, inputs: &StateDict| {
+        let resnet_loss: LossFn = |m, inputs| {
             let logits = m.forward(inputs.get("images").unwrap()).unwrap();
             resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap()
         };
@@ -69,27 +72,26 @@ impl Workload {
             }
             inputs
         };
-        let (model, loss, inputs): (Box<dyn Layer>, Box<dyn Fn(&dyn Layer, &StateDict) -> Tensor>, StateDict) =
-            match name {
-                "gpt_tiny" => {
-                    let model = gpt(2, 64);
-                    model.load_state_dict(&golden(name, "init"), true).unwrap();
-                    (model, Box::new(gpt_loss), golden(name, "inputs"))
-                }
-                "gpt_small" => (gpt(4, 128), Box::new(gpt_loss), tokens([4, 32])),
-                "resnet_tiny" => {
-                    let model = resnet::NarrowResNet::new([1, 1, 1, 1], [16, 32, 64, 128], 10, &g).unwrap();
-                    model.load_state_dict(&golden(name, "init"), true).unwrap();
-                    (Box::new(model), Box::new(resnet_loss), golden(name, "inputs"))
-                }
-                _ => {
-                    let model = resnet::NarrowResNet::new([2, 2, 2, 2], [64, 128, 256, 512], 10, &g).unwrap();
-                    let mut inputs = StateDict::new();
-                    inputs.insert("images", torchfn::randn([8, 3, 32, 32], g.clone(), None, None).unwrap());
-                    inputs.insert("labels", torchfn::randint(10, [8], g.clone(), None, None).unwrap());
-                    (Box::new(model), Box::new(resnet_loss), inputs)
-                }
-            };
+        let (model, loss, inputs): (Box<dyn Layer>, LossFn, StateDict) = match name {
+            "gpt_tiny" => {
+                let model = gpt(2, 64);
+                model.load_state_dict(&golden(name, "init"), true).unwrap();
+                (model, gpt_loss, golden(name, "inputs"))
+            }
+            "gpt_small" => (gpt(4, 128), gpt_loss, tokens([4, 32])),
+            "resnet_tiny" => {
+                let model = resnet::NarrowResNet::new([1, 1, 1, 1], [16, 32, 64, 128], 10, &g).unwrap();
+                model.load_state_dict(&golden(name, "init"), true).unwrap();
+                (Box::new(model), resnet_loss, golden(name, "inputs"))
+            }
+            _ => {
+                let model = resnet::NarrowResNet::new([2, 2, 2, 2], [64, 128, 256, 512], 10, &g).unwrap();
+                let mut inputs = StateDict::new();
+                inputs.insert("images", torchfn::randn([8, 3, 32, 32], g.clone(), None, None).unwrap());
+                inputs.insert("labels", torchfn::randint(10, [8], g.clone(), None, None).unwrap());
+                (Box::new(model), resnet_loss, inputs)
+            }
+        };
         let optimizer = adamw(model.parameters());
         Workload { model, loss, optimizer, inputs }
     }

@@ -61,16 +61,15 @@ macro_rules! float {
         }
     };
 }
-// float32 products run on torchfn's own kernel (`sgemm.rs`: packed, cache-blocked, a 6 x 16
-// AVX2+FMA micro-kernel, on all cores) when the processor has AVX2 and FMA; float64 products
-// and machines without them use `matrixmultiply`. On this project's 2-core machine, in one
-// sitting, the kernel made 167-168 GFLOP/s at 1024 and 169-170 at 2048 (94-95% of the FMA
-// peak), `matrixmultiply` 134-140 and 131-144 (see the README's performance section).
+// float32 products run on torchfn's own kernel (`sgemm.rs`: packed, cache-blocked, a 12 x 32
+// AVX-512 or a 6 x 16 AVX2+FMA micro-kernel, on all cores) when the processor has AVX2 and FMA;
+// float64 products and machines without them use `matrixmultiply`. The README's performance
+// section has the rates of each against the processor's peak and PyTorch's.
 float!(f32, f32_matmul);
 float!(f64, matrixmultiply_f64);
 
-/// `out = a @ b` in float32: torchfn's kernel where the processor has AVX2 and FMA, else
-/// `matrixmultiply`'s.
+/// `out = a @ b` in float32: torchfn's kernel where the processor has AVX2 and FMA (AVX-512
+/// where it has that), else `matrixmultiply`'s.
 fn f32_matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
     #[cfg(target_arch = "x86_64")]
     if super::sgemm::matmul(a, b, out) {
