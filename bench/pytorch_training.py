@@ -1,6 +1,7 @@
 """PyTorch 2.15's times for `cargo bench --bench training`, in the same sitting: one training
 step (zero_grad, forward, loss, backward, AdamW step) of the four workloads, and the backward
-pass alone, with 2 threads; the mean of repeated steps after warm-up, in milliseconds, as JSON.
+pass alone, with 2 threads; the mean of repeated steps after warm-up, in milliseconds, as JSON;
+and the resident size's growth over resnet18's first 20 steps, in MiB.
 It needs transformers and torchvision besides torch. The bench runs it itself when
 `PYTORCH_PYTHON` names such a Python:
 
@@ -89,7 +90,25 @@ def timed(model, loss, repeat):
     return step_ms, backward / repeat * 1e3
 
 
-times = {}
+def resident_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * 4096 / 1048576
+
+
+def resnet18_growth():
+    """The resident size's growth over resnet18's first 20 steps, first thing in the process
+    (the bench measures torchfn's the same way)."""
+    model, loss = resnet(64)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
+    start = resident_mib()
+    for _ in range(20):
+        opt.zero_grad(set_to_none=True)
+        loss().backward()
+        opt.step()
+    return resident_mib() - start
+
+
+times = {"resnet18_growth_mib": resnet18_growth()}
 for name, (model, loss), repeat in [
     ("gpt_tiny", gpt(2, 64, 4, 16), 50),
     ("resnet_tiny", resnet(16), 30),

@@ -5,7 +5,8 @@
 //! `cargo bench --bench training` runs the criterion benchmarks, then prints a table with the
 //! issue's targets. With `PYTORCH_PYTHON` naming a Python that has torch, transformers and
 //! torchvision, it runs `bench/pytorch_training.py` right after (the same models and batch
-//! sizes, 2 threads) and prints PyTorch's times beside torchfn's. Then the resident size over
+//! sizes, 2 threads) and prints PyTorch's times beside torchfn's. First thing in the process it
+//! measures the resident size's growth over resnet18's first 20 steps (PyTorch's too). Then the resident size over
 //! 1,000 gpt_tiny steps. Compare numbers from one run only: the machines are noisy.
 
 mod common;
@@ -158,7 +159,7 @@ fn resident() -> usize {
     statm.split_whitespace().nth(1).and_then(|p| p.parse::<usize>().ok()).unwrap_or(0) * 4096
 }
 
-fn print_table() {
+fn print_table(resnet18_growth: f64) {
     let ns = |id: &str| mean_ns(&format!("training/{id}"));
     let pytorch = pytorch("bench/pytorch_training.py");
     let theirs = |key: &str| pytorch.as_ref().and_then(|p| p[key].as_f64()).unwrap_or(f64::NAN);
@@ -176,6 +177,10 @@ fn print_table() {
             backward / their_backward
         );
     }
+    println!(
+        "\nResident size growth over resnet18's first 20 training steps: {resnet18_growth:.0} MiB (PyTorch: {:.0} MiB; target: at most PyTorch's).",
+        theirs("resnet18_growth_mib")
+    );
     println!("\n| float32 matmul | time | GFLOP/s |");
     println!("|---|---:|---:|");
     for (name, [n, k, m]) in MATMULS {
@@ -199,9 +204,21 @@ fn print_table() {
     );
 }
 
+/// The growth of the resident size over resnet18's first 20 training steps, in MiB, measured
+/// first thing in the process (as `bench/pytorch_training.py` measures PyTorch's).
+fn resnet18_growth() -> f64 {
+    let mut workload = Workload::new("resnet18");
+    let start = resident();
+    for _ in 0..20 {
+        workload.step();
+    }
+    (resident() - start) as f64 / 1048576.0
+}
+
 fn main() {
+    let growth = resnet18_growth();
     let mut c = Criterion::default().configure_from_args();
     benches(&mut c);
     c.final_summary();
-    print_table();
+    print_table(growth);
 }
