@@ -58,29 +58,24 @@ fn fma_rounds_512(rounds: usize) -> f32 {
     acc.iter().map(|&x| _mm512_reduce_add_ps(x)).sum()
 }
 
-/// Runs [`fma_rounds`] (or [`fma_rounds_512`] when `wide`) on two threads of their own.
+/// Runs [`fma_rounds`] (or [`fma_rounds_512`] when `wide`) on two threads of their own; NaN
+/// where the processor lacks the instructions.
 fn peak(wide: bool) -> f32 {
     #[cfg(target_arch = "x86_64")]
     {
-        let has = |f: &str| match f {
-            "avx2" => std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma"),
-            _ => std::arch::is_x86_feature_detected!("avx512f"),
+        use std::arch::is_x86_feature_detected as has;
+        let rounds: fn() -> f32 = if wide && has!("avx512f") {
+            // SAFETY: `fma_rounds_512` only needs AVX-512 F, which the processor has (checked).
+            || unsafe { fma_rounds_512(PEAK_ROUNDS) }
+        } else if !wide && has!("avx2") && has!("fma") {
+            // SAFETY: `fma_rounds` only needs AVX2 and FMA, which the processor has (checked).
+            || unsafe { fma_rounds(PEAK_ROUNDS) }
+        } else {
+            return f32::NAN;
         };
-        if wide && has("avx512f") {
-            // SAFETY: `fma_rounds_512` only needs AVX-512 F, which the processor has (checked above).
-            let run = || unsafe { fma_rounds_512(PEAK_ROUNDS) };
-            return std::thread::scope(|s| {
-                [s.spawn(run), s.spawn(run)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum()
-            });
-        }
-        if !wide && has("avx2") {
-            // SAFETY: `fma_rounds` only needs AVX2 and FMA, which the processor has (checked above).
-            let run = || unsafe { fma_rounds(PEAK_ROUNDS) };
-            return std::thread::scope(|s| {
-                [s.spawn(run), s.spawn(run)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum()
-            });
-        }
+        std::thread::scope(|s| [s.spawn(rounds), s.spawn(rounds)].map(|t| t.join().unwrap_or(f32::NAN)).iter().sum())
     }
+    #[cfg(not(target_arch = "x86_64"))]
     f32::NAN
 }
 

@@ -363,17 +363,17 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
     }
 }
 
-/// Interleaves `R` streams of equal length into `dst`: `dst[p * R + r] = streams[r][p]`,
-/// eight steps at a time through 8 × 8 transposes in registers.
+/// Interleaves `count` streams of equal length into `dst`:
+/// `dst[p * count + r] = streams[r][p]`, eight steps at a time through 8 × 8 transposes in
+/// registers.
 #[target_feature(enable = "avx2,fma")]
 fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
-    #[allow(non_snake_case)]
-    let R = streams.len();
+    let count = streams.len();
     let len = streams[0].len();
     let whole = len / 8 * 8;
     for p in (0..whole).step_by(8) {
-        for g in (0..R).step_by(8) {
-            let live = (R - g).min(8);
+        for g in (0..count).step_by(8) {
+            let live = (count - g).min(8);
             let rows = std::array::from_fn(|r| {
                 // SAFETY: stream `g + r` holds `len >= p + 8` floats.
                 if r < live { unsafe { _mm256_loadu_ps(streams[g + r].as_ptr().add(p)) } } else { _mm256_setzero_ps() }
@@ -382,13 +382,13 @@ fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
                 let mut v = [0.0f32; 8];
                 // SAFETY: `v` holds 8 floats.
                 unsafe { _mm256_storeu_ps(v.as_mut_ptr(), column) };
-                dst[(p + c) * R + g..][..live].copy_from_slice(&v[..live]);
+                dst[(p + c) * count + g..][..live].copy_from_slice(&v[..live]);
             }
         }
     }
     for p in whole..len {
         for (r, stream) in streams.iter().enumerate() {
-            dst[p * R + r] = stream[p];
+            dst[p * count + r] = stream[p];
         }
     }
 }

@@ -12,10 +12,9 @@ use super::{Number, array, map, pool, with_elements};
 
 /// An empty vector with room for `n` elements, or a `RuntimeError` when they cannot be had.
 fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
-    let too_big = || Error::runtime_error(format!("{func}(): the result is too large to allocate"));
-    let n = n.ok_or_else(too_big)?;
+    let n = n.ok_or_else(|| too_big(func))?;
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| too_big())?;
+    data.try_reserve_exact(n).map_err(|_| too_big(func))?;
     Ok(data)
 }
 
