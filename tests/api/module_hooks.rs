@@ -135,7 +135,50 @@ fn a_multi_grad_hook_runs_once_per_backward() {
     let no_grad = torchfn::tensor([1.0f64]).unwrap();
     let err = register_multi_grad_hook(&[no_grad], MultiGradMode::All, |_| Ok(())).unwrap_err();
     assert!(err.to_string().contains("tensor 0 does not require grad"), "{err}");
-    assert!(queue_callback(|| {}).is_err());
+    assert!(queue_callback(|| Ok(())).is_err());
+}
+
+#[test]
+fn a_final_callback_error_is_the_backwards_and_every_callback_runs() {
+    let a = torchfn::tensor([1.0f64, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let ran: Log = Arc::default();
+    let log = ran.clone();
+    a.register_hook(move |_| {
+        let first = log.clone();
+        queue_callback(move || Err(torchfn::Error::value_error(format!("first {}", first.lock().unwrap().len())))).unwrap();
+        let second = log.clone();
+        queue_callback(move || {
+            second.lock().unwrap().push("second".into());
+            Ok(())
+        })
+        .unwrap();
+        Ok(None)
+    })
+    .unwrap();
+    let err = (&a * 2.0).unwrap().sum().unwrap().backward().unwrap_err();
+    assert_eq!((err.kind(), err.to_string().contains("first 0")), (torchfn::ErrorKind::Value, true), "{err}");
+    assert_eq!(*ran.lock().unwrap(), ["second"]);
+}
+
+#[test]
+fn post_accumulate_grad_hooks_see_the_accumulated_gradient_once_per_backward() {
+    let w = torchfn::tensor([1.0f64, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let seen: Log = Arc::default();
+    let log = seen.clone();
+    w.register_post_accumulate_grad_hook(move |p| {
+        log.lock().unwrap().push(format!("{:?}", p.grad()?.unwrap().to_vec::<f64>()?));
+        Ok(())
+    })
+    .unwrap();
+    // Used twice in one graph: one accumulation, one call.
+    let y = (&(&w * 2.0).unwrap() + &(&w * 3.0).unwrap()).unwrap();
+    y.sum().unwrap().backward().unwrap();
+    assert_eq!(*seen.lock().unwrap(), ["[5.0, 5.0]"]);
+    let non_leaf = (&w * 1.0).unwrap();
+    let err = non_leaf.register_post_accumulate_grad_hook(|_| Ok(())).unwrap_err();
+    assert!(err.to_string().contains("non-leaf"), "{err}");
+    let plain = torchfn::tensor([1.0f64]).unwrap();
+    assert!(plain.register_post_accumulate_grad_hook(|_| Ok(())).is_err());
 }
 
 #[derive(Module)]

@@ -103,7 +103,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         needed,
         callbacks: RefCell::new(Vec::new()),
     });
-    let _current = Current::enter(task.clone());
+    let current = Current::enter(task.clone());
     let nodes = &task.nodes;
     let needed = |k: &Key| task.needed.as_ref().is_none_or(|n| n.contains(k));
     let mut dependencies: Map<Key, usize> = Map::default();
@@ -218,7 +218,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         }
     } else {
         // `get`, not `remove`: an input given twice gets its gradient twice, as in PyTorch.
-        return targets
+        let grads = targets
             .iter()
             .enumerate()
             .map(|(i, e)| match captured.get(&(key(&e.node), e.output_nr)) {
@@ -229,8 +229,11 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
                      graph. Set allow_unused=true if this is the desired behavior."
                 ))),
             })
-            .collect();
+            .collect::<Result<Vec<_>>>()?;
+        current.finish()?;
+        return Ok(grads);
     }
+    current.finish()?;
     Ok(Vec::new())
 }
 
@@ -243,7 +246,7 @@ struct GraphTask {
     nodes: Map<Key, Arc<Node>>,
     /// With targets, the nodes that lead to one (`None`: every node runs).
     needed: Option<Set<Key>>,
-    callbacks: RefCell<Vec<Box<dyn FnOnce()>>>,
+    callbacks: RefCell<Vec<Callback>>,
 }
 
 impl GraphTask {
@@ -263,24 +266,38 @@ thread_local! {
 /// when the run fails, so that what they clean up is cleaned.
 struct Current(Rc<GraphTask>);
 
+/// A function run when a backward ends.
+type Callback = Box<dyn FnOnce() -> Result<()>>;
+
 impl Current {
     fn enter(task: Rc<GraphTask>) -> Current {
         TASKS.with(|t| t.borrow_mut().push(task.clone()));
         Current(task)
     }
-}
 
-impl Drop for Current {
-    fn drop(&mut self) {
+    /// Runs the queued callbacks, every one of them, and those they queue; the first error
+    /// they return is the backward's.
+    fn finish(&self) -> Result<()> {
+        let mut first = Ok(());
         loop {
             let callbacks = std::mem::take(&mut *self.0.callbacks.borrow_mut());
             if callbacks.is_empty() {
-                break;
+                return first;
             }
             for callback in callbacks {
-                callback();
+                let done = callback();
+                if first.is_ok() {
+                    first = done;
+                }
             }
         }
+    }
+}
+
+impl Drop for Current {
+    /// A failed run's callbacks still run (they clean up); the run's own error is reported.
+    fn drop(&mut self) {
+        let _ = self.finish();
         TASKS.with(|t| t.borrow_mut().pop());
     }
 }
@@ -303,7 +320,7 @@ pub(crate) fn will_execute(node: &Arc<Node>) -> bool {
 
 /// Queues `callback` to run when the backward running on this thread ends
 /// (`queue_callback`); `false` outside one.
-pub(crate) fn queue_callback(callback: Box<dyn FnOnce()>) -> bool {
+pub(crate) fn queue_callback(callback: Callback) -> bool {
     current().map(|t| t.callbacks.borrow_mut().push(callback)).is_some()
 }
 
@@ -348,7 +365,7 @@ fn add_into(buffers: &mut Map<Key, Vec<Option<Tensor>>>, edge: &Edge, grad: Tens
 }
 
 /// A leaf's gradient: its hooks run, then it is added to `grad` (a fresh contiguous tensor the
-/// first time, so the leaf owns its gradient).
+/// first time, so the leaf owns its gradient), then its post-accumulate hooks run on the leaf.
 fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()> {
     for hook in meta::leaf_hooks(leaf) {
         if let Some(replaced) = hook(&grad)? {
@@ -367,6 +384,11 @@ fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()>
         None => primitive::copy(&grad, grad.dtype()?)?,
     };
     meta::set_grad(leaf, Some(sum));
+    for hook in meta::post_accumulate_hooks(leaf) {
+        if hook(leaf)?.is_some() {
+            bail!(Runtime, "register_post_accumulate_grad_hook(): a post accumulate grad hook must not return a tensor");
+        }
+    }
     Ok(())
 }
 

@@ -363,6 +363,7 @@ pub fn register_multi_grad_hook(
                         if let Some(p) = pending.upgrade() {
                             p.lock().remove(&task);
                         }
+                        Ok(())
                     }));
                     Pending {
                         count: 0,
@@ -398,8 +399,9 @@ pub fn register_multi_grad_hook(
 }
 
 /// Runs `callback` when the backward running on this thread ends
-/// (`Variable._execution_engine.queue_callback`); an error outside a backward.
-pub fn queue_callback(callback: impl FnOnce() + 'static) -> Result<()> {
+/// (`Variable._execution_engine.queue_callback`); an error outside a backward. An error the
+/// callback returns is the backward's (after every other callback has run).
+pub fn queue_callback(callback: impl FnOnce() -> Result<()> + 'static) -> Result<()> {
     if super::engine::queue_callback(Box::new(callback)) {
         Ok(())
     } else {

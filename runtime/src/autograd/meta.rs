@@ -35,6 +35,8 @@ struct More {
     retains_grad: bool,
     /// Hooks of a leaf, run before its gradient accumulates.
     hooks: Vec<TensorHook>,
+    /// Hooks of a leaf, run on the leaf after its gradient accumulated.
+    post_accumulate_hooks: Vec<TensorHook>,
     /// The leaf's gradient accumulator, made the first time an operation records it (it holds
     /// the leaf weakly).
     accumulator: Option<Arc<Node>>,
@@ -183,6 +185,25 @@ pub(crate) fn take_grad(t: &Tensor) -> Option<Tensor> {
 /// The hooks of the leaf `t`.
 pub(crate) fn leaf_hooks(t: &Tensor) -> Vec<TensorHook> {
     meta(t).and_then(|m| m.read(|s| Some(s.more.as_ref()?.hooks.clone()))).unwrap_or_default()
+}
+
+/// The post-accumulate-grad hooks of the leaf `t`.
+pub(crate) fn post_accumulate_hooks(t: &Tensor) -> Vec<TensorHook> {
+    meta(t).and_then(|m| m.read(|s| Some(s.more.as_ref()?.post_accumulate_hooks.clone()))).unwrap_or_default()
+}
+
+/// Registers `hook` to run on the leaf `t` after each gradient accumulated into its `grad`.
+pub(crate) fn add_post_accumulate_hook(t: &Tensor, hook: TensorHook) -> Result<()> {
+    const FUNC: &str = "register_post_accumulate_grad_hook";
+    let dense = t.data(FUNC, "self")?;
+    if !dense.meta.requires_grad() {
+        bail!(Runtime, "{FUNC}(): cannot register a hook on a tensor that doesn't require gradient");
+    }
+    if grad_fn_of(t).is_some() {
+        bail!(Runtime, "{FUNC}(): post accumulate grad hooks cannot be registered on non-leaf tensors");
+    }
+    dense.meta.with_state(|s| s.more().post_accumulate_hooks.push(hook));
+    Ok(())
 }
 
 /// Registers `hook` on the gradient of `t`: on a leaf, run before accumulation; otherwise on

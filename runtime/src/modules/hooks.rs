@@ -470,6 +470,7 @@ impl BackwardHooks {
                         if let Some(hooks) = hooks.upgrade() {
                             hooks.state.lock().grad_outputs.remove(&task);
                         }
+                        Ok(())
                     });
                 }
             } else {

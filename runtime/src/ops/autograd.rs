@@ -153,6 +153,39 @@ impl Tensor {
         meta::add_hook(self, hook.0)
     }
 
+    /// Runs `hook` on this leaf after each backward has accumulated its gradient into `grad`
+    /// (`Tensor.register_post_accumulate_grad_hook`): the hook reads `grad` complete, as an
+    /// optimizer step in backward or a gradient all-reduce does.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// let w = torchfn::tensor([1.0f64, 2.0])?.requires_grad_(true)?;
+    /// let seen = Arc::new(Mutex::new(Vec::new()));
+    /// let log = seen.clone();
+    /// w.register_post_accumulate_grad_hook(move |p| {
+    ///     log.lock().unwrap().push(p.grad()?.unwrap().to_vec::<f64>()?);
+    ///     Ok(())
+    /// })?;
+    /// (&w * 3.0)?.sum()?.backward()?;
+    /// (&w * 3.0)?.sum()?.backward()?;
+    /// assert_eq!(*seen.lock().unwrap(), [vec![3.0, 3.0], vec![6.0, 6.0]]);
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn register_post_accumulate_grad_hook(
+        &self,
+        hook: impl Fn(&Tensor) -> Result<()> + Send + Sync + 'static,
+    ) -> Result<()> {
+        self.register_post_accumulate_grad_hook_with(GradHook::new(move |p| hook(p).map(|()| None)))
+    }
+
+    /// [`register_post_accumulate_grad_hook`](Tensor::register_post_accumulate_grad_hook) with
+    /// the hook as a value (called with the leaf; it must return `None`), registered as
+    /// `Tensor.register_post_accumulate_grad_hook`.
+    #[torch_function(name = "register_post_accumulate_grad_hook")]
+    pub fn register_post_accumulate_grad_hook_with(&self, hook: GradHook) -> Result<()> {
+        meta::add_post_accumulate_hook(self, hook.0)
+    }
+
     /// `backward()` with every default: the gradient of this one-element tensor with respect
     /// to the graph's leaves, accumulated into their `grad`. See
     /// [`backward_with`](Tensor::backward_with).
@@ -197,4 +230,5 @@ crate::samples! {
     Tensor::BACKWARD_WITH => [sample([leaf(&[])])],
     Tensor::GRAD_FN => [sample([f32s(&[2])])],
     Tensor::REGISTER_HOOK_WITH => [sample([leaf(&[2]), crate::autograd::GradHook::new(|_| Ok(None)).into()])],
+    Tensor::REGISTER_POST_ACCUMULATE_GRAD_HOOK_WITH => [sample([leaf(&[2]), crate::autograd::GradHook::new(|_| Ok(None)).into()])],
 }

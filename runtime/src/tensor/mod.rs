@@ -381,6 +381,23 @@ impl Tensor {
         }
     }
 
+    /// The memory, layout and dtype behind this tensor, for code that works below tensors, as
+    /// a communication library does (`torchfn::distributed` hands CPU memory to MPI through
+    /// it); PyTorch's `untyped_storage()` with the view's layout. Cloning the array shares the
+    /// memory. Writing through it bypasses autograd: a writer takes the storage's lock and
+    /// counts the write with [`Storage::bump_version`](crate::backend::Storage::bump_version).
+    /// A duck has no memory of its own: a `TypeError`.
+    ///
+    /// ```
+    /// let t = torchfn::tensor([[1.0f32, 2.0], [3.0, 4.0]])?.t()?;
+    /// let array = t.array()?;
+    /// assert_eq!((array.layout.strides.as_ref(), array.layout.offset), (&[1, 2][..], 0));
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn array(&self) -> Result<crate::backend::Array> {
+        Ok(self.data("array", "self")?.array.clone())
+    }
+
     #[cold]
     fn not_a_tensor(&self, func: &str, arg: &str) -> Error {
         if self.duck::<crate::fx::Proxy>().is_some() {

@@ -101,6 +101,7 @@ fn enter(state: &Arc<Mutex<State>>, name: &str, backward: bool) {
                 s.parents = BTreeSet::from(["Global".to_string()]);
                 s.has_callback = false;
             }
+            Ok(())
         });
         s.has_callback = queued.is_ok();
     }
