@@ -62,5 +62,6 @@
 #![warn(missing_docs)]
 
 /// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
+pub use torchfn_distributed as distributed;
 pub use torchfn_optim as optim;
 pub use torchfn_runtime::*;

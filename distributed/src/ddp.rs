@@ -1,0 +1,313 @@
+//! DistributedDataParallel: one model replica per process, gradients averaged over the
+//! processes in buckets that start communicating during backward.
+
+use std::ops::{Deref, DerefMut};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
+use torchfn_runtime::nn::Module;
+use torchfn_runtime::{DType, Device, Error, Result, Tensor};
+
+use crate::collectives::{ReduceOp, all_reduce, broadcast};
+use crate::group::{ProcessGroup, resolve};
+use crate::work::Work;
+
+/// PyTorch's default bucket size, 25 MiB.
+const DEFAULT_BUCKET_CAP_MB: f64 = 25.0;
+
+/// Data parallelism (PyTorch's `nn.parallel.DistributedDataParallel`): wraps a module that
+/// every process of a group holds, each process running it on its own part of the data, and
+/// averages the gradients over the processes during backward, so that after `backward` every
+/// replica holds the gradient of the whole batch and the optimizers keep the replicas equal.
+///
+/// - At construction every parameter and buffer is broadcast from rank 0 of the group, so the
+///   replicas start equal.
+/// - The parameters that require grad are put in buckets of about `bucket_cap_mb` MiB, in
+///   reverse order of `parameters()` (about the order backward reaches them). A hook on each
+///   parameter (`register_post_accumulate_grad_hook`) counts it ready when its gradient has
+///   accumulated; when a bucket is complete its gradients are copied into one flat tensor
+///   whose average over the ranks (`all_reduce`, `AVG`) starts at once, on the communication
+///   thread, while backward goes on. Buckets start in order on every rank.
+/// - When backward ends, the buckets still waiting (parameters that got no gradient count as
+///   zeros) start, every bucket is waited for, and each parameter's `grad` becomes its part of
+///   the averaged bucket.
+/// - Inside [`no_sync`](DistributedDataParallel::no_sync) backward only accumulates locally;
+///   the next backward outside it averages the accumulated gradients.
+///
+/// The module is reached through `Deref` (`ddp.forward(x)` runs the module's forward).
+/// Buffers (batch norm's running statistics) are broadcast at construction and by
+/// [`broadcast_buffers`](DistributedDataParallel::broadcast_buffers).
+pub struct DistributedDataParallel<M: Module> {
+    module: M,
+    reducer: Arc<Reducer>,
+}
+
+/// Turns gradient averaging back on when dropped: what
+/// [`DistributedDataParallel::no_sync`] returns.
+pub struct NoSyncGuard {
+    reducer: Arc<Reducer>,
+}
+
+impl Drop for NoSyncGuard {
+    fn drop(&mut self) {
+        self.reducer.sync.store(true, Ordering::Release);
+    }
+}
+
+impl<M: Module> DistributedDataParallel<M> {
+    /// Wraps `module` for the default group, with 25 MiB buckets.
+    pub fn new(module: M) -> Result<DistributedDataParallel<M>> {
+        DistributedDataParallel::new_with(module, None, None)
+    }
+
+    /// Wraps `module` for `group` (the default group when `None`) with buckets of about
+    /// `bucket_cap_mb` MiB (25 when `None`; PyTorch's `process_group` and `bucket_cap_mb`).
+    /// Every process of the group must construct it, with the same module structure.
+    pub fn new_with(
+        module: M,
+        group: Option<&ProcessGroup>,
+        bucket_cap_mb: Option<f64>,
+    ) -> Result<DistributedDataParallel<M>> {
+        let group = resolve(group)?;
+        if group.rank().is_none() {
+            return Err(Error::value_error(format!(
+                "DistributedDataParallel(): this process is not in {group:?}: every process that wraps the module must \
+                 be a member of the group"
+            )));
+        }
+        let cap = bucket_cap_mb.unwrap_or(DEFAULT_BUCKET_CAP_MB);
+        if !(cap > 0.0 && cap.is_finite()) {
+            return Err(Error::value_error(format!(
+                "DistributedDataParallel(): bucket_cap_mb must be positive, got {cap}"
+            )));
+        }
+        let params: Vec<Tensor> =
+            module.parameters().into_iter().filter(|p| p.requires_grad().unwrap_or(false)).collect();
+        let source = group.global_rank(0)?;
+        let everything: Vec<Tensor> = module
+            .parameters()
+            .into_iter()
+            .chain(module.named_buffers().into_iter().map(|(_, b)| b.tensor().clone()))
+            .collect();
+        broadcast_all(&everything, source, &group)?;
+        let buckets = buckets(&params, cap * 1024.0 * 1024.0)?;
+        let reducer = Arc::new(Reducer {
+            group,
+            state: Mutex::new(State::idle(&buckets, params.len())),
+            buckets,
+            params,
+            sync: AtomicBool::new(true),
+        });
+        for (index, param) in reducer.params.iter().enumerate() {
+            let weak: Weak<Reducer> = Arc::downgrade(&reducer);
+            param.register_post_accumulate_grad_hook(move |_| match weak.upgrade() {
+                Some(reducer) => reducer.ready(index),
+                None => Ok(()),
+            })?;
+        }
+        Ok(DistributedDataParallel { module, reducer })
+    }
+
+    /// The wrapped module (PyTorch's `ddp.module`).
+    pub fn module(&self) -> &M {
+        &self.module
+    }
+
+    /// The wrapped module, unwrapped. Its parameters keep their hook, which does nothing once
+    /// the wrapper is gone.
+    pub fn into_inner(self) -> M {
+        self.module
+    }
+
+    /// The group the gradients are averaged over.
+    pub fn process_group(&self) -> &ProcessGroup {
+        &self.reducer.group
+    }
+
+    /// The parameters of each bucket, as indices into the parameters that require grad, in
+    /// the order the buckets are reduced.
+    pub fn bucket_indices(&self) -> Vec<Vec<usize>> {
+        self.reducer.buckets.iter().map(|b| b.params.clone()).collect()
+    }
+
+    /// Until the guard is dropped, backward accumulates gradients locally without averaging
+    /// them (PyTorch's `no_sync()` context): for gradient accumulation over micro-batches,
+    /// run every micro-batch's backward but the last inside it.
+    pub fn no_sync(&self) -> NoSyncGuard {
+        self.reducer.sync.store(false, Ordering::Release);
+        NoSyncGuard { reducer: self.reducer.clone() }
+    }
+
+    /// Copies every buffer from rank 0 of the group to the others (what PyTorch's
+    /// `broadcast_buffers=True` does before each forward).
+    pub fn broadcast_buffers(&self) -> Result<()> {
+        let buffers: Vec<Tensor> = self.module.named_buffers().into_iter().map(|(_, b)| b.tensor().clone()).collect();
+        broadcast_all(&buffers, self.reducer.group.global_rank(0)?, &self.reducer.group)
+    }
+}
+
+impl<M: Module> Deref for DistributedDataParallel<M> {
+    type Target = M;
+    fn deref(&self) -> &M {
+        &self.module
+    }
+}
+
+impl<M: Module> DerefMut for DistributedDataParallel<M> {
+    fn deref_mut(&mut self) -> &mut M {
+        &mut self.module
+    }
+}
+
+/// Broadcasts every tensor from global rank `source`, all at once, and waits.
+fn broadcast_all(tensors: &[Tensor], source: usize, group: &ProcessGroup) -> Result<()> {
+    let works: Vec<Work> = tensors.iter().map(|t| broadcast(t, source, Some(group), true)).collect::<Result<_>>()?;
+    works.iter().try_for_each(Work::wait)
+}
+
+/// Parameters averaged together: indices into the reducer's parameters.
+struct Bucket {
+    params: Vec<usize>,
+}
+
+/// The buckets of `params`, filled in reverse order up to `cap` bytes each, one dtype and
+/// device per bucket.
+fn buckets(params: &[Tensor], cap: f64) -> Result<Vec<Bucket>> {
+    let mut buckets: Vec<Bucket> = Vec::new();
+    let mut open: Vec<(DType, Device, f64, Vec<usize>)> = Vec::new();
+    for index in (0..params.len()).rev() {
+        let p = &params[index];
+        let (dtype, device) = (p.dtype()?, p.device()?);
+        let bytes = (p.numel()? * dtype.itemsize()) as f64;
+        let slot = match open.iter().position(|(d, v, _, _)| *d == dtype && *v == device) {
+            Some(slot) => slot,
+            None => {
+                open.push((dtype, device, 0.0, Vec::new()));
+                open.len() - 1
+            }
+        };
+        let (_, _, size, members) = &mut open[slot];
+        members.push(index);
+        *size += bytes;
+        if *size >= cap {
+            buckets.push(Bucket { params: std::mem::take(members) });
+            *size = 0.0;
+        }
+    }
+    buckets.extend(open.into_iter().filter(|o| !o.3.is_empty()).map(|o| Bucket { params: o.3 }));
+    Ok(buckets)
+}
+
+/// The gradient averaging behind a [`DistributedDataParallel`].
+struct Reducer {
+    group: ProcessGroup,
+    buckets: Vec<Bucket>,
+    /// The parameters that require grad, in `parameters()` order.
+    params: Vec<Tensor>,
+    /// `false` inside `no_sync`.
+    sync: AtomicBool,
+    state: Mutex<State>,
+}
+
+/// Where one backward's averaging stands.
+struct State {
+    /// Whether a backward has started averaging (its end-of-backward callback is queued).
+    active: bool,
+    /// Which parameters have their gradient.
+    ready: Vec<bool>,
+    /// How many of each bucket's parameters have theirs.
+    counts: Vec<usize>,
+    /// The next bucket to start: buckets start in order, the same on every rank.
+    next: usize,
+    /// The started buckets' flat gradients and their all-reduce.
+    started: Vec<(Tensor, Work)>,
+}
+
+impl State {
+    fn idle(buckets: &[Bucket], params: usize) -> State {
+        State {
+            active: false,
+            ready: vec![false; params],
+            counts: vec![0; buckets.len()],
+            next: 0,
+            started: Vec::new(),
+        }
+    }
+}
+
+impl Reducer {
+    /// Parameter `index`'s gradient has accumulated: starts every bucket that is now complete.
+    fn ready(self: Arc<Self>, index: usize) -> Result<()> {
+        if !self.sync.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let mut state = self.state.lock();
+        if !state.active {
+            state.active = true;
+            let reducer = self.clone();
+            torchfn_runtime::autograd::graph::queue_callback(move || reducer.finish())?;
+        }
+        if std::mem::replace(&mut state.ready[index], true) {
+            return Ok(());
+        }
+        let bucket = self.buckets.iter().position(|b| b.params.contains(&index)).expect("every parameter has a bucket");
+        state.counts[bucket] += 1;
+        while state.next < self.buckets.len() && state.counts[state.next] == self.buckets[state.next].params.len() {
+            let started = self.start(state.next)?;
+            state.started.push(started);
+            state.next += 1;
+        }
+        Ok(())
+    }
+
+    /// Copies bucket `b`'s gradients (zeros for a parameter without one) into one flat tensor
+    /// and starts averaging it over the ranks.
+    fn start(&self, b: usize) -> Result<(Tensor, Work)> {
+        let _no_grad = torchfn_runtime::autograd::no_grad();
+        let flat: Vec<Tensor> = self.buckets[b]
+            .params
+            .iter()
+            .map(|&i| {
+                let p = &self.params[i];
+                match p.grad()? {
+                    Some(g) => g.reshape(&[-1]),
+                    None => torchfn_runtime::zeros_like(p, None)?.reshape(&[-1]),
+                }
+            })
+            .collect::<Result<_>>()?;
+        let flat = torchfn_runtime::cat(&flat, 0)?;
+        let work = all_reduce(&flat, ReduceOp::Avg, Some(&self.group), true)?;
+        Ok((flat, work))
+    }
+
+    /// At the end of backward: starts what is left, waits for every bucket, and gives each
+    /// parameter its part of the averaged gradients.
+    fn finish(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        let started = (|| {
+            while state.next < self.buckets.len() {
+                let started = self.start(state.next)?;
+                state.started.push(started);
+                state.next += 1;
+            }
+            Ok::<_, Error>(std::mem::take(&mut state.started))
+        })();
+        *state = State::idle(&self.buckets, self.params.len());
+        drop(state);
+        let _no_grad = torchfn_runtime::autograd::no_grad();
+        for ((flat, work), bucket) in started?.into_iter().zip(&self.buckets) {
+            work.wait()?;
+            let mut at = 0;
+            for &i in &bucket.params {
+                let p = &self.params[i];
+                let n = p.numel()?;
+                let shape: Vec<i64> = p.shape()?.iter().map(|&d| d as i64).collect();
+                let grad = flat.narrow(0, at as i64, n as i64)?.view(shape)?;
+                p.set_grad(Some(&grad))?;
+                at += n;
+            }
+        }
+        Ok(())
+    }
+}
