@@ -4,6 +4,18 @@
 //!
 //! Run it with `cargo run --release --example train_gpt` (under two minutes on two cores).
 //! Outputs go to `target/train_gpt/`.
+//!
+//! Data parallel on MPI (`--ddp`): every process trains a replica on its share of each batch,
+//! and `DistributedDataParallel` averages the gradients during backward. Build with the `mpi`
+//! feature and start one process per rank:
+//!
+//! ```sh
+//! cargo build --release --features mpi --example train_gpt
+//! mpirun -np 2 target/release/examples/train_gpt --ddp
+//! ```
+//!
+//! (As root, Open MPI also wants `--allow-run-as-root`; with more ranks than cores,
+//! `--oversubscribe`.) Rank 0 shows the progress and writes the outputs.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -32,11 +44,30 @@ pub struct Trained {
     pub sample: String,
     /// Steps per second.
     pub steps_per_second: f64,
+    /// This process's rank with `--ddp`; 0 otherwise.
+    pub rank: usize,
 }
 
 /// Trains for `steps` steps on batches of `batch` windows of `context` letters, writing the plot
-/// and the checkpoint into `out` (when given) and showing a progress bar when `progress`.
-pub fn train(steps: usize, batch: usize, context: usize, out: Option<&Path>, progress: bool) -> Result<Trained> {
+/// and the checkpoint into `out` (when given) and showing a progress bar when `progress`. With
+/// `ddp`, this process is one rank of the default process group (initialized here): it takes
+/// `batch / world_size` windows of each batch, and only rank 0 shows progress and writes.
+pub fn train(
+    steps: usize,
+    batch: usize,
+    context: usize,
+    out: Option<&Path>,
+    progress: bool,
+    ddp: bool,
+) -> Result<Trained> {
+    use torchfn::distributed::{self as dist, DistributedDataParallel, ReduceOp};
+    let (rank, world) = if ddp {
+        dist::init_process_group("mpi")?;
+        (dist::get_rank(None)?, dist::get_world_size(None)?)
+    } else {
+        (0, 1)
+    };
+    let (progress, out) = (progress && rank == 0, out.filter(|_| rank == 0));
     let letters: Vec<char> = TEXT.chars().collect::<BTreeSet<_>>().into_iter().collect();
     let ids: Vec<i64> = TEXT.chars().map(|c| letters.binary_search(&c).unwrap_or(0) as i64).collect();
     let config = gpt::GptConfig {
@@ -49,6 +80,10 @@ pub fn train(steps: usize, batch: usize, context: usize, out: Option<&Path>, pro
     };
     let g = Generator::new().manual_seed(1337);
     let model = gpt::GPT2LMHeadModel::new(config, &g)?;
+    // Each rank draws its own windows; the replicas start from rank 0's weights.
+    let data = Generator::new().manual_seed(1337 + rank as u64);
+    let (plain, replica) = if ddp { (None, Some(DistributedDataParallel::new(model)?)) } else { (Some(model), None) };
+    let model: &gpt::GPT2LMHeadModel = replica.as_deref().or(plain.as_ref()).expect("one of the two holds the model");
     let options = AdamWOptions::new(3e-3).betas((0.9, 0.99)).weight_decay(0.01);
     let mut optimizer = AdamW::new(model.parameters(), options)?;
 
@@ -60,12 +95,16 @@ pub fn train(steps: usize, batch: usize, context: usize, out: Option<&Path>, pro
     let start = Instant::now();
     let mut losses = Vec::with_capacity(steps);
     for step in 0..steps {
-        let (inputs, targets) = batch_of(&ids, batch, context, &g)?;
+        let (inputs, targets) = batch_of(&ids, batch / world, context, if ddp { &data } else { &g })?;
         optimizer.zero_grad(true)?;
         let logits = model.forward(&inputs)?;
         let loss = gpt::GPT2LMHeadModel::loss(&logits, &targets)?;
         loss.backward()?;
         optimizer.step()?;
+        if ddp {
+            // The loss of the whole batch: the mean of the ranks' losses.
+            dist::all_reduce(&loss, ReduceOp::Avg, None, false)?;
+        }
         let value = loss.item()?.to_f64();
         losses.push(value);
         let rate = (step + 1) as f64 / start.elapsed().as_secs_f64();
@@ -81,8 +120,11 @@ pub fn train(steps: usize, batch: usize, context: usize, out: Option<&Path>, pro
         torchfn::safetensors::save_file(&model.state_dict(), out.join("checkpoint.safetensors"))?;
     }
     model.eval();
-    let sample = sample(&model, &letters, &ids[..8], 200, context, &g)?;
-    Ok(Trained { losses, unigram: unigram_entropy(&ids), sample, steps_per_second })
+    let sample = sample(model, &letters, &ids[..8], 200, context, &g)?;
+    if ddp {
+        dist::destroy_process_group(None)?;
+    }
+    Ok(Trained { losses, unigram: unigram_entropy(&ids), sample, steps_per_second, rank })
 }
 
 /// `batch` random windows of the text and the same windows one letter on.
@@ -156,7 +198,11 @@ fn plot(losses: &[f64], path: &Path) -> Result<()> {
 
 fn main() -> Result<()> {
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/train_gpt");
-    let trained = train(400, 8, 48, Some(&out), true)?;
+    let ddp = std::env::args().any(|a| a == "--ddp");
+    let trained = train(400, 8, 48, Some(&out), true, ddp)?;
+    if trained.rank != 0 {
+        return Ok(());
+    }
     let first = trained.losses.first().copied().unwrap_or(f64::NAN);
     let last: f64 = trained.losses.iter().rev().take(20).sum::<f64>() / 20.0;
     println!(

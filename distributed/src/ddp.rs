@@ -4,6 +4,7 @@
 use std::ops::{Deref, DerefMut};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Weak};
+use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
 use torchfn_runtime::nn::Module;
@@ -98,6 +99,7 @@ impl<M: Module> DistributedDataParallel<M> {
             buckets,
             params,
             sync: AtomicBool::new(true),
+            timing: Mutex::new(BackwardTiming::default()),
         });
         for (index, param) in reducer.params.iter().enumerate() {
             let weak: Weak<Reducer> = Arc::downgrade(&reducer);
@@ -139,6 +141,13 @@ impl<M: Module> DistributedDataParallel<M> {
         NoSyncGuard { reducer: self.reducer.clone() }
     }
 
+    /// How the last backward's averaging went: how long the buckets' all-reduces took in all,
+    /// and how much of that backward did not hide (the time the end of backward waited for
+    /// them). PyTorch logs the same as `avg_backward_comm_time` and the overlap.
+    pub fn last_backward_timing(&self) -> BackwardTiming {
+        *self.reducer.timing.lock()
+    }
+
     /// Copies every buffer from rank 0 of the group to the others (what PyTorch's
     /// `broadcast_buffers=True` does before each forward).
     pub fn broadcast_buffers(&self) -> Result<()> {
@@ -158,6 +167,17 @@ impl<M: Module> DerefMut for DistributedDataParallel<M> {
     fn deref_mut(&mut self) -> &mut M {
         &mut self.module
     }
+}
+
+/// How one backward's gradient averaging went
+/// ([`DistributedDataParallel::last_backward_timing`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct BackwardTiming {
+    /// The buckets' all-reduces, each from its start to its completion, added up.
+    pub communication: Duration,
+    /// How long the end of backward waited for them: the communication backward did not
+    /// hide.
+    pub exposed: Duration,
 }
 
 /// Broadcasts every tensor from global rank `source`, all at once, and waits.
@@ -208,6 +228,7 @@ struct Reducer {
     /// `false` inside `no_sync`.
     sync: AtomicBool,
     state: Mutex<State>,
+    timing: Mutex<BackwardTiming>,
 }
 
 /// Where one backward's averaging stands.
@@ -296,8 +317,12 @@ impl Reducer {
         *state = State::idle(&self.buckets, self.params.len());
         drop(state);
         let _no_grad = torchfn_runtime::autograd::no_grad();
+        let mut timing = BackwardTiming::default();
         for ((flat, work), bucket) in started?.into_iter().zip(&self.buckets) {
+            let waiting = Instant::now();
             work.wait()?;
+            timing.exposed += waiting.elapsed();
+            timing.communication += work.duration().unwrap_or_default();
             let mut at = 0;
             for &i in &bucket.params {
                 let p = &self.params[i];
@@ -308,6 +333,7 @@ impl Reducer {
                 at += n;
             }
         }
+        *self.timing.lock() = timing;
         Ok(())
     }
 }

@@ -57,10 +57,22 @@ pub use collectives::{
     ReduceOp, all_gather, all_gather_into_tensor, all_reduce, all_to_all_single, barrier, broadcast, irecv, isend,
     recv, reduce, reduce_scatter_tensor, send,
 };
-pub use ddp::{DistributedDataParallel, NoSyncGuard};
+pub use ddp::{BackwardTiming, DistributedDataParallel, NoSyncGuard};
 pub use group::{
     DEFAULT_TIMEOUT, InitOptions, ProcessGroup, default_group, destroy_process_group, get_rank, get_world_size,
     init_process_group, init_process_group_with, is_initialized, is_mpi_available, new_group,
 };
 pub use sampler::DistributedSampler;
 pub use work::Work;
+
+#[cfg(all(test, not(feature = "mpi")))]
+mod tests {
+    #[test]
+    fn without_the_mpi_feature_every_group_call_says_which_feature_to_turn_on() {
+        assert!(!crate::is_mpi_available());
+        let err = crate::init_process_group("mpi").unwrap_err();
+        assert!(err.to_string().contains("built without MPI") && err.to_string().contains("`mpi` feature"), "{err}");
+        let err = crate::get_world_size(None).unwrap_err();
+        assert!(err.to_string().contains("build it with the `mpi` feature"), "{err}");
+    }
+}

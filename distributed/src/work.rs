@@ -31,6 +31,9 @@ struct State {
     /// What the caller's thread does once the operation has finished, the first time it is
     /// waited for: copying a GPU tensor's result back from its host copy.
     then: Mutex<Option<Then>>,
+    started: Instant,
+    /// How long it took, from submission to completion.
+    duration: Mutex<Option<Duration>>,
 }
 
 type Then = Box<dyn FnOnce() -> Result<()> + Send>;
@@ -48,6 +51,8 @@ impl Work {
             outcome: Mutex::new(None),
             finished: Condvar::new(),
             then: Mutex::new(None),
+            started: Instant::now(),
+            duration: Mutex::new(None),
         });
         (Work { state: state.clone() }, Completion(state))
     }
@@ -118,6 +123,13 @@ impl Work {
         }
     }
 
+    /// How long the operation took, from the call to its completion on the communication
+    /// thread (waiting included, for a collective that other ranks joined late); `None` while
+    /// it runs (PyTorch's `get_duration`).
+    pub fn duration(&self) -> Option<Duration> {
+        *self.state.duration.lock()
+    }
+
     /// The global rank a receive got its message from (`_source_rank`): what `irecv` from
     /// any source needs. Waits for the operation first.
     pub fn source_rank(&self) -> Result<usize> {
@@ -148,6 +160,7 @@ impl Completion {
     /// group), `Ok(None)` otherwise.
     pub(crate) fn finish(self, outcome: Result<Option<usize>>) {
         let outcome = outcome.map_err(|e| (e.kind(), format!("{}: {e}", self.0.op)));
+        *self.0.duration.lock() = Some(self.0.started.elapsed());
         *self.0.outcome.lock() = Some(outcome);
         self.0.finished.notify_all();
     }

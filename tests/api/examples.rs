@@ -64,7 +64,7 @@ pub(crate) mod train_gpt;
 /// train_gpt`): the loss falls from its start, and the model writes text of the vocabulary.
 #[test]
 fn train_gpt_learns_in_a_few_steps() {
-    let trained = train_gpt::train(40, 4, 16, None, false).unwrap();
+    let trained = train_gpt::train(40, 4, 16, None, false, false).unwrap();
     let first: f64 = trained.losses[..5].iter().sum::<f64>() / 5.0;
     let last: f64 = trained.losses[35..].iter().sum::<f64>() / 5.0;
     assert!(last < first - 0.3, "the loss went from {first} to {last}");

@@ -145,7 +145,8 @@ fn a_final_callback_error_is_the_backwards_and_every_callback_runs() {
     let log = ran.clone();
     a.register_hook(move |_| {
         let first = log.clone();
-        queue_callback(move || Err(torchfn::Error::value_error(format!("first {}", first.lock().unwrap().len())))).unwrap();
+        queue_callback(move || Err(torchfn::Error::value_error(format!("first {}", first.lock().unwrap().len()))))
+            .unwrap();
         let second = log.clone();
         queue_callback(move || {
             second.lock().unwrap().push("second".into());

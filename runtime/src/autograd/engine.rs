@@ -386,7 +386,10 @@ fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()>
     meta::set_grad(leaf, Some(sum));
     for hook in meta::post_accumulate_hooks(leaf) {
         if hook(leaf)?.is_some() {
-            bail!(Runtime, "register_post_accumulate_grad_hook(): a post accumulate grad hook must not return a tensor");
+            bail!(
+                Runtime,
+                "register_post_accumulate_grad_hook(): a post accumulate grad hook must not return a tensor"
+            );
         }
     }
     Ok(())
