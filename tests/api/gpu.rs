@@ -287,7 +287,11 @@ pub(crate) fn prepared(value: &Value, device: Device) -> Value {
     match value {
         Value::Tensor(t) if !t.is_duck() => {
             let dtype = narrow(t.dtype().unwrap());
-            let moved = t.to_device(device, Some(dtype), false, true).unwrap();
+            let mut moved = t.to_device(device, Some(dtype), false, true).unwrap();
+            // A leaf stays a leaf (hooks on leaves, such as post-accumulate-grad hooks, need one).
+            if t.requires_grad().unwrap() && t.is_leaf().unwrap() {
+                moved = moved.detach().unwrap().requires_grad_(true).unwrap();
+            }
             // A gradient goes along (gradient clipping's parameters have one).
             if let Some(g) = t.grad().unwrap() {
                 moved
