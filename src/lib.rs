@@ -61,7 +61,9 @@
 
 #![warn(missing_docs)]
 
-/// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
+/// Process groups, collectives and DistributedDataParallel on MPI (`torch.distributed`), from
+/// the `torchfn-distributed` crate; MPI itself with the `mpi` feature.
 pub use torchfn_distributed as distributed;
+/// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
 pub use torchfn_optim as optim;
 pub use torchfn_runtime::*;

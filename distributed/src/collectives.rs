@@ -56,10 +56,12 @@ pub(crate) enum Collective {
         op: ReduceOp,
     },
     /// One output per rank, in rank order: rank `i`'s input goes to `outputs[i]`, whose size
-    /// must be that input's (uneven sizes are fine).
+    /// must be that input's (uneven sizes are fine), through `gathered`, a buffer of the
+    /// outputs' sizes added up.
     AllGather {
         outputs: Vec<Array>,
         input: Array,
+        gathered: Array,
     },
     AllGatherIntoTensor {
         output: Array,
@@ -141,6 +143,25 @@ fn check_dtypes(func: &str, dtype: DType, others: &[(&str, &Array)]) -> Result<(
                 a.dtype
             )));
         }
+    }
+    Ok(())
+}
+
+/// An error unless `whole` has `size` times `part`'s elements (the gathered or scattered
+/// tensor of a group of `size` ranks).
+fn check_blocks(
+    func: &str,
+    (whole_arg, whole): (&str, &Array),
+    (part_arg, part): (&str, &Array),
+    size: usize,
+) -> Result<()> {
+    if whole.numel() != part.numel() * size {
+        return Err(Error::value_error(format!(
+            "{func}(): {whole_arg} must have world_size times the elements of {part_arg}: it has {}, {part_arg} {} \
+             and the group {size} ranks",
+            whole.numel(),
+            part.numel()
+        )));
     }
     Ok(())
 }
@@ -235,9 +256,12 @@ pub fn all_gather(
     let outputs: Vec<Staged> = tensor_list.iter().map(|t| stage(t, F, "tensor_list", true)).collect::<Result<_>>()?;
     let dtype = input.array.dtype;
     check_dtypes(F, dtype, &outputs.iter().map(|o| ("tensor_list", &o.array)).collect::<Vec<_>>())?;
+    let total = outputs.iter().map(|o| o.array.numel()).sum::<usize>();
+    let gathered = torchfn_runtime::zeros([total], dtype, None)?.array()?;
     let collective = Collective::AllGather {
         outputs: outputs.iter().map(|o| o.array.clone()).collect(),
         input: input.array.clone(),
+        gathered,
     };
     submit(F, &group, collective, outputs, async_op)
 }
@@ -255,15 +279,7 @@ pub fn all_gather_into_tensor(
     let i = stage(input, F, "input_tensor", false)?;
     let o = stage(output, F, "output_tensor", true)?;
     check_dtypes(F, i.array.dtype, &[("output_tensor", &o.array)])?;
-    if o.array.numel() != i.array.numel() * group.size() {
-        return Err(Error::value_error(format!(
-            "{F}(): output tensor size must be equal to world_size times input tensor size: output has {} elements, \
-             input {} and the group {} ranks",
-            o.array.numel(),
-            i.array.numel(),
-            group.size()
-        )));
-    }
+    check_blocks(F, ("output_tensor", &o.array), ("input_tensor", &i.array), group.size())?;
     submit(
         F,
         &group,
@@ -288,15 +304,7 @@ pub fn reduce_scatter_tensor(
     let o = stage(output, F, "output", true)?;
     check_dtypes(F, i.array.dtype, &[("output", &o.array)])?;
     check_op(F, op, i.array.dtype)?;
-    if i.array.numel() != o.array.numel() * group.size() {
-        return Err(Error::value_error(format!(
-            "{F}(): input tensor must be the same size as output size times world size: input has {} elements, \
-             output {} and the group {} ranks",
-            i.array.numel(),
-            o.array.numel(),
-            group.size()
-        )));
-    }
+    check_blocks(F, ("input", &i.array), ("output", &o.array), group.size())?;
     submit(
         F,
         &group,

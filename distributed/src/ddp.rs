@@ -96,6 +96,9 @@ impl<M: Module> DistributedDataParallel<M> {
         let reducer = Arc::new(Reducer {
             group,
             state: Mutex::new(State::idle(&buckets, params.len())),
+            bucket_of: (0..params.len())
+                .map(|i| buckets.iter().position(|b| b.params.contains(&i)).expect("every parameter has a bucket"))
+                .collect(),
             buckets,
             params,
             sync: AtomicBool::new(true),
@@ -223,6 +226,8 @@ fn buckets(params: &[Tensor], cap: f64) -> Result<Vec<Bucket>> {
 struct Reducer {
     group: ProcessGroup,
     buckets: Vec<Bucket>,
+    /// Each parameter's bucket.
+    bucket_of: Vec<usize>,
     /// The parameters that require grad, in `parameters()` order.
     params: Vec<Tensor>,
     /// `false` inside `no_sync`.
@@ -272,9 +277,16 @@ impl Reducer {
         if std::mem::replace(&mut state.ready[index], true) {
             return Ok(());
         }
-        let bucket = self.buckets.iter().position(|b| b.params.contains(&index)).expect("every parameter has a bucket");
-        state.counts[bucket] += 1;
-        while state.next < self.buckets.len() && state.counts[state.next] == self.buckets[state.next].params.len() {
+        state.counts[self.bucket_of[index]] += 1;
+        self.start_in_order(&mut state, false)
+    }
+
+    /// Starts the buckets from the next one on, in order, while they are complete (or, with
+    /// `all`, every one left).
+    fn start_in_order(&self, state: &mut State, all: bool) -> Result<()> {
+        while state.next < self.buckets.len()
+            && (all || state.counts[state.next] == self.buckets[state.next].params.len())
+        {
             let started = self.start(state.next)?;
             state.started.push(started);
             state.next += 1;
@@ -306,14 +318,7 @@ impl Reducer {
     /// parameter its part of the averaged gradients.
     fn finish(&self) -> Result<()> {
         let mut state = self.state.lock();
-        let started = (|| {
-            while state.next < self.buckets.len() {
-                let started = self.start(state.next)?;
-                state.started.push(started);
-                state.next += 1;
-            }
-            Ok::<_, Error>(std::mem::take(&mut state.started))
-        })();
+        let started = self.start_in_order(&mut state, true).map(|()| std::mem::take(&mut state.started));
         *state = State::idle(&self.buckets, self.params.len());
         drop(state);
         let _no_grad = torchfn_runtime::autograd::no_grad();

@@ -136,7 +136,7 @@ struct Registry {
 
 static REGISTRY: Mutex<Registry> = Mutex::new(Registry { default: None, groups: Vec::new() });
 
-/// The engine's names for communicators; 0 is MPI's world.
+/// The engine's names for the groups' communicators, one per group made in this process.
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 /// Whether torchfn was built with the MPI backend (the `mpi` cargo feature):

@@ -134,8 +134,15 @@ fn stopped() -> Error {
 struct Thread {
     world: ffi::MPI_Comm,
     world_rank: usize,
-    comms: HashMap<u64, ffi::MPI_Comm>,
+    comms: HashMap<u64, Comm>,
     pending: Vec<PointToPoint>,
+}
+
+/// A communicator of this thread, with its size and this process's rank in it.
+struct Comm {
+    handle: ffi::MPI_Comm,
+    size: usize,
+    rank: usize,
 }
 
 fn serve(inbox: Receiver<Message>, ready: Sender<std::result::Result<(usize, usize), String>>) {
@@ -182,13 +189,14 @@ fn serve(inbox: Receiver<Message>, ready: Sender<std::result::Result<(usize, usi
 
 impl Thread {
     fn run(&mut self, comm: u64, collective: Collective, done: Completion) {
-        let Some(&comm) = self.comms.get(&comm) else {
+        let Some(comm) = self.comms.get(&comm) else {
             done.finish(Err(Error::runtime_error("the process group's communicator was freed")));
             return;
         };
+        let handle = comm.handle;
         match collective {
-            Collective::Send { tensor, peer, tag } => self.start(comm, tensor, Some(peer), tag, false, done),
-            Collective::Recv { tensor, peer, tag } => self.start(comm, tensor, peer, tag, true, done),
+            Collective::Send { tensor, peer, tag } => self.start(handle, tensor, Some(peer), tag, false, done),
+            Collective::Recv { tensor, peer, tag } => self.start(handle, tensor, peer, tag, true, done),
             collective => done.finish(run_collective(comm, collective).map(|()| None)),
         }
     }
@@ -211,15 +219,16 @@ impl Thread {
             // Errors are returned, not fatal: a truncated receive is an error to report.
             // SAFETY: `comm` is the valid communicator just made.
             check(unsafe { ffi::MPI_Comm_set_errhandler(comm, errors_return) }, "MPI_Comm_set_errhandler")?;
-            self.comms.insert(id, comm);
+            let (size, rank) = (ranks.len(), ranks.iter().position(|&r| r == self.world_rank).unwrap_or(0));
+            self.comms.insert(id, Comm { handle: comm, size, rank });
         }
         Ok(())
     }
 
     fn free(&mut self, id: u64) {
         if let Some(mut comm) = self.comms.remove(&id) {
-            // SAFETY: `comm` was made by `split` and is freed once (it left the map).
-            unsafe { ffi::MPI_Comm_free(&mut comm) };
+            // SAFETY: the handle was made by `split` and is freed once (it left the map).
+            unsafe { ffi::MPI_Comm_free(&mut comm.handle) };
         }
     }
 
@@ -255,8 +264,8 @@ impl Thread {
             let lock =
                 array.storage.host_buffer().ok_or_else(|| Error::runtime_error("a tensor not in host memory"))?;
             // SAFETY: `raw` is unsafe because unlocking through it while a guard exists is
-            // unsound; this lock is taken here and released once, in `PointToPoint::finish`,
-            // and no guard is made from it in between.
+            // unsound; this lock is taken here and released once, when `held` drops, and no
+            // guard is made from it in between.
             let raw = unsafe { lock.raw() };
             if receive {
                 raw.lock_exclusive();
@@ -265,24 +274,18 @@ impl Thread {
             }
             let held = Held { storage: array.storage.clone(), exclusive: receive };
             // SAFETY: the lock taken above keeps every other access out (writes, and for a
-            // receive reads too) until `Held::release`, and `held` keeps the storage alive, so
-            // the buffer neither moves nor is touched while MPI uses it; a receive's address
-            // comes from an exclusive borrow, a send's from a shared one.
-            let address = unsafe {
+            // receive reads too) until `held` drops, and `held` keeps the storage alive, so the
+            // buffer neither moves nor is touched while MPI uses it; a receive's address comes
+            // from an exclusive borrow, a send's from a shared one.
+            let (base, len) = unsafe {
                 if receive {
-                    element_address_mut(&mut *lock.data_ptr(), array.layout.offset, array.numel())
+                    first_element_mut(&mut *lock.data_ptr())
                 } else {
-                    element_address(&*lock.data_ptr(), array.layout.offset, array.numel())
-                        .map(<*const c_void>::cast_mut)
+                    let (base, len) = first_element(&*lock.data_ptr());
+                    (base.cast_mut(), len)
                 }
             };
-            let address = match address {
-                Ok(address) => address,
-                Err(e) => {
-                    held.release();
-                    return Err(e);
-                }
-            };
+            let address = elements(base, len, &array)?;
             let mut request = MaybeUninit::<ffi::MPI_Request>::uninit();
             let rc = if receive {
                 // SAFETY: reading a constant the MPI library defines.
@@ -296,10 +299,7 @@ impl Thread {
                 // writes until the request completes.
                 unsafe { ffi::MPI_Isend(address, count, dtype, dest, tag, comm, request.as_mut_ptr()) }
             };
-            if let Err(e) = check(rc, if receive { "MPI_Irecv" } else { "MPI_Isend" }) {
-                held.release();
-                return Err(e);
-            }
+            check(rc, if receive { "MPI_Irecv" } else { "MPI_Isend" })?;
             // SAFETY: MPI wrote the handle (the call succeeded).
             Ok((unsafe { request.assume_init() }, held, count, dtype))
         })();
@@ -323,8 +323,8 @@ struct Held {
     exclusive: bool,
 }
 
-impl Held {
-    fn release(self) {
+impl Drop for Held {
+    fn drop(&mut self) {
         let lock = self.storage.host_buffer().expect("held locks are on host memory");
         // SAFETY: this lock was taken in `Thread::start`, in this mode, and is released once.
         unsafe {
@@ -359,9 +359,8 @@ impl PointToPoint {
         if rc == ffi::MPI_SUCCESS as c_int && flag == 0 {
             return false;
         }
-        if let Some(held) = self.held.take() {
-            held.release();
-        }
+        // The storage is free again before anyone waiting on the work is woken.
+        drop(self.held.take());
         let outcome = check(rc, "MPI_Test").and_then(|()| {
             if !self.receive {
                 return Ok(None);
@@ -434,92 +433,103 @@ fn operation(op: ReduceOp, dtype: DType) -> ffi::MPI_Op {
     }
 }
 
-/// An error unless elements `offset..offset + n` are inside a buffer of `len` elements.
-fn in_bounds(len: usize, offset: usize, n: usize) -> Result<()> {
+/// Where a buffer's elements start, and how many there are: from a shared borrow, for MPI
+/// to read.
+fn first_element(buffer: &Buffer) -> (*const c_void, usize) {
+    match buffer {
+        Buffer::Bool(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Int32(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Int64(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Float32(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Float64(v) => (v.as_ptr().cast(), v.len()),
+    }
+}
+
+/// [`first_element`] from an exclusive borrow, for MPI to write.
+fn first_element_mut(buffer: &mut Buffer) -> (*mut c_void, usize) {
+    match buffer {
+        Buffer::Bool(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Int32(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Int64(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Float32(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Float64(v) => (v.as_mut_ptr().cast(), v.len()),
+    }
+}
+
+/// The address of `array`'s elements in the buffer that starts at `base` and holds `len`
+/// elements; an error unless they are all inside it.
+fn elements(base: *mut c_void, len: usize, array: &Array) -> Result<*mut c_void> {
+    let (offset, n) = (array.layout.offset, array.numel());
     if offset.checked_add(n).is_none_or(|end| end > len) {
         return Err(Error::runtime_error(format!(
             "elements {offset}..{} are outside their storage of {len} elements",
             offset.saturating_add(n)
         )));
     }
-    Ok(())
+    // `wrapping_add` stays inside the buffer: checked above.
+    Ok(base.cast::<u8>().wrapping_add(offset * array.dtype.itemsize()).cast())
 }
 
-/// The address of elements `offset..offset + n` of `buffer`, for MPI to read.
-fn element_address(buffer: &Buffer, offset: usize, n: usize) -> Result<*const c_void> {
-    in_bounds(buffer.len(), offset, n)?;
-    // `wrapping_add` stays in bounds: checked above.
-    Ok(match buffer {
-        Buffer::Bool(v) => v.as_ptr().wrapping_add(offset).cast(),
-        Buffer::Int32(v) => v.as_ptr().wrapping_add(offset).cast(),
-        Buffer::Int64(v) => v.as_ptr().wrapping_add(offset).cast(),
-        Buffer::Float32(v) => v.as_ptr().wrapping_add(offset).cast(),
-        Buffer::Float64(v) => v.as_ptr().wrapping_add(offset).cast(),
-    })
+/// A locked storage: exclusively when the collective writes it.
+enum Guard<'a> {
+    Write(RwLockWriteGuard<'a, Buffer>),
+    /// Held for its lock only: MPI reads through the address taken when it was locked.
+    Read {
+        _held: RwLockReadGuard<'a, Buffer>,
+    },
 }
 
-/// The address of elements `offset..offset + n` of `buffer`, for MPI to write.
-fn element_address_mut(buffer: &mut Buffer, offset: usize, n: usize) -> Result<*mut c_void> {
-    in_bounds(buffer.len(), offset, n)?;
-    // `wrapping_add` stays in bounds: checked above.
-    Ok(match buffer {
-        Buffer::Bool(v) => v.as_mut_ptr().wrapping_add(offset).cast(),
-        Buffer::Int32(v) => v.as_mut_ptr().wrapping_add(offset).cast(),
-        Buffer::Int64(v) => v.as_mut_ptr().wrapping_add(offset).cast(),
-        Buffer::Float32(v) => v.as_mut_ptr().wrapping_add(offset).cast(),
-        Buffer::Float64(v) => v.as_mut_ptr().wrapping_add(offset).cast(),
-    })
-}
-
-/// The storages of a collective's arrays, locked for its duration: exclusively those it
-/// writes, shared the others (each storage once, however many arrays view it).
+/// The storages of a collective's arrays, locked for its duration (each storage once, however
+/// many arrays view it), with where each one's elements start: taken once per storage, so the
+/// addresses of several arrays of one storage stay valid together.
 struct Locked<'a> {
-    writes: Vec<(&'a Arc<Storage>, RwLockWriteGuard<'a, Buffer>)>,
-    reads: Vec<(&'a Arc<Storage>, RwLockReadGuard<'a, Buffer>)>,
+    storages: Vec<(&'a Arc<Storage>, Guard<'a>, *mut c_void, usize)>,
 }
 
 impl<'a> Locked<'a> {
     /// Locks the storages of `arrays` (each with whether the collective writes it).
     fn new(arrays: &[(&'a Array, bool)]) -> Result<Locked<'a>> {
-        let mut locked = Locked { writes: Vec::new(), reads: Vec::new() };
-        let mut seen: Vec<&Arc<Storage>> = Vec::new();
+        let mut storages: Vec<(&Arc<Storage>, Guard<'a>, *mut c_void, usize)> = Vec::new();
         for (array, _) in arrays {
             let storage = &array.storage;
-            if seen.iter().any(|s| Arc::ptr_eq(s, storage)) {
+            if storages.iter().any(|(s, ..)| Arc::ptr_eq(s, storage)) {
                 continue;
             }
-            seen.push(storage);
             let written = arrays.iter().any(|(a, w)| *w && Arc::ptr_eq(&a.storage, storage));
             let missing = || Error::runtime_error("a tensor not in host memory");
-            if written {
-                locked.writes.push((storage, storage.write().ok_or_else(missing)?));
+            let (guard, (base, len)) = if written {
+                let mut guard = storage.write().ok_or_else(missing)?;
+                let start = first_element_mut(&mut guard);
+                (Guard::Write(guard), start)
             } else {
-                locked.reads.push((storage, storage.read().ok_or_else(missing)?));
-            }
+                let guard = storage.read().ok_or_else(missing)?;
+                // Never written through: MPI only reads from a storage locked for reading.
+                let (base, len) = first_element(&guard);
+                (Guard::Read { _held: guard }, (base.cast_mut(), len))
+            };
+            storages.push((storage, guard, base, len));
         }
-        Ok(locked)
+        Ok(Locked { storages })
     }
 
     /// The address of `array`'s elements, for MPI to read (or, for a written array, write).
-    fn address(&mut self, array: &Array) -> Result<*mut c_void> {
-        if let Some((_, guard)) = self.writes.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &array.storage)) {
-            // Derived from the write guard's exclusive borrow: MPI may write through it.
-            return element_address_mut(guard, array.layout.offset, array.numel());
-        }
-        let (_, guard) =
-            self.reads.iter().find(|(s, _)| Arc::ptr_eq(s, &array.storage)).expect("every array was locked");
-        // Only ever passed to MPI as a send buffer, which MPI reads.
-        Ok(element_address(guard, array.layout.offset, array.numel())?.cast_mut())
+    fn address(&self, array: &Array) -> Result<*mut c_void> {
+        let (_, _, base, len) =
+            self.storages.iter().find(|(s, ..)| Arc::ptr_eq(s, &array.storage)).expect("every array was locked");
+        elements(*base, *len, array)
     }
 
-    /// The elements of a written array, as floats to divide (an average).
+    /// Divides a written float array's elements by `by` (an average).
     fn divide(&mut self, array: &Array, by: usize) {
-        let Some((_, guard)) = self.writes.iter_mut().find(|(s, _)| Arc::ptr_eq(s, &array.storage)) else { return };
         let range = array.layout.offset..array.layout.offset + array.numel();
-        if let Some(v) = guard.as_mut_slice::<f32>() {
-            v[range].iter_mut().for_each(|x| *x /= by as f32);
-        } else if let Some(v) = guard.as_mut_slice::<f64>() {
-            v[range].iter_mut().for_each(|x| *x /= by as f64);
+        for (storage, guard, ..) in &mut self.storages {
+            if let (true, Guard::Write(buffer)) = (Arc::ptr_eq(storage, &array.storage), guard) {
+                if let Some(v) = buffer.as_mut_slice::<f32>() {
+                    v[range.clone()].iter_mut().for_each(|x| *x /= by as f32);
+                } else if let Some(v) = buffer.as_mut_slice::<f64>() {
+                    v[range.clone()].iter_mut().for_each(|x| *x /= by as f64);
+                }
+            }
         }
     }
 }
@@ -527,14 +537,16 @@ impl<'a> Locked<'a> {
 impl Drop for Locked<'_> {
     /// What a collective wrote is a new version of its storage (autograd checks saved tensors).
     fn drop(&mut self) {
-        for (storage, _) in &self.writes {
-            storage.bump_version();
+        for (storage, guard, ..) in &self.storages {
+            if matches!(guard, Guard::Write(_)) {
+                storage.bump_version();
+            }
         }
     }
 }
 
-/// What each rank says it is about to do, compared before any data moves: operation code,
-/// dtype, element count, and the root or reduce op.
+/// What each rank says it is about to do, compared before any data moves: the operation (its
+/// place in [`NAMES`]), dtype, element count, and the root or reduce op.
 type Signature = [i64; 4];
 
 const NAMES: [&str; 8] = [
@@ -548,25 +560,28 @@ const NAMES: [&str; 8] = [
     "barrier",
 ];
 
-fn dtype_code(dtype: DType) -> i64 {
-    dtype as i64
+/// This rank's signature of `collective`, and whether every rank's element count must be the
+/// same (`all_gather` and `all_to_all_single` take uneven sizes, checked by their own rules).
+fn signature(collective: &Collective) -> (Signature, bool) {
+    let of = |code: i64, a: &Array, extra: i64| [code, a.dtype as i64, a.numel() as i64, extra];
+    match collective {
+        Collective::AllReduce { tensor, op } => (of(0, tensor, *op as i64), true),
+        Collective::Broadcast { tensor, root } => (of(1, tensor, *root as i64), true),
+        Collective::Reduce { tensor, root, op } => (of(2, tensor, *op as i64 * 1_000_000 + *root as i64), true),
+        Collective::AllGather { input, .. } => (of(3, input, 0), false),
+        Collective::AllGatherIntoTensor { input, .. } => (of(4, input, 0), true),
+        Collective::ReduceScatter { input, op, .. } => (of(5, input, *op as i64), true),
+        Collective::AllToAll { input, .. } => (of(6, input, 0), false),
+        Collective::Barrier => ([7, 0, 0, 0], true),
+        Collective::Send { .. } | Collective::Recv { .. } => unreachable!("sends and receives are not collectives"),
+    }
 }
 
-/// The communicator's size and this process's rank in it.
-fn shape_of(comm: ffi::MPI_Comm) -> Result<(usize, usize)> {
-    let (mut size, mut rank): (c_int, c_int) = (0, 0);
-    // SAFETY: `comm` is a live communicator of this thread; the outputs are places for ints.
-    check(unsafe { ffi::MPI_Comm_size(comm, &mut size) }, "MPI_Comm_size")?;
-    // SAFETY: as above.
-    check(unsafe { ffi::MPI_Comm_rank(comm, &mut rank) }, "MPI_Comm_rank")?;
-    Ok((size as usize, rank as usize))
-}
-
-/// Every rank's signature; an error on every rank when they differ in operation, dtype,
-/// extra, or (with `same_count`) element count.
-fn agree(comm: ffi::MPI_Comm, size: usize, mine: Signature, same_count: bool) -> Result<Vec<Signature>> {
-    let mut all = vec![[0i64; 4]; size];
-    // SAFETY: `mine` is 4 int64 values and `all` has room for 4 from each of the `size` ranks.
+/// Every rank's signature of what it is about to do; an error on every rank when they differ.
+fn agree(comm: &Comm, collective: &Collective) -> Result<Vec<Signature>> {
+    let (mine, same_count) = signature(collective);
+    let mut all = vec![[0i64; 4]; comm.size];
+    // SAFETY: `mine` is 4 int64 values and `all` has room for 4 from each of the ranks.
     check(
         unsafe {
             ffi::MPI_Allgather(
@@ -576,7 +591,7 @@ fn agree(comm: ffi::MPI_Comm, size: usize, mine: Signature, same_count: bool) ->
                 all.as_mut_ptr().cast(),
                 4,
                 datatype(DType::Int64),
-                comm,
+                comm.handle,
             )
         },
         "MPI_Allgather",
@@ -585,7 +600,7 @@ fn agree(comm: ffi::MPI_Comm, size: usize, mine: Signature, same_count: bool) ->
         let name = NAMES.get(s[0] as usize).copied().unwrap_or("?");
         let dtype = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64]
             .into_iter()
-            .find(|&d| dtype_code(d) == s[1])
+            .find(|&d| d as i64 == s[1])
             .map_or("?".to_string(), |d| d.to_string());
         format!("{name} of {} {dtype} elements", s[2])
     };
@@ -605,51 +620,35 @@ fn agree(comm: ffi::MPI_Comm, size: usize, mine: Signature, same_count: bool) ->
     Ok(all)
 }
 
-fn op_code(op: ReduceOp) -> i64 {
-    op as i64
-}
-
-/// Runs one collective on `comm`, on the calling (communication) thread.
-fn run_collective(comm: ffi::MPI_Comm, collective: Collective) -> Result<()> {
-    let (size, rank) = shape_of(comm)?;
+/// Runs one collective on `comm`, on the calling (communication) thread, once the ranks have
+/// agreed on it.
+fn run_collective(comm: &Comm, collective: Collective) -> Result<()> {
+    let all = agree(comm, &collective)?;
+    let (size, rank, handle) = (comm.size, comm.rank, comm.handle);
     // SAFETY: reading a value the MPI library defines.
     let in_place = unsafe { torchfn_mpi_in_place() };
     match collective {
         Collective::AllReduce { tensor, op } => {
-            agree(comm, size, [0, dtype_code(tensor.dtype), tensor.numel() as i64, op_code(op)], true)?;
             let count = count_of(tensor.numel())?;
             let mut locked = Locked::new(&[(&tensor, true)])?;
             let buffer = locked.address(&tensor)?;
+            let (dtype, mpi_op) = (datatype(tensor.dtype), operation(op, tensor.dtype));
             // SAFETY: `buffer` is `count` elements of the tensor's dtype, locked exclusively
             // for the call; MPI_IN_PLACE makes it both input and output.
-            check(
-                unsafe {
-                    ffi::MPI_Allreduce(
-                        in_place,
-                        buffer,
-                        count,
-                        datatype(tensor.dtype),
-                        operation(op, tensor.dtype),
-                        comm,
-                    )
-                },
-                "MPI_Allreduce",
-            )?;
+            check(unsafe { ffi::MPI_Allreduce(in_place, buffer, count, dtype, mpi_op, handle) }, "MPI_Allreduce")?;
             if op == ReduceOp::Avg {
                 locked.divide(&tensor, size);
             }
         }
         Collective::Broadcast { tensor, root } => {
-            agree(comm, size, [1, dtype_code(tensor.dtype), tensor.numel() as i64, root as i64], true)?;
             let count = count_of(tensor.numel())?;
-            let mut locked = Locked::new(&[(&tensor, true)])?;
+            let locked = Locked::new(&[(&tensor, true)])?;
             let buffer = locked.address(&tensor)?;
             // SAFETY: `buffer` is `count` elements, locked exclusively for the call.
-            check(unsafe { ffi::MPI_Bcast(buffer, count, datatype(tensor.dtype), root as c_int, comm) }, "MPI_Bcast")?;
+            let rc = unsafe { ffi::MPI_Bcast(buffer, count, datatype(tensor.dtype), root as c_int, handle) };
+            check(rc, "MPI_Bcast")?;
         }
         Collective::Reduce { tensor, root, op } => {
-            let extra = op_code(op) * 1_000_000 + root as i64;
-            agree(comm, size, [2, dtype_code(tensor.dtype), tensor.numel() as i64, extra], true)?;
             let count = count_of(tensor.numel())?;
             let mut locked = Locked::new(&[(&tensor, true)])?;
             let buffer = locked.address(&tensor)?;
@@ -658,9 +657,9 @@ fn run_collective(comm: ffi::MPI_Comm, collective: Collective) -> Result<()> {
             // reduces in place into it, the others only send from it (no receive buffer).
             let rc = unsafe {
                 if rank == root {
-                    ffi::MPI_Reduce(in_place, buffer, count, dtype, mpi_op, root as c_int, comm)
+                    ffi::MPI_Reduce(in_place, buffer, count, dtype, mpi_op, root as c_int, handle)
                 } else {
-                    ffi::MPI_Reduce(buffer, std::ptr::null_mut(), count, dtype, mpi_op, root as c_int, comm)
+                    ffi::MPI_Reduce(buffer, std::ptr::null_mut(), count, dtype, mpi_op, root as c_int, handle)
                 }
             };
             check(rc, "MPI_Reduce")?;
@@ -668,8 +667,7 @@ fn run_collective(comm: ffi::MPI_Comm, collective: Collective) -> Result<()> {
                 locked.divide(&tensor, size);
             }
         }
-        Collective::AllGather { outputs, input } => {
-            let all = agree(comm, size, [3, dtype_code(input.dtype), input.numel() as i64, 0], false)?;
+        Collective::AllGather { outputs, input, gathered } => {
             for (i, (output, s)) in outputs.iter().zip(&all).enumerate() {
                 if output.numel() as i64 != s[2] {
                     return Err(Error::value_error(format!(
@@ -681,100 +679,84 @@ fn run_collective(comm: ffi::MPI_Comm, collective: Collective) -> Result<()> {
             }
             let counts: Vec<c_int> = all.iter().map(|s| count_of(s[2] as usize)).collect::<Result<_>>()?;
             let displacements = offsets(&counts)?;
-            let total = displacements.last().map_or(0, |&d| d as usize) + counts.last().map_or(0, |&c| c as usize);
-            // MPI gathers into one buffer; the outputs are separate tensors, filled from it.
-            let gathered = Array::contiguous(
-                Storage::host(zeroed(input.dtype, total)),
-                torchfn_runtime::Shape::new(&[total]),
-                input.dtype,
-            );
+            // MPI gathers into one buffer (the outputs' sizes added up); the outputs, separate
+            // tensors, are filled from it.
             let mut arrays: Vec<(&Array, bool)> = vec![(&input, false), (&gathered, true)];
             arrays.extend(outputs.iter().map(|o| (o, true)));
-            {
-                let mut locked = Locked::new(&arrays)?;
-                let send = locked.address(&input)?;
-                let receive = locked.address(&gathered)?;
-                // SAFETY: `send` is the input's elements (locked), `receive` a buffer of
-                // `total` elements, the sum of `counts`, laid out at `displacements`.
-                check(
-                    unsafe {
-                        ffi::MPI_Allgatherv(
-                            send,
-                            count_of(input.numel())?,
-                            datatype(input.dtype),
-                            receive,
-                            counts.as_ptr(),
-                            displacements.as_ptr(),
-                            datatype(input.dtype),
-                            comm,
-                        )
-                    },
-                    "MPI_Allgatherv",
-                )?;
-                for (output, (&start, &count)) in outputs.iter().zip(displacements.iter().zip(&counts)) {
-                    let (start, count) = (start as usize, count as usize);
-                    copy_within_locked(&mut locked, &gathered, start, output, count)?;
-                }
+            let locked = Locked::new(&arrays)?;
+            let (send, receive) = (locked.address(&input)?, locked.address(&gathered)?);
+            let dtype = datatype(input.dtype);
+            // SAFETY: `send` is the input's elements, `receive` the gather buffer of as many
+            // elements as `counts` add up to (the outputs' sizes, checked against them above),
+            // laid out at `displacements`; all locked for the call.
+            let rc = unsafe {
+                ffi::MPI_Allgatherv(
+                    send,
+                    count_of(input.numel())?,
+                    dtype,
+                    receive,
+                    counts.as_ptr(),
+                    displacements.as_ptr(),
+                    dtype,
+                    handle,
+                )
+            };
+            check(rc, "MPI_Allgatherv")?;
+            let itemsize = input.dtype.itemsize();
+            for (output, &at) in outputs.iter().zip(&displacements) {
+                let target = locked.address(output)?;
+                // SAFETY: the gathered part starts at `at` and has the output's size (checked
+                // above), inside the gather buffer; the gather buffer is a storage of its own,
+                // so the two do not overlap; both are locked.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(
+                        receive.cast::<u8>().add(at as usize * itemsize),
+                        target.cast::<u8>(),
+                        output.numel() * itemsize,
+                    )
+                };
             }
         }
         Collective::AllGatherIntoTensor { output, input } => {
-            agree(comm, size, [4, dtype_code(input.dtype), input.numel() as i64, 0], true)?;
             let count = count_of(input.numel())?;
-            let mut locked = Locked::new(&[(&input, false), (&output, true)])?;
+            let locked = Locked::new(&[(&input, false), (&output, true)])?;
             let (send, receive) = (locked.address(&input)?, locked.address(&output)?);
+            let dtype = datatype(input.dtype);
             // SAFETY: `send` is `count` elements, `receive` `size * count` (checked by the
             // caller), both locked for the call.
-            check(
-                unsafe {
-                    ffi::MPI_Allgather(send, count, datatype(input.dtype), receive, count, datatype(input.dtype), comm)
-                },
-                "MPI_Allgather",
-            )?;
+            check(unsafe { ffi::MPI_Allgather(send, count, dtype, receive, count, dtype, handle) }, "MPI_Allgather")?;
         }
         Collective::ReduceScatter { output, input, op } => {
-            agree(comm, size, [5, dtype_code(input.dtype), input.numel() as i64, op_code(op)], true)?;
             let count = count_of(output.numel())?;
             let mut locked = Locked::new(&[(&input, false), (&output, true)])?;
             let (send, receive) = (locked.address(&input)?, locked.address(&output)?);
+            let (dtype, mpi_op) = (datatype(input.dtype), operation(op, input.dtype));
             // SAFETY: `send` is `size * count` elements (checked by the caller), `receive`
             // `count`, both locked for the call.
-            check(
-                unsafe {
-                    ffi::MPI_Reduce_scatter_block(
-                        send,
-                        receive,
-                        count,
-                        datatype(input.dtype),
-                        operation(op, input.dtype),
-                        comm,
-                    )
-                },
-                "MPI_Reduce_scatter_block",
-            )?;
+            let rc = unsafe { ffi::MPI_Reduce_scatter_block(send, receive, count, dtype, mpi_op, handle) };
+            check(rc, "MPI_Reduce_scatter_block")?;
             if op == ReduceOp::Avg {
                 locked.divide(&output, size);
             }
         }
         Collective::AllToAll { output, input, output_splits, input_splits } => {
-            agree(comm, size, [6, dtype_code(input.dtype), 0, 0], true)?;
             // Every rank's splits, to check that what rank j sends to i is what i expects.
             let mine: Vec<i64> = input_splits.iter().chain(&output_splits).map(|&s| s as i64).collect();
             let mut all = vec![0i64; 2 * size * size];
+            let per_rank = (2 * size) as c_int;
             // SAFETY: `mine` is 2·size int64 values; `all` has room for as many per rank.
-            check(
-                unsafe {
-                    ffi::MPI_Allgather(
-                        mine.as_ptr().cast(),
-                        (2 * size) as c_int,
-                        datatype(DType::Int64),
-                        all.as_mut_ptr().cast(),
-                        (2 * size) as c_int,
-                        datatype(DType::Int64),
-                        comm,
-                    )
-                },
-                "MPI_Allgather",
-            )?;
+            let rc = unsafe {
+                ffi::MPI_Allgather(
+                    mine.as_ptr().cast(),
+                    per_rank,
+                    datatype(DType::Int64),
+                    all.as_mut_ptr().cast(),
+                    per_rank,
+                    datatype(DType::Int64),
+                    handle,
+                )
+            };
+            check(rc, "MPI_Allgather")?;
             for sender in 0..size {
                 for receiver in 0..size {
                     let sent = all[sender * 2 * size + receiver];
@@ -790,31 +772,29 @@ fn run_collective(comm: ffi::MPI_Comm, collective: Collective) -> Result<()> {
             let send_counts: Vec<c_int> = input_splits.iter().map(|&s| count_of(s)).collect::<Result<_>>()?;
             let receive_counts: Vec<c_int> = output_splits.iter().map(|&s| count_of(s)).collect::<Result<_>>()?;
             let (send_offsets, receive_offsets) = (offsets(&send_counts)?, offsets(&receive_counts)?);
-            let mut locked = Locked::new(&[(&input, false), (&output, true)])?;
+            let locked = Locked::new(&[(&input, false), (&output, true)])?;
             let (send, receive) = (locked.address(&input)?, locked.address(&output)?);
+            let dtype = datatype(input.dtype);
             // SAFETY: the counts and offsets lie within each tensor (their splits add up to
             // its first dimension, checked by the caller); both are locked for the call.
-            check(
-                unsafe {
-                    ffi::MPI_Alltoallv(
-                        send,
-                        send_counts.as_ptr(),
-                        send_offsets.as_ptr(),
-                        datatype(input.dtype),
-                        receive,
-                        receive_counts.as_ptr(),
-                        receive_offsets.as_ptr(),
-                        datatype(input.dtype),
-                        comm,
-                    )
-                },
-                "MPI_Alltoallv",
-            )?;
+            let rc = unsafe {
+                ffi::MPI_Alltoallv(
+                    send,
+                    send_counts.as_ptr(),
+                    send_offsets.as_ptr(),
+                    dtype,
+                    receive,
+                    receive_counts.as_ptr(),
+                    receive_offsets.as_ptr(),
+                    dtype,
+                    handle,
+                )
+            };
+            check(rc, "MPI_Alltoallv")?;
         }
         Collective::Barrier => {
-            agree(comm, size, [7, 0, 0, 0], true)?;
-            // SAFETY: `comm` is a live communicator of this thread.
-            check(unsafe { ffi::MPI_Barrier(comm) }, "MPI_Barrier")?;
+            // SAFETY: `handle` is a live communicator of this thread.
+            check(unsafe { ffi::MPI_Barrier(handle) }, "MPI_Barrier")?;
         }
         Collective::Send { .. } | Collective::Recv { .. } => unreachable!("sends and receives are started, not run"),
     }
@@ -834,28 +814,4 @@ fn offsets(counts: &[c_int]) -> Result<Vec<c_int>> {
             Ok(start)
         })
         .collect()
-}
-
-/// A host buffer of `n` zeros of `dtype`.
-fn zeroed(dtype: DType, n: usize) -> Buffer {
-    match dtype {
-        DType::Bool => Buffer::Bool(vec![false; n]),
-        DType::Int32 => Buffer::Int32(vec![0; n]),
-        DType::Int64 => Buffer::Int64(vec![0; n]),
-        DType::Float32 => Buffer::Float32(vec![0.0; n]),
-        DType::Float64 => Buffer::Float64(vec![0.0; n]),
-    }
-}
-
-/// Copies `count` elements from `from` (starting at element `start`) into `to`, both locked
-/// in `locked`.
-fn copy_within_locked(locked: &mut Locked<'_>, from: &Array, start: usize, to: &Array, count: usize) -> Result<()> {
-    let source = locked.address(from)?.cast::<u8>();
-    let target = locked.address(to)?.cast::<u8>();
-    let size = from.dtype.itemsize();
-    // SAFETY: both ranges were checked to be inside their buffers by `address` (`from` holds
-    // the gathered elements, `start + count` of them at most; `to` exactly `count`), and they
-    // are different storages (`from` is the gather buffer this function's caller made).
-    unsafe { std::ptr::copy_nonoverlapping(source.add(start * size), target, count * size) };
-    Ok(())
 }
