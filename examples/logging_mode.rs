@@ -35,6 +35,11 @@ fn abbreviation(dtype: DType) -> &'static str {
         DType::Int64 => "i64",
         DType::Int32 => "i32",
         DType::Bool => "b8",
+        DType::UInt8 => "u8",
+        DType::Int8 => "i8",
+        DType::Int16 => "i16",
+        DType::Float16 => "f16",
+        DType::BFloat16 => "bf16",
     }
 }
 

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use torchfn_runtime::backend::Array;
-use torchfn_runtime::{DType, Error, Result, Tensor};
+use torchfn_runtime::{DType, Device, Error, Result, Tensor};
 
 use crate::group::{ProcessGroup, resolve};
 use crate::work::Work;
@@ -124,6 +124,18 @@ fn stage(tensor: &Tensor, func: &str, arg: &str, written: bool) -> Result<Staged
     Ok(Staged { array: host.array()?, back: written.then(|| (tensor.clone(), host)) })
 }
 
+/// [`stage`] for a collective that reduces: float16 and bfloat16, which MPI cannot add, are
+/// reduced as float32 copies (PyTorch's backends also accumulate them in float32) and written
+/// back rounded once.
+fn stage_reduced(tensor: &Tensor, func: &str, arg: &str, written: bool) -> Result<Staged> {
+    let staged = stage(tensor, func, arg, written)?;
+    if !staged.array.dtype.is_reduced_float() {
+        return Ok(staged);
+    }
+    let wide = tensor.to_device(Device::CPU, Some(DType::Float32), false, false)?;
+    Ok(Staged { array: wide.array()?, back: written.then(|| (tensor.clone(), wide)) })
+}
+
 /// An error unless `op` applies to `dtype`.
 fn check_op(func: &str, op: ReduceOp, dtype: DType) -> Result<()> {
     if op == ReduceOp::Avg && !dtype.is_floating_point() {
@@ -208,7 +220,7 @@ fn member(func: &str, group: &ProcessGroup, arg: &str, rank: usize) -> Result<us
 pub fn all_reduce(tensor: &Tensor, op: ReduceOp, group: Option<&ProcessGroup>, async_op: bool) -> Result<Work> {
     const F: &str = "all_reduce";
     let group = resolve(group)?;
-    let t = stage(tensor, F, "tensor", true)?;
+    let t = stage_reduced(tensor, F, "tensor", true)?;
     check_op(F, op, t.array.dtype)?;
     submit(F, &group, Collective::AllReduce { tensor: t.array.clone(), op }, vec![t], async_op)
 }
@@ -229,7 +241,7 @@ pub fn reduce(tensor: &Tensor, dst: usize, op: ReduceOp, group: Option<&ProcessG
     const F: &str = "reduce";
     let group = resolve(group)?;
     let root = member(F, &group, "dst", dst)?;
-    let t = stage(tensor, F, "tensor", true)?;
+    let t = stage_reduced(tensor, F, "tensor", true)?;
     check_op(F, op, t.array.dtype)?;
     submit(F, &group, Collective::Reduce { tensor: t.array.clone(), root, op }, vec![t], async_op)
 }
@@ -300,9 +312,9 @@ pub fn reduce_scatter_tensor(
 ) -> Result<Work> {
     const F: &str = "reduce_scatter_tensor";
     let group = resolve(group)?;
-    let i = stage(input, F, "input", false)?;
-    let o = stage(output, F, "output", true)?;
-    check_dtypes(F, i.array.dtype, &[("output", &o.array)])?;
+    check_dtypes(F, input.dtype()?, &[("output", &output.array()?)])?;
+    let i = stage_reduced(input, F, "input", false)?;
+    let o = stage_reduced(output, F, "output", true)?;
     check_op(F, op, i.array.dtype)?;
     check_blocks(F, ("input", &i.array), ("output", &o.array), group.size())?;
     submit(

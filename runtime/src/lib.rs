@@ -76,7 +76,7 @@ pub use tensor::{
     TensorData, initial_seed, manual_seed, seed,
 };
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, implements, torch_function};
-pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, set_default_dtype};
+pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, half, set_default_dtype};
 pub use value::{Arg, FromValue, Kwargs, Object, Returns, Slice, ToValue, Value};
 
 /// What most programs need: `use torchfn::prelude::*;`.

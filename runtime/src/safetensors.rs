@@ -25,6 +25,7 @@ use safetensors::tensor::{Dtype, SafeTensors, TensorView, View};
 use crate::error::{Error, Result, bail};
 use crate::modules::StateDict;
 use crate::tensor::{DType, Tensor};
+use crate::types::half::{bf16, f16};
 
 /// A tensor's bytes as safetensors stores them: row-major, little-endian.
 struct Bytes {
@@ -61,6 +62,11 @@ fn bytes_of(name: &str, tensor: &Tensor) -> Result<Bytes> {
         DType::Float64 => (Dtype::F64, le_bytes(t.to_vec::<f64>()?, f64::to_le_bytes)),
         DType::Int64 => (Dtype::I64, le_bytes(t.to_vec::<i64>()?, i64::to_le_bytes)),
         DType::Int32 => (Dtype::I32, le_bytes(t.to_vec::<i32>()?, i32::to_le_bytes)),
+        DType::Int16 => (Dtype::I16, le_bytes(t.to_vec::<i16>()?, i16::to_le_bytes)),
+        DType::Int8 => (Dtype::I8, le_bytes(t.to_vec::<i8>()?, i8::to_le_bytes)),
+        DType::UInt8 => (Dtype::U8, t.to_vec::<u8>()?),
+        DType::Float16 => (Dtype::F16, le_bytes(t.to_vec::<f16>()?, f16::to_le_bytes)),
+        DType::BFloat16 => (Dtype::BF16, le_bytes(t.to_vec::<bf16>()?, bf16::to_le_bytes)),
         DType::Bool => (Dtype::BOOL, t.to_vec::<bool>()?.into_iter().map(u8::from).collect()),
     };
     Ok(Bytes { dtype, shape, data })
@@ -170,6 +176,12 @@ fn tensor_of(name: &str, view: &TensorView<'_>, func: &str, source: &dyn Display
         Dtype::F64 => Tensor::from_vec(chunks(data, f64::from_le_bytes), shape),
         Dtype::I64 => Tensor::from_vec(chunks(data, i64::from_le_bytes), shape),
         Dtype::I32 => Tensor::from_vec(chunks(data, i32::from_le_bytes), shape),
+        Dtype::I16 => Tensor::from_vec(chunks(data, i16::from_le_bytes), shape),
+        Dtype::I8 => Tensor::from_vec(chunks(data, i8::from_le_bytes), shape),
+        Dtype::U8 => Tensor::from_vec(data.to_vec(), shape),
+        // The bits as they are, NaN payloads included: a load is bit-exact.
+        Dtype::F16 => Tensor::from_vec(chunks(data, f16::from_le_bytes), shape),
+        Dtype::BF16 => Tensor::from_vec(chunks(data, bf16::from_le_bytes), shape),
         Dtype::BOOL => Tensor::from_vec(data.iter().map(|&b| b != 0).collect::<Vec<bool>>(), shape),
         other => {
             bail!(Value, "{func}(): tensor '{name}' of {source} has dtype {other:?}, which torchfn has no tensors of")

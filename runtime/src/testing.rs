@@ -13,7 +13,8 @@
 //! ```
 
 use crate::protocol::Func;
-use crate::tensor::{DType, Dense, Shape, Tensor};
+use crate::tensor::{DType, Dense, Element, Shape, Tensor};
+use crate::types::with_dtype;
 use crate::value::{Kwargs, Value};
 
 /// The arguments of one call.
@@ -78,13 +79,19 @@ pub fn values(shape: &[usize], dtype: DType) -> Tensor {
         let k = (i * 7 + 3) % 11;
         (k as f64 - 5.0) / 2.0 + if k == 5 { 1.5 } else { 0.0 }
     };
-    let dense = match dtype {
-        DType::Float32 => Dense::from_vec((0..n).map(|i| pattern(i) as f32).collect(), shape),
-        DType::Float64 => Dense::from_vec((0..n).map(pattern).collect(), shape),
-        DType::Int64 => Dense::from_vec((0..n).map(|i| (pattern(i) * 2.0) as i64).collect(), shape),
-        DType::Int32 => Dense::from_vec((0..n).map(|i| (pattern(i) * 2.0) as i32).collect(), shape),
-        DType::Bool => Dense::from_vec((0..n).map(|i| (i * 7 + 3) % 3 != 0).collect(), shape),
-    };
+    let dense = with_dtype!(
+        dtype,
+        T => {
+            // Integers take twice the pattern (whole, -10 to 10); uint8 its magnitude.
+            let scale = if dtype.is_floating_point() { 1.0 } else { 2.0 };
+            let value = |i| {
+                let v = pattern(i) * scale;
+                T::from_f64(if dtype.is_unsigned() { v.abs() } else { v })
+            };
+            Dense::from_vec((0..n).map(value).collect(), shape)
+        },
+        bool => Dense::from_vec((0..n).map(|i| (i * 7 + 3) % 3 != 0).collect(), shape)
+    );
     Tensor::from_dense(dense)
 }
 

@@ -89,6 +89,14 @@ fn same_tensor(x: &Tensor, y: &Tensor) -> bool {
         DType::Int64 => x.to_vec::<i64>().unwrap() == y.to_vec::<i64>().unwrap(),
         DType::Int32 => x.to_vec::<i32>().unwrap() == y.to_vec::<i32>().unwrap(),
         DType::Bool => x.to_vec::<bool>().unwrap() == y.to_vec::<bool>().unwrap(),
+        // Every other dtype's elements are exactly their values in f64.
+        _ => x.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap().iter().map(|v| v.to_bits()).eq(y
+            .to(DType::Float64, false, false)
+            .unwrap()
+            .to_vec::<f64>()
+            .unwrap()
+            .iter()
+            .map(|v| v.to_bits())),
     }
 }
 

@@ -12,13 +12,24 @@ use crate::error::{Error, Result};
 pub enum DType {
     /// `torch.bool`
     Bool,
-    /// `torch.int32`
+    /// `torch.uint8`: images arrive as it.
+    UInt8,
+    /// `torch.int8`: quantised weights.
+    Int8,
+    /// `torch.int16` (`torch.short`)
+    Int16,
+    /// `torch.int32` (`torch.int`)
     Int32,
     /// `torch.int64`, the default integer type.
     Int64,
-    /// `torch.float32`, the default floating-point type.
+    /// `torch.float16` (`torch.half`): IEEE binary16, computed in float32 and rounded once.
+    Float16,
+    /// `torch.bfloat16`: float32's exponent with 8 bits of mantissa, computed in float32 and
+    /// rounded once.
+    BFloat16,
+    /// `torch.float32` (`torch.float`), the default floating-point type.
     Float32,
-    /// `torch.float64`
+    /// `torch.float64` (`torch.double`)
     Float64,
 }
 
@@ -32,15 +43,31 @@ pub enum Category {
 }
 
 impl DType {
-    /// Every dtype, in promotion order.
-    pub const ALL: [DType; 5] = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64];
+    /// Every dtype: bool, the integers from the narrowest, then the floating-point types.
+    pub const ALL: [DType; 10] = [
+        DType::Bool,
+        DType::UInt8,
+        DType::Int8,
+        DType::Int16,
+        DType::Int32,
+        DType::Int64,
+        DType::Float16,
+        DType::BFloat16,
+        DType::Float32,
+        DType::Float64,
+    ];
 
     /// The name without the `torch.` prefix, as in `"float32"`.
     pub fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",
+            DType::UInt8 => "uint8",
+            DType::Int8 => "int8",
+            DType::Int16 => "int16",
             DType::Int32 => "int32",
             DType::Int64 => "int64",
+            DType::Float16 => "float16",
+            DType::BFloat16 => "bfloat16",
             DType::Float32 => "float32",
             DType::Float64 => "float64",
         }
@@ -51,20 +78,43 @@ impl DType {
     pub fn scalar_type_name(self) -> &'static str {
         match self {
             DType::Bool => "Bool",
+            DType::UInt8 => "Byte",
+            DType::Int8 => "Char",
+            DType::Int16 => "Short",
             DType::Int32 => "Int",
             DType::Int64 => "Long",
+            DType::Float16 => "Half",
+            DType::BFloat16 => "BFloat16",
             DType::Float32 => "Float",
             DType::Float64 => "Double",
         }
     }
 
-    /// Parses a dtype name, with or without the `torch.` prefix.
+    /// Parses a dtype name, with or without the `torch.` prefix, including PyTorch's aliases
+    /// (`half`, `float`, `double`, `short`, `int`, `long`).
+    ///
+    /// ```
+    /// use torchfn::DType;
+    /// assert_eq!(DType::from_name("torch.half"), Some(DType::Float16));
+    /// assert_eq!(DType::from_name("bfloat16"), Some(DType::BFloat16));
+    /// assert_eq!(DType::from_name("torch.long"), Some(DType::Int64));
+    /// assert_eq!(DType::from_name("float8"), None);
+    /// ```
     pub fn from_name(name: &str) -> Option<DType> {
         let name = name.strip_prefix("torch.").unwrap_or(name);
-        DType::ALL.into_iter().find(|d| d.name() == name)
+        let alias = match name {
+            "half" => Some(DType::Float16),
+            "float" => Some(DType::Float32),
+            "double" => Some(DType::Float64),
+            "short" => Some(DType::Int16),
+            "int" => Some(DType::Int32),
+            "long" => Some(DType::Int64),
+            _ => None,
+        };
+        alias.or_else(|| DType::ALL.into_iter().find(|d| d.name() == name))
     }
 
-    /// True for float32 and float64.
+    /// True for float16, bfloat16, float32 and float64.
     #[inline]
     pub fn is_floating_point(self) -> bool {
         self.category() == Category::Floating
@@ -74,10 +124,30 @@ impl DType {
     #[inline]
     pub fn itemsize(self) -> usize {
         match self {
-            DType::Bool => 1,
+            DType::Bool | DType::UInt8 | DType::Int8 => 1,
+            DType::Int16 | DType::Float16 | DType::BFloat16 => 2,
             DType::Int32 | DType::Float32 => 4,
             DType::Int64 | DType::Float64 => 8,
         }
+    }
+
+    /// True for float16 and bfloat16: stored in 16 bits, computed in float32 (PyTorch's
+    /// "opmath" type) and rounded once per operation.
+    #[inline]
+    pub fn is_reduced_float(self) -> bool {
+        matches!(self, DType::Float16 | DType::BFloat16)
+    }
+
+    /// The dtype this one is computed in: float32 for float16 and bfloat16, itself otherwise.
+    #[inline]
+    pub fn compute_dtype(self) -> DType {
+        if self.is_reduced_float() { DType::Float32 } else { self }
+    }
+
+    /// True for the unsigned integer type (uint8).
+    #[inline]
+    pub fn is_unsigned(self) -> bool {
+        matches!(self, DType::UInt8)
     }
 
     #[doc(hidden)]
@@ -85,16 +155,39 @@ impl DType {
     pub fn category(self) -> Category {
         match self {
             DType::Bool => Category::Bool,
-            DType::Int32 | DType::Int64 => Category::Integral,
-            DType::Float32 | DType::Float64 => Category::Floating,
+            DType::UInt8 | DType::Int8 | DType::Int16 | DType::Int32 | DType::Int64 => Category::Integral,
+            DType::Float16 | DType::BFloat16 | DType::Float32 | DType::Float64 => Category::Floating,
         }
     }
 
     /// `torch.promote_types`: the smallest dtype both can be converted to without losing their
-    /// category (bool < integer < floating point).
+    /// category (bool < integer < floating point), as PyTorch's table has it: a higher category
+    /// wins outright (int64 with float16 is float16), uint8 with int8 is int16, and float16
+    /// with bfloat16 is float32.
+    ///
+    /// ```
+    /// use torchfn::DType;
+    /// assert_eq!(DType::UInt8.promote(DType::Int8), DType::Int16);
+    /// assert_eq!(DType::Float16.promote(DType::BFloat16), DType::Float32);
+    /// assert_eq!(DType::Int64.promote(DType::BFloat16), DType::BFloat16);
+    /// ```
     #[inline]
     pub fn promote(self, other: DType) -> DType {
-        self.max(other)
+        use DType::*;
+        match (self, other) {
+            _ if self == other => self,
+            (UInt8, Int8) | (Int8, UInt8) => Int16,
+            (Float16, BFloat16) | (BFloat16, Float16) => Float32,
+            _ if self.category() != other.category() => {
+                if self.category() > other.category() {
+                    self
+                } else {
+                    other
+                }
+            }
+            // Within a category the enum lists the types from the narrowest.
+            _ => self.max(other),
+        }
     }
 }
 
@@ -224,13 +317,19 @@ mod sealed {
     /// Only torchfn's element types: storage and kernels exist for exactly these.
     pub trait Sealed {}
     impl Sealed for bool {}
+    impl Sealed for u8 {}
+    impl Sealed for i8 {}
+    impl Sealed for i16 {}
     impl Sealed for i32 {}
+    impl Sealed for half::f16 {}
+    impl Sealed for half::bf16 {}
     impl Sealed for i64 {}
     impl Sealed for f32 {}
     impl Sealed for f64 {}
 }
 
-/// A Rust type that can be a tensor element: `bool`, `i32`, `i64`, `f32`, `f64`.
+/// A Rust type that can be a tensor element: `bool`, `u8`, `i8`, `i16`, `i32`, `i64`,
+/// [`half::f16`], [`half::bf16`], `f32`, `f64`.
 pub trait Element:
     sealed::Sealed + Copy + PartialEq + PartialOrd + Default + fmt::Debug + Send + Sync + 'static
 {
@@ -238,7 +337,9 @@ pub trait Element:
     const DTYPE: DType;
     /// Converts to `f64` (true is 1).
     fn to_f64(self) -> f64;
-    /// Converts from `f64`, truncating toward zero for integers (as `tensor.to(dtype)` does).
+    /// Converts from `f64`, truncating toward zero for integers (as `tensor.to(dtype)` does;
+    /// the narrow integers wrap as PyTorch's conversion does on x86, through a 64-bit integer:
+    /// 300.0 is 44 as int8), rounding to nearest even for float16 and bfloat16.
     fn from_f64(v: f64) -> Self;
     /// Converts to `i64` (floats truncate toward zero).
     fn to_i64(self) -> i64;
@@ -249,8 +350,8 @@ pub trait Element:
     fn to_scalar(self) -> Scalar {
         match Self::DTYPE {
             DType::Bool => Scalar::Bool(self.to_i64() != 0),
-            DType::Int32 | DType::Int64 => Scalar::Int(self.to_i64()),
-            DType::Float32 | DType::Float64 => Scalar::Float(self.to_f64()),
+            d if d.is_floating_point() => Scalar::Float(self.to_f64()),
+            _ => Scalar::Int(self.to_i64()),
         }
     }
 
@@ -293,6 +394,60 @@ element!(f64, Float64);
 element!(i64, Int64);
 element!(i32, Int32);
 
+macro_rules! narrow_integer {
+    ($t:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline]
+            fn to_f64(self) -> f64 {
+                f64::from(self)
+            }
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                // Through i64, as x86's conversion of C++'s `static_cast<int8_t>(float)`.
+                (v as i64) as $t
+            }
+            #[inline]
+            fn to_i64(self) -> i64 {
+                i64::from(self)
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                v as $t
+            }
+        }
+    };
+}
+narrow_integer!(u8, UInt8);
+narrow_integer!(i8, Int8);
+narrow_integer!(i16, Int16);
+
+macro_rules! reduced_float {
+    ($t:ty, $d:ident) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$d;
+            #[inline]
+            fn to_f64(self) -> f64 {
+                self.to_f64()
+            }
+            #[inline]
+            fn from_f64(v: f64) -> Self {
+                <$t>::from_f64(v)
+            }
+            #[inline]
+            fn to_i64(self) -> i64 {
+                self.to_f32() as i64
+            }
+            #[inline]
+            fn from_i64(v: i64) -> Self {
+                <$t>::from_f64(v as f64)
+            }
+        }
+    };
+}
+reduced_float!(half::f16, Float16);
+reduced_float!(half::bf16, BFloat16);
+
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
     #[inline]
@@ -327,6 +482,26 @@ macro_rules! with_dtype {
     ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
         match $dtype {
             $crate::DType::Bool => $bool,
+            $crate::DType::UInt8 => {
+                type $T = u8;
+                $body
+            }
+            $crate::DType::Int8 => {
+                type $T = i8;
+                $body
+            }
+            $crate::DType::Int16 => {
+                type $T = i16;
+                $body
+            }
+            $crate::DType::Float16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            $crate::DType::BFloat16 => {
+                type $T = $crate::half::bf16;
+                $body
+            }
             $crate::DType::Int32 => {
                 type $T = i32;
                 $body
@@ -361,6 +536,40 @@ mod tests {
     }
 
     #[test]
+    fn promote_types_is_pytorchs_table() {
+        // torch.promote_types over every pair, printed by PyTorch 2.15 in the order of `ALL`.
+        let table = [
+            "bool uint8 int8 int16 int32 int64 float16 bfloat16 float32 float64",
+            "uint8 uint8 int16 int16 int32 int64 float16 bfloat16 float32 float64",
+            "int8 int16 int8 int16 int32 int64 float16 bfloat16 float32 float64",
+            "int16 int16 int16 int16 int32 int64 float16 bfloat16 float32 float64",
+            "int32 int32 int32 int32 int32 int64 float16 bfloat16 float32 float64",
+            "int64 int64 int64 int64 int64 int64 float16 bfloat16 float32 float64",
+            "float16 float16 float16 float16 float16 float16 float16 float32 float32 float64",
+            "bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 bfloat16 float32 bfloat16 float32 float64",
+            "float32 float32 float32 float32 float32 float32 float32 float32 float32 float64",
+            "float64 float64 float64 float64 float64 float64 float64 float64 float64 float64",
+        ];
+        for (a, row) in DType::ALL.into_iter().zip(table) {
+            let got: Vec<&str> = DType::ALL.iter().map(|&b| a.promote(b).name()).collect();
+            assert_eq!(got.join(" "), row, "promote_types({a}, _)");
+        }
+    }
+
+    #[test]
+    fn narrow_types_convert_like_pytorch() {
+        assert_eq!(<i8 as Element>::from_f64(300.0), 44);
+        assert_eq!(<i8 as Element>::from_f64(-1.7), -1);
+        assert_eq!(<u8 as Element>::from_f64(-1.7), 255);
+        assert_eq!(<i8 as Element>::from_f64(1e10), 0);
+        assert_eq!(<half::f16 as Element>::from_f64(65520.0).to_f64(), f64::INFINITY);
+        assert_eq!(<half::bf16 as Element>::from_f64(1.0 / 3.0).to_f64(), 0.333984375);
+        assert_eq!(result_type([Dimensioned(DType::Float16), Number(DType::Float64)]), DType::Float16);
+        assert_eq!(result_type([Dimensioned(DType::UInt8), ZeroDim(DType::Int64)]), DType::UInt8);
+        assert_eq!(result_type([Dimensioned(DType::Int8), ZeroDim(DType::Float16)]), DType::Float16);
+    }
+
+    #[test]
     fn numbers_do_not_upcast_within_their_category() {
         // int32 tensor + Python int stays int32; float32 tensor + Python float stays float32.
         assert_eq!(result_type([Dimensioned(DType::Int32), Number(DType::Int64)]), DType::Int32);
@@ -385,6 +594,6 @@ mod tests {
             assert_eq!(DType::from_name(d.name()), Some(d));
             assert_eq!(DType::from_name(&d.to_string()), Some(d));
         }
-        assert_eq!(DType::from_name("float16"), None);
+        assert_eq!(DType::from_name("float8_e4m3fn"), None);
     }
 }

@@ -14,6 +14,9 @@
 #![warn(missing_docs)]
 
 mod dtype;
+
+/// The `half` crate, whose `f16` and `bf16` are the elements of float16 and bfloat16 tensors.
+pub use half;
 pub mod error;
 mod layout;
 mod scalar;

@@ -405,11 +405,17 @@ fn count_of(n: usize) -> Result<c_int> {
     })
 }
 
+/// MPI's type for `dtype`. MPI has no half-precision types: float16 and bfloat16 move as their
+/// 16 bits, and the collectives that reduce them widen them to float32 first (`collectives.rs`).
 fn datatype(dtype: DType) -> ffi::MPI_Datatype {
     // SAFETY: reading constants the MPI library defines.
     unsafe {
         match dtype {
             DType::Bool => ffi::RSMPI_C_BOOL,
+            DType::UInt8 => ffi::RSMPI_UINT8_T,
+            DType::Int8 => ffi::RSMPI_INT8_T,
+            DType::Int16 => ffi::RSMPI_INT16_T,
+            DType::Float16 | DType::BFloat16 => ffi::RSMPI_UINT16_T,
             DType::Int32 => ffi::RSMPI_INT32_T,
             DType::Int64 => ffi::RSMPI_INT64_T,
             DType::Float32 => ffi::RSMPI_FLOAT,
@@ -438,8 +444,13 @@ fn operation(op: ReduceOp, dtype: DType) -> ffi::MPI_Op {
 fn first_element(buffer: &Buffer) -> (*const c_void, usize) {
     match buffer {
         Buffer::Bool(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::UInt8(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Int8(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Int16(v) => (v.as_ptr().cast(), v.len()),
         Buffer::Int32(v) => (v.as_ptr().cast(), v.len()),
         Buffer::Int64(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::Float16(v) => (v.as_ptr().cast(), v.len()),
+        Buffer::BFloat16(v) => (v.as_ptr().cast(), v.len()),
         Buffer::Float32(v) => (v.as_ptr().cast(), v.len()),
         Buffer::Float64(v) => (v.as_ptr().cast(), v.len()),
     }
@@ -449,8 +460,13 @@ fn first_element(buffer: &Buffer) -> (*const c_void, usize) {
 fn first_element_mut(buffer: &mut Buffer) -> (*mut c_void, usize) {
     match buffer {
         Buffer::Bool(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::UInt8(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Int8(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Int16(v) => (v.as_mut_ptr().cast(), v.len()),
         Buffer::Int32(v) => (v.as_mut_ptr().cast(), v.len()),
         Buffer::Int64(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::Float16(v) => (v.as_mut_ptr().cast(), v.len()),
+        Buffer::BFloat16(v) => (v.as_mut_ptr().cast(), v.len()),
         Buffer::Float32(v) => (v.as_mut_ptr().cast(), v.len()),
         Buffer::Float64(v) => (v.as_mut_ptr().cast(), v.len()),
     }

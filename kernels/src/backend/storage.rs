@@ -7,6 +7,7 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
+use crate::types::half::{bf16, f16};
 use crate::types::{DType, Element};
 
 use super::Device;
@@ -17,14 +18,42 @@ use super::Device;
 pub enum Buffer {
     /// `bool` elements.
     Bool(Vec<bool>),
+    /// `u8` elements.
+    UInt8(Vec<u8>),
+    /// `i8` elements.
+    Int8(Vec<i8>),
+    /// `i16` elements.
+    Int16(Vec<i16>),
     /// `i32` elements.
     Int32(Vec<i32>),
     /// `i64` elements.
     Int64(Vec<i64>),
+    /// float16 elements.
+    Float16(Vec<f16>),
+    /// bfloat16 elements.
+    BFloat16(Vec<bf16>),
     /// `f32` elements.
     Float32(Vec<f32>),
     /// `f64` elements.
     Float64(Vec<f64>),
+}
+
+/// `$body` with `$v` bound to the vector inside `$buffer`, whatever its element type.
+macro_rules! each {
+    ($buffer:expr, $v:ident => $body:expr) => {
+        match $buffer {
+            Buffer::Bool($v) => $body,
+            Buffer::UInt8($v) => $body,
+            Buffer::Int8($v) => $body,
+            Buffer::Int16($v) => $body,
+            Buffer::Int32($v) => $body,
+            Buffer::Int64($v) => $body,
+            Buffer::Float16($v) => $body,
+            Buffer::BFloat16($v) => $body,
+            Buffer::Float32($v) => $body,
+            Buffer::Float64($v) => $body,
+        }
+    };
 }
 
 impl Buffer {
@@ -32,36 +61,35 @@ impl Buffer {
     pub fn from_vec<T: Element>(data: Vec<T>) -> Buffer {
         let mut slot = Some(data);
         let any: &mut dyn Any = &mut slot;
+        fn take<U: 'static>(any: &mut dyn Any) -> Option<Vec<U>> {
+            any.downcast_mut::<Option<Vec<U>>>().and_then(Option::take)
+        }
         // Exactly one arm matches: `T::DTYPE` names the element type.
         let buffer = match T::DTYPE {
-            DType::Bool => any.downcast_mut::<Option<Vec<bool>>>().and_then(Option::take).map(Buffer::Bool),
-            DType::Int32 => any.downcast_mut::<Option<Vec<i32>>>().and_then(Option::take).map(Buffer::Int32),
-            DType::Int64 => any.downcast_mut::<Option<Vec<i64>>>().and_then(Option::take).map(Buffer::Int64),
-            DType::Float32 => any.downcast_mut::<Option<Vec<f32>>>().and_then(Option::take).map(Buffer::Float32),
-            DType::Float64 => any.downcast_mut::<Option<Vec<f64>>>().and_then(Option::take).map(Buffer::Float64),
+            DType::Bool => take(any).map(Buffer::Bool),
+            DType::UInt8 => take(any).map(Buffer::UInt8),
+            DType::Int8 => take(any).map(Buffer::Int8),
+            DType::Int16 => take(any).map(Buffer::Int16),
+            DType::Int32 => take(any).map(Buffer::Int32),
+            DType::Int64 => take(any).map(Buffer::Int64),
+            DType::Float16 => take(any).map(Buffer::Float16),
+            DType::BFloat16 => take(any).map(Buffer::BFloat16),
+            DType::Float32 => take(any).map(Buffer::Float32),
+            DType::Float64 => take(any).map(Buffer::Float64),
         };
         buffer.expect("Element::DTYPE names the element's own type")
     }
 
     /// The element type.
     pub fn dtype(&self) -> DType {
-        match self {
-            Buffer::Bool(_) => DType::Bool,
-            Buffer::Int32(_) => DType::Int32,
-            Buffer::Int64(_) => DType::Int64,
-            Buffer::Float32(_) => DType::Float32,
-            Buffer::Float64(_) => DType::Float64,
+        fn of<T: Element>(_: &[T]) -> DType {
+            T::DTYPE
         }
+        each!(self, v => of(v))
     }
 
     fn as_any(&self) -> &dyn Any {
-        match self {
-            Buffer::Bool(v) => v,
-            Buffer::Int32(v) => v,
-            Buffer::Int64(v) => v,
-            Buffer::Float32(v) => v,
-            Buffer::Float64(v) => v,
-        }
+        each!(self, v => v)
     }
 
     /// The elements, when they are of type `T`.
@@ -70,13 +98,7 @@ impl Buffer {
     }
 
     fn as_any_mut(&mut self) -> &mut dyn Any {
-        match self {
-            Buffer::Bool(v) => v,
-            Buffer::Int32(v) => v,
-            Buffer::Int64(v) => v,
-            Buffer::Float32(v) => v,
-            Buffer::Float64(v) => v,
-        }
+        each!(self, v => v)
     }
 
     /// The elements, mutably, when they are of type `T`.
@@ -91,18 +113,17 @@ impl Buffer {
 
     /// The number of elements.
     pub fn len(&self) -> usize {
-        match self {
-            Buffer::Bool(v) => v.len(),
-            Buffer::Int32(v) => v.len(),
-            Buffer::Int64(v) => v.len(),
-            Buffer::Float32(v) => v.len(),
-            Buffer::Float64(v) => v.len(),
-        }
+        each!(self, v => v.len())
     }
 
     /// True when there are no elements.
     pub fn is_empty(&self) -> bool {
         self.len() == 0
+    }
+
+    /// The address of the first element.
+    fn address(&self) -> usize {
+        each!(self, v => v.as_ptr() as usize)
     }
 }
 
@@ -214,16 +235,7 @@ impl Storage {
     /// of the object that holds it (distinct for distinct storages, equal for views of one).
     pub fn address(&self) -> usize {
         match &self.memory {
-            Memory::Host(buffer) => {
-                let buffer = buffer.read_recursive();
-                match &*buffer {
-                    Buffer::Bool(v) => v.as_ptr() as usize,
-                    Buffer::Int32(v) => v.as_ptr() as usize,
-                    Buffer::Int64(v) => v.as_ptr() as usize,
-                    Buffer::Float32(v) => v.as_ptr() as usize,
-                    Buffer::Float64(v) => v.as_ptr() as usize,
-                }
-            }
+            Memory::Host(buffer) => buffer.read_recursive().address(),
             Memory::Device(m) => (&**m as *const (dyn Any + Send + Sync)).cast::<u8>() as usize,
         }
     }

@@ -22,9 +22,14 @@ pub(super) fn binary(
     match dtype {
         DType::Float32 => float::<f32>(a, b, shape, op, out),
         DType::Float64 => float::<f64>(a, b, shape, op, out),
+        DType::UInt8 => integer::<u8>(a, b, shape, op, out),
+        DType::Int8 => integer::<i8>(a, b, shape, op, out),
+        DType::Int16 => integer::<i16>(a, b, shape, op, out),
         DType::Int32 => integer::<i32>(a, b, shape, op, out),
         DType::Int64 => integer::<i64>(a, b, shape, op, out),
         DType::Bool => boolean(a, b, shape, op, out),
+        // Half precision computes in float32: the backend widens it first.
+        DType::Float16 | DType::BFloat16 => Err(undefined(op, dtype)),
     }
 }
 

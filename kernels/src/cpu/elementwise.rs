@@ -298,8 +298,41 @@ macro_rules! signed_int {
         }
     };
 }
+signed_int!(i8);
+signed_int!(i16);
 signed_int!(i32);
 signed_int!(i64);
+
+/// uint8: no negative values, so `abs` is the value and `sign` is 0 or 1.
+impl Signed for u8 {
+    #[inline(always)]
+    fn abs(self) -> Self {
+        self
+    }
+    #[inline(always)]
+    fn sign(self) -> Self {
+        u8::from(self > 0)
+    }
+    #[inline(always)]
+    fn fmod(self, other: Self) -> Option<Self> {
+        self.checked_rem(other)
+    }
+    #[inline(always)]
+    fn remainder(self, other: Self) -> Option<Self> {
+        self.checked_rem(other)
+    }
+    fn pow(self, exponent: Self) -> Self {
+        self.wrapping_pow(u32::from(exponent))
+    }
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        false
+    }
+    #[inline(always)]
+    fn is_infinite(self) -> bool {
+        false
+    }
+}
 
 /// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a
 /// negative amount or by the type's width or more gives 0 (a right shift of a negative number,
@@ -341,8 +374,28 @@ macro_rules! bits {
         }
     };
 }
+bits!(i8, u8);
+bits!(i16, u16);
 bits!(i32, u32);
 bits!(i64, u64);
+
+impl Bits for u8 {
+    #[inline(always)]
+    fn bits(self, other: Self, op: Binary) -> Self {
+        match op {
+            Binary::BitAnd => self & other,
+            Binary::BitOr => self | other,
+            Binary::BitXor => self ^ other,
+            Binary::Shl => self.checked_shl(u32::from(other)).unwrap_or(0),
+            Binary::Shr => self.checked_shr(u32::from(other)).unwrap_or(0),
+            _ => self,
+        }
+    }
+    #[inline(always)]
+    fn not(self) -> Self {
+        !self
+    }
+}
 
 #[cfg(test)]
 mod tests {

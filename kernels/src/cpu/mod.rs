@@ -165,6 +165,9 @@ impl Backend for Cpu {
 
     fn unary(&self, x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
         host([x].into_iter().chain(out))?;
+        if dtype.is_reduced_float() {
+            return narrow(unary::unary(&widen(x)?, op, DType::Float32, None)?, dtype);
+        }
         unary::unary(x, op, dtype, out)
     }
 
@@ -178,6 +181,9 @@ impl Backend for Cpu {
         out: Option<&Array>,
     ) -> Result<Array> {
         host([a, b].into_iter().chain(out))?;
+        if dtype.is_reduced_float() {
+            return narrow(binary::binary(&widen(a)?, &widen(b)?, shape, op, DType::Float32, None)?, dtype);
+        }
         binary::binary(a, b, shape, op, dtype, out)
     }
 
@@ -188,11 +194,17 @@ impl Backend for Cpu {
 
     fn reduce(&self, x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
         host([x])?;
+        if dtype.is_reduced_float() {
+            return narrow(reduce::reduce(&widen(x)?, dims, op, DType::Float32)?, dtype);
+        }
         reduce::reduce(x, dims, op, dtype)
     }
 
     fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
         host([x])?;
+        if dtype.is_reduced_float() {
+            return narrow(reduce::scan(&widen(x)?, dim, op, DType::Float32)?, dtype);
+        }
         reduce::scan(x, dim, op, dtype)
     }
 
@@ -213,6 +225,9 @@ impl Backend for Cpu {
 
     fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
         host([index, src])?;
+        if src.dtype.is_reduced_float() {
+            return narrow(indexing::scatter_add(shape, dim, index, &widen(src)?)?, src.dtype);
+        }
         indexing::scatter_add(shape, dim, index, src)
     }
 
@@ -223,6 +238,9 @@ impl Backend for Cpu {
 
     fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
         host([x])?;
+        if dtype.is_reduced_float() {
+            return narrow(softmax::softmax(&widen(x)?, dim, log, DType::Float32)?, dtype);
+        }
         softmax::softmax(x, dim, log, dtype)
     }
 
@@ -237,7 +255,12 @@ impl Backend for Cpu {
         host([input, weight].into_iter().chain(bias))?;
         match input.dtype {
             DType::Float64 => window::conv2d::<f64>(input, weight, bias, groups, win),
-            _ => window::conv2d::<f32>(input, weight, bias, groups, win),
+            DType::Float32 => window::conv2d::<f32>(input, weight, bias, groups, win),
+            dtype => {
+                let bias = bias.map(widen).transpose()?;
+                let y = window::conv2d::<f32>(&widen(input)?, &widen(weight)?, bias.as_ref(), groups, win)?;
+                narrow(y, dtype)
+            }
         }
     }
 
@@ -253,7 +276,13 @@ impl Backend for Cpu {
         host([input, weight, grad])?;
         Ok(Some(match input.dtype {
             DType::Float64 => window::conv2d_backward::<f64>(input, weight, grad, groups, win, which)?,
-            _ => window::conv2d_backward::<f32>(input, weight, grad, groups, win, which)?,
+            DType::Float32 => window::conv2d_backward::<f32>(input, weight, grad, groups, win, which)?,
+            dtype => {
+                let (input, weight, grad) = (widen(input)?, widen(weight)?, widen(grad)?);
+                let grads = window::conv2d_backward::<f32>(&input, &weight, &grad, groups, win, which)?;
+                let [gi, gw] = grads.map(|g| g.map(|g| narrow(g, dtype)).transpose());
+                [gi?, gw?]
+            }
         }))
     }
 
@@ -261,9 +290,26 @@ impl Backend for Cpu {
         host([input])?;
         match input.dtype {
             DType::Float64 => window::max_pool2d::<f64>(input, win),
-            _ => window::max_pool2d::<f32>(input, win),
+            DType::Float32 => window::max_pool2d::<f32>(input, win),
+            dtype => {
+                let (values, indices) = window::max_pool2d::<f32>(&widen(input)?, win)?;
+                Ok((narrow(values, dtype)?, indices))
+            }
         }
     }
+}
+
+/// `x` in float32 when it is float16 or bfloat16, else `x` itself: half precision computes in
+/// float32 (PyTorch's "opmath" type), so a kernel of several steps runs on widened inputs and
+/// its result is rounded once by [`narrow`].
+fn widen(x: &Array) -> Result<Array> {
+    if x.dtype.is_reduced_float() { CPU.copy(x, DType::Float32) } else { Ok(x.clone()) }
+}
+
+/// A float32 result of a kernel run on [`widen`]ed inputs, rounded once to the half-precision
+/// `dtype` it stands for; results of other dtypes (indices, bools) as they are.
+fn narrow(y: Array, dtype: DType) -> Result<Array> {
+    if y.dtype == DType::Float32 && dtype.is_reduced_float() { CPU.copy(&y, dtype) } else { Ok(y) }
 }
 
 /// A fresh contiguous host array holding `data`, of `shape`.

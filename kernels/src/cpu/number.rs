@@ -3,7 +3,7 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use crate::types::{Element, Scalar};
+use crate::types::{Element, Scalar, half};
 
 /// A numeric element type (every dtype but bool).
 pub trait Number: Element {
@@ -161,8 +161,92 @@ macro_rules! int {
         }
     };
 }
+int!(i8);
+int!(i16);
 int!(i32);
 int!(i64);
+
+impl Number for u8 {
+    #[inline(always)]
+    fn add(self, other: Self) -> Self {
+        self.wrapping_add(other)
+    }
+    #[inline(always)]
+    fn sub(self, other: Self) -> Self {
+        self.wrapping_sub(other)
+    }
+    #[inline(always)]
+    fn mul(self, other: Self) -> Self {
+        self.wrapping_mul(other)
+    }
+    #[inline(always)]
+    fn neg(self) -> Self {
+        self.wrapping_neg()
+    }
+    #[inline(always)]
+    fn div_trunc(self, other: Self) -> Option<Self> {
+        self.checked_div(other)
+    }
+    #[inline(always)]
+    fn div_floor(self, other: Self) -> Option<Self> {
+        self.checked_div(other)
+    }
+    fn from_scalar(s: Scalar) -> Self {
+        s.to_i64() as u8
+    }
+    fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
+        for ((i, j), o) in out.indexed_iter_mut() {
+            *o = a.row(i).iter().zip(b.column(j)).fold(0, |acc: u8, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
+        }
+    }
+}
+
+/// float16 and bfloat16 as numbers: each operation computes in float32 and rounds once.
+/// Kernels of several steps (reductions, convolutions, softmax...) never chain these: the
+/// backend runs them on float32 copies and rounds their result once (see `cpu::widened`).
+macro_rules! reduced_float {
+    ($t:ty) => {
+        impl Number for $t {
+            #[inline(always)]
+            fn add(self, other: Self) -> Self {
+                <$t>::from_f32(self.to_f32() + other.to_f32())
+            }
+            #[inline(always)]
+            fn sub(self, other: Self) -> Self {
+                <$t>::from_f32(self.to_f32() - other.to_f32())
+            }
+            #[inline(always)]
+            fn mul(self, other: Self) -> Self {
+                <$t>::from_f32(self.to_f32() * other.to_f32())
+            }
+            #[inline(always)]
+            fn neg(self) -> Self {
+                -self
+            }
+            #[inline(always)]
+            fn div_trunc(self, other: Self) -> Option<Self> {
+                Some(<$t>::from_f32((self.to_f32() / other.to_f32()).trunc()))
+            }
+            #[inline(always)]
+            fn div_floor(self, other: Self) -> Option<Self> {
+                Some(<$t>::from_f32((self.to_f32() / other.to_f32()).floor()))
+            }
+            fn from_scalar(s: Scalar) -> Self {
+                <$t>::from_f64(s.to_f64())
+            }
+            /// The product accumulates in float32 (the float32 kernel on widened copies) and
+            /// rounds once, as PyTorch's half-precision matmul on the CPU.
+            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
+                let (a, b) = (a.mapv(<$t>::to_f32), b.mapv(<$t>::to_f32));
+                let mut product = ndarray::Array2::<f32>::zeros(out.dim());
+                f32_matmul(a.view(), b.view(), &mut product.view_mut());
+                out.zip_mut_with(&product, |o, &p| *o = <$t>::from_f32(p));
+            }
+        }
+    };
+}
+reduced_float!(half::f16);
+reduced_float!(half::bf16);
 
 #[cfg(test)]
 mod tests {

@@ -5,8 +5,8 @@ use ndarray::{ArrayD, IxDyn};
 use rayon::prelude::*;
 
 use crate::backend::{Array, Reduce, Scan};
-use crate::error::{Error, Result};
-use crate::types::{DType, Element, Layout, Shape};
+use crate::error::Result;
+use crate::types::{DType, Element, Layout, Shape, with_dtype};
 
 use super::map::vectorised;
 use super::{Number, alloc, array, elements, internal, undefined};
@@ -21,9 +21,14 @@ pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Res
         (Reduce::Any, _) => lanes::<bool, bool>(x, dims, |lane| lane.iter().any(|&b| b)),
         (_, DType::Float32) => numeric::<f32>(x, dims, op),
         (_, DType::Float64) => numeric::<f64>(x, dims, op),
+        (_, DType::UInt8) => numeric::<u8>(x, dims, op),
+        (_, DType::Int8) => numeric::<i8>(x, dims, op),
+        (_, DType::Int16) => numeric::<i16>(x, dims, op),
         (_, DType::Int32) => numeric::<i32>(x, dims, op),
         (_, DType::Int64) => numeric::<i64>(x, dims, op),
         (_, DType::Bool) => boolean(x, dims, op),
+        // Half precision computes in float32: the backend widens it first.
+        (_, DType::Float16 | DType::BFloat16) => Err(undefined(op, dtype)),
     }
 }
 
@@ -193,13 +198,7 @@ pub(super) fn scan(x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Arra
             }
         })
     }
-    match dtype {
-        DType::Float32 => running::<f32>(x, dim, op),
-        DType::Float64 => running::<f64>(x, dim, op),
-        DType::Int32 => running::<i32>(x, dim, op),
-        DType::Int64 => running::<i64>(x, dim, op),
-        DType::Bool => Err(Error::runtime_error("internal error in a CPU kernel: a scan of bools")),
-    }
+    with_dtype!(dtype, T => running::<T>(x, dim, op), bool => Err(internal("a scan of bools")))
 }
 
 /// `f` applied along dimension `dim`: each lane is replaced by what `f` writes for it.

@@ -14,9 +14,14 @@ pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> 
     match dtype {
         DType::Float32 => float::<f32>(x, op, out),
         DType::Float64 => float::<f64>(x, op, out),
+        DType::UInt8 => integer::<u8>(x, op, out),
+        DType::Int8 => integer::<i8>(x, op, out),
+        DType::Int16 => integer::<i16>(x, op, out),
         DType::Int32 => integer::<i32>(x, op, out),
         DType::Int64 => integer::<i64>(x, op, out),
         DType::Bool => boolean(x, op, out),
+        // Half precision computes in float32: the backend widens it first.
+        DType::Float16 | DType::BFloat16 => Err(undefined(op, dtype)),
     }
 }
 

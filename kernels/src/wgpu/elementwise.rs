@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use crate::backend::{Array, Binary, Device, Unary};
 use crate::error::{Result, bail};
-use crate::types::{DType, Scalar, Shape};
+use crate::types::{Category, DType, Scalar, Shape};
 
 use super::context::Context;
 use super::expressions::{CHOOSE, Expression, FILL, IDENTITY, binary_expr, unary_expr};
@@ -27,13 +27,14 @@ pub enum Kind {
 }
 
 impl Kind {
-    /// The kind a dtype computes in on the GPU: 64-bit types narrow to their 32-bit forms (the
-    /// operation refused 64-bit tensors; this only concerns the dtype it computes in).
+    /// The kind a dtype computes in on the GPU: the other types map to the 32-bit kind of
+    /// their category (the operation refused tensors of them; this only concerns the dtype it
+    /// computes in).
     pub fn of(dtype: DType) -> Kind {
-        match dtype {
-            DType::Float32 | DType::Float64 => Kind::F32,
-            DType::Int32 | DType::Int64 => Kind::I32,
-            DType::Bool => Kind::Bool,
+        match dtype.category() {
+            Category::Floating => Kind::F32,
+            Category::Integral => Kind::I32,
+            Category::Bool => Kind::Bool,
         }
     }
 

@@ -186,21 +186,25 @@ impl Context {
     }
 }
 
-/// The GPU words of host elements: float32 and int32 as they are, bools as 0 or 1. Float64 and
-/// int64 have no GPU form (the operation refused them before).
+/// The GPU words of host elements: float32 and int32 as they are, bools as 0 or 1. The other
+/// dtypes have no GPU form yet (the operation refused them before).
 fn words_of(data: &Buffer) -> Result<Vec<u32>> {
     Ok(match data {
         Buffer::Float32(v) => v.iter().map(|x| x.to_bits()).collect(),
         Buffer::Int32(v) => v.iter().map(|&x| x as u32).collect(),
         Buffer::Bool(v) => v.iter().map(|&b| u32::from(b)).collect(),
-        Buffer::Float64(_) | Buffer::Int64(_) => {
-            return Err(Error::runtime_error(format!(
-                "{} tensors cannot live on a wgpu device, which has no 64-bit types: convert to {} first",
-                data.dtype(),
-                if data.dtype().is_floating_point() { DType::Float32 } else { DType::Int32 }
-            )));
-        }
+        _ => return Err(not_held(data.dtype())),
     })
+}
+
+/// The error for a tensor of a dtype the wgpu backend does not hold.
+fn not_held(dtype: DType) -> Error {
+    let instead = if dtype.is_floating_point() { DType::Float32 } else { DType::Int32 };
+    let why = match dtype {
+        DType::Float64 | DType::Int64 => "which has no 64-bit types",
+        _ => "which holds float32, int32 and bool only",
+    };
+    Error::runtime_error(format!("{dtype} tensors cannot live on a wgpu device, {why}: convert to {instead} first"))
 }
 
 /// Host elements of `dtype` from GPU words.
@@ -209,9 +213,7 @@ pub fn buffer_of(words: Vec<u32>, dtype: DType) -> Result<Buffer> {
         DType::Float32 => Buffer::Float32(words.into_iter().map(f32::from_bits).collect()),
         DType::Int32 => Buffer::Int32(words.into_iter().map(|w| w as i32).collect()),
         DType::Bool => Buffer::Bool(words.into_iter().map(|w| w != 0).collect()),
-        DType::Float64 | DType::Int64 => {
-            return Err(Error::runtime_error(format!("internal error: a {dtype} tensor on a wgpu device")));
-        }
+        _ => return Err(Error::runtime_error(format!("internal error: a {dtype} tensor on a wgpu device"))),
     })
 }
 

@@ -1,6 +1,7 @@
 //! Elements to and from the bytes of a `.npy` file.
 
 use crate::tensor::{DType, Element};
+use torchfn_types::half;
 
 /// An element type with a `.npy` dtype: how its bytes read and write.
 pub(super) trait Codec: Element {
@@ -29,7 +30,9 @@ macro_rules! numeric_codec {
         }
     )*};
 }
-numeric_codec!(i32, i64, f32, f64);
+// float16 is NumPy's `<f2`. NumPy has no bfloat16 ([`type_code`] has none, so no file holds
+// it), but its bytes read and write the same way.
+numeric_codec!(u8, i8, i16, i32, i64, half::f16, half::bf16, f32, f64);
 
 /// NumPy's bools are one byte, 0 or 1; any other byte reads as true, as in NumPy.
 impl Codec for bool {
@@ -43,21 +46,27 @@ impl Codec for bool {
     }
 }
 
-/// The type code NumPy writes for `dtype`, without the byte order (`f4`, `b1`).
-pub(super) fn type_code(dtype: DType) -> &'static str {
-    match dtype {
+/// The type code NumPy writes for `dtype`, without the byte order (`f4`, `b1`); NumPy has no
+/// bfloat16.
+pub(super) fn type_code(dtype: DType) -> Option<&'static str> {
+    Some(match dtype {
         DType::Bool => "b1",
+        DType::UInt8 => "u1",
+        DType::Int8 => "i1",
+        DType::Int16 => "i2",
         DType::Int32 => "i4",
         DType::Int64 => "i8",
+        DType::Float16 => "f2",
+        DType::BFloat16 => return None,
         DType::Float32 => "f4",
         DType::Float64 => "f8",
-    }
+    })
 }
 
 /// The descr NumPy writes for `dtype` in a little-endian file (`<f4`, `|b1`).
-pub(super) fn descr(dtype: DType) -> String {
+pub(super) fn descr(dtype: DType) -> Option<String> {
     let order = if dtype.itemsize() == 1 { '|' } else { '<' };
-    format!("{order}{}", type_code(dtype))
+    Some(format!("{order}{}", type_code(dtype)?))
 }
 
 #[cfg(test)]
@@ -83,7 +92,10 @@ mod tests {
         (-2i64).encode(&mut out);
         true.encode(&mut out);
         assert_eq!(out, [0xfe, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 1]);
-        assert_eq!(descr(DType::Float64), "<f8");
-        assert_eq!(descr(DType::Bool), "|b1");
+        assert_eq!(descr(DType::Float64).as_deref(), Some("<f8"));
+        assert_eq!(descr(DType::Bool).as_deref(), Some("|b1"));
+        assert_eq!(descr(DType::Float16).as_deref(), Some("<f2"));
+        assert_eq!(descr(DType::UInt8).as_deref(), Some("|u1"));
+        assert_eq!(descr(DType::BFloat16), None);
     }
 }

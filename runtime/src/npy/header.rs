@@ -37,8 +37,9 @@ pub(super) enum Problem {
 }
 
 /// The dtypes a file can hold, for error messages.
-pub(super) const SUPPORTED: &str = "'<f4' (float32), '<f8' (float64), '<i4' (int32), '<i8' (int64) or '|b1' (bool), \
-                                    little- or big-endian ('>f4', ...)";
+pub(super) const SUPPORTED: &str = "'<f2' (float16), '<f4' (float32), '<f8' (float64), '|u1' (uint8), '|i1' \
+                                    (int8), '<i2' (int16), '<i4' (int32), '<i8' (int64) or '|b1' (bool), little- or \
+                                    big-endian ('>f4', ...)";
 
 /// Parses the text of a header.
 pub(super) fn parse(text: &str) -> Result<Header, Problem> {
@@ -81,14 +82,14 @@ pub(super) fn parse(text: &str) -> Result<Header, Problem> {
 
 /// The magic string, version, header length and header NumPy writes for a C-order,
 /// little-endian array: version 1.0, or 2.0 when the header needs more than 65535 bytes.
-/// `None` only for a header of more than 4 GiB.
+/// `None` only for a header of more than 4 GiB (a dtype NumPy lacks is refused before).
 pub(super) fn encode(dtype: DType, shape: &[usize]) -> Option<Vec<u8>> {
     let shape_repr = match shape {
         [] => "()".to_string(),
         [n] => format!("({n},)"),
         dims => format!("({})", dims.iter().map(usize::to_string).collect::<Vec<_>>().join(", ")),
     };
-    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_repr}, }}", codec::descr(dtype));
+    let mut dict = format!("{{'descr': '{}', 'fortran_order': False, 'shape': {shape_repr}, }}", codec::descr(dtype)?);
     if let Some(first) = shape.first() {
         let digits = first.to_string().len();
         dict.extend(std::iter::repeat_n(' ', GROWTH_AXIS_MAX_DIGITS.saturating_sub(digits)));
@@ -127,7 +128,7 @@ fn dtype(descr: Literal) -> Result<(DType, bool), Problem> {
         other => return Err(malformed(format!("'descr' must be a string, not {}", other.describe()))),
     };
     let (order, code) = descr.split_at(descr.chars().next().map_or(0, char::len_utf8));
-    let dtype = DType::ALL.into_iter().find(|&d| codec::type_code(d) == code);
+    let dtype = DType::ALL.into_iter().find(|&d| codec::type_code(d) == Some(code));
     // `|` (byte order not applicable) and `=` mean the machine's own order, as in NumPy.
     let native_big = cfg!(target_endian = "big");
     match (order, dtype) {
@@ -441,10 +442,10 @@ mod tests {
             Err(Problem::Dtype(m)) => m,
             other => panic!("{descr} gave {other:?}"),
         };
-        assert!(d("'<u2'").starts_with("holds dtype '<u2' (uint16), which tensors do not support: expected '<f4'"));
+        assert!(d("'<u2'").starts_with("holds dtype '<u2' (uint16), which tensors do not support: expected '<f2'"));
         assert!(d("'<c16'").starts_with("holds dtype '<c16' (complex128)"));
         assert!(d("'|O'").starts_with("holds dtype '|O', which"));
-        assert!(d("'<f2'").starts_with("holds dtype '<f2' (float16)"));
+        assert!(d("'<u4'").starts_with("holds dtype '<u4' (uint32)"));
         assert!(d("'>U3'").starts_with("holds dtype '>U3' (a string of 3 characters)"));
         assert!(d("''").starts_with("holds dtype ''"));
         assert!(d("[('x', '<f4')]").starts_with("holds a structured dtype"));

@@ -366,6 +366,13 @@ impl Ctx<'_> {
     /// Writes the header and the elements of `dense`, in row-major order.
     fn write(&self, writer: &mut impl Write, dense: &Dense) -> Result<()> {
         let shape = &dense.layout.shape;
+        if codec::type_code(dense.dtype).is_none() {
+            return Err(Error::type_error(format!(
+                "{}(): NumPy has no {} type, so a .npy file cannot hold the tensor: convert it with \
+                 .to(torch.float32) first",
+                self.func, dense.dtype
+            )));
+        }
         let header = header::encode(dense.dtype, shape).ok_or_else(|| {
             self.invalid(format_args!(
                 "cannot take a tensor of {} dimensions: its header would exceed 4 GiB",

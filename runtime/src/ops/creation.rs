@@ -60,18 +60,26 @@ fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device)
 
 /// Whether `dtype` holds `value` without overflow, by PyTorch's checked conversion of a fill
 /// value: any number converts to bool, and an infinity or NaN to a float; an integer dtype
-/// refuses NaN, the infinities and numbers beyond its range (a float's fraction is dropped);
-/// float32 refuses finite numbers beyond its range.
+/// refuses NaN, the infinities and numbers beyond its range (a float's fraction is dropped;
+/// uint8 also takes -255 to -1, which wrap); float32 refuses finite numbers beyond its range,
+/// while float16 and bfloat16 round them to infinity, as PyTorch does.
 fn holds(dtype: DType, value: Scalar) -> bool {
-    // 2^63 and 2^31 are exact in f64; a float below them truncates into range.
+    // 2^63 is exact in f64; a float below it truncates into range.
     const I64_END: f64 = 9_223_372_036_854_775_808.0;
+    let range = match dtype {
+        DType::UInt8 => -255..=255,
+        DType::Int8 => i64::from(i8::MIN)..=i64::from(i8::MAX),
+        DType::Int16 => i64::from(i16::MIN)..=i64::from(i16::MAX),
+        DType::Int32 => i64::from(i32::MIN)..=i64::from(i32::MAX),
+        _ => i64::MIN..=i64::MAX,
+    };
     match (dtype, value) {
-        (DType::Bool | DType::Float64, _) | (_, Scalar::Bool(_)) => true,
-        (DType::Int64 | DType::Float32, Scalar::Int(_)) => true,
-        (DType::Int32, Scalar::Int(i)) => i32::try_from(i).is_ok(),
-        (DType::Int64, Scalar::Float(x)) => (-I64_END..I64_END).contains(&x),
-        (DType::Int32, Scalar::Float(x)) => (f64::from(i32::MIN)..=f64::from(i32::MAX)).contains(&x),
+        (DType::Bool | DType::Float64 | DType::Float16 | DType::BFloat16, _) | (_, Scalar::Bool(_)) => true,
+        (DType::Float32, Scalar::Int(_)) => true,
         (DType::Float32, Scalar::Float(x)) => !x.is_finite() || x.abs() <= f64::from(f32::MAX),
+        (DType::Int64, Scalar::Float(x)) => (-I64_END..I64_END).contains(&x),
+        (_, Scalar::Int(i)) => range.contains(&i),
+        (_, Scalar::Float(x)) => (*range.start() as f64..=*range.end() as f64).contains(&x),
     }
 }
 

@@ -10,6 +10,7 @@ use crate::tensor::{DType, Tensor};
 use crate::testing::{bools, f32s, i64s, sample, values};
 use crate::torch_function;
 use crate::value::Value;
+use torchfn_types::Category;
 
 /// The error of an operation PyTorch does not define for bool tensors.
 #[cold]
@@ -48,9 +49,9 @@ pub(super) fn float_unary_to(
 /// come back as a copy; bools are an error.
 pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
     let x = t.data(func, name)?;
-    match x.dtype {
-        DType::Bool => Err(no_bool(func, name)),
-        DType::Int32 | DType::Int64 => {
+    match x.dtype.category() {
+        Category::Bool => Err(no_bool(func, name)),
+        Category::Integral => {
             if let Unary::Round(decimals) = op
                 && decimals != 0
             {
@@ -58,7 +59,7 @@ pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> R
             }
             crate::primitive::copy(t, x.dtype)
         }
-        DType::Float32 | DType::Float64 => crate::primitive::unary(t, op, x.dtype, None),
+        Category::Floating => crate::primitive::unary(t, op, x.dtype, None),
     }
 }
 

@@ -98,9 +98,14 @@ fn integers(
     let dtype = dtype.unwrap_or(device.index_dtype());
     let (min, max) = match dtype {
         DType::Bool => (0, 1),
+        DType::UInt8 => (0, i64::from(u8::MAX)),
+        DType::Int8 => (i64::from(i8::MIN), i64::from(i8::MAX)),
+        DType::Int16 => (i64::from(i16::MIN), i64::from(i16::MAX)),
         DType::Int32 => (i64::from(i32::MIN), i64::from(i32::MAX)),
         DType::Int64 => (i64::MIN, i64::MAX),
         // The integers a float represents exactly, as PyTorch's `check_from_to_in_range`.
+        DType::Float16 => (-(1 << 11), 1 << 11),
+        DType::BFloat16 => (-(1 << 8), 1 << 8),
         DType::Float32 => (-(1 << 24), 1 << 24),
         DType::Float64 => (-(1 << 53), 1 << 53),
     };

@@ -3,7 +3,7 @@
 //! the layers above it).
 
 pub use torchfn_types::{DType, DefaultDTypeGuard, Element, Layout, Scalar, Shape, Strides};
-pub use torchfn_types::{default_dtype, get_default_dtype, set_default_dtype};
+pub use torchfn_types::{default_dtype, get_default_dtype, half, set_default_dtype};
 
 pub(crate) use torchfn_types::with_dtype;
 pub(crate) use torchfn_types::{Participant, broadcast_shapes, check_broadcast, result_type};

@@ -1,6 +1,7 @@
 //! Random arguments: numbers, strings, lists, indices and tensors of random shapes, dtypes,
 //! elements and layouts, each with the Rust source (or the printout) that makes it again.
 
+use torchfn::half::{bf16, f16};
 use torchfn::{DType, Device, Generator, IndexItem, Slice, Tensor, Value};
 
 /// SplitMix64: small, fast and good enough to pick test inputs.
@@ -355,6 +356,11 @@ impl Gen {
             DType::Int64 => made!(i64, (0..n).map(|_| int(rng, &INTS)).collect()),
             DType::Float32 => made!(f32, (0..n).map(|_| float(rng, extreme) as f32).collect()),
             DType::Float64 => made!(f64, (0..n).map(|_| float(rng, extreme)).collect()),
+            DType::UInt8 => made!(u8, (0..n).map(|_| int(rng, &INTS) as u8).collect()),
+            DType::Int8 => made!(i8, (0..n).map(|_| int(rng, &INTS) as i8).collect()),
+            DType::Int16 => made!(i16, (0..n).map(|_| int(rng, &INTS) as i16).collect()),
+            DType::Float16 => made!(f16, (0..n).map(|_| f16::from_f64(float(rng, extreme))).collect()),
+            DType::BFloat16 => made!(bf16, (0..n).map(|_| bf16::from_f64(float(rng, extreme))).collect()),
         };
         Arg::new(Value::Tensor(made.expect("the data fits the shape")), text)
     }

@@ -43,6 +43,14 @@ fn tensor(rng: &mut Rng) -> Tensor {
         DType::Int64 => Tensor::from_vec((0..n).map(|_| small(rng)).collect::<Vec<i64>>(), shape),
         DType::Float32 => Tensor::from_vec((0..n).map(|_| small(rng) as f32 / 2.0).collect::<Vec<f32>>(), shape),
         DType::Float64 => Tensor::from_vec((0..n).map(|_| rng.pick(&FLOATS)).collect::<Vec<f64>>(), shape),
+        d @ (DType::UInt8 | DType::Int8 | DType::Int16) => {
+            Tensor::from_vec((0..n).map(|_| small(rng)).collect::<Vec<i64>>(), shape)
+                .and_then(|t| t.to(d, false, false))
+        }
+        d @ (DType::Float16 | DType::BFloat16) => {
+            Tensor::from_vec((0..n).map(|_| rng.pick(&FLOATS)).collect::<Vec<f64>>(), shape)
+                .and_then(|t| t.to(d, false, false))
+        }
     }
     .expect("the data fits the shape");
     if shape.len() == 2 && rng.percent(30) { t.transpose(0, 1).expect("two dimensions transpose") } else { t }

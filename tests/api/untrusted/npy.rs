@@ -7,6 +7,7 @@
 
 use std::io::{self, Read};
 
+use torchfn::half::{bf16, f16};
 use torchfn::{DType, ErrorKind, Tensor, npy};
 
 use super::mutate::{INTERESTING, Rng, escaped, random_file};
@@ -105,6 +106,13 @@ pub(super) fn random_tensor(rng: &mut Rng) -> Tensor {
             Tensor::from_vec((0..n).map(|_| f32::from_bits(rng.next() as u32)).collect::<Vec<f32>>(), shape)
         }
         DType::Float64 => Tensor::from_vec((0..n).map(|_| f64::from_bits(rng.next())).collect::<Vec<f64>>(), shape),
+        DType::UInt8 => Tensor::from_vec((0..n).map(|_| rng.next() as u8).collect::<Vec<u8>>(), shape),
+        DType::Int8 => Tensor::from_vec((0..n).map(|_| rng.next() as i8).collect::<Vec<i8>>(), shape),
+        DType::Int16 => Tensor::from_vec((0..n).map(|_| rng.next() as i16).collect::<Vec<i16>>(), shape),
+        // NumPy has no bfloat16: float16 stands in for it.
+        DType::Float16 | DType::BFloat16 => {
+            Tensor::from_vec((0..n).map(|_| f16::from_bits(rng.next() as u16)).collect::<Vec<f16>>(), shape)
+        }
     }
     .expect("the data fits the shape");
     if ndim >= 2 && rng.percent(30) { t.transpose(0, 1).expect("two dimensions transpose") } else { t }
@@ -234,6 +242,11 @@ pub(super) fn contents(t: &Tensor) -> Result<Contents, torchfn::Error> {
         DType::Int64 => t.to_vec::<i64>()?.into_iter().map(|x| x as u64).collect(),
         DType::Float32 => t.to_vec::<f32>()?.into_iter().map(|x| x.to_bits().into()).collect(),
         DType::Float64 => t.to_vec::<f64>()?.into_iter().map(f64::to_bits).collect(),
+        DType::UInt8 => t.to_vec::<u8>()?.into_iter().map(u64::from).collect(),
+        DType::Int8 => t.to_vec::<i8>()?.into_iter().map(|x| x as u64).collect(),
+        DType::Int16 => t.to_vec::<i16>()?.into_iter().map(|x| x as u64).collect(),
+        DType::Float16 => t.to_vec::<f16>()?.into_iter().map(|x| x.to_bits().into()).collect(),
+        DType::BFloat16 => t.to_vec::<bf16>()?.into_iter().map(|x| x.to_bits().into()).collect(),
     };
     Ok((t.shape()?.to_vec(), dtype, bits))
 }
