@@ -49,3 +49,24 @@ def resolve(name):
     for part in name.split(".")[1:]:
         obj = getattr(obj, part)
     return obj
+
+
+def dec(v):
+    """The value `enc` encoded (tensors of any dtype torchfn has)."""
+    (kind, inner), = v.items()
+    if kind == "tensor":
+        dtype = getattr(torch, inner["dtype"])
+        data = [float(x) if isinstance(x, str) else x for x in inner["data"]]
+        wide = torch.float64 if dtype.is_floating_point else torch.int64 if dtype != torch.bool else torch.bool
+        return torch.tensor(data, dtype=wide).reshape(inner["shape"]).to(dtype)
+    if kind == "dtype":
+        return getattr(torch, inner)
+    if kind == "float":
+        return float(inner)
+    if kind in ("int", "bool", "str", "none"):
+        return inner
+    if kind == "list":
+        return [dec(x) for x in inner]
+    if kind == "tuple":
+        return tuple(dec(x) for x in inner)
+    raise TypeError(kind)

@@ -162,9 +162,11 @@ pub(crate) fn compare(expect: &Json, got: &Value, tol: Option<f64>, place: Place
                 return Err(format!("shape {gs:?}, expected {ws:?}"));
             }
             let rtol = tol.unwrap_or(if wd == DType::Float64 { 1e-6 } else { 1e-5 });
+            // PyTorch's assert_close's absolute tolerance for half precision.
+            let atol = if wd.is_reduced_float() { 1e-5 } else { 1e-6 };
             for (i, (w, g)) in elements(&want).into_iter().zip(elements(t)).enumerate() {
                 let ok = if wd.is_floating_point() {
-                    (w.is_nan() && g.is_nan()) || w == g || (g - w).abs() <= 1e-6 + rtol * w.abs()
+                    (w.is_nan() && g.is_nan()) || w == g || (g - w).abs() <= atol + rtol * w.abs()
                 } else {
                     w == g
                 };

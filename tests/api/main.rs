@@ -5,6 +5,7 @@ mod autograd;
 mod binding;
 mod coverage;
 mod dispatch;
+mod dtypes;
 mod edge_cases;
 mod elementwise;
 mod examples;

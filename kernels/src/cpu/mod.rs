@@ -253,15 +253,17 @@ impl Backend for Cpu {
         win: &Window,
     ) -> Result<Array> {
         host([input, weight].into_iter().chain(bias))?;
-        match input.dtype {
-            DType::Float64 => window::conv2d::<f64>(input, weight, bias, groups, win),
-            DType::Float32 => window::conv2d::<f32>(input, weight, bias, groups, win),
-            dtype => {
-                let bias = bias.map(widen).transpose()?;
-                let y = window::conv2d::<f32>(&widen(input)?, &widen(weight)?, bias.as_ref(), groups, win)?;
-                narrow(y, dtype)
-            }
+        let dtype = input.dtype;
+        if dtype.is_reduced_float() {
+            let bias = bias.map(widen).transpose()?;
+            let y = window::conv2d::<f32>(&widen(input)?, &widen(weight)?, bias.as_ref(), groups, win)?;
+            return narrow(y, dtype);
         }
+        with_dtype!(
+            dtype,
+            T => window::conv2d::<T>(input, weight, bias, groups, win),
+            bool => Err(undefined("conv2d", dtype))
+        )
     }
 
     fn conv2d_backward(
@@ -274,28 +276,25 @@ impl Backend for Cpu {
         which: [bool; 2],
     ) -> Result<Option<[Option<Array>; 2]>> {
         host([input, weight, grad])?;
-        Ok(Some(match input.dtype {
-            DType::Float64 => window::conv2d_backward::<f64>(input, weight, grad, groups, win, which)?,
-            DType::Float32 => window::conv2d_backward::<f32>(input, weight, grad, groups, win, which)?,
-            dtype => {
-                let (input, weight, grad) = (widen(input)?, widen(weight)?, widen(grad)?);
-                let grads = window::conv2d_backward::<f32>(&input, &weight, &grad, groups, win, which)?;
-                let [gi, gw] = grads.map(|g| g.map(|g| narrow(g, dtype)).transpose());
-                [gi?, gw?]
-            }
-        }))
+        let dtype = input.dtype;
+        if dtype.is_reduced_float() {
+            let (input, weight, grad) = (widen(input)?, widen(weight)?, widen(grad)?);
+            let grads = window::conv2d_backward::<f32>(&input, &weight, &grad, groups, win, which)?;
+            let [gi, gw] = grads.map(|g| g.map(|g| narrow(g, dtype)).transpose());
+            return Ok(Some([gi?, gw?]));
+        }
+        // Integers too: a transposed convolution is the input gradient of one.
+        with_dtype!(
+            dtype,
+            T => Ok(Some(window::conv2d_backward::<T>(input, weight, grad, groups, win, which)?)),
+            bool => Err(undefined("conv2d_backward", dtype))
+        )
     }
 
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
         host([input])?;
-        match input.dtype {
-            DType::Float64 => window::max_pool2d::<f64>(input, win),
-            DType::Float32 => window::max_pool2d::<f32>(input, win),
-            dtype => {
-                let (values, indices) = window::max_pool2d::<f32>(&widen(input)?, win)?;
-                Ok((narrow(values, dtype)?, indices))
-            }
-        }
+        // Comparisons only: every dtype pools in its own type.
+        with_dtype!(input.dtype, T => window::max_pool2d::<T>(input, win))
     }
 }
 

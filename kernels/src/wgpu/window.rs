@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use crate::backend::{Array, Device, Window};
-use crate::error::Result;
+use crate::error::{Result, bail};
 use crate::types::{DType, Shape};
 
 use super::context::Context;
@@ -46,10 +46,11 @@ fn window_words(win: &Window) -> Result<Vec<u32>> {
     words([win.input, win.out, win.kernel, win.stride, win.padding, win.dilation].into_iter().flatten())
 }
 
-/// An error unless `x` holds float32 on the GPU.
+/// An error unless `x` holds float32 on the GPU: the window kernels of integers (which
+/// PyTorch's CPU convolutions and pooling take) run on the CPU only.
 fn float32(func: &str, x: &Array, name: &str) -> Result<()> {
     if Kind::of(x.dtype) != Kind::F32 {
-        return Err(unsupported(func, format!("a {} {name}", x.dtype)));
+        bail!(NotImplemented, "{func}(): a {} {name} is not implemented on wgpu: compute on the CPU", x.dtype);
     }
     Ok(())
 }
@@ -285,7 +286,8 @@ mod tests {
         let host = crate::cpu::array(vec![1i32; 4], Shape::from([1, 2, 2]));
         let win = window([2, 2], [1, 1], [1, 1], [0, 0], [1, 1]);
         let err = WGPU.max_pool2d(&to_gpu(device, &host), &win).unwrap_err();
-        assert!(err.to_string().contains("a torch.int32 input"), "{err}");
+        assert_eq!(err.kind(), crate::error::ErrorKind::NotImplemented);
+        assert!(err.to_string().contains("a torch.int32 input is not implemented on wgpu"), "{err}");
         let (_, input) = fresh(device, &[1, 2, 2, 2], 0);
         let (_, weight) = fresh(device, &[1, 2, 2, 2], 0);
         let err = WGPU.conv2d(&input, &weight, None, 1, &win).unwrap_err();

@@ -61,7 +61,7 @@ fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device)
 /// Whether `dtype` holds `value` without overflow, by PyTorch's checked conversion of a fill
 /// value: any number converts to bool, and an infinity or NaN to a float; an integer dtype
 /// refuses NaN, the infinities and numbers beyond its range (a float's fraction is dropped;
-/// uint8 also takes -255 to -1, which wrap); float32 refuses finite numbers beyond its range,
+/// uint8 also takes the integers -255 to -1, which wrap); float32 refuses finite numbers beyond its range,
 /// while float16 and bfloat16 round them to infinity, as PyTorch does.
 fn holds(dtype: DType, value: Scalar) -> bool {
     // 2^63 is exact in f64; a float below it truncates into range.
@@ -79,6 +79,8 @@ fn holds(dtype: DType, value: Scalar) -> bool {
         (DType::Float32, Scalar::Float(x)) => !x.is_finite() || x.abs() <= f64::from(f32::MAX),
         (DType::Int64, Scalar::Float(x)) => (-I64_END..I64_END).contains(&x),
         (_, Scalar::Int(i)) => range.contains(&i),
+        // A float is never wrapped into uint8: it must be in 0..=255 (truncated).
+        (DType::UInt8, Scalar::Float(x)) => (0.0..256.0).contains(&x),
         (_, Scalar::Float(x)) => (*range.start() as f64..=*range.end() as f64).contains(&x),
     }
 }

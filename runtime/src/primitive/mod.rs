@@ -307,6 +307,19 @@ pub(crate) fn copy(x: &Tensor, dtype: DType) -> Result<Tensor> {
     finish(&[x], array, || (Op::Copy, Keep::default()))
 }
 
+/// `f` of `x` computed in float32 when `x` is float16 or bfloat16, its result rounded back
+/// once (differentiably): the operations PyTorch runs as one kernel that computes half
+/// precision in float32 (the norms, the losses) but torchfn composes from several primitives
+/// round once, as PyTorch's, instead of after every step. Other dtypes run `f` on `x` itself.
+pub(crate) fn in_float32(x: &Tensor, f: impl FnOnce(&Tensor) -> Result<Tensor>) -> Result<Tensor> {
+    let dtype = data(x, "in_float32")?.dtype;
+    if !dtype.is_reduced_float() {
+        return f(x);
+    }
+    let y = f(&copy(x, DType::Float32)?)?;
+    if data(&y, "in_float32")?.dtype == DType::Float32 { copy(&y, dtype) } else { Ok(y) }
+}
+
 /// `x` itself when contiguous, else a contiguous copy.
 pub(crate) fn contiguous(x: &Tensor) -> Result<Cow<'_, Tensor>> {
     let a = data(x, "contiguous")?;

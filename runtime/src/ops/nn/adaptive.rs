@@ -59,7 +59,7 @@ pub fn adaptive_avg_pool2d(input: &Tensor, output_size: impl Into<IntList>) -> R
         );
     }
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+        bail!(NotImplemented, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     let (h, w) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let sizes = output_size.into();

@@ -2,11 +2,11 @@
 //! `max_pool2d_with_indices` and `avg_pool2d`, on `[N, C, H, W]` (batched) or `[C, H, W]` (unbatched)
 //! input; and `conv1d`, on `[N, C, L]` or `[C, L]`, as `conv2d` over planes of height 1.
 
-use crate::backend::Window;
+use crate::backend::{Binary, Window};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::primitive;
-use crate::tensor::{Dense, Dims, Shape, Tensor};
+use crate::tensor::{DType, Dense, Dims, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -103,11 +103,18 @@ fn operands<'a>(
     Ok((x, w, b, planes, [a, bb, kh, kw]))
 }
 
-/// Checks that a convolution's input is floating-point and its weight and bias of its dtype.
-fn same_float_dtype(func: &str, x: &Dense, w: &Dense, b: Option<&Dense>) -> Result<()> {
-    if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+/// A `NotImplementedError` for bool tensors, which no convolution or pooling takes.
+fn numeric(func: &str, dtype: DType) -> Result<()> {
+    if dtype == DType::Bool {
+        bail!(NotImplemented, "{func}(): not implemented for {dtype} inputs; expected a numeric tensor");
     }
+    Ok(())
+}
+
+/// Checks that a convolution's input is numeric (PyTorch's CPU convolutions take integers too)
+/// and its weight and bias of its dtype.
+fn same_numeric_dtype(func: &str, x: &Dense, w: &Dense, b: Option<&Dense>) -> Result<()> {
+    numeric(func, x.dtype)?;
     for (name, d) in [("weight", Some(w)), ("bias", b)] {
         if let Some(d) = d
             && d.dtype != x.dtype
@@ -169,7 +176,7 @@ fn convolve(
             &b.layout.shape[..]
         );
     }
-    same_float_dtype(func, x, w, b)?;
+    same_numeric_dtype(func, x, w, b)?;
     let kernel = [kh, kw];
     let mut out = [0usize; 2];
     let mut padded = [0i128; 2];
@@ -387,7 +394,7 @@ pub fn conv_transpose2d(
             &b.layout.shape[..]
         );
     }
-    same_float_dtype(FUNC, x, w, b)?;
+    same_numeric_dtype(FUNC, x, w, b)?;
     let kernel = [kh, kw];
     let mut out = [0usize; 2];
     for a in 0..2 {
@@ -493,9 +500,7 @@ fn pool_window(
             &x.layout.shape[..]
         );
     };
-    if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
-    }
+    numeric(func, x.dtype)?;
     let mut out = [0i128; 2];
     for (a, &extent) in [h, w].iter().enumerate() {
         let (extent, pad, s) = (extent as i128, i128::from(padding[a]), i128::from(stride[a]));
@@ -597,7 +602,8 @@ pub fn avg_pool2d(
     let planes = reshaped(input, Shape::from([n * c, 1, h, w]))?;
     let sums = summed(&padded(&planes)?)?;
     let divisor = match divisor_override {
-        Some(d) => Tensor::scalar(d as f64),
+        Some(d) if dtype.is_floating_point() => Tensor::scalar(d as f64),
+        Some(d) => Tensor::scalar(d),
         None => {
             // How many elements of each window count: the input's, and the padding's with
             // count_include_pad (never ceil_mode's zeros past it).
@@ -609,7 +615,9 @@ pub fn avg_pool2d(
             summed(&mask)?
         }
     };
-    let means = primitive::binary(&sums, &divisor, crate::backend::Binary::Div, dtype, None)?;
+    // Integers average with a division that truncates, as PyTorch's kernel's.
+    let op = if dtype.is_floating_point() { Binary::Div } else { Binary::DivTrunc };
+    let means = primitive::binary(&sums, &divisor, op, dtype, None)?;
     reshaped(&means, result_shape(x, n, c, win.out))
 }
 

@@ -123,7 +123,7 @@ fn cross_entropy_impl(func: &str, input: &Tensor, target: &Tensor, args: CrossEn
     let (x, t) = (input.data(func, "input")?, target.data(func, "target")?);
     let weight = args.weight.map(|w| w.data(func, "weight")).transpose()?;
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected floating point logits", x.dtype);
+        bail!(NotImplemented, "{func}(): not implemented for {} inputs; expected floating point logits", x.dtype);
     }
     let eps = args.label_smoothing;
     if !(0.0..=1.0).contains(&eps) {
@@ -340,7 +340,10 @@ fn pointwise(
     let (x, y) = (input.data(func, "input")?, target.data(func, "target")?);
     let dtype = result_type([x.participant(), y.participant()]);
     if !dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {dtype} tensors; expected floating point input and target");
+        bail!(
+            NotImplemented,
+            "{func}(): not implemented for {dtype} tensors; expected floating point input and target"
+        );
     }
     check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
     let mut operands = vec![("input", x), ("target", y)];
@@ -639,7 +642,10 @@ pub fn binary_cross_entropy_with_logits(
     }
     let dtype = result_type([x.participant(), t.participant()]);
     if !dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target");
+        bail!(
+            NotImplemented,
+            "{FUNC}(): not implemented for {dtype} tensors; expected floating point input and target"
+        );
     }
     let mut operands = vec![("input", x), ("target", t)];
     for (name, w) in [("weight", weight), ("pos_weight", pos_weight)] {

@@ -13,6 +13,7 @@ use crate::primitive;
 use crate::tensor::{Scalar, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
+use crate::types::half;
 use crate::value::Value;
 
 /// The mean of `t` over `dims`, kept as size-one dimensions.
@@ -20,6 +21,17 @@ fn mean_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let shape = t.shape()?;
     let kept: Shape = shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
     primitive::reshape(&primitive::reduce(t, dims, Reduce::Mean, t.dtype()?)?, &kept)
+}
+
+/// The machine epsilon of a floating-point dtype (`torch.finfo(dtype).eps`).
+fn epsilon(dtype: crate::tensor::DType) -> f64 {
+    use crate::tensor::DType;
+    match dtype {
+        DType::Float16 => f64::from(half::f16::EPSILON),
+        DType::BFloat16 => f64::from(half::bf16::EPSILON),
+        DType::Float32 => f64::from(f32::EPSILON),
+        _ => f64::EPSILON,
+    }
 }
 
 /// Named affine tensors (`"weight"`, `"bias"`), each shaped to broadcast.
@@ -74,11 +86,13 @@ pub fn layer_norm(
 ) -> Result<Tensor> {
     const FUNC: &str = "layer_norm";
     let (dims, affine) = trailing(FUNC, input, normalized_shape.into(), [("weight", weight), ("bias", bias)])?;
-    let dtype = input.dtype()?;
-    let mean = mean_keepdim(input, &dims)?;
-    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &dims)?;
-    scale_and_shift(&deviations, &variance, eps, affine)
+    primitive::in_float32(input, |input| {
+        let dtype = input.dtype()?;
+        let mean = mean_keepdim(input, &dims)?;
+        let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+        let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &dims)?;
+        scale_and_shift(&deviations, &variance, eps, affine)
+    })
 }
 
 /// The checks of a normalization over the input's trailing dimensions (`layer_norm`,
@@ -106,7 +120,7 @@ fn trailing<'a, const N: usize>(
         );
     };
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+        bail!(NotImplemented, "{func}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     let mut operands = vec![("input", x)];
     let mut given = Vec::new();
@@ -153,10 +167,11 @@ pub fn rms_norm(
     #[default(None)] eps: Option<f64>,
 ) -> Result<Tensor> {
     let (dims, affine) = trailing("rms_norm", input, normalized_shape.into(), [("weight", weight)])?;
-    let dtype = input.dtype()?;
-    let eps = eps.unwrap_or(if dtype == crate::tensor::DType::Float32 { f32::EPSILON as f64 } else { f64::EPSILON });
-    let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, dtype, None)?, &dims)?;
-    scale_and_shift(input, &mean_square, eps, affine)
+    let eps = eps.unwrap_or_else(|| epsilon(input.dtype().unwrap_or_default()));
+    primitive::in_float32(input, |input| {
+        let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, input.dtype()?, None)?, &dims)?;
+        scale_and_shift(input, &mean_square, eps, affine)
+    })
 }
 
 /// Batch normalization (`torch.nn.functional.batch_norm`) of `input` `[N, C, *]` over every
@@ -196,7 +211,7 @@ pub fn batch_norm(
         bail!(Value, "{FUNC}(): expected an input with at least 2 dimensions [N, C, *], but got {:?}", &shape[..]);
     }
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+        bail!(NotImplemented, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     let channels = shape[1];
     // Per-channel tensors seen as [1, C, 1, ...] to broadcast against the input.
@@ -214,39 +229,42 @@ pub fn batch_norm(
     device_of(FUNC, &operands)?;
     let dims: Vec<usize> = (0..shape.len()).filter(|&d| d != 1).collect();
     let count: usize = dims.iter().map(|&d| shape[d]).product();
-    let (mean, variance) = if training {
-        if count <= 1 {
-            bail!(
-                Value,
-                "{FUNC}(): Expected more than 1 value per channel when training, got input size {:?}",
-                &shape[..]
-            );
-        }
-        let mean = mean_keepdim(input, &dims)?;
-        let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
-        let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, x.dtype, None)?, &dims)?;
-        let unbiased = count as f64 / (count - 1) as f64;
-        for (running, batch, factor) in [(running_mean, &mean, 1.0), (running_var, &variance, unbiased)] {
-            if let Some(running) = running {
-                update_running(running, batch, momentum, factor)?;
+    primitive::in_float32(input, |input| {
+        let dtype = input.dtype()?;
+        let (mean, variance) = if training {
+            if count <= 1 {
+                bail!(
+                    Value,
+                    "{FUNC}(): Expected more than 1 value per channel when training, got input size {:?}",
+                    &shape[..]
+                );
             }
-        }
-        (mean, variance)
-    } else {
-        let (Some(mean), Some(var)) = (running_mean, running_var) else {
-            bail!(Value, "{FUNC}(): running_mean and running_var must be given when training is False");
+            let mean = mean_keepdim(input, &dims)?;
+            let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+            let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &dims)?;
+            let unbiased = count as f64 / (count - 1) as f64;
+            for (running, batch, factor) in [(running_mean, &mean, 1.0), (running_var, &variance, unbiased)] {
+                if let Some(running) = running {
+                    update_running(running, batch, momentum, factor)?;
+                }
+            }
+            (mean, variance)
+        } else {
+            let (Some(mean), Some(var)) = (running_mean, running_var) else {
+                bail!(Value, "{FUNC}(): running_mean and running_var must be given when training is False");
+            };
+            (primitive::reshape(mean, &along)?, primitive::reshape(var, &along)?)
         };
-        (primitive::reshape(mean, &along)?, primitive::reshape(var, &along)?)
-    };
-    let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), x.dtype, None)?;
-    let mut affine = Vec::new();
-    let (w, b) = (
-        weight.map(|w| primitive::reshape(w, &along)).transpose()?,
-        bias.map(|b| primitive::reshape(b, &along)).transpose()?,
-    );
-    affine.extend(w.as_ref().map(|w| ("weight", w)));
-    affine.extend(b.as_ref().map(|b| ("bias", b)));
-    scale_and_shift(&deviations, &variance, eps, affine)
+        let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+        let mut affine = Vec::new();
+        let (w, b) = (
+            weight.map(|w| primitive::reshape(w, &along)).transpose()?,
+            bias.map(|b| primitive::reshape(b, &along)).transpose()?,
+        );
+        affine.extend(w.as_ref().map(|w| ("weight", w)));
+        affine.extend(b.as_ref().map(|b| ("bias", b)));
+        scale_and_shift(&deviations, &variance, eps, affine)
+    })
 }
 
 /// `running = (1 - momentum) * running + momentum * factor * batch`, in place and unrecorded.
@@ -296,7 +314,7 @@ pub fn group_norm(
         );
     }
     if !x.dtype.is_floating_point() {
-        bail!(Runtime, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
+        bail!(NotImplemented, "{FUNC}(): not implemented for {} inputs; expected a floating point tensor", x.dtype);
     }
     // Per-channel tensors seen as [1, C, 1, ...] to broadcast against the input.
     let along: Shape = shape.iter().enumerate().map(|(d, &n)| if d == 1 { n } else { 1 }).collect();
@@ -315,14 +333,16 @@ pub fn group_norm(
         affine.push((name, primitive::reshape(t, &along)?));
     }
     device_of(FUNC, &operands)?;
-    let dtype = x.dtype;
     let per_group = shape.iter().skip(2).product::<usize>() * (channels / num_groups);
-    let grouped = primitive::reshape(input, &Shape::from([shape[0], num_groups, per_group]))?;
-    let mean = mean_keepdim(&grouped, &[2])?;
-    let deviations = primitive::binary(&grouped, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-    let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &[2])?;
-    let normalized = primitive::reshape(&scale_and_shift(&deviations, &variance, eps, Vec::new())?, &shape)?;
-    affine_transform(normalized, affine.iter().map(|(name, t)| (*name, t)).collect())
+    primitive::in_float32(input, |input| {
+        let dtype = input.dtype()?;
+        let grouped = primitive::reshape(input, &Shape::from([shape[0], num_groups, per_group]))?;
+        let mean = mean_keepdim(&grouped, &[2])?;
+        let deviations = primitive::binary(&grouped, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
+        let variance = mean_keepdim(&primitive::unary(&deviations, Unary::Square, dtype, None)?, &[2])?;
+        let normalized = primitive::reshape(&scale_and_shift(&deviations, &variance, eps, Vec::new())?, &shape)?;
+        affine_transform(normalized, affine.iter().map(|(name, t)| (*name, t)).collect())
+    })
 }
 
 crate::samples! {
