@@ -67,3 +67,11 @@ pub use torchfn_distributed as distributed;
 /// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
 pub use torchfn_optim as optim;
 pub use torchfn_runtime::*;
+
+/// Automatic mixed precision (`torch.amp`): [`autocast`](amp::autocast) regions, from the
+/// runtime, and loss scaling for float16 training, [`GradScaler`](amp::GradScaler), from the
+/// optimizers' crate.
+pub mod amp {
+    pub use torchfn_optim::{GradScaler, GradScalerState};
+    pub use torchfn_runtime::amp::*;
+}

@@ -1,5 +1,6 @@
 //! Optimizers and learning-rate schedulers, as PyTorch's `torch.optim`: [`SGD`], [`Adam`] and
-//! [`AdamW`], and the schedulers of [`lr_scheduler`].
+//! [`AdamW`], the schedulers of [`lr_scheduler`], and the loss scaling of float16 training,
+//! [`GradScaler`] (PyTorch's `torch.amp.GradScaler`, also at `torchfn::amp`).
 //!
 //! ```
 //! use torchfn::optim::{AdamW, AdamWOptions, Optimizer, ParamGroup, SGD, SgdOptions};
@@ -51,6 +52,7 @@
 #![warn(missing_docs)]
 
 mod adam;
+mod grad_scaler;
 pub mod lr_scheduler;
 mod sgd;
 
@@ -58,6 +60,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 
 pub use adam::{Adam, AdamConfig, AdamOptions, AdamState, AdamW, AdamWOptions};
+pub use grad_scaler::{GradScaler, GradScalerState};
 pub use sgd::{SGD, SgdOptions, SgdState};
 
 use torchfn_runtime::Tensor;

@@ -31,6 +31,7 @@
 // Generated code names `::torchfn`; inside the runtime that is the runtime itself.
 extern crate self as torchfn;
 
+pub mod amp;
 pub mod autograd;
 pub mod backend;
 pub mod dispatch;
@@ -58,6 +59,7 @@ pub(crate) use torchfn_kernels::cpu;
 /// lists.
 pub use torchfn_kernels::wgpu;
 
+pub use amp::autocast;
 pub use backend::Device;
 pub use error::{Error, ErrorKind, Result};
 /// The ndarray version tensors convert to and from (`Tensor::from(array)`,

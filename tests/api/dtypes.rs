@@ -42,3 +42,27 @@ fn every_catalogue_case_matches_pytorch_in_each_new_dtype() {
     assert_eq!(passed.len(), 5, "{summary:?}");
     assert!(passed.values().all(|&(_, n)| n >= 200), "{summary:?}");
 }
+
+#[test]
+fn new_dtypes_print_as_pytorch_prints_them() {
+    use torchfn::{DType, Tensor};
+    let t = |data: &[f64], shape: &[usize], dtype: DType| {
+        Tensor::from_vec(data.to_vec(), shape.to_vec()).unwrap().to(dtype, false, false).unwrap().to_string()
+    };
+    // PyTorch 2.15's repr of each.
+    let cases = [
+        (t(&[1.0, 2.5, 1.0 / 3.0], &[3], DType::Float16), "tensor([1.0000, 2.5000, 0.3333], dtype=torch.float16)"),
+        (t(&[1.0, 2.0], &[2], DType::BFloat16), "tensor([1., 2.], dtype=torch.bfloat16)"),
+        (t(&[1e-5, 1e4], &[2], DType::Float16), "tensor([1.0014e-05, 1.0000e+04], dtype=torch.float16)"),
+        (t(&[1.0, -2.0], &[2], DType::Int8), "tensor([ 1, -2], dtype=torch.int8)"),
+        (t(&[1.0, 200.0], &[2], DType::UInt8), "tensor([  1, 200], dtype=torch.uint8)"),
+        (t(&[1.0, -300.0], &[2], DType::Int16), "tensor([   1, -300], dtype=torch.int16)"),
+        (t(&[2.5], &[], DType::BFloat16), "tensor(2.5000, dtype=torch.bfloat16)"),
+        (t(&[], &[0], DType::Float16), "tensor([], dtype=torch.float16)"),
+        (t(&[f64::NAN, f64::INFINITY], &[2], DType::Float16), "tensor([nan, inf], dtype=torch.float16)"),
+        (t(&[0.1, 100.0], &[1, 2], DType::BFloat16), "tensor([[  0.1001, 100.0000]], dtype=torch.bfloat16)"),
+    ];
+    for (got, want) in cases {
+        assert_eq!(got, want);
+    }
+}

@@ -1,6 +1,7 @@
 //! torchfn's integration tests, through the public API as a user calls it. One test binary
 //! with modules, so the crate is linked once.
 
+mod amp;
 mod autograd;
 mod binding;
 mod coverage;

@@ -1,0 +1,418 @@
+//! Automatic mixed precision (`torch.autocast`): inside an [`autocast`] region, the operations
+//! that gain from a lower precision (matrix products, linear layers, convolutions, attention)
+//! run in bfloat16 or float16, those that need float32's range and precision (losses, `prod`,
+//! linear algebra) run in float32, and the rest run in the dtypes they are given.
+//!
+//! It is built on the protocol: the region is a function mode that sees each public call,
+//! casts the call's floating-point tensors by the function's policy (PyTorch's lists, in
+//! [`policy`]), and calls the function again. The casts are ordinary differentiable
+//! conversions, recorded by autograd, so gradients reach float32 parameters in float32; within
+//! one region, a float32 parameter is cast once per dtype and the cast reused (PyTorch's weight
+//! cast cache), until the outermost region ends.
+//!
+//! ```
+//! use torchfn::{DType, nn::functional as F};
+//!
+//! let x = torchfn::randn([4, 8], None, None, None)?;
+//! let w = torchfn::randn([16, 8], None, None, None)?.requires_grad_(true)?;
+//! let target = torchfn::randn([4, 16], None, None, None)?;
+//! let loss = {
+//!     let _autocast = torchfn::autocast("cpu", DType::BFloat16)?;
+//!     let y = F::linear(&x, &w, None)?;
+//!     assert_eq!(y.dtype()?, DType::BFloat16); // a product: lower precision
+//!     let loss = F::mse_loss(&y, &target, None, None, "mean")?;
+//!     assert_eq!(loss.dtype()?, DType::Float32); // a loss: float32
+//!     loss
+//! };
+//! loss.backward()?;
+//! assert_eq!(w.grad()?.unwrap().dtype()?, DType::Float32); // the parameter's own dtype
+//! # Ok::<(), torchfn::Error>(())
+//! ```
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use crate::backend::Device;
+use crate::error::{Error, Result, bail};
+use crate::protocol::{Func, ModeGuard, Outcome, TorchFunctionMode, Types, push_mode};
+use crate::tensor::{ById, DType, Tensor};
+use crate::value::{Kwargs, Value};
+
+/// How autocast treats a function's floating-point tensors.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Policy {
+    /// Cast to the region's lower precision (bfloat16 or float16).
+    LowerPrecision,
+    /// Cast to float32.
+    Float32,
+    /// Cast to the widest floating-point dtype among them.
+    Promote,
+}
+
+/// The autocast policy of `func` on the CPU, from PyTorch's lists for the CPU
+/// (`aten/src/ATen/autocast_mode.cpp`), or `None` for a function that runs in the dtypes it is
+/// given. Functions are named as ATen names them: `linalg.inv` is `linalg_inv`, `fft.rfft`
+/// `fft_rfft`, `Tensor.__matmul__` `matmul`. `multi_head_attention_forward`, which PyTorch
+/// composes from linear layers and attention (all lower precision), is one function here, and
+/// listed with them.
+pub fn policy(func: &Func) -> Option<Policy> {
+    let name = func.name();
+    let aten = match func.namespace() {
+        "torchfn.linalg" => format!("linalg_{name}"),
+        "torchfn.fft" => format!("fft_{name}"),
+        "Tensor" if matches!(name, "__matmul__" | "__rmatmul__") => "matmul".into(),
+        _ => name.into(),
+    };
+    Some(match aten.as_str() {
+        "conv1d"
+        | "conv2d"
+        | "conv3d"
+        | "bmm"
+        | "mm"
+        | "linalg_vecdot"
+        | "baddbmm"
+        | "addmm"
+        | "addbmm"
+        | "linear"
+        | "_convolution"
+        | "matmul"
+        | "conv_tbc"
+        | "mkldnn_rnn_layer"
+        | "conv_transpose1d"
+        | "conv_transpose2d"
+        | "conv_transpose3d"
+        | "prelu"
+        | "scaled_dot_product_attention"
+        | "_native_multi_head_attention"
+        | "multi_head_attention_forward" => Policy::LowerPrecision,
+        "avg_pool3d"
+        | "binary_cross_entropy"
+        | "grid_sampler"
+        | "polar"
+        | "prod"
+        | "quantile"
+        | "nanquantile"
+        | "stft"
+        | "cdist"
+        | "trace"
+        | "view_as_complex"
+        | "cholesky"
+        | "cholesky_inverse"
+        | "cholesky_solve"
+        | "inverse"
+        | "lu_solve"
+        | "orgqr"
+        | "ormqr"
+        | "pinverse"
+        | "max_pool3d"
+        | "max_unpool2d"
+        | "max_unpool3d"
+        | "adaptive_avg_pool3d"
+        | "reflection_pad1d"
+        | "reflection_pad2d"
+        | "replication_pad1d"
+        | "replication_pad2d"
+        | "replication_pad3d"
+        | "mse_loss"
+        | "cosine_embedding_loss"
+        | "nll_loss"
+        | "nll_loss2d"
+        | "hinge_embedding_loss"
+        | "poisson_nll_loss"
+        | "smooth_l1_loss"
+        | "cross_entropy"
+        | "l1_loss"
+        | "huber_loss"
+        | "margin_ranking_loss"
+        | "soft_margin_loss"
+        | "triplet_margin_loss"
+        | "multi_margin_loss"
+        | "ctc_loss"
+        | "kl_div"
+        | "multilabel_margin_loss"
+        | "binary_cross_entropy_with_logits"
+        | "fft_fft"
+        | "fft_ifft"
+        | "fft_fft2"
+        | "fft_ifft2"
+        | "fft_fftn"
+        | "fft_ifftn"
+        | "fft_rfft"
+        | "fft_irfft"
+        | "fft_rfft2"
+        | "fft_irfft2"
+        | "fft_rfftn"
+        | "fft_irfftn"
+        | "fft_hfft"
+        | "fft_ihfft"
+        | "linalg_cond"
+        | "linalg_matrix_rank"
+        | "linalg_solve"
+        | "linalg_cholesky"
+        | "linalg_svdvals"
+        | "linalg_eigvals"
+        | "linalg_eigvalsh"
+        | "linalg_inv"
+        | "linalg_householder_product"
+        | "linalg_tensorinv"
+        | "linalg_tensorsolve"
+        | "fake_quantize_per_tensor_affine"
+        | "geqrf"
+        | "_lu_with_info"
+        | "qr"
+        | "svd"
+        | "triangular_solve"
+        | "fractional_max_pool2d"
+        | "fractional_max_pool3d"
+        | "adaptive_max_pool3d"
+        | "multilabel_margin_loss_forward"
+        | "linalg_qr"
+        | "linalg_cholesky_ex"
+        | "linalg_svd"
+        | "linalg_eig"
+        | "linalg_eigh"
+        | "linalg_lstsq"
+        | "linalg_inv_ex" => Policy::Float32,
+        "stack" | "cat" | "index_copy" => Policy::Promote,
+        _ => return None,
+    })
+}
+
+/// This thread's autocast state: the settings of the innermost region, how many regions are
+/// open, and the casts of parameters made in them.
+struct State {
+    enabled: bool,
+    dtype: DType,
+    cache_enabled: bool,
+    depth: usize,
+    /// Float32 leaf tensors that require grad, with their cast to a lower precision.
+    cache: HashMap<(ById, DType), Tensor>,
+    /// The function mode, pushed while a region is open.
+    mode: Option<ModeGuard<AutocastMode>>,
+}
+
+thread_local! {
+    static STATE: RefCell<State> = RefCell::new(State {
+        enabled: false,
+        dtype: DType::BFloat16,
+        cache_enabled: true,
+        depth: 0,
+        cache: HashMap::new(),
+        mode: None,
+    });
+}
+
+/// Opens an autocast region on the CPU in `dtype` (bfloat16 or float16) until the returned
+/// guard is dropped (`with torch.autocast(device_type, dtype=dtype):`). See the [module
+/// docs](self) and [`Autocast`] for the other settings.
+///
+/// `device_type` is `"cpu"`. The wgpu backend holds no half-precision tensors yet, so
+/// `"wgpu"` (and any other) is an error that says so.
+pub fn autocast(device_type: &str, dtype: DType) -> Result<AutocastGuard> {
+    Autocast::new(device_type)?.dtype(dtype).enter()
+}
+
+/// Whether an autocast region is open and enabled on this thread for `device_type`
+/// (`torch.is_autocast_enabled(device_type)`).
+pub fn is_autocast_enabled(device_type: &str) -> bool {
+    device_type == "cpu" && STATE.with(|s| s.borrow().enabled)
+}
+
+/// The lower precision of autocast regions for `device_type` on this thread: the innermost
+/// region's, or bfloat16 outside any (`torch.get_autocast_dtype(device_type)`).
+pub fn get_autocast_dtype(device_type: &str) -> Result<DType> {
+    check_device(device_type)?;
+    Ok(STATE.with(|s| s.borrow().dtype))
+}
+
+fn check_device(device_type: &str) -> Result<()> {
+    match device_type {
+        "cpu" => Ok(()),
+        "wgpu" => bail!(
+            NotImplemented,
+            "autocast(): device_type 'wgpu' needs half-precision tensors on the GPU, which torchfn's wgpu backend \
+             does not hold yet: use device_type 'cpu'"
+        ),
+        other => bail!(Runtime, "autocast(): unsupported device_type {other:?}: expected 'cpu'"),
+    }
+}
+
+/// The settings of an autocast region, as `torch.autocast`'s arguments: `dtype` (bfloat16 by
+/// default on the CPU), `enabled` (a disabled region inside an enabled one runs everything as
+/// given), `cache_enabled` (reuse the casts of parameters).
+///
+/// ```
+/// use torchfn::DType;
+/// use torchfn::amp::{Autocast, is_autocast_enabled};
+///
+/// let _outer = Autocast::new("cpu")?.enter()?;
+/// assert!(is_autocast_enabled("cpu"));
+/// {
+///     let _off = Autocast::new("cpu")?.enabled(false).enter()?;
+///     assert!(!is_autocast_enabled("cpu"));
+///     let x = torchfn::ones([2, 2], None, None)?;
+///     assert_eq!(x.matmul(&x)?.dtype()?, DType::Float32);
+/// }
+/// assert!(is_autocast_enabled("cpu"));
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub struct Autocast {
+    dtype: DType,
+    enabled: bool,
+    cache_enabled: bool,
+}
+
+impl Autocast {
+    /// A region on `device_type` (`"cpu"`), bfloat16, enabled, caching.
+    pub fn new(device_type: &str) -> Result<Autocast> {
+        check_device(device_type)?;
+        Ok(Autocast { dtype: DType::BFloat16, enabled: true, cache_enabled: true })
+    }
+
+    /// The lower precision: bfloat16 or float16.
+    pub fn dtype(self, dtype: DType) -> Autocast {
+        Autocast { dtype, ..self }
+    }
+
+    /// Whether the region casts at all.
+    pub fn enabled(self, enabled: bool) -> Autocast {
+        Autocast { enabled, ..self }
+    }
+
+    /// Whether casts of parameters are reused within the region.
+    pub fn cache_enabled(self, cache_enabled: bool) -> Autocast {
+        Autocast { cache_enabled, ..self }
+    }
+
+    /// Opens the region until the guard is dropped. A dtype other than bfloat16 and float16
+    /// is an error, as in PyTorch on the CPU.
+    pub fn enter(self) -> Result<AutocastGuard> {
+        if !self.dtype.is_reduced_float() {
+            return Err(Error::runtime_error(format!(
+                "autocast(): in CPU autocast, but the target dtype is not supported: {}; CPU autocast only \
+                 supports torch.bfloat16 and torch.float16",
+                self.dtype
+            )));
+        }
+        STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            let previous = Autocast { dtype: s.dtype, enabled: s.enabled, cache_enabled: s.cache_enabled };
+            (s.dtype, s.enabled, s.cache_enabled) = (self.dtype, self.enabled, self.cache_enabled);
+            s.depth += 1;
+            if s.mode.is_none() {
+                s.mode = Some(push_mode(AutocastMode));
+            }
+            Ok(AutocastGuard { previous, _thread_bound: std::marker::PhantomData })
+        })
+    }
+}
+
+/// Closes an autocast region when dropped, restoring the enclosing region's settings; the
+/// outermost one also pops the mode and forgets the cached casts.
+#[must_use = "the autocast region ends when the guard is dropped"]
+pub struct AutocastGuard {
+    previous: Autocast,
+    _thread_bound: std::marker::PhantomData<Rc<()>>,
+}
+
+impl Drop for AutocastGuard {
+    fn drop(&mut self) {
+        let finished = STATE.with(|s| {
+            let mut s = s.borrow_mut();
+            let p = self.previous;
+            (s.dtype, s.enabled, s.cache_enabled) = (p.dtype, p.enabled, p.cache_enabled);
+            s.depth -= 1;
+            if s.depth > 0 {
+                return None;
+            }
+            s.cache.clear();
+            s.mode.take()
+        });
+        // Dropped outside the borrow: popping runs no autocast code, but stays clear of it.
+        drop(finished);
+    }
+}
+
+/// The function mode of open autocast regions.
+pub struct AutocastMode;
+
+impl TorchFunctionMode for AutocastMode {
+    fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
+        let (enabled, dtype) = STATE.with(|s| {
+            let s = s.borrow();
+            (s.enabled, s.dtype)
+        });
+        let Some(policy) = policy(func).filter(|_| enabled) else { return func.call(args, kwargs) };
+        let target = match policy {
+            Policy::LowerPrecision => dtype,
+            Policy::Float32 => DType::Float32,
+            Policy::Promote => {
+                let mut widest = None;
+                for v in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
+                    each_tensor(v, &mut |t| {
+                        if eligible(t)? {
+                            let d = t.dtype()?;
+                            widest = Some(widest.map_or(d, |w: DType| w.promote(d)));
+                        }
+                        Ok(())
+                    })?;
+                }
+                match widest {
+                    Some(w) => w,
+                    None => return func.call(args, kwargs),
+                }
+            }
+        };
+        let args: Vec<Value> = args.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?;
+        let kwargs: Kwargs =
+            kwargs.iter().map(|(k, v)| Ok((k.to_string(), cast(v, target, policy)?))).collect::<Result<_>>()?;
+        func.call(&args, &kwargs)
+    }
+}
+
+/// Runs `f` on each tensor of `v` (itself, or the items of a list or tuple).
+fn each_tensor(v: &Value, f: &mut impl FnMut(&Tensor) -> Result<()>) -> Result<()> {
+    match v {
+        Value::Tensor(t) => f(t),
+        Value::List(items) | Value::Tuple(items) => items.iter().try_for_each(|v| each_tensor(v, f)),
+        _ => Ok(()),
+    }
+}
+
+/// Whether autocast casts `t`: a floating-point tensor other than float64, on the CPU.
+fn eligible(t: &Tensor) -> Result<bool> {
+    let dtype = t.dtype()?;
+    Ok(dtype.is_floating_point() && dtype != DType::Float64 && t.device()? == Device::CPU)
+}
+
+/// `v` with its eligible tensors converted to `target`.
+fn cast(v: &Value, target: DType, policy: Policy) -> Result<Value> {
+    Ok(match v {
+        Value::Tensor(t) if eligible(t)? && t.dtype()? != target => Value::Tensor(cast_tensor(t, target, policy)?),
+        Value::List(items) => Value::List(items.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?),
+        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?),
+        other => other.clone(),
+    })
+}
+
+/// `t` as `target`: a recorded conversion, reused for a float32 parameter (a leaf that
+/// requires grad) cast to the lower precision while the cache is enabled.
+fn cast_tensor(t: &Tensor, target: DType, policy: Policy) -> Result<Tensor> {
+    let cacheable = policy == Policy::LowerPrecision
+        && STATE.with(|s| s.borrow().cache_enabled)
+        && t.dtype()? == DType::Float32
+        && t.requires_grad()?
+        && t.is_leaf()?;
+    if !cacheable {
+        return crate::primitive::copy(t, target);
+    }
+    let key = (ById::new(t), target);
+    if let Some(hit) = STATE.with(|s| s.borrow().cache.get(&key).cloned()) {
+        return Ok(hit);
+    }
+    let cast = crate::primitive::copy(t, target)?;
+    STATE.with(|s| s.borrow_mut().cache.insert(key, cast.clone()));
+    Ok(cast)
+}
