@@ -7,7 +7,9 @@ integer dtype, its integer tensors and its floating-point tensors times ten (so 
 integers other than 0 and 1) become that dtype. Other arguments are kept. A case none of whose
 tensors change is left out. Half-precision results carry PyTorch's `assert_close` tolerances.
 
-Run with a PyTorch from PyPI in a scratch venv (never a dependency of torchfn), from the
+It also writes tests/golden/dtypes.safetensors (see `safetensors_file`).
+
+Run with a PyTorch (and safetensors) from PyPI in a scratch venv (never a dependency of torchfn), from the
 repository root:
     python bench/golden/gen_dtypes.py
 """
@@ -74,6 +76,24 @@ def main():
     with open(os.path.join(GOLDEN, "dtypes.json"), "w") as f:
         json.dump(out, f)
     print(f"{len(cases)} cases, {sum('error' in c for c in cases)} errors")
+    safetensors_file()
+
+
+def safetensors_file():
+    """tests/golden/dtypes.safetensors: one tensor of each new dtype, written by PyTorch's
+    safetensors, with values whose bits matter (negative zero, infinities, NaN, a subnormal,
+    the extremes of each integer type)."""
+    from safetensors.torch import save_file
+
+    tensors = {
+        "float16": torch.tensor([1.0, -0.0, 65504.0, float("inf"), float("-inf"), float("nan"), 6e-8, 1 / 3],
+                                dtype=torch.float16),
+        "bfloat16": torch.tensor([1.0, -0.0, 3.0e38, float("inf"), float("nan"), 1e-40, 1 / 3], dtype=torch.bfloat16),
+        "int8": torch.tensor([-128, -1, 0, 1, 127], dtype=torch.int8),
+        "uint8": torch.tensor([[0, 1], [128, 255]], dtype=torch.uint8),
+        "int16": torch.tensor([-32768, -1, 0, 300, 32767], dtype=torch.int16),
+    }
+    save_file(tensors, os.path.join(GOLDEN, "dtypes.safetensors"))
 
 
 if __name__ == "__main__":

@@ -66,3 +66,56 @@ fn new_dtypes_print_as_pytorch_prints_them() {
         assert_eq!(got, want);
     }
 }
+
+/// `tests/golden/dtypes.safetensors`, written by PyTorch's safetensors (see
+/// `bench/golden/gen_dtypes.py`).
+fn pytorch_file() -> Vec<u8> {
+    std::fs::read(format!("{}/tests/golden/dtypes.safetensors", env!("CARGO_MANIFEST_DIR"))).unwrap()
+}
+
+#[test]
+fn safetensors_of_every_new_dtype_load_bit_exactly_and_save_pytorch_s_bytes() {
+    use torchfn::half::{bf16, f16};
+    use torchfn::{DType, safetensors};
+    let bytes = pytorch_file();
+    let state = safetensors::load(&bytes).unwrap();
+    let get = |k: &str| state.get(k).unwrap();
+    // The bits PyTorch wrote (printed by the generator), NaN, negative zero and subnormals included.
+    let bits16 = |v: Vec<u16>| v.into_iter().map(|b| b as i16).collect::<Vec<i16>>();
+    assert_eq!(get("float16").dtype().unwrap(), DType::Float16);
+    let halves = get("float16").to_vec::<f16>().unwrap().into_iter().map(f16::to_bits).collect();
+    assert_eq!(bits16(halves), [15360, -32768, 31743, 31744, -1024, 32256, 1, 13653]);
+    assert_eq!(get("bfloat16").dtype().unwrap(), DType::BFloat16);
+    let brains = get("bfloat16").to_vec::<bf16>().unwrap().into_iter().map(bf16::to_bits).collect();
+    assert_eq!(bits16(brains), [16256, -32768, 32610, 32640, 32704, 1, 16043]);
+    assert_eq!(get("int8").to_vec::<i8>().unwrap(), [-128, -1, 0, 1, 127]);
+    assert_eq!(get("uint8").shape().unwrap(), [2, 2]);
+    assert_eq!(get("uint8").to_vec::<u8>().unwrap(), [0, 1, 128, 255]);
+    assert_eq!(get("int16").to_vec::<i16>().unwrap(), [-32768, -1, 0, 300, 32767]);
+    // Written back by torchfn: byte for byte the file PyTorch wrote, so PyTorch reads it.
+    assert_eq!(safetensors::save(&state).unwrap(), bytes);
+}
+
+#[test]
+fn npy_holds_the_new_dtypes_numpy_has_and_refuses_bfloat16() {
+    use torchfn::{DType, ErrorKind, Tensor, npy};
+    for dtype in [DType::Float16, DType::UInt8, DType::Int8, DType::Int16] {
+        let t = Tensor::from_vec(vec![1.0f64, -2.0, 3.5, 100.0], vec![2, 2]).unwrap().to(dtype, false, false).unwrap();
+        let mut bytes = Vec::new();
+        npy::write(&mut bytes, &t).unwrap();
+        let back = npy::read(&bytes[..]).unwrap();
+        assert_eq!(back.dtype().unwrap(), dtype);
+        let v = |t: &Tensor| t.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+        assert_eq!(v(&back), v(&t), "{dtype}");
+    }
+    let header = |dtype: DType| {
+        let mut bytes = Vec::new();
+        npy::write(&mut bytes, &torchfn::zeros([1], dtype, None).unwrap()).unwrap();
+        String::from_utf8_lossy(&bytes[10..40]).into_owned()
+    };
+    assert!(header(DType::Float16).starts_with("{'descr': '<f2'"), "{}", header(DType::Float16));
+    assert!(header(DType::UInt8).starts_with("{'descr': '|u1'"));
+    let err = npy::write(Vec::new(), &torchfn::zeros([1], DType::BFloat16, None).unwrap()).unwrap_err();
+    assert_eq!(err.kind(), ErrorKind::Type);
+    assert!(err.to_string().contains("NumPy has no torch.bfloat16 type"), "{err}");
+}
