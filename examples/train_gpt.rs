@@ -16,6 +16,10 @@
 //!
 //! (As root, Open MPI also wants `--allow-run-as-root`; with more ranks than cores,
 //! `--oversubscribe`.) Rank 0 shows the progress and writes the outputs.
+//!
+//! Mixed precision (`--precision bf16`): each forward pass and loss run under
+//! `torchfn::autocast("cpu", bfloat16)`, so the products run in bfloat16 while the parameters,
+//! their gradients and AdamW's state stay float32 (`--precision f16` for float16).
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -51,7 +55,9 @@ pub struct Trained {
 /// Trains for `steps` steps on batches of `batch` windows of `context` letters, writing the plot
 /// and the checkpoint into `out` (when given) and showing a progress bar when `progress`. With
 /// `ddp`, this process is one rank of the default process group (initialized here): it takes
-/// `batch / world_size` windows of each batch, and only rank 0 shows progress and writes.
+/// `batch / world_size` windows of each batch, and only rank 0 shows progress and writes. With
+/// `autocast` (bfloat16 or float16), forward passes and losses run in an autocast region of
+/// that dtype.
 pub fn train(
     steps: usize,
     batch: usize,
@@ -59,6 +65,7 @@ pub fn train(
     out: Option<&Path>,
     progress: bool,
     ddp: bool,
+    autocast: Option<DType>,
 ) -> Result<Trained> {
     use torchfn::distributed::{self as dist, DistributedDataParallel, ReduceOp};
     let (rank, world) = if ddp {
@@ -97,8 +104,10 @@ pub fn train(
     for step in 0..steps {
         let (inputs, targets) = batch_of(&ids, batch / world, context, if ddp { &data } else { &g })?;
         optimizer.zero_grad(true)?;
-        let logits = model.forward(&inputs)?;
-        let loss = gpt::GPT2LMHeadModel::loss(&logits, &targets)?;
+        let loss = {
+            let _region = autocast.map(|dtype| torchfn::autocast("cpu", dtype)).transpose()?;
+            gpt::GPT2LMHeadModel::loss(&model.forward(&inputs)?, &targets)?
+        };
         loss.backward()?;
         optimizer.step()?;
         if ddp {
@@ -198,8 +207,17 @@ fn plot(losses: &[f64], path: &Path) -> Result<()> {
 
 fn main() -> Result<()> {
     let out = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/train_gpt");
-    let ddp = std::env::args().any(|a| a == "--ddp");
-    let trained = train(400, 8, 48, Some(&out), true, ddp)?;
+    let args: Vec<String> = std::env::args().collect();
+    let ddp = args.iter().any(|a| a == "--ddp");
+    let autocast = match args.iter().position(|a| a == "--precision").map(|i| args.get(i + 1).map(String::as_str)) {
+        None | Some(Some("f32")) => None,
+        Some(Some("bf16")) => Some(DType::BFloat16),
+        Some(Some("f16")) => Some(DType::Float16),
+        Some(other) => {
+            return Err(Error::value_error(format!("--precision {other:?}: expected f32, bf16 or f16")));
+        }
+    };
+    let trained = train(400, 8, 48, Some(&out), true, ddp, autocast)?;
     if trained.rank != 0 {
         return Ok(());
     }

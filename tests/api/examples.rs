@@ -64,12 +64,25 @@ pub(crate) mod train_gpt;
 /// train_gpt`): the loss falls from its start, and the model writes text of the vocabulary.
 #[test]
 fn train_gpt_learns_in_a_few_steps() {
-    let trained = train_gpt::train(40, 4, 16, None, false, false).unwrap();
+    let trained = train_gpt::train(40, 4, 16, None, false, false, None).unwrap();
     let first: f64 = trained.losses[..5].iter().sum::<f64>() / 5.0;
     let last: f64 = trained.losses[35..].iter().sum::<f64>() / 5.0;
     assert!(last < first - 0.3, "the loss went from {first} to {last}");
     assert_eq!(trained.sample.chars().count(), 208);
     assert!(trained.sample.chars().all(|c| train_gpt::TEXT.contains(c)));
+}
+
+/// The training example with `--precision bf16`: under bfloat16 autocast it learns as in
+/// float32, and the parameters stay float32.
+#[test]
+fn train_gpt_learns_under_bf16_autocast() {
+    let trained = train_gpt::train(40, 4, 16, None, false, false, Some(torchfn::DType::BFloat16)).unwrap();
+    let first: f64 = trained.losses[..5].iter().sum::<f64>() / 5.0;
+    let last: f64 = trained.losses[35..].iter().sum::<f64>() / 5.0;
+    assert!(last < first - 0.3, "the loss went from {first} to {last}");
+    let float32 = train_gpt::train(40, 4, 16, None, false, false, None).unwrap();
+    let last32: f64 = float32.losses[35..].iter().sum::<f64>() / 5.0;
+    assert!((last - last32).abs() < 0.1, "bf16 ends at {last}, float32 at {last32}");
 }
 
 /// Seed 001's custom Functions: each example's transcript, gradcheck's verdicts included.
