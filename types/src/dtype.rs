@@ -423,30 +423,91 @@ narrow_integer!(i8, Int8);
 narrow_integer!(i16, Int16);
 
 macro_rules! reduced_float {
-    ($t:ty, $d:ident) => {
+    ($t:ty, $d:ident, $to_f32:ident, $from_f32:ident) => {
         impl Element for $t {
             const DTYPE: DType = DType::$d;
             #[inline]
             fn to_f64(self) -> f64 {
-                self.to_f64()
+                f64::from(reduced::$to_f32(self.to_bits()))
             }
+            /// Through float32, as PyTorch's conversion of a double (which rounds twice).
             #[inline]
             fn from_f64(v: f64) -> Self {
-                <$t>::from_f64(v)
+                <$t>::from_bits(reduced::$from_f32(v as f32))
             }
             #[inline]
             fn to_i64(self) -> i64 {
-                self.to_f32() as i64
+                reduced::$to_f32(self.to_bits()) as i64
             }
             #[inline]
             fn from_i64(v: i64) -> Self {
-                <$t>::from_f64(v as f64)
+                <$t>::from_bits(reduced::$from_f32(v as f32))
             }
         }
     };
 }
-reduced_float!(half::f16, Float16);
-reduced_float!(half::bf16, BFloat16);
+reduced_float!(half::f16, Float16, f16_to_f32, f32_to_f16);
+reduced_float!(half::bf16, BFloat16, bf16_to_f32, f32_to_bf16);
+
+/// Conversions between float32 and the half-precision formats' bits, without branches, so that
+/// a loop of them vectorises (the `half` crate's check the processor once per element, or
+/// branch on NaN). Rounding is to nearest, ties to even, as the hardware's; a NaN stays a NaN
+/// (float16's and bfloat16's quiet NaN from float32's, the payload's top bits kept for
+/// bfloat16).
+#[doc(hidden)]
+pub mod reduced {
+    /// The float32 value of float16 bits: exact.
+    #[inline(always)]
+    pub fn f16_to_f32(h: u16) -> f32 {
+        let h = u32::from(h);
+        let sign = (h & 0x8000) << 16;
+        let magnitude = h & 0x7fff;
+        // Exponent and mantissa moved into float32's places, then rebiased by 2^(127 - 15):
+        // exact for normal and subnormal values alike.
+        let scaled = f32::from_bits(magnitude << 13) * f32::from_bits((127 + 112) << 23);
+        // Infinities and NaNs (all exponent bits set) keep all of float32's set.
+        let special = if magnitude >= 0x7c00 { 0x7f80_0000 } else { 0 };
+        f32::from_bits(scaled.to_bits() | special | sign)
+    }
+
+    /// The float16 bits nearest to a float32 (ties to even); beyond float16's range,
+    /// infinity; a NaN, float16's quiet NaN.
+    #[inline(always)]
+    pub fn f32_to_f16(f: f32) -> u16 {
+        let bits = f.to_bits();
+        let sign = (bits >> 16) & 0x8000;
+        let magnitude = bits & 0x7fff_ffff;
+        // Subnormal results: adding 0.5 (the magic number's value) lets the float32 adder
+        // round the few mantissa bits left, in its own rounding (to nearest even).
+        let magic = f32::from_bits(((127 - 15) + (23 - 10) + 1) << 23);
+        let subnormal = (f32::from_bits(magnitude) + magic).to_bits().wrapping_sub(magic.to_bits());
+        // Normal results: rebias, round to nearest even on the 13 bits dropped.
+        let odd = (magnitude >> 13) & 1;
+        let normal = magnitude.wrapping_add(((15u32.wrapping_sub(127)) << 23).wrapping_add(0xfff) + odd) >> 13;
+        let finite = if magnitude < (113 << 23) { subnormal } else { normal };
+        let result = if magnitude >= ((127 + 16) << 23) {
+            if magnitude > 0x7f80_0000 { 0x7e00 } else { 0x7c00 }
+        } else {
+            finite
+        };
+        (result | sign) as u16
+    }
+
+    /// The float32 value of bfloat16 bits: exact (bfloat16 is float32's top half).
+    #[inline(always)]
+    pub fn bf16_to_f32(b: u16) -> f32 {
+        f32::from_bits(u32::from(b) << 16)
+    }
+
+    /// The bfloat16 bits nearest to a float32 (ties to even); a NaN stays a (quiet) NaN.
+    #[inline(always)]
+    pub fn f32_to_bf16(f: f32) -> u16 {
+        let bits = f.to_bits();
+        let rounded = bits.wrapping_add(0x7fff + ((bits >> 16) & 1)) >> 16;
+        let nan = (bits & 0x7fff_ffff) > 0x7f80_0000;
+        (if nan { (bits >> 16) | 0x40 } else { rounded }) as u16
+    }
+}
 
 impl Element for bool {
     const DTYPE: DType = DType::Bool;
@@ -567,6 +628,39 @@ mod tests {
         assert_eq!(result_type([Dimensioned(DType::Float16), Number(DType::Float64)]), DType::Float16);
         assert_eq!(result_type([Dimensioned(DType::UInt8), ZeroDim(DType::Int64)]), DType::UInt8);
         assert_eq!(result_type([Dimensioned(DType::Int8), ZeroDim(DType::Float16)]), DType::Float16);
+    }
+
+    #[test]
+    fn branchless_conversions_agree_with_the_half_crate_on_every_value() {
+        use half::{bf16, f16};
+        // Every float16 and bfloat16, widened; and float32s around every half-precision value
+        // (halfway points and their neighbours), narrowed.
+        for bits in 0..=u16::MAX {
+            let h = f16::from_bits(bits);
+            let w = reduced::f16_to_f32(bits);
+            assert!(w.to_bits() == h.to_f32().to_bits() || (w.is_nan() && h.is_nan()), "f16 {bits:#x}");
+            let b = bf16::from_bits(bits);
+            let w = reduced::bf16_to_f32(bits);
+            assert!(w.to_bits() == b.to_f32().to_bits() || (w.is_nan() && b.is_nan()), "bf16 {bits:#x}");
+            let x = h.to_f32();
+            for f in [x, f32::from_bits(x.to_bits().wrapping_add(1)), f32::from_bits(x.to_bits().wrapping_sub(1))]
+                .into_iter()
+                .chain((x.is_finite() && bits & 0x7fff < 0x7bff).then(|| (x + f16::from_bits(bits + 1).to_f32()) / 2.0))
+            {
+                let (got, want) = (reduced::f32_to_f16(f), f16::from_f32(f));
+                assert!(got == want.to_bits() || (f.is_nan() && want.is_nan()), "f16 of {f:e}: {got:#x} {want:?}");
+            }
+            let y = b.to_f32();
+            for f in [
+                y,
+                f32::from_bits(y.to_bits() ^ 0x8000),
+                f32::from_bits(y.to_bits() | 0x8000),
+                f32::from_bits(y.to_bits() | 0x7fff),
+            ] {
+                let (got, want) = (reduced::f32_to_bf16(f), bf16::from_f32(f));
+                assert!(got == want.to_bits() || (f.is_nan() && want.is_nan()), "bf16 of {f:e}: {got:#x} {want:?}");
+            }
+        }
     }
 
     #[test]

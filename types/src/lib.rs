@@ -21,6 +21,8 @@ pub mod error;
 mod layout;
 mod scalar;
 
+#[doc(hidden)]
+pub use dtype::reduced as dtype_reduced;
 pub use dtype::{
     Category, DType, DefaultDTypeGuard, Element, Participant, default_dtype, get_default_dtype, result_type,
     set_default_dtype,

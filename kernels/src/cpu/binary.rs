@@ -5,9 +5,10 @@ use crate::backend::{Array, Binary};
 use crate::error::Result;
 use crate::types::{DType, Element, Shape, with_dtype};
 
-use super::elementwise::{Bits, Float, Signed};
+use super::elementwise::{Bits, Float, Signed, Stored};
 use super::map::binary_to;
 use super::{Number, undefined};
+use crate::types::half::{bf16, f16};
 
 /// `op` on the elements of `a` and `b` broadcast to `shape`, computed in `dtype` (see
 /// [`Backend::binary`](crate::backend::Backend::binary)).
@@ -20,35 +21,62 @@ pub(super) fn binary(
     out: Option<&Array>,
 ) -> Result<Array> {
     match dtype {
-        DType::Float32 => float::<f32>(a, b, shape, op, out),
-        DType::Float64 => float::<f64>(a, b, shape, op, out),
+        DType::Float32 => float::<f32, f32>(a, b, shape, op, out),
+        DType::Float64 => float::<f64, f64>(a, b, shape, op, out),
+        DType::Float16 => float::<f16, f32>(a, b, shape, op, out),
+        DType::BFloat16 => float::<bf16, f32>(a, b, shape, op, out),
         DType::UInt8 => integer::<u8>(a, b, shape, op, out),
         DType::Int8 => integer::<i8>(a, b, shape, op, out),
         DType::Int16 => integer::<i16>(a, b, shape, op, out),
         DType::Int32 => integer::<i32>(a, b, shape, op, out),
         DType::Int64 => integer::<i64>(a, b, shape, op, out),
         DType::Bool => boolean(a, b, shape, op, out),
-        // Half precision computes in float32: the backend widens it first.
-        DType::Float16 | DType::BFloat16 => Err(undefined(op, dtype)),
     }
 }
 
+/// `g` on two stored elements: widened, computed, rounded once (inlined by force into the
+/// vectorised loops).
+#[inline(always)]
+fn lifted2<S: Stored<Math = T>, T>(g: impl Fn(T, T) -> T + Sync) -> impl Fn(S, S) -> S + Sync {
+    #[inline(always)]
+    move |p: S, q: S| S::narrow(g(p.widen(), q.widen()))
+}
+
+/// `g` on two stored elements, widened (a comparison).
+#[inline(always)]
+fn widened2<S: Stored<Math = T>, T>(g: impl Fn(T, T) -> bool + Sync) -> impl Fn(S, S) -> bool + Sync {
+    #[inline(always)]
+    move |p: S, q: S| g(p.widen(), q.widen())
+}
+
 /// The operations integers and floats share.
-fn numeric<T: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
+fn numeric<S: Stored<Math = T>, T: Signed>(
+    a: &Array,
+    b: &Array,
+    shape: &Shape,
+    op: Binary,
+    out: Option<&Array>,
+) -> Result<Array> {
+    // `g` on each pair of elements, computed in `T`.
+    macro_rules! map {
+        ($g:expr) => {
+            binary_to::<S, S>(a, b, shape, out, lifted2::<S, T>($g))
+        };
+    }
     let nan = |v: T| v.is_nan();
     match op {
         Binary::Add(alpha) => {
             let alpha = T::from_scalar(alpha);
-            binary_to::<T, T>(a, b, shape, out, move |p, q| p.add(alpha.mul(q)))
+            map!(move |p, q| p.add(alpha.mul(q)))
         }
         Binary::Sub(alpha) => {
             let alpha = T::from_scalar(alpha);
-            binary_to::<T, T>(a, b, shape, out, move |p, q| p.sub(alpha.mul(q)))
+            map!(move |p, q| p.sub(alpha.mul(q)))
         }
-        Binary::Mul => binary_to::<T, T>(a, b, shape, out, Number::mul),
-        Binary::DivTrunc => binary_to::<T, T>(a, b, shape, out, |p, q| p.div_trunc(q).unwrap_or_default()),
-        Binary::DivFloor => binary_to::<T, T>(a, b, shape, out, |p, q| p.div_floor(q).unwrap_or_default()),
-        Binary::Maximum => binary_to::<T, T>(a, b, shape, out, move |p, q| {
+        Binary::Mul => map!(Number::mul),
+        Binary::DivTrunc => map!(|p, q| p.div_trunc(q).unwrap_or_default()),
+        Binary::DivFloor => map!(|p, q| p.div_floor(q).unwrap_or_default()),
+        Binary::Maximum => map!(move |p, q| {
             if nan(p) || nan(q) {
                 T::from_f64(f64::NAN)
             } else if p > q {
@@ -57,7 +85,7 @@ fn numeric<T: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Opti
                 q
             }
         }),
-        Binary::Minimum => binary_to::<T, T>(a, b, shape, out, move |p, q| {
+        Binary::Minimum => map!(move |p, q| {
             if nan(p) || nan(q) {
                 T::from_f64(f64::NAN)
             } else if p < q {
@@ -66,10 +94,10 @@ fn numeric<T: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Opti
                 q
             }
         }),
-        Binary::Pow => binary_to::<T, T>(a, b, shape, out, Signed::pow),
-        Binary::Fmod => binary_to::<T, T>(a, b, shape, out, |p, q| p.fmod(q).unwrap_or_default()),
-        Binary::Remainder => binary_to::<T, T>(a, b, shape, out, |p, q| p.remainder(q).unwrap_or_default()),
-        Binary::ClampMin => binary_to::<T, T>(a, b, shape, out, move |v, m| {
+        Binary::Pow => map!(Signed::pow),
+        Binary::Fmod => map!(|p, q| p.fmod(q).unwrap_or_default()),
+        Binary::Remainder => map!(|p, q| p.remainder(q).unwrap_or_default()),
+        Binary::ClampMin => map!(move |v, m| {
             if nan(v) {
                 v
             } else if nan(m) || v < m {
@@ -78,7 +106,7 @@ fn numeric<T: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Opti
                 v
             }
         }),
-        Binary::ClampMax => binary_to::<T, T>(a, b, shape, out, move |v, m| {
+        Binary::ClampMax => map!(move |v, m| {
             if nan(v) {
                 v
             } else if nan(m) || v > m {
@@ -87,42 +115,69 @@ fn numeric<T: Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Opti
                 v
             }
         }),
-        _ => compare::<T>(a, b, shape, op, out),
+        _ => compare::<S, T>(a, b, shape, op, out),
     }
 }
 
-/// The comparisons and logical operations, for any element type (bool results).
-fn compare<T: Element>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
+/// The comparisons and logical operations (bool results), of elements stored as `S` and
+/// compared as `T`.
+fn compare<S: Stored<Math = T>, T: Element>(
+    a: &Array,
+    b: &Array,
+    shape: &Shape,
+    op: Binary,
+    out: Option<&Array>,
+) -> Result<Array> {
+    // `g` on each pair of elements, compared in `T`.
+    macro_rules! map {
+        ($g:expr) => {
+            binary_to::<S, bool>(a, b, shape, out, widened2::<S, T>($g))
+        };
+    }
     let truth = |v: T| v != T::default();
     match op {
-        Binary::Eq => binary_to::<T, bool>(a, b, shape, out, |p, q| p == q),
-        Binary::Ne => binary_to::<T, bool>(a, b, shape, out, |p, q| p != q),
-        Binary::Lt => binary_to::<T, bool>(a, b, shape, out, |p, q| p < q),
-        Binary::Le => binary_to::<T, bool>(a, b, shape, out, |p, q| p <= q),
-        Binary::Gt => binary_to::<T, bool>(a, b, shape, out, |p, q| p > q),
-        Binary::Ge => binary_to::<T, bool>(a, b, shape, out, |p, q| p >= q),
-        Binary::And => binary_to::<T, bool>(a, b, shape, out, move |p, q| truth(p) && truth(q)),
-        Binary::Or => binary_to::<T, bool>(a, b, shape, out, move |p, q| truth(p) || truth(q)),
-        Binary::Xor => binary_to::<T, bool>(a, b, shape, out, move |p, q| truth(p) != truth(q)),
-        _ => Err(undefined(op, T::DTYPE)),
+        Binary::Eq => map!(|p, q| p == q),
+        Binary::Ne => map!(|p, q| p != q),
+        Binary::Lt => map!(|p, q| p < q),
+        Binary::Le => map!(|p, q| p <= q),
+        Binary::Gt => map!(|p, q| p > q),
+        Binary::Ge => map!(|p, q| p >= q),
+        Binary::And => map!(move |p, q| truth(p) && truth(q)),
+        Binary::Or => map!(move |p, q| truth(p) || truth(q)),
+        Binary::Xor => map!(move |p, q| truth(p) != truth(q)),
+        _ => Err(undefined(op, S::DTYPE)),
     }
 }
 
-fn float<F: Float + Signed>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
+/// The float operations, stored as `S` and computed in `F` (float16 and bfloat16 in float32,
+/// rounded once).
+fn float<S: Stored<Math = F>, F: Float + Signed>(
+    a: &Array,
+    b: &Array,
+    shape: &Shape,
+    op: Binary,
+    out: Option<&Array>,
+) -> Result<Array> {
     match op {
-        Binary::Div => binary_to::<F, F>(a, b, shape, out, Float::div),
-        Binary::Atan2 => binary_to::<F, F>(a, b, shape, out, Float::atan2),
-        _ => numeric::<F>(a, b, shape, op, out),
+        Binary::Div => binary_to::<S, S>(a, b, shape, out, lifted2::<S, F>(Float::div)),
+        Binary::Atan2 => binary_to::<S, S>(a, b, shape, out, lifted2::<S, F>(Float::atan2)),
+        _ => numeric::<S, F>(a, b, shape, op, out),
     }
 }
 
-fn integer<I: Bits>(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>) -> Result<Array> {
+fn integer<I: Bits + Stored<Math = I>>(
+    a: &Array,
+    b: &Array,
+    shape: &Shape,
+    op: Binary,
+    out: Option<&Array>,
+) -> Result<Array> {
     match op {
         Binary::Div | Binary::Atan2 => Err(undefined(op, I::DTYPE)),
         Binary::BitAnd | Binary::BitOr | Binary::BitXor | Binary::Shl | Binary::Shr => {
             binary_to::<I, I>(a, b, shape, out, move |p, q| p.bits(q, op))
         }
-        _ => numeric::<I>(a, b, shape, op, out),
+        _ => numeric::<I, I>(a, b, shape, op, out),
     }
 }
 
@@ -135,7 +190,7 @@ fn boolean(a: &Array, b: &Array, shape: &Shape, op: Binary, out: Option<&Array>)
         Binary::Mul | Binary::Minimum | Binary::BitAnd => binary_to::<bool, bool>(a, b, shape, out, |p, q| p && q),
         Binary::Maximum | Binary::BitOr => binary_to::<bool, bool>(a, b, shape, out, |p, q| p || q),
         Binary::BitXor => binary_to::<bool, bool>(a, b, shape, out, |p, q| p != q),
-        _ => compare::<bool>(a, b, shape, op, out),
+        _ => compare::<bool, bool>(a, b, shape, op, out),
     }
 }
 

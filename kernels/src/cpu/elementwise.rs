@@ -5,6 +5,8 @@
 use super::Number;
 use super::vector_math::{erf_f32, erfc_f32, exp_f32, ln_f32, tanh_f32};
 use crate::backend::Binary;
+use crate::types::dtype_reduced as reduced;
+use crate::types::{Element, half};
 
 /// A floating-point element type (`f32`, `f64`): the functions of the unary float operations.
 pub trait Float: Number {
@@ -337,6 +339,54 @@ impl Signed for u8 {
 /// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a
 /// negative amount or by the type's width or more gives 0 (a right shift of a negative number,
 /// -1); a left shift works on the bits, as on an unsigned number.
+/// An element as stored, and the type it computes in: float16 and bfloat16 compute in float32,
+/// widened as they are read and rounded once as they are written, inside the elementwise loop
+/// (so one pass over memory, at half the bytes of float32); every other type computes in
+/// itself.
+pub trait Stored: Element {
+    /// The type values compute in.
+    type Math: Element;
+    /// The value as it computes.
+    fn widen(self) -> Self::Math;
+    /// A computed value as stored (rounded to nearest even for half precision).
+    fn narrow(value: Self::Math) -> Self;
+}
+
+macro_rules! stored_as_itself {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            type Math = $t;
+            #[inline(always)]
+            fn widen(self) -> $t {
+                self
+            }
+            #[inline(always)]
+            fn narrow(value: $t) -> $t {
+                value
+            }
+        }
+    )*};
+}
+stored_as_itself!(bool, u8, i8, i16, i32, i64, f32, f64);
+
+macro_rules! stored_as_f32 {
+    ($t:ty, $to_f32:ident, $from_f32:ident) => {
+        impl Stored for $t {
+            type Math = f32;
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                reduced::$to_f32(self.to_bits())
+            }
+            #[inline(always)]
+            fn narrow(value: f32) -> $t {
+                <$t>::from_bits(reduced::$from_f32(value))
+            }
+        }
+    };
+}
+stored_as_f32!(half::f16, f16_to_f32, f32_to_f16);
+stored_as_f32!(half::bf16, bf16_to_f32, f32_to_bf16);
+
 pub trait Bits: Signed {
     /// `a & b`, `a | b` or `a ^ b`.
     fn bits(self, other: Self, op: Binary) -> Self;

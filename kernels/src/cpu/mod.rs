@@ -165,9 +165,6 @@ impl Backend for Cpu {
 
     fn unary(&self, x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
         host([x].into_iter().chain(out))?;
-        if dtype.is_reduced_float() {
-            return narrow(unary::unary(&widen(x)?, op, DType::Float32, None)?, dtype);
-        }
         unary::unary(x, op, dtype, out)
     }
 
@@ -181,9 +178,6 @@ impl Backend for Cpu {
         out: Option<&Array>,
     ) -> Result<Array> {
         host([a, b].into_iter().chain(out))?;
-        if dtype.is_reduced_float() {
-            return narrow(binary::binary(&widen(a)?, &widen(b)?, shape, op, DType::Float32, None)?, dtype);
-        }
         binary::binary(a, b, shape, op, dtype, out)
     }
 
@@ -210,6 +204,9 @@ impl Backend for Cpu {
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
         host([a, b])?;
+        if dtype.is_reduced_float() {
+            return narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch)?, dtype);
+        }
         with_dtype!(dtype, T => matmul::<T>(a, b, batch), bool => Err(internal("matmul of bools")))
     }
 

@@ -235,12 +235,14 @@ macro_rules! reduced_float {
                 <$t>::from_f64(s.to_f64())
             }
             /// The product accumulates in float32 (the float32 kernel on widened copies) and
-            /// rounds once, as PyTorch's half-precision matmul on the CPU.
+            /// rounds once, as PyTorch's half-precision matmul on the CPU. (The backend widens
+            /// whole operands before it reaches here; this serves direct callers.)
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
-                let (a, b) = (a.mapv(<$t>::to_f32), b.mapv(<$t>::to_f32));
+                let (a, b) = (a.mapv(Element::to_f64), b.mapv(Element::to_f64));
+                let (a, b) = (a.mapv(|v| v as f32), b.mapv(|v| v as f32));
                 let mut product = ndarray::Array2::<f32>::zeros(out.dim());
                 f32_matmul(a.view(), b.view(), &mut product.view_mut());
-                out.zip_mut_with(&product, |o, &p| *o = <$t>::from_f32(p));
+                out.zip_mut_with(&product, |o, &p| *o = <Self as Element>::from_f64(f64::from(p)));
             }
         }
     };

@@ -5,23 +5,24 @@ use crate::backend::{Array, Unary};
 use crate::error::Result;
 use crate::types::DType;
 
-use super::elementwise::{Bits, Float, Signed};
+use super::elementwise::{Bits, Float, Signed, Stored};
 use super::map::unary_to;
 use super::{Number, undefined};
+use crate::types::half::{bf16, f16};
 
 /// `op` on each element of `x`, computed in `dtype` (see [`Backend::unary`](crate::backend::Backend::unary)).
 pub(super) fn unary(x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
     match dtype {
-        DType::Float32 => float::<f32>(x, op, out),
-        DType::Float64 => float::<f64>(x, op, out),
+        DType::Float32 => float::<f32, f32>(x, op, out),
+        DType::Float64 => float::<f64, f64>(x, op, out),
+        DType::Float16 => float::<f16, f32>(x, op, out),
+        DType::BFloat16 => float::<bf16, f32>(x, op, out),
         DType::UInt8 => integer::<u8>(x, op, out),
         DType::Int8 => integer::<i8>(x, op, out),
         DType::Int16 => integer::<i16>(x, op, out),
         DType::Int32 => integer::<i32>(x, op, out),
         DType::Int64 => integer::<i64>(x, op, out),
         DType::Bool => boolean(x, op, out),
-        // Half precision computes in float32: the backend widens it first.
-        DType::Float16 | DType::BFloat16 => Err(undefined(op, dtype)),
     }
 }
 
@@ -54,7 +55,23 @@ fn round<F: Float>(x: F, decimals: i64) -> F {
     if decimals > 0 { x.mul(scale).round_ties_even().div(scale) } else { x.div(scale).round_ties_even().mul(scale) }
 }
 
-fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+/// `g` on a stored element: widened, computed, rounded once. (Inlined by force into the
+/// vectorised loops, as every elementwise closure: see `map::chunked`.)
+#[inline(always)]
+pub(super) fn lifted<S: Stored<Math = F>, F>(g: impl Fn(F) -> F + Sync) -> impl Fn(S) -> S + Sync {
+    #[inline(always)]
+    move |v: S| S::narrow(g(v.widen()))
+}
+
+/// The float operations, stored as `S` and computed in `F` (float16 and bfloat16 in float32,
+/// rounded once).
+fn float<S: Stored<Math = F>, F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
+    // `g` on each element, computed in `F`.
+    macro_rules! map {
+        ($g:expr) => {
+            unary_to::<S, S>(x, out, lifted::<S, F>($g))
+        };
+    }
     let one = F::from_f64(1.0);
     let zero = F::default();
     let (three, six) = (F::from_f64(3.0), F::from_f64(6.0));
@@ -64,36 +81,36 @@ fn float<F: Float + Signed>(x: &Array, op: Unary, out: Option<&Array>) -> Result
         if v > six { six } else { v }
     };
     match op {
-        Unary::Exp => unary_to::<F, F>(x, out, F::exp),
-        Unary::Log => unary_to::<F, F>(x, out, F::ln),
-        Unary::Log1p => unary_to::<F, F>(x, out, F::ln_1p),
-        Unary::Expm1 => unary_to::<F, F>(x, out, F::exp_m1),
-        Unary::Sqrt => unary_to::<F, F>(x, out, F::sqrt),
-        Unary::Rsqrt => unary_to::<F, F>(x, out, |v| v.sqrt().recip()),
-        Unary::Sin => unary_to::<F, F>(x, out, F::sin),
-        Unary::Cos => unary_to::<F, F>(x, out, F::cos),
-        Unary::Tan => unary_to::<F, F>(x, out, F::tan),
-        Unary::Tanh => unary_to::<F, F>(x, out, F::tanh),
-        Unary::Sigmoid => unary_to::<F, F>(x, out, move |v| one.add(v.neg().exp()).recip()),
-        Unary::Erf => unary_to::<F, F>(x, out, F::erf),
-        Unary::Reciprocal => unary_to::<F, F>(x, out, F::recip),
-        Unary::Gelu => unary_to::<F, F>(x, out, gelu),
-        Unary::GeluTanh => unary_to::<F, F>(x, out, gelu_tanh),
-        Unary::Silu => unary_to::<F, F>(x, out, move |v| v.div(one.add(v.neg().exp()))),
-        Unary::Hardswish => unary_to::<F, F>(x, out, move |v| v.mul(relu6(v.add(three))).div(six)),
-        Unary::Hardsigmoid => unary_to::<F, F>(x, out, move |v| relu6(v.add(three)).div(six)),
-        Unary::Ceil => unary_to::<F, F>(x, out, F::ceil),
-        Unary::Floor => unary_to::<F, F>(x, out, F::floor),
-        Unary::Trunc => unary_to::<F, F>(x, out, F::trunc),
-        Unary::Round(decimals) => unary_to::<F, F>(x, out, move |v| round(v, decimals)),
-        Unary::Neg => unary_to::<F, F>(x, out, Number::neg),
-        Unary::Abs => unary_to::<F, F>(x, out, Signed::abs),
-        Unary::Sign => unary_to::<F, F>(x, out, Signed::sign),
-        Unary::Square => unary_to::<F, F>(x, out, |v| v.mul(v)),
-        Unary::Relu => unary_to::<F, F>(x, out, move |v| if v.is_nan() || v > zero { v } else { zero }),
-        Unary::IsNan => unary_to::<F, bool>(x, out, Signed::is_nan),
-        Unary::IsInf => unary_to::<F, bool>(x, out, Signed::is_infinite),
-        Unary::Not | Unary::BitNot => Err(undefined(op, F::DTYPE)),
+        Unary::Exp => map!(F::exp),
+        Unary::Log => map!(F::ln),
+        Unary::Log1p => map!(F::ln_1p),
+        Unary::Expm1 => map!(F::exp_m1),
+        Unary::Sqrt => map!(F::sqrt),
+        Unary::Rsqrt => map!(|v| v.sqrt().recip()),
+        Unary::Sin => map!(F::sin),
+        Unary::Cos => map!(F::cos),
+        Unary::Tan => map!(F::tan),
+        Unary::Tanh => map!(F::tanh),
+        Unary::Sigmoid => map!(move |v| one.add(v.neg().exp()).recip()),
+        Unary::Erf => map!(F::erf),
+        Unary::Reciprocal => map!(F::recip),
+        Unary::Gelu => map!(gelu),
+        Unary::GeluTanh => map!(gelu_tanh),
+        Unary::Silu => map!(move |v| v.div(one.add(v.neg().exp()))),
+        Unary::Hardswish => map!(move |v| v.mul(relu6(v.add(three))).div(six)),
+        Unary::Hardsigmoid => map!(move |v| relu6(v.add(three)).div(six)),
+        Unary::Ceil => map!(F::ceil),
+        Unary::Floor => map!(F::floor),
+        Unary::Trunc => map!(F::trunc),
+        Unary::Round(decimals) => map!(move |v| round(v, decimals)),
+        Unary::Neg => map!(Number::neg),
+        Unary::Abs => map!(Signed::abs),
+        Unary::Sign => map!(Signed::sign),
+        Unary::Square => map!(|v| v.mul(v)),
+        Unary::Relu => map!(move |v| if v.is_nan() || v > zero { v } else { zero }),
+        Unary::IsNan => unary_to::<S, bool>(x, out, |v: S| v.widen().is_nan()),
+        Unary::IsInf => unary_to::<S, bool>(x, out, |v: S| v.widen().is_infinite()),
+        Unary::Not | Unary::BitNot => Err(undefined(op, S::DTYPE)),
     }
 }
 
