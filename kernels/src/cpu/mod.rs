@@ -204,10 +204,13 @@ impl Backend for Cpu {
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
         host([a, b])?;
-        if dtype.is_reduced_float() {
-            return narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch)?, dtype);
+        // Half precision on float32 copies, accumulated in float32 and rounded once; bfloat16's
+        // large products on the AVX512_BF16 kernel where the processor has it.
+        match dtype {
+            DType::BFloat16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, bf16_matmul)?, dtype),
+            DType::Float16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, f32::matmul)?, dtype),
+            _ => with_dtype!(dtype, T => matmul::<T>(a, b, batch, T::matmul), bool => Err(internal("matmul of bools"))),
         }
-        with_dtype!(dtype, T => matmul::<T>(a, b, batch), bool => Err(internal("matmul of bools")))
     }
 
     fn index_select(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
@@ -445,6 +448,30 @@ fn matrix_at<'a, T>(data: &'a [T], l: &Layout, start: usize) -> Result<ndarray::
         .map_err(|_| internal("a matmul operand outside its storage"))
 }
 
+/// `out = a @ b` for two matrices.
+type Product<T> = fn(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>, &mut ndarray::ArrayViewMut2<'_, T>);
+
+/// Products of at least this many multiply-adds (`m·n·k`) of bfloat16 values run on the
+/// AVX512_BF16 kernel: below it, pairing the operands' values costs more than the kernel saves.
+const BF16_KERNEL_MIN: usize = 1 << 26;
+
+/// `out = a @ b` for matrices of bfloat16 values held as float32: a large product on the
+/// AVX512_BF16 kernel (two products per lane and instruction) where the processor has it, else
+/// on the float32 one.
+fn bf16_matmul(
+    a: ndarray::ArrayView2<'_, f32>,
+    b: ndarray::ArrayView2<'_, f32>,
+    out: &mut ndarray::ArrayViewMut2<'_, f32>,
+) {
+    let ((m, k), n) = (a.dim(), b.dim().1);
+    #[cfg(target_arch = "x86_64")]
+    if m.saturating_mul(n).saturating_mul(k) >= BF16_KERNEL_MIN && sgemm::matmul_bf16(a, b, out) {
+        return;
+    }
+    let _ = (m, n, k);
+    Number::matmul(a, b, out)
+}
+
 /// Batched products of at least this many multiply-adds in all run their matrices on several
 /// threads.
 const BATCH_PARALLEL_MIN: usize = 1 << 20;
@@ -452,7 +479,8 @@ const BATCH_PARALLEL_MIN: usize = 1 << 20;
 /// `a @ b` for `a` of shape `[..batch_a, n, k]` and `b` of shape `[..batch_b, k, m]`, with the
 /// batch dimensions broadcast to `batch`: one product per batch position, each operand's
 /// matrix read in place through its strides (found by walking the batch dimensions).
-fn matmul<T: Number>(a: &Array, b: &Array, batch: &Shape) -> Result<Array> {
+/// `product` multiplies two matrices.
+fn matmul<T: Element>(a: &Array, b: &Array, batch: &Shape, product: Product<T>) -> Result<Array> {
     let n = a.layout.shape[a.layout.ndim() - 2];
     let m = b.layout.shape[b.layout.ndim() - 1];
     let shape: Shape = batch.iter().copied().chain([n, m]).collect();
@@ -468,7 +496,7 @@ fn matmul<T: Number>(a: &Array, b: &Array, batch: &Shape) -> Result<Array> {
             walk.runs(0..count, |[p, q], len, [s, t]| starts.extend((0..len).map(|i| [p + i * s, q + i * t])));
             let product = |(&[p, q], o): (&[usize; 2], &mut [T])| -> Result<()> {
                 let mut o = ndarray::ArrayViewMut2::from_shape((n, m), o).map_err(|_| internal("matmul output"))?;
-                T::matmul(matrix_at(x, la, p)?, matrix_at(y, lb, q)?, &mut o);
+                product(matrix_at(x, la, p)?, matrix_at(y, lb, q)?, &mut o);
                 Ok(())
             };
             // Many small products (attention's scores, per head) go to the threads a few at a

@@ -3,6 +3,7 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
+use super::elementwise::Stored;
 use crate::types::{Element, Scalar, half};
 
 /// A numeric element type (every dtype but bool).
@@ -238,11 +239,10 @@ macro_rules! reduced_float {
             /// rounds once, as PyTorch's half-precision matmul on the CPU. (The backend widens
             /// whole operands before it reaches here; this serves direct callers.)
             fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
-                let (a, b) = (a.mapv(Element::to_f64), b.mapv(Element::to_f64));
-                let (a, b) = (a.mapv(|v| v as f32), b.mapv(|v| v as f32));
+                let (a, b) = (a.mapv(|v| v.widen()), b.mapv(|v| v.widen()));
                 let mut product = ndarray::Array2::<f32>::zeros(out.dim());
                 f32_matmul(a.view(), b.view(), &mut product.view_mut());
-                out.zip_mut_with(&product, |o, &p| *o = <Self as Element>::from_f64(f64::from(p)));
+                out.zip_mut_with(&product, |o, &p| *o = Self::narrow(p));
             }
         }
     };
