@@ -119,3 +119,37 @@ fn npy_holds_the_new_dtypes_numpy_has_and_refuses_bfloat16() {
     assert_eq!(err.kind(), ErrorKind::Type);
     assert!(err.to_string().contains("NumPy has no torch.bfloat16 type"), "{err}");
 }
+
+/// Autograd in half precision: gradients of float16 and bfloat16 leaves are of their dtype and
+/// within their precision of float32's.
+#[test]
+fn gradients_flow_in_float16_and_bfloat16() {
+    use torchfn::nn::functional as F;
+    use torchfn::{DType, Generator, Tensor};
+    let g = Generator::new().manual_seed(3);
+    let x32 = torchfn::randn([4, 8], g.clone(), None, None).unwrap();
+    let w32 = torchfn::randn([8, 8], g, None, None).unwrap();
+    let grads = |dtype: DType| -> Vec<Vec<f64>> {
+        let x = x32.to(dtype, false, true).unwrap().requires_grad_(true).unwrap();
+        let w = w32.to(dtype, false, true).unwrap().requires_grad_(true).unwrap();
+        let h = F::gelu(&x.matmul(&w).unwrap(), "tanh").unwrap();
+        let y = F::layer_norm(&h, [8], None, None, 1e-5).unwrap().tanh().unwrap();
+        (&y * &y).unwrap().sum().unwrap().backward().unwrap();
+        [&x, &w]
+            .iter()
+            .map(|t| {
+                let grad: Tensor = t.grad().unwrap().unwrap();
+                assert_eq!(grad.dtype().unwrap(), dtype);
+                grad.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap()
+            })
+            .collect()
+    };
+    let reference = grads(DType::Float32);
+    for (dtype, tol) in [(DType::Float16, 2e-2), (DType::BFloat16, 1e-1)] {
+        for (got, want) in grads(dtype).iter().zip(&reference) {
+            let norm = want.iter().map(|w| w * w).sum::<f64>().sqrt();
+            let diff = got.iter().zip(want).map(|(g, w)| (g - w).powi(2)).sum::<f64>().sqrt();
+            assert!(diff / norm < tol, "{dtype}: relative error {}", diff / norm);
+        }
+    }
+}
