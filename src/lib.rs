@@ -68,9 +68,8 @@ pub use torchfn_distributed as distributed;
 pub use torchfn_optim as optim;
 pub use torchfn_runtime::*;
 
-/// Automatic mixed precision (`torch.amp`): [`autocast`](amp::autocast) regions, from the
-/// runtime, and loss scaling for float16 training, [`GradScaler`](amp::GradScaler), from the
-/// optimizers' crate.
+/// Automatic mixed precision (`torch.amp`): [`autocast`] regions, from the runtime, and loss
+/// scaling for float16 training, [`GradScaler`](amp::GradScaler), from the optimizers' crate.
 pub mod amp {
     pub use torchfn_optim::{GradScaler, GradScalerState};
     pub use torchfn_runtime::amp::*;
