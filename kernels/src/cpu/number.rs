@@ -119,8 +119,10 @@ macro_rules! matrixmultiply {
 matrixmultiply!(matrixmultiply_f32, f32, matrixmultiply::sgemm);
 matrixmultiply!(matrixmultiply_f64, f64, matrixmultiply::dgemm);
 
+/// `Number` for an integer type; `$floor` turns the truncated quotient `q` of `a / b` into the
+/// floored one (the same for unsigned types).
 macro_rules! int {
-    ($t:ty) => {
+    ($t:ty, $floor:expr) => {
         impl Number for $t {
             #[inline(always)]
             fn add(self, other: Self) -> Self {
@@ -145,7 +147,8 @@ macro_rules! int {
             #[inline(always)]
             fn div_floor(self, other: Self) -> Option<Self> {
                 let q = self.div_trunc(other)?;
-                Some(if self.wrapping_rem(other) != 0 && ((self < 0) != (other < 0)) { q - 1 } else { q })
+                let floor: fn($t, $t, $t) -> $t = $floor;
+                Some(floor(self, other, q))
             }
             fn from_scalar(s: Scalar) -> Self {
                 s.to_i64() as $t
@@ -162,45 +165,18 @@ macro_rules! int {
         }
     };
 }
-int!(i8);
-int!(i16);
-int!(i32);
-int!(i64);
-
-impl Number for u8 {
-    #[inline(always)]
-    fn add(self, other: Self) -> Self {
-        self.wrapping_add(other)
-    }
-    #[inline(always)]
-    fn sub(self, other: Self) -> Self {
-        self.wrapping_sub(other)
-    }
-    #[inline(always)]
-    fn mul(self, other: Self) -> Self {
-        self.wrapping_mul(other)
-    }
-    #[inline(always)]
-    fn neg(self) -> Self {
-        self.wrapping_neg()
-    }
-    #[inline(always)]
-    fn div_trunc(self, other: Self) -> Option<Self> {
-        self.checked_div(other)
-    }
-    #[inline(always)]
-    fn div_floor(self, other: Self) -> Option<Self> {
-        self.checked_div(other)
-    }
-    fn from_scalar(s: Scalar) -> Self {
-        s.to_i64() as u8
-    }
-    fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
-        for ((i, j), o) in out.indexed_iter_mut() {
-            *o = a.row(i).iter().zip(b.column(j)).fold(0, |acc: u8, (&x, &y)| acc.wrapping_add(x.wrapping_mul(y)));
-        }
-    }
+/// A quotient rounded toward zero, floored: one less when the division was inexact and the
+/// operands' signs differ.
+macro_rules! signed_floor {
+    () => {
+        |a, b, q| if a.wrapping_rem(b) != 0 && ((a < 0) != (b < 0)) { q - 1 } else { q }
+    };
 }
+int!(i8, signed_floor!());
+int!(i16, signed_floor!());
+int!(i32, signed_floor!());
+int!(i64, signed_floor!());
+int!(u8, |_, _, q| q);
 
 /// float16 and bfloat16 as numbers: each operation computes in float32 and rounds once.
 /// Kernels of several steps (reductions, convolutions, softmax...) never chain these: the
