@@ -99,6 +99,9 @@ fn unit_of(func: &'static Operator, units: &[Unit]) -> Result<Option<Unit>> {
         }
     };
     Ok(match func.overload_packet() {
+        // A tensor made like a quantity (the ones autograd seeds a backward pass with, the
+        // zeros of a view's gradient) is a plain number.
+        "aten.new_full" => None,
         "aten.mul" | "aten.matmul" => Some(units.iter().fold(Unit::default(), |a, &b| a.times(b))),
         "aten.div" => Some(first.per(units.get(1).copied().unwrap_or_default())),
         "aten.reciprocal" => Some(Unit::default().per(first)),

@@ -51,6 +51,7 @@ mod ddp;
 mod engine;
 mod group;
 mod sampler;
+pub mod tensor;
 mod work;
 
 pub use collectives::{

@@ -258,7 +258,7 @@ fn logging_mode_logs_forward_and_backward_operators_in_pytorch_s_format() {
         "$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)",
         "$3: f32[] = aten.sum.dim_IntList($2, [0], False, dtype=torch.float32)",
         // backward: the seed gradient, spread back over the sum, times y, into x.grad
-        "$4: f32[] = aten.full.default([], 1, dtype=torch.float32, device=device(type='cpu'))",
+        "$4: f32[] = aten.new_full.default($3, [], 1, dtype=torch.float32, device=device(type='cpu'))",
         "$5: f32[1] = aten.as_strided.default($4, [1], [1], 0)",
         "$6: f32[2] = aten.as_strided.default($5, [2], [0], 0)",
         "$7: f32[2] = aten.mul.Tensor($6, $1, dtype=torch.float32)",
@@ -275,9 +275,13 @@ fn logging_tensors_log_forward_and_backward_operators_in_pytorch_s_format() {
     let expected = [
         "$2: f32[2] = aten.mul.Tensor($0, $1, dtype=torch.float32)",
         "$3: f32[] = aten.sum.dim_IntList($2, [0], False, dtype=torch.float32)",
-        // backward: the seed gradient is a plain tensor (spread over the sum unseen), times y
-        "$5: f32[2] = aten.mul.Tensor($4, $1, dtype=torch.float32)",
-        "$6: f32[2] = aten._to_copy.default($5, dtype=torch.float32, device=device(type='cpu'))",
+        // backward: the seed gradient made like the output (PyTorch's `ones_like`), spread over
+        // the sum, times y
+        "$4: f32[] = aten.new_full.default($3, [], 1, dtype=torch.float32, device=device(type='cpu'))",
+        "$5: f32[1] = aten.as_strided.default($4, [1], [1], 0)",
+        "$7: f32[2] = aten.as_strided.default($6, [2], [0], 0)",
+        "$9: f32[2] = aten.mul.Tensor($8, $1, dtype=torch.float32)",
+        "$10: f32[2] = aten._to_copy.default($9, dtype=torch.float32, device=device(type='cpu'))",
         "",
     ]
     .join("\n");

@@ -11,6 +11,7 @@ use torchfn::distributed as dist;
 
 mod collectives;
 mod ddp;
+mod dtensor;
 mod faults;
 
 /// Set in the processes mpirun starts: the body runs there.

@@ -157,7 +157,10 @@ fn roots(func: &str, outputs: &[Tensor], grad_outputs: Option<&[Tensor]>) -> Res
                 }
                 if gd.dtype == x.dtype { g.clone() } else { crate::primitive::copy(g, x.dtype)? }
             }
-            None if x.layout.numel() == 1 => crate::primitive::ones(&x.layout.shape, x.dtype, x.device())?,
+            // `ones_like(out)`: a wrapper subclass's output gets a seed of its own kind.
+            None if x.layout.numel() == 1 => {
+                crate::primitive::new_full(out, &x.layout.shape, crate::tensor::Scalar::Int(1), x.dtype)?
+            }
             None => bail!(Runtime, "{func}(): grad can be implicitly created only for scalar outputs"),
         };
         roots.push((edge, grad));

@@ -234,6 +234,11 @@ operators! {
     /// A tensor of `size` filled with `fill_value`.
     FULL = "full(SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? device=None) -> Tensor",
         [Factory] Kernel::Full;
+    /// A tensor filled with a value, placed like `self` (`Tensor.new_full`): the factories
+    /// that make a tensor like another (`zeros_like`, `new_zeros`, a view's gradient) call it,
+    /// so wrapper subclasses and modes make their own kind of result.
+    NEW_FULL = "new_full(Tensor self, SymInt[] size, Scalar fill_value, *, ScalarType? dtype=None, Device? \
+        device=None) -> Tensor", [] Kernel::Full;
     /// The value of a one-element tensor, read on the host: what gives `item()`, and every
     /// decision an operation makes on a tensor's value.
     LOCAL_SCALAR_DENSE = "_local_scalar_dense(Tensor self) -> Scalar", [DataDependent] Kernel::LocalScalar;

@@ -221,6 +221,18 @@ pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -
     offer(call, None, |_| device.backend().fill(device, shape, value, dtype))
 }
 
+/// A tensor of `shape` with every element `value` as `dtype`, on `like`'s device
+/// (`like.new_full`): a factory that dispatches on `like`.
+pub(crate) fn new_full(like: &Tensor, shape: &Shape, value: Scalar, dtype: DType) -> Result<Output> {
+    let x = dense(like)?;
+    let device = x.device();
+    let call = || {
+        let args = [like.into(), Value::from(&shape[..]), value.into()];
+        (&aten::NEW_FULL, args, placement(dtype, super::reported_device(x)))
+    };
+    offer(call, None, |_| device.backend().fill(device, shape, value, dtype))
+}
+
 /// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
 pub(crate) fn copy_(dst: &Tensor, src: &Tensor) -> Result<()> {
     let kernel = || run_copy(dense(dst)?, dense(src)?);
@@ -1273,12 +1285,19 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
         Kernel::Full => {
             let shape = Shape::from(b.sizes("size", 0)?);
             let value = Scalar::from_value(b.get("fill_value")).unwrap_or(Scalar::Int(0));
-            let default = match value {
-                Scalar::Bool(_) => DType::Bool,
-                Scalar::Int(_) => DType::Int64,
-                Scalar::Float(_) => crate::types::get_default_dtype(),
+            // `new_full` is placed like its `self`, `full` by its value and the defaults.
+            let like = b.dense_opt("self")?;
+            let default = match (like, value) {
+                (Some(x), _) => x.dtype,
+                (None, Scalar::Bool(_)) => DType::Bool,
+                (None, Scalar::Int(_)) => DType::Int64,
+                (None, Scalar::Float(_)) => crate::types::get_default_dtype(),
             };
-            let device = b.device();
+            let device = match (b.get("device"), like) {
+                (Value::Device(d), _) => *d,
+                (_, Some(x)) => x.device(),
+                _ => Device::CPU,
+            };
             let dtype = b.dtype(default);
             host::check_dtype(op.name(), device, dtype)?;
             tensor(device.backend().fill(device, &shape, value, dtype)?)

@@ -131,6 +131,25 @@ impl Schema {
         self.arguments.iter().position(|a| a.alias.as_ref().is_some_and(|x| &x.set == set))
     }
 
+    /// A call's values, one per argument in the schema's order (PyTorch's rules: positional
+    /// arguments up to `*`, keywords by name, defaults for the rest; a number where a tensor
+    /// goes becomes a zero-dimensional tensor), each value's type checked: how a hook reads an
+    /// argument by name whether it came positionally, by keyword or not at all.
+    ///
+    /// ```
+    /// use torchfn::dispatch::aten;
+    /// let x = torchfn::tensor([1.0f32])?;
+    /// let schema = aten::SUM_DIM_INTLIST.schema();
+    /// let values = schema.bind_values(&"sum", &[x.into(), torchfn::Value::List(vec![0i64.into()])], &Default::default())?;
+    /// let names: Vec<&str> = schema.arguments().iter().map(|a| a.name()).collect();
+    /// assert_eq!(names[2], "keepdim");
+    /// assert!(values[2].is_same_constant(&false.into())); // the default
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn bind_values(&self, op: &dyn fmt::Display, args: &[Value], kwargs: &Kwargs) -> Result<Vec<Value>> {
+        Ok(self.bind(op, args, kwargs)?.into_vec())
+    }
+
     /// Binds a call's values to the arguments (PyTorch's rules: positional arguments up to
     /// `*`, keywords by name, defaults for the rest), checking each value's type.
     pub(crate) fn bind(&self, op: &dyn fmt::Display, args: &[Value], kwargs: &Kwargs) -> Result<Bound> {

@@ -51,11 +51,23 @@ fn placed(func: &str, device: Option<Device>, dtype: Option<DType>, default: DTy
 /// A tensor of `shape` on `device` filled with `value` converted to `dtype`; a value that
 /// `dtype` cannot hold is an error, as in PyTorch (see [`holds`]), even for an empty tensor.
 fn filled(func: &str, shape: Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
-    check_size(func, &shape, dtype)?;
+    check_fill(func, &shape, value, dtype)?;
+    crate::primitive::full(&shape, value, dtype, device)
+}
+
+/// [`filled`] on `like`'s device, made by `like.new_full` (which wrapper subclasses see).
+fn filled_like(func: &str, like: &Tensor, shape: Shape, value: Scalar, dtype: DType) -> Result<Tensor> {
+    check_fill(func, &shape, value, dtype)?;
+    crate::primitive::new_full(like, &shape, value, dtype)
+}
+
+/// What [`filled`] refuses: a size too large, a value `dtype` cannot hold.
+fn check_fill(func: &str, shape: &Shape, value: Scalar, dtype: DType) -> Result<()> {
+    check_size(func, shape, dtype)?;
     if !holds(dtype, value) {
         bail!(Runtime, "{func}(): value cannot be converted to type {dtype} without overflow");
     }
-    crate::primitive::full(&shape, value, dtype, device)
+    Ok(())
 }
 
 /// Whether `dtype` holds `value` without overflow, by PyTorch's checked conversion of a fill
@@ -470,7 +482,7 @@ fn like(func: &str, input: &Tensor, value: Scalar, dtype: Option<DType>) -> Resu
     let x = input.data(func, "input")?;
     let dtype = dtype.unwrap_or(x.dtype);
     check_dtype(func, x.device(), dtype)?;
-    filled(func, x.layout.shape.clone(), value, dtype, x.device())
+    filled_like(func, input, x.layout.shape.clone(), value, dtype)
 }
 
 // `Tensor.new_*`: constructors that take their dtype and device from a tensor, and so dispatch
@@ -503,8 +515,11 @@ fn new_filled(
     dtype: Option<DType>,
     device: Option<Device>,
 ) -> Result<Tensor> {
-    let (device, dtype) = placed_like(func, t, dtype, device)?;
-    filled(func, sized(func, size)?, value, dtype, device)
+    let (to, dtype) = placed_like(func, t, dtype, device)?;
+    match to == t.data(func, "self")?.device() {
+        true => filled_like(func, t, sized(func, size)?, value, dtype),
+        false => filled(func, sized(func, size)?, value, dtype, to),
+    }
 }
 
 impl Tensor {

@@ -83,7 +83,7 @@ impl Tensor {
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
         let value = value.into();
-        let filled = crate::primitive::full(&dst.layout.shape, value, dst.dtype, dst.device())?;
+        let filled = crate::primitive::new_full(self, &dst.layout.shape, value, dst.dtype)?;
         write_into("fill_", self, filled)
     }
 

@@ -317,7 +317,7 @@ fn indicator(a: &Tensor, b: &Tensor, op: Binary, like: &Tensor) -> Result<Tensor
 }
 
 fn zeros_like(t: &Tensor) -> Result<Tensor> {
-    super::zeros(&t.shape()?, dtype(t)?, t.device()?)
+    super::new_full(t, &t.shape()?, Scalar::Int(0), dtype(t)?)
 }
 
 /// `g` where `c`, zero elsewhere.

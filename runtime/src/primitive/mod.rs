@@ -406,7 +406,7 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     if let Some((physical, level)) = crate::func::top_batch(src)? {
         return embed_batched(src, &physical, &level, shape, relative);
     }
-    let zeros = dispatch::full(shape, Scalar::Int(0), s.dtype, s.device())?.into_tensor();
+    let zeros = dispatch::new_full(src, shape, Scalar::Int(0), s.dtype)?.into_tensor();
     let array = data(&zeros, "embed")?.array.clone();
     let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
     dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
@@ -466,6 +466,12 @@ pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tenso
 /// A tensor of `shape` on `device` with every element `value` as `dtype` (no history).
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Tensor> {
     Ok(dispatch::full(shape, value, dtype, device)?.into_tensor())
+}
+
+/// A tensor of `shape` with every element `value` as `dtype`, on `like`'s device (no history):
+/// a factory that dispatches on `like`, so a wrapper subclass makes its own kind of result.
+pub(crate) fn new_full(like: &Tensor, shape: &Shape, value: Scalar, dtype: DType) -> Result<Tensor> {
+    Ok(dispatch::new_full(like, shape, value, dtype)?.into_tensor())
 }
 
 /// Zeros of `shape`, `dtype`, on `device`.

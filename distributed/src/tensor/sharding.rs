@@ -1,0 +1,567 @@
+//! The DTensor hook (below autograd): every operator call that receives a DTensor reaches
+//! [`dispatch`], which reads each DTensor argument's local tensor and placement, picks the
+//! cheapest sharding strategy of the operator's family (the placements its inputs must have
+//! and those its outputs then have, as PyTorch's `OpStrategy`), redistributes the inputs that
+//! differ, runs the operator on the local tensors, and wraps the local results as DTensors of
+//! the global shapes the operator gives on shapes alone (the meta device).
+//!
+//! Families: pointwise (`Partial` kept through linear ones: sums, differences, products and
+//! quotients by replicated values), reductions (a reduced sharded dimension gives a `Partial`
+//! of the reduction), operators along one dimension (softmax, scans, sort, topk), matmul,
+//! `cat`, indexing, convolution and its backward, pooling, copies and casts, `new_full`,
+//! random draws like a tensor, and `item`. An operator outside them is an error naming it.
+
+use std::cell::Cell;
+use std::sync::Arc;
+
+use torchfn_runtime::dispatch::{Operator, Tag, aten, no_dispatch};
+use torchfn_runtime::{Device, Error, Kwargs, Result, Tensor, Value};
+
+use super::debug;
+use super::mesh::DeviceMesh;
+use super::placement::Placement;
+use super::redistribute::redistribute_local;
+use super::view::{Strided, shard_view};
+use super::{DTensor, Spec};
+use crate::collectives::ReduceOp;
+
+/// A DTensor argument of a call: where it is among the values, its local tensor and
+/// placement, and its global shape.
+pub(crate) struct Operand {
+    at: (usize, Option<usize>),
+    pub(crate) local: Tensor,
+    pub(crate) placement: Placement,
+    pub(crate) shape: Vec<usize>,
+    /// Gathered from a view that does not map onto the pieces: a copy, not the DTensor's memory.
+    gathered: bool,
+}
+
+/// The local tensor, placement and global shape of DTensor `t` (a view of a DTensor's contents
+/// when its layout is not theirs).
+pub(crate) fn operand(t: &Tensor, d: &DTensor, at: (usize, Option<usize>)) -> Result<Operand> {
+    let layout = t.array()?.layout;
+    let view = Strided { shape: layout.shape.to_vec(), strides: layout.strides.to_vec(), offset: layout.offset };
+    let spec = &d.spec;
+    if view == Strided::contiguous(&spec.shape) {
+        return Ok(Operand {
+            at,
+            local: d.local.clone(),
+            placement: spec.placement,
+            shape: spec.shape.clone(),
+            gathered: false,
+        });
+    }
+    let mesh = &spec.mesh;
+    let (local, placement, gathered) = match spec.placement.shard_dim() {
+        Some(dim) => match shard_view(&spec.shape, dim, mesh.size(), mesh.get_local_rank()?, &view) {
+            Some((local, j)) => (strided(&d.local, &local)?, Placement::Shard(j as i64), false),
+            None => {
+                let full = redistribute_local(&d.local, &spec.shape, spec.placement, Placement::Replicate, mesh)?;
+                (strided(&full, &view)?, Placement::Replicate, true)
+            }
+        },
+        None => (strided(&d.local, &view)?, spec.placement, false),
+    };
+    Ok(Operand { at, local, placement, shape: view.shape, gathered })
+}
+
+/// `base` (contiguous) seen through `view` (relative to its first element).
+fn strided(base: &Tensor, view: &Strided) -> Result<Tensor> {
+    let offset = base.array()?.layout.offset + view.offset;
+    let ints = |v: &[usize]| Value::List(v.iter().map(|&x| Value::Int(x as i64)).collect());
+    let args = [base.into(), ints(&view.shape), ints(&view.strides), Value::Int(offset as i64)];
+    let out = aten::AS_STRIDED.call(&args, &Kwargs::new())?;
+    out.as_tensor().cloned().ok_or_else(|| Error::runtime_error("as_strided gave no tensor"))
+}
+
+/// The hook of DTensors.
+pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+    if std::ptr::eq(func, &aten::AS_STRIDED) {
+        // A view of a DTensor shares its contents; operators read it through `operand`.
+        let _below = no_dispatch();
+        return func.call(args, kwargs);
+    }
+    let _computing = debug::computing(func);
+    let mut values = func.schema().bind_values(func, args, kwargs)?;
+    let (mesh, operands) = operands(func, &values)?;
+    if std::ptr::eq(func, &aten::NEW_FULL) {
+        return new_full(func, values, &operands[0], &mesh);
+    }
+    if std::ptr::eq(func, &aten::LOCAL_SCALAR_DENSE) {
+        let x = &operands[0];
+        let full = redistribute_local(&x.local, &x.shape, x.placement, Placement::Replicate, &mesh)?;
+        return call_bound(func, vec![full.into()]);
+    }
+    if std::ptr::eq(func, &aten::COPY_) && operands.first().is_none_or(|o| o.at.0 != 0 || o.gathered) {
+        return Err(Error::runtime_error(format!(
+            "{func}: writing into {} is not supported: the destination must be a DTensor whose view maps onto its \
+             pieces (a view that slices a sharded dimension does not)",
+            if operands.first().is_some_and(|o| o.at.0 == 0) {
+                "this view of a DTensor"
+            } else {
+                "a plain tensor from a DTensor"
+            }
+        )));
+    }
+    if !has_strategies(func) {
+        return Err(Error::not_implemented(format!("Operator {func} does not have a sharding strategy registered.")));
+    }
+    let outs = global_outputs(func, &values, &operands)?;
+    let choice = choose(func, &values, &operands, &outs, mesh.size())?;
+    for (o, &want) in operands.iter().zip(&choice.inputs) {
+        let local = redistribute_local(&o.local, &o.shape, o.placement, want, &mesh)?;
+        put(&mut values, o.at, local.into());
+    }
+    let out = call_bound(func, values)?;
+    if std::ptr::eq(func, &aten::COPY_) {
+        return Ok(args[0].clone());
+    }
+    let slot = Cell::new(0);
+    let wrap_slot = |t: &Tensor| -> Result<Tensor> {
+        let k = slot.get();
+        slot.set(k + 1);
+        let (placement, shape) = (choice.outputs[k], outs[k].clone());
+        DTensor::wrap(t.contiguous()?, Arc::new(Spec { mesh: mesh.clone(), placement, shape }))
+    };
+    match out {
+        // Optional results (convolution_backward's) keep their slot when absent.
+        Value::Tuple(items) => Ok(Value::Tuple(
+            items
+                .into_iter()
+                .map(|v| match v {
+                    Value::Tensor(t) => wrap_slot(&t).map(Value::Tensor),
+                    other => {
+                        slot.set(slot.get() + 1);
+                        Ok(other)
+                    }
+                })
+                .collect::<Result<_>>()?,
+        )),
+        Value::Tensor(t) => Ok(wrap_slot(&t)?.into()),
+        other => Ok(other),
+    }
+}
+
+/// The DTensor arguments of a call and their mesh; a plain tensor with dimensions among them
+/// is PyTorch's error, a zero-dimensional one (a number) is taken as it is.
+fn operands(func: &Operator, values: &[Value]) -> Result<(Arc<DeviceMesh>, Vec<Operand>)> {
+    let mut mesh: Option<Arc<DeviceMesh>> = None;
+    let mut found = Vec::new();
+    let mut visit = |t: &Tensor, at: (usize, Option<usize>)| -> Result<()> {
+        let Some(d) = t.wrapper::<DTensor>() else {
+            if t.dim()? == 0 {
+                return Ok(());
+            }
+            return Err(Error::runtime_error(format!(
+                "{func}: got mixed torch.Tensor and DTensor, need to convert all torch.Tensor to DTensor before \
+                 calling distributed operators!"
+            )));
+        };
+        match &mesh {
+            Some(m) if !Arc::ptr_eq(m, &d.spec.mesh) => {
+                return Err(Error::runtime_error(format!(
+                    "{func}: DTensor does not support cross-mesh operation: {m} and {}",
+                    d.spec.mesh
+                )));
+            }
+            Some(_) => {}
+            None => mesh = Some(d.spec.mesh.clone()),
+        }
+        found.push(operand(t, d, at)?);
+        Ok(())
+    };
+    for (i, v) in values.iter().enumerate() {
+        match v {
+            Value::Tensor(t) => visit(t, (i, None))?,
+            Value::List(items) | Value::Tuple(items) => {
+                for (k, item) in items.iter().enumerate() {
+                    if let Value::Tensor(t) = item {
+                        visit(t, (i, Some(k)))?;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    let mesh = mesh.ok_or_else(|| Error::runtime_error(format!("{func}: the DTensor hook got no DTensor")))?;
+    Ok((mesh, found))
+}
+
+/// Replaces the value at `at`.
+fn put(values: &mut [Value], at: (usize, Option<usize>), value: Value) {
+    match at {
+        (i, None) => values[i] = value,
+        (i, Some(k)) => {
+            if let Value::List(items) | Value::Tuple(items) = &mut values[i] {
+                items[k] = value;
+            }
+        }
+    }
+}
+
+/// `op` on values bound to its schema: positional up to its keyword-only arguments.
+fn call_bound(op: &'static Operator, values: Vec<Value>) -> Result<Value> {
+    let mut args = Vec::new();
+    let mut kwargs = Kwargs::new();
+    for (arg, value) in op.schema().arguments().iter().zip(values) {
+        if arg.kwarg_only() {
+            kwargs.insert(arg.name(), value);
+        } else {
+            args.push(value);
+        }
+    }
+    op.call(&args, &kwargs)
+}
+
+/// The global shapes of the call's results, in order (an absent optional result is empty):
+/// the operator run on the meta device on tensors of the global shapes.
+fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand]) -> Result<Vec<Vec<usize>>> {
+    let mut meta: Vec<Value> = values
+        .iter()
+        .map(|v| match v {
+            Value::Device(_) => Value::Device(Device::META),
+            other => other.clone(),
+        })
+        .collect();
+    for o in operands {
+        put(&mut meta, o.at, torchfn_runtime::zeros(o.shape.clone(), o.local.dtype()?, Device::META)?.into());
+    }
+    let _below = no_dispatch();
+    let out = call_bound(func, meta)?;
+    let shape = |t: &Tensor| -> Result<Vec<usize>> { Ok(t.shape()?.to_vec()) };
+    match out {
+        Value::Tensor(t) => Ok(vec![shape(&t)?]),
+        Value::Tuple(items) => items.iter().map(|v| v.as_tensor().map_or(Ok(Vec::new()), shape)).collect(),
+        _ => Ok(Vec::new()),
+    }
+}
+
+/// `new_full`: a result of `self`'s placement where it has `self`'s shape, else replicated.
+fn new_full(func: &'static Operator, mut values: Vec<Value>, x: &Operand, mesh: &Arc<DeviceMesh>) -> Result<Value> {
+    let size: Vec<usize> =
+        values[1].as_slice().unwrap_or(&[]).iter().filter_map(Value::as_int).map(|n| n.max(0) as usize).collect();
+    let placement = match x.placement {
+        Placement::Shard(_) if size == x.shape => x.placement,
+        _ => Placement::Replicate,
+    };
+    let local_size = if placement.is_shard(None) { x.local.shape()?.to_vec() } else { size.clone() };
+    values[0] = x.local.clone().into();
+    values[1] = Value::List(local_size.iter().map(|&n| Value::Int(n as i64)).collect());
+    let out = call_bound(func, values)?;
+    let local = out.as_tensor().cloned().ok_or_else(|| Error::runtime_error("new_full gave no tensor"))?;
+    Ok(DTensor::wrap(local, Arc::new(Spec { mesh: mesh.clone(), placement, shape: size }))?.into())
+}
+
+// ---------------------------------------------------------------------------------------------
+// Strategies.
+
+/// One way to compute an operator: the placements its DTensor arguments must have (in the
+/// order they appear) and those its results then have.
+struct Strategy {
+    inputs: Vec<Placement>,
+    outputs: Vec<Placement>,
+}
+
+impl Strategy {
+    fn new(inputs: Vec<Placement>, outputs: Vec<Placement>) -> Strategy {
+        Strategy { inputs, outputs }
+    }
+}
+
+/// What moving `numel` elements from `from` to `to` costs (elements communicated); `None`
+/// where no redistribution does it.
+fn cost(from: Placement, to: Placement, numel: usize) -> Option<usize> {
+    use Placement::*;
+    Some(match (from, to) {
+        _ if from == to => 0,
+        (Replicate, Shard(_) | Replicate) => 0,
+        // Possible, but never worth choosing over keeping values whole.
+        (Replicate, Partial(ReduceOp::Product)) | (Shard(_), Partial(_)) => return None,
+        (Replicate, Partial(_)) => numel,
+        (Shard(_), Replicate) | (Partial(_), Shard(_)) | (Shard(_), Shard(_)) => numel,
+        (Partial(_), Replicate) => 2 * numel,
+        (Partial(_), Partial(_)) => 3 * numel,
+    })
+}
+
+/// The cheapest strategy of the call's family (the first among equals).
+fn choose(
+    func: &'static Operator,
+    values: &[Value],
+    operands: &[Operand],
+    outs: &[Vec<usize>],
+    ranks: usize,
+) -> Result<Strategy> {
+    let strategies = strategies(func, values, operands, outs, ranks)?;
+    let mut best: Option<(usize, Strategy)> = None;
+    for s in strategies {
+        let total = operands
+            .iter()
+            .zip(&s.inputs)
+            .try_fold(0usize, |sum, (o, &want)| cost(o.placement, want, o.shape.iter().product()).map(|c| sum + c));
+        if let Some(total) = total
+            && best.as_ref().is_none_or(|(b, _)| total < *b)
+        {
+            best = Some((total, s));
+        }
+    }
+    best.map(|(_, s)| s).ok_or_else(|| {
+        let got: Vec<String> = operands.iter().map(|o| o.placement.to_string()).collect();
+        Error::runtime_error(format!("{func}: no sharding strategy for inputs placed as [{}]", got.join(", ")))
+    })
+}
+
+/// An argument by name.
+fn arg<'v>(func: &Operator, values: &'v [Value], name: &str) -> Option<&'v Value> {
+    let i = func.schema().arguments().iter().position(|a| a.name() == name)?;
+    values.get(i)
+}
+
+/// Dimension argument `name` normalized for `rank` dimensions.
+fn dim_arg(func: &Operator, values: &[Value], name: &str, rank: usize) -> Result<usize> {
+    let d = arg(func, values, name).and_then(Value::as_int).unwrap_or(0);
+    let n = rank.max(1) as i64;
+    if d < -n || d >= n {
+        return Err(Error::index_error(format!("{func}: dimension {d} out of range for {rank} dimensions")));
+    }
+    Ok(if d < 0 { d + n } else { d } as usize)
+}
+
+/// The operand at argument `name` (its index among the operands).
+fn operand_at(func: &Operator, operands: &[Operand], name: &str) -> Option<usize> {
+    let i = func.schema().arguments().iter().position(|a| a.name() == name)?;
+    operands.iter().position(|o| o.at == (i, None))
+}
+
+/// Where dimension `d` of a result of `rank` dimensions and size `n` there lies in an operand
+/// of `shape` broadcast to it (`None`: broadcast or absent).
+fn aligned(shape: &[usize], rank: usize, d: usize, n: usize) -> Option<usize> {
+    let k = d.checked_sub(rank - shape.len().min(rank))?;
+    (shape.get(k) == Some(&n)).then_some(k)
+}
+
+fn shard(d: usize) -> Placement {
+    Placement::Shard(d as i64)
+}
+
+const R: Placement = Placement::Replicate;
+const SUM: Placement = Placement::Partial(ReduceOp::Sum);
+
+/// Whether `func` is in a family with strategies.
+fn has_strategies(func: &'static Operator) -> bool {
+    let ops = [
+        &aten::UNIFORM,
+        &aten::BERNOULLI,
+        &aten::SOFTMAX,
+        &aten::LOG_SOFTMAX,
+        &aten::CUMSUM,
+        &aten::CUMPROD,
+        &aten::SORT_STABLE,
+        &aten::TOPK,
+        &aten::MATMUL,
+        &aten::CAT,
+        &aten::INDEX_SELECT,
+        &aten::GATHER,
+        &aten::CONVOLUTION,
+        &aten::CONVOLUTION_BACKWARD,
+        &aten::MAX_POOL2D_WITH_INDICES,
+        &aten::TO_COPY,
+        &aten::LIFT_FRESH,
+        &aten::COPY_,
+    ];
+    func.has_tag(Tag::Pointwise) || func.has_tag(Tag::Reduction) || ops.iter().any(|op| std::ptr::eq(func, *op))
+}
+
+fn strategies(
+    func: &'static Operator,
+    values: &[Value],
+    operands: &[Operand],
+    outs: &[Vec<usize>],
+    ranks: usize,
+) -> Result<Vec<Strategy>> {
+    let n = operands.len();
+    let all = |p: Placement| vec![p; n];
+    let out = outs.first().cloned().unwrap_or_default();
+    let is = |op: &Operator| std::ptr::eq(func, op);
+    let mut s = Vec::new();
+    if func.has_tag(Tag::Pointwise) || is(&aten::UNIFORM) || is(&aten::BERNOULLI) {
+        for d in 0..out.len() {
+            let inputs = operands.iter().map(|o| aligned(&o.shape, out.len(), d, out[d]).map_or(R, shard)).collect();
+            s.push(Strategy::new(inputs, vec![shard(d)]));
+        }
+        // Linear in a partial operand: the sum of the results is the result of the sum.
+        let at = |name| operand_at(func, operands, name);
+        if (is(&aten::ADD_TENSOR) || is(&aten::SUB_TENSOR)) && n == 2 {
+            s.push(Strategy::new(all(SUM), vec![SUM]));
+        }
+        if is(&aten::MUL_TENSOR) {
+            for i in 0..n {
+                s.push(Strategy::new((0..n).map(|k| if k == i { SUM } else { R }).collect(), vec![SUM]));
+            }
+        }
+        if is(&aten::DIV_TENSOR)
+            && let Some(i) = at("self")
+        {
+            s.push(Strategy::new((0..n).map(|k| if k == i { SUM } else { R }).collect(), vec![SUM]));
+        }
+        if is(&aten::NEG) {
+            s.push(Strategy::new(all(SUM), vec![SUM]));
+        }
+        s.push(Strategy::new(all(R), vec![R]));
+    } else if func.has_tag(Tag::Reduction) {
+        let x = &operands[0];
+        let rank = x.shape.len();
+        let dims: Vec<usize> = match arg(func, values, "dim").and_then(Value::as_slice) {
+            Some(list) if !list.is_empty() => list
+                .iter()
+                .filter_map(Value::as_int)
+                .map(|d| if d < 0 { d + rank as i64 } else { d } as usize)
+                .collect(),
+            _ => (0..rank).collect(),
+        };
+        let keepdim = arg(func, values, "keepdim").is_some_and(|v| v.is_same_constant(&true.into()));
+        let partial = if is(&aten::SUM_DIM_INTLIST) {
+            Some(ReduceOp::Sum)
+        } else if is(&aten::MEAN_DIM) {
+            Some(ReduceOp::Avg)
+        } else if is(&aten::AMAX) {
+            Some(ReduceOp::Max)
+        } else if is(&aten::AMIN) {
+            Some(ReduceOp::Min)
+        } else if is(&aten::PROD_DIM_INT) {
+            Some(ReduceOp::Product)
+        } else {
+            None
+        };
+        for d in 0..rank {
+            if dims.contains(&d) {
+                // The mean of the pieces' means is the mean when the pieces are equal.
+                let even = x.shape[d] % ranks == 0;
+                match partial {
+                    Some(ReduceOp::Avg) if !even => {}
+                    Some(op) => s.push(Strategy::new(vec![shard(d)], vec![Placement::Partial(op)])),
+                    None => {}
+                }
+            } else {
+                let at = if keepdim { d } else { d - dims.iter().filter(|&&r| r < d).count() };
+                s.push(Strategy::new(vec![shard(d)], vec![shard(at)]));
+            }
+        }
+        if is(&aten::SUM_DIM_INTLIST) || is(&aten::MEAN_DIM) {
+            s.push(Strategy::new(vec![SUM], vec![SUM]));
+        }
+        s.push(Strategy::new(vec![R], vec![R]));
+    } else if is(&aten::SOFTMAX)
+        || is(&aten::LOG_SOFTMAX)
+        || is(&aten::CUMSUM)
+        || is(&aten::CUMPROD)
+        || is(&aten::SORT_STABLE)
+        || is(&aten::TOPK)
+    {
+        let rank = operands[0].shape.len();
+        let along = dim_arg(func, values, "dim", rank)?;
+        for d in (0..rank).filter(|&d| d != along) {
+            s.push(Strategy::new(vec![shard(d)], vec![shard(d); outs.len()]));
+        }
+        if is(&aten::CUMSUM) {
+            s.push(Strategy::new(vec![SUM], vec![SUM]));
+        }
+        s.push(Strategy::new(vec![R], vec![R; outs.len()]));
+    } else if is(&aten::MATMUL) {
+        s.extend(matmul(operands, &out)?);
+    } else if is(&aten::CAT) {
+        let along = dim_arg(func, values, "dim", out.len())?;
+        for d in (0..out.len()).filter(|&d| d != along) {
+            if operands.iter().all(|o| o.shape.len() == out.len()) {
+                s.push(Strategy::new(all(shard(d)), vec![shard(d)]));
+            }
+        }
+        s.push(Strategy::new(all(R), vec![R]));
+    } else if is(&aten::INDEX_SELECT) || is(&aten::GATHER) {
+        let (x, index) = (operand_at(func, operands, "self"), operand_at(func, operands, "index"));
+        let rank = out.len();
+        let along = dim_arg(func, values, "dim", rank)?;
+        for d in (0..rank).filter(|&d| d != along) {
+            let index_too = is(&aten::GATHER) && index.is_some_and(|i| operands[i].shape.get(d) == out.get(d));
+            if x.is_some_and(|x| operands[x].shape.get(d) == out.get(d)) && (is(&aten::INDEX_SELECT) || index_too) {
+                let inputs =
+                    (0..n).map(|k| if Some(k) == x || (is(&aten::GATHER) && Some(k) == index) { shard(d) } else { R });
+                s.push(Strategy::new(inputs.collect(), vec![shard(d)]));
+            }
+        }
+        if is(&aten::INDEX_SELECT)
+            && let Some(i) = index
+        {
+            s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(along)]));
+        }
+        s.push(Strategy::new(all(R), vec![R]));
+    } else if is(&aten::CONVOLUTION) {
+        // Batch-parallel: the batch sharded, the weights whole.
+        if let Some(i) = operand_at(func, operands, "input") {
+            s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(0)]));
+        }
+        s.push(Strategy::new(all(R), vec![R]));
+    } else if is(&aten::CONVOLUTION_BACKWARD) {
+        let (g, x) = (operand_at(func, operands, "grad_output"), operand_at(func, operands, "input"));
+        let inputs = (0..n).map(|k| if Some(k) == g || Some(k) == x { shard(0) } else { R });
+        s.push(Strategy::new(inputs.collect(), vec![shard(0), SUM, SUM]));
+        s.push(Strategy::new(all(R), vec![R; 3]));
+    } else if is(&aten::MAX_POOL2D_WITH_INDICES) {
+        for d in 0..operands[0].shape.len().saturating_sub(2) {
+            s.push(Strategy::new(vec![shard(d)], vec![shard(d); 2]));
+        }
+        s.push(Strategy::new(vec![R], vec![R; 2]));
+    } else if is(&aten::TO_COPY) || is(&aten::LIFT_FRESH) {
+        s.push(Strategy::new(vec![operands[0].placement], vec![operands[0].placement]));
+        s.push(Strategy::new(vec![R], vec![R]));
+    } else if is(&aten::COPY_) {
+        // The destination keeps its placement; the source comes to it.
+        let dst = &operands[0];
+        let src = match dst.placement {
+            Placement::Shard(d) => operands
+                .get(1)
+                .map(|o| aligned(&o.shape, dst.shape.len(), d as usize, dst.shape[d as usize]).map_or(R, shard)),
+            p => operands.get(1).map(|_| p),
+        };
+        s.push(Strategy::new(std::iter::once(dst.placement).chain(src).collect(), vec![dst.placement]));
+    } else {
+        return Err(Error::not_implemented(format!("Operator {func} does not have a sharding strategy registered.")));
+    }
+    Ok(s)
+}
+
+/// `matmul`'s strategies: rows of the first operand sharded, columns of the second, the
+/// contracted dimension of both (a partial sum), a batch dimension, a partial operand times a
+/// replicated one, or everything replicated.
+fn matmul(operands: &[Operand], out: &[usize]) -> Result<Vec<Strategy>> {
+    let (a, b) = match operands {
+        [a, b] => (a.shape.len(), b.shape.len()),
+        _ => return Ok(vec![Strategy::new(vec![R; operands.len()], vec![R])]),
+    };
+    let r = out.len();
+    let mut s = Vec::new();
+    let (a_k, b_k) = (a - 1, if b >= 2 { b - 2 } else { 0 });
+    if a >= 2 {
+        let out_n = r - 1 - usize::from(b >= 2);
+        s.push(Strategy::new(vec![shard(a - 2), R], vec![shard(out_n)]));
+    }
+    if b >= 2 {
+        s.push(Strategy::new(vec![R, shard(b - 1)], vec![shard(r - 1)]));
+    }
+    s.push(Strategy::new(vec![shard(a_k), shard(b_k)], vec![SUM]));
+    let batch = r - usize::from(a >= 2) - usize::from(b >= 2);
+    for d in 0..batch {
+        let side = |o: &Operand, own: usize| {
+            let own_batch = own.saturating_sub(2);
+            aligned(&o.shape[..own_batch], batch, d, out[d]).map_or(R, shard)
+        };
+        let inputs = vec![side(&operands[0], a), side(&operands[1], b)];
+        if inputs.iter().any(|p| p.is_shard(None)) {
+            s.push(Strategy::new(inputs, vec![shard(d)]));
+        }
+    }
+    s.push(Strategy::new(vec![SUM, R], vec![SUM]));
+    s.push(Strategy::new(vec![R, SUM], vec![SUM]));
+    s.push(Strategy::new(vec![R, R], vec![R]));
+    Ok(s)
+}
