@@ -436,7 +436,7 @@ fn strategies(
         for d in 0..rank {
             if dims.contains(&d) {
                 // The mean of the pieces' means is the mean when the pieces are equal.
-                let even = x.shape[d] % ranks == 0;
+                let even = x.shape[d].is_multiple_of(ranks);
                 match partial {
                     Some(ReduceOp::Avg) if !even => {}
                     Some(op) => s.push(Strategy::new(vec![shard(d)], vec![Placement::Partial(op)])),
@@ -540,7 +540,7 @@ fn matmul(operands: &[Operand], out: &[usize]) -> Result<Vec<Strategy>> {
     };
     let r = out.len();
     let mut s = Vec::new();
-    let (a_k, b_k) = (a - 1, if b >= 2 { b - 2 } else { 0 });
+    let (a_k, b_k) = (a - 1, b.saturating_sub(2));
     if a >= 2 {
         let out_n = r - 1 - usize::from(b >= 2);
         s.push(Strategy::new(vec![shard(a - 2), R], vec![shard(out_n)]));
@@ -550,10 +550,10 @@ fn matmul(operands: &[Operand], out: &[usize]) -> Result<Vec<Strategy>> {
     }
     s.push(Strategy::new(vec![shard(a_k), shard(b_k)], vec![SUM]));
     let batch = r - usize::from(a >= 2) - usize::from(b >= 2);
-    for d in 0..batch {
+    for (d, &size) in out.iter().enumerate().take(batch) {
         let side = |o: &Operand, own: usize| {
             let own_batch = own.saturating_sub(2);
-            aligned(&o.shape[..own_batch], batch, d, out[d]).map_or(R, shard)
+            aligned(&o.shape[..own_batch], batch, d, size).map_or(R, shard)
         };
         let inputs = vec![side(&operands[0], a), side(&operands[1], b)];
         if inputs.iter().any(|p| p.is_shard(None)) {

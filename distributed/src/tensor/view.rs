@@ -47,9 +47,9 @@ pub(crate) fn shard_view(
     let global = Strided::contiguous(base);
     // The boundaries between digits: every stride and extent, of the tensor and of the view.
     let mut bounds = vec![1, numel];
-    for k in 0..base.len() {
-        if base[k] > 1 {
-            bounds.extend([global.strides[k], global.strides[k] * base[k]]);
+    for (&n, &stride) in base.iter().zip(&global.strides) {
+        if n > 1 {
+            bounds.extend([stride, stride * n]);
         }
     }
     let spans: Vec<(usize, usize)> = view
@@ -57,7 +57,7 @@ pub(crate) fn shard_view(
         .iter()
         .zip(&view.strides)
         .filter(|&(&n, &s)| n > 1 && s > 0)
-        .map(|(&n, &s)| (s, s.checked_mul(n).unwrap_or(usize::MAX)))
+        .map(|(&n, &s)| (s, s.saturating_mul(n)))
         .collect();
     for &(from, to) in &spans {
         bounds.extend([from, to]);
@@ -91,7 +91,7 @@ pub(crate) fn shard_view(
     }
     // Uneven pieces are `torch.chunk`'s of the view dimension only where it is the sharded
     // dimension itself.
-    if base[dim] % ranks != 0 && (p != a || inner != 1) {
+    if !base[dim].is_multiple_of(ranks) && (p != a || inner != 1) {
         return None;
     }
     // The offset's coordinate along the sharded dimension must not reach the view's digits.
