@@ -63,6 +63,15 @@ pub(crate) struct Spec {
     pub(crate) shape: Vec<usize>,
 }
 
+impl Spec {
+    /// The spec of a gradient for a tensor of this spec: the same, but a `Partial` tensor's
+    /// gradient is whole on every rank (each contribution's gradient is the gradient).
+    fn of_gradient(&self) -> Arc<Spec> {
+        let placement = if self.placement.is_partial() { Placement::Replicate } else { self.placement };
+        Arc::new(Spec { mesh: self.mesh.clone(), placement, shape: self.shape.clone() })
+    }
+}
+
 /// A DTensor's contents: this rank's local tensor (contiguous) and the global tensor's spec.
 /// DTensors are [`Tensor`]s holding one ([`Tensor::wrapper`]); make them with
 /// [`distribute_tensor`] or [`DTensor::from_local`], read them with [`DTensorExt`].
@@ -219,7 +228,7 @@ fn local_of(t: &Tensor) -> Result<(Tensor, Placement, Arc<DeviceMesh>)> {
 /// `grad` (a DTensor or a plain tensor of the global shape) as a local tensor under `spec`'s
 /// placement (`Partial`: `Replicate`).
 fn gradient_to_local(grad: &Tensor, spec: &Spec) -> Result<Tensor> {
-    let want = if spec.placement.is_partial() { Placement::Replicate } else { spec.placement };
+    let want = spec.of_gradient().placement;
     let (local, from) = match grad.wrapper::<DTensor>() {
         Some(d) => {
             let o = sharding::operand(grad, d, (0, None))?;
@@ -279,9 +288,7 @@ impl Function for ToLocal {
 
     fn backward(ctx: &mut Ctx<Self>, grad: Tensor) -> Result<Vec<Option<Tensor>>> {
         let spec = ctx.spec.clone().ok_or_else(|| Error::runtime_error("to_local: backward before forward"))?;
-        let placement = if spec.placement.is_partial() { Placement::Replicate } else { spec.placement };
-        let spec = Arc::new(Spec { mesh: spec.mesh.clone(), placement, shape: spec.shape.clone() });
-        Ok(vec![Some(DTensor::wrap(grad, spec)?)])
+        Ok(vec![Some(DTensor::wrap(grad, spec.of_gradient())?)])
     }
 }
 
@@ -311,9 +318,6 @@ impl Function for Redistribute {
 
     fn backward(ctx: &mut Ctx<Self>, grad: Tensor) -> Result<Vec<Option<Tensor>>> {
         let from = ctx.from.clone().ok_or_else(|| Error::runtime_error("redistribute: backward before forward"))?;
-        let local = gradient_to_local(&grad, &from)?;
-        let placement = if from.placement.is_partial() { Placement::Replicate } else { from.placement };
-        let spec = Arc::new(Spec { mesh: from.mesh.clone(), placement, shape: from.shape.clone() });
-        Ok(vec![Some(DTensor::wrap(local, spec)?), None])
+        Ok(vec![Some(DTensor::wrap(gradient_to_local(&grad, &from)?, from.of_gradient())?), None])
     }
 }

@@ -90,7 +90,7 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
     if std::ptr::eq(func, &aten::LOCAL_SCALAR_DENSE) {
         let x = &operands[0];
         let full = redistribute_local(&x.local, &x.shape, x.placement, Placement::Replicate, &mesh)?;
-        return call_bound(func, vec![full.into()]);
+        return func.call_bound(vec![full.into()]);
     }
     if std::ptr::eq(func, &aten::COPY_) && operands.first().is_none_or(|o| o.at.0 != 0 || o.gathered) {
         return Err(Error::runtime_error(format!(
@@ -112,7 +112,7 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
         let local = redistribute_local(&o.local, &o.shape, o.placement, want, &mesh)?;
         put(&mut values, o.at, local.into());
     }
-    let out = call_bound(func, values)?;
+    let out = func.call_bound(values)?;
     if std::ptr::eq(func, &aten::COPY_) {
         return Ok(args[0].clone());
     }
@@ -199,20 +199,6 @@ fn put(values: &mut [Value], at: (usize, Option<usize>), value: Value) {
     }
 }
 
-/// `op` on values bound to its schema: positional up to its keyword-only arguments.
-fn call_bound(op: &'static Operator, values: Vec<Value>) -> Result<Value> {
-    let mut args = Vec::new();
-    let mut kwargs = Kwargs::new();
-    for (arg, value) in op.schema().arguments().iter().zip(values) {
-        if arg.kwarg_only() {
-            kwargs.insert(arg.name(), value);
-        } else {
-            args.push(value);
-        }
-    }
-    op.call(&args, &kwargs)
-}
-
 /// The global shapes of the call's results, in order (an absent optional result is empty):
 /// the operator run on the meta device on tensors of the global shapes.
 fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand]) -> Result<Vec<Vec<usize>>> {
@@ -227,7 +213,7 @@ fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand
         put(&mut meta, o.at, torchfn_runtime::zeros(o.shape.clone(), o.local.dtype()?, Device::META)?.into());
     }
     let _below = no_dispatch();
-    let out = call_bound(func, meta)?;
+    let out = func.call_bound(meta)?;
     let shape = |t: &Tensor| -> Result<Vec<usize>> { Ok(t.shape()?.to_vec()) };
     match out {
         Value::Tensor(t) => Ok(vec![shape(&t)?]),
@@ -247,7 +233,7 @@ fn new_full(func: &'static Operator, mut values: Vec<Value>, x: &Operand, mesh: 
     let local_size = if placement.is_shard(None) { x.local.shape()?.to_vec() } else { size.clone() };
     values[0] = x.local.clone().into();
     values[1] = Value::List(local_size.iter().map(|&n| Value::Int(n as i64)).collect());
-    let out = call_bound(func, values)?;
+    let out = func.call_bound(values)?;
     let local = out.as_tensor().cloned().ok_or_else(|| Error::runtime_error("new_full gave no tensor"))?;
     Ok(DTensor::wrap(local, Arc::new(Spec { mesh: mesh.clone(), placement, shape: size }))?.into())
 }

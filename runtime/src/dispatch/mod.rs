@@ -254,6 +254,22 @@ impl Operator {
         mode::dispatch(self, args, kwargs)
     }
 
+    /// Calls the operator (as [`call`](Operator::call)) on values bound to its schema, one per
+    /// argument as [`Schema::bind_values`] gives them: positional up to its keyword-only
+    /// arguments, those by name. How a hook that rewrote a call's arguments by name calls it.
+    pub fn call_bound(&'static self, values: Vec<Value>) -> Result<Value> {
+        let mut args = Vec::new();
+        let mut kwargs = Kwargs::new();
+        for (arg, value) in self.schema().arguments().iter().zip(values) {
+            if arg.kwarg_only() {
+                kwargs.insert(arg.name(), value);
+            } else {
+                args.push(value);
+            }
+        }
+        self.call(&args, &kwargs)
+    }
+
     /// The backend's kernel on `args` and `kwargs`, bound to the schema.
     pub(crate) fn run(&'static self, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         calls::run(self, args, kwargs)

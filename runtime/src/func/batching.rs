@@ -387,22 +387,8 @@ impl Call {
         for (name, value) in changes {
             values[self.position(name)?] = value;
         }
-        call_bound(self.op, values)
+        self.op.call_bound(values)
     }
-}
-
-/// `op` on values bound to its schema: positional up to its keyword-only arguments.
-fn call_bound(op: &'static Operator, values: Vec<Value>) -> Result<Value> {
-    let mut args = Vec::new();
-    let mut kwargs = Kwargs::new();
-    for (arg, value) in op.schema().arguments().iter().zip(values) {
-        if arg.kwarg_only() {
-            kwargs.insert(arg.name(), value);
-        } else {
-            args.push(value);
-        }
-    }
-    op.call(&args, &kwargs)
 }
 
 /// The highest vmap level among a call's batched tensors.
@@ -537,7 +523,7 @@ fn pointwise(call: &Call) -> Result<Value> {
     {
         values[dtype] = result_type(logical).into();
     }
-    call_bound(call.op, values)
+    call.op.call_bound(values)
 }
 
 /// A reduction over the example's dimensions `dim` (all when none are given): the same
@@ -644,7 +630,7 @@ fn index_select_by_batch(call: &Call, x: Phys, dim: usize, index: Tensor) -> Res
     } else {
         (movedim(&x.t, dim, 0)?, primitive::reshape(&index, &flat_index)?)
     };
-    let picked = call_bound(call.op, vec![table.into(), 0i64.into(), positions.into()])?;
+    let picked = call.op.call_bound(vec![table.into(), 0i64.into(), positions.into()])?;
     let picked =
         picked.as_tensor().cloned().ok_or_else(|| Error::runtime_error("vmap: index_select gave no tensor"))?;
     let shape = shape_of(&picked)?;
@@ -877,7 +863,7 @@ fn fallback(call: &Call) -> Result<Batch> {
             None => Ok(t.clone()),
         };
         let values: Vec<Value> = call.values.iter().map(|v| v.map_tensors(&example)).collect::<Result<_>>()?;
-        outs.push(call_bound(call.op, values)?);
+        outs.push(call.op.call_bound(values)?);
     }
     if writes {
         return Ok(Batch::Unbatched(call.values[0].clone()));
@@ -1008,7 +994,7 @@ pub(crate) fn batched_draw(
         .chain(values[at].as_slice().unwrap_or(&[]).iter().cloned())
         .collect();
     values[at] = Value::List(sizes);
-    call_bound(op, values)?.map_tensors(&|t| wrap(t, level))
+    op.call_bound(values)?.map_tensors(&|t| wrap(t, level))
 }
 
 #[cfg(test)]
