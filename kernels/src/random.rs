@@ -60,7 +60,14 @@ impl Draw<'_> {
     /// Uniform on `[0, 1)` with 24 random bits (every float32 of that form is reachable, and
     /// 1.0 never is).
     pub fn uniform_f32(&mut self) -> f32 {
-        (self.bits() >> 40) as f32 * (1.0 / (1u32 << 24) as f32)
+        self.uniform_digits(24)
+    }
+
+    /// Uniform on `[0, 1)` with `digits` random bits (at most 24): the significand's width of
+    /// the float type drawn for, so that every value is exact in it and 1.0 is never reached
+    /// (PyTorch's `uniform_real` with its type's `digits`).
+    pub fn uniform_digits(&mut self, digits: u32) -> f32 {
+        (self.bits() >> (64 - digits)) as f32 / (1u32 << digits) as f32
     }
 
     /// Two independent standard normal samples (the Box-Muller transform, as PyTorch's CPU

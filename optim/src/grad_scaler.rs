@@ -159,19 +159,34 @@ impl GradScaler {
         // As PyTorch: the reciprocal in float64, then rounded to float32.
         let inv_scale = f64::from((1.0 / self.state.scale) as f32);
         let _no_grad = no_grad();
-        let mut found_inf = false;
-        for group in optimizer.param_groups() {
-            for p in &group.params {
-                let Some(grad) = p.grad()? else { continue };
-                if grad.dtype()? == DType::Float16 {
-                    return Err(Error::value_error("Attempting to unscale FP16 gradients."));
-                }
-                let bad =
-                    torchfn_runtime::logical_or(&torchfn_runtime::isinf(&grad)?, &torchfn_runtime::isnan(&grad)?)?;
-                found_inf |= torchfn_runtime::any(&bad)?.item()?.to_f64() != 0.0;
-                grad.mul_(&Tensor::scalar(inv_scale))?;
+        let mut grads = Vec::new();
+        for p in optimizer.param_groups().iter().flat_map(|g| &g.params) {
+            if let Some(grad) = p.grad()? {
+                grads.push(grad);
             }
         }
+        // Every gradient checked before any is changed, as PyTorch's.
+        for grad in &grads {
+            if grad.dtype()? == DType::Float16 {
+                return Err(Error::value_error("Attempting to unscale FP16 gradients."));
+            }
+        }
+        // Whether any element is infinite or NaN, read once for all the gradients.
+        let inv_scale = Tensor::scalar(inv_scale);
+        let mut found: Option<Tensor> = None;
+        for grad in &grads {
+            let bad = torchfn_runtime::logical_or(&torchfn_runtime::isinf(grad)?, &torchfn_runtime::isnan(grad)?)?;
+            let bad = torchfn_runtime::any(&bad)?;
+            found = Some(match found {
+                Some(so_far) => torchfn_runtime::logical_or(&so_far, &bad)?,
+                None => bad,
+            });
+            grad.mul_(&inv_scale)?;
+        }
+        let found_inf = match found {
+            Some(found) => found.item()?.to_f64() != 0.0,
+            None => false,
+        };
         self.records.insert(key, Record { stage: Stage::Unscaled, found_inf });
         Ok(())
     }
@@ -191,7 +206,8 @@ impl GradScaler {
         if !self.records.contains_key(&key) {
             self.unscale_(optimizer)?;
         }
-        let record = self.records.get_mut(&key).expect("unscale_ recorded the optimizer");
+        let record =
+            self.records.get_mut(&key).ok_or_else(|| Error::runtime_error("step(): unscale_ kept no record"))?;
         record.stage = Stage::Stepped;
         if record.found_inf {
             return Ok(false);

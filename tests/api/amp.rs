@@ -141,6 +141,13 @@ fn grad_scaler_refuses_misuse_and_round_trips_its_state() {
     let mut sgd16 = SGD::new(vec![h.clone()], SgdOptions::new(0.1)).unwrap();
     scaler.scale(&h.sum().unwrap()).unwrap().backward().unwrap();
     assert_eq!(scaler.unscale_(&mut sgd16).unwrap_err().kind(), ErrorKind::Value);
+    // ... checked before any gradient is changed: a float32 one beside it keeps its value.
+    let f = torchfn::tensor([3.0f32]).unwrap().requires_grad_(true).unwrap();
+    f.sum().unwrap().backward().unwrap();
+    let mut mixed = SGD::new(vec![f.clone(), h.clone()], SgdOptions::new(0.1)).unwrap();
+    let mut fresh = GradScaler::new();
+    assert_eq!(fresh.unscale_(&mut mixed).unwrap_err().kind(), ErrorKind::Value);
+    assert_eq!(f.grad().unwrap().unwrap().to_vec::<f32>().unwrap(), [1.0]);
     // Disabled, it passes through.
     let off = GradScaler::with_options(65536.0, 2.0, 0.5, 2000, false).unwrap();
     assert_eq!(off.get_scale(), 1.0);

@@ -153,3 +153,23 @@ fn gradients_flow_in_float16_and_bfloat16() {
         }
     }
 }
+
+#[test]
+fn half_precision_uses_float32_s_epsilon_and_draws_below_one() {
+    use torchfn::nn::functional as F;
+    use torchfn::{DType, Generator};
+    // rms_norm's default eps is the epsilon of the dtype it computes in (float32), as PyTorch's:
+    // half precision's own epsilon would swamp these small values (PyTorch 2.15 gives 0.7070,
+    // 1.4141, -0.7070 in both dtypes).
+    for dtype in [DType::Float16, DType::BFloat16] {
+        let x = torchfn::tensor([[1e-2f32, 2e-2, -1e-2]]).unwrap().to(dtype, false, false).unwrap();
+        let y = F::rms_norm(&x, [3], None, None).unwrap().to(DType::Float32, false, false).unwrap();
+        assert_eq!(y.to_vec::<f32>().unwrap(), [0.70703125, 1.4140625, -0.70703125], "{dtype}");
+    }
+    // rand draws as many bits as the dtype's significand holds: never rounds up to 1.
+    for dtype in [DType::Float16, DType::BFloat16] {
+        let r = torchfn::rand([200_000], Generator::new().manual_seed(1), dtype, None).unwrap();
+        let r = r.to(DType::Float32, false, false).unwrap().to_vec::<f32>().unwrap();
+        assert!(r.iter().all(|&v| (0.0..1.0).contains(&v)), "{dtype}: a draw of 1.0");
+    }
+}

@@ -47,9 +47,15 @@ pub fn sample(func: &str, draw: &mut Draw<'_>, dist: Distribution, shape: &Shape
     with_dtype!(dtype, T => {
         let mut data = alloc::<T>(func, n)?;
         match dist {
-            Distribution::Uniform { low, high } if dtype == DType::Float32 => {
+            // As many random bits as the type's significand holds: no draw rounds up to `high`.
+            Distribution::Uniform { low, high } if dtype == DType::Float32 || dtype.is_reduced_float() => {
+                let digits = match dtype {
+                    DType::Float16 => 11,
+                    DType::BFloat16 => 8,
+                    _ => 24,
+                };
                 let (low, span) = (low as f32, (high - low) as f32);
-                data.extend((0..n).map(|_| cast::<f32, T>(low + span * draw.uniform_f32())));
+                data.extend((0..n).map(|_| cast::<f32, T>(low + span * draw.uniform_digits(digits))));
             }
             Distribution::Uniform { low, high } => {
                 data.extend((0..n).map(|_| cast::<f64, T>(low + (high - low) * draw.uniform_f64())));

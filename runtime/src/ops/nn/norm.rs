@@ -13,7 +13,6 @@ use crate::primitive;
 use crate::tensor::{Scalar, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
-use crate::types::half;
 use crate::value::Value;
 
 /// The mean of `t` over `dims`, kept as size-one dimensions.
@@ -21,17 +20,6 @@ fn mean_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
     let shape = t.shape()?;
     let kept: Shape = shape.iter().enumerate().map(|(d, &n)| if dims.contains(&d) { 1 } else { n }).collect();
     primitive::reshape(&primitive::reduce(t, dims, Reduce::Mean, t.dtype()?)?, &kept)
-}
-
-/// The machine epsilon of a floating-point dtype (`torch.finfo(dtype).eps`).
-fn epsilon(dtype: crate::tensor::DType) -> f64 {
-    use crate::tensor::DType;
-    match dtype {
-        DType::Float16 => f64::from(half::f16::EPSILON),
-        DType::BFloat16 => f64::from(half::bf16::EPSILON),
-        DType::Float32 => f64::from(f32::EPSILON),
-        _ => f64::EPSILON,
-    }
 }
 
 /// Named affine tensors (`"weight"`, `"bias"`), each shaped to broadcast.
@@ -167,9 +155,12 @@ pub fn rms_norm(
     #[default(None)] eps: Option<f64>,
 ) -> Result<Tensor> {
     let (dims, affine) = trailing("rms_norm", input, normalized_shape.into(), [("weight", weight)])?;
-    let eps = eps.unwrap_or_else(|| epsilon(input.dtype().unwrap_or_default()));
     primitive::in_float32(input, |input| {
-        let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, input.dtype()?, None)?, &dims)?;
+        // The epsilon of the dtype it computes in (float32 for half precision), as PyTorch's.
+        let dtype = input.dtype()?;
+        let eps =
+            eps.unwrap_or(if dtype == crate::tensor::DType::Float32 { f32::EPSILON as f64 } else { f64::EPSILON });
+        let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, dtype, None)?, &dims)?;
         scale_and_shift(input, &mean_square, eps, affine)
     })
 }
