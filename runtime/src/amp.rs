@@ -34,6 +34,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use crate::backend::Device;
+use crate::dispatch::tensors_in;
 use crate::error::{Error, Result, bail};
 use crate::protocol::{Func, ModeGuard, Outcome, TorchFunctionMode, Types, push_mode};
 use crate::tensor::{ById, DType, Tensor};
@@ -58,13 +59,13 @@ pub enum Policy {
 /// listed with them.
 pub fn policy(func: &Func) -> Option<Policy> {
     let name = func.name();
-    let aten = match func.namespace() {
-        "torchfn.linalg" => format!("linalg_{name}"),
-        "torchfn.fft" => format!("fft_{name}"),
+    let aten: std::borrow::Cow<'_, str> = match func.namespace() {
+        "torchfn.linalg" => format!("linalg_{name}").into(),
+        "torchfn.fft" => format!("fft_{name}").into(),
         "Tensor" if matches!(name, "__matmul__" | "__rmatmul__") => "matmul".into(),
         _ => name.into(),
     };
-    Some(match aten.as_str() {
+    Some(match &*aten {
         "conv1d"
         | "conv2d"
         | "conv3d"
@@ -344,20 +345,18 @@ impl TorchFunctionMode for AutocastMode {
             let s = s.borrow();
             (s.enabled, s.dtype)
         });
-        let Some(policy) = policy(func).filter(|_| enabled) else { return func.call(args, kwargs) };
+        // A disabled region looks nothing up.
+        let Some(policy) = enabled.then(|| policy(func)).flatten() else { return func.call(args, kwargs) };
         let target = match policy {
             Policy::LowerPrecision => dtype,
             Policy::Float32 => DType::Float32,
             Policy::Promote => {
                 let mut widest = None;
-                for v in args.iter().chain(kwargs.iter().map(|(_, v)| v)) {
-                    each_tensor(v, &mut |t| {
-                        if eligible(t)? {
-                            let d = t.dtype()?;
-                            widest = Some(widest.map_or(d, |w: DType| w.promote(d)));
-                        }
-                        Ok(())
-                    })?;
+                for t in args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in) {
+                    if eligible(t)? {
+                        let d = t.dtype()?;
+                        widest = Some(widest.map_or(d, |w: DType| w.promote(d)));
+                    }
                 }
                 match widest {
                     Some(w) => w,
@@ -372,15 +371,6 @@ impl TorchFunctionMode for AutocastMode {
     }
 }
 
-/// Runs `f` on each tensor of `v` (itself, or the items of a list or tuple).
-fn each_tensor(v: &Value, f: &mut impl FnMut(&Tensor) -> Result<()>) -> Result<()> {
-    match v {
-        Value::Tensor(t) => f(t),
-        Value::List(items) | Value::Tuple(items) => items.iter().try_for_each(|v| each_tensor(v, f)),
-        _ => Ok(()),
-    }
-}
-
 /// Whether autocast casts `t`: a floating-point tensor other than float64, on the CPU.
 fn eligible(t: &Tensor) -> Result<bool> {
     let dtype = t.dtype()?;
@@ -389,11 +379,8 @@ fn eligible(t: &Tensor) -> Result<bool> {
 
 /// `v` with its eligible tensors converted to `target`.
 fn cast(v: &Value, target: DType, policy: Policy) -> Result<Value> {
-    Ok(match v {
-        Value::Tensor(t) if eligible(t)? && t.dtype()? != target => Value::Tensor(cast_tensor(t, target, policy)?),
-        Value::List(items) => Value::List(items.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?),
-        Value::Tuple(items) => Value::Tuple(items.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?),
-        other => other.clone(),
+    v.map_tensors(&|t| {
+        if eligible(t)? && t.dtype()? != target { cast_tensor(t, target, policy) } else { Ok(t.clone()) }
     })
 }
 

@@ -530,7 +530,10 @@ impl Element for bool {
 }
 
 /// Runs `$body` with `$T` bound to the Rust element type of `$dtype`. With a `bool => $bool`
-/// arm, `$body` is only instantiated for the numeric types and `$bool` runs for bool tensors.
+/// arm, `$body` is only instantiated for the numeric types and `$bool` runs for bool tensors;
+/// with a `reduced => $reduced` arm as well, `$body` is instantiated for neither bool nor
+/// float16 and bfloat16, and `$reduced` runs for those two (kernels that compute half
+/// precision on float32 copies, which never instantiate their arithmetic for them).
 #[doc(hidden)]
 #[macro_export]
 macro_rules! with_dtype {
@@ -541,8 +544,21 @@ macro_rules! with_dtype {
         })
     };
     ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr) => {
+        $crate::with_dtype!($dtype, $T => $body, bool => $bool, reduced => match $dtype {
+            $crate::DType::Float16 => {
+                type $T = $crate::half::f16;
+                $body
+            }
+            _ => {
+                type $T = $crate::half::bf16;
+                $body
+            }
+        })
+    };
+    ($dtype:expr, $T:ident => $body:expr, bool => $bool:expr, reduced => $reduced:expr) => {
         match $dtype {
             $crate::DType::Bool => $bool,
+            $crate::DType::Float16 | $crate::DType::BFloat16 => $reduced,
             $crate::DType::UInt8 => {
                 type $T = u8;
                 $body
@@ -553,14 +569,6 @@ macro_rules! with_dtype {
             }
             $crate::DType::Int16 => {
                 type $T = i16;
-                $body
-            }
-            $crate::DType::Float16 => {
-                type $T = $crate::half::f16;
-                $body
-            }
-            $crate::DType::BFloat16 => {
-                type $T = $crate::half::bf16;
                 $body
             }
             $crate::DType::Int32 => {

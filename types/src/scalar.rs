@@ -66,21 +66,10 @@ macro_rules! scalar_from {
         }
     )*};
 }
-scalar_from!(bool => Bool, i64 => Int, i32 => Int, i16 => Int, i8 => Int, u8 => Int, f64 => Float, f32 => Float);
-
-impl From<half::f16> for Scalar {
-    #[inline]
-    fn from(v: half::f16) -> Self {
-        Scalar::Float(v.to_f64())
-    }
-}
-
-impl From<half::bf16> for Scalar {
-    #[inline]
-    fn from(v: half::bf16) -> Self {
-        Scalar::Float(v.to_f64())
-    }
-}
+scalar_from!(
+    bool => Bool, i64 => Int, i32 => Int, i16 => Int, i8 => Int, u8 => Int, f64 => Float, f32 => Float,
+    half::f16 => Float, half::bf16 => Float
+);
 
 /// Prints like Python: `True`, `3`, `2.5`, `1.0`.
 impl fmt::Display for Scalar {

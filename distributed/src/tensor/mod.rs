@@ -54,7 +54,7 @@ pub use mesh::{DeviceMesh, init_device_mesh};
 pub use parallel::{ColwiseParallel, ParallelStyle, RowwiseParallel, parallelize_module};
 pub use placement::Placement;
 
-use redistribute::redistribute_local;
+use redistribute::{copied, redistribute_local};
 
 /// What a DTensor's global tensor is: its mesh, placement and shape.
 pub(crate) struct Spec {
@@ -129,7 +129,7 @@ fn one_placement(placements: &[Placement], ndim: usize) -> Result<Placement> {
 pub fn distribute_tensor(tensor: &Tensor, mesh: &Arc<DeviceMesh>, placements: &[Placement]) -> Result<Tensor> {
     let placement = one_placement(placements, tensor.dim()?)?;
     let shape = tensor.shape()?.to_vec();
-    let full = torchfn_runtime::clone(&tensor.detach()?.contiguous()?)?;
+    let full = copied(&tensor.detach()?)?;
     crate::collectives::broadcast(&full, mesh.mesh()[0], Some(mesh.get_group()), false)?;
     let local = redistribute_local(&full, &shape, Placement::Replicate, placement, mesh)?;
     let d = DTensor::wrap(local, Arc::new(Spec { mesh: mesh.clone(), placement, shape }))?;
@@ -177,8 +177,7 @@ impl DTensorExt for Tensor {
     }
 
     fn placements(&self) -> Result<Vec<Placement>> {
-        let d = contents(self, "placements")?;
-        Ok(vec![sharding::operand(self, d, (0, None))?.placement])
+        Ok(vec![sharding::placement(self, contents(self, "placements")?)?])
     }
 
     fn device_mesh(&self) -> Result<Arc<DeviceMesh>> {

@@ -75,7 +75,7 @@ fn chunk(full: &Tensor, shape: &[usize], to: Placement, ranks: usize, rank: usiz
 }
 
 /// A contiguous copy of `t` with memory of its own (collectives write in place).
-fn copied(t: &Tensor) -> Result<Tensor> {
+pub(crate) fn copied(t: &Tensor) -> Result<Tensor> {
     torchfn_runtime::clone(&t.contiguous()?)
 }
 

@@ -11,7 +11,6 @@
 //! `cat`, indexing, convolution and its backward, pooling, copies and casts, `new_full`,
 //! random draws like a tensor, and `item`. An operator outside them is an error naming it.
 
-use std::cell::Cell;
 use std::sync::Arc;
 
 use torchfn_runtime::dispatch::{Operator, Tag, aten, no_dispatch};
@@ -36,31 +35,57 @@ pub(crate) struct Operand {
     gathered: bool,
 }
 
-/// The local tensor, placement and global shape of DTensor `t` (a view of a DTensor's contents
-/// when its layout is not theirs).
-pub(crate) fn operand(t: &Tensor, d: &DTensor, at: (usize, Option<usize>)) -> Result<Operand> {
+/// Where DTensor `t` (its own layout: the contents' whole tensor or a view of it) lies in this
+/// rank's local tensor.
+enum Located {
+    /// The contents' whole tensor.
+    Whole,
+    /// A view mapping onto the local tensor: its local view and its placement.
+    Mapped(Strided, Placement),
+    /// A view of a sharded tensor that does not map onto the pieces (it slices the sharded
+    /// dimension): an operator sees it gathered, replicated.
+    Unmapped,
+}
+
+/// `t`'s global view (its layout over the contents' whole tensor) and where it lies.
+fn locate(t: &Tensor, d: &DTensor) -> Result<(Strided, Located)> {
     let layout = t.array()?.layout;
     let view = Strided { shape: layout.shape.to_vec(), strides: layout.strides.to_vec(), offset: layout.offset };
     let spec = &d.spec;
-    if view == Strided::contiguous(&spec.shape) {
-        return Ok(Operand {
-            at,
-            local: d.local.clone(),
-            placement: spec.placement,
-            shape: spec.shape.clone(),
-            gathered: false,
-        });
-    }
-    let mesh = &spec.mesh;
-    let (local, placement, gathered) = match spec.placement.shard_dim() {
-        Some(dim) => match shard_view(&spec.shape, dim, mesh.size(), mesh.get_local_rank()?, &view) {
-            Some((local, j)) => (strided(&d.local, &local)?, Placement::Shard(j as i64), false),
-            None => {
-                let full = redistribute_local(&d.local, &spec.shape, spec.placement, Placement::Replicate, mesh)?;
-                (strided(&full, &view)?, Placement::Replicate, true)
-            }
-        },
-        None => (strided(&d.local, &view)?, spec.placement, false),
+    let located = if view == Strided::contiguous(&spec.shape) {
+        Located::Whole
+    } else if let Some(dim) = spec.placement.shard_dim() {
+        let mesh = &spec.mesh;
+        match shard_view(&spec.shape, dim, mesh.size(), mesh.get_local_rank()?, &view) {
+            Some((local, j)) => Located::Mapped(local, Placement::Shard(j as i64)),
+            None => Located::Unmapped,
+        }
+    } else {
+        Located::Mapped(view.clone(), spec.placement)
+    };
+    Ok((view, located))
+}
+
+/// The placement DTensor `t` has as operators see it (`Replicate` for an unmapped view).
+pub(crate) fn placement(t: &Tensor, d: &DTensor) -> Result<Placement> {
+    Ok(match locate(t, d)?.1 {
+        Located::Whole => d.spec.placement,
+        Located::Mapped(_, placement) => placement,
+        Located::Unmapped => Placement::Replicate,
+    })
+}
+
+/// The local tensor, placement and global shape of DTensor `t` (an unmapped view gathered).
+pub(crate) fn operand(t: &Tensor, d: &DTensor, at: (usize, Option<usize>)) -> Result<Operand> {
+    let spec = &d.spec;
+    let (view, located) = locate(t, d)?;
+    let (local, placement, gathered) = match located {
+        Located::Whole => (d.local.clone(), spec.placement, false),
+        Located::Mapped(local, placement) => (strided(&d.local, &local)?, placement, false),
+        Located::Unmapped => {
+            let full = redistribute_local(&d.local, &spec.shape, spec.placement, Placement::Replicate, &spec.mesh)?;
+            (strided(&full, &view)?, Placement::Replicate, true)
+        }
     };
     Ok(Operand { at, local, placement, shape: view.shape, gathered })
 }
@@ -92,22 +117,21 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
         let full = redistribute_local(&x.local, &x.shape, x.placement, Placement::Replicate, &mesh)?;
         return func.call_bound(vec![full.into()]);
     }
-    if std::ptr::eq(func, &aten::COPY_) && operands.first().is_none_or(|o| o.at.0 != 0 || o.gathered) {
-        return Err(Error::runtime_error(format!(
-            "{func}: writing into {} is not supported: the destination must be a DTensor whose view maps onto its \
-             pieces (a view that slices a sharded dimension does not)",
-            if operands.first().is_some_and(|o| o.at.0 == 0) {
-                "this view of a DTensor"
-            } else {
-                "a plain tensor from a DTensor"
-            }
-        )));
+    if std::ptr::eq(func, &aten::COPY_) {
+        let into = match operands.first() {
+            Some(dst) if dst.at == (0, None) && !dst.gathered => None,
+            Some(dst) if dst.at == (0, None) => Some("a view of a DTensor that slices its sharded dimension"),
+            _ => Some("a plain tensor"),
+        };
+        if let Some(into) = into {
+            return Err(Error::runtime_error(format!("{func}: writing a DTensor into {into} is not supported")));
+        }
     }
-    if !has_strategies(func) {
+    let Some(family) = family(func) else {
         return Err(Error::not_implemented(format!("Operator {func} does not have a sharding strategy registered.")));
-    }
+    };
     let outs = global_outputs(func, &values, &operands)?;
-    let choice = choose(func, &values, &operands, &outs, mesh.size())?;
+    let choice = choose(func, family, &values, &operands, &outs, mesh.size())?;
     for (o, &want) in operands.iter().zip(&choice.inputs) {
         let local = redistribute_local(&o.local, &o.shape, o.placement, want, &mesh)?;
         put(&mut values, o.at, local.into());
@@ -116,29 +140,17 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
     if std::ptr::eq(func, &aten::COPY_) {
         return Ok(args[0].clone());
     }
-    let slot = Cell::new(0);
-    let wrap_slot = |t: &Tensor| -> Result<Tensor> {
-        let k = slot.get();
-        slot.set(k + 1);
-        let (placement, shape) = (choice.outputs[k], outs[k].clone());
-        DTensor::wrap(t.contiguous()?, Arc::new(Spec { mesh: mesh.clone(), placement, shape }))
+    // Result `k` (absent optional results keep their place) as a DTensor.
+    let wrap = |k: usize, v: Value| -> Result<Value> {
+        let Value::Tensor(t) = v else { return Ok(v) };
+        let spec = Spec { mesh: mesh.clone(), placement: choice.outputs[k], shape: outs[k].clone() };
+        Ok(DTensor::wrap(t, Arc::new(spec))?.into())
     };
     match out {
-        // Optional results (convolution_backward's) keep their slot when absent.
-        Value::Tuple(items) => Ok(Value::Tuple(
-            items
-                .into_iter()
-                .map(|v| match v {
-                    Value::Tensor(t) => wrap_slot(&t).map(Value::Tensor),
-                    other => {
-                        slot.set(slot.get() + 1);
-                        Ok(other)
-                    }
-                })
-                .collect::<Result<_>>()?,
-        )),
-        Value::Tensor(t) => Ok(wrap_slot(&t)?.into()),
-        other => Ok(other),
+        Value::Tuple(items) => {
+            Ok(Value::Tuple(items.into_iter().enumerate().map(|(k, v)| wrap(k, v)).collect::<Result<_>>()?))
+        }
+        single => wrap(0, single),
     }
 }
 
@@ -273,12 +285,13 @@ fn cost(from: Placement, to: Placement, numel: usize) -> Option<usize> {
 /// The cheapest strategy of the call's family (the first among equals).
 fn choose(
     func: &'static Operator,
+    family: Family,
     values: &[Value],
     operands: &[Operand],
     outs: &[Vec<usize>],
     ranks: usize,
 ) -> Result<Strategy> {
-    let strategies = strategies(func, values, operands, outs, ranks)?;
+    let strategies = strategies(func, family, values, operands, outs, ranks)?;
     let mut best: Option<(usize, Strategy)> = None;
     for s in strategies {
         let total = operands
@@ -333,33 +346,62 @@ fn shard(d: usize) -> Placement {
 const R: Placement = Placement::Replicate;
 const SUM: Placement = Placement::Partial(ReduceOp::Sum);
 
-/// Whether `func` is in a family with strategies.
-fn has_strategies(func: &'static Operator) -> bool {
-    let ops = [
-        &aten::UNIFORM,
-        &aten::BERNOULLI,
-        &aten::SOFTMAX,
-        &aten::LOG_SOFTMAX,
-        &aten::CUMSUM,
-        &aten::CUMPROD,
-        &aten::SORT_STABLE,
-        &aten::TOPK,
-        &aten::MATMUL,
-        &aten::CAT,
-        &aten::INDEX_SELECT,
-        &aten::GATHER,
-        &aten::CONVOLUTION,
-        &aten::CONVOLUTION_BACKWARD,
-        &aten::MAX_POOL2D_WITH_INDICES,
-        &aten::TO_COPY,
-        &aten::LIFT_FRESH,
-        &aten::COPY_,
-    ];
-    func.has_tag(Tag::Pointwise) || func.has_tag(Tag::Reduction) || ops.iter().any(|op| std::ptr::eq(func, *op))
+/// The operator families with sharding strategies.
+#[derive(Clone, Copy)]
+enum Family {
+    /// Elementwise (and random draws like a tensor).
+    Pointwise,
+    /// Reductions over dimensions.
+    Reduction,
+    /// Softmax, scans, sort and topk: along one dimension.
+    AlongDim,
+    Matmul,
+    Cat,
+    /// `index_select` and `gather`.
+    Indexing,
+    Convolution,
+    ConvolutionBackward,
+    Pooling,
+    /// `_to_copy` and `lift_fresh`.
+    Cast,
+    /// `copy_`.
+    Copy,
+}
+
+/// The family of `func`, `None` when it has no strategies.
+fn family(func: &'static Operator) -> Option<Family> {
+    let is = |op: &Operator| std::ptr::eq(func, op);
+    let along = [&aten::SOFTMAX, &aten::LOG_SOFTMAX, &aten::CUMSUM, &aten::CUMPROD, &aten::SORT_STABLE, &aten::TOPK];
+    Some(if func.has_tag(Tag::Pointwise) || is(&aten::UNIFORM) || is(&aten::BERNOULLI) {
+        Family::Pointwise
+    } else if func.has_tag(Tag::Reduction) {
+        Family::Reduction
+    } else if along.into_iter().any(is) {
+        Family::AlongDim
+    } else if is(&aten::MATMUL) {
+        Family::Matmul
+    } else if is(&aten::CAT) {
+        Family::Cat
+    } else if is(&aten::INDEX_SELECT) || is(&aten::GATHER) {
+        Family::Indexing
+    } else if is(&aten::CONVOLUTION) {
+        Family::Convolution
+    } else if is(&aten::CONVOLUTION_BACKWARD) {
+        Family::ConvolutionBackward
+    } else if is(&aten::MAX_POOL2D_WITH_INDICES) {
+        Family::Pooling
+    } else if is(&aten::TO_COPY) || is(&aten::LIFT_FRESH) {
+        Family::Cast
+    } else if is(&aten::COPY_) {
+        Family::Copy
+    } else {
+        return None;
+    })
 }
 
 fn strategies(
     func: &'static Operator,
+    family: Family,
     values: &[Value],
     operands: &[Operand],
     outs: &[Vec<usize>],
@@ -370,148 +412,151 @@ fn strategies(
     let out = outs.first().cloned().unwrap_or_default();
     let is = |op: &Operator| std::ptr::eq(func, op);
     let mut s = Vec::new();
-    if func.has_tag(Tag::Pointwise) || is(&aten::UNIFORM) || is(&aten::BERNOULLI) {
-        for d in 0..out.len() {
-            let inputs = operands.iter().map(|o| aligned(&o.shape, out.len(), d, out[d]).map_or(R, shard)).collect();
-            s.push(Strategy::new(inputs, vec![shard(d)]));
-        }
-        // Linear in a partial operand: the sum of the results is the result of the sum.
-        let at = |name| operand_at(func, operands, name);
-        if (is(&aten::ADD_TENSOR) || is(&aten::SUB_TENSOR)) && n == 2 {
-            s.push(Strategy::new(all(SUM), vec![SUM]));
-        }
-        if is(&aten::MUL_TENSOR) {
-            for i in 0..n {
+    match family {
+        Family::Pointwise => {
+            for d in 0..out.len() {
+                let inputs =
+                    operands.iter().map(|o| aligned(&o.shape, out.len(), d, out[d]).map_or(R, shard)).collect();
+                s.push(Strategy::new(inputs, vec![shard(d)]));
+            }
+            // Linear in a partial operand: the sum of the results is the result of the sum.
+            let at = |name| operand_at(func, operands, name);
+            if (is(&aten::ADD_TENSOR) || is(&aten::SUB_TENSOR)) && n == 2 {
+                s.push(Strategy::new(all(SUM), vec![SUM]));
+            }
+            if is(&aten::MUL_TENSOR) {
+                for i in 0..n {
+                    s.push(Strategy::new((0..n).map(|k| if k == i { SUM } else { R }).collect(), vec![SUM]));
+                }
+            }
+            if is(&aten::DIV_TENSOR)
+                && let Some(i) = at("self")
+            {
                 s.push(Strategy::new((0..n).map(|k| if k == i { SUM } else { R }).collect(), vec![SUM]));
             }
+            if is(&aten::NEG) {
+                s.push(Strategy::new(all(SUM), vec![SUM]));
+            }
+            s.push(Strategy::new(all(R), vec![R]));
         }
-        if is(&aten::DIV_TENSOR)
-            && let Some(i) = at("self")
-        {
-            s.push(Strategy::new((0..n).map(|k| if k == i { SUM } else { R }).collect(), vec![SUM]));
-        }
-        if is(&aten::NEG) {
-            s.push(Strategy::new(all(SUM), vec![SUM]));
-        }
-        s.push(Strategy::new(all(R), vec![R]));
-    } else if func.has_tag(Tag::Reduction) {
-        let x = &operands[0];
-        let rank = x.shape.len();
-        let dims: Vec<usize> = match arg(func, values, "dim").and_then(Value::as_slice) {
-            Some(list) if !list.is_empty() => list
-                .iter()
-                .filter_map(Value::as_int)
-                .map(|d| if d < 0 { d + rank as i64 } else { d } as usize)
-                .collect(),
-            _ => (0..rank).collect(),
-        };
-        let keepdim = arg(func, values, "keepdim").is_some_and(|v| v.is_same_constant(&true.into()));
-        let partial = if is(&aten::SUM_DIM_INTLIST) {
-            Some(ReduceOp::Sum)
-        } else if is(&aten::MEAN_DIM) {
-            Some(ReduceOp::Avg)
-        } else if is(&aten::AMAX) {
-            Some(ReduceOp::Max)
-        } else if is(&aten::AMIN) {
-            Some(ReduceOp::Min)
-        } else if is(&aten::PROD_DIM_INT) {
-            Some(ReduceOp::Product)
-        } else {
-            None
-        };
-        for d in 0..rank {
-            if dims.contains(&d) {
-                // The mean of the pieces' means is the mean when the pieces are equal.
-                let even = x.shape[d].is_multiple_of(ranks);
-                match partial {
-                    Some(ReduceOp::Avg) if !even => {}
-                    Some(op) => s.push(Strategy::new(vec![shard(d)], vec![Placement::Partial(op)])),
-                    None => {}
-                }
+        Family::Reduction => {
+            let x = &operands[0];
+            let rank = x.shape.len();
+            let dims: Vec<usize> = match arg(func, values, "dim").and_then(Value::as_slice) {
+                Some(list) if !list.is_empty() => list
+                    .iter()
+                    .filter_map(Value::as_int)
+                    .map(|d| if d < 0 { d + rank as i64 } else { d } as usize)
+                    .collect(),
+                _ => (0..rank).collect(),
+            };
+            let keepdim = arg(func, values, "keepdim").is_some_and(|v| v.is_same_constant(&true.into()));
+            let partial = if is(&aten::SUM_DIM_INTLIST) {
+                Some(ReduceOp::Sum)
+            } else if is(&aten::MEAN_DIM) {
+                Some(ReduceOp::Avg)
+            } else if is(&aten::AMAX) {
+                Some(ReduceOp::Max)
+            } else if is(&aten::AMIN) {
+                Some(ReduceOp::Min)
+            } else if is(&aten::PROD_DIM_INT) {
+                Some(ReduceOp::Product)
             } else {
-                let at = if keepdim { d } else { d - dims.iter().filter(|&&r| r < d).count() };
-                s.push(Strategy::new(vec![shard(d)], vec![shard(at)]));
+                None
+            };
+            for d in 0..rank {
+                if dims.contains(&d) {
+                    // The mean of the pieces' means is the mean when the pieces are equal.
+                    let even = x.shape[d].is_multiple_of(ranks);
+                    match partial {
+                        Some(ReduceOp::Avg) if !even => {}
+                        Some(op) => s.push(Strategy::new(vec![shard(d)], vec![Placement::Partial(op)])),
+                        None => {}
+                    }
+                } else {
+                    let at = if keepdim { d } else { d - dims.iter().filter(|&&r| r < d).count() };
+                    s.push(Strategy::new(vec![shard(d)], vec![shard(at)]));
+                }
             }
-        }
-        if is(&aten::SUM_DIM_INTLIST) || is(&aten::MEAN_DIM) {
-            s.push(Strategy::new(vec![SUM], vec![SUM]));
-        }
-        s.push(Strategy::new(vec![R], vec![R]));
-    } else if is(&aten::SOFTMAX)
-        || is(&aten::LOG_SOFTMAX)
-        || is(&aten::CUMSUM)
-        || is(&aten::CUMPROD)
-        || is(&aten::SORT_STABLE)
-        || is(&aten::TOPK)
-    {
-        let rank = operands[0].shape.len();
-        let along = dim_arg(func, values, "dim", rank)?;
-        for d in (0..rank).filter(|&d| d != along) {
-            s.push(Strategy::new(vec![shard(d)], vec![shard(d); outs.len()]));
-        }
-        if is(&aten::CUMSUM) {
-            s.push(Strategy::new(vec![SUM], vec![SUM]));
-        }
-        s.push(Strategy::new(vec![R], vec![R; outs.len()]));
-    } else if is(&aten::MATMUL) {
-        s.extend(matmul(operands, &out)?);
-    } else if is(&aten::CAT) {
-        let along = dim_arg(func, values, "dim", out.len())?;
-        for d in (0..out.len()).filter(|&d| d != along) {
-            if operands.iter().all(|o| o.shape.len() == out.len()) {
-                s.push(Strategy::new(all(shard(d)), vec![shard(d)]));
+            if is(&aten::SUM_DIM_INTLIST) || is(&aten::MEAN_DIM) {
+                s.push(Strategy::new(vec![SUM], vec![SUM]));
             }
+            s.push(Strategy::new(vec![R], vec![R]));
         }
-        s.push(Strategy::new(all(R), vec![R]));
-    } else if is(&aten::INDEX_SELECT) || is(&aten::GATHER) {
-        let (x, index) = (operand_at(func, operands, "self"), operand_at(func, operands, "index"));
-        let rank = out.len();
-        let along = dim_arg(func, values, "dim", rank)?;
-        for d in (0..rank).filter(|&d| d != along) {
-            let index_too = is(&aten::GATHER) && index.is_some_and(|i| operands[i].shape.get(d) == out.get(d));
-            if x.is_some_and(|x| operands[x].shape.get(d) == out.get(d)) && (is(&aten::INDEX_SELECT) || index_too) {
-                let inputs =
-                    (0..n).map(|k| if Some(k) == x || (is(&aten::GATHER) && Some(k) == index) { shard(d) } else { R });
-                s.push(Strategy::new(inputs.collect(), vec![shard(d)]));
+        Family::AlongDim => {
+            let rank = operands[0].shape.len();
+            let along = dim_arg(func, values, "dim", rank)?;
+            for d in (0..rank).filter(|&d| d != along) {
+                s.push(Strategy::new(vec![shard(d)], vec![shard(d); outs.len()]));
             }
+            if is(&aten::CUMSUM) {
+                s.push(Strategy::new(vec![SUM], vec![SUM]));
+            }
+            s.push(Strategy::new(vec![R], vec![R; outs.len()]));
         }
-        if is(&aten::INDEX_SELECT)
-            && let Some(i) = index
-        {
-            s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(along)]));
+        Family::Matmul => s.extend(matmul(operands, &out)?),
+        Family::Cat => {
+            let along = dim_arg(func, values, "dim", out.len())?;
+            for d in (0..out.len()).filter(|&d| d != along) {
+                if operands.iter().all(|o| o.shape.len() == out.len()) {
+                    s.push(Strategy::new(all(shard(d)), vec![shard(d)]));
+                }
+            }
+            s.push(Strategy::new(all(R), vec![R]));
         }
-        s.push(Strategy::new(all(R), vec![R]));
-    } else if is(&aten::CONVOLUTION) {
-        // Batch-parallel: the batch sharded, the weights whole.
-        if let Some(i) = operand_at(func, operands, "input") {
-            s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(0)]));
+        Family::Indexing => {
+            let (x, index) = (operand_at(func, operands, "self"), operand_at(func, operands, "index"));
+            let rank = out.len();
+            let along = dim_arg(func, values, "dim", rank)?;
+            for d in (0..rank).filter(|&d| d != along) {
+                let index_too = is(&aten::GATHER) && index.is_some_and(|i| operands[i].shape.get(d) == out.get(d));
+                if x.is_some_and(|x| operands[x].shape.get(d) == out.get(d)) && (is(&aten::INDEX_SELECT) || index_too) {
+                    let inputs = (0..n)
+                        .map(|k| if Some(k) == x || (is(&aten::GATHER) && Some(k) == index) { shard(d) } else { R });
+                    s.push(Strategy::new(inputs.collect(), vec![shard(d)]));
+                }
+            }
+            if is(&aten::INDEX_SELECT)
+                && let Some(i) = index
+            {
+                s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(along)]));
+            }
+            s.push(Strategy::new(all(R), vec![R]));
         }
-        s.push(Strategy::new(all(R), vec![R]));
-    } else if is(&aten::CONVOLUTION_BACKWARD) {
-        let (g, x) = (operand_at(func, operands, "grad_output"), operand_at(func, operands, "input"));
-        let inputs = (0..n).map(|k| if Some(k) == g || Some(k) == x { shard(0) } else { R });
-        s.push(Strategy::new(inputs.collect(), vec![shard(0), SUM, SUM]));
-        s.push(Strategy::new(all(R), vec![R; 3]));
-    } else if is(&aten::MAX_POOL2D_WITH_INDICES) {
-        for d in 0..operands[0].shape.len().saturating_sub(2) {
-            s.push(Strategy::new(vec![shard(d)], vec![shard(d); 2]));
+        Family::Convolution => {
+            // Batch-parallel: the batch sharded, the weights whole.
+            if let Some(i) = operand_at(func, operands, "input") {
+                s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(0)]));
+            }
+            s.push(Strategy::new(all(R), vec![R]));
         }
-        s.push(Strategy::new(vec![R], vec![R; 2]));
-    } else if is(&aten::TO_COPY) || is(&aten::LIFT_FRESH) {
-        s.push(Strategy::new(vec![operands[0].placement], vec![operands[0].placement]));
-        s.push(Strategy::new(vec![R], vec![R]));
-    } else if is(&aten::COPY_) {
-        // The destination keeps its placement; the source comes to it.
-        let dst = &operands[0];
-        let src = match dst.placement {
-            Placement::Shard(d) => operands
-                .get(1)
-                .map(|o| aligned(&o.shape, dst.shape.len(), d as usize, dst.shape[d as usize]).map_or(R, shard)),
-            p => operands.get(1).map(|_| p),
-        };
-        s.push(Strategy::new(std::iter::once(dst.placement).chain(src).collect(), vec![dst.placement]));
-    } else {
-        return Err(Error::not_implemented(format!("Operator {func} does not have a sharding strategy registered.")));
+        Family::ConvolutionBackward => {
+            let (g, x) = (operand_at(func, operands, "grad_output"), operand_at(func, operands, "input"));
+            let inputs = (0..n).map(|k| if Some(k) == g || Some(k) == x { shard(0) } else { R });
+            s.push(Strategy::new(inputs.collect(), vec![shard(0), SUM, SUM]));
+            s.push(Strategy::new(all(R), vec![R; 3]));
+        }
+        Family::Pooling => {
+            for d in 0..operands[0].shape.len().saturating_sub(2) {
+                s.push(Strategy::new(vec![shard(d)], vec![shard(d); 2]));
+            }
+            s.push(Strategy::new(vec![R], vec![R; 2]));
+        }
+        Family::Cast => {
+            s.push(Strategy::new(vec![operands[0].placement], vec![operands[0].placement]));
+            s.push(Strategy::new(vec![R], vec![R]));
+        }
+        Family::Copy => {
+            // The destination keeps its placement; the source comes to it.
+            let dst = &operands[0];
+            let src = match dst.placement {
+                Placement::Shard(d) => operands
+                    .get(1)
+                    .map(|o| aligned(&o.shape, dst.shape.len(), d as usize, dst.shape[d as usize]).map_or(R, shard)),
+                p => operands.get(1).map(|_| p),
+            };
+            s.push(Strategy::new(std::iter::once(dst.placement).chain(src).collect(), vec![dst.placement]));
+        }
     }
     Ok(s)
 }

@@ -201,8 +201,16 @@ pub trait Signed: Number {
     /// `self` to the power `exponent`. For integers, a negative exponent gives 0 except for
     /// the bases 1 and -1 (as `1 / base^n` truncated).
     fn pow(self, exponent: Self) -> Self;
-    fn is_nan(self) -> bool;
-    fn is_infinite(self) -> bool;
+    /// Whether the value is NaN (never, for integers).
+    #[inline(always)]
+    fn is_nan(self) -> bool {
+        false
+    }
+    /// Whether the value is infinite (never, for integers).
+    #[inline(always)]
+    fn is_infinite(self) -> bool {
+        false
+    }
 }
 
 macro_rules! signed_float {
@@ -289,14 +297,6 @@ macro_rules! signed_int {
                 }
                 result
             }
-            #[inline(always)]
-            fn is_nan(self) -> bool {
-                false
-            }
-            #[inline(always)]
-            fn is_infinite(self) -> bool {
-                false
-            }
         }
     };
 }
@@ -326,19 +326,8 @@ impl Signed for u8 {
     fn pow(self, exponent: Self) -> Self {
         self.wrapping_pow(u32::from(exponent))
     }
-    #[inline(always)]
-    fn is_nan(self) -> bool {
-        false
-    }
-    #[inline(always)]
-    fn is_infinite(self) -> bool {
-        false
-    }
 }
 
-/// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a
-/// negative amount or by the type's width or more gives 0 (a right shift of a negative number,
-/// -1); a left shift works on the bits, as on an unsigned number.
 /// An element as stored, and the type it computes in: float16 and bfloat16 compute in float32,
 /// widened as they are read and rounded once as they are written, inside the elementwise loop
 /// (so one pass over memory, at half the bytes of float32); every other type computes in
@@ -387,6 +376,9 @@ macro_rules! stored_as_f32 {
 stored_as_f32!(half::f16, f16_to_f32, f32_to_f16);
 stored_as_f32!(half::bf16, bf16_to_f32, f32_to_bf16);
 
+/// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a
+/// negative amount or by the type's width or more gives 0 (a right shift of a negative number,
+/// -1); a left shift works on the bits, as on an unsigned number.
 pub trait Bits: Signed {
     /// `a & b`, `a | b` or `a ^ b`.
     fn bits(self, other: Self, op: Binary) -> Self;

@@ -96,7 +96,8 @@ pub(super) fn scatter_add(shape: &Shape, dim: usize, index: &Array, src: &Array)
     with_dtype!(
         src.dtype,
         T => scatter::<T>((shape, dim), index, src, <T as Number>::add),
-        bool => scatter::<bool>((shape, dim), index, src, |a, b| a | b)
+        bool => scatter::<bool>((shape, dim), index, src, |a, b| a | b),
+        reduced => Err(internal("scatter_add computes half precision in float32"))
     )
 }
 

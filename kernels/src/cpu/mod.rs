@@ -188,18 +188,12 @@ impl Backend for Cpu {
 
     fn reduce(&self, x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
         host([x])?;
-        if dtype.is_reduced_float() {
-            return narrow(reduce::reduce(&widen(x)?, dims, op, DType::Float32)?, dtype);
-        }
-        reduce::reduce(x, dims, op, dtype)
+        in_float32(x, dtype, |x, dtype| reduce::reduce(x, dims, op, dtype))
     }
 
     fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
         host([x])?;
-        if dtype.is_reduced_float() {
-            return narrow(reduce::scan(&widen(x)?, dim, op, DType::Float32)?, dtype);
-        }
-        reduce::scan(x, dim, op, dtype)
+        in_float32(x, dtype, |x, dtype| reduce::scan(x, dim, op, dtype))
     }
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
@@ -209,7 +203,12 @@ impl Backend for Cpu {
         match dtype {
             DType::BFloat16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, bf16_matmul)?, dtype),
             DType::Float16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, f32::matmul)?, dtype),
-            _ => with_dtype!(dtype, T => matmul::<T>(a, b, batch, T::matmul), bool => Err(internal("matmul of bools"))),
+            _ => with_dtype!(
+                dtype,
+                T => matmul::<T>(a, b, batch, T::matmul),
+                bool => Err(internal("matmul of bools")),
+                reduced => Err(internal("half-precision matmul widens first"))
+            ),
         }
     }
 
@@ -225,10 +224,7 @@ impl Backend for Cpu {
 
     fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
         host([index, src])?;
-        if src.dtype.is_reduced_float() {
-            return narrow(indexing::scatter_add(shape, dim, index, &widen(src)?)?, src.dtype);
-        }
-        indexing::scatter_add(shape, dim, index, src)
+        in_float32(src, src.dtype, |src, _| indexing::scatter_add(shape, dim, index, src))
     }
 
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
@@ -238,10 +234,7 @@ impl Backend for Cpu {
 
     fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
         host([x])?;
-        if dtype.is_reduced_float() {
-            return narrow(softmax::softmax(&widen(x)?, dim, log, DType::Float32)?, dtype);
-        }
-        softmax::softmax(x, dim, log, dtype)
+        in_float32(x, dtype, |x, dtype| softmax::softmax(x, dim, log, dtype))
     }
 
     fn conv2d(
@@ -262,7 +255,8 @@ impl Backend for Cpu {
         with_dtype!(
             dtype,
             T => window::conv2d::<T>(input, weight, bias, groups, win),
-            bool => Err(undefined("conv2d", dtype))
+            bool => Err(undefined("conv2d", dtype)),
+            reduced => Err(internal("half-precision conv2d widens first"))
         )
     }
 
@@ -287,7 +281,8 @@ impl Backend for Cpu {
         with_dtype!(
             dtype,
             T => Ok(Some(window::conv2d_backward::<T>(input, weight, grad, groups, win, which)?)),
-            bool => Err(undefined("conv2d_backward", dtype))
+            bool => Err(undefined("conv2d_backward", dtype)),
+            reduced => Err(internal("half-precision conv2d_backward widens first"))
         )
     }
 
@@ -303,6 +298,12 @@ impl Backend for Cpu {
 /// its result is rounded once by [`narrow`].
 fn widen(x: &Array) -> Result<Array> {
     if x.dtype.is_reduced_float() { CPU.copy(x, DType::Float32) } else { Ok(x.clone()) }
+}
+
+/// `f` of `x` in `dtype`: for float16 and bfloat16, on a float32 copy in float32, its result
+/// rounded back once; any other dtype as it is.
+fn in_float32(x: &Array, dtype: DType, f: impl FnOnce(&Array, DType) -> Result<Array>) -> Result<Array> {
+    if dtype.is_reduced_float() { narrow(f(&widen(x)?, DType::Float32)?, dtype) } else { f(x, dtype) }
 }
 
 /// A float32 result of a kernel run on [`widen`]ed inputs, rounded once to the half-precision

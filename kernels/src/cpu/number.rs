@@ -3,8 +3,7 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use super::elementwise::Stored;
-use crate::types::{Element, Scalar, half};
+use crate::types::{Element, Scalar};
 
 /// A numeric element type (every dtype but bool).
 pub trait Number: Element {
@@ -177,54 +176,6 @@ int!(i16, signed_floor!());
 int!(i32, signed_floor!());
 int!(i64, signed_floor!());
 int!(u8, |_, _, q| q);
-
-/// float16 and bfloat16 as numbers: each operation computes in float32 and rounds once.
-/// Kernels of several steps (reductions, convolutions, softmax...) never chain these: the
-/// backend runs them on float32 copies and rounds their result once (see `cpu::widened`).
-macro_rules! reduced_float {
-    ($t:ty) => {
-        impl Number for $t {
-            #[inline(always)]
-            fn add(self, other: Self) -> Self {
-                <$t>::from_f32(self.to_f32() + other.to_f32())
-            }
-            #[inline(always)]
-            fn sub(self, other: Self) -> Self {
-                <$t>::from_f32(self.to_f32() - other.to_f32())
-            }
-            #[inline(always)]
-            fn mul(self, other: Self) -> Self {
-                <$t>::from_f32(self.to_f32() * other.to_f32())
-            }
-            #[inline(always)]
-            fn neg(self) -> Self {
-                -self
-            }
-            #[inline(always)]
-            fn div_trunc(self, other: Self) -> Option<Self> {
-                Some(<$t>::from_f32((self.to_f32() / other.to_f32()).trunc()))
-            }
-            #[inline(always)]
-            fn div_floor(self, other: Self) -> Option<Self> {
-                Some(<$t>::from_f32((self.to_f32() / other.to_f32()).floor()))
-            }
-            fn from_scalar(s: Scalar) -> Self {
-                <$t>::from_f64(s.to_f64())
-            }
-            /// The product accumulates in float32 (the float32 kernel on widened copies) and
-            /// rounds once, as PyTorch's half-precision matmul on the CPU. (The backend widens
-            /// whole operands before it reaches here; this serves direct callers.)
-            fn matmul(a: ArrayView2<'_, Self>, b: ArrayView2<'_, Self>, out: &mut ArrayViewMut2<'_, Self>) {
-                let (a, b) = (a.mapv(|v| v.widen()), b.mapv(|v| v.widen()));
-                let mut product = ndarray::Array2::<f32>::zeros(out.dim());
-                f32_matmul(a.view(), b.view(), &mut product.view_mut());
-                out.zip_mut_with(&product, |o, &p| *o = Self::narrow(p));
-            }
-        }
-    };
-}
-reduced_float!(half::f16);
-reduced_float!(half::bf16);
 
 #[cfg(test)]
 mod tests {

@@ -198,7 +198,12 @@ pub(super) fn scan(x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Arra
             }
         })
     }
-    with_dtype!(dtype, T => running::<T>(x, dim, op), bool => Err(internal("a scan of bools")))
+    with_dtype!(
+        dtype,
+        T => running::<T>(x, dim, op),
+        bool => Err(internal("a scan of bools")),
+        reduced => Err(internal("scans compute half precision in float32"))
+    )
 }
 
 /// `f` applied along dimension `dim`: each lane is replaced by what `f` writes for it.

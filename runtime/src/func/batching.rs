@@ -491,7 +491,7 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
         Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => random_like(call).map(Some),
         Kernel::ConvolutionBackward => convolution_backward(call),
         // `new_full` of a batched tensor: each example's, in one batch.
-        Kernel::Full if op.schema().arguments().first().is_some_and(|a| a.name() == "self") => {
+        Kernel::Full if std::ptr::eq(op, &crate::dispatch::aten::NEW_FULL) => {
             let sizes = call.get("size")?.as_slice().unwrap_or(&[]).iter().filter_map(Value::as_int);
             let size: Vec<Value> = std::iter::once(call.level.size as i64).chain(sizes).map(Value::Int).collect();
             let x = call.tensor("self")?;

@@ -516,9 +516,11 @@ fn new_filled(
     device: Option<Device>,
 ) -> Result<Tensor> {
     let (to, dtype) = placed_like(func, t, dtype, device)?;
-    match to == t.data(func, "self")?.device() {
-        true => filled_like(func, t, sized(func, size)?, value, dtype),
-        false => filled(func, sized(func, size)?, value, dtype, to),
+    // On `t`'s own device the result is made like `t` (a subclass's hook sees the call).
+    if to == t.data(func, "self")?.device() {
+        filled_like(func, t, sized(func, size)?, value, dtype)
+    } else {
+        filled(func, sized(func, size)?, value, dtype, to)
     }
 }
 

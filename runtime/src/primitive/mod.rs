@@ -403,9 +403,8 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
             Ok(Layout { shape: shape.clone(), strides, offset: l.offset })
         });
     }
-    if let Some((physical, level)) = crate::func::top_batch(src)? {
-        return embed_batched(src, &physical, &level, shape, relative);
-    }
+    // Zeros made like `src` (a batched `src` under vmap gets a batch of them, a DTensor its
+    // own kind), with `src` written through the view.
     let zeros = dispatch::new_full(src, shape, Scalar::Int(0), s.dtype)?.into_tensor();
     let array = data(&zeros, "embed")?.array.clone();
     let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
@@ -432,28 +431,6 @@ fn permutation(shape: &Shape, relative: &Layout) -> Option<Vec<usize>> {
         order.push(e);
     }
     Some(order)
-}
-
-/// [`embed`] of a batched `src`: under vmap the zeros would be one example's and could not
-/// take every example's values, so the whole batch is embedded at once (each example in a
-/// block of its own) and batched again.
-fn embed_batched(
-    src: &Tensor,
-    physical: &Tensor,
-    level: &std::sync::Arc<crate::func::Level>,
-    shape: &Shape,
-    relative: &Layout,
-) -> Result<Tensor> {
-    let batch = data(physical, "embed")?.layout.shape[0];
-    let block = Layout {
-        shape: std::iter::once(batch).chain(relative.shape.iter().copied()).collect(),
-        strides: std::iter::once(shape.numel()).chain(relative.strides.iter().copied()).collect(),
-        offset: relative.offset,
-    };
-    let whole: Shape = std::iter::once(batch).chain(shape.iter().copied()).collect();
-    let out = crate::func::wrap(&embed(physical, &whole, &block)?, level)?;
-    let array = data(&out, "embed")?.array.clone();
-    finish(&[src], Output::Given { tensor: out, array }, || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
