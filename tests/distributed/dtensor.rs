@@ -14,6 +14,7 @@ use torchfn::distributed::{self as dist, ReduceOp};
 use torchfn::nn::{self, Embedding, Forward, Layer, LayerNorm, Linear, Module};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
+use torchfn::{DType, Device};
 
 use crate::mpi_test;
 
@@ -164,6 +165,56 @@ mpi_test! {
         y.backward()?;
         assert_close(&x_leaf.grad()?.unwrap(), &torchfn::full_like(&x, 3.0, None)?, "through to_local")?;
         Ok(())
+    }
+}
+
+mpi_test! {
+    fn outputs_follow_their_inputs_and_conversions_stay_exact() {
+        let mesh = mesh()?;
+        let x = values(&[4, 6])?;
+        // A replicated input stays replicated where nothing needs moving, in place too.
+        let r = distribute_tensor(&x, &mesh, &[Replicate])?;
+        assert_eq!((&r * 2.0)?.placements()?, [Replicate]);
+        assert_eq!(r.exp()?.sum()?.placements()?, [Replicate]);
+        r.mul_(&torchfn::tensor(3.0f32)?)?;
+        assert_eq!(r.placements()?, [Replicate]);
+        assert_close(&r.full_tensor()?, &(&x * 3.0)?, "mul_ of a replicated DTensor")?;
+        // Replicate -> Partial(sum) is exact and keeps the dtype (integers too).
+        let ints = torchfn::tensor([3i64, -7, 11])?;
+        let p = distribute_tensor(&ints, &mesh, &[Replicate])?.redistribute(&[Placement::PARTIAL])?;
+        assert_eq!(p.to_local()?.dtype()?, DType::Int64);
+        assert_eq!(p.full_tensor()?.to_vec::<i64>()?, [3, -7, 11]);
+        // A partial sum converted to an integer type is reduced first (truncating each
+        // contribution would lose the fractions' sum).
+        let half = DTensor::from_local(&torchfn::tensor([0.75f32, 1.5])?, &mesh, &[Placement::PARTIAL])?;
+        let as_int = half.to(DType::Int64, false, false)?;
+        assert_eq!(as_int.full_tensor()?.to_vec::<i64>()?, [1, 3]);
+        // A maximum over a dimension with an empty piece (1 row over 2 ranks) on every rank.
+        let one_row = distribute_tensor(&values(&[1, 4])?, &mesh, &[Shard(0)])?;
+        assert_close(&torchfn::amax(&one_row, [0i64], false)?.full_tensor()?, &torchfn::amax(&values(&[1, 4])?, [0i64], false)?, "amax")?;
+        // new_zeros on the DTensor's device, named explicitly, is a DTensor too.
+        assert!(r.new_zeros([2], None, Device::CPU)?.is_dtensor());
+        Ok(())
+    }
+}
+
+mpi_test! {
+    fn a_column_wise_embedding_trains_as_the_whole_one() {
+        let mesh = mesh()?;
+        let make = || Embedding::new(10, 6, &Generator::new().manual_seed(3));
+        let (reference, mut sharded) = (make()?, make()?);
+        let style = ColwiseParallel { output_layouts: Replicate, ..ColwiseParallel::default() };
+        parallelize_module(&mut sharded, &mesh, &[("", &style)])?;
+        assert_eq!(sharded.weight.placements()?, [Shard(1)]);
+        let ids = torchfn::tensor([[1i64, 4, 4], [9, 0, 2]])?;
+        let (got, want) = (sharded.call(&ids)?, reference.call(&ids)?);
+        assert_close(&got, &want, "embedding output")?;
+        got.square()?.sum()?.backward()?;
+        want.square()?.sum()?.backward()?;
+        // The backward's scatter_add runs on the shards.
+        let grad = sharded.weight.grad()?.unwrap();
+        assert_eq!(grad.placements()?, [Shard(1)]);
+        assert_close(&grad.full_tensor()?, &reference.weight.grad()?.unwrap(), "embedding weight grad")
     }
 }
 

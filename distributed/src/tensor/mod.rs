@@ -224,6 +224,13 @@ fn local_of(t: &Tensor) -> Result<(Tensor, Placement, Arc<DeviceMesh>)> {
     Ok((o.local, o.placement, d.spec.mesh.clone()))
 }
 
+/// The spec of DTensor `t` as operators see it (a view's own; no communication).
+fn spec_of(t: &Tensor) -> Result<Arc<Spec>> {
+    let d = contents(t, "to_local")?;
+    let placement = sharding::placement(t, d)?;
+    Ok(Arc::new(Spec { mesh: d.spec.mesh.clone(), placement, shape: t.shape()?.to_vec() }))
+}
+
 /// `grad` (a DTensor or a plain tensor of the global shape) as a local tensor under `spec`'s
 /// placement (`Partial`: `Replicate`).
 fn gradient_to_local(grad: &Tensor, spec: &Spec) -> Result<Tensor> {
@@ -280,8 +287,7 @@ impl Function for ToLocal {
     }
 
     fn setup_context(ctx: &mut Ctx<Self>, t: &Tensor, _: &Tensor) -> Result<()> {
-        let (_, placement, mesh) = local_of(t)?;
-        ctx.spec = Some(Arc::new(Spec { mesh, placement, shape: t.shape()?.to_vec() }));
+        ctx.spec = Some(spec_of(t)?);
         Ok(())
     }
 
@@ -310,8 +316,7 @@ impl Function for Redistribute {
     }
 
     fn setup_context(ctx: &mut Ctx<Self>, (t, _): &(Tensor, SpecArg), _: &Tensor) -> Result<()> {
-        let (_, placement, mesh) = local_of(t)?;
-        ctx.from = Some(Arc::new(Spec { mesh, placement, shape: t.shape()?.to_vec() }));
+        ctx.from = Some(spec_of(t)?);
         Ok(())
     }
 

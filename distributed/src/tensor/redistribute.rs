@@ -8,7 +8,9 @@ use torchfn_runtime::{Error, Result, Tensor};
 use super::debug;
 use super::mesh::DeviceMesh;
 use super::placement::{Placement, shard_range};
-use crate::collectives::{ReduceOp, all_gather, all_reduce, all_to_all_single, reduce_scatter_tensor};
+use crate::collectives::{
+    ReduceOp, all_gather, all_gather_into_tensor, all_reduce, all_to_all_single, reduce_scatter_tensor,
+};
 
 /// The local tensor of rank `rank`'s share, under `to`, of the global tensor of `shape` that
 /// `local` holds under `from` (both normalized). The result is contiguous and owns its memory
@@ -27,8 +29,8 @@ pub(crate) fn redistribute_local(
     Ok(match (from, to) {
         (Placement::Replicate, Placement::Replicate) => local.clone(),
         _ if from == to => local.clone(),
-        (Placement::Shard(_), Placement::Replicate) => gather(local, shape, from, mesh)?,
-        (Placement::Replicate, Placement::Shard(_)) => chunk(local, shape, to, ranks, rank)?,
+        (Placement::Shard(d), Placement::Replicate) => gather(local, shape, d as usize, mesh)?,
+        (Placement::Replicate, Placement::Shard(d)) => chunk(local, shape, d as usize, ranks, rank)?,
         (Placement::Partial(op), Placement::Replicate) => {
             let out = copied(local)?;
             debug::record("all_reduce");
@@ -46,13 +48,14 @@ pub(crate) fn redistribute_local(
                 out
             } else {
                 let full = redistribute_local(local, shape, from, Placement::Replicate, mesh)?;
-                chunk(&full, shape, to, ranks, rank)?
+                chunk(&full, shape, d as usize, ranks, rank)?
             }
         }
+        // The whole value as one rank's contribution: exact, and of the same dtype.
         (Placement::Replicate, Placement::Partial(op)) => match op {
-            ReduceOp::Sum => (local / ranks as f64)?,
-            ReduceOp::Avg | ReduceOp::Max | ReduceOp::Min => copied(local)?,
-            ReduceOp::Product => return Err(unsupported(from, to)),
+            ReduceOp::Sum if rank != 0 => torchfn_runtime::zeros_like(local, None)?,
+            ReduceOp::Product if rank != 0 => torchfn_runtime::ones_like(local, None)?,
+            _ => copied(local)?,
         },
         (Placement::Shard(a), Placement::Shard(b)) => all_to_all(local, shape, a as usize, b as usize, mesh)?,
         (Placement::Partial(_), Placement::Partial(_)) => {
@@ -68,8 +71,7 @@ fn unsupported(from: Placement, to: Placement) -> Error {
 }
 
 /// Rank `rank`'s piece of the whole tensor `full` under `Shard(d)`.
-fn chunk(full: &Tensor, shape: &[usize], to: Placement, ranks: usize, rank: usize) -> Result<Tensor> {
-    let d = to.shard_dim().unwrap_or(0);
+fn chunk(full: &Tensor, shape: &[usize], d: usize, ranks: usize, rank: usize) -> Result<Tensor> {
     let (start, len) = shard_range(shape[d], ranks, rank);
     copied(&full.narrow(d as i64, start as i64, len as i64)?)
 }
@@ -79,10 +81,16 @@ pub(crate) fn copied(t: &Tensor) -> Result<Tensor> {
     torchfn_runtime::clone(&t.contiguous()?)
 }
 
-/// The whole tensor from every rank's piece along `from`'s dimension (an all-gather).
-fn gather(local: &Tensor, shape: &[usize], from: Placement, mesh: &DeviceMesh) -> Result<Tensor> {
-    let d = from.shard_dim().unwrap_or(0);
+/// The whole tensor from every rank's piece along dimension `d` (an all-gather).
+fn gather(local: &Tensor, shape: &[usize], d: usize, mesh: &DeviceMesh) -> Result<Tensor> {
     let (dtype, device) = (local.dtype()?, local.device()?);
+    debug::record("all_gather_into_tensor");
+    if d == 0 && shape.first().is_some_and(|n| n.is_multiple_of(mesh.size())) {
+        // Even pieces along the first dimension: gathered straight into the result.
+        let full = torchfn_runtime::zeros(shape.to_vec(), dtype, device)?;
+        all_gather_into_tensor(&full, &local.contiguous()?, Some(mesh.get_group()), false)?;
+        return Ok(full);
+    }
     let pieces: Vec<Tensor> = (0..mesh.size())
         .map(|r| {
             let mut piece = shape.to_vec();
@@ -90,7 +98,6 @@ fn gather(local: &Tensor, shape: &[usize], from: Placement, mesh: &DeviceMesh) -
             torchfn_runtime::zeros(piece, dtype, device)
         })
         .collect::<Result<_>>()?;
-    debug::record("all_gather_into_tensor");
     all_gather(&pieces, &local.contiguous()?, Some(mesh.get_group()), false)?;
     torchfn_runtime::cat(&pieces, d as i64)
 }

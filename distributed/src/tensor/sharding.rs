@@ -13,14 +13,15 @@
 
 use std::sync::Arc;
 
+use torchfn_runtime::backend::Layout;
 use torchfn_runtime::dispatch::{Operator, Tag, aten, no_dispatch};
-use torchfn_runtime::{Device, Error, Kwargs, Result, Tensor, Value};
+use torchfn_runtime::{Device, Error, Kwargs, Result, Shape, Tensor, Value};
 
 use super::debug;
 use super::mesh::DeviceMesh;
-use super::placement::Placement;
+use super::placement::{Placement, shard_range};
 use super::redistribute::redistribute_local;
-use super::view::{Strided, shard_view};
+use super::view::shard_view;
 use super::{DTensor, Spec};
 use crate::collectives::ReduceOp;
 
@@ -41,18 +42,17 @@ enum Located {
     /// The contents' whole tensor.
     Whole,
     /// A view mapping onto the local tensor: its local view and its placement.
-    Mapped(Strided, Placement),
+    Mapped(Layout, Placement),
     /// A view of a sharded tensor that does not map onto the pieces (it slices the sharded
     /// dimension): an operator sees it gathered, replicated.
     Unmapped,
 }
 
 /// `t`'s global view (its layout over the contents' whole tensor) and where it lies.
-fn locate(t: &Tensor, d: &DTensor) -> Result<(Strided, Located)> {
-    let layout = t.array()?.layout;
-    let view = Strided { shape: layout.shape.to_vec(), strides: layout.strides.to_vec(), offset: layout.offset };
+fn locate(t: &Tensor, d: &DTensor) -> Result<(Layout, Located)> {
+    let view = t.array()?.layout;
     let spec = &d.spec;
-    let located = if view == Strided::contiguous(&spec.shape) {
+    let located = if view == Layout::contiguous(Shape::from(&spec.shape[..])) {
         Located::Whole
     } else if let Some(dim) = spec.placement.shard_dim() {
         let mesh = &spec.mesh;
@@ -87,11 +87,11 @@ pub(crate) fn operand(t: &Tensor, d: &DTensor, at: (usize, Option<usize>)) -> Re
             (strided(&full, &view)?, Placement::Replicate, true)
         }
     };
-    Ok(Operand { at, local, placement, shape: view.shape, gathered })
+    Ok(Operand { at, local, placement, shape: view.shape.to_vec(), gathered })
 }
 
 /// `base` (contiguous) seen through `view` (relative to its first element).
-fn strided(base: &Tensor, view: &Strided) -> Result<Tensor> {
+fn strided(base: &Tensor, view: &Layout) -> Result<Tensor> {
     let offset = base.array()?.layout.offset + view.offset;
     let ints = |v: &[usize]| Value::List(v.iter().map(|&x| Value::Int(x as i64)).collect());
     let args = [base.into(), ints(&view.shape), ints(&view.strides), Value::Int(offset as i64)];
@@ -130,11 +130,21 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
     let Some(family) = family(func) else {
         return Err(Error::not_implemented(format!("Operator {func} does not have a sharding strategy registered.")));
     };
-    let outs = global_outputs(func, &values, &operands)?;
+    // `copy_` returns its destination: no result to wrap.
+    let outs = if matches!(family, Family::Copy) { Vec::new() } else { global_outputs(func, &values, &operands)? };
     let choice = choose(func, family, &values, &operands, &outs, mesh.size())?;
     for (o, &want) in operands.iter().zip(&choice.inputs) {
         let local = redistribute_local(&o.local, &o.shape, o.placement, want, &mesh)?;
         put(&mut values, o.at, local.into());
+    }
+    // `scatter_add` makes its result from a size: a sharded one is this rank's piece.
+    if let (Family::ScatterAdd, Some(&Placement::Shard(d))) = (family, choice.outputs.first()) {
+        let (d, rank) = (d as usize, mesh.get_local_rank()?);
+        if let Some(Value::List(size)) = values.first_mut()
+            && let Some(n) = size.get(d).and_then(Value::as_int)
+        {
+            size[d] = Value::Int(shard_range(n as usize, mesh.size(), rank).1 as i64);
+        }
     }
     let out = func.call_bound(values)?;
     if std::ptr::eq(func, &aten::COPY_) {
@@ -236,8 +246,13 @@ fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand
 
 /// `new_full`: a result of `self`'s placement where it has `self`'s shape, else replicated.
 fn new_full(func: &'static Operator, mut values: Vec<Value>, x: &Operand, mesh: &Arc<DeviceMesh>) -> Result<Value> {
-    let size: Vec<usize> =
-        values[1].as_slice().unwrap_or(&[]).iter().filter_map(Value::as_int).map(|n| n.max(0) as usize).collect();
+    let size: Vec<usize> = values[1]
+        .as_slice()
+        .unwrap_or(&[])
+        .iter()
+        .filter_map(Value::as_int)
+        .map(|n| usize::try_from(n).map_err(|_| Error::runtime_error(format!("{func}: negative size {n}"))))
+        .collect::<Result<_>>()?;
     let placement = match x.placement {
         Placement::Shard(_) if size == x.shape => x.placement,
         _ => Placement::Replicate,
@@ -272,10 +287,8 @@ fn cost(from: Placement, to: Placement, numel: usize) -> Option<usize> {
     use Placement::*;
     Some(match (from, to) {
         _ if from == to => 0,
-        (Replicate, Shard(_) | Replicate) => 0,
-        // Possible, but never worth choosing over keeping values whole.
-        (Replicate, Partial(ReduceOp::Product)) | (Shard(_), Partial(_)) => return None,
-        (Replicate, Partial(_)) => numel,
+        (Replicate, Shard(_) | Replicate | Partial(_)) => 0,
+        (Shard(_), Partial(_)) => return None,
         (Shard(_), Replicate) | (Partial(_), Shard(_)) | (Shard(_), Shard(_)) => numel,
         (Partial(_), Replicate) => 2 * numel,
         (Partial(_), Partial(_)) => 3 * numel,
@@ -292,12 +305,14 @@ fn choose(
     ranks: usize,
 ) -> Result<Strategy> {
     let strategies = strategies(func, family, values, operands, outs, ranks)?;
-    let mut best: Option<(usize, Strategy)> = None;
+    // Least communication first, then the fewest inputs moved (an input keeps its placement
+    // where that costs nothing more, as PyTorch's outputs follow their inputs).
+    let mut best: Option<((usize, usize), Strategy)> = None;
     for s in strategies {
-        let total = operands
-            .iter()
-            .zip(&s.inputs)
-            .try_fold(0usize, |sum, (o, &want)| cost(o.placement, want, o.shape.iter().product()).map(|c| sum + c));
+        let total = operands.iter().zip(&s.inputs).try_fold((0usize, 0usize), |(sum, moved), (o, &want)| {
+            let c = cost(o.placement, want, o.shape.iter().product())?;
+            Some((sum + c, moved + usize::from(o.placement != want)))
+        });
         if let Some(total) = total
             && best.as_ref().is_none_or(|(b, _)| total < *b)
         {
@@ -359,6 +374,8 @@ enum Family {
     Cat,
     /// `index_select` and `gather`.
     Indexing,
+    /// `scatter_add` (the backward of indexing and pooling).
+    ScatterAdd,
     Convolution,
     ConvolutionBackward,
     Pooling,
@@ -384,6 +401,8 @@ fn family(func: &'static Operator) -> Option<Family> {
         Family::Cat
     } else if is(&aten::INDEX_SELECT) || is(&aten::GATHER) {
         Family::Indexing
+    } else if is(&aten::SCATTER_ADD) {
+        Family::ScatterAdd
     } else if is(&aten::CONVOLUTION) {
         Family::Convolution
     } else if is(&aten::CONVOLUTION_BACKWARD) {
@@ -437,7 +456,11 @@ fn strategies(
             if is(&aten::NEG) {
                 s.push(Strategy::new(all(SUM), vec![SUM]));
             }
-            s.push(Strategy::new(all(R), vec![R]));
+            // A draw is each rank's own: replicated results would differ between ranks (but a
+            // draw of one value has nothing to shard).
+            if !func.has_tag(Tag::Random) || out.is_empty() {
+                s.push(Strategy::new(all(R), vec![R]));
+            }
         }
         Family::Reduction => {
             let x = &operands[0];
@@ -467,9 +490,13 @@ fn strategies(
             for d in 0..rank {
                 if dims.contains(&d) {
                     // The mean of the pieces' means is the mean when the pieces are equal.
+                    // The mean of the pieces' means is the mean when the pieces are equal; a
+                    // maximum or minimum needs every piece non-empty.
                     let even = x.shape[d].is_multiple_of(ranks);
+                    let none_empty = shard_range(x.shape[d], ranks, ranks - 1).1 > 0;
                     match partial {
                         Some(ReduceOp::Avg) if !even => {}
+                        Some(ReduceOp::Max | ReduceOp::Min) if !none_empty => {}
                         Some(op) => s.push(Strategy::new(vec![shard(d)], vec![Placement::Partial(op)])),
                         None => {}
                     }
@@ -523,6 +550,27 @@ fn strategies(
             }
             s.push(Strategy::new(all(R), vec![R]));
         }
+        Family::ScatterAdd => {
+            // `index` and `src` (one shape) split along another dimension than `dim` give the
+            // result split the same way; split along `dim`, each rank's share of the sums.
+            let size: Vec<usize> = arg(func, values, "size")
+                .and_then(Value::as_slice)
+                .unwrap_or(&[])
+                .iter()
+                .filter_map(|v| v.as_int().and_then(|n| usize::try_from(n).ok()))
+                .collect();
+            let along = dim_arg(func, values, "dim", size.len())?;
+            let (index, src) = (operand_at(func, operands, "index"), operand_at(func, operands, "src"));
+            if let (Some(_), Some(src_at)) = (index, src) {
+                for d in 0..size.len() {
+                    if d != along && operands[src_at].shape.get(d) == size.get(d) {
+                        s.push(Strategy::new(all(shard(d)), vec![shard(d)]));
+                    }
+                }
+                s.push(Strategy::new(all(shard(along)), vec![SUM]));
+            }
+            s.push(Strategy::new(all(R), vec![R]));
+        }
         Family::Convolution => {
             // Batch-parallel: the batch sharded, the weights whole.
             if let Some(i) = operand_at(func, operands, "input") {
@@ -543,7 +591,19 @@ fn strategies(
             s.push(Strategy::new(vec![R], vec![R; 2]));
         }
         Family::Cast => {
-            s.push(Strategy::new(vec![operands[0].placement], vec![operands[0].placement]));
+            // A partial value stays partial through a conversion between floating-point types
+            // only (rounding each contribution to an integer or a bool is not linear).
+            let x = &operands[0];
+            let floating = |v: Option<&Value>| matches!(v, Some(Value::DType(d)) if d.is_floating_point());
+            let to_float =
+                floating(arg(func, values, "dtype")) || arg(func, values, "dtype").is_none_or(Value::is_none);
+            let from_float = x.local.dtype()?.is_floating_point();
+            if !x.placement.is_partial() || (to_float && from_float) {
+                s.push(Strategy::new(vec![x.placement], vec![x.placement]));
+            }
+            for d in 0..x.shape.len() {
+                s.push(Strategy::new(vec![shard(d)], vec![shard(d)]));
+            }
             s.push(Strategy::new(vec![R], vec![R]));
         }
         Family::Copy => {

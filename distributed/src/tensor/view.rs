@@ -9,26 +9,10 @@
 //! merging dimensions (reshape), unsqueezing, broadcasting and slicing other dimensions all
 //! map; slicing the sharded dimension itself does not (the caller gathers the tensor instead).
 
+use torchfn_runtime::Shape;
+use torchfn_runtime::backend::Layout;
+
 use super::placement::shard_range;
-
-/// A strided view: sizes, strides (in elements) and offset.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct Strided {
-    pub(crate) shape: Vec<usize>,
-    pub(crate) strides: Vec<usize>,
-    pub(crate) offset: usize,
-}
-
-impl Strided {
-    /// The contiguous layout of `shape`.
-    pub(crate) fn contiguous(shape: &[usize]) -> Strided {
-        let mut strides = vec![1; shape.len()];
-        for d in (0..shape.len().saturating_sub(1)).rev() {
-            strides[d] = strides[d + 1] * shape[d + 1].max(1);
-        }
-        Strided { shape: shape.to_vec(), strides, offset: 0 }
-    }
-}
 
 /// The view `view` of a contiguous tensor of `base` shape split along `dim` over `ranks`, as
 /// seen in rank `rank`'s piece (itself contiguous): the local view, and the view dimension the
@@ -38,13 +22,13 @@ pub(crate) fn shard_view(
     dim: usize,
     ranks: usize,
     rank: usize,
-    view: &Strided,
-) -> Option<(Strided, usize)> {
+    view: &Layout,
+) -> Option<(Layout, usize)> {
     let numel: usize = base.iter().product();
     if numel == 0 || base[dim] <= 1 {
         return None;
     }
-    let global = Strided::contiguous(base);
+    let global = Layout::contiguous(Shape::from(base));
     // The boundaries between digits: every stride and extent, of the tensor and of the view.
     let mut bounds = vec![1, numel];
     for (&n, &stride) in base.iter().zip(&global.strides) {
@@ -83,15 +67,12 @@ pub(crate) fn shard_view(
         .find(|&k| view.shape[k] > 1 && view.strides[k] > 0 && view.strides[k] * view.shape[k] == bounds[b])?;
     let p = at(view.strides[j])?;
     let s = p.max(a);
-    // The part of the sharded dimension below the view dimension's: whole in every piece.
+    // The part of the sharded dimension below the view dimension's must be whole in every
+    // piece; uneven pieces are `torch.chunk`'s of the view dimension only where it starts at
+    // the sharded dimension's start (then that part is empty).
     let inner = bounds[s] / bounds[a];
-    let pieces: Vec<usize> = (0..ranks).map(|r| shard_range(base[dim], ranks, r).1).collect();
-    if pieces.iter().any(|len| len % inner != 0) {
-        return None;
-    }
-    // Uneven pieces are `torch.chunk`'s of the view dimension only where it is the sharded
-    // dimension itself.
-    if !base[dim].is_multiple_of(ranks) && (p != a || inner != 1) {
+    let fits = if base[dim].is_multiple_of(ranks) { (base[dim] / ranks).is_multiple_of(inner) } else { p == a };
+    if !fits {
         return None;
     }
     // The offset's coordinate along the sharded dimension must not reach the view's digits.
@@ -108,10 +89,10 @@ pub(crate) fn shard_view(
     if coords[dim] >= inner {
         return None;
     }
-    let len = pieces[rank];
+    let len = shard_range(base[dim], ranks, rank).1;
     let mut local_shape = base.to_vec();
     local_shape[dim] = len;
-    let local = Strided::contiguous(&local_shape);
+    let local = Layout::contiguous(Shape::from(local_shape));
     // A boundary (the start of a view dimension) in the local tensor's flat index.
     let local_bound = |bound: usize| -> Option<usize> {
         let k = (0..base.len())
@@ -133,15 +114,15 @@ pub(crate) fn shard_view(
         }
     }
     let offset = if len == 0 { 0 } else { coords.iter().zip(&local.strides).map(|(c, s)| c * s).sum() };
-    Some((Strided { shape, strides, offset }, j))
+    Some((Layout { shape: shape.into(), strides: strides.into(), offset }, j))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn view(shape: &[usize], strides: &[usize], offset: usize) -> Strided {
-        Strided { shape: shape.to_vec(), strides: strides.to_vec(), offset }
+    fn view(shape: &[usize], strides: &[usize], offset: usize) -> Layout {
+        Layout { shape: shape.into(), strides: strides.iter().copied().collect(), offset }
     }
 
     #[test]

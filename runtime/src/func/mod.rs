@@ -41,7 +41,7 @@ mod tree;
 mod vmap;
 
 pub use batching::{Coverage, Randomness, vmap_coverage};
-pub(crate) use batching::{is_batched, sum_exited_levels, top_batch};
+pub(crate) use batching::{Level, is_batched, sum_exited_levels, top_batch, wrap};
 pub use module::{functional_call, functional_call_with, stack_module_state};
 pub use transforms::{
     ARG0, ARG1, ARG2, ARG3, Argnum, Argnums, Objective, grad, grad_and_value, hessian, jacfwd, jacrev,

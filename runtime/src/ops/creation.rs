@@ -517,7 +517,7 @@ fn new_filled(
 ) -> Result<Tensor> {
     let (to, dtype) = placed_like(func, t, dtype, device)?;
     // On `t`'s own device the result is made like `t` (a subclass's hook sees the call).
-    if to == t.data(func, "self")?.device() {
+    if crate::dispatch::same_device(to, t.data(func, "self")?.device()) {
         filled_like(func, t, sized(func, size)?, value, dtype)
     } else {
         filled(func, sized(func, size)?, value, dtype, to)
