@@ -614,7 +614,7 @@ fn agree(comm: &Comm, collective: &Collective) -> Result<Vec<Signature>> {
     )?;
     let describe = |s: &Signature| {
         let name = NAMES.get(s[0] as usize).copied().unwrap_or("?");
-        let dtype = [DType::Bool, DType::Int32, DType::Int64, DType::Float32, DType::Float64]
+        let dtype = DType::ALL
             .into_iter()
             .find(|&d| d as i64 == s[1])
             .map_or("?".to_string(), |d| d.to_string());

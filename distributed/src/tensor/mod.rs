@@ -142,7 +142,8 @@ pub trait DTensorExt {
     /// Whether this tensor is a DTensor.
     fn is_dtensor(&self) -> bool;
     /// This rank's local tensor (`to_local()`). Differentiable: its gradient becomes a DTensor
-    /// gradient of the same placement (`Partial`: `Replicate`).
+    /// gradient of the same placement (`Partial`: `Replicate`). No communication, except for a
+    /// view that slices a sharded dimension, which is gathered (every rank must then call it).
     fn to_local(&self) -> Result<Tensor>;
     /// The same global tensor placed as `placements` say (`redistribute`), with the collectives
     /// that takes. Differentiable.
