@@ -614,10 +614,7 @@ fn agree(comm: &Comm, collective: &Collective) -> Result<Vec<Signature>> {
     )?;
     let describe = |s: &Signature| {
         let name = NAMES.get(s[0] as usize).copied().unwrap_or("?");
-        let dtype = DType::ALL
-            .into_iter()
-            .find(|&d| d as i64 == s[1])
-            .map_or("?".to_string(), |d| d.to_string());
+        let dtype = DType::ALL.into_iter().find(|&d| d as i64 == s[1]).map_or("?".to_string(), |d| d.to_string());
         format!("{name} of {} {dtype} elements", s[2])
     };
     let first = all[0];
