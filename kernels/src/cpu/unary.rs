@@ -58,7 +58,7 @@ fn round<F: Float>(x: F, decimals: i64) -> F {
 /// `g` on a stored element: widened, computed, rounded once. (Inlined by force into the
 /// vectorised loops, as every elementwise closure: see `map::chunked`.)
 #[inline(always)]
-pub(super) fn lifted<S: Stored<Math = F>, F>(g: impl Fn(F) -> F + Sync) -> impl Fn(S) -> S + Sync {
+fn lifted<S: Stored<Math = F>, F>(g: impl Fn(F) -> F + Sync) -> impl Fn(S) -> S + Sync {
     #[inline(always)]
     move |v: S| S::narrow(g(v.widen()))
 }
