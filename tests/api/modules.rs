@@ -210,13 +210,31 @@ fn group_norm_module_is_pytorchs() {
     let norm = nn::GroupNorm::new(2, 4, 1e-5).unwrap();
     let names: Vec<String> = norm.named_parameters().into_iter().map(|(n, _)| n).collect();
     assert_eq!(names, ["weight", "bias"]);
-    assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+    assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)");
     let x = torchfn::tensor([[[1.0f32], [3.0], [10.0], [30.0]]]).unwrap();
     assert_eq!(
         norm.forward(&x).unwrap().to_vec::<f32>().unwrap().iter().map(|v| v.signum()).collect::<Vec<_>>(),
         [-1.0, 1.0, -1.0, 1.0]
     );
     assert_eq!(nn::GroupNorm::new(3, 4, 1e-5).err().unwrap().kind(), ErrorKind::Value);
+}
+
+/// `nn.Embedding(5, 3, padding_idx=-1)` as PyTorch 2.15 makes it: the row normalised to 4 and
+/// zeroed, in the repr, and never given a gradient; an index out of range is an error.
+#[test]
+fn embedding_padding_idx_is_zero_prints_and_gets_no_gradient() {
+    let embedding = nn::Embedding::new(5, 3, &g()).unwrap().with_padding_idx(-1).unwrap();
+    assert_eq!(embedding.to_string(), "Embedding(5, 3, padding_idx=4)");
+    let rows = embedding.weight.detach().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(rows[12..], [0.0; 3]);
+    assert!(rows[..12].iter().all(|v| *v != 0.0));
+    let ids = torchfn::tensor([4i64, 1, 4]).unwrap();
+    embedding.forward(&ids).unwrap().sum().unwrap().backward().unwrap();
+    let grad = embedding.weight.grad().unwrap().unwrap().to_vec::<f32>().unwrap();
+    assert_eq!(grad, [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0]);
+    let err = nn::Embedding::new(5, 3, &g()).unwrap().with_padding_idx(5).err().unwrap();
+    assert_eq!(err.kind(), ErrorKind::Value);
+    assert!(err.to_string().contains("padding_idx 5"), "{err}");
 }
 
 /// The activation modules print as PyTorch 2.15's and call their functions.

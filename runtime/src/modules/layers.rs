@@ -553,7 +553,7 @@ fn python_tuple(items: &[impl ToString]) -> String {
 /// ```
 /// use torchfn::nn::{Forward, GroupNorm};
 /// let norm = GroupNorm::new(2, 4, 1e-5)?;
-/// assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True)");
+/// assert_eq!(norm.to_string(), "GroupNorm(2, 4, eps=1e-05, affine=True, bias=True)");
 /// let y = norm.forward(&torchfn::randn([3, 4, 5], None, None, None)?)?;
 /// assert_eq!(y.shape()?, [3, 4, 5]);
 /// # Ok::<(), torchfn::Error>(())
@@ -589,7 +589,7 @@ impl GroupNorm {
 
     fn describe(&self) -> String {
         let channels = self.weight.shape().map_or(0, |s| s[0]);
-        format!("{}, {channels}, eps={}, affine=True", self.num_groups, python_float(self.eps))
+        format!("{}, {channels}, eps={}, affine=True, bias=True", self.num_groups, python_float(self.eps))
     }
 }
 
@@ -628,6 +628,9 @@ impl Forward for LayerNorm {
 pub struct Embedding {
     /// `[num_embeddings, embedding_dim]`.
     pub weight: Parameter,
+    /// The row that gets no gradient (and starts zero), as PyTorch's `padding_idx`.
+    #[module(skip)]
+    padding_idx: Option<i64>,
 }
 
 impl Embedding {
@@ -635,18 +638,36 @@ impl Embedding {
     pub fn new(num_embeddings: usize, embedding_dim: usize, generator: &Generator) -> Result<Embedding> {
         let weight = crate::zeros([num_embeddings, embedding_dim], None, None)?;
         init::normal_(&weight, 0.0, 1.0, generator)?;
-        Ok(Embedding { weight: Parameter::new(&weight)? })
+        Ok(Embedding { weight: Parameter::new(&weight)?, padding_idx: None })
+    }
+
+    /// The same with `padding_idx` (PyTorch's `nn.Embedding(n, d, padding_idx=i)`): that row is
+    /// zeroed and its gradient is always zero. Negative indices count from the end; out of range
+    /// is an error naming it.
+    pub fn with_padding_idx(mut self, padding_idx: i64) -> Result<Embedding> {
+        let n = self.weight.shape()?[0] as i64;
+        if !(-n..n).contains(&padding_idx) {
+            bail!(Value, "Embedding(): padding_idx {padding_idx} must be within num_embeddings ({n})");
+        }
+        let index = padding_idx.rem_euclid(n);
+        {
+            let _no_grad = crate::autograd::no_grad();
+            self.weight.select(0, index)?.fill_(0.0)?;
+        }
+        self.padding_idx = Some(index);
+        Ok(self)
     }
 
     fn describe(&self) -> String {
         let s = self.weight.shape().unwrap_or_default();
-        format!("{}, {}", s.first().copied().unwrap_or(0), s.get(1).copied().unwrap_or(0))
+        let padding = self.padding_idx.map(|i| format!(", padding_idx={i}")).unwrap_or_default();
+        format!("{}, {}{padding}", s.first().copied().unwrap_or(0), s.get(1).copied().unwrap_or(0))
     }
 }
 
 impl Forward for Embedding {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        F::embedding(input, &self.weight, None, None, 2.0, false, false)
+        F::embedding(input, &self.weight, self.padding_idx, None, 2.0, false, false)
     }
 }
 
