@@ -200,9 +200,11 @@ impl Reference {
             }
             if let Some(rel) = tol["update_rel_l2"].as_f64() {
                 let start = values(self.init.get(&name).unwrap());
-                let (num, den): (f64, f64) = got.iter().zip(&want).zip(&start).fold((0.0, 0.0), |(n, d), ((g, w), s)| {
-                    (n + ((g - s) - (w - s)).powi(2), d + (w - s).powi(2))
-                });
+                let (num, den): (f64, f64) = got
+                    .iter()
+                    .zip(&want)
+                    .zip(&start)
+                    .fold((0.0, 0.0), |(n, d), ((g, w), s)| (n + ((g - s) - (w - s)).powi(2), d + (w - s).powi(2)));
                 let e = (num.sqrt() / den.sqrt().max(f64::MIN_POSITIVE)) / rel;
                 if e > worst.0 {
                     worst = (e, format!("{name} (update)"));
@@ -233,7 +235,10 @@ impl Reference {
         let loss_error = losses.iter().zip(&want).map(|(g, w)| (g - w).abs() / w.abs() / rtol).fold(0.0, f64::max);
         let training = Training { losses: loss_error, parameters };
         if training.losses > 1.0 || training.parameters.iter().any(|(_, (e, _))| *e > 1.0) {
-            return Err(format!("{}: beyond the tolerances: losses {losses:?} against {want:?}; {training:?}", self.name));
+            return Err(format!(
+                "{}: beyond the tolerances: losses {losses:?} against {want:?}; {training:?}",
+                self.name
+            ));
         }
         Ok(training)
     }
