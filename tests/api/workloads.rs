@@ -20,6 +20,29 @@ pub(crate) mod reference;
 
 use reference::Reference;
 
+// The five model examples: each checks its port against its reference and reports the worst
+// errors. They include `models/reference.rs` themselves, as this file does, and four name their
+// model module after themselves (`llama::llama`), which clippy's `module_inception` flags.
+#[allow(dead_code, clippy::duplicate_mod, clippy::module_inception)]
+#[path = "../../examples/llama.rs"]
+mod llama;
+
+#[allow(dead_code, clippy::duplicate_mod, clippy::module_inception)]
+#[path = "../../examples/bert.rs"]
+mod bert;
+
+#[allow(dead_code, clippy::duplicate_mod, clippy::module_inception)]
+#[path = "../../examples/vit.rs"]
+mod vit;
+
+#[allow(dead_code, clippy::duplicate_mod)]
+#[path = "../../examples/lstm_lm.rs"]
+mod lstm_lm;
+
+#[allow(dead_code, clippy::duplicate_mod, clippy::module_inception)]
+#[path = "../../examples/unet.rs"]
+mod unet;
+
 pub(crate) fn meta(name: &str) -> Json {
     Reference::load(name).meta
 }
@@ -100,8 +123,8 @@ fn gpt_tiny_trains_like_pytorch_for_three_adamw_steps() {
     let reference = Reference::load("gpt_tiny");
     let model = gpt_model(&reference);
     let forward_loss = || {
-        let logits = model.forward(reference.input("input_ids")).unwrap();
-        gpt::GPT2LMHeadModel::loss(&logits, reference.input("targets")).unwrap()
+        let logits = model.forward(reference.input("input_ids"))?;
+        gpt::GPT2LMHeadModel::loss(&logits, reference.input("targets"))
     };
     println!("{:?}", reference.train_three_steps(&model, &forward_loss).unwrap());
 }
@@ -111,8 +134,8 @@ fn resnet_tiny_trains_like_pytorch_for_three_adamw_steps() {
     let reference = Reference::load("resnet_tiny");
     let model = resnet_model(&reference);
     let forward_loss = || {
-        let logits = model.forward(reference.input("images")).unwrap();
-        resnet::NarrowResNet::loss(&logits, reference.input("labels")).unwrap()
+        let logits = model.forward(reference.input("images"))?;
+        resnet::NarrowResNet::loss(&logits, reference.input("labels"))
     };
     println!("{:?}", reference.train_three_steps(&model, &forward_loss).unwrap());
     println!("worst running statistic: {:?}", reference.check_buffers(&model, "step3").unwrap());
@@ -158,9 +181,54 @@ fn gpt_tiny_trains_like_pytorch_on_the_gpu() {
     let on = |t: &Tensor| t.to_device(device, Some(DType::Int32), false, false).unwrap();
     let (ids, targets) = (on(reference.input("input_ids")), on(reference.input("targets")));
     let forward_loss = || {
-        let logits = model.forward(&ids).unwrap();
-        assert_eq!(logits.device().unwrap(), device);
-        gpt::GPT2LMHeadModel::loss(&logits, &targets).unwrap()
+        let logits = model.forward(&ids)?;
+        assert_eq!(logits.device()?, device);
+        gpt::GPT2LMHeadModel::loss(&logits, &targets)
     };
     println!("{:?}", reference.train_three_steps(&model, &forward_loss).unwrap());
+}
+
+/// LLaMA (`examples/llama.rs`): structure, first step and three AdamW steps against `llama_tiny`.
+#[test]
+fn llama_trains_like_pytorch_for_three_adamw_steps() {
+    println!("{}", llama::check(torchfn::Device::CPU, true).unwrap());
+}
+
+/// BERT (`examples/bert.rs`): structure, first step and three AdamW steps against `bert_tiny`.
+#[test]
+fn bert_trains_like_pytorch_for_three_adamw_steps() {
+    println!("{}", bert::check(torchfn::Device::CPU, true).unwrap());
+}
+
+/// ViT (`examples/vit.rs`): structure, first step and three AdamW steps against `vit_tiny`.
+#[test]
+fn vit_trains_like_pytorch_for_three_adamw_steps() {
+    println!("{}", vit::check(torchfn::Device::CPU, true).unwrap());
+}
+
+/// The LSTM language model (`examples/lstm_lm.rs`): structure, first step and three AdamW steps
+/// against `lstm_lm`.
+#[test]
+fn lstm_lm_trains_like_pytorch_for_three_adamw_steps() {
+    println!("{}", lstm_lm::check(torchfn::Device::CPU, true).unwrap());
+}
+
+/// The UNet (`examples/unet.rs`): structure, first step and three AdamW steps against
+/// `unet_tiny`.
+#[test]
+fn unet_trains_like_pytorch_for_three_adamw_steps() {
+    println!("{}", unet::check(torchfn::Device::CPU, true).unwrap());
+}
+
+/// On the GPU: each of the five models moved there, its batch too; logits, loss and every
+/// gradient of one training step within the reference's tolerances.
+#[test]
+#[cfg(feature = "wgpu")]
+fn the_five_new_models_give_pytorch_s_first_step_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    println!("{}", llama::check(device, false).unwrap());
+    println!("{}", bert::check(device, false).unwrap());
+    println!("{}", vit::check(device, false).unwrap());
+    println!("{}", lstm_lm::check(device, false).unwrap());
+    println!("{}", unet::check(device, false).unwrap());
 }
