@@ -590,6 +590,7 @@ macro_rules! tuple_value {
 
 tuple_value!(A a, B b);
 tuple_value!(A a, B b, C c);
+tuple_value!(A a, B b, C c, D d);
 
 /// Conversions for plain values that carry no tensors: `ToValue`, `FromValue`, `From` for
 /// `Value`, `Arg` (the parameter is its own owned form) and an empty `Relevant`.

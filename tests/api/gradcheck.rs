@@ -28,6 +28,11 @@ const SKIPPED: &[(&str, &str)] = &[
     ("Tensor.trunc", "piecewise constant"),
     ("torchfn.sign", "piecewise constant"),
     ("Tensor.sign", "piecewise constant"),
+    // Their gradient is PyTorch's symmetric one, while they read one triangle of the input:
+    // checked on symmetric inputs in linalg.rs.
+    ("torchfn.linalg.cholesky", "PyTorch's gradient is symmetric; the function reads a triangle"),
+    ("torchfn.linalg.eigh", "PyTorch's gradient is symmetric; the function reads a triangle"),
+    ("torchfn.linalg.eigvalsh", "PyTorch's gradient is symmetric; the function reads a triangle"),
     // Checked through a log_softmax instead (nn_ops.rs), where it is the derivative.
     ("torchfn.nn.functional.ctc_loss", "PyTorch's log_probs gradient is its logits' (exp(lp) - posterior)"),
 ];
@@ -39,6 +44,20 @@ const SKIPPED_SAMPLES: &[(&str, &str, &str)] = &[
     ("torchfn.nn.functional.embedding", "padding_idx", "the padding row gets no gradient"),
     ("torchfn.nn.functional.embedding", "max_norm", "rows are renormalized in place, untracked"),
     ("torchfn.nn.functional.scaled_dot_product_attention", "dropout_p", "random"),
+];
+
+/// Functions checked at their samples' own values (as float64) rather than at smooth values:
+/// the decompositions need well-conditioned matrices with distinct singular values, which
+/// their samples are.
+const OWN_VALUES: &[&str] = &[
+    "torchfn.linalg.det",
+    "torchfn.linalg.slogdet",
+    "torchfn.linalg.inv",
+    "torchfn.linalg.solve",
+    "torchfn.linalg.qr",
+    "torchfn.linalg.svd",
+    "torchfn.linalg.svdvals",
+    "torchfn.linalg.lstsq",
 ];
 
 fn skipped(func: &Func) -> bool {
@@ -68,19 +87,22 @@ struct Inputs {
     leaves: Vec<Tensor>,
 }
 
-/// Float64 leaves of smooth values for the floating-point tensors of `value`, positive where
-/// the sample's are (the sample keeps to the function's domain: `log`, `sqrt`, a variance).
-fn floats_in(value: &Value, out: &mut Vec<Tensor>) {
+/// Float64 leaves for the floating-point tensors of `value`: the sample's own values with
+/// `own`, else smooth values, positive where the sample's are (the sample keeps to the
+/// function's domain: `log`, `sqrt`, a variance).
+fn floats_in(value: &Value, own: bool, out: &mut Vec<Tensor>) {
     match value {
         Value::Tensor(t) if is_float(t) => {
             let shape = t.shape().unwrap().to_vec();
             let mut data = smooth_values(shape.iter().product(), out.len());
-            if values(t).iter().all(|&v| v > 0.0) {
+            if own {
+                data = values(t);
+            } else if values(t).iter().all(|&v| v > 0.0) {
                 data.iter_mut().for_each(|v| *v = v.abs() + 0.25);
             }
             out.push(Tensor::from_vec(data, shape).unwrap().requires_grad_(true).unwrap());
         }
-        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| floats_in(v, out)),
+        Value::List(items) | Value::Tuple(items) => items.iter().for_each(|v| floats_in(v, own, out)),
         _ => {}
     }
 }
@@ -100,9 +122,10 @@ fn rebuilt(value: &Value, leaves: &mut std::slice::Iter<'_, Tensor>) -> Value {
 }
 
 impl Inputs {
-    fn new(sample: Sample) -> Inputs {
+    fn new(func: &Func, sample: Sample) -> Inputs {
+        let own = OWN_VALUES.contains(&func.qualified_name().as_str());
         let mut leaves = Vec::new();
-        sample.args.iter().chain(sample.kwargs.iter().map(|(_, v)| v)).for_each(|v| floats_in(v, &mut leaves));
+        sample.args.iter().chain(sample.kwargs.iter().map(|(_, v)| v)).for_each(|v| floats_in(v, own, &mut leaves));
         Inputs { sample, leaves }
     }
 
@@ -170,7 +193,7 @@ fn over_every_sample(one: impl Fn(&'static Func, &Inputs) -> Option<Result<(), S
                 {
                     continue;
                 }
-                match one(func, &Inputs::new(sample)) {
+                match one(func, &Inputs::new(func, sample)) {
                     Some(Ok(())) => any = true,
                     Some(Err(e)) => failures.push(format!("{} sample {s}: {e}", func.qualified_name())),
                     None => {}

@@ -25,6 +25,7 @@ mod grads;
 mod inplace;
 mod inplace_math;
 mod interop;
+mod linalg;
 mod macros;
 mod meta;
 mod modes;

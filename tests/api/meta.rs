@@ -95,6 +95,8 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
         "torchfn.nonzero sample 2",
         "torchfn.unique sample 0",
         "torchfn.unique sample 1",
+        // Residuals exist only when every matrix has full rank: a value read, as in PyTorch.
+        "torchfn.linalg.lstsq sample 2",
     ];
     let failed: Vec<&str> = needs_data.iter().map(|n| n.split(": ").next().unwrap()).collect();
     assert_eq!(failed, expected, "{}", needs_data.join("\n"));

@@ -742,6 +742,7 @@ macro_rules! from_slots {
 from_slots!(2; A a 0, B b 1);
 from_slots!(3; A a 0, B b 1, C c 2);
 from_slots!(4; A a 0, B b 1, C c 2, D d 3);
+from_slots!(5; A a 0, B b 1, C c 2, D d 3, E e 4);
 
 /// What `save_for_backward` takes: a tensor, an option of one, or a tuple of them (by value or
 /// by reference).
@@ -803,3 +804,4 @@ save_tensors!(A 0);
 save_tensors!(A 0, B 1);
 save_tensors!(A 0, B 1, C 2);
 save_tensors!(A 0, B 1, C 2, D 3);
+save_tensors!(A 0, B 1, C 2, D 3, E 4);

@@ -3,6 +3,7 @@
 //! Each is declared once, with its schema, tags and kernel family: here, or, for the unary
 //! kernels, as a row of the unary table (`dispatch/unaries.rs`) that also holds its derivative.
 
+use super::linalg::Decomposition;
 use super::{Draw, Kernel, Operator, Tag};
 use crate::backend::{Binary, Reduce, Scan, Unary};
 use crate::types::Scalar;
@@ -223,6 +224,30 @@ operators! {
     /// of a stable sort, selected before sorting them; on the host for every device.
     TOPK = "topk(Tensor self, SymInt k, int dim=-1, bool largest=True, bool sorted=True) -> (Tensor values, \
         Tensor indices)", [] Kernel::TopK;
+
+    /// The determinant of each square matrix (`torch.linalg.det`); on the host for every device,
+    /// as the other decompositions (`dispatch/linalg.rs`).
+    LINALG_DET = "linalg_det(Tensor A) -> Tensor", [] Kernel::Linalg(Decomposition::Det);
+    /// The sign and the log of the absolute value of each determinant.
+    LINALG_SLOGDET = "linalg_slogdet(Tensor A) -> (Tensor sign, Tensor logabsdet)", []
+        Kernel::Linalg(Decomposition::Slogdet);
+    /// The inverse of each square matrix; a singular one is an error.
+    LINALG_INV = "linalg_inv(Tensor A) -> Tensor", [] Kernel::Linalg(Decomposition::Inv);
+    /// `X` with `A X = B` (`left=True` only: the left solve is what the kernel computes).
+    LINALG_SOLVE = "linalg_solve(Tensor A, Tensor B, *, bool left=True) -> Tensor", []
+        Kernel::Linalg(Decomposition::Solve);
+    /// The Cholesky factor of each symmetric positive-definite matrix.
+    LINALG_CHOLESKY = "linalg_cholesky(Tensor self, *, bool upper=False) -> Tensor", []
+        Kernel::Linalg(Decomposition::Cholesky);
+    /// The QR decomposition (`mode` 'reduced' or 'complete').
+    LINALG_QR = "linalg_qr(Tensor A, str mode='reduced') -> (Tensor Q, Tensor R)", []
+        Kernel::Linalg(Decomposition::Qr);
+    /// The singular value decomposition (`compute_uv` is always true here).
+    LINALG_SVD = "_linalg_svd(Tensor A, bool full_matrices=False, bool compute_uv=True, *, str? driver=None) -> \
+        (Tensor U, Tensor S, Tensor Vh)", [] Kernel::Linalg(Decomposition::Svd);
+    /// The eigenvalues and eigenvectors of each symmetric matrix.
+    LINALG_EIGH = "_linalg_eigh(Tensor A, str UPLO=\"L\", bool compute_v=True) -> (Tensor eigenvalues, Tensor \
+        eigenvectors)", [] Kernel::Linalg(Decomposition::Eigh);
 
     /// A contiguous copy, converted to `dtype` and moved to `device`.
     TO_COPY = "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", []

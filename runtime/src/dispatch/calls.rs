@@ -631,7 +631,7 @@ fn run_copy(dst: &Dense, src: &Dense) -> Result<()> {
 /// The data of an operand: primitives pass dense tensors, so a duck here is an error naming
 /// the layer.
 #[inline]
-fn dense(t: &Tensor) -> Result<&Dense> {
+pub(super) fn dense(t: &Tensor) -> Result<&Dense> {
     t.data("dispatch", "input")
 }
 
@@ -750,6 +750,21 @@ fn intercept<T: FromResult>(
     Ok(out)
 }
 
+/// [`intercept`] for an operator whose result the caller reads itself.
+pub(super) fn intercept_values(
+    op: &'static Operator,
+    args: &[Value],
+    kwargs: Kwargs,
+    kernel: &dyn Fn() -> Result<Value>,
+) -> Result<Value> {
+    intercept(op, args, kwargs, kernel)
+}
+
+/// One result tensor of a hook as a primitive's output.
+pub(super) fn output_of(op: &Operator, value: Value) -> Result<Output> {
+    Output::from_result(op, value)
+}
+
 /// The identity of the first tensor of a result: the kernel's own result handed back has the
 /// kernel's.
 fn first_tensor(value: &Value) -> Option<usize> {
@@ -858,6 +873,12 @@ impl FromResult for Output {
             Value::Tensor(tensor) => Ok(Output::Given { tensor, array }),
             other => Err(wrong_result(op, &other)),
         }
+    }
+}
+
+impl FromResult for Value {
+    fn from_result(_: &Operator, value: Value) -> Result<Self> {
+        Ok(value)
     }
 }
 
@@ -1303,6 +1324,14 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             tensor(device.backend().fill(device, &shape, value, dtype)?)
         }
         Kernel::Nonzero => tensor(run_nonzero(b.dense("self")?)?),
+        Kernel::Linalg(d) => {
+            let mut inputs = vec![b.dense(op.schema().arguments()[0].name())?];
+            if d == super::linalg::Decomposition::Solve {
+                inputs.push(b.dense("B")?);
+            }
+            let flag = super::linalg::flag_of(d, &|name| b.get(name).clone())?;
+            Ok(super::linalg::results(super::linalg::run(d, &inputs, flag)?))
+        }
         Kernel::Draw(kind) => {
             let generator = match b.get("generator") {
                 Value::Generator(g) => Some(g.clone()),

@@ -35,6 +35,7 @@
 
 pub mod aten;
 mod calls;
+pub(crate) mod linalg;
 mod unaries;
 
 pub(crate) use unaries::unary_table;
@@ -117,6 +118,7 @@ pub(crate) enum Kernel {
     LocalScalar,
     Nonzero,
     LiftFresh,
+    Linalg(linalg::Decomposition),
     Draw(Draw),
 }
 

@@ -489,6 +489,15 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
             op.name()
         ))),
         Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => random_like(call).map(Some),
+        // The decompositions take any leading dimensions: every operand batched in front.
+        Kernel::Linalg(_) => {
+            let names: Vec<&str> = op.schema().arguments().iter().map(|a| a.name()).collect();
+            let mut args = Vec::new();
+            for name in names.into_iter().filter(|n| matches!(*n, "A" | "B" | "self")) {
+                args.push((name, batch_of(call, call.tensor(name)?)?.into()));
+            }
+            physical(call.run(args)?)
+        }
         Kernel::ConvolutionBackward => convolution_backward(call),
         // `new_full` of a batched tensor: each example's, in one batch.
         Kernel::Full if std::ptr::eq(op, &crate::dispatch::aten::NEW_FULL) => {
@@ -968,6 +977,7 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
                 | Kernel::ScatterAdd
                 | Kernel::Copy
                 | Kernel::LiftFresh
+                | Kernel::Linalg(_)
                 | Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => Coverage::Rule,
             };
             (op, coverage)

@@ -10,6 +10,7 @@ mod compare;
 pub(crate) mod convert;
 mod copy;
 pub(crate) mod creation;
+mod decompositions;
 mod default_device;
 pub(crate) mod device;
 mod einsum;
@@ -96,6 +97,10 @@ pub use products::{
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 pub mod linalg {
+    pub use super::decompositions::{
+        CHOLESKY, DET, EIGH, EIGVALSH, INV, LSTSQ, QR, SLOGDET, SOLVE, SVD, SVDVALS, cholesky, det, eigh, eigvalsh,
+        inv, lstsq, qr, slogdet, solve, svd, svdvals,
+    };
     pub use super::norms::{MATRIX_NORM, NORM, VECTOR_NORM, matrix_norm, norm, vector_norm};
 }
 pub use operators::operator;

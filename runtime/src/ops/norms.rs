@@ -90,8 +90,8 @@ pub fn vector_norm(
 
 /// The matrix norm over the two dimensions `dim` (`torch.linalg.matrix_norm`): `"fro"` (the
 /// square root of the sum of squares), or `ord` 1 / -1 (the largest / smallest column sum of
-/// `|x|`) and `inf` / `-inf` (the largest / smallest row sum). `"nuc"` and ±2 need singular
-/// values, which torchfn does not compute yet (a `NotImplementedError`).
+/// `|x|`), `inf` / `-inf` (the largest / smallest row sum), 2 / -2 (the largest / smallest
+/// singular value) and `"nuc"` (their sum).
 ///
 /// ```
 /// let a = torchfn::tensor([[1.0f64, -2.0], [3.0, 4.0]])?;
@@ -135,14 +135,30 @@ pub fn matrix_norm(
         NormOrder::Number(-1.0) => lines(row, col, false),
         NormOrder::Number(p) if p == f64::INFINITY => lines(col, row, true),
         NormOrder::Number(p) if p == f64::NEG_INFINITY => lines(col, row, false),
-        NormOrder::Number(p) if p.abs() == 2.0 => {
-            bail!(NotImplemented, "{FUNC}(): ord={p} needs singular values, which torchfn does not compute yet")
-        }
-        NormOrder::Name(name) if name == "nuc" => {
-            bail!(NotImplemented, "{FUNC}(): ord='nuc' needs singular values, which torchfn does not compute yet")
-        }
+        NormOrder::Number(2.0) => singular(&a, row, col, keepdim, |s| crate::amax(s, -1, false)),
+        NormOrder::Number(-2.0) => singular(&a, row, col, keepdim, |s| crate::amin(s, -1, false)),
+        NormOrder::Name(name) if name == "nuc" => singular(&a, row, col, keepdim, |s| s.sum_dim(-1, false)),
         other => bail!(Runtime, "{FUNC}(): Order {other:?} not supported."),
     }
+}
+
+/// `reduce` of the singular values of `a`'s matrices over the dimensions `row` and `col` (the
+/// spectral norms and the nuclear norm), keeping both as size one with `keepdim`.
+fn singular(
+    a: &Tensor,
+    row: i64,
+    col: i64,
+    keepdim: bool,
+    reduce: impl Fn(&Tensor) -> Result<Tensor>,
+) -> Result<Tensor> {
+    let ndim = a.shape()?.len() as i64;
+    let order: Vec<i64> = (0..ndim).filter(|d| *d != row && *d != col).chain([row, col]).collect();
+    let norms = reduce(&crate::ops::linalg::svdvals(&a.permute(order)?)?)?;
+    if !keepdim {
+        return Ok(norms);
+    }
+    let (first, second) = (row.min(col), row.max(col));
+    norms.unsqueeze(first)?.unsqueeze(second)
 }
 
 /// The norm `torch.linalg.norm` computes: the vector 2-norm of the flattened input for no
@@ -241,6 +257,9 @@ crate::samples! {
         sample([f32s(&[3, 3])]),
         sample([f32s(&[2, 2, 3]), Value::Float(f64::INFINITY)]),
         sample([f32s(&[2, 3]), Value::Float(-1.0)]).kw("keepdim", true),
+        sample([f32s(&[3, 3]), Value::Float(2.0)]),
+        sample([f32s(&[2, 2, 3]), Value::from("nuc")]).kw("keepdim", true),
+        sample([f32s(&[3, 2]), Value::Float(-2.0)]),
     ],
     NORM => [
         sample([f32s(&[2, 3])]),

@@ -12,6 +12,7 @@ use std::borrow::Cow;
 
 use crate::autograd::{self, Edge, Meta, Node, SavedTensor, forward_ad, meta};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Scan, Unary, Window};
+use crate::dispatch::linalg::Decomposition;
 use crate::dispatch::{self, Output};
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Dense, Layout, Scalar, Shape, Tensor};
@@ -274,6 +275,13 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
     let record =
         || (Op::MaxPool2d { input: x.layout.shape.clone() }, Keep { extra: vec![indices.clone()], ..Keep::default() });
     Ok((finish(&[input], values, record)?, indices))
+}
+
+/// The decomposition `op` of `inputs` (`A`, and `B` for a solve) with its option `flag`: its
+/// results, not recorded (the operations in `ops/linalg.rs` record each decomposition as one
+/// node whose backward is written with differentiable operations).
+pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Result<Vec<Tensor>> {
+    Ok(dispatch::linalg::decompose(op, inputs, flag)?.into_iter().map(Output::into_tensor).collect())
 }
 
 /// `x` sorted along `dim` (stably, NaN largest; `descending` reverses the order, ties keeping

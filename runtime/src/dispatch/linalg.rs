@@ -1,0 +1,397 @@
+//! The matrix decompositions (`torch.linalg`'s kernels), computed on the host with the `faer`
+//! crate for every device: a GPU tensor is read back, decomposed, and its results uploaded (as
+//! PyTorch does for the decompositions it has no GPU kernel for). Inputs are float32 or float64
+//! matrices `[..., m, n]`, each matrix of the batch decomposed on its own, in float64, the
+//! results rounded once to the input's dtype. On the meta device: results of the right shapes.
+
+use faer::linalg::solvers::{DenseSolveCore, Solve};
+use faer::{Mat, MatRef, Side};
+
+use super::calls::{dense, intercept_values};
+use super::{Output, aten};
+use crate::backend::{Array, Buffer, host};
+use crate::error::{Error, Result};
+use crate::tensor::{DType, Dense, Scalar, Shape, Tensor};
+use crate::value::{Kwargs, Value};
+
+/// Which decomposition a `Kernel::Linalg` operator computes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Decomposition {
+    /// `linalg_det`: the determinant (from a partially pivoted LU).
+    Det,
+    /// `linalg_slogdet`: the sign and the log of the absolute value of the determinant.
+    Slogdet,
+    /// `linalg_inv`: the inverse (LU); a singular matrix is an error.
+    Inv,
+    /// `linalg_solve`: `X` with `A X = B` (LU); a singular `A` is an error.
+    Solve,
+    /// `linalg_cholesky`: `L` lower triangular with `A = L Lᵀ` (the upper factor `Lᵀ` when
+    /// `upper`), reading `A`'s lower triangle; not positive-definite is an error.
+    Cholesky,
+    /// `linalg_qr`: `Q` with orthonormal columns and `R` upper triangular, `A = Q R`
+    /// (Householder, as LAPACK: the same signs).
+    Qr,
+    /// `_linalg_svd`: `U`, the singular values `S` (descending) and `Vh`, `A = U diag(S) Vh`.
+    Svd,
+    /// `_linalg_eigh`: the eigenvalues (ascending) and eigenvectors of a symmetric matrix,
+    /// reading its lower triangle (the upper with `UPLO="U"`).
+    Eigh,
+}
+
+/// The operator of each decomposition.
+fn operator(op: Decomposition) -> &'static super::Operator {
+    match op {
+        Decomposition::Det => &aten::LINALG_DET,
+        Decomposition::Slogdet => &aten::LINALG_SLOGDET,
+        Decomposition::Inv => &aten::LINALG_INV,
+        Decomposition::Solve => &aten::LINALG_SOLVE,
+        Decomposition::Cholesky => &aten::LINALG_CHOLESKY,
+        Decomposition::Qr => &aten::LINALG_QR,
+        Decomposition::Svd => &aten::LINALG_SVD,
+        Decomposition::Eigh => &aten::LINALG_EIGH,
+    }
+}
+
+/// The keyword argument that carries a decomposition's option (`upper`, `mode`,
+/// `full_matrices`, `UPLO`), as its operator's schema names it.
+fn option(op: Decomposition, flag: bool) -> Kwargs {
+    let mut kwargs = Kwargs::new();
+    match op {
+        Decomposition::Cholesky => kwargs.insert("upper", Value::Bool(flag)),
+        Decomposition::Qr => kwargs.insert("mode", Value::from(if flag { "complete" } else { "reduced" })),
+        Decomposition::Svd => kwargs.insert("full_matrices", Value::Bool(flag)),
+        Decomposition::Eigh => kwargs.insert("UPLO", Value::from(if flag { "U" } else { "L" })),
+        Decomposition::Det | Decomposition::Slogdet | Decomposition::Inv | Decomposition::Solve => {}
+    }
+    kwargs
+}
+
+/// The typed entry: `op` of `inputs` (`A`, and `B` for solve) with its option `flag` (see
+/// [`option`]); its results in the operator's order.
+pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Result<Vec<Output>> {
+    let kernel = || -> Result<Vec<Array>> {
+        let dense: Vec<&Dense> = inputs.iter().map(|t| dense(t)).collect::<Result<_>>()?;
+        run(op, &dense, flag)
+    };
+    if super::mode::intercepting() {
+        let args: Vec<Value> = inputs.iter().map(|t| Value::Tensor((*t).clone())).collect();
+        let value = intercept_values(operator(op), &args, option(op, flag), &|| {
+            let arrays = kernel()?;
+            Ok(results(arrays))
+        })?;
+        return outputs(operator(op), value);
+    }
+    Ok(kernel()?.into_iter().map(Output::Array).collect())
+}
+
+/// The kernel's arrays as the operator's result value: one tensor, or a tuple.
+pub(super) fn results(arrays: Vec<Array>) -> Value {
+    let mut tensors: Vec<Value> = arrays.into_iter().map(|a| Value::Tensor(Tensor::from_array(a))).collect();
+    if tensors.len() == 1 { tensors.remove(0) } else { Value::Tuple(tensors) }
+}
+
+/// A hook's result as the operator's outputs.
+fn outputs(op: &super::Operator, value: Value) -> Result<Vec<Output>> {
+    let items = match value {
+        Value::Tuple(items) | Value::List(items) => items,
+        other => vec![other],
+    };
+    if items.len() != op.schema().returns().len() {
+        return Err(Error::type_error(format!(
+            "{op}: the __torch_dispatch__ hook returned {} results, but the operator returns {}",
+            items.len(),
+            op.schema().returns().len()
+        )));
+    }
+    items.into_iter().map(|v| super::calls::output_of(op, v)).collect()
+}
+
+/// Binds the value form's options: `op`'s option from its keyword (see [`option`]).
+pub(super) fn flag_of(op: Decomposition, get: &dyn Fn(&str) -> Value) -> Result<bool> {
+    Ok(match op {
+        Decomposition::Cholesky => matches!(get("upper"), Value::Bool(true)),
+        Decomposition::Svd => matches!(get("full_matrices"), Value::Bool(true)),
+        Decomposition::Qr => match get("mode").as_str() {
+            Some("reduced") | None => false,
+            Some("complete") => true,
+            Some(other) => {
+                return Err(Error::value_error(format!(
+                    "linalg_qr(): mode must be 'reduced' or 'complete' here, got '{other}'"
+                )));
+            }
+        },
+        Decomposition::Eigh => match get("UPLO").as_str() {
+            Some("L") | None => false,
+            Some("U") => true,
+            Some(other) => {
+                return Err(Error::runtime_error(format!("linalg.eigh: UPLO must be 'L' or 'U', got '{other}'")));
+            }
+        },
+        Decomposition::Solve => {
+            if matches!(get("left"), Value::Bool(false)) {
+                return Err(Error::not_implemented("linalg_solve(): the kernel solves from the left (left=True)"));
+            }
+            false
+        }
+        Decomposition::Det | Decomposition::Slogdet | Decomposition::Inv => false,
+    })
+}
+
+/// The matrices of `x` (`[..., m, n]`), each as a float64 faer matrix.
+fn matrices(x: &Dense) -> Result<(Vec<Mat<f64>>, usize, usize)> {
+    let shape = &x.layout.shape;
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let host = host::on_host(x)?;
+    let values = crate::cpu::elements::<f64>("linalg", &host)?;
+    let count = shape[..shape.len() - 2].iter().product();
+    let mats = (0..count).map(|b| Mat::from_fn(m, n, |i, j| values[b * m * n + i * n + j])).collect();
+    Ok((mats, m, n))
+}
+
+/// Uploads `values` (float64, row-major) as `shape` in `dtype` on `x`'s device.
+fn upload(x: &Dense, values: Vec<f64>, shape: Shape, dtype: DType) -> Result<Array> {
+    let device = x.device();
+    let buffer = match dtype {
+        DType::Float32 => Buffer::from_vec(values.into_iter().map(|v| v as f32).collect::<Vec<f32>>()),
+        _ => Buffer::from_vec(values),
+    };
+    device.backend().upload(device, buffer, shape)
+}
+
+/// `batch` followed by `tail`.
+fn shaped(batch: &[usize], tail: &[usize]) -> Shape {
+    batch.iter().chain(tail).copied().collect()
+}
+
+/// Appends `a`'s elements row-major.
+fn push(out: &mut Vec<f64>, a: MatRef<'_, f64>) {
+    for i in 0..a.nrows() {
+        for j in 0..a.ncols() {
+            out.push(a[(i, j)]);
+        }
+    }
+}
+
+/// The shapes of `op`'s results for an input `[batch..., m, n]` (and `b`'s trailing shape for
+/// solve).
+fn result_shapes(op: Decomposition, batch: &[usize], m: usize, n: usize, b: &[usize], flag: bool) -> Vec<Shape> {
+    let k = m.min(n);
+    match op {
+        Decomposition::Det => vec![shaped(batch, &[])],
+        Decomposition::Slogdet => vec![shaped(batch, &[]), shaped(batch, &[])],
+        Decomposition::Inv | Decomposition::Cholesky => vec![shaped(batch, &[m, n])],
+        Decomposition::Solve => vec![shaped(batch, b)],
+        Decomposition::Qr if flag => vec![shaped(batch, &[m, m]), shaped(batch, &[m, n])],
+        Decomposition::Qr => vec![shaped(batch, &[m, k]), shaped(batch, &[k, n])],
+        Decomposition::Svd if flag => vec![shaped(batch, &[m, m]), shaped(batch, &[k]), shaped(batch, &[n, n])],
+        Decomposition::Svd => vec![shaped(batch, &[m, k]), shaped(batch, &[k]), shaped(batch, &[k, n])],
+        Decomposition::Eigh => vec![shaped(batch, &[n]), shaped(batch, &[n, n])],
+    }
+}
+
+/// The error of a singular matrix, as PyTorch's (`LinAlgError`, a `RuntimeError`).
+fn singular(func: &str, batch: usize, count: usize, pivot: usize) -> Error {
+    let which = if count > 1 { format!("(Batch element {batch}): ") } else { String::new() };
+    Error::runtime_error(format!(
+        "{func}: {which}The diagonal element {pivot} is zero, the inversion could not be completed because the input \
+         matrix is singular."
+    ))
+}
+
+/// Whether column `j`'s entry of largest magnitude (the first of equals) is negative: singular
+/// and eigen vectors are unique up to sign, and torchfn makes that entry positive, so that a
+/// small change of the input gives a small change of the vectors (which finite differences and
+/// users comparing runs need).
+fn negative_lead(a: MatRef<'_, f64>, j: usize) -> bool {
+    let mut lead = 0.0f64;
+    for i in 0..a.nrows() {
+        if a[(i, j)].abs() > lead.abs() {
+            lead = a[(i, j)];
+        }
+    }
+    lead < 0.0
+}
+
+/// The sign of a permutation given as where each row went.
+fn parity(forward: &[usize]) -> f64 {
+    let mut seen = vec![false; forward.len()];
+    let mut sign = 1.0;
+    for start in 0..forward.len() {
+        let mut length = 0;
+        let mut at = start;
+        while !seen[at] {
+            seen[at] = true;
+            at = forward[at];
+            length += 1;
+        }
+        if length > 0 && length % 2 == 0 {
+            sign = -sign;
+        }
+    }
+    sign
+}
+
+/// The kernel: checks the inputs' shapes and dtypes, then decomposes each matrix.
+pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Vec<Array>> {
+    let name = operator(op).name();
+    let a = inputs[0];
+    let shape = &a.layout.shape;
+    if !matches!(a.dtype, DType::Float32 | DType::Float64) {
+        return Err(Error::runtime_error(format!(
+            "{name}: Expected a floating point tensor as input (float32 or float64). Got {}",
+            a.dtype
+        )));
+    }
+    if shape.len() < 2 {
+        return Err(Error::runtime_error(format!("{name}: The input tensor A must have at least 2 dimensions.")));
+    }
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let batch = &shape[..shape.len() - 2];
+    let square = !matches!(op, Decomposition::Qr | Decomposition::Svd);
+    if square && m != n {
+        return Err(Error::runtime_error(format!(
+            "{name}: A must be batches of square matrices, but they are {m} by {n} matrices"
+        )));
+    }
+    let b_tail: Vec<usize> = match (op, inputs.get(1)) {
+        (Decomposition::Solve, Some(b)) => {
+            let bs = &b.layout.shape;
+            let fits =
+                b.dtype == a.dtype && bs.len() == shape.len() && bs[..batch.len()] == *batch && bs[bs.len() - 2] == n;
+            if !fits {
+                return Err(Error::runtime_error(format!(
+                    "{name}: B must be {} with A's batch dimensions {batch:?} and {n} rows, got {} {:?}",
+                    a.dtype,
+                    b.dtype,
+                    &bs[..]
+                )));
+            }
+            bs[bs.len() - 2..].to_vec()
+        }
+        (Decomposition::Solve, None) => return Err(Error::value_error(format!("{name}(): B is missing"))),
+        _ => Vec::new(),
+    };
+    let shapes = result_shapes(op, batch, m, n, &b_tail, flag);
+    let device = a.device();
+    if device.is_meta() {
+        let backend = device.backend();
+        return shapes.iter().map(|s| backend.fill(device, s, Scalar::Int(0), a.dtype)).collect();
+    }
+    let (mats, _, _) = matrices(a)?;
+    let rhs = match inputs.get(1) {
+        Some(b) if op == Decomposition::Solve => Some(matrices(b)?.0),
+        _ => None,
+    };
+    let mut outs: Vec<Vec<f64>> = vec![Vec::new(); shapes.len()];
+    let count = mats.len();
+    for (index, a) in mats.iter().enumerate() {
+        match op {
+            Decomposition::Det => outs[0].push(if n == 0 { 1.0 } else { a.determinant() }),
+            Decomposition::Slogdet => {
+                let (mut sign, mut log) = (1.0, 0.0);
+                if n > 0 {
+                    let lu = a.partial_piv_lu();
+                    sign = parity(lu.P().arrays().0);
+                    for i in 0..n {
+                        let u = lu.U()[(i, i)];
+                        sign *= u.signum();
+                        log += u.abs().ln();
+                        if u == 0.0 {
+                            sign = 0.0;
+                        }
+                    }
+                }
+                outs[0].push(sign);
+                outs[1].push(log);
+            }
+            Decomposition::Inv | Decomposition::Solve => {
+                let lu = a.partial_piv_lu();
+                if let Some(pivot) = (0..n).find(|&i| lu.U()[(i, i)] == 0.0) {
+                    return Err(singular(
+                        &format!("linalg.{}", if op == Decomposition::Inv { "inv" } else { "solve" }),
+                        index,
+                        count,
+                        pivot + 1,
+                    ));
+                }
+                match &rhs {
+                    Some(rhs) => push(&mut outs[0], lu.solve(&rhs[index]).as_ref()),
+                    None => push(&mut outs[0], lu.inverse().as_ref()),
+                }
+            }
+            Decomposition::Cholesky => {
+                let llt = a.llt(Side::Lower).map_err(|e| {
+                    let order = match e {
+                        faer::linalg::solvers::LltError::NonPositivePivot { index } => index + 1,
+                    };
+                    let which = if count > 1 { format!("(Batch element {index}): ") } else { String::new() };
+                    Error::runtime_error(format!(
+                        "linalg.cholesky: {which}The factorization could not be completed because the input is not \
+                         positive-definite (the leading minor of order {order} is not positive-definite)."
+                    ))
+                })?;
+                let l = llt.L();
+                push(&mut outs[0], if flag { l.transpose() } else { l });
+            }
+            Decomposition::Qr => {
+                let qr = a.qr();
+                let k = m.min(n);
+                if flag {
+                    push(&mut outs[0], qr.compute_Q().as_ref());
+                    let r = qr.R();
+                    for i in 0..m {
+                        for j in 0..n {
+                            outs[1].push(if i < k && j >= i { r[(i, j)] } else { 0.0 });
+                        }
+                    }
+                } else {
+                    push(&mut outs[0], qr.compute_thin_Q().as_ref());
+                    let r = qr.R();
+                    for i in 0..k {
+                        for j in 0..n {
+                            outs[1].push(if j >= i { r[(i, j)] } else { 0.0 });
+                        }
+                    }
+                }
+            }
+            Decomposition::Svd => {
+                let svd = if flag { a.svd() } else { a.thin_svd() }
+                    .map_err(|_| Error::runtime_error(format!("{name}: The algorithm failed to converge")))?;
+                let (mut u, mut v) = (svd.U().to_owned(), svd.V().to_owned());
+                let k = m.min(n);
+                // Each pair's sign from U's column; the columns past the k pairs (full_matrices)
+                // on their own.
+                for i in 0..u.ncols().max(v.ncols()) {
+                    let (in_u, in_v) = (i < u.ncols(), i < v.ncols());
+                    if in_u && negative_lead(u.as_ref(), i) {
+                        u.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                        if i < k {
+                            v.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                        }
+                    }
+                    if i >= k && in_v && negative_lead(v.as_ref(), i) {
+                        v.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                    }
+                }
+                push(&mut outs[0], u.as_ref());
+                outs[1].extend(svd.S().column_vector().iter().copied());
+                push(&mut outs[2], v.transpose());
+            }
+            Decomposition::Eigh => {
+                let side = if flag { Side::Upper } else { Side::Lower };
+                let evd = a
+                    .self_adjoint_eigen(side)
+                    .map_err(|_| Error::runtime_error(format!("{name}: The algorithm failed to converge")))?;
+                outs[0].extend(evd.S().column_vector().iter().copied());
+                let mut u = evd.U().to_owned();
+                for i in 0..n {
+                    if negative_lead(u.as_ref(), i) {
+                        u.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                    }
+                }
+                push(&mut outs[1], u.as_ref());
+            }
+        }
+    }
+    outs.into_iter().zip(shapes).map(|(values, shape)| upload(a, values, shape, a.dtype)).collect()
+}
