@@ -1,14 +1,17 @@
-//! Checks the BERT port (`examples/models/bert.rs`, transformers' `BertForMaskedLM`) against
-//! PyTorch 2.15's training reference `tests/golden/workloads/bert_tiny`: the module tree,
-//! state_dict keys and parameter order, the logits, loss and every gradient of one training step,
-//! then three AdamW steps, each within `meta.json`'s tolerances. Prints the worst errors, as
-//! fractions of their tolerances (≤ 1 passes).
+//! Checks the BERT port (`examples/models/bert.rs`, transformers' `BertForMaskedLM`) against a
+//! PyTorch 2.15 training reference (`tests/golden/workloads/bert_tiny` unless told otherwise):
+//! the module tree, state_dict keys and parameter order, the logits, loss and every gradient of
+//! one training step, then three AdamW steps on the CPU, each within `meta.json`'s tolerances
+//! (the checks are `examples/models/reference.rs`). Prints the worst errors, as fractions of
+//! their tolerances (≤ 1 passes), with the time of a training step, and exits non-zero when a
+//! check fails.
 //!
 //! Run it with `cargo run --release --example bert`; `-- --device wgpu` checks the first step
-//! on the GPU as well.
+//! on the GPU as well, `-- --workload NAME_OR_PATH` another reference of the same format (a
+//! folder of `tests/golden/workloads` or a path).
 
+use serde_json::Value as Json;
 use torchfn::Device;
-use torchfn::nn::Module;
 use torchfn::prelude::*;
 
 /// The model (`examples/models/bert.rs`).
@@ -16,113 +19,42 @@ use torchfn::prelude::*;
 #[path = "models/bert.rs"]
 pub mod bert;
 
-/// PyTorch's reference and the checks against it (`examples/models/reference.rs`).
+/// PyTorch's references and the checks against them (`examples/models/reference.rs`).
 #[allow(dead_code)]
 #[path = "models/reference.rs"]
 pub mod reference;
 
-use reference::Reference;
+use bert::{BertConfig, BertForMaskedLM};
+use reference::{Batch, Reference};
 
-/// The reference folder this example checks.
+/// The reference folder this example checks by default.
 pub const WORKLOAD: &str = "bert_tiny";
 
 /// A model of the reference's config (initialised with its own seed; the checks load `init`).
-pub fn model(reference: &Reference) -> Result<bert::BertForMaskedLM, String> {
-    let config = bert::BertConfig::from_json(reference.config()).map_err(|e| e.to_string())?;
-    bert::BertForMaskedLM::new(&config, &Generator::new().manual_seed(0)).map_err(|e| e.to_string())
+pub fn model(config: &Json) -> Result<BertForMaskedLM> {
+    BertForMaskedLM::new(&BertConfig::from_json(config)?, &Generator::new().manual_seed(0))
 }
 
-/// `t` on `device`, integers as the device's index dtype (wgpu has no int64).
-fn on(t: &Tensor, device: Device) -> Result<Tensor, String> {
-    let dtype = (t.dtype().map_err(|e| e.to_string())? == DType::Int64).then(|| device.index_dtype());
-    t.to_device(device, dtype, false, false).map_err(|e| e.to_string())
-}
-
-/// The reference's batch: token ids, token types, padding mask and labels.
-struct Batch {
-    input_ids: Tensor,
-    token_type_ids: Tensor,
-    attention_mask: Tensor,
-    labels: Tensor,
-}
-
-impl Batch {
-    /// The batch on `device`.
-    fn new(reference: &Reference, device: Device) -> Result<Batch, String> {
-        Ok(Batch {
-            input_ids: on(reference.input("input_ids"), device)?,
-            token_type_ids: on(reference.input("token_type_ids"), device)?,
-            attention_mask: on(reference.input("attention_mask"), device)?,
-            labels: on(reference.input("labels"), device)?,
-        })
-    }
-}
-
-/// The logits and the loss of the model on the batch.
-fn forward_loss(model: &bert::BertForMaskedLM, batch: &Batch) -> Result<(Tensor, Tensor)> {
-    let logits = model.call(&batch.input_ids, Some(&batch.token_type_ids), Some(&batch.attention_mask))?;
-    let loss = bert::BertForMaskedLM::loss(&logits, &batch.labels)?;
+/// The logits and the loss of the model on the batch: token ids, token types, padding mask,
+/// and the masked positions' `labels` (-100 elsewhere).
+pub fn forward_loss(model: &BertForMaskedLM, batch: &Batch) -> Result<(Tensor, Tensor)> {
+    let (token_types, mask) = (batch.get("token_type_ids")?, batch.get("attention_mask")?);
+    let logits = model.call(batch.get("input_ids")?, Some(token_types), Some(mask))?;
+    let loss = BertForMaskedLM::loss(&logits, batch.get("labels")?)?;
     Ok((logits, loss))
 }
 
-/// Checks the port on `device`: structure and loading, then one training step's logits, loss
-/// and gradients there; with `train`, three AdamW steps of a fresh model on the CPU. A short
-/// report of the worst errors, or what differs.
-pub fn check(device: Device, train: bool) -> Result<String, String> {
-    let reference = Reference::load(WORKLOAD);
-    let mut model = model(&reference)?;
-    reference.check_structure_and_load(&model)?;
-    model.to_device(device).map_err(|e| e.to_string())?;
-    model.train(true);
-    let batch = Batch::new(&reference, device)?;
-    let (logits, loss) = forward_loss(&model, &batch).map_err(|e| e.to_string())?;
-    if logits.device().map_err(|e| e.to_string())? != device {
-        return Err(format!("{WORKLOAD}: the logits are not on {device}"));
-    }
-    let step = reference.check_first_step(&model, &logits, loss)?;
-    let on_device = if device.is_cpu() { device.to_string() } else { format!("{device} ({})", device.describe()) };
-    let mut report = format!(
-        "{WORKLOAD} on {on_device}: module tree, state_dict keys and parameter order as PyTorch's; init loaded\n  \
-         first step, worst errors as fractions of the tolerances: logits {:.1e}, loss {:.1e}, gradients {:.1e} ({})",
-        step.logits, step.loss, step.worst_grad.0, step.worst_grad.1
-    );
-    if train {
-        let model = self::model(&reference)?;
-        model.load_state_dict(&reference.init, true).map_err(|e| e.to_string())?;
-        model.train(true);
-        let batch = Batch::new(&reference, Device::CPU)?;
-        let step = || -> Result<Tensor> {
-            let (_, loss) = forward_loss(&model, &batch)?;
-            Ok(loss)
-        };
-        let training = reference.train_three_steps(&model, &step)?;
-        let parameters: Vec<String> =
-            training.parameters.iter().map(|(s, (e, name))| format!("after step {s} {e:.1e} ({name})")).collect();
-        report += &format!(
-            "\n  three AdamW steps on the CPU, worst errors as fractions of the tolerances: losses {:.1e}, parameters \
-             {}",
-            training.losses,
-            parameters.join(", ")
-        );
-    }
-    Ok(report)
+/// [`check_workload`] of [`WORKLOAD`].
+pub fn check(device: Device, train: bool) -> std::result::Result<String, String> {
+    check_workload(WORKLOAD, device, train)
+}
+
+/// Checks the port against `workload` (a folder of `tests/golden/workloads` or a path) on
+/// `device`, with three AdamW steps on the CPU when `train` ([`Reference::check`]).
+pub fn check_workload(workload: &str, device: Device, train: bool) -> std::result::Result<String, String> {
+    Reference::load(workload)?.check(device, train, model, forward_loss)
 }
 
 fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let gpu =
-        args.windows(2).any(|w| w[0] == "--device" && w[1] == "wgpu") || args.iter().any(|a| a == "--device=wgpu");
-    let mut runs = vec![(Ok(Device::CPU), true)];
-    if gpu {
-        runs.push((Device::wgpu().map_err(|e| format!("no wgpu device: {e}")), false));
-    }
-    for (device, train) in runs {
-        match device.and_then(|d| check(d, train)) {
-            Ok(report) => println!("{report}"),
-            Err(e) => {
-                eprintln!("{e}");
-                std::process::exit(1);
-            }
-        }
-    }
+    reference::main(WORKLOAD, check_workload);
 }

@@ -365,7 +365,8 @@ def generate(name, out_dir):
             expect["logits"] = logits.detach().clone()
             expect["loss"] = loss.detach().clone()
             for n, p in named:
-                expect[f"grad/{n}"] = p.grad.detach().clone()
+                if p.grad is not None:  # None: the parameter takes no part in the loss (BERT's untied bias)
+                    expect[f"grad/{n}"] = p.grad.detach().clone()
         losses.append(loss.item())
         opt.step()
         if step in (1, 3):

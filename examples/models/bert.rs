@@ -2,9 +2,11 @@
 //! written with torchfn's modules, as a PyTorch user ports it: the same module tree, parameter
 //! names and forward, so PyTorch's `state_dict` (safetensors) loads by key. Word, position and
 //! token type embeddings (the word embeddings with `padding_idx`), post-norm encoder layers with
-//! exact (erf) GELU, the padding mask added to the scores (float32's lowest value where a key is
-//! padding), and the head whose decoder weight is the word embeddings and whose decoder bias is
-//! `cls.predictions.bias`. Any size: layers, heads, widths, vocabulary, context, token types.
+//! any of transformers' activations (exact, erf GELU by default), the padding mask added to the
+//! scores (float32's lowest value where a key is padding), and the head whose decoder weight is
+//! the word embeddings and whose decoder bias is `cls.predictions.bias` (both its own with
+//! `tie_word_embeddings: false`). Any size: layers, heads, widths, vocabulary, context, token
+//! types.
 
 use std::fmt;
 
@@ -13,6 +15,22 @@ use torchfn::nn::{
     VisitorMut,
 };
 use torchfn::prelude::*;
+
+/// transformers' activations (`examples/models/activations.rs`).
+#[path = "activations.rs"]
+pub mod activations;
+
+/// What the ports share (`examples/models/common.rs`).
+#[path = "common.rs"]
+pub mod common;
+
+/// The typed config reader (`examples/models/config.rs`).
+#[path = "config.rs"]
+pub mod config;
+
+use activations::Activation;
+use common::{eager_attention, heads, normal_embedding, normal_linear};
+use config::Config;
 
 /// The model's sizes and settings (`BertConfig`).
 #[derive(Clone, Debug)]
@@ -37,50 +55,38 @@ pub struct BertConfig {
     pub attention_probs_dropout_prob: f64,
     /// The layer norms' epsilon.
     pub layer_norm_eps: f64,
-    /// The activation (transformers' `ACT2FN` name; `"gelu"`, exact, is supported).
+    /// The activation (a name of transformers' `ACT2FN`, see `activations.rs`).
     pub hidden_act: String,
     /// The word embedding row of the padding token (`pad_token_id`, 0 by default).
     pub pad_token_id: Option<usize>,
     /// The standard deviation of the initial weights (`initializer_range`).
     pub initializer_range: f64,
+    /// Whether the decoder's weight is the word embeddings and its bias `cls.predictions.bias`.
+    pub tie_word_embeddings: bool,
 }
 
 impl BertConfig {
     /// The config from a JSON object of `BertConfig`'s fields (`meta.json`'s `config`), with
-    /// transformers' defaults for those missing.
-    pub fn from_json(c: &serde_json::Value) -> Result<BertConfig> {
-        let int_or = |k: &str, default: usize| c[k].as_u64().map_or(default, |n| n as usize);
-        let float_or = |k: &str, default: f64| c[k].as_f64().unwrap_or(default);
-        let pad_token_id = match &c["pad_token_id"] {
-            serde_json::Value::Null if c.get("pad_token_id").is_some() => None,
-            v => Some(v.as_u64().map_or(0, |n| n as usize)),
-        };
+    /// transformers' defaults for those missing (`pad_token_id: null` means none).
+    pub fn from_json(json: &serde_json::Value) -> Result<BertConfig> {
+        let c = Config::new("BertConfig", json)?;
+        let pad_token_id = if c.contains("pad_token_id") { c.opt_usize("pad_token_id")? } else { Some(0) };
         Ok(BertConfig {
-            vocab_size: int_or("vocab_size", 30522),
-            hidden_size: int_or("hidden_size", 768),
-            num_hidden_layers: int_or("num_hidden_layers", 12),
-            num_attention_heads: int_or("num_attention_heads", 12),
-            intermediate_size: int_or("intermediate_size", 3072),
-            max_position_embeddings: int_or("max_position_embeddings", 512),
-            type_vocab_size: int_or("type_vocab_size", 2),
-            hidden_dropout_prob: float_or("hidden_dropout_prob", 0.1),
-            attention_probs_dropout_prob: float_or("attention_probs_dropout_prob", 0.1),
-            layer_norm_eps: float_or("layer_norm_eps", 1e-12),
-            hidden_act: c["hidden_act"].as_str().unwrap_or("gelu").to_string(),
+            vocab_size: c.usize_or("vocab_size", 30522)?,
+            hidden_size: c.usize_or("hidden_size", 768)?,
+            num_hidden_layers: c.usize_or("num_hidden_layers", 12)?,
+            num_attention_heads: c.usize_or("num_attention_heads", 12)?,
+            intermediate_size: c.usize_or("intermediate_size", 3072)?,
+            max_position_embeddings: c.usize_or("max_position_embeddings", 512)?,
+            type_vocab_size: c.usize_or("type_vocab_size", 2)?,
+            hidden_dropout_prob: c.f64_or("hidden_dropout_prob", 0.1)?,
+            attention_probs_dropout_prob: c.f64_or("attention_probs_dropout_prob", 0.1)?,
+            layer_norm_eps: c.f64_or("layer_norm_eps", 1e-12)?,
+            hidden_act: c.string_or("hidden_act", "gelu")?,
             pad_token_id,
-            initializer_range: float_or("initializer_range", 0.02),
+            initializer_range: c.f64_or("initializer_range", 0.02)?,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", true)?,
         })
-    }
-}
-
-/// transformers' `GELUActivation`: the exact GELU, `x Φ(x)` (erf).
-// Local: `nn::GELU` computes this but prints `GELU(approximate='none')`, not `GELUActivation()`.
-#[derive(Module, Default)]
-pub struct GELUActivation;
-
-impl Forward for GELUActivation {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        nn::functional::gelu(x, "none")
     }
 }
 
@@ -163,20 +169,12 @@ impl BertSelfAttention {
     }
 
     fn forward(&self, hidden_states: &Tensor, attention_mask: Option<&Tensor>) -> Result<(Tensor, Tensor)> {
-        let s = hidden_states.shape()?;
-        let (b, t) = (s[0] as i64, s[1] as i64);
-        let d = self.attention_head_size as i64;
-        let heads = |proj: &Linear| proj.call(hidden_states)?.view(vec![b, t, -1, d])?.transpose(1, 2);
-        let (q, k, v) = (heads(&self.query)?, heads(&self.key)?, heads(&self.value)?);
-        let mut scores = (&q.matmul(&k.transpose(2, 3)?)? * self.scaling)?;
-        if let Some(mask) = attention_mask {
-            scores = (&scores + mask)?;
-        }
+        let split = |proj: &Linear| heads(proj, hidden_states, self.attention_head_size, "BertSelfAttention");
+        let (q, k, v) = (split(&self.query)?, split(&self.key)?, split(&self.value)?);
         // transformers' eager attention drops weights with the functional dropout at the
         // module's probability: not a call of the module.
-        let weights = self.dropout.forward(&scores.softmax(-1, None)?)?;
-        let out = weights.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape(&[b, t, -1])?;
-        Ok((out, weights))
+        let dropout = |w: &Tensor| self.dropout.forward(w);
+        eager_attention(&q, &k, &v, attention_mask, self.scaling, None, &dropout)
     }
 }
 
@@ -259,7 +257,7 @@ pub struct BertIntermediate {
     /// `hidden` to `intermediate_size`.
     pub dense: Linear,
     /// The activation.
-    pub intermediate_act_fn: GELUActivation,
+    pub intermediate_act_fn: Activation,
 }
 
 impl Forward for BertIntermediate {
@@ -374,7 +372,7 @@ pub struct BertPredictionHeadTransform {
     /// `hidden` to `hidden`.
     pub dense: Linear,
     /// The activation.
-    pub transform_act_fn: GELUActivation,
+    pub transform_act_fn: Activation,
     /// The norm.
     pub LayerNorm: LayerNorm,
 }
@@ -386,14 +384,14 @@ impl Forward for BertPredictionHeadTransform {
 }
 
 /// The prediction of every token (`BertLMPredictionHead`): the transform, then the decoder
-/// whose weight is the word embeddings and whose bias is this module's `bias`.
+/// (whose weight is the word embeddings and whose bias is this module's `bias` when tied).
 #[derive(Module)]
 pub struct BertLMPredictionHead {
     /// The transform.
     pub transform: BertPredictionHeadTransform,
-    /// `hidden` to `vocab_size`: weight tied to the word embeddings, bias to `bias`.
+    /// `hidden` to `vocab_size`: when tied, its weight is the word embeddings and its bias `bias`.
     pub decoder: Linear,
-    /// The output bias, `[vocab_size]` (the decoder's bias).
+    /// The output bias, `[vocab_size]` (the decoder's bias when tied, else unused).
     pub bias: Parameter,
 }
 
@@ -428,12 +426,12 @@ pub struct BertForMaskedLM {
 impl BertForMaskedLM {
     /// A model of `config`'s sizes, initialised as transformers does: linear and embedding
     /// weights normal(0, `initializer_range`), biases zero, the padding row zero, norms one and
-    /// zero; the decoder tied to the word embeddings and to `cls.predictions.bias`.
+    /// zero; the decoder's weight is the word embeddings and its bias `cls.predictions.bias`
+    /// when `tie_word_embeddings` (else a `Linear` of its own, and `cls.predictions.bias` takes
+    /// no part in the forward, as in transformers).
     pub fn new(config: &BertConfig, g: &Generator) -> Result<BertForMaskedLM> {
         let c = config;
-        if c.hidden_act != "gelu" {
-            return Err(Error::value_error(format!("BertForMaskedLM: hidden_act {:?} is not supported", c.hidden_act)));
-        }
+        let act = Activation::new(&c.hidden_act)?;
         let (e, h) = (c.hidden_size, c.num_attention_heads);
         if h == 0 || !e.is_multiple_of(h) {
             return Err(Error::value_error(format!(
@@ -441,19 +439,8 @@ impl BertForMaskedLM {
             )));
         }
         let std = c.initializer_range;
-        let linear = |i: usize, o: usize| -> Result<Linear> {
-            let m = Linear::new(i, o, true, g)?;
-            nn::init::normal_(&m.weight, 0.0, std, g)?;
-            if let Some(b) = &m.bias {
-                nn::init::zeros_(b)?;
-            }
-            Ok(m)
-        };
-        let embedding = |n: usize| -> Result<Embedding> {
-            let m = Embedding::new(n, e, g)?;
-            nn::init::normal_(&m.weight, 0.0, std, g)?;
-            Ok(m)
-        };
+        let linear = |i: usize, o: usize| normal_linear(i, o, true, std, g);
+        let embedding = |n: usize| normal_embedding(n, e, std, g);
         let norm = || LayerNorm::new(&[e], c.layer_norm_eps);
         let dropout = || Dropout::new(c.hidden_dropout_prob);
         let d = e / h;
@@ -470,10 +457,7 @@ impl BertForMaskedLM {
                     },
                     output: BertSelfOutput { dense: linear(e, e)?, LayerNorm: norm()?, dropout: dropout()? },
                 },
-                intermediate: BertIntermediate {
-                    dense: linear(e, c.intermediate_size)?,
-                    intermediate_act_fn: GELUActivation,
-                },
+                intermediate: BertIntermediate { dense: linear(e, c.intermediate_size)?, intermediate_act_fn: act },
                 output: BertOutput { dense: linear(c.intermediate_size, e)?, LayerNorm: norm()?, dropout: dropout()? },
             })
         };
@@ -485,7 +469,11 @@ impl BertForMaskedLM {
         let position_ids = torchfn::arange(positions, DType::Int64, torchfn::Device::CPU)?.unsqueeze(0)?;
         let token_type_ids = torchfn::zeros([1, c.max_position_embeddings], DType::Int64, None)?;
         let bias = Parameter::new(&torchfn::zeros([c.vocab_size], None, None)?)?;
-        let decoder = Linear { weight: word_embeddings.weight.clone(), bias: Some(bias.clone()) };
+        let decoder = if c.tie_word_embeddings {
+            Linear { weight: word_embeddings.weight.clone(), bias: Some(bias.clone()) }
+        } else {
+            linear(e, c.vocab_size)?
+        };
         Ok(BertForMaskedLM {
             bert: BertModel {
                 embeddings: BertEmbeddings {
@@ -503,7 +491,7 @@ impl BertForMaskedLM {
                 predictions: BertLMPredictionHead {
                     transform: BertPredictionHeadTransform {
                         dense: linear(e, e)?,
-                        transform_act_fn: GELUActivation,
+                        transform_act_fn: act,
                         LayerNorm: norm()?,
                     },
                     decoder,
@@ -528,18 +516,8 @@ impl BertForMaskedLM {
     }
 
     /// The mean cross-entropy of `logits` `[B, T, vocab]` against `labels` `[B, T]` over the
-    /// positions whose label is not -100.
+    /// positions whose label is not -100: [`common::lm_loss`].
     pub fn loss(logits: &Tensor, labels: &Tensor) -> Result<Tensor> {
-        let vocab = logits.shape()?[2] as i64;
-        nn::functional::cross_entropy(
-            &logits.reshape(&[-1, vocab])?,
-            &labels.reshape(&[-1])?,
-            None,
-            None,
-            -100,
-            None,
-            "mean",
-            0.0,
-        )
+        common::lm_loss(logits, labels)
     }
 }

@@ -2,9 +2,19 @@
 //! PyTorch user ports it: the same module tree, parameter names and forward, so PyTorch's
 //! `state_dict` (safetensors) loads by key. Any size: layers, heads, width, vocabulary, context.
 
-use torchfn::Device;
 use torchfn::nn::{self, Dropout, Embedding, Forward, Layer, LayerNorm, Linear, Module, Parameter};
 use torchfn::prelude::*;
+
+/// transformers' activations (`examples/models/activations.rs`): GPT-2's `NewGELUActivation`.
+#[path = "activations.rs"]
+pub mod activations;
+
+/// What the ports share (`examples/models/common.rs`): the causal mask and the loss.
+#[path = "common.rs"]
+pub mod common;
+
+use activations::Activation;
+use common::causal_mask;
 
 /// The model's sizes (`GPT2Config`).
 #[derive(Clone, Copy, Debug)]
@@ -95,22 +105,6 @@ impl GPT2Attention {
     }
 }
 
-/// `0` where a position may attend (`j <= i`), float32's lowest value elsewhere: added to scores.
-fn causal_mask(t: usize, device: Device) -> Result<Tensor> {
-    // Made where it is used (no host data to move): nothing to compute on the meta device.
-    torchfn::full([t, t], f32::MIN, DType::Float32, device)?.triu(1)
-}
-
-/// GPT-2's `NewGELUActivation` (gelu with the tanh approximation).
-#[derive(Module, Default)]
-pub struct NewGELUActivation;
-
-impl Forward for NewGELUActivation {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        nn::functional::gelu(x, "tanh")
-    }
-}
-
 /// The feed-forward part of a block (`GPT2MLP`).
 #[derive(Module)]
 pub struct GPT2MLP {
@@ -118,7 +112,7 @@ pub struct GPT2MLP {
     pub c_fc: Conv1D,
     /// Down projection.
     pub c_proj: Conv1D,
-    act: NewGELUActivation,
+    act: Activation,
     dropout: Dropout,
 }
 
@@ -196,7 +190,7 @@ impl GPT2LMHeadModel {
                 mlp: GPT2MLP {
                     c_fc: Conv1D::new(4 * e, e, std, g)?,
                     c_proj: Conv1D::new(e, 4 * e, proj_std, g)?,
-                    act: NewGELUActivation,
+                    act: Activation::new("gelu_new")?,
                     dropout: Dropout::new(dropout)?,
                 },
             })
@@ -215,19 +209,9 @@ impl GPT2LMHeadModel {
         })
     }
 
-    /// The mean cross-entropy of `logits` against `targets` `[B, T]`.
+    /// The mean cross-entropy of `logits` against `targets` `[B, T]`: [`common::lm_loss`].
     pub fn loss(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-        let vocab = logits.shape()?[2] as i64;
-        nn::functional::cross_entropy(
-            &logits.reshape(&[-1, vocab])?,
-            &targets.reshape(&[-1])?,
-            None,
-            None,
-            -100,
-            None,
-            "mean",
-            0.0,
-        )
+        common::lm_loss(logits, targets)
     }
 }
 

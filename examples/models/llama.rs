@@ -1,13 +1,55 @@
 //! LLaMA (transformers' `LlamaForCausalLM`, eager attention) written with torchfn's modules, as a
 //! PyTorch user ports it: the same module tree, parameter names and forward, so PyTorch's
-//! `state_dict` (safetensors) loads by key. Rotary position embeddings (`rotate_half`), RMS norm
-//! computed in float32 with the weight applied after, the SwiGLU MLP, grouped-query attention
-//! (`repeat_kv`) with the causal mask added to the scores. Any size: layers, heads, key/value
-//! heads, widths, vocabulary, context; the head tied to the embeddings or not.
+//! `state_dict` (safetensors) loads by key. Rotary position embeddings (`rotate_half`; the
+//! `default`, `linear` and `llama3` rope types), RMS norm computed in float32 with the weight
+//! applied after, the gated MLP with any of transformers' activations (SwiGLU with `silu`),
+//! grouped-query attention (`repeat_kv`) with the causal mask added to the scores. Any size:
+//! layers, heads, key/value heads, head width, widths, vocabulary, context; the head tied to the
+//! embeddings or not.
 
 use torchfn::Device;
 use torchfn::nn::{self, Buffer, Embedding, Forward, Layer, Linear, Module, Parameter, Training};
 use torchfn::prelude::*;
+
+/// transformers' activations (`examples/models/activations.rs`).
+#[path = "activations.rs"]
+pub mod activations;
+
+/// What the ports share (`examples/models/common.rs`).
+#[path = "common.rs"]
+pub mod common;
+
+/// The typed config reader (`examples/models/config.rs`).
+#[path = "config.rs"]
+pub mod config;
+
+use activations::Activation;
+use common::{causal_mask, eager_attention, heads, normal_embedding, normal_linear};
+use config::Config;
+
+/// How the rotary embedding's inverse frequencies are made (`rope_parameters["rope_type"]`).
+#[derive(Clone, Debug, PartialEq)]
+pub enum RopeType {
+    /// `1 / theta^(2i / D)`.
+    Default,
+    /// The default frequencies divided by `factor` (positions interpolated).
+    Linear {
+        /// The divisor.
+        factor: f64,
+    },
+    /// Llama 3.1's: low frequencies divided by `factor`, high ones kept, those between
+    /// interpolated.
+    Llama3 {
+        /// The divisor of the low frequencies.
+        factor: f64,
+        /// Wavelengths above `original_max_position_embeddings / low_freq_factor` are low.
+        low_freq_factor: f64,
+        /// Wavelengths below `original_max_position_embeddings / high_freq_factor` are high.
+        high_freq_factor: f64,
+        /// The context length of pretraining.
+        original_max_position_embeddings: usize,
+    },
+}
 
 /// The model's sizes and settings (`LlamaConfig`).
 #[derive(Clone, Debug)]
@@ -32,13 +74,15 @@ pub struct LlamaConfig {
     pub rms_norm_eps: f64,
     /// The rotary embedding's base.
     pub rope_theta: f64,
+    /// The rotary embedding's frequencies.
+    pub rope_type: RopeType,
     /// Whether the head shares its weight with the token embeddings.
     pub tie_word_embeddings: bool,
     /// Whether the attention projections have biases.
     pub attention_bias: bool,
     /// Whether the MLP's projections have biases.
     pub mlp_bias: bool,
-    /// The MLP's activation (transformers' `ACT2FN` name; `"silu"` is supported).
+    /// The MLP's activation (a name of transformers' `ACT2FN`, see `activations.rs`).
     pub hidden_act: String,
     /// Dropout probability on the attention weights (in training).
     pub attention_dropout: f64,
@@ -49,43 +93,74 @@ pub struct LlamaConfig {
 }
 
 impl LlamaConfig {
-    /// The config from a JSON object of `LlamaConfig`'s fields (`meta.json`'s `config`),
-    /// with transformers' defaults for those missing where it has one.
-    pub fn from_json(c: &serde_json::Value) -> Result<LlamaConfig> {
-        let int = |k: &str| -> Result<usize> {
-            c[k].as_u64().map(|n| n as usize).ok_or_else(|| Error::value_error(format!("LlamaConfig: no integer {k}")))
-        };
-        let int_or = |k: &str, default: usize| c[k].as_u64().map_or(default, |n| n as usize);
-        let float_or = |k: &str, default: f64| c[k].as_f64().unwrap_or(default);
-        let bool_or = |k: &str, default: bool| c[k].as_bool().unwrap_or(default);
-        let rope_type = c["rope_scaling"]["rope_type"].as_str().or(c["rope_parameters"]["rope_type"].as_str());
-        if let Some(other) = rope_type.filter(|t| *t != "default") {
-            return Err(Error::value_error(format!(
-                "LlamaConfig: rope_type {other:?} is not supported (only default)"
-            )));
+    /// The config from a JSON object of `LlamaConfig`'s fields (`meta.json`'s `config`), with
+    /// transformers' defaults for those missing. The rotary settings are read as transformers
+    /// 5 standardizes them: `rope_scaling` (the legacy name) or else `rope_parameters`, its
+    /// `rope_type` or legacy `type` (`default` when neither), and a `rope_theta` inside it
+    /// before the top-level one.
+    pub fn from_json(json: &serde_json::Value) -> Result<LlamaConfig> {
+        let c = Config::new("LlamaConfig", json)?;
+        let hidden_size = c.usize_or("hidden_size", 4096)?;
+        let num_attention_heads = c.usize_or("num_attention_heads", 32)?;
+        if num_attention_heads == 0 || !hidden_size.is_multiple_of(num_attention_heads) {
+            return Err(c.error(
+                "num_attention_heads",
+                format!("({num_attention_heads}) must divide the hidden size ({hidden_size})"),
+            ));
         }
-        let (hidden_size, num_attention_heads) = (int("hidden_size")?, int("num_attention_heads")?);
-        if num_attention_heads == 0 {
-            return Err(Error::value_error("LlamaConfig: num_attention_heads must be positive"));
+        let max_position_embeddings = c.usize_or("max_position_embeddings", 2048)?;
+        let rope = match c.object("rope_scaling")?.filter(|r| !r.is_empty()) {
+            Some(r) => Some(r),
+            None => c.object("rope_parameters")?,
+        };
+        let mut rope_theta = c.f64_or("rope_theta", 10000.0)?;
+        let mut rope_type = RopeType::Default;
+        if let Some(r) = rope {
+            rope_theta = r.f64_or("rope_theta", rope_theta)?;
+            if r.f64_or("partial_rotary_factor", c.f64_or("partial_rotary_factor", 1.0)?)? != 1.0 {
+                return Err(c.error("partial_rotary_factor", "other than 1 is not supported"));
+            }
+            let name = match r.opt_string("rope_type")? {
+                Some(name) => name,
+                None => r.string_or("type", "default")?,
+            };
+            rope_type = match name.as_str() {
+                "default" => RopeType::Default,
+                "linear" => RopeType::Linear { factor: r.f64("factor")? },
+                "llama3" => RopeType::Llama3 {
+                    factor: r.f64("factor")?,
+                    low_freq_factor: r.f64("low_freq_factor")?,
+                    high_freq_factor: r.f64("high_freq_factor")?,
+                    // A top-level value wins, as transformers' `standardize_rope_params` has it.
+                    original_max_position_embeddings: match c.opt_usize("original_max_position_embeddings")? {
+                        Some(n) => n,
+                        None => r.usize_or("original_max_position_embeddings", max_position_embeddings)?,
+                    },
+                },
+                other => {
+                    return Err(c.error("rope_type", format!("{other:?} is not supported (default, linear, llama3)")));
+                }
+            };
         }
         Ok(LlamaConfig {
-            vocab_size: int("vocab_size")?,
+            vocab_size: c.usize_or("vocab_size", 32000)?,
             hidden_size,
-            intermediate_size: int("intermediate_size")?,
-            num_hidden_layers: int("num_hidden_layers")?,
+            intermediate_size: c.usize_or("intermediate_size", 11008)?,
+            num_hidden_layers: c.usize_or("num_hidden_layers", 32)?,
             num_attention_heads,
-            num_key_value_heads: int_or("num_key_value_heads", num_attention_heads),
-            head_dim: int_or("head_dim", hidden_size / num_attention_heads),
-            max_position_embeddings: int_or("max_position_embeddings", 2048),
-            rms_norm_eps: float_or("rms_norm_eps", 1e-6),
-            rope_theta: c["rope_parameters"]["rope_theta"].as_f64().unwrap_or(float_or("rope_theta", 10000.0)),
-            tie_word_embeddings: bool_or("tie_word_embeddings", false),
-            attention_bias: bool_or("attention_bias", false),
-            mlp_bias: bool_or("mlp_bias", false),
-            hidden_act: c["hidden_act"].as_str().unwrap_or("silu").to_string(),
-            attention_dropout: float_or("attention_dropout", 0.0),
-            pad_token_id: c["pad_token_id"].as_u64().map(|n| n as usize),
-            initializer_range: float_or("initializer_range", 0.02),
+            num_key_value_heads: c.usize_or("num_key_value_heads", num_attention_heads)?,
+            head_dim: c.usize_or("head_dim", hidden_size / num_attention_heads)?,
+            max_position_embeddings,
+            rms_norm_eps: c.f64_or("rms_norm_eps", 1e-6)?,
+            rope_theta,
+            rope_type,
+            tie_word_embeddings: c.bool_or("tie_word_embeddings", false)?,
+            attention_bias: c.bool_or("attention_bias", false)?,
+            mlp_bias: c.bool_or("mlp_bias", false)?,
+            hidden_act: c.string_or("hidden_act", "silu")?,
+            attention_dropout: c.f64_or("attention_dropout", 0.0)?,
+            pad_token_id: c.opt_usize("pad_token_id")?,
+            initializer_range: c.f64_or("initializer_range", 0.02)?,
         })
     }
 }
@@ -142,9 +217,9 @@ impl Forward for LlamaRMSNorm {
     }
 }
 
-/// The rotary position embedding's angles (`LlamaRotaryEmbedding`, default rope type): the
-/// inverse frequencies `1 / theta^(2i / D)` as a buffer, and per position the cosines and sines
-/// of `position * inv_freq`, each half repeated (`[.., T, D]`).
+/// The rotary position embedding's angles (`LlamaRotaryEmbedding`): the inverse frequencies of
+/// the rope type as a buffer, and per position the cosines and sines of `position * inv_freq`,
+/// each half repeated (`[.., T, D]`).
 #[derive(Module)]
 pub struct LlamaRotaryEmbedding {
     /// `[D / 2]`, float32, left out of the state_dict.
@@ -156,15 +231,36 @@ pub struct LlamaRotaryEmbedding {
 }
 
 impl LlamaRotaryEmbedding {
-    /// The default rotary embedding of heads of `head_dim` with base `rope_theta`.
-    pub fn new(head_dim: usize, rope_theta: f64) -> Result<LlamaRotaryEmbedding> {
+    /// The rotary embedding of heads of `head_dim` with base `rope_theta` and `rope_type`'s
+    /// frequencies, computed in float32 as transformers' `ROPE_INIT_FUNCTIONS` do.
+    pub fn new(head_dim: usize, rope_theta: f64, rope_type: &RopeType) -> Result<LlamaRotaryEmbedding> {
         if head_dim == 0 || !head_dim.is_multiple_of(2) {
             return Err(Error::value_error(format!("LlamaRotaryEmbedding: head_dim ({head_dim}) must be even")));
         }
-        // 1 / base ** (arange(0, dim, 2, float32) / dim), in float32 as transformers computes it.
+        // 1 / base ** (arange(0, dim, 2, float32) / dim)
         let exponents =
             (&torchfn::arange_range(0, head_dim as i64, 2, DType::Float32, Device::CPU)? / head_dim as f64)?;
         let inv_freq = (1.0 / &exponents.__rpow__(&Tensor::scalar(rope_theta))?)?;
+        let inv_freq = match *rope_type {
+            RopeType::Default => inv_freq,
+            RopeType::Linear { factor } => (&inv_freq / factor)?,
+            RopeType::Llama3 { factor, low_freq_factor, high_freq_factor, original_max_position_embeddings } => {
+                let old_context_len = original_max_position_embeddings as f64;
+                let (low_freq_wavelen, high_freq_wavelen) =
+                    (old_context_len / low_freq_factor, old_context_len / high_freq_factor);
+                let wavelen = (2.0 * std::f64::consts::PI / &inv_freq)?;
+                let is_low = torchfn::gt(&wavelen, &Tensor::scalar(low_freq_wavelen))?;
+                let inv_freq_llama = torchfn::r#where(&is_low, &(&inv_freq / factor)?, &inv_freq)?;
+                let smooth_factor =
+                    (&(&(old_context_len / &wavelen)? - low_freq_factor)? / (high_freq_factor - low_freq_factor))?;
+                let smoothed = (&(&(&(1.0 - &smooth_factor)? * &inv_freq_llama)? / factor)?
+                    + &(&smooth_factor * &inv_freq_llama)?)?;
+                let is_high = torchfn::lt(&wavelen, &Tensor::scalar(high_freq_wavelen))?;
+                let is_medium =
+                    torchfn::logical_and(&torchfn::logical_not(&is_high)?, &torchfn::logical_not(&is_low)?)?;
+                torchfn::r#where(&is_medium, &smoothed, &inv_freq_llama)?
+            }
+        };
         Ok(LlamaRotaryEmbedding {
             original_inv_freq: Buffer::non_persistent(torchfn::clone(&inv_freq)?),
             inv_freq: Buffer::non_persistent(inv_freq),
@@ -208,18 +304,14 @@ pub fn apply_rotary_pos_emb(q: &Tensor, k: &Tensor, cos: &Tensor, sin: &Tensor) 
 /// Each key/value head repeated `n_rep` times in place (`[B, KV, T, D]` to
 /// `[B, KV * n_rep, T, D]`, `repeat_interleave` on dimension 1), as `repeat_kv`.
 pub fn repeat_kv(hidden_states: &Tensor, n_rep: usize) -> Result<Tensor> {
+    let shape = hidden_states.shape()?;
+    let [b, kv, t, d] = shape.iter().map(|&n| n as i64).collect::<Vec<_>>()[..] else {
+        return Err(Error::value_error(format!("repeat_kv: expected [B, KV, T, D], got {:?}", &shape[..])));
+    };
     if n_rep == 1 {
         return Ok(hidden_states.clone());
     }
-    let s: Vec<i64> = hidden_states.shape()?.iter().map(|&n| n as i64).collect();
-    let (b, kv, t, d) = (s[0], s[1], s[2], s[3]);
     hidden_states.unsqueeze(2)?.expand(vec![b, kv, n_rep as i64, t, d])?.reshape(&[b, kv * n_rep as i64, t, d])
-}
-
-/// `0` where a query position may attend (key position `j <= i`), float32's lowest value
-/// elsewhere: added to the scores (transformers' eager causal mask), `[T, T]`.
-fn causal_mask(t: usize, device: Device) -> Result<Tensor> {
-    torchfn::full([t, t], f32::MIN, DType::Float32, device)?.triu(1)
 }
 
 /// Multi-head attention with grouped keys and values (`LlamaAttention`), eager: scores, mask,
@@ -255,36 +347,21 @@ impl LlamaAttention {
     }
 
     fn forward(&self, hidden_states: &Tensor, cos: &Tensor, sin: &Tensor, mask: &Tensor) -> Result<(Tensor, Tensor)> {
-        let s = hidden_states.shape()?;
-        let (b, t) = (s[0] as i64, s[1] as i64);
-        let d = self.head_dim as i64;
-        let heads = |proj: &Linear| proj.call(hidden_states)?.view(vec![b, t, -1, d])?.transpose(1, 2);
-        let (q, k, v) = (heads(&self.q_proj)?, heads(&self.k_proj)?, heads(&self.v_proj)?);
+        let split = |proj: &Linear| heads(proj, hidden_states, self.head_dim, "LlamaAttention");
+        let (q, k, v) = (split(&self.q_proj)?, split(&self.k_proj)?, split(&self.v_proj)?);
         let (q, k) = apply_rotary_pos_emb(&q, &k, cos, sin)?;
         let k = repeat_kv(&k, self.num_key_value_groups)?;
         let v = repeat_kv(&v, self.num_key_value_groups)?;
-        let scores = (&q.matmul(&k.transpose(2, 3)?)? * self.scaling)?;
-        let scores = (&scores + mask)?;
-        let weights = scores.softmax(-1, DType::Float32)?.to(q.dtype()?, false, false)?;
-        let p = if self.training.get() { self.attention_dropout } else { 0.0 };
-        let weights = nn::functional::dropout(&weights, p, self.training.get(), false)?;
-        let out = weights.matmul(&v)?.transpose(1, 2)?.contiguous()?.reshape(&[b, t, -1])?;
+        let training = self.training.get();
+        let p = if training { self.attention_dropout } else { 0.0 };
+        let dropout = |w: &Tensor| nn::functional::dropout(w, p, training, false);
+        let (out, weights) = eager_attention(&q, &k, &v, Some(mask), self.scaling, Some(DType::Float32), &dropout)?;
         Ok((self.o_proj.call(&out)?, weights))
     }
 }
 
-/// transformers' `SiLUActivation`: `x * sigmoid(x)`.
-// Local: `nn::SiLU` computes the same but prints `SiLU()`, not transformers' `SiLUActivation()`.
-#[derive(Module, Default)]
-pub struct SiLUActivation;
-
-impl Forward for SiLUActivation {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        nn::functional::silu(x, false)
-    }
-}
-
-/// The SwiGLU feed-forward part of a layer (`LlamaMLP`): `down(act(gate(x)) * up(x))`.
+/// The gated feed-forward part of a layer (`LlamaMLP`): `down(act(gate(x)) * up(x))` (SwiGLU
+/// with `silu`).
 #[derive(Module)]
 pub struct LlamaMLP {
     /// Gate projection, `hidden_size` to `intermediate_size`.
@@ -293,7 +370,7 @@ pub struct LlamaMLP {
     pub up_proj: Linear,
     /// Down projection, back to `hidden_size`.
     pub down_proj: Linear,
-    act_fn: SiLUActivation,
+    act_fn: Activation,
 }
 
 impl Forward for LlamaMLP {
@@ -351,10 +428,9 @@ impl Forward for LlamaModel {
     /// `0..T`, causal attention, no padding mask).
     fn forward(&self, input_ids: &Tensor) -> Result<Tensor> {
         let shape = input_ids.shape()?;
-        if shape.len() != 2 {
+        let [_, t] = shape[..] else {
             return Err(Error::value_error(format!("LlamaModel: input_ids must be [B, T], got {:?}", &shape[..])));
-        }
-        let t = shape[1];
+        };
         let device = input_ids.device()?;
         let inputs_embeds = self.embed_tokens.call(input_ids)?;
         let position_ids = torchfn::arange(t as i64, input_ids.dtype()?, device)?.unsqueeze(0)?;
@@ -383,12 +459,6 @@ impl LlamaForCausalLM {
     /// weights normal(0, `initializer_range`), biases zero, the padding row zero, norms one.
     pub fn new(config: &LlamaConfig, g: &Generator) -> Result<LlamaForCausalLM> {
         let c = config;
-        if c.hidden_act != "silu" {
-            return Err(Error::value_error(format!(
-                "LlamaForCausalLM: hidden_act {:?} is not supported",
-                c.hidden_act
-            )));
-        }
         if c.num_key_value_heads == 0 || !c.num_attention_heads.is_multiple_of(c.num_key_value_heads) {
             return Err(Error::value_error(format!(
                 "LlamaForCausalLM: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})",
@@ -401,15 +471,9 @@ impl LlamaForCausalLM {
                 c.attention_dropout
             )));
         }
+        let act_fn = Activation::new(&c.hidden_act)?;
         let std = c.initializer_range;
-        let linear = |i: usize, o: usize, bias: bool| -> Result<Linear> {
-            let m = Linear::new(i, o, bias, g)?;
-            nn::init::normal_(&m.weight, 0.0, std, g)?;
-            if let Some(b) = &m.bias {
-                nn::init::zeros_(b)?;
-            }
-            Ok(m)
-        };
+        let linear = |i: usize, o: usize, bias: bool| normal_linear(i, o, bias, std, g);
         let (e, d) = (c.hidden_size, c.head_dim);
         let layer = || -> Result<LlamaDecoderLayer> {
             Ok(LlamaDecoderLayer {
@@ -428,14 +492,13 @@ impl LlamaForCausalLM {
                     gate_proj: linear(e, c.intermediate_size, c.mlp_bias)?,
                     up_proj: linear(e, c.intermediate_size, c.mlp_bias)?,
                     down_proj: linear(c.intermediate_size, e, c.mlp_bias)?,
-                    act_fn: SiLUActivation,
+                    act_fn,
                 },
                 input_layernorm: LlamaRMSNorm::new(e, c.rms_norm_eps)?,
                 post_attention_layernorm: LlamaRMSNorm::new(e, c.rms_norm_eps)?,
             })
         };
-        let mut embed_tokens = Embedding::new(c.vocab_size, e, g)?;
-        nn::init::normal_(&embed_tokens.weight, 0.0, std, g)?;
+        let mut embed_tokens = normal_embedding(c.vocab_size, e, std, g)?;
         if let Some(pad) = c.pad_token_id {
             embed_tokens = embed_tokens.with_padding_idx(pad as i64)?;
         }
@@ -449,26 +512,16 @@ impl LlamaForCausalLM {
                 embed_tokens,
                 layers: (0..c.num_hidden_layers).map(|_| layer()).collect::<Result<_>>()?,
                 norm: LlamaRMSNorm::new(e, c.rms_norm_eps)?,
-                rotary_emb: LlamaRotaryEmbedding::new(d, c.rope_theta)?,
+                rotary_emb: LlamaRotaryEmbedding::new(d, c.rope_theta, &c.rope_type)?,
             },
             lm_head,
         })
     }
 
     /// The mean cross-entropy of `logits` `[B, T, vocab]` against `targets` `[B, T]`
-    /// (positions labelled -100 left out).
+    /// (positions labelled -100 left out): [`common::lm_loss`].
     pub fn loss(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-        let vocab = logits.shape()?[2] as i64;
-        nn::functional::cross_entropy(
-            &logits.reshape(&[-1, vocab])?,
-            &targets.reshape(&[-1])?,
-            None,
-            None,
-            -100,
-            None,
-            "mean",
-            0.0,
-        )
+        common::lm_loss(logits, targets)
     }
 }
 

@@ -1,13 +1,25 @@
 //! PyTorch's word-language-model example (`examples/word_language_model/model.py`, `RNNModel`,
 //! batch first) written with torchfn's modules, as a PyTorch user ports it: an embedding, a
-//! multi-layer LSTM or GRU, and a linear decoder, with dropout on the embeddings and on the
-//! recurrent output. The same module tree (`encoder`, `rnn`, `decoder`) and parameter names
-//! (`rnn.weight_ih_l0`...), so PyTorch's `state_dict` (safetensors) loads by key. Any size:
-//! vocabulary, embedding and hidden widths, layers.
+//! multi-layer LSTM or GRU, and a linear decoder (tied to the embedding with `tie_weights`), with
+//! dropout on the embeddings and on the recurrent output. The same module tree (`encoder`,
+//! `rnn`, `decoder`) and parameter names (`rnn.weight_ih_l0`...), so PyTorch's `state_dict`
+//! (safetensors) loads by key. Any size: vocabulary, embedding and hidden widths, layers.
+//! `RNN_TANH` and `RNN_RELU` (an `nn.RNN`) are errors: torchfn has no `nn.RNN`.
 
 use serde_json::Value as Json;
-use torchfn::nn::{self, Dropout, Embedding, Forward, GRU, LSTM, Layer, Linear, Module, Visitor, VisitorMut};
+use torchfn::nn::{self, Dropout, Embedding, Forward, GRU, LSTM, Layer, Linear, Module};
 use torchfn::prelude::*;
+
+/// What the ports share (`examples/models/common.rs`): the loss and `module_enum!`.
+#[macro_use]
+#[path = "common.rs"]
+pub mod common;
+
+/// The typed config reader (`examples/models/config.rs`).
+#[path = "config.rs"]
+pub mod config;
+
+use config::Config;
 
 /// The recurrent cell (`rnn_type`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -33,105 +45,66 @@ pub struct RnnConfig {
     pub nlayers: usize,
     /// Dropout probability (embeddings, between recurrent layers, recurrent output).
     pub dropout: f64,
+    /// Whether the decoder's weight is the embedding's (`tie_weights`; `nhid` must be `ninp`).
+    pub tie_weights: bool,
     /// Whether inputs are `[B, T]` (`true`, this model's) or `[T, B]`.
     pub batch_first: bool,
 }
 
 impl RnnConfig {
     /// The settings of a JSON object of `RNNModel`'s arguments (`meta.json`'s `config`):
-    /// `rnn_type`, `ntoken`, `ninp`, `nhid` and `nlayers` are required; `dropout` defaults to 0
-    /// and `batch_first` to true.
-    pub fn from_json(config: &Json) -> Result<RnnConfig> {
-        let bad = |key: &str, want: &str| Error::value_error(format!("RNNModel config: {key} must be {want}"));
-        let count = |key: &str| -> Result<usize> {
-            config.get(key).and_then(Json::as_u64).map(|n| n as usize).ok_or_else(|| bad(key, "a whole number"))
-        };
-        let rnn_type = match config.get("rnn_type").and_then(Json::as_str) {
+    /// `rnn_type`, `ntoken`, `ninp`, `nhid` and `nlayers` are required; `dropout` defaults to
+    /// 0, `tie_weights` to false and `batch_first` to true.
+    pub fn from_json(json: &Json) -> Result<RnnConfig> {
+        let c = Config::new("RNNModel config", json)?;
+        let rnn_type = match c.opt_string("rnn_type")?.as_deref() {
             Some("LSTM") => RnnType::Lstm,
             Some("GRU") => RnnType::Gru,
-            Some(other) => {
+            Some(other @ ("RNN_TANH" | "RNN_RELU")) => {
                 return Err(Error::not_implemented(format!(
-                    "RNNModel: rnn_type {other:?} is not supported (LSTM or GRU)"
+                    "RNNModel: rnn_type {other:?} needs nn.RNN, which torchfn does not have (LSTM and GRU are \
+                     supported)"
                 )));
             }
-            None => return Err(bad("rnn_type", "\"LSTM\" or \"GRU\"")),
-        };
-        let dropout = match config.get("dropout") {
-            None => 0.0,
-            Some(v) => v.as_f64().ok_or_else(|| bad("dropout", "a number"))?,
-        };
-        let batch_first = match config.get("batch_first") {
-            None => true,
-            Some(v) => v.as_bool().ok_or_else(|| bad("batch_first", "true or false"))?,
+            Some(other) => {
+                return Err(c.error("rnn_type", format!("{other:?} is not one of LSTM, GRU, RNN_TANH and RNN_RELU")));
+            }
+            None => return Err(c.error("rnn_type", "is missing (LSTM or GRU)")),
         };
         Ok(RnnConfig {
             rnn_type,
-            ntoken: count("ntoken")?,
-            ninp: count("ninp")?,
-            nhid: count("nhid")?,
-            nlayers: count("nlayers")?,
-            dropout,
-            batch_first,
+            ntoken: c.usize("ntoken")?,
+            ninp: c.usize("ninp")?,
+            nhid: c.usize("nhid")?,
+            nlayers: c.usize("nlayers")?,
+            dropout: c.f64_or("dropout", 0.0)?,
+            tie_weights: c.bool_or("tie_weights", false)?,
+            batch_first: c.bool_or("batch_first", true)?,
         })
     }
 }
 
-/// The recurrent module: an `nn.LSTM` or an `nn.GRU` (PyTorch's `getattr(nn, rnn_type)(...)`),
-/// shown and saved as the module it holds.
-pub enum Recurrent {
-    /// An LSTM.
-    Lstm(LSTM),
-    /// A GRU.
-    Gru(GRU),
+module_enum! {
+    /// The recurrent module: an `nn.LSTM` or an `nn.GRU` (PyTorch's `getattr(nn, rnn_type)(...)`),
+    /// shown and saved as the module it holds.
+    pub enum Recurrent {
+        /// An LSTM.
+        Lstm(LSTM),
+        /// A GRU.
+        Gru(GRU),
+    }
 }
 
 impl Recurrent {
-    fn inner(&self) -> &dyn Module {
-        match self {
-            Recurrent::Lstm(m) => m,
-            Recurrent::Gru(m) => m,
-        }
-    }
-
     /// The network on `input` from zero states, as one call of the module (its hooks see it):
     /// the output and the final states (`[h_n, c_n]` for an LSTM, `[h_n]` for a GRU).
     pub fn call(&self, input: &Tensor) -> Result<(Tensor, Vec<Tensor>)> {
-        let mut out: Vec<Tensor> = nn::call_module(self, input.clone(), |x| match self {
+        let mut out: Vec<Tensor> = nn::call_module(self.inner(), input.clone(), |x| match self {
             Recurrent::Lstm(m) => m.forward(&x, None).map(|(y, (h, c))| vec![y, h, c]),
             Recurrent::Gru(m) => m.forward(&x, None).map(|(y, h)| vec![y, h]),
         })?;
         let output = out.remove(0);
         Ok((output, out))
-    }
-}
-
-impl Module for Recurrent {
-    fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
-        match self {
-            Recurrent::Lstm(m) => m.visit(visitor),
-            Recurrent::Gru(m) => m.visit(visitor),
-        }
-    }
-    fn visit_mut(&mut self, visitor: &mut dyn VisitorMut) {
-        match self {
-            Recurrent::Lstm(m) => m.visit_mut(visitor),
-            Recurrent::Gru(m) => m.visit_mut(visitor),
-        }
-    }
-    fn type_name(&self) -> &'static str {
-        self.inner().type_name()
-    }
-    fn extra_repr(&self) -> String {
-        self.inner().extra_repr()
-    }
-    fn as_dyn(&self) -> &dyn Module {
-        self
-    }
-}
-
-impl std::fmt::Display for Recurrent {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.repr())
     }
 }
 
@@ -143,17 +116,24 @@ pub struct RNNModel {
     pub encoder: Embedding,
     /// The recurrent network (`nn.LSTM` or `nn.GRU`, `nlayers` of `nhid`).
     pub rnn: Recurrent,
-    /// The output layer (`nn.Linear(nhid, ntoken)`).
+    /// The output layer (`nn.Linear(nhid, ntoken)`; its weight the encoder's with `tie_weights`).
     pub decoder: Linear,
 }
 
 impl RNNModel {
     /// A model of `config`'s sizes with PyTorch's default initialisations (embedding normal(0,
-    /// 1), recurrent weights uniform on `±1/√nhid`, decoder Kaiming uniform).
+    /// 1), recurrent weights uniform on `±1/√nhid`, decoder Kaiming uniform); with
+    /// `tie_weights`, the decoder's weight is the embedding's.
     pub fn new(config: &RnnConfig, g: &Generator) -> Result<RNNModel> {
         let c = config;
         if c.ntoken == 0 || c.ninp == 0 || c.nhid == 0 || c.nlayers == 0 {
             return Err(Error::value_error(format!("RNNModel: sizes must be positive, got {c:?}")));
+        }
+        if c.tie_weights && c.nhid != c.ninp {
+            return Err(Error::value_error(format!(
+                "RNNModel: When using the tied flag, nhid must be equal to emsize (nhid {}, ninp {})",
+                c.nhid, c.ninp
+            )));
         }
         let rnn = match c.rnn_type {
             RnnType::Lstm => {
@@ -163,31 +143,19 @@ impl RNNModel {
                 Recurrent::Gru(GRU::new(c.ninp, c.nhid, c.nlayers, true, c.batch_first, c.dropout, false, g)?)
             }
         };
-        Ok(RNNModel {
-            drop: Dropout::new(c.dropout)?,
-            encoder: Embedding::new(c.ntoken, c.ninp, g)?,
-            rnn,
-            decoder: Linear::new(c.nhid, c.ntoken, true, g)?,
-        })
+        let encoder = Embedding::new(c.ntoken, c.ninp, g)?;
+        let mut decoder = Linear::new(c.nhid, c.ntoken, true, g)?;
+        if c.tie_weights {
+            decoder.weight = encoder.weight.clone();
+        }
+        Ok(RNNModel { drop: Dropout::new(c.dropout)?, encoder, rnn, decoder })
     }
 
     /// The mean cross-entropy of `logits` `[.., ntoken]` against `targets` of the same leading
-    /// shape (`F.cross_entropy(logits.reshape(-1, ntoken), targets.reshape(-1))`).
+    /// shape (`F.cross_entropy(logits.reshape(-1, ntoken), targets.reshape(-1))`):
+    /// [`common::lm_loss`].
     pub fn loss(logits: &Tensor, targets: &Tensor) -> Result<Tensor> {
-        let shape = logits.shape()?;
-        let Some(&ntoken) = shape.last() else {
-            return Err(Error::value_error("RNNModel::loss: logits must have a vocabulary dimension"));
-        };
-        nn::functional::cross_entropy(
-            &logits.reshape(&[-1, ntoken as i64])?,
-            &targets.reshape(&[-1])?,
-            None,
-            None,
-            -100,
-            None,
-            "mean",
-            0.0,
-        )
+        common::lm_loss(logits, targets)
     }
 }
 

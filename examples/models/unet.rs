@@ -10,13 +10,24 @@
 //!
 //! One thing torchfn cannot express directly is written here: module lists holding modules of
 //! several types (diffusers' `down_blocks`, `up_blocks`, `downsamplers` and `Attention.to_out`),
-//! as enums that stand for their variant.
+//! as enums that stand for their variant (`module_enum!` of `common.rs`) and `ToOut`.
 
 use serde_json::Value as Json;
 use torchfn::nn::{
     self, AvgPool2d, Conv2d, Dropout, Forward, GroupNorm, Layer, Linear, Module, SiLU, Visitor, VisitorMut,
 };
 use torchfn::prelude::*;
+
+/// What the ports share (`examples/models/common.rs`): `module_enum!`.
+#[macro_use]
+#[path = "common.rs"]
+pub mod common;
+
+/// The typed config reader (`examples/models/config.rs`).
+#[path = "config.rs"]
+pub mod config;
+
+use config::Config;
 
 /// diffusers' `UNet2DModel` config (`model.config`), with diffusers' defaults.
 #[derive(Clone, Debug, PartialEq)]
@@ -31,7 +42,8 @@ pub struct UNet2DConfig {
     pub center_input_sample: bool,
     /// How timesteps are embedded: only `"positional"` (sinusoidal `Timesteps`) is implemented.
     pub time_embedding_type: String,
-    /// The width of the time embedding; `4 * block_out_channels[0]` when `None`.
+    /// The width of the time embedding; `4 * block_out_channels[0]` when `None` or 0 (diffusers'
+    /// `time_embedding_dim or block_out_channels[0] * 4`).
     pub time_embedding_dim: Option<usize>,
     /// `Timesteps`' `downscale_freq_shift`.
     pub freq_shift: f64,
@@ -122,82 +134,42 @@ impl UNet2DConfig {
     /// diffusers' defaults; a key of the wrong type is an error naming it.
     pub fn from_json(json: &Json) -> Result<UNet2DConfig> {
         let d = UNet2DConfig::default();
-        let bad = |key: &str, what: &str| Error::value_error(format!("UNet2DConfig: {key} must be {what}"));
-        let get = |key: &str| json.get(key).filter(|v| !v.is_null());
-        let opt_usize = |key: &str| -> Result<Option<usize>> {
-            get(key).map(|v| v.as_u64().map(|n| n as usize).ok_or_else(|| bad(key, "a whole number"))).transpose()
-        };
-        let usize_or = |key: &str, default: usize| -> Result<usize> { Ok(opt_usize(key)?.unwrap_or(default)) };
-        let f64_or = |key: &str, default: f64| -> Result<f64> {
-            get(key).map_or(Ok(default), |v| v.as_f64().ok_or_else(|| bad(key, "a number")))
-        };
-        let bool_or = |key: &str, default: bool| -> Result<bool> {
-            get(key).map_or(Ok(default), |v| v.as_bool().ok_or_else(|| bad(key, "true or false")))
-        };
-        let opt_string = |key: &str| -> Result<Option<String>> {
-            get(key).map(|v| v.as_str().map(String::from).ok_or_else(|| bad(key, "a string"))).transpose()
-        };
-        let string_or = |key: &str, default: &str| -> Result<String> {
-            Ok(opt_string(key)?.unwrap_or_else(|| default.to_string()))
-        };
-        let list = |key: &str| get(key).map(|v| v.as_array().ok_or_else(|| bad(key, "a list"))).transpose();
-        let strings_or = |key: &str, default: &[String]| -> Result<Vec<String>> {
-            match list(key)? {
-                Some(items) => {
-                    items.iter().map(|s| s.as_str().map(String::from).ok_or_else(|| bad(key, "strings"))).collect()
-                }
-                None => Ok(default.to_vec()),
-            }
-        };
-        let block_out_channels = match list("block_out_channels")? {
-            Some(items) => items
-                .iter()
-                .map(|n| n.as_u64().map(|n| n as usize).ok_or_else(|| bad("block_out_channels", "whole numbers")))
-                .collect::<Result<_>>()?,
-            None => d.block_out_channels.clone(),
-        };
-        // `mid_block_type: null` means no middle block; a missing key means the default one.
-        let mid_block_type = match json.get("mid_block_type") {
-            None => d.mid_block_type.clone(),
-            Some(_) => opt_string("mid_block_type")?,
-        };
-        let sample_size = match get("sample_size") {
-            Some(Json::Array(sizes)) => sizes.first().and_then(Json::as_u64).map(|n| n as usize),
-            _ => opt_usize("sample_size")?,
-        };
+        let c = Config::new("UNet2DConfig", json)?;
+        // `mid_block_type: null` means no middle block, `attention_head_dim: null` one head per
+        // block; a missing key means the default.
+        let mid_block_type =
+            if c.contains("mid_block_type") { c.opt_string("mid_block_type")? } else { d.mid_block_type };
+        let attention_head_dim =
+            if c.contains("attention_head_dim") { c.opt_usize("attention_head_dim")? } else { d.attention_head_dim };
         Ok(UNet2DConfig {
-            sample_size,
-            in_channels: usize_or("in_channels", d.in_channels)?,
-            out_channels: usize_or("out_channels", d.out_channels)?,
-            center_input_sample: bool_or("center_input_sample", d.center_input_sample)?,
-            time_embedding_type: string_or("time_embedding_type", &d.time_embedding_type)?,
-            time_embedding_dim: opt_usize("time_embedding_dim")?,
-            freq_shift: f64_or("freq_shift", d.freq_shift)?,
-            flip_sin_to_cos: bool_or("flip_sin_to_cos", d.flip_sin_to_cos)?,
-            down_block_types: strings_or("down_block_types", &d.down_block_types)?,
+            sample_size: c.opt_size("sample_size")?.map(|[h, _]| h),
+            in_channels: c.usize_or("in_channels", d.in_channels)?,
+            out_channels: c.usize_or("out_channels", d.out_channels)?,
+            center_input_sample: c.bool_or("center_input_sample", d.center_input_sample)?,
+            time_embedding_type: c.string_or("time_embedding_type", &d.time_embedding_type)?,
+            time_embedding_dim: c.opt_usize("time_embedding_dim")?,
+            freq_shift: c.f64_or("freq_shift", d.freq_shift)?,
+            flip_sin_to_cos: c.bool_or("flip_sin_to_cos", d.flip_sin_to_cos)?,
+            down_block_types: c.strings_or("down_block_types", &d.down_block_types)?,
             mid_block_type,
-            up_block_types: strings_or("up_block_types", &d.up_block_types)?,
-            block_out_channels,
-            layers_per_block: usize_or("layers_per_block", d.layers_per_block)?,
-            mid_block_scale_factor: f64_or("mid_block_scale_factor", d.mid_block_scale_factor)?,
-            downsample_padding: usize_or("downsample_padding", d.downsample_padding)?,
-            downsample_type: string_or("downsample_type", &d.downsample_type)?,
-            upsample_type: string_or("upsample_type", &d.upsample_type)?,
-            dropout: f64_or("dropout", d.dropout)?,
-            act_fn: string_or("act_fn", &d.act_fn)?,
-            // `attention_head_dim: null` means one head per block.
-            attention_head_dim: match json.get("attention_head_dim") {
-                None => d.attention_head_dim,
-                Some(_) => opt_usize("attention_head_dim")?,
-            },
-            norm_num_groups: usize_or("norm_num_groups", d.norm_num_groups)?,
-            attn_norm_num_groups: opt_usize("attn_norm_num_groups")?,
-            norm_eps: f64_or("norm_eps", d.norm_eps)?,
-            resnet_time_scale_shift: string_or("resnet_time_scale_shift", &d.resnet_time_scale_shift)?,
-            add_attention: bool_or("add_attention", d.add_attention)?,
-            class_embed_type: opt_string("class_embed_type")?,
-            num_class_embeds: opt_usize("num_class_embeds")?,
-            num_train_timesteps: opt_usize("num_train_timesteps")?,
+            up_block_types: c.strings_or("up_block_types", &d.up_block_types)?,
+            block_out_channels: c.usizes_or("block_out_channels", &d.block_out_channels)?,
+            layers_per_block: c.usize_or("layers_per_block", d.layers_per_block)?,
+            mid_block_scale_factor: c.f64_or("mid_block_scale_factor", d.mid_block_scale_factor)?,
+            downsample_padding: c.usize_or("downsample_padding", d.downsample_padding)?,
+            downsample_type: c.string_or("downsample_type", &d.downsample_type)?,
+            upsample_type: c.string_or("upsample_type", &d.upsample_type)?,
+            dropout: c.f64_or("dropout", d.dropout)?,
+            act_fn: c.string_or("act_fn", &d.act_fn)?,
+            attention_head_dim,
+            norm_num_groups: c.usize_or("norm_num_groups", d.norm_num_groups)?,
+            attn_norm_num_groups: c.opt_usize("attn_norm_num_groups")?,
+            norm_eps: c.f64_or("norm_eps", d.norm_eps)?,
+            resnet_time_scale_shift: c.string_or("resnet_time_scale_shift", &d.resnet_time_scale_shift)?,
+            add_attention: c.bool_or("add_attention", d.add_attention)?,
+            class_embed_type: c.opt_string("class_embed_type")?,
+            num_class_embeds: c.opt_usize("num_class_embeds")?,
+            num_train_timesteps: c.opt_usize("num_train_timesteps")?,
         })
     }
 }
@@ -209,57 +181,6 @@ fn unsupported(what: String) -> Error {
 /// A `k`×`k` convolution with `padding` and `stride`, bias, PyTorch's default initialisation.
 fn conv(input: usize, output: usize, k: usize, stride: usize, padding: usize, g: &Generator) -> Result<Conv2d> {
     Conv2d::new(input, output, [k, k], [stride, stride], [padding, padding], [1, 1], 1, true, g)
-}
-
-/// Declares an enum of modules that stands for its variant: the variant's module tree, repr and
-/// state (how a PyTorch `ModuleList` holds modules of several classes).
-macro_rules! module_enum {
-    ($(#[$doc:meta])* pub enum $name:ident { $($(#[$vdoc:meta])* $variant:ident($ty:ty),)+ }) => {
-        $(#[$doc])*
-        // A few per model: unboxed variants keep the fields' types plain.
-        #[allow(clippy::large_enum_variant)]
-        pub enum $name {
-            $($(#[$vdoc])* $variant($ty),)+
-        }
-
-        impl $name {
-            fn inner(&self) -> &dyn Module {
-                match self {
-                    $($name::$variant(m) => m,)+
-                }
-            }
-
-            fn inner_mut(&mut self) -> &mut dyn Module {
-                match self {
-                    $($name::$variant(m) => m,)+
-                }
-            }
-        }
-
-        impl Module for $name {
-            fn visit<'m>(&'m self, visitor: &mut dyn Visitor<'m>) {
-                self.inner().visit(visitor)
-            }
-            fn visit_mut(&mut self, visitor: &mut dyn VisitorMut) {
-                self.inner_mut().visit_mut(visitor)
-            }
-            fn type_name(&self) -> &'static str {
-                self.inner().type_name()
-            }
-            fn extra_repr(&self) -> String {
-                self.inner().extra_repr()
-            }
-            fn as_dyn(&self) -> &dyn Module {
-                self.inner().as_dyn()
-            }
-            fn as_layer(&self) -> Option<&dyn Layer> {
-                self.inner().as_layer()
-            }
-            fn rust_path(&self) -> &'static str {
-                self.inner().rust_path()
-            }
-        }
-    };
 }
 
 /// The sinusoidal timestep embedding (diffusers' `Timesteps`, `get_timestep_embedding` with
@@ -464,10 +385,12 @@ impl ResnetBlock2D {
         let h = match self.time_norm {
             TimeNorm::Default => self.norm2.call(&(&h + &temb)?)?,
             TimeNorm::ScaleShift => {
-                let c = temb.shape()?[1] as i64 / 2;
-                let (scale, shift) = (temb.narrow(1, 0, c)?, temb.narrow(1, c, c)?);
+                // `time_scale, time_shift = torch.chunk(temb, 2, dim=1)`
+                let [scale, shift] = &temb.chunk(2, 1)?[..] else {
+                    return Err(Error::value_error("ResnetBlock2D: the time embedding must split in two"));
+                };
                 let h = self.norm2.call(&h)?;
-                (&(&h * &(&scale + 1.0)?)? + &shift)?
+                (&(&h * &(scale + 1.0)?)? + shift)?
             }
         };
         let h = self.conv2.call(&self.dropout.call(&self.nonlinearity.call(&h)?)?)?;
@@ -807,7 +730,7 @@ impl UNet2DModel {
         };
         let block_type = |t: &str| t.strip_prefix("UNetRes").unwrap_or(t).to_string();
         let (ch0, last) = (c.block_out_channels[0], c.block_out_channels[blocks - 1]);
-        let temb_channels = c.time_embedding_dim.unwrap_or(4 * ch0);
+        let temb_channels = c.time_embedding_dim.filter(|&n| n != 0).unwrap_or(4 * ch0);
         let settings = |output_scale_factor: f64| ResnetSettings {
             temb_channels,
             groups: c.norm_num_groups,

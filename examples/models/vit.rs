@@ -3,12 +3,29 @@
 //! tree (`vit.layers.{i}.attention.q_proj`, `mlp.fc1`...), parameter names and forward, so
 //! PyTorch's `state_dict` (safetensors) loads by key. A strided convolution cuts the image into
 //! patches, a CLS token and learned position embeddings join them, pre-norm encoder layers with
-//! the exact (erf) GELU follow, and the classifier reads the CLS token. Any size: image and patch
-//! (square or not), channels, width, heads, layers, MLP width, labels.
+//! any of transformers' activations (the exact, erf GELU by default) follow, and the classifier
+//! reads the CLS token. Any size: image and patch (square or not), channels, width, heads, head
+//! width, layers, MLP width, labels.
 
 use serde_json::Value as Json;
 use torchfn::nn::{self, Conv2d, Dropout, Forward, Layer, LayerNorm, Linear, Module, Parameter, Training};
 use torchfn::prelude::*;
+
+/// transformers' activations (`examples/models/activations.rs`).
+#[path = "activations.rs"]
+pub mod activations;
+
+/// What the ports share (`examples/models/common.rs`).
+#[path = "common.rs"]
+pub mod common;
+
+/// The typed config reader (`examples/models/config.rs`).
+#[path = "config.rs"]
+pub mod config;
+
+use activations::Activation;
+use common::{eager_attention, heads, normal_linear};
+use config::Config;
 
 /// The model's settings (transformers' `ViTConfig`, the fields the classifier uses).
 #[derive(Clone, Debug, PartialEq)]
@@ -25,6 +42,8 @@ pub struct ViTConfig {
     pub num_hidden_layers: usize,
     /// Attention heads per layer.
     pub num_attention_heads: usize,
+    /// The width of one head, when set (`hidden_size / num_attention_heads` otherwise).
+    pub head_dim: Option<usize>,
     /// The MLP's inner width.
     pub intermediate_size: usize,
     /// Classes.
@@ -35,7 +54,7 @@ pub struct ViTConfig {
     pub attention_probs_dropout_prob: f64,
     /// The layer norms' epsilon.
     pub layer_norm_eps: f64,
-    /// The MLP's activation; `"gelu"` (exact, transformers' `GELUActivation`) is supported.
+    /// The MLP's activation (a name of transformers' `ACT2FN`, see `activations.rs`).
     pub hidden_act: String,
     /// Whether the query, key and value projections have biases.
     pub qkv_bias: bool,
@@ -53,6 +72,7 @@ impl Default for ViTConfig {
             hidden_size: 768,
             num_hidden_layers: 12,
             num_attention_heads: 12,
+            head_dim: None,
             intermediate_size: 3072,
             num_labels: 2,
             hidden_dropout_prob: 0.0,
@@ -68,69 +88,33 @@ impl Default for ViTConfig {
 impl ViTConfig {
     /// The settings of a JSON object of `ViTConfig`'s keys (`meta.json`'s `config`); a key that
     /// is absent keeps its default. `image_size` and `patch_size` are a number or `[h, w]`.
-    pub fn from_json(config: &Json) -> Result<ViTConfig> {
-        let mut c = ViTConfig::default();
-        if !config.is_object() {
-            return Err(Error::value_error("ViTConfig: the config must be a JSON object"));
-        }
-        let bad = |key: &str, want: &str| Error::value_error(format!("ViTConfig: {key} must be {want}"));
-        let count = |key: &str, default: usize| -> Result<usize> {
-            match config.get(key) {
-                None => Ok(default),
-                Some(v) => v.as_u64().map(|n| n as usize).ok_or_else(|| bad(key, "a whole number")),
-            }
-        };
-        let pair = |key: &str, default: [usize; 2]| -> Result<[usize; 2]> {
-            match config.get(key) {
-                None => Ok(default),
-                Some(Json::Array(v)) if v.len() == 2 => {
-                    let n = |j: &Json| j.as_u64().map(|n| n as usize).ok_or_else(|| bad(key, "two whole numbers"));
-                    Ok([n(&v[0])?, n(&v[1])?])
-                }
-                Some(v) => v.as_u64().map(|n| [n as usize; 2]).ok_or_else(|| bad(key, "a number or [h, w]")),
-            }
-        };
-        let number = |key: &str, default: f64| -> Result<f64> {
-            match config.get(key) {
-                None => Ok(default),
-                Some(v) => v.as_f64().ok_or_else(|| bad(key, "a number")),
-            }
-        };
-        c.image_size = pair("image_size", c.image_size)?;
-        c.patch_size = pair("patch_size", c.patch_size)?;
-        c.num_channels = count("num_channels", c.num_channels)?;
-        c.hidden_size = count("hidden_size", c.hidden_size)?;
-        c.num_hidden_layers = count("num_hidden_layers", c.num_hidden_layers)?;
-        c.num_attention_heads = count("num_attention_heads", c.num_attention_heads)?;
-        c.intermediate_size = count("intermediate_size", c.intermediate_size)?;
-        c.num_labels = count("num_labels", c.num_labels)?;
-        c.hidden_dropout_prob = number("hidden_dropout_prob", c.hidden_dropout_prob)?;
-        c.attention_probs_dropout_prob = number("attention_probs_dropout_prob", c.attention_probs_dropout_prob)?;
-        c.layer_norm_eps = number("layer_norm_eps", c.layer_norm_eps)?;
-        c.initializer_range = number("initializer_range", c.initializer_range)?;
-        if let Some(v) = config.get("hidden_act") {
-            c.hidden_act = v.as_str().ok_or_else(|| bad("hidden_act", "a string"))?.to_string();
-        }
-        if let Some(v) = config.get("qkv_bias") {
-            c.qkv_bias = v.as_bool().ok_or_else(|| bad("qkv_bias", "true or false"))?;
-        }
-        Ok(c)
+    pub fn from_json(json: &Json) -> Result<ViTConfig> {
+        let d = ViTConfig::default();
+        let c = Config::new("ViTConfig", json)?;
+        Ok(ViTConfig {
+            image_size: c.size_or("image_size", d.image_size)?,
+            patch_size: c.size_or("patch_size", d.patch_size)?,
+            num_channels: c.usize_or("num_channels", d.num_channels)?,
+            hidden_size: c.usize_or("hidden_size", d.hidden_size)?,
+            num_hidden_layers: c.usize_or("num_hidden_layers", d.num_hidden_layers)?,
+            num_attention_heads: c.usize_or("num_attention_heads", d.num_attention_heads)?,
+            head_dim: c.opt_usize("head_dim")?,
+            intermediate_size: c.usize_or("intermediate_size", d.intermediate_size)?,
+            num_labels: c.usize_or("num_labels", d.num_labels)?,
+            hidden_dropout_prob: c.f64_or("hidden_dropout_prob", d.hidden_dropout_prob)?,
+            attention_probs_dropout_prob: c.f64_or("attention_probs_dropout_prob", d.attention_probs_dropout_prob)?,
+            layer_norm_eps: c.f64_or("layer_norm_eps", d.layer_norm_eps)?,
+            hidden_act: c.string_or("hidden_act", &d.hidden_act)?,
+            qkv_bias: c.bool_or("qkv_bias", d.qkv_bias)?,
+            initializer_range: c.f64_or("initializer_range", d.initializer_range)?,
+        })
     }
 
-    /// The width of one attention head.
+    /// The width of one attention head (`getattr(config, "head_dim", hidden_size //
+    /// num_attention_heads)`, as `ViTAttention` reads it).
     fn head_dim(&self) -> usize {
-        self.hidden_size / self.num_attention_heads
+        self.head_dim.unwrap_or(self.hidden_size / self.num_attention_heads.max(1))
     }
-}
-
-/// A `Linear` initialised as transformers does: weights normal(0, `std`), bias zero.
-fn linear(input: usize, output: usize, bias: bool, std: f64, g: &Generator) -> Result<Linear> {
-    let layer = Linear::new(input, output, bias, g)?;
-    nn::init::normal_(&layer.weight, 0.0, std, g)?;
-    if let Some(b) = &layer.bias {
-        nn::init::zeros_(b)?;
-    }
-    Ok(layer)
 }
 
 /// A parameter of `shape` drawn from normal(0, `std`) (transformers' `trunc_normal_`, whose cut
@@ -227,41 +211,22 @@ impl ViTAttention {
     }
 
     fn forward(&self, hidden_states: &Tensor) -> Result<(Tensor, Tensor)> {
-        let shape = hidden_states.shape()?;
-        if shape.len() != 3 {
-            return Err(Error::value_error(format!("ViTAttention: expected [B, N, E], got {:?}", &shape[..])));
-        }
-        let (b, n, d) = (shape[0] as i64, shape[1] as i64, self.head_dim as i64);
-        let heads = |proj: &Linear| proj.call(hidden_states)?.view(vec![b, n, -1, d])?.transpose(1, 2);
-        let (q, k, v) = (heads(&self.q_proj)?, heads(&self.k_proj)?, heads(&self.v_proj)?);
-        let scores = (&q.matmul(&k.transpose(2, 3)?)? * (self.head_dim as f64).powf(-0.5))?;
+        let split = |proj: &Linear| heads(proj, hidden_states, self.head_dim, "ViTAttention");
+        let (q, k, v) = (split(&self.q_proj)?, split(&self.k_proj)?, split(&self.v_proj)?);
+        let training = self.training.get();
+        let p = if training { self.attention_dropout } else { 0.0 };
         // The functional dropout at the configured probability: not a module of the tree.
-        let weights = nn::functional::dropout(
-            &scores.softmax(-1, DType::Float32)?,
-            self.attention_dropout,
-            self.training.get(),
-            false,
-        )?;
-        let out = weights.matmul(&v)?.transpose(1, 2)?.reshape(&[b, n, -1])?;
+        let dropout = |w: &Tensor| nn::functional::dropout(w, p, training, false);
+        let scaling = (self.head_dim as f64).powf(-0.5);
+        let (out, weights) = eager_attention(&q, &k, &v, None, scaling, Some(DType::Float32), &dropout)?;
         Ok((self.o_proj.call(&out)?, weights))
-    }
-}
-
-/// transformers' `GELUActivation`: the exact GELU, `x Φ(x)` with the error function.
-// Local: `nn::GELU` computes this but prints `GELU(approximate='none')`, not `GELUActivation()`.
-#[derive(Module, Default)]
-pub struct GELUActivation;
-
-impl Forward for GELUActivation {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        nn::functional::gelu(x, "none")
     }
 }
 
 /// The feed-forward part of a layer (`ViTMLP`).
 #[derive(Module)]
 pub struct ViTMLP {
-    activation_fn: GELUActivation,
+    activation_fn: Activation,
     /// Up projection.
     pub fc1: Linear,
     /// Down projection.
@@ -335,9 +300,9 @@ impl ViTForImageClassification {
         let e = c.hidden_size;
         if e == 0 || c.num_attention_heads == 0 || c.head_dim() == 0 {
             return Err(Error::value_error(format!(
-                "ViT: hidden_size ({e}) and num_attention_heads ({}) must be positive, with hidden_size at least \
-                 num_attention_heads",
-                c.num_attention_heads
+                "ViT: hidden_size ({e}), num_attention_heads ({}) and the head width ({}) must be positive",
+                c.num_attention_heads,
+                c.head_dim()
             )));
         }
         let ([h, w], [ph, pw]) = (c.image_size, c.patch_size);
@@ -350,13 +315,9 @@ impl ViTForImageClassification {
         if c.num_labels == 0 {
             return Err(Error::not_implemented("ViT: num_labels 0 (an nn.Identity head) is not supported"));
         }
-        if c.hidden_act != "gelu" {
-            return Err(Error::not_implemented(format!(
-                "ViT: hidden_act {:?} is not supported (only \"gelu\")",
-                c.hidden_act
-            )));
-        }
+        let activation_fn = Activation::new(&c.hidden_act)?;
         let std = c.initializer_range;
+        let linear = |i: usize, o: usize, bias: bool| normal_linear(i, o, bias, std, g);
         let num_patches = (h / ph) * (w / pw);
         let inner = c.num_attention_heads * c.head_dim();
         let norm = || LayerNorm::new(&[e], c.layer_norm_eps);
@@ -368,10 +329,10 @@ impl ViTForImageClassification {
         let layer = || -> Result<ViTLayer> {
             Ok(ViTLayer {
                 attention: ViTAttention {
-                    q_proj: linear(e, inner, c.qkv_bias, std, g)?,
-                    k_proj: linear(e, inner, c.qkv_bias, std, g)?,
-                    v_proj: linear(e, inner, c.qkv_bias, std, g)?,
-                    o_proj: linear(inner, e, true, std, g)?,
+                    q_proj: linear(e, inner, c.qkv_bias)?,
+                    k_proj: linear(e, inner, c.qkv_bias)?,
+                    v_proj: linear(e, inner, c.qkv_bias)?,
+                    o_proj: linear(inner, e, true)?,
                     training: Training::default(),
                     head_dim: c.head_dim(),
                     attention_dropout: c.attention_probs_dropout_prob,
@@ -379,9 +340,9 @@ impl ViTForImageClassification {
                 layernorm_before: norm()?,
                 layernorm_after: norm()?,
                 mlp: ViTMLP {
-                    activation_fn: GELUActivation,
-                    fc1: linear(e, c.intermediate_size, true, std, g)?,
-                    fc2: linear(c.intermediate_size, e, true, std, g)?,
+                    activation_fn,
+                    fc1: linear(e, c.intermediate_size, true)?,
+                    fc2: linear(c.intermediate_size, e, true)?,
                 },
                 dropout: Dropout::new(c.hidden_dropout_prob)?,
             })
@@ -398,7 +359,7 @@ impl ViTForImageClassification {
                 layers: (0..c.num_hidden_layers).map(|_| layer()).collect::<Result<_>>()?,
                 layernorm: norm()?,
             },
-            classifier: linear(e, c.num_labels, true, std, g)?,
+            classifier: linear(e, c.num_labels, true)?,
         })
     }
 
