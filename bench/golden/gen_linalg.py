@@ -100,7 +100,7 @@ CASES = [
     ("torchfn.linalg.svdvals", [rectangular(4, 3)], {}, torch.linalg.svdvals),
     ("torchfn.linalg.svdvals", [square([2], 3)], {}, torch.linalg.svdvals),
     ("torchfn.linalg.eigh", [spd([], 3)], {}, eigh),
-    ("torchfn.linalg.eigh", [spd([2], 2)], {"uplo": "U"}, eigh),
+    ("torchfn.linalg.eigh", [spd([2], 2)], {"UPLO": "U"}, eigh),
     ("torchfn.linalg.eigvalsh", [spd([], 4)], {}, torch.linalg.eigvalsh),
     ("torchfn.linalg.lstsq", [rectangular(4, 3), rectangular(4, 2)], {}, lambda a, b: tuple(torch.linalg.lstsq(a, b))),
     ("torchfn.linalg.lstsq", [rectangular(2, 3), rectangular(2, 1).squeeze(-1)], {},
@@ -125,8 +125,7 @@ def main():
         index = at[0] if at else counts.get(func, 0)
         counts[func] = index + 1
         inputs = [a.clone().requires_grad_(True) if isinstance(a, torch.Tensor) else a for a in args]
-        kw = {("UPLO" if k == "uplo" else k): v for k, v in kwargs.items()}
-        result = f(*inputs, **kw)
+        result = f(*inputs, **kwargs)
         outs = list(result) if isinstance(result, tuple) else [result]
         total = 0
         for k, o in enumerate(outs):

@@ -175,10 +175,63 @@ fn decompositions_refuse_what_pytorch_refuses() {
     assert_eq!(linalg::det(&torchfn::tensor([1.0f64]).unwrap()).unwrap_err().kind(), ErrorKind::Runtime);
     assert_eq!(linalg::qr(&rect, "thin").unwrap_err().kind(), ErrorKind::Runtime);
     assert_eq!(linalg::eigh(&spd(2), "X").unwrap_err().kind(), ErrorKind::Runtime);
-    // The determinant of a singular matrix is 0 and its slogdet (0, -inf), as PyTorch's.
-    assert_eq!(linalg::det(&singular).unwrap().item().unwrap().to_f64(), 0.0);
-    let (sign, log) = linalg::slogdet(&singular).unwrap();
-    assert_eq!((sign.item().unwrap().to_f64(), log.item().unwrap().to_f64()), (0.0, f64::NEG_INFINITY));
+    // The determinant of a singular matrix is 0 and its slogdet (0, -inf), as PyTorch's, also
+    // where the zero pivot comes first (the elimination must stop there, not divide by it).
+    for m in [
+        singular,
+        torchfn::zeros([2, 2], DType::Float64, None).unwrap(),
+        torchfn::tensor([[0.0f64, 1.0], [0.0, 2.0]]).unwrap(),
+    ] {
+        assert_eq!(linalg::det(&m).unwrap().item().unwrap().to_f64(), 0.0, "{m}");
+        let (sign, log) = linalg::slogdet(&m).unwrap();
+        assert_eq!((sign.item().unwrap().to_f64(), log.item().unwrap().to_f64()), (0.0, f64::NEG_INFINITY));
+    }
+    // A batch of vectors cannot be solved from the right, as in PyTorch.
+    let err = linalg::solve(&spd(2), &torchfn::tensor([1.0f64, 2.0]).unwrap(), false).unwrap_err();
+    assert!(err.to_string().contains("Vector broadcasting of the left hand side is not supported"), "{err}");
+    assert_eq!(
+        linalg::lstsq(&spd(2), &torchfn::zeros([1, 2, 2, 1], DType::Float64, None).unwrap(), None, None)
+            .unwrap_err()
+            .kind(),
+        ErrorKind::Runtime
+    );
+}
+
+/// `upper=true` reads the upper triangle, as LAPACK's `potrf('U')` behind PyTorch's.
+#[test]
+fn cholesky_reads_the_triangle_it_is_asked_for() {
+    let a = torchfn::tensor([[4.0f64, 2.0], [100.0, 5.0]]).unwrap();
+    assert_eq!(values(&linalg::cholesky(&a, true).unwrap()), [2.0, 1.0, 0.0, 2.0]);
+    assert!(linalg::cholesky(&a, false).is_err(), "the lower triangle is not positive-definite");
+    let (values_u, _) = linalg::eigh(&a, "U").unwrap();
+    let (values_l, _) = linalg::eigh(&a, "L").unwrap();
+    assert_ne!(values(&values_u), values(&values_l));
+}
+
+/// `lstsq` differentiates as the pseudo-inverse does: finite where singular values repeat (the
+/// identity: `gA = -gX Bᵀ`, `gB = gX`), and on empty matrices it gives zeros, as PyTorch's.
+#[test]
+fn lstsq_gradients_stay_finite_at_repeated_singular_values_and_empty_inputs_work() {
+    let a = torchfn::eye(3, None, DType::Float64, None).unwrap().requires_grad_(true).unwrap();
+    let b = torchfn::tensor([[1.0f64, 2.0], [3.0, 4.0], [5.0, 6.0]]).unwrap().requires_grad_(true).unwrap();
+    let w = torchfn::tensor([[0.5f64, -1.0], [2.0, 0.25], [-0.75, 1.5]]).unwrap();
+    let (x, _, rank, _) = linalg::lstsq(&a, &b, None, None).unwrap();
+    assert_eq!(rank.item().unwrap().to_i64(), 3);
+    (&x * &w).unwrap().sum().unwrap().backward().unwrap();
+    let want = w.matmul(&b.detach().unwrap().transpose(0, 1).unwrap()).unwrap().neg().unwrap();
+    let close = |x: Vec<f64>, y: Vec<f64>| x.iter().zip(&y).all(|(p, q)| (p - q).abs() < 1e-12);
+    assert!(close(values(&a.grad().unwrap().unwrap()), values(&want)));
+    assert!(close(values(&b.grad().unwrap().unwrap()), values(&w)));
+    let options = GradcheckOptions::new().check_forward_ad(true);
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+    let eye = torchfn::eye(3, None, DType::Float64, None).unwrap().requires_grad_(true).unwrap();
+    let f = |x: &[Tensor]| -> Result<Tensor> { Ok(linalg::lstsq(&x[0], &x[1], None, None)?.0) };
+    assert!(gradcheck(f, &[eye, b.detach().unwrap().requires_grad_(true).unwrap()], &options).unwrap());
+    let empty = torchfn::zeros([0, 3], DType::Float64, None).unwrap();
+    let (x, residuals, rank, s) =
+        linalg::lstsq(&empty, &torchfn::zeros([0, 2], DType::Float64, None).unwrap(), None, None).unwrap();
+    assert_eq!((x.shape().unwrap().to_vec(), values(&x)), (vec![3, 2], vec![0.0; 6]));
+    assert_eq!((residuals.numel().unwrap(), rank.item().unwrap().to_i64(), s.numel().unwrap()), (0, 0, 0));
 }
 
 /// On the GPU: computed on the host, the results back on the device, the same values.

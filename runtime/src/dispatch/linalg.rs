@@ -25,8 +25,8 @@ pub(crate) enum Decomposition {
     Inv,
     /// `linalg_solve`: `X` with `A X = B` (LU); a singular `A` is an error.
     Solve,
-    /// `linalg_cholesky`: `L` lower triangular with `A = L Lᵀ` (the upper factor `Lᵀ` when
-    /// `upper`), reading `A`'s lower triangle; not positive-definite is an error.
+    /// `linalg_cholesky`: `L` lower triangular with `A = L Lᵀ`, reading `A`'s lower triangle (with
+    /// `upper`, `U` with `A = Uᵀ U` from the upper one); not positive-definite is an error.
     Cholesky,
     /// `linalg_qr`: `Q` with orthonormal columns and `R` upper triangular, `A = Q R`
     /// (Householder, as LAPACK: the same signs).
@@ -190,12 +190,38 @@ fn result_shapes(op: Decomposition, batch: &[usize], m: usize, n: usize, b: &[us
 }
 
 /// The error of a singular matrix, as PyTorch's (`LinAlgError`, a `RuntimeError`).
-fn singular(func: &str, batch: usize, count: usize, pivot: usize) -> Error {
+fn singular(op: Decomposition, batch: usize, count: usize, pivot: usize) -> Error {
     let which = if count > 1 { format!("(Batch element {batch}): ") } else { String::new() };
-    Error::runtime_error(format!(
-        "{func}: {which}The diagonal element {pivot} is zero, the inversion could not be completed because the input \
-         matrix is singular."
-    ))
+    Error::runtime_error(match op {
+        Decomposition::Solve => {
+            format!("torch.linalg.solve: {which}The solver failed because the input matrix is singular.")
+        }
+        _ => format!(
+            "linalg.inv: {which}The diagonal element {pivot} is zero, the inversion could not be completed because \
+             the input matrix is singular."
+        ),
+    })
+}
+
+/// The sign and the log of the absolute value of `a`'s determinant, from a partially pivoted
+/// LU: the permutation's sign times the pivots'. The first zero pivot (where faer's
+/// elimination goes on dividing by it) makes the matrix singular: sign 0, log -inf.
+fn log_determinant(a: MatRef<'_, f64>) -> (f64, f64) {
+    let n = a.nrows();
+    if n == 0 {
+        return (1.0, 0.0);
+    }
+    let lu = a.partial_piv_lu();
+    let (mut sign, mut log) = (parity(lu.P().arrays().0), 0.0);
+    for i in 0..n {
+        let u = lu.U()[(i, i)];
+        if u == 0.0 {
+            return (0.0, f64::NEG_INFINITY);
+        }
+        sign *= u.signum();
+        log += u.abs().ln();
+    }
+    (sign, log)
 }
 
 /// Whether column `j`'s entry of largest magnitude (the first of equals) is negative: singular
@@ -210,6 +236,26 @@ fn negative_lead(a: MatRef<'_, f64>, j: usize) -> bool {
         }
     }
     lead < 0.0
+}
+
+/// Checks a decomposition's input: float32 or float64 matrices `[..., m, n]`, square when
+/// `square`; the errors name `func` as PyTorch's do.
+pub(crate) fn check_matrices(func: &str, dtype: DType, shape: &[usize], square: bool) -> Result<()> {
+    if !matches!(dtype, DType::Float32 | DType::Float64) {
+        return Err(Error::runtime_error(format!(
+            "{func}: Expected a floating point tensor as input (float32 or float64). Got {dtype}"
+        )));
+    }
+    if shape.len() < 2 {
+        return Err(Error::runtime_error(format!("{func}: The input tensor A must have at least 2 dimensions.")));
+    }
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    if square && m != n {
+        return Err(Error::runtime_error(format!(
+            "{func}: A must be batches of square matrices, but they are {m} by {n} matrices"
+        )));
+    }
+    Ok(())
 }
 
 /// The sign of a permutation given as where each row went.
@@ -236,15 +282,8 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
     let name = operator(op).name();
     let a = inputs[0];
     let shape = &a.layout.shape;
-    if !matches!(a.dtype, DType::Float32 | DType::Float64) {
-        return Err(Error::runtime_error(format!(
-            "{name}: Expected a floating point tensor as input (float32 or float64). Got {}",
-            a.dtype
-        )));
-    }
-    if shape.len() < 2 {
-        return Err(Error::runtime_error(format!("{name}: The input tensor A must have at least 2 dimensions.")));
-    }
+    let square = !matches!(op, Decomposition::Qr | Decomposition::Svd);
+    check_matrices(name, a.dtype, shape, square)?;
     let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let batch = &shape[..shape.len() - 2];
     let square = !matches!(op, Decomposition::Qr | Decomposition::Svd);
@@ -286,33 +325,19 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
     let count = mats.len();
     for (index, a) in mats.iter().enumerate() {
         match op {
-            Decomposition::Det => outs[0].push(if n == 0 { 1.0 } else { a.determinant() }),
-            Decomposition::Slogdet => {
-                let (mut sign, mut log) = (1.0, 0.0);
-                if n > 0 {
-                    let lu = a.partial_piv_lu();
-                    sign = parity(lu.P().arrays().0);
-                    for i in 0..n {
-                        let u = lu.U()[(i, i)];
-                        sign *= u.signum();
-                        log += u.abs().ln();
-                        if u == 0.0 {
-                            sign = 0.0;
-                        }
-                    }
+            Decomposition::Det | Decomposition::Slogdet => {
+                let (sign, log) = log_determinant(a.as_ref());
+                if op == Decomposition::Det {
+                    outs[0].push(sign * log.exp());
+                } else {
+                    outs[0].push(sign);
+                    outs[1].push(log);
                 }
-                outs[0].push(sign);
-                outs[1].push(log);
             }
             Decomposition::Inv | Decomposition::Solve => {
                 let lu = a.partial_piv_lu();
                 if let Some(pivot) = (0..n).find(|&i| lu.U()[(i, i)] == 0.0) {
-                    return Err(singular(
-                        &format!("linalg.{}", if op == Decomposition::Inv { "inv" } else { "solve" }),
-                        index,
-                        count,
-                        pivot + 1,
-                    ));
+                    return Err(singular(op, index, count, pivot + 1));
                 }
                 match &rhs {
                     Some(rhs) => push(&mut outs[0], lu.solve(&rhs[index]).as_ref()),
@@ -320,7 +345,8 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
                 }
             }
             Decomposition::Cholesky => {
-                let llt = a.llt(Side::Lower).map_err(|e| {
+                // The triangle the factor is asked of is the one read, as LAPACK's potrf.
+                let llt = a.llt(if flag { Side::Upper } else { Side::Lower }).map_err(|e| {
                     let order = match e {
                         faer::linalg::solvers::LltError::NonPositivePivot { index } => index + 1,
                     };

@@ -263,20 +263,15 @@ fn svd_backward(
     let s2 = (s * s)?;
     let e = (&s2.unsqueeze(-2)? - &s2.unsqueeze(-1)?)?;
     let (s_row, s_col) = (s.unsqueeze(-2)?, s.unsqueeze(-1)?);
-    let mut inner = match (&gu, &gv) {
-        (Some(gu), Some(gv)) => {
-            let uhgu = skew(&mt(u)?.matmul(gu)?)?;
-            let vhgv = skew(&vh.matmul(gv)?)?;
-            (&(&uhgu * &s_row)? + &(&s_col * &vhgv)?)?
-        }
-        (Some(gu), None) => (&skew(&mt(u)?.matmul(gu)?)? * &s_row)?,
-        (None, Some(gv)) => (&s_col * &skew(&vh.matmul(gv)?)?)?,
-        (None, None) => unreachable!("handled above"),
+    // (skew(Uᵀ gU) S + S skew(Vᵀ gV)) / E, each term where its gradient is given.
+    let from_u = gu.as_ref().map(|gu| &skew(&mt(u)?.matmul(gu)?)? * &s_row).transpose()?;
+    let from_v = gv.as_ref().map(|gv| &s_col * &skew(&vh.matmul(gv)?)?).transpose()?;
+    let sum = match (from_u, from_v) {
+        (Some(a), Some(b)) => (&a + &b)?,
+        (Some(a), None) | (None, Some(a)) => a,
+        (None, None) => crate::zeros_like(&e, None)?,
     };
-    inner = off_diagonal_div(&inner, &e, gs.as_ref())?;
-    if gs.is_none() {
-        inner = off_diagonal_div(&inner, &crate::ones_like(&e, None)?, Some(&crate::zeros_like(s, None)?))?;
-    }
+    let inner = off_diagonal_div(&sum, &e, gs.as_ref())?;
     if m > k && gu.is_some() {
         let gu = gu.unwrap_or(crate::zeros_like(u, None)?);
         let mut ga = u.matmul(&inner)?;
@@ -402,19 +397,14 @@ fn tangents_of(
 
 /// Checks `a` is a float32 or float64 batch of matrices (square when `square`).
 fn matrices(func: &str, a: &Tensor, square: bool) -> Result<()> {
-    let dtype = a.dtype()?;
-    if !matches!(dtype, DType::Float32 | DType::Float64) {
-        bail!(Runtime, "{func}: Expected a floating point tensor as input (float32 or float64). Got {dtype}");
-    }
-    let shape = a.shape()?;
-    if shape.len() < 2 {
-        bail!(Runtime, "{func}: The input tensor A must have at least 2 dimensions.");
-    }
-    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-    if square && m != n {
-        bail!(Runtime, "{func}: A must be batches of square matrices, but they are {m} by {n} matrices");
-    }
-    Ok(())
+    crate::dispatch::linalg::check_matrices(func, a.dtype()?, &a.shape()?, square)
+}
+
+/// The first `N` results of a decomposition's node.
+fn results<const N: usize>(func: &str, outs: Vec<Tensor>) -> Result<[Tensor; N]> {
+    let count = outs.len();
+    outs.try_into()
+        .map_err(|_| crate::error::Error::runtime_error(format!("{func}: the operator gave {count} results, not {N}")))
 }
 
 /// Runs decomposition `op`'s node.
@@ -432,10 +422,6 @@ fn node(op: Decomposition, a: &Tensor, b: Option<&Tensor>, flag: bool) -> Result
     }
 }
 
-fn one(mut outs: Vec<Tensor>) -> Tensor {
-    outs.remove(0)
-}
-
 /// The determinant of each square matrix of `A` (`[..., n, n]`, float32 or float64)
 /// (`torch.linalg.det`). Its gradient is `det · A⁻ᵀ`, so a singular `A` has none (an error).
 ///
@@ -447,7 +433,8 @@ fn one(mut outs: Vec<Tensor>) -> Tensor {
 #[torch_function(module = "torchfn.linalg")]
 pub fn det(a: &Tensor) -> Result<Tensor> {
     matrices("linalg.det", a, true)?;
-    Ok(one(node(Decomposition::Det, a, None, false)?))
+    let [det] = results("linalg.det", node(Decomposition::Det, a, None, false)?)?;
+    Ok(det)
 }
 
 /// The sign and the natural log of the absolute value of each determinant
@@ -464,11 +451,8 @@ pub fn det(a: &Tensor) -> Result<Tensor> {
 #[torch_function(module = "torchfn.linalg")]
 pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
     matrices("linalg.slogdet", a, true)?;
-    let mut outs = node(Decomposition::Slogdet, a, None, false)?.into_iter();
-    match (outs.next(), outs.next()) {
-        (Some(sign), Some(log)) => Ok((sign, log)),
-        _ => bail!(Runtime, "linalg.slogdet: the operator gave fewer than two results"),
-    }
+    let [sign, logabsdet] = results("linalg.slogdet", node(Decomposition::Slogdet, a, None, false)?)?;
+    Ok((sign, logabsdet))
 }
 
 /// The inverse of each square matrix (`torch.linalg.inv`); a singular matrix is an error
@@ -482,7 +466,8 @@ pub fn slogdet(a: &Tensor) -> Result<(Tensor, Tensor)> {
 #[torch_function(module = "torchfn.linalg")]
 pub fn inv(a: &Tensor) -> Result<Tensor> {
     matrices("linalg.inv", a, true)?;
-    Ok(one(node(Decomposition::Inv, a, None, false)?))
+    let [inv] = results("linalg.inv", node(Decomposition::Inv, a, None, false)?)?;
+    Ok(inv)
 }
 
 /// `X` with `A X = B` (`torch.linalg.solve`), or `X A = B` with `left=false`. `B` is a batch of
@@ -496,7 +481,13 @@ pub fn inv(a: &Tensor) -> Result<Tensor> {
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.linalg")]
-pub fn solve(a: &Tensor, b: &Tensor, #[default(true)] left: bool) -> Result<Tensor> {
+pub fn solve(
+    a: &Tensor,
+    b: &Tensor,
+    #[keyword_only]
+    #[default(true)]
+    left: bool,
+) -> Result<Tensor> {
     const FUNC: &str = "linalg.solve";
     matrices(FUNC, a, true)?;
     if b.dtype()? != a.dtype()? {
@@ -507,14 +498,21 @@ pub fn solve(a: &Tensor, b: &Tensor, #[default(true)] left: bool) -> Result<Tens
             b.dtype()?
         );
     }
-    if !left {
-        // X A = B  ⇔  Aᵀ Xᵀ = Bᵀ.
-        return mt(&solve(&mt(a)?, &mt(b)?, true)?);
-    }
     let (ashape, bshape) = (a.shape()?, b.shape()?);
     let n = ashape[ashape.len() - 1];
     // B is a batch of vectors when it has one dimension less than A (PyTorch's rule).
     let vector = bshape.len() == 1 || (bshape.len() + 1 == ashape.len() && bshape[..] == ashape[..ashape.len() - 1]);
+    if !left {
+        if vector {
+            bail!(
+                Runtime,
+                "{FUNC}: Vector broadcasting of the left hand side is not supported for left=False. In this case \
+                 linalg.solve is equivalent to B / A.squeeze(-1)"
+            );
+        }
+        // X A = B  ⇔  Aᵀ Xᵀ = Bᵀ.
+        return mt(&solve(&mt(a)?, &mt(b)?, true)?);
+    }
     let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
     let b2shape = b2.shape()?;
     if b2shape.len() < 2 || b2shape[b2shape.len() - 2] != n {
@@ -536,13 +534,13 @@ pub fn solve(a: &Tensor, b: &Tensor, #[default(true)] left: bool) -> Result<Tens
     };
     let a2 = expand(a, &ashape[ashape.len() - 2..])?;
     let b2 = expand(&b2, &b2shape[b2shape.len() - 2..])?;
-    let x = one(node(Decomposition::Solve, &a2, Some(&b2), false)?);
+    let [x] = results(FUNC, node(Decomposition::Solve, &a2, Some(&b2), false)?)?;
     if vector { x.squeeze_dim(vec![-1]) } else { Ok(x) }
 }
 
 /// The Cholesky factor of each symmetric positive-definite matrix (`torch.linalg.cholesky`):
-/// `L` lower triangular with `A = L Lᵀ`, or `U = Lᵀ` with `upper=true`. Only `A`'s lower
-/// triangle is read; the gradient is PyTorch's symmetric one. Not positive-definite is an error
+/// `L` lower triangular with `A = L Lᵀ` from `A`'s lower triangle, or `U` with `A = Uᵀ U` from
+/// its upper one with `upper=true`; the gradient is PyTorch's symmetric one. Not positive-definite is an error
 /// naming the leading minor.
 ///
 /// ```
@@ -551,9 +549,15 @@ pub fn solve(a: &Tensor, b: &Tensor, #[default(true)] left: bool) -> Result<Tens
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[torch_function(module = "torchfn.linalg")]
-pub fn cholesky(a: &Tensor, #[default(false)] upper: bool) -> Result<Tensor> {
+pub fn cholesky(
+    a: &Tensor,
+    #[keyword_only]
+    #[default(false)]
+    upper: bool,
+) -> Result<Tensor> {
     matrices("linalg.cholesky", a, true)?;
-    Ok(one(node(Decomposition::Cholesky, a, None, upper)?))
+    let [factor] = results("linalg.cholesky", node(Decomposition::Cholesky, a, None, upper)?)?;
+    Ok(factor)
 }
 
 /// The QR decomposition (`torch.linalg.qr`): `Q` with orthonormal columns and `R` upper
@@ -579,10 +583,7 @@ pub fn qr(a: &Tensor, #[default("reduced")] mode: &str) -> Result<(Tensor, Tenso
             "qr received unrecognized mode '{other}' but expected one of 'reduced' (default), 'r', or 'complete'"
         ),
     };
-    let mut outs = node(Decomposition::Qr, a, None, complete)?.into_iter();
-    let (Some(q), Some(r)) = (outs.next(), outs.next()) else {
-        bail!(Runtime, "linalg.qr: the operator gave fewer than two results")
-    };
+    let [q, r] = results("linalg.qr", node(Decomposition::Qr, a, None, complete)?)?;
     if mode == "r" {
         return Ok((crate::zeros([0], a.dtype()?, a.device()?)?, r));
     }
@@ -603,11 +604,8 @@ pub fn qr(a: &Tensor, #[default("reduced")] mode: &str) -> Result<(Tensor, Tenso
 #[torch_function(module = "torchfn.linalg")]
 pub fn svd(a: &Tensor, #[default(true)] full_matrices: bool) -> Result<(Tensor, Tensor, Tensor)> {
     matrices("linalg.svd", a, false)?;
-    let mut outs = node(Decomposition::Svd, a, None, full_matrices)?.into_iter();
-    match (outs.next(), outs.next(), outs.next()) {
-        (Some(u), Some(s), Some(vh)) => Ok((u, s, vh)),
-        _ => bail!(Runtime, "linalg.svd: the operator gave fewer than three results"),
-    }
+    let [u, s, vh] = results("linalg.svd", node(Decomposition::Svd, a, None, full_matrices)?)?;
+    Ok((u, s, vh))
 }
 
 /// The singular values, descending (`torch.linalg.svdvals`); differentiable everywhere the
@@ -621,10 +619,8 @@ pub fn svd(a: &Tensor, #[default(true)] full_matrices: bool) -> Result<(Tensor, 
 #[torch_function(module = "torchfn.linalg")]
 pub fn svdvals(a: &Tensor) -> Result<Tensor> {
     matrices("linalg.svdvals", a, false)?;
-    match node(Decomposition::Svd, a, None, false)?.into_iter().nth(1) {
-        Some(s) => Ok(s),
-        None => bail!(Runtime, "linalg.svdvals: the operator gave no singular values"),
-    }
+    let [_, s, _] = results("linalg.svdvals", node(Decomposition::Svd, a, None, false)?)?;
+    Ok(s)
 }
 
 /// The eigenvalues (ascending) and eigenvectors (columns) of each symmetric matrix
@@ -639,19 +635,17 @@ pub fn svdvals(a: &Tensor) -> Result<Tensor> {
 /// assert!((v[0] - 1.0).abs() < 1e-12 && (v[1] - 3.0).abs() < 1e-12);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
+#[allow(non_snake_case)]
 #[torch_function(module = "torchfn.linalg")]
-pub fn eigh(a: &Tensor, #[default("L")] uplo: &str) -> Result<(Tensor, Tensor)> {
+pub fn eigh(a: &Tensor, #[default("L")] UPLO: &str) -> Result<(Tensor, Tensor)> {
     matrices("linalg.eigh", a, true)?;
-    let upper = match uplo {
+    let upper = match UPLO {
         "L" | "l" => false,
         "U" | "u" => true,
         other => bail!(Runtime, "Expected UPLO argument to be 'L' or 'U', but got {other}"),
     };
-    let mut outs = node(Decomposition::Eigh, a, None, upper)?.into_iter();
-    match (outs.next(), outs.next()) {
-        (Some(values), Some(vectors)) => Ok((values, vectors)),
-        _ => bail!(Runtime, "linalg.eigh: the operator gave fewer than two results"),
-    }
+    let [values, vectors] = results("linalg.eigh", node(Decomposition::Eigh, a, None, upper)?)?;
+    Ok((values, vectors))
 }
 
 /// The eigenvalues of each symmetric matrix, ascending (`torch.linalg.eigvalsh`).
@@ -661,9 +655,104 @@ pub fn eigh(a: &Tensor, #[default("L")] uplo: &str) -> Result<(Tensor, Tensor)> 
 /// assert_eq!(torchfn::linalg::eigvalsh(&a, "L")?.to_vec::<f64>()?, [-1.0, 2.0]);
 /// # Ok::<(), torchfn::Error>(())
 /// ```
+#[allow(non_snake_case)]
 #[torch_function(module = "torchfn.linalg")]
-pub fn eigvalsh(a: &Tensor, #[default("L")] uplo: &str) -> Result<Tensor> {
-    Ok(eigh(a, uplo)?.0)
+pub fn eigvalsh(a: &Tensor, #[default("L")] UPLO: &str) -> Result<Tensor> {
+    Ok(eigh(a, UPLO)?.0)
+}
+
+/// `lstsq`'s solution `X = A⁺ B` and the singular values of `A`, as one node: computed
+/// through the SVD, cut at `rcond` times the largest singular value, and differentiated with
+/// the pseudo-inverse's formulas (PyTorch's), which stay finite where singular values repeat.
+#[derive(Default)]
+struct LinalgLstsq {
+    rcond: f64,
+}
+
+/// Which singular values (`[..., k]`, descending) are above `rcond` times the largest.
+fn above_cutoff(s: &Tensor, rcond: f64) -> Result<Tensor> {
+    let largest = if s.numel()? == 0 { s.clone() } else { crate::amax(s, -1, true)? };
+    s.gt(&(&largest * rcond)?)
+}
+
+/// `A⁺`: `V diag(1/s) Uᵀ` over the singular values above `rcond` times the largest, and `s`.
+fn pseudo_inverse(a: &Tensor, rcond: f64) -> Result<(Tensor, Tensor)> {
+    let shape = a.shape()?;
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    if m == 0 || n == 0 {
+        let mut empty: Vec<usize> = shape[..shape.len() - 2].to_vec();
+        let s = crate::zeros([&empty[..], &[0]].concat(), a.dtype()?, a.device()?)?;
+        empty.extend([n, m]);
+        return Ok((crate::zeros(empty, a.dtype()?, a.device()?)?, s));
+    }
+    let (u, s, vh) = svd(a, false)?;
+    let kept = above_cutoff(&s, rcond)?;
+    let safe = crate::r#where(&kept, &s, &crate::ones_like(&s, None)?)?;
+    let inverse = crate::r#where(&kept, &safe.reciprocal()?, &crate::zeros_like(&s, None)?)?;
+    Ok((mt(&vh)?.matmul(&(&inverse.unsqueeze(-1)? * &mt(&u)?)?)?, s))
+}
+
+/// `dA⁺` for a change `da` of `a`: `-P dA P + P Pᵀ dAᵀ (I - A P) + (I - P A) dAᵀ Pᵀ P`.
+fn pseudo_inverse_tangent(a: &Tensor, p: &Tensor, da: &Tensor) -> Result<Tensor> {
+    let shape = a.shape()?;
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let (im, in_) = (eye(m, a)?, eye(n, a)?);
+    let (pt, dat) = (mt(p)?, mt(da)?);
+    let first = p.matmul(da)?.matmul(p)?.neg()?;
+    let second = p.matmul(&pt)?.matmul(&dat)?.matmul(&(&im - &a.matmul(p)?)?)?;
+    let third = (&in_ - &p.matmul(a)?)?.matmul(&dat)?.matmul(&pt)?.matmul(p)?;
+    &(&first + &second)? + &third
+}
+
+impl Function for LinalgLstsq {
+    type Inputs = (Tensor, Tensor, f64);
+    type Output = Vec<Tensor>;
+    type GradOutputs = Vec<Option<Tensor>>;
+
+    fn forward_with_ctx(ctx: &mut Ctx<Self>, (a, b, rcond): &Self::Inputs) -> Result<Vec<Tensor>> {
+        let (p, s) = pseudo_inverse(a, *rcond)?;
+        let x = p.matmul(b)?;
+        ctx.mark_non_differentiable(&[&s]);
+        ctx.rcond = *rcond;
+        ctx.save_for_backward((a.clone(), b.clone()));
+        ctx.save_for_forward((a.clone(), b.clone(), p));
+        Ok(vec![x, s])
+    }
+
+    /// `gB = Pᵀ gX`; with `H = gX Bᵀ`, `gA = -Pᵀ H Pᵀ + (I - A P) Hᵀ P Pᵀ + Pᵀ P Hᵀ (I - P A)`.
+    /// `P` is computed again from `A` here, so that with `create_graph` it differentiates too.
+    fn backward(ctx: &mut Ctx<Self>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (a, b): (Tensor, Tensor) = ctx.saved_tensors()?;
+        let Some(gx) = grads.into_iter().next().flatten() else { return Ok(vec![None, None, None]) };
+        let (p, _) = pseudo_inverse(&a, ctx.rcond)?;
+        let shape = a.shape()?;
+        let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+        let pt = mt(&p)?;
+        let h = gx.matmul(&mt(&b)?)?;
+        let ht = mt(&h)?;
+        let first = pt.matmul(&h)?.matmul(&pt)?.neg()?;
+        let second = (&eye(m, &a)? - &a.matmul(&p)?)?.matmul(&ht)?.matmul(&p)?.matmul(&pt)?;
+        let third = pt.matmul(&p)?.matmul(&ht)?.matmul(&(&eye(n, &a)? - &p.matmul(&a)?)?)?;
+        let ga = (&(&first + &second)? + &third)?;
+        Ok(vec![Some(ga), Some(pt.matmul(&gx)?), None])
+    }
+
+    /// `dX = dP B + P dB`.
+    fn jvp(ctx: &mut Ctx<Self>, tangents: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (a, b, p): (Tensor, Tensor, Tensor) = ctx.saved_tensors()?;
+        let mut dx = match tangents.first().cloned().flatten() {
+            Some(da) => Some(pseudo_inverse_tangent(&a, &p, &da)?.matmul(&b)?),
+            None => None,
+        };
+        if let Some(db) = tangents.get(1).cloned().flatten() {
+            let term = p.matmul(&db)?;
+            dx = Some(match dx {
+                Some(dx) => (&dx + &term)?,
+                None => term,
+            });
+        }
+        Ok(vec![dx, None])
+    }
 }
 
 /// The least-squares solution of `A X = B` (`torch.linalg.lstsq`): `X` minimizing `‖A X - B‖`,
@@ -680,7 +769,7 @@ pub fn eigvalsh(a: &Tensor, #[default("L")] uplo: &str) -> Result<Tensor> {
 ///   dtype's machine epsilon times `max(m, n)`).
 ///
 /// Every driver computes through the singular value decomposition (the answer LAPACK's drivers
-/// agree on), so the gradient needs distinct singular values.
+/// agree on); the gradient is the pseudo-inverse's, as PyTorch's.
 ///
 /// ```
 /// let a = torchfn::tensor([[1.0f64, 0.0], [0.0, 1.0], [1.0, 1.0]])?;
@@ -696,7 +785,9 @@ pub fn lstsq(
     a: &Tensor,
     b: &Tensor,
     #[default(None)] rcond: Option<f64>,
-    #[default(None)] driver: Option<&str>,
+    #[keyword_only]
+    #[default(None)]
+    driver: Option<&str>,
 ) -> Result<(Tensor, Tensor, Tensor, Tensor)> {
     const FUNC: &str = "torch.linalg.lstsq";
     matrices("linalg.lstsq", a, false)?;
@@ -714,22 +805,27 @@ pub fn lstsq(
     }
     let (ashape, bshape) = (a.shape()?, b.shape()?);
     let (m, n) = (ashape[ashape.len() - 2], ashape[ashape.len() - 1]);
+    if bshape.len() > ashape.len() || ashape.len() - bshape.len() > 1 {
+        bail!(
+            Runtime,
+            "{FUNC}: input.dim() must be greater or equal to other.dim() and (input.dim() - other.dim()) <= 1"
+        );
+    }
     let vector = bshape.len() + 1 == ashape.len();
     let b2 = if vector { b.unsqueeze(-1)? } else { b.clone() };
     let b2shape = b2.shape()?;
-    if b2shape.len() < 2 || b2shape[b2shape.len() - 2] != m {
+    if b2shape[b2shape.len() - 2] != m {
         bail!(Runtime, "{FUNC}: input.size(-2) should match other.size(-2) ({:?} and {:?})", &ashape[..], &bshape[..]);
     }
-    // X = V diag(1/s) Uᵀ B over the singular values above the cutoff.
-    let (u, s, vh) = svd(a, false)?;
+    // LAPACK's rule: a negative rcond is the machine precision; none is it times max(m, n).
     let eps = if dtype == DType::Float32 { f64::from(f32::EPSILON) } else { f64::EPSILON };
-    let rcond = rcond.filter(|r| *r > 0.0).unwrap_or(eps * m.max(n) as f64);
-    let cutoff = &crate::amax(&s, -1, true)? * rcond;
-    let kept = s.gt(&cutoff?)?;
-    let safe = crate::r#where(&kept, &s, &crate::ones_like(&s, None)?)?;
-    let inverse = crate::r#where(&kept, &safe.reciprocal()?, &crate::zeros_like(&s, None)?)?;
-    let ub = mt(&u)?.matmul(&b2)?;
-    let x = mt(&vh)?.matmul(&(&inverse.unsqueeze(-1)? * &ub)?)?;
+    let rcond = match rcond {
+        Some(r) if r < 0.0 => eps,
+        Some(r) => r,
+        None => eps * m.max(n) as f64,
+    };
+    let [x, s] = results(FUNC, LinalgLstsq::apply((a.clone(), b2.clone(), rcond))?)?;
+    let kept = above_cutoff(&s, rcond)?;
     // Counts in the device's index dtype (int64; int32 on wgpu, which has no 64-bit integers).
     let device = a.device()?;
     let rank = kept.sum_dim(-1, false)?.to(device.index_dtype(), false, false)?;
@@ -746,7 +842,7 @@ pub fn lstsq(
     let rank = if driver == "gels" { empty(device.index_dtype())? } else { rank };
     // As PyTorch's, the singular values here are not differentiated (the solution and the
     // residuals are).
-    let singular_values = if matches!(driver, "gelsd" | "gelss") { s.detach()? } else { empty(dtype)? };
+    let singular_values = if matches!(driver, "gelsd" | "gelss") { s } else { empty(dtype)? };
     Ok((x, residuals, rank, singular_values))
 }
 
@@ -802,7 +898,7 @@ crate::samples! {
     QR => [sample([t(rectangular(4, 3))]), sample([t(square(&[], 3))]).kw("mode", "complete")],
     SVD => [sample([t(rectangular(4, 3)), Value::Bool(false)]), sample([t(rectangular(2, 3)), Value::Bool(false)])],
     SVDVALS => [sample([t(rectangular(4, 3))]), sample([t(square(&[2], 3))])],
-    EIGH => [sample([t(spd(&[], 3))]), sample([t(spd(&[2], 2))]).kw("uplo", "U")],
+    EIGH => [sample([t(spd(&[], 3))]), sample([t(spd(&[2], 2))]).kw("UPLO", "U")],
     EIGVALSH => [sample([t(spd(&[], 4))])],
     LSTSQ => [
         sample([t(rectangular(4, 3)), t(rectangular(4, 2))]),

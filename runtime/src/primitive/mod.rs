@@ -278,7 +278,7 @@ pub(crate) fn max_pool2d(input: &Tensor, window: &Window) -> Result<(Tensor, Ten
 }
 
 /// The decomposition `op` of `inputs` (`A`, and `B` for a solve) with its option `flag`: its
-/// results, not recorded (the operations in `ops/linalg.rs` record each decomposition as one
+/// results, not recorded (the operations in `ops/decompositions.rs` record each decomposition as one
 /// node whose backward is written with differentiable operations).
 pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Result<Vec<Tensor>> {
     Ok(dispatch::linalg::decompose(op, inputs, flag)?.into_iter().map(Output::into_tensor).collect())
