@@ -39,6 +39,9 @@ def forward():
 
 
 v = torch.randn(1_000_000)
+m = torch.randn(256, 256)
+a = m @ m.T + torch.eye(256) * 256
+rhs = torch.randn(256, 64)
 print(json.dumps({
     "lstm_forward_backward": mean_ms(forward_backward, 20),
     "lstm_forward": mean_ms(forward, 20),
@@ -47,5 +50,11 @@ print(json.dumps({
     "hardsigmoid_1e6": mean_ms(lambda: F.hardsigmoid(v), 200),
     "sort_1e6": mean_ms(lambda: torch.sort(v), 20),
     "topk_1e6_k100": mean_ms(lambda: torch.topk(v, 100), 50),
+    "linalg_inv_256": mean_ms(lambda: torch.linalg.inv(a), 50),
+    "linalg_solve_256x64": mean_ms(lambda: torch.linalg.solve(a, rhs), 50),
+    "linalg_cholesky_256": mean_ms(lambda: torch.linalg.cholesky(a), 50),
+    "linalg_qr_256": mean_ms(lambda: torch.linalg.qr(a), 50),
+    "linalg_eigh_256": mean_ms(lambda: torch.linalg.eigh(a), 20),
+    "linalg_svd_256": mean_ms(lambda: torch.linalg.svd(a, full_matrices=False), 20),
     "torch": torch.__version__,
 }))

@@ -1,7 +1,8 @@
 //! The layers and operations issue 29 added, at the sizes its speed targets name: `nn.LSTM`
 //! forward and backward on a (batch 32, sequence 64, 256 features and hidden units) input, the
 //! new elementwise activations (`hardswish`, `hardsigmoid`) beside an existing one (`silu`) on
-//! 1e6 float32 elements, and `sort` and `topk` on 1e6 float32.
+//! 1e6 float32 elements, `sort` and `topk` on 1e6 float32, and the linear-algebra
+//! decompositions (`faer` on the host) on a 256×256 float32 matrix.
 //!
 //! `cargo bench --bench layers` runs the criterion benchmarks, then prints a table. With
 //! `PYTORCH_PYTHON` naming a Python that has torch, it runs `bench/pytorch_layers.py` right
@@ -43,6 +44,21 @@ fn benches(c: &mut Criterion) {
     group.bench_function("hardsigmoid_1e6", |b| b.iter(|| black_box(F::hardsigmoid(&v, false).unwrap())));
     group.bench_function("sort_1e6", |b| b.iter(|| black_box(torchfn::sort(&v, -1, false, false).unwrap())));
     group.bench_function("topk_1e6_k100", |b| b.iter(|| black_box(torchfn::topk(&v, 100, -1, true, true).unwrap())));
+    // A symmetric positive-definite 256×256 matrix (so every decomposition applies) and 64
+    // right-hand sides.
+    let m = torchfn::randn([256, 256], g.clone(), None, None).unwrap();
+    let eye = torchfn::eye(256, None, DType::Float32, None).unwrap();
+    let a = (&m.matmul(&m.transpose(0, 1).unwrap()).unwrap() + &(&eye * 256.0).unwrap()).unwrap();
+    let rhs = torchfn::randn([256, 64], g.clone(), None, None).unwrap();
+    group.bench_function("linalg_inv_256", |b| b.iter(|| black_box(torchfn::linalg::inv(&a).unwrap())));
+    group.bench_function("linalg_solve_256x64", |b| {
+        b.iter(|| black_box(torchfn::linalg::solve(&a, &rhs, true).unwrap()))
+    });
+    group
+        .bench_function("linalg_cholesky_256", |b| b.iter(|| black_box(torchfn::linalg::cholesky(&a, false).unwrap())));
+    group.bench_function("linalg_qr_256", |b| b.iter(|| black_box(torchfn::linalg::qr(&a, "reduced").unwrap())));
+    group.bench_function("linalg_eigh_256", |b| b.iter(|| black_box(torchfn::linalg::eigh(&a, "L").unwrap())));
+    group.bench_function("linalg_svd_256", |b| b.iter(|| black_box(torchfn::linalg::svd(&a, false).unwrap())));
     group.finish();
 }
 
@@ -59,6 +75,12 @@ fn table() {
         ("hardsigmoid_1e6", "hardsigmoid, 1e6 float32"),
         ("sort_1e6", "sort, 1e6 float32"),
         ("topk_1e6_k100", "topk (k = 100), 1e6 float32"),
+        ("linalg_inv_256", "linalg.inv, 256×256 float32"),
+        ("linalg_solve_256x64", "linalg.solve, 256×256 and 64 right-hand sides"),
+        ("linalg_cholesky_256", "linalg.cholesky, 256×256"),
+        ("linalg_qr_256", "linalg.qr, 256×256"),
+        ("linalg_eigh_256", "linalg.eigh, 256×256"),
+        ("linalg_svd_256", "linalg.svd (full_matrices=False), 256×256"),
     ] {
         let ours = mean_ns(&format!("layers/{id}")) / 1e6;
         let theirs = pytorch.as_ref().and_then(|p| p[id].as_f64());
