@@ -1,17 +1,17 @@
 //! The matrix decompositions (`torch.linalg`'s kernels), computed on the host with the `faer`
 //! crate for every device: a GPU tensor is read back, decomposed, and its results uploaded (as
 //! PyTorch does for the decompositions it has no GPU kernel for). Inputs are float32 or float64
-//! matrices `[..., m, n]`, each matrix of the batch decomposed on its own, in float64, the
-//! results rounded once to the input's dtype. On the meta device: results of the right shapes.
+//! matrices `[..., m, n]`, each matrix of the batch decomposed on its own in the input's dtype
+//! (as LAPACK's `s` and `d` routines). On the meta device: results of the right shapes.
 
 use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::{Mat, MatRef, Side};
 
 use super::calls::{dense, intercept_values};
 use super::{Output, aten};
-use crate::backend::{Array, Buffer, host};
+use crate::backend::{Array, Buffer, Device, host};
 use crate::error::{Error, Result};
-use crate::tensor::{DType, Dense, Scalar, Shape, Tensor};
+use crate::tensor::{DType, Dense, Element, Scalar, Shape, Tensor};
 use crate::value::{Kwargs, Value};
 
 /// Which decomposition a `Kernel::Linalg` operator computes.
@@ -137,25 +137,21 @@ pub(super) fn flag_of(op: Decomposition, get: &dyn Fn(&str) -> Value) -> Result<
     })
 }
 
-/// The matrices of `x` (`[..., m, n]`), each as a float64 faer matrix.
-fn matrices(x: &Dense) -> Result<(Vec<Mat<f64>>, usize, usize)> {
+/// The element types the decompositions compute in: a matrix is decomposed in its own dtype,
+/// float32 or float64, as LAPACK's `s` and `d` routines behind PyTorch's.
+trait Real: faer::traits::RealField + Element + Copy + Into<f64> + std::ops::Neg<Output = Self> {}
+
+impl Real for f32 {}
+impl Real for f64 {}
+
+/// The matrices of `x` (`[..., m, n]`), each as a faer matrix of `T`.
+fn matrices<T: Real>(x: &Dense) -> Result<Vec<Mat<T>>> {
     let shape = &x.layout.shape;
     let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let host = host::on_host(x)?;
-    let values = crate::cpu::elements::<f64>("linalg", &host)?;
+    let values = crate::cpu::elements::<T>("linalg", &host)?;
     let count = shape[..shape.len() - 2].iter().product();
-    let mats = (0..count).map(|b| Mat::from_fn(m, n, |i, j| values[b * m * n + i * n + j])).collect();
-    Ok((mats, m, n))
-}
-
-/// Uploads `values` (float64, row-major) as `shape` in `dtype` on `x`'s device.
-fn upload(x: &Dense, values: Vec<f64>, shape: Shape, dtype: DType) -> Result<Array> {
-    let device = x.device();
-    let buffer = match dtype {
-        DType::Float32 => Buffer::from_vec(values.into_iter().map(|v| v as f32).collect::<Vec<f32>>()),
-        _ => Buffer::from_vec(values),
-    };
-    device.backend().upload(device, buffer, shape)
+    Ok((0..count).map(|b| Mat::from_fn(m, n, |i, j| values[b * m * n + i * n + j])).collect())
 }
 
 /// `batch` followed by `tail`.
@@ -164,7 +160,7 @@ fn shaped(batch: &[usize], tail: &[usize]) -> Shape {
 }
 
 /// Appends `a`'s elements row-major.
-fn push(out: &mut Vec<f64>, a: MatRef<'_, f64>) {
+fn push<T: Real>(out: &mut Vec<T>, a: MatRef<'_, T>) {
     for i in 0..a.nrows() {
         for j in 0..a.ncols() {
             out.push(a[(i, j)]);
@@ -206,7 +202,7 @@ fn singular(op: Decomposition, batch: usize, count: usize, pivot: usize) -> Erro
 /// The sign and the log of the absolute value of `a`'s determinant, from a partially pivoted
 /// LU: the permutation's sign times the pivots'. The first zero pivot (where faer's
 /// elimination goes on dividing by it) makes the matrix singular: sign 0, log -inf.
-fn log_determinant(a: MatRef<'_, f64>) -> (f64, f64) {
+fn log_determinant<T: Real>(a: MatRef<'_, T>) -> (f64, f64) {
     let n = a.nrows();
     if n == 0 {
         return (1.0, 0.0);
@@ -214,7 +210,7 @@ fn log_determinant(a: MatRef<'_, f64>) -> (f64, f64) {
     let lu = a.partial_piv_lu();
     let (mut sign, mut log) = (parity(lu.P().arrays().0), 0.0);
     for i in 0..n {
-        let u = lu.U()[(i, i)];
+        let u: f64 = lu.U()[(i, i)].into();
         if u == 0.0 {
             return (0.0, f64::NEG_INFINITY);
         }
@@ -228,14 +224,20 @@ fn log_determinant(a: MatRef<'_, f64>) -> (f64, f64) {
 /// and eigen vectors are unique up to sign, and torchfn makes that entry positive, so that a
 /// small change of the input gives a small change of the vectors (which finite differences and
 /// users comparing runs need).
-fn negative_lead(a: MatRef<'_, f64>, j: usize) -> bool {
+fn negative_lead<T: Real>(a: MatRef<'_, T>, j: usize) -> bool {
     let mut lead = 0.0f64;
     for i in 0..a.nrows() {
-        if a[(i, j)].abs() > lead.abs() {
-            lead = a[(i, j)];
+        let v: f64 = a[(i, j)].into();
+        if v.abs() > lead.abs() {
+            lead = v;
         }
     }
     lead < 0.0
+}
+
+/// Negates column `j` of `a`.
+fn negate<T: Real>(a: &mut Mat<T>, j: usize) {
+    a.col_mut(j).iter_mut().for_each(|x| *x = -*x);
 }
 
 /// Checks a decomposition's input: float32 or float64 matrices `[..., m, n]`, square when
@@ -316,27 +318,52 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
         let backend = device.backend();
         return shapes.iter().map(|s| backend.fill(device, s, Scalar::Int(0), a.dtype)).collect();
     }
-    let (mats, _, _) = matrices(a)?;
-    let rhs = match inputs.get(1) {
-        Some(b) if op == Decomposition::Solve => Some(matrices(b)?.0),
-        _ => None,
-    };
-    let mut outs: Vec<Vec<f64>> = vec![Vec::new(); shapes.len()];
+    let b = inputs.get(1).copied().filter(|_| op == Decomposition::Solve);
+    match a.dtype {
+        DType::Float32 => uploaded(device, compute::<f32>(op, &name, a, b, flag, shapes.len())?, shapes),
+        _ => uploaded(device, compute::<f64>(op, &name, a, b, flag, shapes.len())?, shapes),
+    }
+}
+
+/// Each result's elements uploaded to `device` as its shape.
+fn uploaded<T: Real>(device: Device, outs: Vec<Vec<T>>, shapes: Vec<Shape>) -> Result<Vec<Array>> {
+    outs.into_iter()
+        .zip(shapes)
+        .map(|(values, shape)| device.backend().upload(device, Buffer::from_vec(values), shape))
+        .collect()
+}
+
+/// Decomposes each matrix of `a` (solving against `b`'s) in `T`: each result's elements,
+/// row-major, in the operator's order.
+fn compute<T: Real>(
+    op: Decomposition,
+    name: &str,
+    a: &Dense,
+    b: Option<&Dense>,
+    flag: bool,
+    results: usize,
+) -> Result<Vec<Vec<T>>> {
+    let shape = &a.layout.shape;
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    let mats = matrices::<T>(a)?;
+    let rhs = b.map(matrices::<T>).transpose()?;
+    let zero = T::from_f64(0.0);
+    let mut outs: Vec<Vec<T>> = vec![Vec::new(); results];
     let count = mats.len();
     for (index, a) in mats.iter().enumerate() {
         match op {
             Decomposition::Det | Decomposition::Slogdet => {
                 let (sign, log) = log_determinant(a.as_ref());
                 if op == Decomposition::Det {
-                    outs[0].push(sign * log.exp());
+                    outs[0].push(T::from_f64(sign * log.exp()));
                 } else {
-                    outs[0].push(sign);
-                    outs[1].push(log);
+                    outs[0].push(T::from_f64(sign));
+                    outs[1].push(T::from_f64(log));
                 }
             }
             Decomposition::Inv | Decomposition::Solve => {
                 let lu = a.partial_piv_lu();
-                if let Some(pivot) = (0..n).find(|&i| lu.U()[(i, i)] == 0.0) {
+                if let Some(pivot) = (0..n).find(|&i| lu.U()[(i, i)].into() == 0.0) {
                     return Err(singular(op, index, count, pivot + 1));
                 }
                 match &rhs {
@@ -367,7 +394,7 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
                     let r = qr.R();
                     for i in 0..m {
                         for j in 0..n {
-                            outs[1].push(if i < k && j >= i { r[(i, j)] } else { 0.0 });
+                            outs[1].push(if i < k && j >= i { r[(i, j)] } else { zero });
                         }
                     }
                 } else {
@@ -375,7 +402,7 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
                     let r = qr.R();
                     for i in 0..k {
                         for j in 0..n {
-                            outs[1].push(if j >= i { r[(i, j)] } else { 0.0 });
+                            outs[1].push(if j >= i { r[(i, j)] } else { zero });
                         }
                     }
                 }
@@ -390,13 +417,13 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
                 for i in 0..u.ncols().max(v.ncols()) {
                     let (in_u, in_v) = (i < u.ncols(), i < v.ncols());
                     if in_u && negative_lead(u.as_ref(), i) {
-                        u.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                        negate(&mut u, i);
                         if i < k {
-                            v.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                            negate(&mut v, i);
                         }
                     }
                     if i >= k && in_v && negative_lead(v.as_ref(), i) {
-                        v.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                        negate(&mut v, i);
                     }
                 }
                 push(&mut outs[0], u.as_ref());
@@ -412,12 +439,12 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
                 let mut u = evd.U().to_owned();
                 for i in 0..n {
                     if negative_lead(u.as_ref(), i) {
-                        u.col_mut(i).iter_mut().for_each(|x| *x = -*x);
+                        negate(&mut u, i);
                     }
                 }
                 push(&mut outs[1], u.as_ref());
             }
         }
     }
-    outs.into_iter().zip(shapes).map(|(values, shape)| upload(a, values, shape, a.dtype)).collect()
+    Ok(outs)
 }
