@@ -320,8 +320,8 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
     }
     let b = inputs.get(1).copied().filter(|_| op == Decomposition::Solve);
     match a.dtype {
-        DType::Float32 => uploaded(device, compute::<f32>(op, &name, a, b, flag, shapes.len())?, shapes),
-        _ => uploaded(device, compute::<f64>(op, &name, a, b, flag, shapes.len())?, shapes),
+        DType::Float32 => uploaded(device, compute::<f32>(op, name, a, b, flag, shapes.len())?, shapes),
+        _ => uploaded(device, compute::<f64>(op, name, a, b, flag, shapes.len())?, shapes),
     }
 }
 
