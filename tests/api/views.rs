@@ -414,3 +414,41 @@ fn cumulative_ops_into_bool_are_not_implemented() {
         assert_eq!(result.unwrap_err().kind(), ErrorKind::NotImplemented);
     }
 }
+
+/// `split`, `chunk` and `unbind` record one node for all their pieces, under PyTorch's names,
+/// whose backward writes every piece's gradient into one buffer: the gradients are those of
+/// one view per piece, pieces without a gradient count as zero, and with `create_graph` they
+/// differentiate again; a piece written in place still gives the right gradient.
+#[test]
+fn splits_record_one_node_for_all_their_pieces() {
+    let x = torchfn::arange(12, DType::Float64, None).unwrap().reshape(&[4, 3]).unwrap().requires_grad_(true).unwrap();
+    let pieces = x.split(2, 0).unwrap();
+    let (a, b) = (pieces[0].grad_fn().unwrap().unwrap(), pieces[1].grad_fn().unwrap().unwrap());
+    assert_eq!(a.name(), "SplitBackward0");
+    assert!(a.ptr_eq(&b), "one node for both pieces");
+    assert_eq!(
+        torchfn::split(&x, vec![1i64, 3], 0).unwrap()[0].grad_fn().unwrap().unwrap().name(),
+        "SplitWithSizesBackward0"
+    );
+    assert_eq!(x.chunk(2, 1).unwrap()[0].grad_fn().unwrap().unwrap().name(), "SplitBackward0");
+    let rows = x.unbind(0).unwrap();
+    assert_eq!(rows[3].grad_fn().unwrap().unwrap().name(), "UnbindBackward0");
+    // Rows 1 and 3 weighted, rows 0 and 2 unused.
+    let loss = (&(&rows[1] * 2.0).unwrap().sum().unwrap() + &(&rows[3] * &rows[3]).unwrap().sum().unwrap()).unwrap();
+    let grads = torchfn::autograd::grad(&[loss], &[x.clone()], None, None, true, true).unwrap();
+    let g = grads[0].clone().unwrap();
+    assert_eq!(g.to_vec::<f64>().unwrap(), [0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 18.0, 20.0, 22.0]);
+    // Second order: d/dx of sum(g) is 2 on row 3 (from rows[3]²), zero elsewhere.
+    g.sum().unwrap().backward().unwrap();
+    assert_eq!(
+        x.grad().unwrap().unwrap().to_vec::<f64>().unwrap(),
+        [0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 2.0, 2.0, 2.0]
+    );
+    // A piece written in place: its history takes the write, the other pieces keep theirs.
+    let y = torchfn::ones([2, 2], DType::Float64, None).unwrap().requires_grad_(true).unwrap();
+    let base = (&y * 1.0).unwrap();
+    let halves = base.split(1, 0).unwrap();
+    halves[0].mul_(&Tensor::scalar(3.0)).unwrap();
+    (&base.sum().unwrap() + &halves[1].sum().unwrap()).unwrap().backward().unwrap();
+    assert_eq!(y.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [3.0, 3.0, 2.0, 2.0]);
+}

@@ -10,7 +10,7 @@ use crate::torch_function;
 use crate::value::Value;
 
 use super::SplitSize;
-use super::view::narrowed;
+use super::view::{advance, narrowed};
 
 /// The data of each tensor of a join; a Python number among them is a type error, as in
 /// PyTorch (`expected Tensor as element 1 in argument 0, but got float`). An empty list is a
@@ -160,18 +160,19 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
             (sections.len(), 0, sections.as_slice())
         }
     };
-    let mut pieces = Vec::new();
-    pieces
+    let mut starts = Vec::new();
+    starts
         .try_reserve_exact(count)
         .map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({count})")))?;
     let mut start = 0;
     for i in 0..count {
         // Sections are non-negative and add up to `size`; fixed steps start below `size`.
         let n = sections.get(i).map_or_else(|| step.min(size - start), |&s| s as usize);
-        pieces.push(crate::primitive::view(t, |l| Ok(narrowed(l, d, start, n)))?);
+        starts.push((start, n));
         start += n;
     }
-    Ok(pieces)
+    let name = if sections.is_empty() { "SplitBackward0" } else { "SplitWithSizesBackward0" };
+    crate::primitive::views(t, count, |i, l| Ok(narrowed(l, d, starts[i].0, starts[i].1)), name)
 }
 
 fn chunk_impl(func: &str, (name, t): (&str, &Tensor), chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
@@ -205,12 +206,16 @@ fn unbind_impl(func: &str, (name, t): (&str, &Tensor), dim: i64) -> Result<Vec<T
     }
     let d = normalize_dim(dim, ndim, func)?;
     let n = x.layout.shape[d];
-    let mut pieces = Vec::new();
-    pieces.try_reserve_exact(n).map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({n})")))?;
-    for i in 0..n {
-        pieces.push(super::view::select_impl(func, (name, t), d as i64, i as i64)?);
-    }
-    Ok(pieces)
+    let selected = |i: usize, l: &Layout| {
+        let (shape, strides): (Vec<usize>, Vec<usize>) =
+            super::view::dims_of(l).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).unzip();
+        Ok(Layout {
+            shape: Shape::from(shape),
+            strides: strides.into_iter().collect(),
+            offset: advance(l.offset, i, l.strides[d]),
+        })
+    };
+    crate::primitive::views(t, n, selected, "UnbindBackward0")
 }
 
 crate::overrides::ignored! {

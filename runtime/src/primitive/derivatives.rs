@@ -64,6 +64,13 @@ pub(crate) enum Op {
     Embed {
         relative: Layout,
     },
+    /// Views of disjoint parts of the input, one output each (`split`, `unbind`), under the
+    /// node's PyTorch name.
+    Views {
+        input: Shape,
+        relatives: Vec<Layout>,
+        name: &'static str,
+    },
     /// An in-place write into a view: the base's new history (inputs: the base before, the
     /// written values).
     CopySlices {
@@ -215,12 +222,21 @@ impl Backward for Op {
             Op::Transfer => "ToCopyBackward0",
             Op::View { .. } => "ViewBackward0",
             Op::Embed { .. } => "AsStridedScatterBackward0",
+            Op::Views { name, .. } => name,
             Op::CopySlices { .. } => "CopySlices",
         };
         Cow::Borrowed(name)
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
+        if let Op::Views { input, relatives, .. } = self {
+            let want = node.next.first().and_then(|e| e.as_ref()).map(|e| &e.node.outputs[e.output_nr]);
+            let grad = super::views_gradient(input, relatives, &grads)?;
+            return Ok(vec![match (grad, want) {
+                (Some(grad), Some(want)) => Some(fit(grad, want)?),
+                _ => None,
+            }]);
+        }
         let g = grads
             .into_iter()
             .next()
@@ -592,6 +608,8 @@ impl Op {
             Op::Copy | Op::Transfer => vec![Some(g.clone())],
             Op::View { input, relative } => vec![Some(super::embed(g, input, relative)?)],
             Op::Embed { relative } => vec![Some(super::strided(g, relative.clone())?)],
+            // Its outputs' gradients all at once, in `apply`.
+            Op::Views { .. } => return Err(Error::runtime_error("backward: a views node runs through apply")),
             Op::CopySlices { relative } => {
                 let base = if needs(0) {
                     let shape = g.shape()?;
@@ -706,6 +724,8 @@ impl Op {
             Op::View { relative, .. } => super::strided(first()?, relative.clone())?,
             Op::Embed { relative } => super::embed(first()?, &out.shape()?, relative)?,
             Op::CopySlices { .. } => return Err(not_differentiable(self)),
+            // Each view gets its tangent as it is made (`primitive::views`).
+            Op::Views { .. } => return Err(not_differentiable(self)),
         };
         fit_tangent(tangent, out)
     }

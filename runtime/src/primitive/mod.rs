@@ -379,6 +379,78 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     Ok(view)
 }
 
+/// Views of disjoint parts of `x`, the `i`-th laid out by `make(i, x's layout)` (`split`,
+/// `chunk`, `unbind`): recorded as one node `name` with an output per view, as PyTorch's
+/// `SplitBackward0` and `UnbindBackward0`, whose backward writes the views' gradients into one
+/// buffer of `x`'s size (a node per view would make such a buffer for each view: quadratic
+/// for a recurrent network stepping through a sequence's `unbind`).
+pub(crate) fn views(
+    x: &Tensor,
+    count: usize,
+    make: impl Fn(usize, &Layout) -> Result<Layout>,
+    name: &'static str,
+) -> Result<Vec<Tensor>> {
+    if !recording(&[x]) {
+        return (0..count).map(|i| view(x, |l| make(i, l))).collect();
+    }
+    let input = data(x, "view")?.layout.shape.clone();
+    let contiguous = Layout::contiguous(input.clone());
+    let mut out = Vec::with_capacity(count);
+    let mut relatives = Vec::with_capacity(count);
+    for i in 0..count {
+        // Each view without its own node (forward AD still gives each its tangent).
+        let _one_node = autograd::no_grad();
+        out.push(view(x, |l| make(i, l))?);
+        relatives.push(make(i, &contiguous)?);
+    }
+    let outputs: Vec<_> = out.iter().map(|v| Ok(meta::output_meta(data(v, "view")?))).collect::<Result<_>>()?;
+    let node = Node::function(Op::Views { input, relatives, name }, [meta::gradient_edge(x)], Vec::new(), outputs);
+    for (output_nr, v) in out.iter().enumerate() {
+        meta::set_history(v, Some(Edge { node: node.clone(), output_nr }));
+    }
+    Ok(out)
+}
+
+/// Writes `src` into the window `relative` (relative to a contiguous layout) of `buffer`, a
+/// tensor the caller just made: below autograd, as a kernel's output.
+fn write_window(buffer: &Tensor, relative: &Layout, src: &Tensor) -> Result<()> {
+    let array = &data(buffer, "embed")?.array;
+    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
+    dispatch::copy_(&dispatch::as_strided(buffer, at)?.into_tensor(), src)?;
+    Ok(())
+}
+
+/// The gradient of `x` from the gradients of its [`views`] (`None` for a view without one):
+/// one buffer of `input`'s shape with each gradient written into its window. Recording (with
+/// `create_graph`) or for batched or wrapper gradients, the sum of their embeddings instead,
+/// which differentiates and batches as `embed` does.
+pub(crate) fn views_gradient(input: &Shape, relatives: &[Layout], grads: &[Option<Tensor>]) -> Result<Option<Tensor>> {
+    let given: Vec<(&Tensor, &Layout)> =
+        grads.iter().zip(relatives).filter_map(|(g, r)| Some((g.as_ref()?, r))).collect();
+    let Some(&(first, _)) = given.first() else { return Ok(None) };
+    let special = |g: &Tensor| -> Result<bool> { Ok(g.is_wrapper() || crate::func::top_batch(g)?.is_some()) };
+    let mut embedded = autograd::is_grad_enabled();
+    for (g, _) in &given {
+        embedded |= special(g)?;
+    }
+    if embedded {
+        let mut total: Option<Tensor> = None;
+        for (g, r) in given {
+            let e = embed(g, input, r)?;
+            total = Some(match total {
+                Some(t) => add(&t, &e)?,
+                None => e,
+            });
+        }
+        return Ok(total);
+    }
+    let buffer = dispatch::new_full(first, input, Scalar::Int(0), data(first, "backward")?.dtype)?.into_tensor();
+    for (g, r) in given {
+        write_window(&buffer, r, g)?;
+    }
+    Ok(Some(buffer))
+}
+
 /// A view of `x` with `layout` relative to a contiguous layout of `x` (as the backward of
 /// `embed`): `x` is made contiguous first.
 pub(crate) fn strided(x: &Tensor, relative: Layout) -> Result<Tensor> {
@@ -423,9 +495,8 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     }
     // Zeros made like `src` (a DTensor gets its own kind), `src` written through the view.
     let zeros = dispatch::new_full(src, shape, Scalar::Int(0), s.dtype)?.into_tensor();
+    write_window(&zeros, relative, src)?;
     let array = data(&zeros, "embed")?.array.clone();
-    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
-    dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
     finish(&[src], Output::Given { tensor: zeros, array }, || {
         (Op::Embed { relative: relative.clone() }, Keep::default())
     })

@@ -65,21 +65,27 @@ fn affine(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
     }
 }
 
-/// One direction of one layer over the steps `xs` (`[N, I]` each) from the states `h` (and `c`
-/// for an LSTM): each step's output in time order and the final states.
+/// One direction of one layer over the sequence `x` (`[T, N, I]`) from the states `h` (and
+/// `c` for an LSTM): each step's output in time order and the final states. The input's
+/// projection is one product for the whole sequence, as PyTorch's; only the hidden state's is
+/// made step by step.
 fn run_direction(
     cell: Cell,
-    xs: &[Tensor],
+    x: &Tensor,
     w: &Weights<'_>,
     mut h: Tensor,
     mut c: Option<Tensor>,
     reverse: bool,
 ) -> Result<(Vec<Tensor>, Tensor, Option<Tensor>)> {
-    let mut outputs = Vec::with_capacity(xs.len());
+    // `[T * N, I]`: one matrix product (a 3-D operand would multiply step by step).
+    let shape = x.shape()?;
+    let (t, n) = (shape[0] as i64, shape[1] as i64);
+    let rows = x.reshape(&[t * n, shape[2] as i64])?;
+    let projected = affine(&rows, w.ih, w.b_ih)?.reshape(&[t, n, -1])?.unbind(0)?;
+    let mut outputs = Vec::with_capacity(projected.len());
     let order: Box<dyn Iterator<Item = &Tensor>> =
-        if reverse { Box::new(xs.iter().rev()) } else { Box::new(xs.iter()) };
+        if reverse { Box::new(projected.iter().rev()) } else { Box::new(projected.iter()) };
     for x in order {
-        let x = affine(x, w.ih, w.b_ih)?;
         let hidden = affine(&h, w.hh, w.b_hh)?;
         match cell {
             Cell::Lstm => {
@@ -163,13 +169,13 @@ fn recurrent(
             );
         }
     }
-    let mut steps = x.unbind(0)?;
-    let mut width = x.shape()?[2];
+    // Each layer's input and output: the whole sequence `[T, N, width]`.
+    let mut sequence = x;
+    let mut width = sequence.shape()?[2];
     let (mut finals_h, mut finals_c) = (Vec::new(), Vec::new());
     for layer in 0..layers {
         if layer > 0 && s.dropout > 0.0 && s.train {
-            steps =
-                steps.iter().map(|x| super::functional::dropout(x, s.dropout, true, false)).collect::<Result<_>>()?;
+            sequence = super::functional::dropout(&sequence, s.dropout, true, false)?;
         }
         let mut outputs = Vec::with_capacity(directions);
         for direction in 0..directions {
@@ -193,22 +199,16 @@ fn recurrent(
             }
             let h0 = hx[0].select(0, k as i64)?;
             let c0 = hx.get(1).map(|c| c.select(0, k as i64)).transpose()?;
-            let (out, h, c) = run_direction(s.cell, &steps, &w, h0, c0, direction == 1)?;
-            outputs.push(out);
+            let (out, h, c) = run_direction(s.cell, &sequence, &w, h0, c0, direction == 1)?;
+            outputs.push(crate::stack(&out, 0)?);
             finals_h.push(h);
             finals_c.extend(c);
         }
-        // Each step's output: both directions' side by side.
-        steps = if directions == 1 {
-            outputs.remove(0)
-        } else {
-            let (forward, backward) = (&outputs[0], &outputs[1]);
-            forward.iter().zip(backward).map(|(f, b)| crate::cat(&[f.clone(), b.clone()], -1)).collect::<Result<_>>()?
-        };
+        // Both directions' outputs side by side.
+        sequence = if directions == 1 { outputs.remove(0) } else { crate::cat(&outputs, -1)? };
         width = hidden * directions;
     }
-    let x = crate::stack(&steps, 0)?;
-    let mut output = x;
+    let mut output = sequence;
     let mut h_n = crate::stack(&finals_h, 0)?;
     let mut c_n = if finals_c.is_empty() { None } else { Some(crate::stack(&finals_c, 0)?) };
     if !batched {
