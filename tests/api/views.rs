@@ -435,7 +435,7 @@ fn splits_record_one_node_for_all_their_pieces() {
     assert_eq!(rows[3].grad_fn().unwrap().unwrap().name(), "UnbindBackward0");
     // Rows 1 and 3 weighted, rows 0 and 2 unused.
     let loss = (&(&rows[1] * 2.0).unwrap().sum().unwrap() + &(&rows[3] * &rows[3]).unwrap().sum().unwrap()).unwrap();
-    let grads = torchfn::autograd::grad(&[loss], &[x.clone()], None, None, true, true).unwrap();
+    let grads = torchfn::autograd::grad(&[loss], std::slice::from_ref(&x), None, None, true, true).unwrap();
     let g = grads[0].clone().unwrap();
     assert_eq!(g.to_vec::<f64>().unwrap(), [0.0, 0.0, 0.0, 2.0, 2.0, 2.0, 0.0, 0.0, 0.0, 18.0, 20.0, 22.0]);
     // Second order: d/dx of sum(g) is 2 on row 3 (from rows[3]²), zero elsewhere.
