@@ -11,7 +11,6 @@
 //! folder of `tests/golden/workloads` or a path).
 
 use serde_json::Value as Json;
-use torchfn::Device;
 use torchfn::prelude::*;
 
 /// The model (`examples/models/bert.rs`).
@@ -25,7 +24,7 @@ pub mod bert;
 pub mod reference;
 
 use bert::{BertConfig, BertForMaskedLM};
-use reference::{Batch, Reference};
+use reference::Batch;
 
 /// The reference folder this example checks by default.
 pub const WORKLOAD: &str = "bert_tiny";
@@ -44,17 +43,4 @@ pub fn forward_loss(model: &BertForMaskedLM, batch: &Batch) -> Result<(Tensor, T
     Ok((logits, loss))
 }
 
-/// [`check_workload`] of [`WORKLOAD`].
-pub fn check(device: Device, train: bool) -> std::result::Result<String, String> {
-    check_workload(WORKLOAD, device, train)
-}
-
-/// Checks the port against `workload` (a folder of `tests/golden/workloads` or a path) on
-/// `device`, with three AdamW steps on the CPU when `train` ([`Reference::check`]).
-pub fn check_workload(workload: &str, device: Device, train: bool) -> std::result::Result<String, String> {
-    Reference::load(workload)?.check(device, train, model, forward_loss)
-}
-
-fn main() {
-    reference::main(WORKLOAD, check_workload);
-}
+reference::entry_points!();

@@ -11,7 +11,6 @@
 //! folder of `tests/golden/workloads` or a path).
 
 use serde_json::Value as Json;
-use torchfn::Device;
 use torchfn::nn::Forward;
 use torchfn::prelude::*;
 
@@ -26,7 +25,7 @@ pub mod llama;
 pub mod reference;
 
 use llama::{LlamaConfig, LlamaForCausalLM};
-use reference::{Batch, Reference};
+use reference::Batch;
 
 /// The reference folder this example checks by default.
 pub const WORKLOAD: &str = "llama_tiny";
@@ -43,17 +42,4 @@ pub fn forward_loss(model: &LlamaForCausalLM, batch: &Batch) -> Result<(Tensor, 
     Ok((logits, loss))
 }
 
-/// [`check_workload`] of [`WORKLOAD`].
-pub fn check(device: Device, train: bool) -> std::result::Result<String, String> {
-    check_workload(WORKLOAD, device, train)
-}
-
-/// Checks the port against `workload` (a folder of `tests/golden/workloads` or a path) on
-/// `device`, with three AdamW steps on the CPU when `train` ([`Reference::check`]).
-pub fn check_workload(workload: &str, device: Device, train: bool) -> std::result::Result<String, String> {
-    Reference::load(workload)?.check(device, train, model, forward_loss)
-}
-
-fn main() {
-    reference::main(WORKLOAD, check_workload);
-}
+reference::entry_points!();

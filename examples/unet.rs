@@ -10,7 +10,6 @@
 //! of `tests/golden/workloads` or a path, another block list's too).
 
 use serde_json::Value as Json;
-use torchfn::Device;
 use torchfn::prelude::*;
 
 /// The model (`examples/models/unet.rs`).
@@ -23,7 +22,7 @@ pub mod unet;
 #[path = "models/reference.rs"]
 pub mod reference;
 
-use reference::{Batch, Reference};
+use reference::Batch;
 use unet::{UNet2DConfig, UNet2DModel};
 
 /// The reference folder this example checks by default.
@@ -41,17 +40,4 @@ pub fn forward_loss(model: &UNet2DModel, batch: &Batch) -> Result<(Tensor, Tenso
     Ok((output, loss))
 }
 
-/// [`check_workload`] of [`WORKLOAD`].
-pub fn check(device: Device, train: bool) -> std::result::Result<String, String> {
-    check_workload(WORKLOAD, device, train)
-}
-
-/// Checks the port against `workload` (a folder of `tests/golden/workloads` or a path) on
-/// `device`, with three AdamW steps on the CPU when `train` ([`Reference::check`]).
-pub fn check_workload(workload: &str, device: Device, train: bool) -> std::result::Result<String, String> {
-    Reference::load(workload)?.check(device, train, model, forward_loss)
-}
-
-fn main() {
-    reference::main(WORKLOAD, check_workload);
-}
+reference::entry_points!();

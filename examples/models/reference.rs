@@ -70,8 +70,12 @@ impl fmt::Display for Training {
             write!(f, ", parameters after step {step} {error:.1e} ({name})")?;
         }
         write!(f, "; a step {:.1} ms", self.step_ms)?;
+        if cfg!(debug_assertions) {
+            // Unoptimized: not to be set beside PyTorch's.
+            return write!(f, " (a debug build: time it with --release)");
+        }
         match self.pytorch_step_ms {
-            Some(ms) => write!(f, " (PyTorch's: {ms} ms)"),
+            Some(ms) => write!(f, " (PyTorch's: {ms} ms, from its reference's machine)"),
             None => Ok(()),
         }
     }
@@ -461,6 +465,33 @@ pub fn main(default: &str, check: fn(&str, Device, bool) -> Result<String, Strin
         }
     }
 }
+
+/// An example's entry points for its port, from the `WORKLOAD`, `model` and `forward_loss` it
+/// declares: `check` (the default reference), `check_workload` (any reference folder) and
+/// `main` (the command line of [`main`]).
+macro_rules! entry_points {
+    () => {
+        /// [`check_workload`] of [`WORKLOAD`].
+        pub fn check(device: torchfn::Device, train: bool) -> std::result::Result<String, String> {
+            check_workload(WORKLOAD, device, train)
+        }
+
+        /// Checks the port against `workload` (a folder of `tests/golden/workloads` or a path)
+        /// on `device`, with three AdamW steps on the CPU when `train` (`Reference::check`).
+        pub fn check_workload(
+            workload: &str,
+            device: torchfn::Device,
+            train: bool,
+        ) -> std::result::Result<String, String> {
+            reference::Reference::load(workload)?.check(device, train, model, forward_loss)
+        }
+
+        fn main() {
+            reference::main(WORKLOAD, check_workload);
+        }
+    };
+}
+pub(crate) use entry_points;
 
 /// Prints `message` and ends the process with `code`.
 fn exit(code: i32, message: String) -> ! {

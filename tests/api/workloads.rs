@@ -14,7 +14,8 @@ use crate::examples::train_gpt::gpt;
 #[path = "../../examples/models/resnet.rs"]
 pub(crate) mod resnet;
 
-#[allow(dead_code)]
+// Its `entry_points!` serves the examples, not this crate.
+#[allow(dead_code, unused_macros, unused_imports)]
 #[path = "../../examples/models/reference.rs"]
 pub(crate) mod reference;
 
