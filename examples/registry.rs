@@ -1,5 +1,6 @@
 //! The registry: every overridable function by namespace, one qualified name per line, with
-//! a function of this program's own among torchfn's.
+//! a function of this program's own among torchfn's, then the ignored ones (modes see them,
+//! subclasses do not) with the reason.
 //!
 //! Run it with `cargo run --example registry`.
 
@@ -23,6 +24,13 @@ pub fn run() -> Result<String> {
         for func in funcs {
             writeln!(out, "{}{}", func.qualified_name(), func.signature()).ok();
         }
+    }
+    // The constructors and the like that modes see but subclasses do not (PyTorch's
+    // `get_ignored_functions`).
+    let ignored = torchfn::overrides::get_ignored_functions();
+    writeln!(out, "# ignored ({} functions)", ignored.len()).ok();
+    for func in ignored {
+        writeln!(out, "{}: {}", func.qualified_name(), func.reason()).ok();
     }
     Ok(out)
 }

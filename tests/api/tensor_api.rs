@@ -779,3 +779,18 @@ fn bernoulli_fills_integer_and_bool_tensors() {
     assert!((1400..1600).contains(&set), "{set} set");
     assert_eq!(flags.dtype().unwrap(), DType::Bool);
 }
+
+/// The census's last names: `torch.empty` (torchvision's stochastic depth draws into one) and
+/// `empty_like`, whose elements torchfn zeroes, and the methods `Tensor.all` and `Tensor.any`.
+#[test]
+fn empty_and_the_all_and_any_methods_are_pytorchs() {
+    let e = torchfn::empty([2, 3], DType::Float64, None).unwrap();
+    assert_eq!((e.shape().unwrap().to_vec(), e.dtype().unwrap()), (vec![2, 3], DType::Float64));
+    let like = torchfn::empty_like(&torchfn::ones([4], DType::Int32, None).unwrap(), None).unwrap();
+    assert_eq!((like.shape().unwrap().to_vec(), like.dtype().unwrap()), (vec![4], DType::Int32));
+    let t = torchfn::tensor([[true, false], [true, true]]).unwrap();
+    assert_eq!(t.all().unwrap().to_vec::<bool>().unwrap(), [false]);
+    assert_eq!(t.any().unwrap().to_vec::<bool>().unwrap(), [true]);
+    assert_eq!(t.all_dim(1, false).unwrap().to_vec::<bool>().unwrap(), [false, true]);
+    assert_eq!(t.any_dim(0, true).unwrap().shape().unwrap().to_vec(), [1, 2]);
+}

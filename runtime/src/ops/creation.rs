@@ -304,6 +304,25 @@ pub fn zeros(
     filled("zeros", size.into(), Scalar::Int(0), dtype, device)
 }
 
+/// A tensor whose elements the program is to write before it reads them (`torch.empty`),
+/// float32 unless `dtype` says otherwise, on the CPU unless `device` says otherwise. PyTorch
+/// leaves its memory as it was; torchfn's allocations are zeroed, so its elements are zeros.
+///
+/// ```
+/// let t = torchfn::empty([2, 3], None, None)?;
+/// assert_eq!(t.shape()?, [2, 3]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
+pub fn empty(
+    size: impl Into<Shape>,
+    #[default(None)] dtype: impl Into<Option<DType>>,
+    #[default(None)] device: impl Into<Option<Device>>,
+) -> Result<Tensor> {
+    let (device, dtype) = placed("empty", device.into(), dtype.into(), get_default_dtype())?;
+    filled("empty", size.into(), Scalar::Int(0), dtype, device)
+}
+
 /// A tensor of ones (`torch.ones`), float32 unless `dtype` says otherwise, on the CPU unless
 /// `device` says otherwise.
 #[torch_function(module = "torchfn", ignore = "a constructor with no tensor argument")]
@@ -460,6 +479,13 @@ pub fn linspace(
 #[torch_function(module = "torchfn")]
 pub fn zeros_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
     like("zeros_like", input, Scalar::Int(0), dtype.into())
+}
+
+/// A tensor to be written, with the shape, device and dtype (unless given) of `input`
+/// (`torch.empty_like`): zeros in torchfn, as [`empty`].
+#[torch_function(module = "torchfn")]
+pub fn empty_like(input: &Tensor, #[default(None)] dtype: impl Into<Option<DType>>) -> Result<Tensor> {
+    like("empty_like", input, Scalar::Int(0), dtype.into())
 }
 
 /// Ones with the shape, device and dtype (unless given) of `input` (`torch.ones_like`).
@@ -658,6 +684,7 @@ fn nested(rows: &[&[i64]]) -> Value {
 
 crate::samples! {
     ZEROS_LIKE => [sample([f32s(&[2, 3])])],
+    EMPTY_LIKE => [sample([f32s(&[2, 3])]), sample([f32s(&[3])]).kw("dtype", Value::DType(DType::Float64))],
     ONES_LIKE => [sample([crate::testing::i64s(&[2, 3])])],
     FULL_LIKE => [sample([f32s(&[2, 3]), Value::Float(-2.0)])],
     Tensor::NEW_ONES => [sample([f32s(&[2]), Value::Int(2), Value::Int(3)]), sample([crate::testing::i64s(&[2]), Value::Tuple(vec![3.into()])]).kw("dtype", DType::Float64)],

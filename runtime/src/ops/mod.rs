@@ -51,8 +51,9 @@ pub use compare::{
 };
 pub use copy::{CLONE, clone};
 pub use creation::{
-    ARANGE, AS_TENSOR, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, TENSOR, ZEROS, ZEROS_LIKE, arange,
-    arange_range, as_tensor, eye, full, full_like, linspace, ones, ones_like, tensor, zeros, zeros_like,
+    ARANGE, AS_TENSOR, EMPTY, EMPTY_LIKE, EYE, FULL, FULL_LIKE, LINSPACE, ONES, ONES_LIKE, TENSOR, ZEROS, ZEROS_LIKE,
+    arange, arange_range, as_tensor, empty, empty_like, eye, full, full_like, linspace, ones, ones_like, tensor, zeros,
+    zeros_like,
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use einsum::{EINSUM, einsum};

@@ -583,6 +583,32 @@ impl Tensor {
     pub fn mean_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
         mean_impl("mean", ("self", self), dim.into().as_dims(), keepdim, None)
     }
+
+    /// Whether every element is true: the method form of [`all`](crate::all()).
+    #[torch_function]
+    pub fn all(&self) -> Result<Tensor> {
+        all_any("all", ("self", self), None, false, true)
+    }
+
+    /// Whether every element along `dim` is true: the method form of
+    /// [`all_dim`](crate::all_dim()).
+    #[torch_function(overload_of = Tensor::ALL)]
+    pub fn all_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        all_any("all", ("self", self), dim.into().as_dims(), keepdim, true)
+    }
+
+    /// Whether any element is true: the method form of [`any`](crate::any()).
+    #[torch_function]
+    pub fn any(&self) -> Result<Tensor> {
+        all_any("any", ("self", self), None, false, false)
+    }
+
+    /// Whether any element along `dim` is true: the method form of
+    /// [`any_dim`](crate::any_dim()).
+    #[torch_function(overload_of = Tensor::ANY)]
+    pub fn any_dim(&self, dim: impl Into<ReduceDims>, #[default(false)] keepdim: bool) -> Result<Tensor> {
+        all_any("any", ("self", self), dim.into().as_dims(), keepdim, false)
+    }
 }
 
 crate::samples! {
@@ -609,4 +635,6 @@ crate::samples! {
     CUMPROD => [sample([f32s(&[3, 4]), Value::Int(0)])],
     Tensor::SUM => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4]), Value::Int(1)])],
     Tensor::MEAN => [sample([f32s(&[3, 4])]), sample([f32s(&[3, 4])]).kw("dim", 0)],
+    Tensor::ALL => [sample([bools(&[2, 3])]), sample([f32s(&[2, 3]), Value::Int(1)]).kw("keepdim", true)],
+    Tensor::ANY => [sample([bools(&[2, 3])]), sample([i64s(&[2, 3]), Value::Int(0)])],
 }
