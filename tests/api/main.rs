@@ -42,6 +42,7 @@ mod protocol_complete;
 mod random;
 mod readme;
 mod registry;
+mod scatter;
 mod subclass;
 mod tensor;
 mod tensor_api;

@@ -1,8 +1,11 @@
 //! The index family beyond `gather` and `index_select`: `index_add`, `index_copy` and
-//! `index_fill` (their out-of-place forms), `scatter_add` and `scatter_reduce` (sum and mean),
-//! `take_along_dim` and `masked_select`, composed of `scatter_add`, `gather`, `where` and
-//! views, so their gradients are those operations'.
+//! `index_fill` (their out-of-place forms), `scatter` and `scatter_add`, `scatter_reduce` (sum,
+//! mean, amax, amin), `take_along_dim` and `masked_select`, composed of `scatter_add`,
+//! `index_put`, `sort`, `gather`, `where` and views, so their gradients are those operations';
+//! `scatter` and the extremes are one node each, with PyTorch's gradients for repeated
+//! positions and ties.
 
+use crate::autograd::Function;
 use crate::error::{Result, bail};
 use crate::ops::indexing::out_of_range;
 use crate::primitive;
@@ -245,10 +248,252 @@ fn scatter_reduce_impl(
             let mode = if input.dtype()?.is_floating_point() { None } else { Some("floor") };
             base.add(&sums, 1)?.div(&counts, mode)
         }
-        "prod" | "amax" | "amin" => {
-            bail!(NotImplemented, "{FUNC}(): reduce='{reduce}' is not supported yet; 'sum' and 'mean' are")
+        "amax" | "amin" => {
+            let [out] = <[Tensor; 1]>::try_from(ScatterExtreme::apply((
+                input.clone(),
+                index.clone(),
+                src,
+                d,
+                reduce == "amax",
+                include_self,
+            ))?)
+            .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
+            Ok(out)
+        }
+        "prod" => {
+            bail!(NotImplemented, "{FUNC}(): reduce='prod' is not supported yet; 'sum', 'mean', 'amax' and 'amin' are")
         }
         other => bail!(Runtime, "{FUNC}(): reduce argument must be either sum, prod, mean, amax or amin, got {other}"),
+    }
+}
+
+/// The position in `shape` (flattened) of each element `index` points at along `d`: the
+/// element's own coordinates, `index`'s value along `d` (`index`'s shape, its dtype).
+fn flat_positions(shape: &Shape, d: usize, index: &Tensor) -> Result<Tensor> {
+    let strides = shape.contiguous_strides();
+    let is = index.shape()?;
+    let (dtype, device) = (index.dtype()?, index.device()?);
+    let mut positions = index.mul(&Tensor::scalar(strides[d] as i64))?;
+    for (k, &n) in is.iter().enumerate().filter(|&(k, _)| k != d) {
+        let mut along: Vec<i64> = vec![1; is.len()];
+        along[k] = n as i64;
+        let coordinate = crate::arange(n as i64, dtype, device)?.reshape(&along)?;
+        positions = positions.add(&coordinate.mul(&Tensor::scalar(strides[k] as i64))?, 1)?;
+    }
+    Ok(positions)
+}
+
+/// `input` with `src`'s elements written at the positions `index` gives along `dim`: the last
+/// write of each position wins, or with `accumulate` they add up.
+fn scatter_write(input: &Tensor, d: usize, index: &Tensor, src: &Tensor, accumulate: bool) -> Result<Tensor> {
+    let shape = input.shape()?;
+    let positions = flat_positions(&shape, d, index)?.reshape(&[-1])?;
+    let flat = input.reshape(&[-1])?.index_put(&[positions], &src.reshape(&[-1])?, accumulate)?;
+    flat.reshape(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>())
+}
+
+/// `scatter_reduce`'s `amax` and `amin` as one node: the extreme of what reaches each position
+/// (and the position's own value with `include_self`), NaN winning as in PyTorch; the gradient
+/// shared evenly among the elements equal to the result, as PyTorch's.
+#[derive(Default)]
+struct ScatterExtreme {
+    dim: usize,
+    include_self: bool,
+}
+
+impl Function for ScatterExtreme {
+    type Inputs = (Tensor, Tensor, Tensor, usize, bool, bool);
+    type Output = Vec<Tensor>;
+    type GradOutputs = Vec<Option<Tensor>>;
+
+    fn forward_with_ctx(
+        ctx: &mut crate::autograd::Ctx<Self>,
+        (input, index, src, d, largest, include_self): &Self::Inputs,
+    ) -> Result<Vec<Tensor>> {
+        let (shape, d) = (input.shape()?, *d);
+        // Every candidate of each position written in the order of its value, the extreme
+        // last: `index_put`'s last write wins.
+        let positions = flat_positions(&shape, d, index)?.reshape(&[-1])?;
+        let mut values = src.reshape(&[-1])?;
+        let mut at = positions;
+        if *include_self {
+            let own = crate::arange(shape.numel() as i64, at.dtype()?, at.device()?)?;
+            values = crate::cat(&[values, input.reshape(&[-1])?], 0)?;
+            at = crate::cat(&[at, own], 0)?;
+        }
+        let (sorted, order) = crate::sort(&values, 0, !*largest, true)?;
+        let written = input.reshape(&[-1])?.index_put(&[at.index_select(0, &order)?], &sorted, false)?;
+        let dims: Vec<i64> = shape.iter().map(|&n| n as i64).collect();
+        let mut result = written.reshape(&dims)?;
+        if input.dtype()?.is_floating_point() {
+            // NaN, last of an ascending sort and first of a descending one, wins both ways.
+            let nan = |t: &Tensor| t.isnan()?.to(input.dtype()?, false, false);
+            let mut hit = primitive::scatter_add(&shape, d, index, &nan(src)?)?;
+            if *include_self {
+                hit = hit.add(&nan(input)?, 1)?;
+            }
+            result = crate::r#where(&hit.gt(&Tensor::scalar(0.0))?, &Tensor::scalar(f64::NAN), &result)?;
+        }
+        ctx.dim = d;
+        ctx.include_self = *include_self;
+        ctx.save_for_backward((input.clone(), index.clone(), src.clone(), result.clone()));
+        ctx.save_for_forward((input.clone(), index.clone(), src.clone(), result.clone()));
+        Ok(vec![result])
+    }
+
+    /// `N` = how many elements equal the result at each position; `grad_self = (self ==
+    /// result) g / N` (zero where `src` reaches without `include_self`), `grad_src = (src ==
+    /// result[index]) (g / N)[index]`.
+    fn backward(ctx: &mut crate::autograd::Ctx<Self>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (input, index, src, result): (Tensor, Tensor, Tensor, Tensor) = ctx.saved_tensors()?;
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None; 6]) };
+        let (self_share, src_share) = shares(&input, &index, &src, &result, ctx.dim, ctx.include_self)?;
+        let grad_self = g.mul(&self_share)?;
+        let grad_src = g.gather(ctx.dim as i64, &index)?.mul(&src_share)?;
+        Ok(vec![Some(grad_self), None, Some(grad_src), None, None, None])
+    }
+
+    /// The same shares of the tangents: `t_self` where `self` is the result, and `t_src`
+    /// scattered where `src` is.
+    fn jvp(ctx: &mut crate::autograd::Ctx<Self>, tangents: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (input, index, src, result): (Tensor, Tensor, Tensor, Tensor) = ctx.saved_tensors()?;
+        let (self_share, src_share) = shares(&input, &index, &src, &result, ctx.dim, ctx.include_self)?;
+        let mut out = crate::zeros_like(&result, None)?;
+        if let Some(t) = tangents.first().cloned().flatten() {
+            out = out.add(&t.mul(&self_share)?, 1)?;
+        }
+        if let Some(t) = tangents.get(2).cloned().flatten() {
+            out = out.add(&primitive::scatter_add(&input.shape()?, ctx.dim, &index, &t.mul(&src_share)?)?, 1)?;
+        }
+        Ok(vec![Some(out)])
+    }
+}
+
+/// Each element's share of the gradient of an extreme at its position (PyTorch's rule): `1/N`
+/// where it equals the result, `N` counting the equal elements there; `self`'s own shares are
+/// zero where `src` reaches without `include_self`.
+fn shares(
+    input: &Tensor,
+    index: &Tensor,
+    src: &Tensor,
+    result: &Tensor,
+    d: usize,
+    include_self: bool,
+) -> Result<(Tensor, Tensor)> {
+    let dtype = input.dtype()?;
+    let shape = input.shape()?;
+    let self_is = input.eq(result)?.to(dtype, false, false)?;
+    let src_is = src.eq(&result.gather(d as i64, index)?)?.to(dtype, false, false)?;
+    let count = self_is.add(&primitive::scatter_add(&shape, d, index, &src_is)?, 1)?;
+    let count = crate::r#where(&count.gt(&Tensor::scalar(0.0))?, &count, &Tensor::scalar(1.0))?;
+    let mut self_share = self_is.div(&count, None)?;
+    if !include_self {
+        let reached = primitive::scatter_add(&shape, d, index, &crate::ones_like(src, None)?)?;
+        self_share = crate::r#where(&reached.gt(&Tensor::scalar(0.0))?, &Tensor::scalar(0.0), &self_share)?;
+    }
+    let src_share = src_is.div(&count.gather(d as i64, index)?, None)?;
+    Ok((self_share, src_share))
+}
+
+/// `input` with `src`'s elements written at the positions `index` gives along `dim`
+/// (`torch.scatter`): `out[index[i][j]][j] = src[i][j]` for `dim = 0`, and so on; where
+/// positions repeat, the last element (in `src`'s row-major order) wins (PyTorch leaves the
+/// order unspecified). `reduce = "add"` adds them instead. `index` is as
+/// [`scatter_add`]'s. Differentiable in `input` (zero where written) and `src` (the gradient
+/// gathered).
+///
+/// ```
+/// let x = torchfn::zeros([2, 3], None, None)?;
+/// let src = torchfn::tensor([[1.0f32, 2.0, 3.0]])?;
+/// let index = torchfn::tensor([[1i64, 0, 1]])?;
+/// assert_eq!(torchfn::scatter(&x, 0, &index, &src, None)?.to_vec::<f32>()?, [0.0, 2.0, 0.0, 1.0, 0.0, 3.0]);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
+#[torch_function(module = "torchfn")]
+pub fn scatter(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    src: &Tensor,
+    #[keyword_only]
+    #[default(None)]
+    reduce: Option<&str>,
+) -> Result<Tensor> {
+    scatter_impl(input, dim, index, src, reduce)
+}
+
+/// [`scatter`] of one value (`torch.scatter(input, dim, index, value)`): `value` written at
+/// every position `index` gives.
+#[torch_function(overload_of = SCATTER)]
+pub fn scatter_value(
+    input: &Tensor,
+    dim: i64,
+    index: &Tensor,
+    value: Scalar,
+    #[keyword_only]
+    #[default(None)]
+    reduce: Option<&str>,
+) -> Result<Tensor> {
+    let src = crate::full_like(index, value, input.dtype()?)?;
+    scatter_impl(input, dim, index, &src, reduce)
+}
+
+fn scatter_impl(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: Option<&str>) -> Result<Tensor> {
+    const FUNC: &str = "scatter";
+    let (d, src) = scattered(FUNC, input, dim, index, src)?;
+    let accumulate = match reduce {
+        None => false,
+        Some("add") => true,
+        Some("multiply") => bail!(NotImplemented, "{FUNC}(): reduce='multiply' is not supported yet; 'add' is"),
+        Some(other) => bail!(Runtime, "{FUNC}(): reduce argument must be either add or multiply, got {other}"),
+    };
+    let [out] = <[Tensor; 1]>::try_from(ScatterWrite::apply((input.clone(), index.clone(), src, d, accumulate))?)
+        .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
+    Ok(out)
+}
+
+/// `scatter` as one node with PyTorch's gradients: the input's is zero where written (kept with
+/// `reduce="add"`), each source element's is the gradient at its position, repeated positions
+/// included.
+#[derive(Default)]
+struct ScatterWrite {
+    dim: usize,
+    accumulate: bool,
+}
+
+impl Function for ScatterWrite {
+    type Inputs = (Tensor, Tensor, Tensor, usize, bool);
+    type Output = Vec<Tensor>;
+    type GradOutputs = Vec<Option<Tensor>>;
+
+    fn forward_with_ctx(
+        ctx: &mut crate::autograd::Ctx<Self>,
+        (input, index, src, d, accumulate): &Self::Inputs,
+    ) -> Result<Vec<Tensor>> {
+        (ctx.dim, ctx.accumulate) = (*d, *accumulate);
+        ctx.save_for_backward((index.clone(), src.clone()));
+        ctx.save_for_forward((input.clone(), index.clone(), src.clone()));
+        Ok(vec![scatter_write(input, *d, index, src, *accumulate)?])
+    }
+
+    fn backward(ctx: &mut crate::autograd::Ctx<Self>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (index, src): (Tensor, Tensor) = ctx.saved_tensors()?;
+        let Some(g) = grads.into_iter().next().flatten() else { return Ok(vec![None; 5]) };
+        let grad_input = if ctx.accumulate {
+            g.clone()
+        } else {
+            scatter_write(&g, ctx.dim, &index, &crate::zeros_like(&src, None)?, false)?
+        };
+        Ok(vec![Some(grad_input), None, Some(g.gather(ctx.dim as i64, &index)?), None, None])
+    }
+
+    /// The same write of the tangents (zeros for an input without one).
+    fn jvp(ctx: &mut crate::autograd::Ctx<Self>, tangents: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (input, index, src): (Tensor, Tensor, Tensor) = ctx.saved_tensors()?;
+        let or_zeros = |t: Option<Tensor>, like: &Tensor| t.map_or_else(|| crate::zeros_like(like, None), Ok);
+        let t_input = or_zeros(tangents.first().cloned().flatten(), &input)?;
+        let t_src = or_zeros(tangents.get(2).cloned().flatten(), &src)?;
+        Ok(vec![Some(scatter_write(&t_input, ctx.dim, &index, &t_src, ctx.accumulate)?)])
     }
 }
 
@@ -270,10 +515,11 @@ pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Re
 }
 
 /// `input` with `src`'s elements reduced into the positions `index` gives along `dim`
-/// (`torch.scatter_reduce`): `reduce = "sum"` or `"mean"` (over the elements scattered there,
-/// and `input`'s own with `include_self`; integer means round down, as PyTorch's). Positions no
-/// element reaches keep `input`'s value. `"prod"`, `"amax"` and `"amin"` need a kernel torchfn
-/// does not have yet (a `NotImplementedError`).
+/// (`torch.scatter_reduce`): `reduce = "sum"`, `"mean"`, `"amax"` or `"amin"` (over the
+/// elements scattered there, and `input`'s own with `include_self`; integer means round down,
+/// as PyTorch's; NaN wins the extremes, whose gradient the elements equal to the result share
+/// evenly). Positions no element reaches keep `input`'s value. `"prod"` is not supported yet (a
+/// `NotImplementedError`).
 ///
 /// ```
 /// let x = torchfn::tensor([10.0f32, 20.0])?;
@@ -448,6 +694,36 @@ impl Tensor {
         scatter_add_impl(self, dim, index, src)
     }
 
+    /// `self` with `src` written at `index` along `dim`: the method form of
+    /// [`scatter`](crate::scatter()).
+    #[torch_function]
+    pub fn scatter(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        src: &Tensor,
+        #[keyword_only]
+        #[default(None)]
+        reduce: Option<&str>,
+    ) -> Result<Tensor> {
+        scatter_impl(self, dim, index, src, reduce)
+    }
+
+    /// `self` with `value` written at `index` along `dim`: the method form of
+    /// [`scatter_value`](crate::scatter_value()).
+    #[torch_function(overload_of = Tensor::SCATTER)]
+    pub fn scatter_value(
+        &self,
+        dim: i64,
+        index: &Tensor,
+        value: Scalar,
+        #[keyword_only]
+        #[default(None)]
+        reduce: Option<&str>,
+    ) -> Result<Tensor> {
+        crate::scatter_value(self, dim, index, value, reduce)
+    }
+
     /// `self` with `src` reduced into `index` along `dim`: the method form of
     /// [`scatter_reduce`](crate::scatter_reduce()).
     #[torch_function]
@@ -512,6 +788,18 @@ crate::samples! {
         sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 0, 0], [2, 2]), f32s(&[2, 2]), Value::from("sum")]),
         sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 2, 0, 1], [2, 2]), f32s(&[2, 2]), Value::from("mean")])
             .kw("include_self", false),
+        sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 0, 0], [2, 2]), f32s(&[2, 2]), Value::from("amax")]),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 2, 0, 1], [2, 2]), f32s(&[2, 2]), Value::from("amin")])
+            .kw("include_self", false),
+    ],
+    SCATTER => [
+        sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 1, 0], [2, 2]), f32s(&[2, 3])]),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 1, 0, 0], [2, 2]), f32s(&[2, 2])]).kw("reduce", "add"),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 0], [2, 1]), Value::Float(-1.5)]),
+    ],
+    Tensor::SCATTER => [
+        sample([f32s(&[4]), Value::Int(0), positions(&[3, 0]), f32s(&[2])]),
+        sample([f32s(&[2, 2]), Value::Int(1), index2(&[1, 1], [2, 1]), Value::Int(7)]),
     ],
     Tensor::SCATTER_ADD => [sample([f32s(&[4]), Value::Int(0), positions(&[1, 1]), f32s(&[2])])],
     Tensor::SCATTER_REDUCE => [sample([f32s(&[3]), Value::Int(0), positions(&[2, 0]), f32s(&[2]), Value::from("mean")])],

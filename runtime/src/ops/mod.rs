@@ -58,8 +58,9 @@ pub use creation::{
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use einsum::{EINSUM, einsum};
 pub use index_family::{
-    INDEX_ADD, INDEX_COPY, INDEX_FILL, MASKED_SCATTER, MASKED_SELECT, SCATTER_ADD, SCATTER_REDUCE, TAKE_ALONG_DIM,
-    index_add, index_copy, index_fill, masked_scatter, masked_select, scatter_add, scatter_reduce, take_along_dim,
+    INDEX_ADD, INDEX_COPY, INDEX_FILL, MASKED_SCATTER, MASKED_SELECT, SCATTER, SCATTER_ADD, SCATTER_REDUCE,
+    TAKE_ALONG_DIM, index_add, index_copy, index_fill, masked_scatter, masked_select, scatter, scatter_add,
+    scatter_reduce, scatter_value, take_along_dim,
 };
 pub use indexing::{
     FLIP, GATHER, INDEX_PUT, INDEX_SELECT, NONZERO, ROLL, TRIL, TRIU, flip, gather, index_put, index_select, nonzero,
