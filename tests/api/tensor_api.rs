@@ -794,3 +794,26 @@ fn empty_and_the_all_and_any_methods_are_pytorchs() {
     assert_eq!(t.all_dim(1, false).unwrap().to_vec::<bool>().unwrap(), [false, true]);
     assert_eq!(t.any_dim(0, true).unwrap().shape().unwrap().to_vec(), [1, 2]);
 }
+
+/// `unique` along a dimension: the distinct slices sorted lexicographically, each slice's
+/// position among them and the counts, as PyTorch 2.15 gives them; zero-sized dimensions other
+/// than `dim` are its error.
+#[test]
+fn unique_along_a_dimension_is_pytorchs() {
+    let x = torchfn::tensor([[1i64, 2], [3, 4], [1, 2], [0, 5]]).unwrap();
+    let Value::Tuple(parts) = torchfn::unique(&x, true, true, true, Some(0)).unwrap() else { panic!("a tuple") };
+    let parts: Vec<Vec<i64>> = parts.iter().map(|p| p.as_tensor().unwrap().to_vec::<i64>().unwrap()).collect();
+    assert_eq!(parts, [vec![0, 5, 1, 2, 3, 4], vec![1, 2, 1, 0], vec![1, 2, 1]]);
+    let Value::Tuple(columns) = torchfn::unique(&x, true, true, true, Some(1)).unwrap() else { panic!("a tuple") };
+    let values = columns[0].as_tensor().unwrap();
+    assert_eq!(values.shape().unwrap().to_vec(), [4, 2]);
+    assert_eq!(values.to_vec::<i64>().unwrap(), [1, 2, 3, 4, 1, 2, 0, 5]);
+    assert_eq!(columns[1].as_tensor().unwrap().to_vec::<i64>().unwrap(), [0, 1]);
+    // Slices holding NaN are each their own.
+    let nan = torchfn::tensor([[f32::NAN, 1.0], [f32::NAN, 1.0]]).unwrap();
+    let Value::Tensor(rows) = torchfn::unique(&nan, true, false, false, Some(0)).unwrap() else { panic!("a tensor") };
+    assert_eq!(rows.shape().unwrap().to_vec(), [2, 2]);
+    let err = torchfn::unique(&torchfn::zeros([3, 0], None, None).unwrap(), true, false, false, Some(0)).unwrap_err();
+    assert!(err.to_string().contains("There are 0 sized dimensions"), "{err}");
+    assert_eq!(torchfn::unique(&x, true, false, false, Some(2)).unwrap_err().kind(), ErrorKind::Index);
+}

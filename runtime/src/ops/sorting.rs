@@ -5,7 +5,7 @@
 
 use crate::error::{Result, bail};
 use crate::primitive;
-use crate::tensor::{Shape, Tensor, normalize_dim};
+use crate::tensor::{DType, Shape, Tensor, normalize_dim};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -308,8 +308,8 @@ fn unique_impl(
     return_counts: bool,
     dim: Option<i64>,
 ) -> Result<Value> {
-    if dim.is_some() {
-        bail!(NotImplemented, "{func}(): unique along a dimension (dim=...) is not supported yet");
+    if let Some(dim) = dim {
+        return unique_slices(func, input, dim, return_inverse, return_counts);
     }
     let shape = input.shape()?;
     let flat = input.reshape(&[-1])?;
@@ -346,10 +346,71 @@ fn unique_impl(
     Ok(if results.len() == 1 { results.remove(0) } else { Value::Tuple(results) })
 }
 
+/// [`unique`] along `dim`: the distinct slices of `input` along `dim`, sorted
+/// lexicographically (each slice read row-major), with each slice's position among them and
+/// how often each occurs. The slices are sorted by a stable sort per element position, the last
+/// first, so that the first decides (a radix sort's order); a slice holding NaN is its own.
+fn unique_slices(func: &str, input: &Tensor, dim: i64, return_inverse: bool, return_counts: bool) -> Result<Value> {
+    let shape = input.shape()?;
+    let d = normalize_dim(dim, shape.len().max(1), func)?;
+    if shape.iter().enumerate().any(|(k, &n)| n == 0 && k != d) {
+        bail!(Runtime, "{func}(): There are 0 sized dimensions, and they aren't selected, so unique cannot be applied");
+    }
+    let n = shape.get(d).copied().unwrap_or(1);
+    // One row per slice: `dim` first, the others in order.
+    let front: Vec<i64> = std::iter::once(d).chain((0..shape.len()).filter(|&k| k != d)).map(|k| k as i64).collect();
+    let moved = input.permute(front.clone())?;
+    let rows = moved.reshape(&[n as i64, -1])?;
+    let width = rows.shape()?[1];
+    let mut order = crate::arange(n as i64, None, Some(input.device()?))?;
+    for c in (0..width).rev() {
+        let keys = rows.select(1, c as i64)?.index_select(0, &order)?;
+        order = order.index_select(0, &crate::argsort(&keys, 0, false, true)?)?;
+    }
+    let sorted_rows = rows.index_select(0, &order)?;
+    let index_dtype = order.dtype()?;
+    let starts = if n == 0 {
+        crate::zeros([0], Some(DType::Bool), Some(input.device()?))?
+    } else {
+        let first = crate::ones([1], Some(DType::Bool), Some(input.device()?))?;
+        let (later, earlier) = (sorted_rows.narrow(0, 1, n as i64 - 1)?, sorted_rows.narrow(0, 0, n as i64 - 1)?);
+        crate::cat(&[first, later.ne(&earlier)?.any_dim(1, false)?], 0)?
+    };
+    let first = crate::nonzero(&starts)?.reshape(&[-1])?;
+    let kept = sorted_rows.index_select(0, &first)?;
+    let mut slice_shape: Vec<i64> = moved.shape()?.iter().map(|&k| k as i64).collect();
+    slice_shape[0] = first.shape()?[0] as i64;
+    // `dim` back in its place: the inverse permutation.
+    let mut back = vec![0i64; front.len()];
+    for (position, &k) in front.iter().enumerate() {
+        back[k as usize] = position as i64;
+    }
+    let output = kept.reshape(&slice_shape)?.permute(back)?.contiguous()?;
+    let mut results = vec![Value::Tensor(output)];
+    if return_inverse {
+        let run = crate::cumsum(&starts, 0, None)?.sub(&Tensor::scalar(1i64), 1)?.to(index_dtype, false, false)?;
+        let inverse = if n == 0 { run } else { run.gather(0, &crate::argsort(&order, 0, false, false)?)? };
+        results.push(Value::Tensor(inverse));
+    }
+    if return_counts {
+        let first = first.to(index_dtype, false, false)?;
+        let runs = first.shape()?[0] as i64;
+        let counts = if runs == 0 {
+            first
+        } else {
+            let total = crate::full([1], n as i64, Some(index_dtype), Some(input.device()?))?;
+            crate::cat(&[first.narrow(0, 1, runs - 1)?, total], 0)?.sub(&first, 1)?
+        };
+        results.push(Value::Tensor(counts));
+    }
+    Ok(if results.len() == 1 { results.remove(0) } else { Value::Tuple(results) })
+}
+
 /// The distinct elements of `input`, sorted (`torch.unique`), and with `return_inverse` each
 /// element's position among them (of `input`'s shape), with `return_counts` how often each
 /// occurs: a tensor, or a tuple of those asked for, as PyTorch returns them. Each NaN is its
-/// own element. `sorted` is accepted (the result is always sorted); `dim` is not supported yet.
+/// own element. `sorted` is accepted (the result is always sorted). With `dim`, the distinct
+/// slices along it, sorted lexicographically, the inverse and counts per slice.
 /// The count of distinct elements depends on the values, so fake tensors cannot run it.
 ///
 /// ```
@@ -467,6 +528,7 @@ crate::samples! {
     UNIQUE => [
         sample([i64s(&[3, 4])]),
         sample([with_ties(&[2, 4])]).kw("return_inverse", true).kw("return_counts", true),
+        sample([with_ties(&[4, 2])]).kw("dim", 1).kw("return_inverse", true).kw("return_counts", true),
     ],
     Tensor::UNIQUE => [sample([i64s(&[6])]).kw("return_counts", true)],
     Tensor::SORT => [sample([f32s(&[4])])],
