@@ -285,3 +285,14 @@ fn conv1d_and_conv_transpose2d_initialise_and_print_as_pytorch() {
     let odd = ConvTranspose2d::new(3, 4, [1, 1], [1, 1], [0, 0], [0, 0], 2, true, [1, 1], &g());
     assert_eq!(odd.err().map(|e| e.kind()), Some(ErrorKind::Value));
 }
+
+/// An LSTM over an empty batch gives empty outputs, as PyTorch's (its input projection is one
+/// product for the whole sequence).
+#[test]
+fn lstm_over_an_empty_batch_is_empty() {
+    let lstm = nn::LSTM::new(3, 4, 2, true, true, 0.0, false, &g()).unwrap();
+    let x = torchfn::zeros([0, 5, 3], None, None).unwrap();
+    let (out, (h, c)) = lstm.forward(&x, None).unwrap();
+    assert_eq!(out.shape().unwrap().to_vec(), [0, 5, 4]);
+    assert_eq!((h.shape().unwrap().to_vec(), c.shape().unwrap().to_vec()), (vec![2, 0, 4], vec![2, 0, 4]));
+}

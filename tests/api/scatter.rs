@@ -69,16 +69,14 @@ fn scatter_reduce_takes_extremes_with_pytorch_s_gradients() {
     let third = 1.0f32 / 3.0;
     assert_eq!(values(&x.grad().unwrap().unwrap()), [third, 1.0]);
     assert_eq!(values(&src.grad().unwrap().unwrap()), [third, third, 0.0]);
-    // NaN wins, for the smallest too.
-    let y = torchfn::scatter_reduce(
-        &torchfn::tensor([1.0f32, 2.0]).unwrap(),
-        0,
-        &torchfn::tensor([0i64, 1]).unwrap(),
-        &torchfn::tensor([f32::NAN, 0.0]).unwrap(),
-        "amin",
-        true,
-    )
-    .unwrap();
-    let y = values(&y);
-    assert!(y[0].is_nan() && y[1] == 0.0, "{y:?}");
+    // NaN wins, for the smallest too, and its position's gradients are NaN (PyTorch's: none of
+    // its elements equals the result, so the shares divide by zero).
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let src = torchfn::tensor([f32::NAN, 0.0]).unwrap().requires_grad_(true).unwrap();
+    let y = torchfn::scatter_reduce(&x, 0, &torchfn::tensor([0i64, 1]).unwrap(), &src, "amin", true).unwrap();
+    let got = values(&y);
+    assert!(got[0].is_nan() && got[1] == 0.0, "{got:?}");
+    y.sum().unwrap().backward().unwrap();
+    let (gx, gs) = (values(&x.grad().unwrap().unwrap()), values(&src.grad().unwrap().unwrap()));
+    assert!(gx[0].is_nan() && gx[1] == 0.0 && gs[0].is_nan() && gs[1] == 1.0, "{gx:?} {gs:?}");
 }

@@ -234,6 +234,12 @@ fn scatter_reduce_impl(
 ) -> Result<Tensor> {
     const FUNC: &str = "scatter_reduce";
     let (d, src) = scattered(FUNC, input, dim, index, src)?;
+    if matches!(reduce, "amax" | "amin") {
+        let args = (input.clone(), index.clone(), src, d, reduce == "amax", include_self);
+        let [out] = <[Tensor; 1]>::try_from(ScatterExtreme::apply(args)?)
+            .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
+        return Ok(out);
+    }
     let shape = input.shape()?;
     let sums = primitive::scatter_add(&shape, d, index, &src)?;
     let ones = crate::ones_like(&src, None)?;
@@ -247,18 +253,6 @@ fn scatter_reduce_impl(
             let counts = crate::r#where(&reached, &counts, &Tensor::scalar(1i64))?;
             let mode = if input.dtype()?.is_floating_point() { None } else { Some("floor") };
             base.add(&sums, 1)?.div(&counts, mode)
-        }
-        "amax" | "amin" => {
-            let [out] = <[Tensor; 1]>::try_from(ScatterExtreme::apply((
-                input.clone(),
-                index.clone(),
-                src,
-                d,
-                reduce == "amax",
-                include_self,
-            ))?)
-            .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
-            Ok(out)
         }
         "prod" => {
             bail!(NotImplemented, "{FUNC}(): reduce='prod' is not supported yet; 'sum', 'mean', 'amax' and 'amin' are")
@@ -384,8 +378,9 @@ fn shares(
     let shape = input.shape()?;
     let self_is = input.eq(result)?.to(dtype, false, false)?;
     let src_is = src.eq(&result.gather(d as i64, index)?)?.to(dtype, false, false)?;
+    // Zero only where the result is NaN (equal to nothing): the shares there are NaN, as
+    // PyTorch's.
     let count = self_is.add(&primitive::scatter_add(&shape, d, index, &src_is)?, 1)?;
-    let count = crate::r#where(&count.gt(&Tensor::scalar(0.0))?, &count, &Tensor::scalar(1.0))?;
     let mut self_share = self_is.div(&count, None)?;
     if !include_self {
         let reached = primitive::scatter_add(&shape, d, index, &crate::ones_like(src, None)?)?;
@@ -434,6 +429,10 @@ pub fn scatter_value(
     #[default(None)]
     reduce: Option<&str>,
 ) -> Result<Tensor> {
+    scatter_value_impl(input, dim, index, value, reduce)
+}
+
+fn scatter_value_impl(input: &Tensor, dim: i64, index: &Tensor, value: Scalar, reduce: Option<&str>) -> Result<Tensor> {
     let src = crate::full_like(index, value, input.dtype()?)?;
     scatter_impl(input, dim, index, &src, reduce)
 }
@@ -721,7 +720,7 @@ impl Tensor {
         #[default(None)]
         reduce: Option<&str>,
     ) -> Result<Tensor> {
-        crate::scatter_value(self, dim, index, value, reduce)
+        scatter_value_impl(self, dim, index, value, reduce)
     }
 
     /// `self` with `src` reduced into `index` along `dim`: the method form of

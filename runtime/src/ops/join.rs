@@ -10,7 +10,7 @@ use crate::torch_function;
 use crate::value::Value;
 
 use super::SplitSize;
-use super::view::{advance, narrowed};
+use super::view::{narrowed, selected};
 
 /// The data of each tensor of a join; a Python number among them is a type error, as in
 /// PyTorch (`expected Tensor as element 1 in argument 0, but got float`). An empty list is a
@@ -172,7 +172,8 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
         start += n;
     }
     let name = if sections.is_empty() { "SplitBackward0" } else { "SplitWithSizesBackward0" };
-    crate::primitive::views(t, count, |i, l| Ok(narrowed(l, d, starts[i].0, starts[i].1)), name)
+    let pieces = crate::primitive::Pieces { dim: d, unbind: false, name };
+    crate::primitive::views(t, count, |i, l| Ok(narrowed(l, d, starts[i].0, starts[i].1)), pieces)
 }
 
 fn chunk_impl(func: &str, (name, t): (&str, &Tensor), chunks: i64, dim: i64) -> Result<Vec<Tensor>> {
@@ -206,16 +207,8 @@ fn unbind_impl(func: &str, (name, t): (&str, &Tensor), dim: i64) -> Result<Vec<T
     }
     let d = normalize_dim(dim, ndim, func)?;
     let n = x.layout.shape[d];
-    let selected = |i: usize, l: &Layout| {
-        let (shape, strides): (Vec<usize>, Vec<usize>) =
-            super::view::dims_of(l).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).unzip();
-        Ok(Layout {
-            shape: Shape::from(shape),
-            strides: strides.into_iter().collect(),
-            offset: advance(l.offset, i, l.strides[d]),
-        })
-    };
-    crate::primitive::views(t, n, selected, "UnbindBackward0")
+    let pieces = crate::primitive::Pieces { dim: d, unbind: true, name: "UnbindBackward0" };
+    crate::primitive::views(t, n, |i, l| Ok(selected(l, d, i)), pieces)
 }
 
 crate::overrides::ignored! {

@@ -274,10 +274,18 @@ pub(super) fn select_impl(func: &str, (name, t): (&str, &Tensor), dim: i64, inde
             shown(x.layout.shape.iter())
         )
     };
-    view_of(t, |l| {
-        let offset = advance(l.offset, i, l.strides[d]);
-        (dims_of(l).enumerate().filter(|&(k, _)| k != d).map(|(_, dim)| dim).collect(), offset)
-    })
+    primitive::view(t, |l| Ok(selected(l, d, i)))
+}
+
+/// The layout of position `index` of dimension `dim`, that dimension dropped (all checked).
+pub(crate) fn selected(layout: &Layout, dim: usize, index: usize) -> Layout {
+    let (shape, strides): (Vec<usize>, Vec<usize>) =
+        dims_of(layout).enumerate().filter(|&(k, _)| k != dim).map(|(_, d)| d).unzip();
+    Layout {
+        shape: Shape::from(shape),
+        strides: strides.into_iter().collect(),
+        offset: advance(layout.offset, index, layout.strides[dim]),
+    }
 }
 
 /// The dimensions `start_dim..=end_dim` (negative counting from the end) merged into one

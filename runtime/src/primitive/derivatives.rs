@@ -64,13 +64,8 @@ pub(crate) enum Op {
     Embed {
         relative: Layout,
     },
-    /// Views of disjoint parts of the input, one output each (`split`, `unbind`), under the
-    /// node's PyTorch name.
-    Views {
-        input: Shape,
-        relatives: Vec<Layout>,
-        name: &'static str,
-    },
+    /// The pieces of the input along a dimension, one output each (`split`, `unbind`).
+    Views(super::Pieces),
     /// An in-place write into a view: the base's new history (inputs: the base before, the
     /// written values).
     CopySlices {
@@ -222,19 +217,20 @@ impl Backward for Op {
             Op::Transfer => "ToCopyBackward0",
             Op::View { .. } => "ViewBackward0",
             Op::Embed { .. } => "AsStridedScatterBackward0",
-            Op::Views { name, .. } => name,
+            Op::Views(pieces) => pieces.name,
             Op::CopySlices { .. } => "CopySlices",
         };
         Cow::Borrowed(name)
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
-        if let Op::Views { input, relatives, .. } = self {
+        if let Op::Views(pieces) = self {
+            // Every piece's gradient is given (zeros where none reached it).
+            let grads: Vec<Tensor> = grads.into_iter().flatten().collect();
             let want = node.next.first().and_then(|e| e.as_ref()).map(|e| &e.node.outputs[e.output_nr]);
-            let grad = super::views_gradient(input, relatives, &grads)?;
-            return Ok(vec![match (grad, want) {
-                (Some(grad), Some(want)) => Some(fit(grad, want)?),
-                _ => None,
+            return Ok(vec![match want {
+                Some(want) => Some(fit(super::views_gradient(*pieces, &grads)?, want)?),
+                None => None,
             }]);
         }
         let g = grads
@@ -609,7 +605,7 @@ impl Op {
             Op::View { input, relative } => vec![Some(super::embed(g, input, relative)?)],
             Op::Embed { relative } => vec![Some(super::strided(g, relative.clone())?)],
             // Its outputs' gradients all at once, in `apply`.
-            Op::Views { .. } => return Err(Error::runtime_error("backward: a views node runs through apply")),
+            Op::Views(_) => return Err(Error::runtime_error("backward: a views node runs through apply")),
             Op::CopySlices { relative } => {
                 let base = if needs(0) {
                     let shape = g.shape()?;
@@ -725,7 +721,7 @@ impl Op {
             Op::Embed { relative } => super::embed(first()?, &out.shape()?, relative)?,
             Op::CopySlices { .. } => return Err(not_differentiable(self)),
             // Each view gets its tangent as it is made (`primitive::views`).
-            Op::Views { .. } => return Err(not_differentiable(self)),
+            Op::Views(_) => return Err(not_differentiable(self)),
         };
         fit_tangent(tangent, out)
     }

@@ -344,16 +344,18 @@ pub(crate) fn transfer(x: &Tensor, device: Device, dtype: DType) -> Result<Tenso
 /// of the same elements: a permutation, a slice, a broadcast, a reshape of a contiguous
 /// layout...). Its backward needs `make` of a contiguous layout of `x`'s shape too.
 pub(crate) fn view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) -> Result<Tensor> {
-    restride(x, make, true)
+    restride(x, make, true, true)
 }
 
 /// As [`view`] of a tensor the operation just made (a copy being reshaped): the result shares
 /// its memory but is no view of it (PyTorch's `_unsafe_view`; its `_base` is `None`).
 pub(crate) fn unsafe_view(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>) -> Result<Tensor> {
-    restride(x, make, false)
+    restride(x, make, false, true)
 }
 
-fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool) -> Result<Tensor> {
+/// The view (or unsafe view) `make` lays out, with its tangent, and its own node when `node`
+/// (a piece of [`views`] gets the shared one instead).
+fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool, node: bool) -> Result<Tensor> {
     let a = data(x, "view")?;
     let view = match dispatch::as_strided(x, make(&a.layout)?)? {
         Output::Array(array) if is_view => x.view_of(a, array),
@@ -364,7 +366,7 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
         out => Tensor::from_array(out.array().clone()),
     };
     let tangents = forward_ad::tangents(&[x]);
-    let records = recording(&[x]);
+    let records = node && recording(&[x]);
     if !records && tangents.is_none() {
         return Ok(view);
     }
@@ -379,76 +381,60 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool)
     Ok(view)
 }
 
-/// Views of disjoint parts of `x`, the `i`-th laid out by `make(i, x's layout)` (`split`,
-/// `chunk`, `unbind`): recorded as one node `name` with an output per view, as PyTorch's
-/// `SplitBackward0` and `UnbindBackward0`, whose backward writes the views' gradients into one
-/// buffer of `x`'s size (a node per view would make such a buffer for each view: quadratic
-/// for a recurrent network stepping through a sequence's `unbind`).
+/// The pieces of `x` along dimension `dim` (`split`, `chunk`, `unbind`: disjoint, in order,
+/// covering it), the `i`-th laid out by `make(i, x's layout)`, `unbind` when they drop `dim`:
+/// recorded as one node `name` with an output per piece, as PyTorch's `SplitBackward0` and
+/// `UnbindBackward0`, whose backward joins the pieces' gradients (a node per piece would make
+/// a gradient of `x`'s size for each: quadratic for a recurrent network stepping through a
+/// sequence's `unbind`).
 pub(crate) fn views(
     x: &Tensor,
     count: usize,
     make: impl Fn(usize, &Layout) -> Result<Layout>,
-    name: &'static str,
+    pieces: Pieces,
 ) -> Result<Vec<Tensor>> {
+    let out: Vec<Tensor> = (0..count).map(|i| restride(x, |l| make(i, l), true, false)).collect::<Result<_>>()?;
     if !recording(&[x]) {
-        return (0..count).map(|i| view(x, |l| make(i, l))).collect();
-    }
-    let input = data(x, "view")?.layout.shape.clone();
-    let contiguous = Layout::contiguous(input.clone());
-    let mut out = Vec::with_capacity(count);
-    let mut relatives = Vec::with_capacity(count);
-    for i in 0..count {
-        // Each view without its own node (forward AD still gives each its tangent).
-        let _one_node = autograd::no_grad();
-        out.push(view(x, |l| make(i, l))?);
-        relatives.push(make(i, &contiguous)?);
+        return Ok(out);
     }
     let outputs: Vec<_> = out.iter().map(|v| Ok(meta::output_meta(data(v, "view")?))).collect::<Result<_>>()?;
-    let node = Node::function(Op::Views { input, relatives, name }, [meta::gradient_edge(x)], Vec::new(), outputs);
+    let node = Node::function(Op::Views(pieces), [meta::gradient_edge(x)], Vec::new(), outputs);
     for (output_nr, v) in out.iter().enumerate() {
         meta::set_history(v, Some(Edge { node: node.clone(), output_nr }));
     }
     Ok(out)
 }
 
-/// Writes `src` into the window `relative` (relative to a contiguous layout) of `buffer`, a
-/// tensor the caller just made: below autograd, as a kernel's output.
-fn write_window(buffer: &Tensor, relative: &Layout, src: &Tensor) -> Result<()> {
-    let array = &data(buffer, "embed")?.array;
-    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
-    dispatch::copy_(&dispatch::as_strided(buffer, at)?.into_tensor(), src)?;
-    Ok(())
+/// How [`views`] cut their input: along `dim`, keeping it (`split`) or dropping it (`unbind`),
+/// and the node's name.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Pieces {
+    pub(crate) dim: usize,
+    pub(crate) unbind: bool,
+    pub(crate) name: &'static str,
 }
 
-/// The gradient of `x` from the gradients of its [`views`] (`None` for a view without one):
-/// one buffer of `input`'s shape with each gradient written into its window. Recording (with
-/// `create_graph`) or for batched or wrapper gradients, the sum of their embeddings instead,
-/// which differentiates and batches as `embed` does.
-pub(crate) fn views_gradient(input: &Shape, relatives: &[Layout], grads: &[Option<Tensor>]) -> Result<Option<Tensor>> {
-    let given: Vec<(&Tensor, &Layout)> =
-        grads.iter().zip(relatives).filter_map(|(g, r)| Some((g.as_ref()?, r))).collect();
-    let Some(&(first, _)) = given.first() else { return Ok(None) };
-    let special = |g: &Tensor| -> Result<bool> { Ok(g.is_wrapper() || crate::func::top_batch(g)?.is_some()) };
-    let mut embedded = autograd::is_grad_enabled();
-    for (g, _) in &given {
-        embedded |= special(g)?;
-    }
-    if embedded {
-        let mut total: Option<Tensor> = None;
-        for (g, r) in given {
-            let e = embed(g, input, r)?;
-            total = Some(match total {
-                Some(t) => add(&t, &e)?,
-                None => e,
-            });
-        }
-        return Ok(total);
-    }
-    let buffer = dispatch::new_full(first, input, Scalar::Int(0), data(first, "backward")?.dtype)?.into_tensor();
-    for (g, r) in given {
-        write_window(&buffer, r, g)?;
-    }
-    Ok(Some(buffer))
+/// The gradient of `x` from its [`views`]' (zeros where a piece has none): joined along the
+/// dimension they were cut from, so it differentiates, batches and runs for wrapper
+/// subclasses as `cat` does.
+pub(crate) fn views_gradient(pieces: Pieces, grads: &[Tensor]) -> Result<Tensor> {
+    let joined: Vec<Tensor> = if pieces.unbind {
+        grads
+            .iter()
+            .map(|g| {
+                let mut shape = data(g, "backward")?.layout.shape.to_vec();
+                shape.insert(pieces.dim, 1);
+                reshape(g, &Shape::from(shape))
+            })
+            .collect::<Result<_>>()?
+    } else {
+        grads.to_vec()
+    };
+    let first = data(&joined[0], "backward")?;
+    let mut shape = first.layout.shape.to_vec();
+    shape[pieces.dim] =
+        joined.iter().map(|g| Ok(data(g, "backward")?.layout.shape[pieces.dim])).sum::<Result<usize>>()?;
+    concat(&joined, pieces.dim, &Shape::from(shape), first.dtype)
 }
 
 /// A view of `x` with `layout` relative to a contiguous layout of `x` (as the backward of
@@ -495,8 +481,9 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     }
     // Zeros made like `src` (a DTensor gets its own kind), `src` written through the view.
     let zeros = dispatch::new_full(src, shape, Scalar::Int(0), s.dtype)?.into_tensor();
-    write_window(&zeros, relative, src)?;
     let array = data(&zeros, "embed")?.array.clone();
+    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
+    dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
     finish(&[src], Output::Given { tensor: zeros, array }, || {
         (Op::Embed { relative: relative.clone() }, Keep::default())
     })
@@ -682,6 +669,19 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
         bail!(
             Runtime,
             "{func}(): a view of a leaf Variable that requires grad is being used in an in-place operation."
+        );
+    }
+    if records
+        && let Some(edge) = meta::grad_fn_of(target)
+        && matches!(edge.node.name().as_ref(), "SplitBackward0" | "SplitWithSizesBackward0" | "UnbindBackward0")
+    {
+        bail!(
+            Runtime,
+            "{func}(): Output {} of {} is a view and is being modified inplace. This view is the output of a \
+             function that returns multiple views. Such functions do not allow the output views to be modified \
+             inplace. You should replace the inplace operation by an out-of-place one.",
+            edge.output_nr,
+            edge.node.name()
         );
     }
     let (dst, src) = (data(target, func)?, data(result, func)?);

@@ -1,9 +1,8 @@
 //! Recurrent networks: `torch.lstm` and `torch.gru` (what `nn.LSTM` and `nn.GRU` call), over
 //! layers and directions, with PyTorch's gate order and formulas, composed of operations so
-//! that gradients and the other transforms come from theirs. The sequence is a list of steps:
-//! each layer hands its steps' outputs to the next as they are, and each step projects its own
-//! input, because a step cut from one tensor would give every step's gradient that tensor's
-//! full size (a view's backward), quadratic in the sequence's length.
+//! that gradients and the other transforms come from theirs. Each layer projects its whole
+//! input sequence in one product (as PyTorch's) and steps through it with `unbind`, whose one
+//! node joins the steps' gradients; the layer's outputs are stacked for the next.
 
 use crate::error::{Result, bail};
 use crate::tensor::Tensor;
@@ -81,7 +80,8 @@ fn run_direction(
     let shape = x.shape()?;
     let (t, n) = (shape[0] as i64, shape[1] as i64);
     let rows = x.reshape(&[t * n, shape[2] as i64])?;
-    let projected = affine(&rows, w.ih, w.b_ih)?.reshape(&[t, n, -1])?.unbind(0)?;
+    let gates = w.ih.shape()?[0] as i64;
+    let projected = affine(&rows, w.ih, w.b_ih)?.reshape(&[t, n, gates])?.unbind(0)?;
     let mut outputs = Vec::with_capacity(projected.len());
     let order: Box<dyn Iterator<Item = &Tensor>> =
         if reverse { Box::new(projected.iter().rev()) } else { Box::new(projected.iter()) };
