@@ -95,6 +95,7 @@ CASES = [
     ("torchfn.linalg.cholesky", [spd([2], 2)], {"upper": True}, torch.linalg.cholesky),
     ("torchfn.linalg.qr", [rectangular(4, 3)], {}, qr),
     ("torchfn.linalg.qr", [square([], 3)], {"mode": "complete"}, qr),
+    ("torchfn.linalg.qr", [rectangular(2, 4)], {}, qr),
     ("torchfn.linalg.svd", [rectangular(4, 3), False], {}, svd),
     ("torchfn.linalg.svd", [rectangular(2, 3), False], {}, svd),
     ("torchfn.linalg.svdvals", [rectangular(4, 3)], {}, torch.linalg.svdvals),

@@ -185,18 +185,11 @@ fn gradients(op: Decomposition, flag: bool, saved: Saved, grads: Vec<Option<Tens
             none(Some(mt(&li)?.matmul(&p)?.matmul(&li)?))
         }
         // gA = (gQ + Q Z) R⁻ᵀ, Z = triu(W) + triu(W, 1)ᵀ, W = gR Rᵀ - Qᵀ gQ.
+        // A wide `A = [X | Y]` (m < n) is `Q [U | V]`: the square case for `X` with `gQ + Y gVᵀ`
+        // and `gU`, and `gY = Q gV` (PyTorch's).
         Decomposition::Qr => {
             let (q, r) = (out(&o0)?, out(&o1)?);
-            let shape = a.shape()?;
-            let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
-            if m < n || (flag && m > n) {
-                bail!(
-                    NotImplemented,
-                    "The derivative of linalg.qr is implemented for inputs with at least as many rows as columns, \
-                     in mode='reduced' (or 'complete' for square inputs); got {m} by {n} in mode='{}'",
-                    if flag { "complete" } else { "reduced" }
-                );
-            }
+            let (m, n) = qr_sizes(&a, flag)?;
             if g(0).is_none() && g(1).is_none() {
                 return none(None);
             }
@@ -204,13 +197,20 @@ fn gradients(op: Decomposition, flag: bool, saved: Saved, grads: Vec<Option<Tens
                 Some(gq) => gq,
                 None => crate::zeros_like(q, None)?,
             };
-            let mut w = mt(q)?.matmul(&gq)?.neg()?;
-            if let Some(gr) = g(1) {
-                w = (&w + &gr.matmul(&mt(r)?)?)?;
+            if m >= n {
+                return none(Some(qr_backward(q, r, &gq, g(1).as_ref())?));
             }
-            let z = (&w.triu(0)? + &mt(&w.triu(1)?)?)?;
-            let b = (&gq + &q.matmul(&z)?)?;
-            none(Some(b.matmul(&mt(&inv(r)?)?)?))
+            let (mi, wide) = (m as i64, (n - m) as i64);
+            let (y, u) = (a.narrow(-1, mi, wide)?, r.narrow(-1, 0, mi)?);
+            let (gq, gu, gy) = match g(1) {
+                Some(gr) => {
+                    let gv = gr.narrow(-1, mi, wide)?;
+                    ((&gq + &y.matmul(&mt(&gv)?)?)?, Some(gr.narrow(-1, 0, mi)?), q.matmul(&gv)?)
+                }
+                None => (gq, None, crate::zeros_like(&y, None)?),
+            };
+            let gx = qr_backward(q, &u, &gq, gu.as_ref())?;
+            none(Some(crate::cat(&[gx, gy], -1)?))
         }
         Decomposition::Svd => {
             let (u, s, vh) = (out(&o0)?, out(&o1)?, out(&o2)?);
@@ -241,6 +241,40 @@ fn gradients(op: Decomposition, flag: bool, saved: Saved, grads: Vec<Option<Tens
             none(Some(v.matmul(&inner)?.matmul(&mt(v)?)?))
         }
     }
+}
+
+/// `A`'s rows and columns, for QR's derivatives: every shape but `mode='complete'` with more
+/// rows than columns, whose extra columns of `Q` are not determined (PyTorch's error).
+fn qr_sizes(a: &Tensor, complete: bool) -> Result<(usize, usize)> {
+    let shape = a.shape()?;
+    let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
+    if complete && m > n {
+        bail!(
+            Runtime,
+            "The QR decomposition is not differentiable when mode='complete' and nrows > ncols (got {m} by {n})."
+        );
+    }
+    Ok((m, n))
+}
+
+/// QR's backward for `m ≥ n`: `gA = (gQ + Q Z) R⁻ᵀ`, `Z = triu(W) + triu(W, 1)ᵀ`,
+/// `W = gR Rᵀ - Qᵀ gQ`.
+fn qr_backward(q: &Tensor, r: &Tensor, gq: &Tensor, gr: Option<&Tensor>) -> Result<Tensor> {
+    let mut w = mt(q)?.matmul(gq)?.neg()?;
+    if let Some(gr) = gr {
+        w = (&w + &gr.matmul(&mt(r)?)?)?;
+    }
+    let z = (&w.triu(0)? + &mt(&w.triu(1)?)?)?;
+    (gq + &q.matmul(&z)?)?.matmul(&mt(&inv(r)?)?)
+}
+
+/// QR's tangents for `m ≥ n`: with `C = Qᵀ dA R⁻¹` and `Ω = tril(C, -1) - tril(C, -1)ᵀ`,
+/// `dQ = dA R⁻¹ - Q (C - Ω)` and `dR = (C - Ω) R`.
+fn qr_tangents(q: &Tensor, r: &Tensor, da: &Tensor) -> Result<(Tensor, Tensor)> {
+    let da_ri = da.matmul(&inv(r)?)?;
+    let c = mt(q)?.matmul(&da_ri)?;
+    let c_minus = (&c - &skew(&c.tril(-1)?)?)?;
+    Ok(((&da_ri - &q.matmul(&c_minus)?)?, c_minus.matmul(r)?))
 }
 
 /// The SVD's backward (PyTorch's `svd_backward` for real matrices, `U` `m`×`k`, `Vh` `k`×`n`).
@@ -331,22 +365,20 @@ fn tangents_of(
             vec![Some(if flag { mt(&dl)? } else { dl })]
         }
         // C = Qᵀ dA R⁻¹, Ω = tril(C, -1) - tril(C, -1)ᵀ; dR = (C - Ω) R; dQ = dA R⁻¹ - Q (C - Ω).
+        // Wide: the square case's for `X`, and `dV = Qᵀ (dY - dQ V)`.
         Decomposition::Qr => {
             let (q, r) = (out(&o0)?, out(&o1)?);
-            let shape = a.shape()?;
-            if shape[shape.len() - 2] < shape[shape.len() - 1]
-                || (flag && shape[shape.len() - 2] > shape[shape.len() - 1])
-            {
-                bail!(
-                    NotImplemented,
-                    "The forward derivative of linalg.qr is implemented for inputs with at least as many rows as columns (mode='reduced')"
-                );
+            let (m, n) = qr_sizes(&a, flag)?;
+            if m >= n {
+                let (dq, dr) = qr_tangents(q, r, &da)?;
+                vec![Some(dq), Some(dr)]
+            } else {
+                let (mi, wide) = (m as i64, (n - m) as i64);
+                let (u, v) = (r.narrow(-1, 0, mi)?, r.narrow(-1, mi, wide)?);
+                let (dq, du) = qr_tangents(q, &u, &da.narrow(-1, 0, mi)?)?;
+                let dv = mt(q)?.matmul(&(&da.narrow(-1, mi, wide)? - &dq.matmul(&v)?)?)?;
+                vec![Some(dq), Some(crate::cat(&[du, dv], -1)?)]
             }
-            let da_ri = da.matmul(&inv(r)?)?;
-            let c = mt(q)?.matmul(&da_ri)?;
-            let omega = skew(&c.tril(-1)?)?;
-            let c_minus = (&c - &omega)?;
-            vec![Some((&da_ri - &q.matmul(&c_minus)?)?), Some(c_minus.matmul(r)?)]
         }
         // dP = Uᵀ dA V; dS = diag(dP); dU = U ((dP S + S dPᵀ) / E) + (I - U Uᵀ) dA V S⁻¹; dV likewise.
         Decomposition::Svd => {
@@ -895,7 +927,11 @@ crate::samples! {
         sample([t(square(&[], 2)), t(rectangular(3, 2))]).kw("left", false),
     ],
     CHOLESKY => [sample([t(spd(&[], 3))]), sample([t(spd(&[2], 2))]).kw("upper", true)],
-    QR => [sample([t(rectangular(4, 3))]), sample([t(square(&[], 3))]).kw("mode", "complete")],
+    QR => [
+        sample([t(rectangular(4, 3))]),
+        sample([t(square(&[], 3))]).kw("mode", "complete"),
+        sample([t(rectangular(2, 4))]),
+    ],
     SVD => [sample([t(rectangular(4, 3)), Value::Bool(false)]), sample([t(rectangular(2, 3)), Value::Bool(false)])],
     SVDVALS => [sample([t(rectangular(4, 3))]), sample([t(square(&[2], 3))])],
     EIGH => [sample([t(spd(&[], 3))]), sample([t(spd(&[2], 2))]).kw("UPLO", "U")],
