@@ -197,6 +197,20 @@ fn decompositions_refuse_what_pytorch_refuses() {
     );
 }
 
+/// `det`'s gradient is the matrix of cofactors, also at a singular matrix (PyTorch's: for
+/// `[[1, 2], [2, 4]]`, `[[4, -2], [-2, 1]]`), and its forward derivative agrees.
+#[test]
+fn det_has_a_gradient_at_singular_matrices() {
+    let a = torchfn::tensor([[1.0f64, 2.0], [2.0, 4.0]]).unwrap().requires_grad_(true).unwrap();
+    linalg::det(&a).unwrap().backward().unwrap();
+    let grad = values(&a.grad().unwrap().unwrap());
+    assert!(grad.iter().zip([4.0, -2.0, -2.0, 1.0]).all(|(g, w)| (g - w).abs() < 1e-12), "{grad:?}");
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
+    let x = torchfn::tensor([[0.0f64, 1.0], [0.0, 2.0]]).unwrap().requires_grad_(true).unwrap();
+    let options = GradcheckOptions::new().check_forward_ad(true);
+    assert!(gradcheck(|x| linalg::det(&x[0]), &[x], &options).unwrap());
+}
+
 /// `upper=true` reads the upper triangle, as LAPACK's `potrf('U')` behind PyTorch's.
 #[test]
 fn cholesky_reads_the_triangle_it_is_asked_for() {

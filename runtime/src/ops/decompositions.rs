@@ -152,11 +152,10 @@ fn gradients(op: Decomposition, flag: bool, saved: Saved, grads: Vec<Option<Tens
     let g = |i: usize| grads.get(i).cloned().flatten();
     let none = |ga: Option<Tensor>| Ok(vec![ga, None, None]);
     match op {
-        // gA = g det A⁻ᵀ.
+        // gA = g · cofactors(A) (= g det A⁻ᵀ where A is invertible).
         Decomposition::Det => {
             let Some(g) = g(0) else { return none(None) };
-            let inv = inv(&a)?;
-            none(Some((&as_matrix(&(&g * out(&o0)?)?)? * &mt(&inv)?)?))
+            none(Some((&as_matrix(&g)? * &cofactors(&a)?)?))
         }
         // gA = g_logabsdet A⁻ᵀ (the sign has no gradient).
         Decomposition::Slogdet => {
@@ -241,6 +240,26 @@ fn gradients(op: Decomposition, flag: bool, saved: Saved, grads: Vec<Option<Tens
             none(Some(v.matmul(&inner)?.matmul(&mt(v)?)?))
         }
     }
+}
+
+/// The matrix of cofactors of each square matrix, `det's` gradient (`det · A⁻ᵀ` where `A` is
+/// invertible), from the SVD so that it holds at singular matrices too, as PyTorch's:
+/// `det(U) det(Vh) U diag(∏_{j≠i} s_j) Vh`, the products of the other singular values taken
+/// from both ends (no division by a zero one).
+fn cofactors(a: &Tensor) -> Result<Tensor> {
+    let n = a.shape()?[a.shape()?.len() - 1] as i64;
+    if n == 0 {
+        return crate::zeros_like(a, None);
+    }
+    let (u, s, vh) = svd(a, false)?;
+    // det(U) det(Vh) is ±1, constant where the vectors are.
+    let sign = (&det(&u.detach()?)? * &det(&vh.detach()?)?)?;
+    let ones = crate::ones_like(&s.narrow(-1, 0, 1)?, None)?;
+    let exclusive = |t: &Tensor| crate::cat(&[ones.clone(), crate::cumprod(&t.narrow(-1, 0, n - 1)?, -1, None)?], -1);
+    let left = exclusive(&s)?;
+    let right = exclusive(&s.flip(vec![-1])?)?.flip(vec![-1])?;
+    let others = (&(&left * &right)? * &sign.unsqueeze(-1)?)?;
+    u.matmul(&diag_embed(&others)?)?.matmul(&vh)
 }
 
 /// `A`'s rows and columns, for QR's derivatives: every shape but `mode='complete'` with more
@@ -337,10 +356,7 @@ fn tangents_of(
         None => zeros(&a)?,
     };
     Ok(match op {
-        Decomposition::Det => {
-            let d = out(&o0)?;
-            vec![Some((d * &trace_of_product(&inv(&a)?, &da)?)?)]
-        }
+        Decomposition::Det => vec![Some((&cofactors(&a)? * &da)?.sum_dim(vec![-2, -1], false)?)],
         Decomposition::Slogdet => {
             let sign = out(&o0)?;
             vec![Some(zeros(sign)?), Some(trace_of_product(&inv(&a)?, &da)?)]
@@ -455,7 +471,8 @@ fn node(op: Decomposition, a: &Tensor, b: Option<&Tensor>, flag: bool) -> Result
 }
 
 /// The determinant of each square matrix of `A` (`[..., n, n]`, float32 or float64)
-/// (`torch.linalg.det`). Its gradient is `det · A⁻ᵀ`, so a singular `A` has none (an error).
+/// (`torch.linalg.det`). Its gradient is the matrix of cofactors (`det · A⁻ᵀ` where `A` is
+/// invertible), computed from the SVD so that a singular `A` has one too, as in PyTorch.
 ///
 /// ```
 /// let a = torchfn::tensor([[1.0f64, 2.0], [3.0, 4.0]])?;
