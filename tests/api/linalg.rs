@@ -150,6 +150,16 @@ fn decompositions_put_their_factors_back_together() {
         &a2.matmul(&x.unsqueeze(-1).unwrap()).unwrap().squeeze_dim(vec![-1]).unwrap(),
         &b.expand([2, 2]).unwrap()
     ));
+    // Matrices without elements, as PyTorch's: identities for the complete factors,
+    // determinants 1.
+    let (q, r) = linalg::qr(&torchfn::zeros([3, 0], DType::Float64, None).unwrap(), "complete").unwrap();
+    assert_eq!(
+        (values(&q), r.shape().unwrap().to_vec()),
+        (vec![1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0], vec![3, 0])
+    );
+    let (_, s, vh) = linalg::svd(&torchfn::zeros([0, 2], DType::Float64, None).unwrap(), true).unwrap();
+    assert_eq!((s.numel().unwrap(), values(&vh)), (0, vec![1.0, 0.0, 0.0, 1.0]));
+    assert_eq!(values(&linalg::det(&torchfn::zeros([2, 0, 0], DType::Float64, None).unwrap()).unwrap()), [1.0, 1.0]);
     // float32 in, float32 out.
     let a32 = spd(3).to(DType::Float32, false, false).unwrap();
     assert_eq!(linalg::inv(&a32).unwrap().dtype().unwrap(), DType::Float32);

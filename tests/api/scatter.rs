@@ -80,3 +80,35 @@ fn scatter_reduce_takes_extremes_with_pytorch_s_gradients() {
     let (gx, gs) = (values(&x.grad().unwrap().unwrap()), values(&src.grad().unwrap().unwrap()));
     assert!(gx[0].is_nan() && gx[1] == 0.0 && gs[0].is_nan() && gs[1] == 1.0, "{gx:?} {gs:?}");
 }
+
+/// `scatter_reduce`'s product, exact (integers too), with gradients through zeros, as PyTorch
+/// 2.15 gives them.
+#[test]
+fn scatter_reduce_multiplies_as_pytorch() {
+    let weights = t(&[&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]]);
+    let idx = index(&[&[2, 2], &[0, 2]]);
+    type Case = (bool, [f32; 6], [f32; 6], [f32; 4]);
+    let cases: [Case; 2] = [
+        (true, [1.0, 2.0, 0.0, 36.0, 5.0, 12.0], [1.0, 2.0, 0.0, 36.0, 5.0, 12.0], [0.0, 63.0, 16.0, 36.0]),
+        (false, [1.0, 2.0, 0.0, 9.0, 5.0, 2.0], [1.0, 2.0, 0.0, 0.0, 5.0, 0.0], [0.0, 21.0, 4.0, 6.0]),
+    ];
+    for (include_self, out, grad_x, grad_src) in cases {
+        let x = t(&[&[1.0, 2.0, 3.0], &[4.0, 5.0, 6.0]]).requires_grad_(true).unwrap();
+        let src = t(&[&[7.0, 0.0], &[9.0, 2.0]]).requires_grad_(true).unwrap();
+        let y = torchfn::scatter_reduce(&x, 1, &idx, &src, "prod", include_self).unwrap();
+        assert_eq!(values(&y), out, "include_self={include_self}");
+        (&y * &weights).unwrap().sum().unwrap().backward().unwrap();
+        assert_eq!(values(&x.grad().unwrap().unwrap()), grad_x, "include_self={include_self}");
+        assert_eq!(values(&src.grad().unwrap().unwrap()), grad_src, "include_self={include_self}");
+    }
+    let ints = torchfn::scatter_reduce(
+        &torchfn::tensor([2i64, 3]).unwrap(),
+        0,
+        &torchfn::tensor([0i64, 0, 1]).unwrap(),
+        &torchfn::tensor([4i64, 5, 6]).unwrap(),
+        "prod",
+        true,
+    )
+    .unwrap();
+    assert_eq!(ints.to_vec::<i64>().unwrap(), [40, 18]);
+}

@@ -318,11 +318,47 @@ pub(super) fn run(op: Decomposition, inputs: &[&Dense], flag: bool) -> Result<Ve
         let backend = device.backend();
         return shapes.iter().map(|s| backend.fill(device, s, Scalar::Int(0), a.dtype)).collect();
     }
+    if m == 0 || n == 0 {
+        return empty_matrices(op, a, &shapes);
+    }
     let b = inputs.get(1).copied().filter(|_| op == Decomposition::Solve);
     match a.dtype {
         DType::Float32 => uploaded(device, compute::<f32>(op, name, a, b, flag, shapes.len())?, shapes),
         _ => uploaded(device, compute::<f64>(op, name, a, b, flag, shapes.len())?, shapes),
     }
+}
+
+/// The results for matrices without elements, without the decomposition (whose workspace
+/// follows the other side's size): determinants 1 (log 0), the square factors of
+/// `mode='complete'` and `full_matrices` identities, everything else empty or zeros.
+fn empty_matrices(op: Decomposition, a: &Dense, shapes: &[Shape]) -> Result<Vec<Array>> {
+    let device = a.device();
+    let backend = device.backend();
+    let identity = |shape: &Shape| -> Result<Array> {
+        let k = shape[shape.len() - 1];
+        let numel = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
+        let numel =
+            numel.ok_or_else(|| Error::runtime_error(format!("{}: the result is too large", operator(op).name())))?;
+        let mut data = crate::cpu::alloc::<f64>(&operator(op).name(), numel)?;
+        data.extend((0..numel).map(|i| if k > 0 && (i % (k * k)) % (k + 1) == 0 { 1.0 } else { 0.0 }));
+        let buffer = match a.dtype {
+            DType::Float32 => Buffer::from_vec(data.into_iter().map(|v| v as f32).collect::<Vec<f32>>()),
+            _ => Buffer::from_vec(data),
+        };
+        backend.upload(device, buffer, shape.clone())
+    };
+    let square = |s: &Shape| s.len() >= 2 && s[s.len() - 1] == s[s.len() - 2];
+    shapes
+        .iter()
+        .enumerate()
+        .map(|(i, shape)| match (op, i) {
+            (Decomposition::Det, _) | (Decomposition::Slogdet, 0) => {
+                backend.fill(device, shape, Scalar::Int(1), a.dtype)
+            }
+            (Decomposition::Qr, 0) | (Decomposition::Svd, 0 | 2) if square(shape) => identity(shape),
+            _ => backend.fill(device, shape, Scalar::Int(0), a.dtype),
+        })
+        .collect()
 }
 
 /// Each result's elements uploaded to `device` as its shape.

@@ -1,6 +1,6 @@
 //! The index family beyond `gather` and `index_select`: `index_add`, `index_copy` and
 //! `index_fill` (their out-of-place forms), `scatter` and `scatter_add`, `scatter_reduce` (sum,
-//! mean, amax, amin), `take_along_dim` and `masked_select`, composed of `scatter_add`,
+//! prod, mean, amax, amin), `take_along_dim` and `masked_select`, composed of `scatter_add`,
 //! `index_put`, `sort`, `gather`, `where` and views, so their gradients are those operations';
 //! `scatter` and the extremes are one node each, with PyTorch's gradients for repeated
 //! positions and ties.
@@ -255,7 +255,9 @@ fn scatter_reduce_impl(
             base.add(&sums, 1)?.div(&counts, mode)
         }
         "prod" => {
-            bail!(NotImplemented, "{FUNC}(): reduce='prod' is not supported yet; 'sum', 'mean', 'amax' and 'amin' are")
+            let base =
+                if include_self { input.clone() } else { crate::r#where(&reached, &Tensor::scalar(1i64), input)? };
+            scatter_product(&base, d, index, &src, &counts)
         }
         other => bail!(Runtime, "{FUNC}(): reduce argument must be either sum, prod, mean, amax or amin, got {other}"),
     }
@@ -284,6 +286,33 @@ fn scatter_write(input: &Tensor, d: usize, index: &Tensor, src: &Tensor, accumul
     let positions = flat_positions(&shape, d, index)?.reshape(&[-1])?;
     let flat = input.reshape(&[-1])?.index_put(&[positions], &src.reshape(&[-1])?, accumulate)?;
     flat.reshape(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>())
+}
+
+/// `base` times the elements of `src` that `index` sends to each position along `d` (`counts`
+/// of them there), exactly: in rounds, the `r`-th element of every position multiplied in at
+/// round `r` (an element's rank among its position's, from a stable sort by position), as
+/// many rounds as the most any position receives. Autograd differentiates the products
+/// exactly, zeros included.
+fn scatter_product(base: &Tensor, d: usize, index: &Tensor, src: &Tensor, counts: &Tensor) -> Result<Tensor> {
+    let shape = base.shape()?;
+    let positions = flat_positions(&shape, d, index)?.reshape(&[-1])?;
+    let (sorted, order) = crate::sort(&positions, 0, false, true)?;
+    let values = src.reshape(&[-1])?.index_select(0, &order)?;
+    // Where each position's elements start in the sorted list: the counts before it.
+    let counts = counts.reshape(&[-1])?.to(sorted.dtype()?, false, false)?;
+    let starts = crate::cumsum(&counts, 0, None)?.sub(&counts, 1)?;
+    let count = sorted.shape()?[0] as i64;
+    let rank = crate::arange(count, sorted.dtype()?, sorted.device()?)?.sub(&starts.index_select(0, &sorted)?, 1)?;
+    let rounds = if count == 0 { 0 } else { crate::amax(&counts, vec![0i64], false)?.item()?.to_i64() };
+    let mut product = base.reshape(&[-1])?;
+    let ones = crate::ones_like(&product, None)?;
+    for r in 0..rounds {
+        let this = rank.eq(&Tensor::scalar(r))?;
+        let at = crate::masked_select(&sorted, &this)?;
+        let factors = ones.index_put(&[at], &crate::masked_select(&values, &this)?, false)?;
+        product = product.mul(&factors)?;
+    }
+    product.reshape(&shape.iter().map(|&n| n as i64).collect::<Vec<_>>())
 }
 
 /// `scatter_reduce`'s `amax` and `amin` as one node: the extreme of what reaches each position
@@ -514,11 +543,12 @@ pub fn scatter_add(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor) -> Re
 }
 
 /// `input` with `src`'s elements reduced into the positions `index` gives along `dim`
-/// (`torch.scatter_reduce`): `reduce = "sum"`, `"mean"`, `"amax"` or `"amin"` (over the
-/// elements scattered there, and `input`'s own with `include_self`; integer means round down,
-/// as PyTorch's; NaN wins the extremes, whose gradient the elements equal to the result share
-/// evenly). Positions no element reaches keep `input`'s value. `"prod"` is not supported yet (a
-/// `NotImplementedError`).
+/// (`torch.scatter_reduce`): `reduce = "sum"`, `"prod"`, `"mean"`, `"amax"` or `"amin"` (over
+/// the elements scattered there, and `input`'s own with `include_self`; integer means round
+/// down, as PyTorch's; NaN wins the extremes, whose gradient the elements equal to the result
+/// share evenly). Positions no element reaches keep `input`'s value. The product's number of
+/// rounds depends on the values (how many elements the busiest position receives), so fake
+/// tensors cannot run it.
 ///
 /// ```
 /// let x = torchfn::tensor([10.0f32, 20.0])?;
@@ -790,6 +820,7 @@ crate::samples! {
         sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 0, 0], [2, 2]), f32s(&[2, 2]), Value::from("amax")]),
         sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 2, 0, 1], [2, 2]), f32s(&[2, 2]), Value::from("amin")])
             .kw("include_self", false),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 2, 0, 2], [2, 2]), f32s(&[2, 2]), Value::from("prod")]),
     ],
     SCATTER => [
         sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 1, 0], [2, 2]), f32s(&[2, 3])]),
