@@ -339,8 +339,8 @@ fn empty_matrices(op: Decomposition, a: &Dense, shapes: &[Shape]) -> Result<Vec<
         let numel = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let numel =
             numel.ok_or_else(|| Error::runtime_error(format!("{}: the result is too large", operator(op).name())))?;
-        let mut data = crate::cpu::alloc::<f64>(&operator(op).name(), numel)?;
-        data.extend((0..numel).map(|i| if k > 0 && (i % (k * k)) % (k + 1) == 0 { 1.0 } else { 0.0 }));
+        let mut data = crate::cpu::alloc::<f64>(operator(op).name(), numel)?;
+        data.extend((0..numel).map(|i| if k > 0 && (i % (k * k)).is_multiple_of(k + 1) { 1.0 } else { 0.0 }));
         let buffer = match a.dtype {
             DType::Float32 => Buffer::from_vec(data.into_iter().map(|v| v as f32).collect::<Vec<f32>>()),
             _ => Buffer::from_vec(data),
