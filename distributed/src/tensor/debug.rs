@@ -158,21 +158,19 @@ impl CommDebugMode {
     /// A table of the counts per module, then per operator (`generate_comm_debug_tracing_table`).
     pub fn generate_comm_debug_tracing_table(&self) -> String {
         let t = self.tables.borrow();
-        let mut out = String::from("Total\n");
-        for (name, count) in &t.total {
-            out.push_str(&format!("  *{name}: {count}\n"));
-        }
-        for (module, counts) in &t.modules {
-            out.push_str(&format!("{module}\n"));
+        let mut out = String::new();
+        let mut section = |title: String, counts: &_| {
+            out.push_str(&title);
             for (name, count) in counts {
                 out.push_str(&format!("  *{name}: {count}\n"));
             }
+        };
+        section("Total\n".into(), &t.total);
+        for (module, counts) in &t.modules {
+            section(format!("{module}\n"), counts);
         }
         for (op, counts) in &t.operators {
-            out.push_str(&format!("**{op}\n"));
-            for (name, count) in counts {
-                out.push_str(&format!("  *{name}: {count}\n"));
-            }
+            section(format!("**{op}\n"), counts);
         }
         out
     }

@@ -11,7 +11,6 @@ use crate::group::{ProcessGroup, get_world_size, new_group};
 /// local tensors and the process group their collectives use. torchfn's meshes have one
 /// dimension (PyTorch's `init_device_mesh("cpu", (n,))`).
 pub struct DeviceMesh {
-    device_type: String,
     device: Device,
     ranks: Vec<usize>,
     group: ProcessGroup,
@@ -56,12 +55,12 @@ impl DeviceMesh {
             return Err(Error::value_error("DeviceMesh(): a mesh needs at least one rank"));
         }
         let group = new_group(Some(ranks))?;
-        Ok(Arc::new(DeviceMesh { device_type: device_type.to_string(), device, ranks: ranks.to_vec(), group }))
+        Ok(Arc::new(DeviceMesh { device, ranks: ranks.to_vec(), group }))
     }
 
     /// The device type of the local tensors (`"cpu"`).
     pub fn device_type(&self) -> &str {
-        &self.device_type
+        self.device.kind()
     }
 
     /// The device of the local tensors.
@@ -110,7 +109,7 @@ impl DeviceMesh {
 /// Prints as PyTorch's `repr`: `DeviceMesh('cpu', [0, 1])`.
 impl fmt::Display for DeviceMesh {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "DeviceMesh('{}', {:?})", self.device_type, self.ranks)
+        write!(f, "DeviceMesh('{}', {:?})", self.device_type(), self.ranks)
     }
 }
 

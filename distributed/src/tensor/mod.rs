@@ -237,9 +237,9 @@ fn spec_of(t: &Tensor) -> Result<Arc<Spec>> {
 fn gradient_to_local(grad: &Tensor, spec: &Spec) -> Result<Tensor> {
     let want = spec.of_gradient().placement;
     let (local, from) = match grad.wrapper::<DTensor>() {
-        Some(d) => {
-            let o = sharding::operand(grad, d, (0, None))?;
-            (o.local, o.placement)
+        Some(_) => {
+            let (local, placement, _) = local_of(grad)?;
+            (local, placement)
         }
         None => (grad.clone(), Placement::Replicate),
     };

@@ -43,6 +43,12 @@ pub(crate) trait Backward: Send + Sync + 'static {
         None
     }
 
+    /// Whether the node's outputs are views that share it (`split`'s pieces), which PyTorch
+    /// does not let an in-place operation write while recording.
+    fn shares_views(&self) -> bool {
+        false
+    }
+
     /// Whether gradients missing for some outputs reach [`apply`](Backward::apply) as zeros
     /// (else as `None`: a custom Function's `set_materialize_grads(false)`).
     fn materialize_grads(&self) -> bool {

@@ -726,7 +726,7 @@ fn window_out(
 /// [`Operator::call`] reaches it without binding them again (`protocol/rerun.rs`).
 #[cold]
 #[inline(never)]
-fn intercept<T: FromResult>(
+pub(super) fn intercept<T: FromResult>(
     op: &'static Operator,
     args: &[Value],
     kwargs: Kwargs,
@@ -748,21 +748,6 @@ fn intercept<T: FromResult>(
         check_result(op, args, &kwargs, &result)?;
     }
     Ok(out)
-}
-
-/// [`intercept`] for an operator whose result the caller reads itself.
-pub(super) fn intercept_values(
-    op: &'static Operator,
-    args: &[Value],
-    kwargs: Kwargs,
-    kernel: &dyn Fn() -> Result<Value>,
-) -> Result<Value> {
-    intercept(op, args, kwargs, kernel)
-}
-
-/// One result tensor of a hook as a primitive's output.
-pub(super) fn output_of(op: &Operator, value: Value) -> Result<Output> {
-    Output::from_result(op, value)
 }
 
 /// The identity of the first tensor of a result: the kernel's own result handed back has the
@@ -839,7 +824,7 @@ fn gradients(grads: Option<[Option<Array>; 2]>) -> Value {
 }
 
 /// What a dispatch hook's result gives back to a primitive.
-trait FromResult: Sized {
+pub(super) trait FromResult: Sized {
     fn from_result(op: &Operator, value: Value) -> Result<Self>;
 }
 
@@ -876,9 +861,22 @@ impl FromResult for Output {
     }
 }
 
-impl FromResult for Value {
-    fn from_result(_: &Operator, value: Value) -> Result<Self> {
-        Ok(value)
+/// Every result of an operator that returns one or several tensors (the matrix
+/// decompositions), counted against its schema.
+impl FromResult for Vec<Output> {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        let items = match value {
+            Value::Tuple(items) | Value::List(items) => items,
+            other => vec![other],
+        };
+        if items.len() != op.schema().returns().len() {
+            return Err(Error::type_error(format!(
+                "{op}: the __torch_dispatch__ hook returned {} results, but the operator returns {}",
+                items.len(),
+                op.schema().returns().len()
+            )));
+        }
+        items.into_iter().map(|v| Output::from_result(op, v)).collect()
     }
 }
 

@@ -7,7 +7,7 @@
 use faer::linalg::solvers::{DenseSolveCore, Solve};
 use faer::{Mat, MatRef, Side};
 
-use super::calls::{dense, intercept_values};
+use super::calls::{dense, intercept};
 use super::{Output, aten};
 use crate::backend::{Array, Buffer, Device, host};
 use crate::error::{Error, Result};
@@ -75,11 +75,7 @@ pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Re
     };
     if super::mode::intercepting() {
         let args: Vec<Value> = inputs.iter().map(|t| Value::Tensor((*t).clone())).collect();
-        let value = intercept_values(operator(op), &args, option(op, flag), &|| {
-            let arrays = kernel()?;
-            Ok(results(arrays))
-        })?;
-        return outputs(operator(op), value);
+        return intercept(operator(op), &args, option(op, flag), &|| Ok(results(kernel()?)));
     }
     Ok(kernel()?.into_iter().map(Output::Array).collect())
 }
@@ -88,22 +84,6 @@ pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Re
 pub(super) fn results(arrays: Vec<Array>) -> Value {
     let mut tensors: Vec<Value> = arrays.into_iter().map(|a| Value::Tensor(Tensor::from_array(a))).collect();
     if tensors.len() == 1 { tensors.remove(0) } else { Value::Tuple(tensors) }
-}
-
-/// A hook's result as the operator's outputs.
-fn outputs(op: &super::Operator, value: Value) -> Result<Vec<Output>> {
-    let items = match value {
-        Value::Tuple(items) | Value::List(items) => items,
-        other => vec![other],
-    };
-    if items.len() != op.schema().returns().len() {
-        return Err(Error::type_error(format!(
-            "{op}: the __torch_dispatch__ hook returned {} results, but the operator returns {}",
-            items.len(),
-            op.schema().returns().len()
-        )));
-    }
-    items.into_iter().map(|v| super::calls::output_of(op, v)).collect()
 }
 
 /// Binds the value form's options: `op`'s option from its keyword (see [`option`]).

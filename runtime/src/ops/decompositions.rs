@@ -7,6 +7,7 @@
 //! Singular and eigen vectors are unique up to sign only: torchfn's signs can differ from
 //! PyTorch's (LAPACK's), as PyTorch's own differ between devices. QR's signs are LAPACK's.
 
+use super::results;
 use crate::autograd::{Ctx, Function};
 use crate::dispatch::linalg::Decomposition;
 use crate::error::{Result, bail};
@@ -446,13 +447,6 @@ fn tangents_of(
 /// Checks `a` is a float32 or float64 batch of matrices (square when `square`).
 fn matrices(func: &str, a: &Tensor, square: bool) -> Result<()> {
     crate::dispatch::linalg::check_matrices(func, a.dtype()?, &a.shape()?, square)
-}
-
-/// The first `N` results of a decomposition's node.
-fn results<const N: usize>(func: &str, outs: Vec<Tensor>) -> Result<[Tensor; N]> {
-    let count = outs.len();
-    outs.try_into()
-        .map_err(|_| crate::error::Error::runtime_error(format!("{func}: the operator gave {count} results, not {N}")))
 }
 
 /// Runs decomposition `op`'s node.

@@ -236,8 +236,7 @@ fn scatter_reduce_impl(
     let (d, src) = scattered(FUNC, input, dim, index, src)?;
     if matches!(reduce, "amax" | "amin") {
         let args = (input.clone(), index.clone(), src, d, reduce == "amax", include_self);
-        let [out] = <[Tensor; 1]>::try_from(ScatterExtreme::apply(args)?)
-            .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
+        let [out] = super::results(FUNC, ScatterExtreme::apply(args)?)?;
         return Ok(out);
     }
     let shape = input.shape()?;
@@ -475,8 +474,7 @@ fn scatter_impl(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: 
         Some("multiply") => bail!(NotImplemented, "{FUNC}(): reduce='multiply' is not supported yet; 'add' is"),
         Some(other) => bail!(Runtime, "{FUNC}(): reduce argument must be either add or multiply, got {other}"),
     };
-    let [out] = <[Tensor; 1]>::try_from(ScatterWrite::apply((input.clone(), index.clone(), src, d, accumulate))?)
-        .map_err(|_| crate::error::Error::runtime_error(format!("{FUNC}(): one result expected")))?;
+    let [out] = super::results(FUNC, ScatterWrite::apply((input.clone(), index.clone(), src, d, accumulate))?)?;
     Ok(out)
 }
 

@@ -106,6 +106,14 @@ pub mod linalg {
     pub use super::norms::{MATRIX_NORM, NORM, VECTOR_NORM, matrix_norm, norm, vector_norm};
 }
 pub use operators::operator;
+
+/// The `N` results of a node with several (a custom Function's `Vec` of outputs), as an array;
+/// another count is an error naming `func`.
+pub(crate) fn results<const N: usize>(func: &str, outs: Vec<crate::Tensor>) -> crate::Result<[crate::Tensor; N]> {
+    let count = outs.len();
+    outs.try_into()
+        .map_err(|_| crate::error::Error::runtime_error(format!("{func}: the operation gave {count} results, not {N}")))
+}
 pub use random::{
     RAND, RAND_LIKE, RANDINT, RANDN, RANDN_LIKE, rand, rand_like, randint, randint_range, randn, randn_like,
 };

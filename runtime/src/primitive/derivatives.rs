@@ -223,10 +223,16 @@ impl Backward for Op {
         Cow::Borrowed(name)
     }
 
+    fn shares_views(&self) -> bool {
+        matches!(self, Op::Views(_))
+    }
+
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
         if let Op::Views(pieces) = self {
-            // Every piece's gradient is given (zeros where none reached it).
-            let grads: Vec<Tensor> = grads.into_iter().flatten().collect();
+            // Every piece's gradient is given (`materialize_grads`: zeros where none reached it).
+            let grads: Vec<Tensor> = grads.into_iter().collect::<Option<_>>().ok_or_else(|| {
+                Error::runtime_error("backward: a piece of a split has no gradient (they are materialized)")
+            })?;
             let want = node.next.first().and_then(|e| e.as_ref()).map(|e| &e.node.outputs[e.output_nr]);
             return Ok(vec![match want {
                 Some(want) => Some(fit(super::views_gradient(*pieces, &grads)?, want)?),

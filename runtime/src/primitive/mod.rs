@@ -673,7 +673,7 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
     }
     if records
         && let Some(edge) = meta::grad_fn_of(target)
-        && matches!(edge.node.name().as_ref(), "SplitBackward0" | "SplitWithSizesBackward0" | "UnbindBackward0")
+        && edge.node.backward.shares_views()
     {
         bail!(
             Runtime,
