@@ -19,17 +19,13 @@ import torch.nn.functional as F
 import torchvision
 from transformers import GPT2Config, GPT2LMHeadModel
 
-torch.set_num_threads(2)
-torch.manual_seed(0)
-
-
-def gpt(n_layer, n_embd, batch, tokens):
+def gpt(n_layer, n_embd, batch, tokens, device="cpu"):
     config = GPT2Config(n_layer=n_layer, n_head=4, n_embd=n_embd, vocab_size=128, n_positions=32,
                         attn_implementation="eager", resid_pdrop=0.0, embd_pdrop=0.0, attn_pdrop=0.0,
                         bos_token_id=0, eos_token_id=0)
-    model = GPT2LMHeadModel(config).train()
-    ids = torch.randint(0, 128, (batch, tokens))
-    targets = torch.randint(0, 128, (batch, tokens))
+    model = GPT2LMHeadModel(config).train().to(device)
+    ids = torch.randint(0, 128, (batch, tokens), device=device)
+    targets = torch.randint(0, 128, (batch, tokens), device=device)
 
     def loss():
         logits = model(ids).logits
@@ -37,12 +33,12 @@ def gpt(n_layer, n_embd, batch, tokens):
     return model, loss
 
 
-def resnet(widths):
+def resnet(widths, device="cpu"):
     # resnet_tiny's widths are 16/32/64/128 with one block per stage (the bench's NarrowResNet).
     model = torchvision.models.resnet18(num_classes=10) if widths == 64 else narrow_resnet()
-    model.train()
-    images = torch.randn(8, 3, 32, 32)
-    labels = torch.randint(0, 10, (8,))
+    model.train().to(device)
+    images = torch.randn(8, 3, 32, 32, device=device)
+    labels = torch.randint(0, 10, (8,), device=device)
     return model, lambda: F.cross_entropy(model(images), labels)
 
 
@@ -67,7 +63,9 @@ def narrow_resnet():
     return Narrow()
 
 
-def timed(model, loss, repeat):
+def timed(model, loss, repeat, synchronize=lambda: None):
+    """The mean step and backward times in milliseconds; `synchronize` waits for the device
+    before each clock reading."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01)
 
     def step():
@@ -76,16 +74,20 @@ def timed(model, loss, repeat):
         opt.step()
     for _ in range(5):
         step()
+    synchronize()
     start = time.perf_counter()
     for _ in range(repeat):
         step()
+    synchronize()
     step_ms = (time.perf_counter() - start) / repeat * 1e3
     backward = 0.0
     for _ in range(repeat):
         opt.zero_grad(set_to_none=True)
         value = loss()
+        synchronize()
         start = time.perf_counter()
         value.backward()
+        synchronize()
         backward += time.perf_counter() - start
     return step_ms, backward / repeat * 1e3
 
@@ -108,13 +110,20 @@ def resnet18_growth():
     return resident_mib() - start
 
 
-times = {"resnet18_growth_mib": resnet18_growth()}
-for name, (model, loss), repeat in [
-    ("gpt_tiny", gpt(2, 64, 4, 16), 50),
-    ("resnet_tiny", resnet(16), 30),
-    ("gpt_small", gpt(4, 128, 4, 32), 30),
-    ("resnet18", resnet(64), 10),
-]:
-    times[name + "_step"], times[name + "_backward"] = timed(model, loss, repeat)
-times["torch"] = torch.__version__
-print(json.dumps(times))
+def main():
+    torch.set_num_threads(2)
+    torch.manual_seed(0)
+    times = {"resnet18_growth_mib": resnet18_growth()}
+    for name, (model, loss), repeat in [
+        ("gpt_tiny", gpt(2, 64, 4, 16), 50),
+        ("resnet_tiny", resnet(16), 30),
+        ("gpt_small", gpt(4, 128, 4, 32), 30),
+        ("resnet18", resnet(64), 10),
+    ]:
+        times[name + "_step"], times[name + "_backward"] = timed(model, loss, repeat)
+    times["torch"] = torch.__version__
+    print(json.dumps(times))
+
+
+if __name__ == "__main__":
+    main()

@@ -4,8 +4,12 @@
 //! (`TORCHFN_WGPU_ADAPTER` picks another), then prints a table with the device's name:
 //! elementwise `add` (into a preallocated output and allocating) and `exp` bandwidth, `sum`
 //! bandwidth, a plain copy as the bandwidth baseline, float32 matmul GFLOP/s at 1024, 2048 and
-//! 4096, and the time of one small operation with launches batched (64 per submission) and
-//! submitted one by one.
+//! 4096, the time of one small operation with launches batched (64 per submission) and
+//! submitted one by one, and one training step (zero_grad, forward, loss, backward, AdamW) of
+//! the training bench's gpt_small and resnet18 on the GPU. With `PYTORCH_PYTHON` naming a
+//! Python whose torch has CUDA (and transformers and torchvision), it runs
+//! `bench/pytorch_gpu.py` right after: the same measurements through PyTorch on the CUDA
+//! device, printed beside torchfn's.
 //!
 //! GPU work is asynchronous: each measurement launches `iters` operations and waits once for
 //! the device, so the time is the device's, not the launch latency's (except for the launch
@@ -13,7 +17,11 @@
 //! nothing; they are for real GPUs.
 
 mod common;
-use common::mean_ns;
+use common::{mean_ns, pytorch};
+
+#[path = "common/workloads.rs"]
+mod workloads;
+use workloads::Workload;
 
 use std::time::{Duration, Instant};
 
@@ -34,6 +42,8 @@ const ROWS: &[(&str, &str, f64, &str)] = &[
     ("gpu/matmul_4096", "matmul float32 4096", 2.0 * 4096.0 * 4096.0 * 4096.0, "GFLOP/s"),
     ("gpu/launch_batched", "small add, 64 launches per submission", 0.0, "us"),
     ("gpu/launch_unbatched", "small add, one submission per launch", 0.0, "us"),
+    ("gpu/gpt_small_step", "training step gpt_small (4 layers, 128 wide, batch 4 × 32)", 0.0, "ms"),
+    ("gpu/resnet18_step", "training step resnet18 (batch 8 × 3×32×32)", 0.0, "ms"),
 ];
 
 fn ramp(shape: &[usize], gpu: Device) -> Tensor {
@@ -80,20 +90,30 @@ fn benches(c: &mut Criterion, gpu: Device) {
         });
     }
     torchfn::wgpu::set_batch_limit(64);
+    g.sample_size(10);
+    for name in ["gpt_small", "resnet18"] {
+        let mut workload = Workload::new(name, gpu);
+        g.bench_function(format!("{name}_step"), |x| x.iter_custom(|iters| timed(gpu, iters, || workload.step())));
+    }
     g.finish();
 }
 
 fn print_table(gpu: Device) {
-    println!("\n{gpu}: {}\n", gpu.describe());
-    println!("| operation | time | rate |");
-    println!("|---|---:|---:|");
+    let pytorch = pytorch("bench/pytorch_gpu.py");
+    let device = pytorch.as_ref().and_then(|p| p["device"].as_str().map(String::from));
+    println!("\n{gpu}: {}; PyTorch: {}\n", gpu.describe(), device.as_deref().unwrap_or("not run"));
+    println!("| operation | torchfn time | rate | PyTorch time | rate | time ratio |");
+    println!("|---|---:|---:|---:|---:|---:|");
     for &(id, what, amount, unit) in ROWS {
-        let t = mean_ns(id);
-        let (time, rate) = match unit {
+        let ours = mean_ns(id);
+        let theirs = pytorch.as_ref().and_then(|p| p[&id["gpu/".len()..]].as_f64()).unwrap_or(f64::NAN);
+        let cells = |t: f64| match unit {
             "us" => (format!("{:.1} us", t / 1e3), String::new()),
+            "ms" => (format!("{:.2} ms", t / 1e6), String::new()),
             _ => (format!("{:.3} ms", t / 1e6), format!("{:.1} {unit}", amount / t)),
         };
-        println!("| {what} | {time} | {rate} |");
+        let ((time, rate), (their_time, their_rate)) = (cells(ours), cells(theirs));
+        println!("| {what} | {time} | {rate} | {their_time} | {their_rate} | {:.2}x |", ours / theirs);
     }
 }
 

@@ -15,99 +15,12 @@ use common::{mean_ns, pytorch};
 use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion};
-use torchfn::nn::{Layer, Module, StateDict};
-use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
+use torchfn::Device;
 use torchfn::prelude::*;
 
-#[allow(dead_code)]
-#[path = "../examples/models/gpt.rs"]
-mod gpt;
-
-#[allow(dead_code)]
-#[path = "../examples/models/resnet.rs"]
-mod resnet;
-
-fn golden(name: &str, file: &str) -> StateDict {
-    let path = format!("{}/tests/golden/workloads/{name}/{file}.safetensors", env!("CARGO_MANIFEST_DIR"));
-    torchfn::safetensors::load_file(path).unwrap()
-}
-
-fn adamw(params: Vec<Tensor>) -> AdamW {
-    AdamW::new(params, AdamWOptions::new(1e-3).betas((0.9, 0.999)).eps(1e-8).weight_decay(0.01)).unwrap()
-}
-
-/// The forward pass and the loss of a model on a batch.
-type LossFn = fn(&dyn Layer, &StateDict) -> Tensor;
-
-/// A model, its optimizer and batch: [`Workload::step`] is one training step.
-struct Workload {
-    model: Box<dyn Layer>,
-    /// The forward pass and the loss, from the model and the batch.
-    loss: LossFn,
-    optimizer: AdamW,
-    inputs: StateDict,
-}
-
-impl Workload {
-    /// The two reference workloads of `tests/golden/workloads` (`gpt_tiny`, `resnet_tiny`),
-    /// and the issue's larger two: `gpt_small` (GPT-2 with 4 layers, 128 wide, 4 heads, vocab
-    /// 128, batch 4 × 32) and `resnet18` (full widths, 10 classes, batch 8 × 3×32×32).
-    fn new(name: &str) -> Workload {
-        let g = Generator::new().manual_seed(0);
-        let gpt_loss: LossFn = |m, inputs| {
-            let logits = m.forward(inputs.get("input_ids").unwrap()).unwrap();
-            gpt::GPT2LMHeadModel::loss(&logits, inputs.get("targets").unwrap()).unwrap()
-        };
-        let resnet_loss: LossFn = |m, inputs| {
-            let logits = m.forward(inputs.get("images").unwrap()).unwrap();
-            resnet::NarrowResNet::loss(&logits, inputs.get("labels").unwrap()).unwrap()
-        };
-        let gpt = |n_layer, n_embd| {
-            let config = gpt::GptConfig { n_layer, n_head: 4, n_embd, vocab_size: 128, n_positions: 32, dropout: 0.0 };
-            Box::new(gpt::GPT2LMHeadModel::new(config, &g).unwrap()) as Box<dyn Layer>
-        };
-        let tokens = |shape: [usize; 2]| {
-            let mut inputs = StateDict::new();
-            for key in ["input_ids", "targets"] {
-                inputs.insert(key, torchfn::randint(128, shape, g.clone(), None, None).unwrap());
-            }
-            inputs
-        };
-        let (model, loss, inputs): (Box<dyn Layer>, LossFn, StateDict) = match name {
-            "gpt_tiny" => {
-                let model = gpt(2, 64);
-                model.load_state_dict(&golden(name, "init"), true).unwrap();
-                (model, gpt_loss, golden(name, "inputs"))
-            }
-            "gpt_small" => (gpt(4, 128), gpt_loss, tokens([4, 32])),
-            "resnet_tiny" => {
-                let model = resnet::NarrowResNet::new([1, 1, 1, 1], [16, 32, 64, 128], 10, &g).unwrap();
-                model.load_state_dict(&golden(name, "init"), true).unwrap();
-                (Box::new(model), resnet_loss, golden(name, "inputs"))
-            }
-            _ => {
-                let model = resnet::NarrowResNet::new([2, 2, 2, 2], [64, 128, 256, 512], 10, &g).unwrap();
-                let mut inputs = StateDict::new();
-                inputs.insert("images", torchfn::randn([8, 3, 32, 32], g.clone(), None, None).unwrap());
-                inputs.insert("labels", torchfn::randint(10, [8], g.clone(), None, None).unwrap());
-                (Box::new(model), resnet_loss, inputs)
-            }
-        };
-        let optimizer = adamw(model.parameters());
-        Workload { model, loss, optimizer, inputs }
-    }
-
-    /// The loss of a forward pass, with the gradients cleared first.
-    fn forward(&mut self) -> Tensor {
-        self.optimizer.zero_grad(true).unwrap();
-        (self.loss)(&*self.model, &self.inputs)
-    }
-
-    fn step(&mut self) {
-        self.forward().backward().unwrap();
-        self.optimizer.step().unwrap();
-    }
-}
+#[path = "common/workloads.rs"]
+mod workloads;
+use workloads::Workload;
 
 /// The workloads, with the criterion samples each gets (the larger take longer per step) and
 /// the target of the issue for their step time against PyTorch's.
@@ -122,7 +35,7 @@ fn benches(c: &mut Criterion) {
     let mut group = c.benchmark_group("training");
     for (name, samples, _) in WORKLOADS {
         group.sample_size(samples);
-        let mut workload = Workload::new(name);
+        let mut workload = Workload::new(name, Device::CPU);
         group.bench_function(format!("{name}_step"), |b| b.iter(|| workload.step()));
         group.bench_function(format!("{name}_backward"), |b| {
             b.iter_batched(|| workload.forward(), |loss| loss.backward().unwrap(), BatchSize::PerIteration)
@@ -189,7 +102,7 @@ fn print_table(resnet18_growth: f64) {
         let flops = 2.0 * batch * (n * k * m) as f64;
         println!("| {name} | {:.1} us | {:.1} |", t / 1e3, flops / t);
     }
-    let mut step = Workload::new("gpt_tiny");
+    let mut step = Workload::new("gpt_tiny", Device::CPU);
     for _ in 0..50 {
         step.step();
     }
@@ -207,7 +120,7 @@ fn print_table(resnet18_growth: f64) {
 /// The growth of the resident size over resnet18's first 20 training steps, in MiB, measured
 /// first thing in the process (as `bench/pytorch_training.py` measures PyTorch's).
 fn resnet18_growth() -> f64 {
-    let mut workload = Workload::new("resnet18");
+    let mut workload = Workload::new("resnet18", Device::CPU);
     let start = resident();
     for _ in 0..20 {
         workload.step();

@@ -245,10 +245,11 @@ fn float_functions_write_into_out() {
 }
 
 #[test]
-fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
+fn writing_into_a_huge_expanded_tensor_is_an_error_or_one_write_not_an_abort() {
     // Found by tests/api/no_panic.rs: `copy_` read its 2^40 source values before seeing that the
     // destination's elements share memory, and the allocation failure aborted the process.
-    let huge = torchfn::zeros([1], None, None).unwrap().expand([1 << 40]).unwrap();
+    let one = torchfn::zeros([1], None, None).unwrap();
+    let huge = one.expand([1 << 40]).unwrap();
     let err = huge.copy_(&f(&[1.0])).unwrap_err();
     assert_eq!(err.kind(), ErrorKind::Runtime);
     assert_eq!(
@@ -256,7 +257,15 @@ fn writing_into_a_huge_expanded_tensor_is_an_error_not_an_abort() {
         "copy_(): unsupported operation: more than one element of the written-to tensor refers to a single memory \
          location"
     );
-    assert_eq!(huge.fill_(2).unwrap_err().kind(), ErrorKind::Runtime);
+    // Filling writes the one element all of them share, as PyTorch's fill_ and zero_ do.
+    assert!(huge.fill_(2).unwrap().is(&huge));
+    assert_eq!(one.to_vec::<f32>().unwrap(), [2.0]);
+    let row = torchfn::zeros([3], None, None).unwrap();
+    let rows = row.expand([2, 3]).unwrap();
+    rows.zero_().unwrap();
+    rows.select(1, 1).unwrap().fill_(5).unwrap();
+    assert_eq!(rows.to_vec::<f32>().unwrap(), [0.0, 5.0, 0.0, 0.0, 5.0, 0.0]);
+    assert_eq!(huge.add_(&f(&[1.0]), 1).unwrap_err().kind(), ErrorKind::Runtime);
     // An expanded destination without elements takes nothing, and that is fine.
     let empty = torchfn::zeros([1, 3], None, None).unwrap().expand([0, 3]).unwrap();
     assert_eq!(empty.copy_(&f(&[1.0])).unwrap().shape().unwrap(), [0, 3]);

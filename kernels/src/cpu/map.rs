@@ -85,7 +85,7 @@ fn fresh<T: Element>(func: &str, n: usize) -> Result<Vec<T>> {
         return Ok(data);
     }
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| {
+    super::reserve_exact(&mut data, n).map_err(|_| {
         Error::runtime_error(format!("{func}(): not enough memory: you tried to allocate {n} elements"))
     })?;
     data.resize(n, T::default());

@@ -396,10 +396,44 @@ pub fn with_elements<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Res
 /// (a huge expanded tensor copied, say): never an abort.
 pub fn alloc<T>(func: &str, n: usize) -> Result<Vec<T>> {
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| {
+    reserve_exact(&mut data, n).map_err(|_| {
         Error::runtime_error(format!("{func}(): not enough memory: you tried to allocate {n} elements"))
     })?;
     Ok(data)
+}
+
+/// The refusal of [`reserve_exact`]: the elements asked for cannot be had.
+#[derive(Debug)]
+pub struct OutOfMemory;
+
+/// Room for exactly `n` more elements in `data` (`Vec::try_reserve_exact`), refused beforehand
+/// when the vector would outgrow the machine's memory and swap together. Every buffer torchfn
+/// allocates is written at once (zeroed, filled or computed), so such an allocation could never
+/// complete: on Linux with `vm.overcommit_memory=1` the system grants any size and then ends
+/// the process when the pages are touched, where this gives an error instead.
+pub fn reserve_exact<T>(data: &mut Vec<T>, n: usize) -> std::result::Result<(), OutOfMemory> {
+    let bytes = data.len().saturating_add(n).saturating_mul(std::mem::size_of::<T>());
+    if bytes > host_memory() {
+        return Err(OutOfMemory);
+    }
+    data.try_reserve_exact(n).map_err(|_| OutOfMemory)
+}
+
+/// The machine's memory and swap together in bytes (`MemTotal` plus `SwapTotal` of
+/// `/proc/meminfo`), read once; unlimited where that file is not there (other systems).
+fn host_memory() -> usize {
+    static BYTES: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *BYTES.get_or_init(|| {
+        let Ok(info) = std::fs::read_to_string("/proc/meminfo") else { return usize::MAX };
+        let kib = |key: &str| {
+            let line = info.lines().find_map(|l| l.strip_prefix(key))?;
+            line.trim_start_matches(':').split_whitespace().next()?.parse::<usize>().ok()
+        };
+        match (kib("MemTotal"), kib("SwapTotal")) {
+            (Some(memory), swap) => memory.saturating_add(swap.unwrap_or(0)).saturating_mul(1024),
+            (None, _) => usize::MAX,
+        }
+    })
 }
 
 /// The error for a result with more elements than a `usize` counts.
@@ -518,6 +552,21 @@ fn matmul<T: Element>(a: &Array, b: &Array, batch: &Shape, product: Product<T>) 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Without the check, a machine that overcommits memory (`vm.overcommit_memory=1`) grants
+    /// the first reservation, and the buffer's first writes end the process.
+    #[test]
+    fn allocations_beyond_the_machine_s_memory_are_refused_before_they_are_tried() {
+        let memory = host_memory();
+        if cfg!(target_os = "linux") {
+            assert!((1 << 28..usize::MAX / 2).contains(&memory), "{memory} bytes of memory and swap");
+        }
+        let mut bytes: Vec<u8> = Vec::new();
+        assert!(reserve_exact(&mut bytes, memory.saturating_add(1)).is_err());
+        let mut words: Vec<f32> = vec![0.0; 4];
+        assert!(reserve_exact(&mut words, memory / 4).is_err(), "the elements already held count too");
+        assert!(reserve_exact(&mut words, 1024).is_ok() && words.capacity() >= 1028);
+    }
 
     /// `0..n` as int64, viewed through `shape`, `strides` and `offset`.
     fn viewed(n: i64, shape: &[usize], strides: &[usize], offset: usize) -> Array {

@@ -14,7 +14,7 @@ use super::{Number, array, map, pool, with_elements};
 fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
     let n = n.ok_or_else(|| too_big(func))?;
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| too_big(func))?;
+    super::reserve_exact(&mut data, n).map_err(|_| too_big(func))?;
     Ok(data)
 }
 

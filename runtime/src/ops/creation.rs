@@ -19,7 +19,7 @@ fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>>
     check_size(func, shape, T::DTYPE)?;
     let n = shape.numel();
     let mut data = Vec::new();
-    data.try_reserve_exact(n).map_err(|_| too_large(func, shape))?;
+    crate::cpu::reserve_exact(&mut data, n).map_err(|_| too_large(func, shape))?;
     data.resize(n, value);
     Ok(data)
 }

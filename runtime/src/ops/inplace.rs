@@ -79,12 +79,22 @@ impl Tensor {
     /// assert_eq!(t.to_vec::<f32>()?, [7.0, 7.0, 0.0, 0.0]); // the write went through the view
     /// # Ok::<(), torchfn::Error>(())
     /// ```
+    ///
+    /// The elements of an expanded dimension are one memory location, filled once, as PyTorch
+    /// fills them: `zeros([1])?.expand([1 << 40])?.fill_(2)` writes one element.
     #[torch_function]
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
-        let value = value.into();
-        let filled = crate::primitive::new_full(self, &dst.layout.shape, value, dst.dtype)?;
-        write_into("fill_", self, filled)
+        let mut target = self.clone();
+        for (d, (&size, &stride)) in dst.layout.shape.iter().zip(dst.layout.strides.iter()).enumerate() {
+            if stride == 0 && size > 1 {
+                target = super::view::narrow_impl("fill_", ("self", &target), d as i64, 0, 1)?;
+            }
+        }
+        let shape = target.data("fill_", "self")?.layout.shape.clone();
+        let filled = crate::primitive::new_full(&target, &shape, value.into(), dst.dtype)?;
+        write_into("fill_", &target, filled)?;
+        Ok(self.clone())
     }
 
     /// Copies `src` into this tensor, in place, broadcasting and converting it
