@@ -384,6 +384,7 @@ fn per_sample_gradients_by_vmap_of_grad_equal_the_loop_for_an_mlp_and_gpt_tiny()
 
 #[test]
 fn a_custom_function_works_under_vmap_grad_and_their_compositions() {
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
     use torchfn::Tensor;
     use torchfn::func::{ARG0, grad, hessian, jacrev, vmap};
     let xs = torchfn::tensor(vec![1.0f64, -2.0, 0.5]).unwrap();

@@ -122,6 +122,7 @@ fn grad_argnums_aux_and_grad_of_vmap() {
 
 #[test]
 fn jacobians_agree_with_each_other_and_hessians_with_jacrev_of_jacrev() {
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
     let f = |x: Tensor| -> Result<Tensor> {
         let m = t(&[1.0, 2.0, 0.5, -1.0, 3.0, 0.25], &[2, 3]);
         &m.matmul(&x.sin()?)? * &x.select(0, 0)?
@@ -458,6 +459,7 @@ fn per_sample_gradients_and_ensembles_equal_pytorchs() {
 
 #[test]
 fn hessians_and_jacobians_equal_pytorchs() {
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
     let state = golden();
     let get = |k: &str| state.get(k).unwrap().clone();
     let (x, a, m) = (get("x"), get("a"), get("m"));
@@ -607,6 +609,7 @@ fn bad_arguments_are_errors_that_say_what_was_wrong() {
 
 #[test]
 fn auxiliary_outputs_nested_out_dims_and_argnums_of_the_jacobians() {
+    let _serial = crate::FORWARD_AD.lock().unwrap_or_else(|e| e.into_inner());
     let (x, y) = (t(&[0.5, -1.0, 2.0], &[3]), t(&[1.5, 0.25, -0.5], &[3]));
     // jacrev and jacfwd with an auxiliary output, with respect to the second argument
     let f = |(x, y): (Tensor, Tensor)| -> Result<(Tensor, Tensor)> { Ok(((&x * &y.sin()?)?, x.sum()?)) };

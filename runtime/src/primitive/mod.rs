@@ -260,7 +260,9 @@ pub(crate) fn conv2d_backward(
     window: &Window,
     which: [bool; 2],
 ) -> Result<Option<[Option<Tensor>; 2]>> {
-    if recording(&[g, input, weight]) || forward_ad::level_active() {
+    // Tangents of these operands, not merely an active level: the level is the process's, and
+    // another thread's (a jvp running beside this backward) must not change what runs here.
+    if recording(&[g, input, weight]) || forward_ad::tangents(&[g, input, weight]).is_some() {
         return Ok(None);
     }
     dispatch::convolution_backward(g, input, weight, groups, window, which)
