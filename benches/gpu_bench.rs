@@ -19,6 +19,7 @@
 mod common;
 use common::{mean_ns, pytorch};
 
+#[allow(dead_code)]
 #[path = "common/workloads.rs"]
 mod workloads;
 use workloads::Workload;

@@ -96,6 +96,12 @@ impl Workload {
         (self.loss)(&*self.model, &self.inputs)
     }
 
+    /// The model's parameters, each with the gradient of one forward and backward pass.
+    pub fn parameters_with_gradients(&mut self) -> Vec<Tensor> {
+        self.forward().backward().unwrap();
+        self.model.parameters()
+    }
+
     /// One training step: forward, loss, backward, AdamW.
     pub fn step(&mut self) {
         self.forward().backward().unwrap();

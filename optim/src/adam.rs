@@ -47,6 +47,10 @@ pub struct AdamConfig<const DECOUPLED: bool> {
     pub amsgrad: bool,
     /// Maximize the objective rather than minimize it.
     pub maximize: bool,
+    /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
+    /// ([`_fused_adam_`](torchfn_runtime::_fused_adam_)), CPU float32 and float64 tensors only,
+    /// with the fused kernel's rounding (within a few ulp of the default's, as PyTorch's).
+    pub fused: bool,
 }
 
 impl AdamOptions {
@@ -66,7 +70,7 @@ impl AdamWOptions {
 
 impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
     fn defaults(lr: f64, weight_decay: f64) -> Self {
-        AdamConfig { lr, betas: (0.9, 0.999), eps: 1e-8, weight_decay, amsgrad: false, maximize: false }
+        AdamConfig { lr, betas: (0.9, 0.999), eps: 1e-8, weight_decay, amsgrad: false, maximize: false, fused: false }
     }
 
     /// With learning rate `lr`.
@@ -102,6 +106,12 @@ impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
     /// Maximizing or not.
     pub fn maximize(mut self, maximize: bool) -> Self {
         self.maximize = maximize;
+        self
+    }
+
+    /// The fused step or the default one (see [`fused`](AdamConfig::fused)).
+    pub fn fused(mut self, fused: bool) -> Self {
+        self.fused = fused;
         self
     }
 }
@@ -170,6 +180,9 @@ impl<const DECOUPLED: bool> Algorithm for AdamConfig<DECOUPLED> {
     /// PyTorch's `_single_tensor_adam` (which AdamW runs with decoupled weight decay),
     /// operation by operation; the scalar coefficients are computed in f64, as Python does.
     fn update(&self, param: &Tensor, grad: &Tensor, state: &mut AdamState) -> Result<()> {
+        if self.fused {
+            return self.fused_update(param, grad, state);
+        }
         let (beta1, beta2) = self.betas;
         let mut grad = if self.maximize { grad.neg()? } else { grad.clone() };
         state.step += 1;
@@ -201,5 +214,41 @@ impl<const DECOUPLED: bool> Algorithm for AdamConfig<DECOUPLED> {
         let denom = second_moment.sqrt()?.div(&bias_correction2_sqrt.into(), None)?.add_(&self.eps.into(), 1)?;
         param.addcdiv_(&state.exp_avg, &denom, -step_size)?;
         Ok(())
+    }
+}
+
+impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
+    /// [`update`](Algorithm::update) by the fused kernel (`_fused_adam_` or `_fused_adamw_`).
+    fn fused_update(&self, param: &Tensor, grad: &Tensor, state: &mut AdamState) -> Result<()> {
+        state.step += 1;
+        // PyTorch keeps a fused optimizer's step count as a float32 tensor.
+        let step = torchfn_runtime::tensor([state.step as f32])?;
+        let options = torchfn_runtime::FusedAdamOptions {
+            lr: self.lr,
+            beta1: self.betas.0,
+            beta2: self.betas.1,
+            weight_decay: self.weight_decay,
+            eps: self.eps,
+            amsgrad: self.amsgrad,
+            maximize: self.maximize,
+            grad_scale: None,
+            found_inf: None,
+        };
+        let max_exp_avg_sq = match (&state.max_exp_avg_sq, self.amsgrad) {
+            (Some(max), true) => vec![max.clone()],
+            (None, true) => vec![state.max_exp_avg_sq.insert(torchfn_runtime::zeros_like(param, None)?).clone()],
+            (_, false) => Vec::new(),
+        };
+        let step_of = if DECOUPLED { torchfn_runtime::_fused_adamw_ } else { torchfn_runtime::_fused_adam_ };
+        let (exp_avg, exp_avg_sq) = (state.exp_avg.clone(), state.exp_avg_sq.clone());
+        step_of(
+            std::slice::from_ref(param),
+            &[grad.contiguous()?],
+            &[exp_avg],
+            &[exp_avg_sq],
+            &max_exp_avg_sq,
+            &[step],
+            &options,
+        )
     }
 }

@@ -512,3 +512,23 @@ fn random_draws_are_operators_and_fake_ones_draw_nothing() {
     drop(fake);
     assert_eq!(g.get_state().to_vec::<i64>().unwrap(), before);
 }
+
+#[test]
+fn a_fused_adamw_step_reaches_a_mode_as_one_operator_and_runs_by_name() {
+    use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
+    let step = |mode: bool| {
+        let p = torchfn::tensor([[1.0f32, -2.0], [0.5, 3.0]]).unwrap().requires_grad_(true).unwrap();
+        let mut opt = AdamW::new(vec![p.clone()], AdamWOptions::new(0.1).fused(true).amsgrad(true)).unwrap();
+        p.set_grad(Some(&torchfn::tensor([[0.5f32, -1.0], [2.0, 0.25]]).unwrap())).unwrap();
+        let names = mode.then(|| push_dispatch_mode(Names::default()));
+        opt.step().unwrap();
+        let seen = names.map(|n| self::names(&n.mode())).unwrap_or_default();
+        (p.detach().unwrap().to_vec::<f32>().unwrap(), seen)
+    };
+    let (direct, _) = step(false);
+    // The mode hands the call on by name: the operator binds its lists and keywords again.
+    let (through_mode, seen) = step(true);
+    assert_eq!(direct, through_mode);
+    assert!(seen.contains(&"aten._fused_adamw_.default".to_string()), "{seen:?}");
+    assert!(!seen.iter().any(|n| n.contains("lerp") || n.contains("addcdiv")), "{seen:?}");
+}

@@ -514,3 +514,132 @@ fn linear_regression_converges() {
     });
     assert!(last < 1e-4 && first > 1.0, "AdamW: {first} -> {last}");
 }
+
+/// `fused(true)` replays PyTorch's `fused=True` (and the default its default) from
+/// `tests/golden/fused_adam.json` (written by `bench/golden/gen_fused_adam.py`): Adam and
+/// AdamW with weight decay, amsgrad and maximize, on parameters of 37 and 5 × 7 elements.
+#[test]
+fn fused_adam_and_adamw_match_pytorch_s_fused_step() {
+    let path = format!("{}/tests/golden/fused_adam.json", env!("CARGO_MANIFEST_DIR"));
+    let golden: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let floats = |v: &Json| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
+    let shapes: Vec<Vec<usize>> = golden["shapes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s.as_array().unwrap().iter().map(|d| d.as_u64().unwrap() as usize).collect())
+        .collect();
+    for case in golden["cases"].as_array().unwrap() {
+        for fused in [true, false] {
+            let params: Vec<Tensor> = golden["init"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .zip(&shapes)
+                .map(|(v, s)| {
+                    let t =
+                        Tensor::from_vec(floats(v), s.as_slice()).unwrap().to(DType::Float32, false, false).unwrap();
+                    t.requires_grad_(true).unwrap()
+                })
+                .collect();
+            let options = &case["options"];
+            let mut step_all: Box<dyn FnMut()> = if case["optimizer"] == "Adam" {
+                let o = adam_options(AdamOptions::new(1e-3), options, &Json::Null).fused(fused);
+                let mut opt = Adam::new(params.clone(), o).unwrap();
+                Box::new(move || opt.step().unwrap())
+            } else {
+                let o = adam_options(AdamWOptions::new(1e-3), options, &Json::Null).fused(fused);
+                let mut opt = AdamW::new(params.clone(), o).unwrap();
+                Box::new(move || opt.step().unwrap())
+            };
+            let expected = &case[if fused { "fused" } else { "default" }];
+            for (step, grads) in golden["grads"].as_array().unwrap().iter().enumerate() {
+                for ((p, g), s) in params.iter().zip(grads.as_array().unwrap()).zip(&shapes) {
+                    let grad = Tensor::from_vec(floats(g), s.as_slice()).unwrap();
+                    p.set_grad(Some(&grad.to(DType::Float32, false, false).unwrap())).unwrap();
+                }
+                step_all();
+                for (i, p) in params.iter().enumerate() {
+                    let what = format!("{} {options} fused={fused} step {} param {i}", case["optimizer"], step + 1);
+                    assert_close(&values(p), &floats(&expected[step][i]), DType::Float32, &what);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn the_fused_step_refuses_what_it_cannot_do() {
+    let p = torchfn::tensor([1.0f32, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let (g, m, v) = (
+        torchfn::ones([2], None, None).unwrap(),
+        torchfn::zeros([2], None, None).unwrap(),
+        torchfn::zeros([2], None, None).unwrap(),
+    );
+    let step = torchfn::tensor([1.0f32]).unwrap();
+    let options = torchfn::FusedAdamOptions {
+        lr: 0.1,
+        beta1: 0.9,
+        beta2: 0.999,
+        weight_decay: 0.0,
+        eps: 1e-8,
+        amsgrad: false,
+        maximize: false,
+        grad_scale: None,
+        found_inf: None,
+    };
+    let call = |p: &Tensor, steps: &[Tensor], options: &torchfn::FusedAdamOptions| {
+        torchfn::_fused_adamw_(
+            std::slice::from_ref(p),
+            std::slice::from_ref(&g),
+            std::slice::from_ref(&m),
+            std::slice::from_ref(&v),
+            &[],
+            steps,
+            options,
+        )
+    };
+    // A leaf that requires grad, outside no_grad, as any in-place write.
+    let err = call(&p, std::slice::from_ref(&step), &options).unwrap_err();
+    assert!(err.to_string().contains("a leaf Variable that requires grad"), "{err}");
+    // A graph that saved the parameter before the step can tell it was written.
+    let saved = (&p * &p).unwrap().sum().unwrap();
+    let no_grad = torchfn::autograd::no_grad();
+    let err = call(&p, &[], &options).unwrap_err();
+    assert_eq!(err.to_string(), "_fused_adamw_(): state_steps has 0 tensors, but there are 1 parameters");
+    // found_inf set: nothing is written.
+    let skip = torchfn::FusedAdamOptions { found_inf: Some(torchfn::tensor([1.0f32]).unwrap()), ..options.clone() };
+    call(&p, std::slice::from_ref(&step), &skip).unwrap();
+    assert_eq!(values(&p), [1.0, 2.0]);
+    call(&p, std::slice::from_ref(&step), &options).unwrap();
+    assert!(values(&p).iter().zip([0.9, 1.9]).all(|(a, b)| (a - b).abs() < 1e-6), "{:?}", values(&p));
+    let err = torchfn::_fused_adam_(
+        std::slice::from_ref(&p),
+        std::slice::from_ref(&g),
+        std::slice::from_ref(&m),
+        std::slice::from_ref(&p),
+        &[],
+        std::slice::from_ref(&step),
+        &options,
+    )
+    .unwrap_err();
+    assert!(err.to_string().contains("_fused_adam_(): param and exp_avg_sq share memory"), "{err}");
+    let wide = torchfn::zeros([2], DType::Float64, None).unwrap();
+    let err = torchfn::_fused_adamw_(
+        std::slice::from_ref(&p),
+        &[wide],
+        std::slice::from_ref(&m),
+        std::slice::from_ref(&v),
+        &[],
+        &[step],
+        &options,
+    )
+    .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "_fused_adamw_(): grad must be a contiguous torch.float32 tensor of 2 elements, like the parameter"
+    );
+    drop(no_grad);
+    let err = saved.backward().unwrap_err();
+    assert!(err.to_string().contains("modified by an inplace operation"), "{err}");
+}

@@ -3,6 +3,8 @@
 
 use crate::types::{DType, Scalar};
 
+use super::Array;
+
 /// An elementwise function of one operand, computed in the dtype the operation chose.
 ///
 /// The float functions take a float dtype; `Neg`, `Abs`, `Sign`, `Square` and `Relu` any
@@ -240,4 +242,44 @@ impl Window {
             .checked_sub(self.padding[axis])
             .filter(|&i| i < self.input[axis])
     }
+}
+
+/// One Adam or AdamW step's hyperparameters, as PyTorch's fused kernel takes them.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamStep {
+    /// The learning rate.
+    pub lr: f64,
+    /// The first moment's decay.
+    pub beta1: f64,
+    /// The second moment's decay.
+    pub beta2: f64,
+    /// The weight decay: added to the gradient (Adam) or taken off the parameter (AdamW).
+    pub weight_decay: f64,
+    /// Added to the denominator.
+    pub eps: f64,
+    /// Whether the denominator uses the largest second moment so far (`max_exp_avg_sq`).
+    pub amsgrad: bool,
+    /// Whether the step goes up the gradient.
+    pub maximize: bool,
+    /// AdamW's decoupled weight decay (else Adam's).
+    pub decoupled: bool,
+    /// The step's number, counted from 1.
+    pub step: f64,
+    /// The gradient's scale, which the gradient is divided by (and stored so) first.
+    pub grad_scale: Option<f64>,
+}
+
+/// The arrays one parameter's step reads and writes: all contiguous, of one float dtype and
+/// one number of elements, in storages of their own.
+pub struct AdamArrays<'a> {
+    /// The parameter, updated.
+    pub param: &'a Array,
+    /// Its gradient (written only when unscaled).
+    pub grad: &'a Array,
+    /// The first moment, updated.
+    pub exp_avg: &'a Array,
+    /// The second moment, updated.
+    pub exp_avg_sq: &'a Array,
+    /// The largest second moment so far (amsgrad), updated.
+    pub max_exp_avg_sq: Option<&'a Array>,
 }

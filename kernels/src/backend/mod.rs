@@ -33,7 +33,7 @@ mod storage;
 
 pub use array::Array;
 pub use device::Device;
-pub use kernel::{Binary, Reduce, Scan, Unary, Window};
+pub use kernel::{AdamArrays, AdamStep, Binary, Reduce, Scan, Unary, Window};
 pub use storage::{Buffer, Storage, live_storages};
 
 pub use crate::types::{Layout, Strides};
@@ -195,6 +195,13 @@ pub trait Backend: Send + Sync + 'static {
     ) -> Result<Option<[Option<Array>; 2]>> {
         let _ = (input, weight, grad, groups, window, which);
         Ok(None)
+    }
+
+    /// One Adam or AdamW step of one parameter, in place (PyTorch's `_fused_adam_` and
+    /// `_fused_adamw_` kernels); `false` when this backend has no fused kernel.
+    fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
+        let _ = (arrays, step);
+        Ok(false)
     }
 
     /// Max pooling of `input` (`[planes, h, w]`, a float dtype): the largest element of each

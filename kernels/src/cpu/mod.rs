@@ -7,6 +7,7 @@ mod elementwise;
 mod indexing;
 mod map;
 mod number;
+mod optim;
 pub mod pool;
 mod random;
 mod reduce;
@@ -22,7 +23,9 @@ mod write;
 use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
-use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
+use crate::backend::{
+    AdamArrays, AdamStep, Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window,
+};
 use crate::error::{Error, Result};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 
@@ -258,6 +261,11 @@ impl Backend for Cpu {
             bool => Err(undefined("conv2d", dtype)),
             reduced => Err(internal("half-precision conv2d widens first"))
         )
+    }
+
+    fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
+        optim::fused_adam(arrays, step)?;
+        Ok(true)
     }
 
     fn conv2d_backward(

@@ -298,6 +298,19 @@ operators! {
     /// exceeds `max_norm` (embedding's `max_norm`); reads the indices and the rows.
     EMBEDDING_RENORM_ = "embedding_renorm_(Tensor(a!) self, Tensor indices, float max_norm, float norm_type) -> \
         Tensor(a!)", [Inplace] Kernel::EmbeddingRenorm;
+    /// One Adam step of every parameter in `self`, in place, one pass over each parameter's
+    /// memory (the optimizers' `fused=True`); `state_steps` are the steps' numbers, already
+    /// counted. With `found_inf` non-zero nothing is written; with `grad_scale` the gradients
+    /// are divided by it first, and stored so.
+    FUSED_ADAM_ = "_fused_adam_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] \
+        exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, \
+        float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? \
+        found_inf=None) -> ()", [] Kernel::FusedAdam { decoupled: false };
+    /// [`FUSED_ADAM_`] with AdamW's decoupled weight decay.
+    FUSED_ADAMW_ = "_fused_adamw_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] exp_avgs, Tensor(d!)[] \
+        exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, \
+        float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? \
+        found_inf=None) -> ()", [] Kernel::FusedAdam { decoupled: true };
 }
 
 /// The operator of binary kernel `op`, and the keyword argument that gives its parameter.

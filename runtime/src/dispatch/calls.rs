@@ -256,6 +256,75 @@ pub(crate) fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64
     kernel()
 }
 
+/// The tensors of one fused Adam step, one of each list per parameter (`max_exp_avg_sqs`
+/// empty without amsgrad), in `_fused_adam_`'s order.
+pub(crate) struct AdamLists<'a> {
+    pub params: &'a [Tensor],
+    pub grads: &'a [Tensor],
+    pub exp_avgs: &'a [Tensor],
+    pub exp_avg_sqs: &'a [Tensor],
+    pub max_exp_avg_sqs: &'a [Tensor],
+    pub state_steps: &'a [Tensor],
+}
+
+/// The scalars and optional tensors of one fused Adam step (`_fused_adam_`'s keywords).
+pub(crate) struct AdamScalars<'a> {
+    pub lr: f64,
+    pub beta1: f64,
+    pub beta2: f64,
+    pub weight_decay: f64,
+    pub eps: f64,
+    pub amsgrad: bool,
+    pub maximize: bool,
+    pub grad_scale: Option<&'a Tensor>,
+    pub found_inf: Option<&'a Tensor>,
+}
+
+/// One Adam step (AdamW's when `decoupled`) of every parameter, in place, by the backend's
+/// fused kernel (`_fused_adam_`, `_fused_adamw_`).
+pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalars<'_>) -> Result<()> {
+    fn dense_all(ts: &[Tensor]) -> Result<Vec<&Dense>> {
+        ts.iter().map(dense).collect()
+    }
+    let kernel = || {
+        let lists = [
+            dense_all(lists.params)?,
+            dense_all(lists.grads)?,
+            dense_all(lists.exp_avgs)?,
+            dense_all(lists.exp_avg_sqs)?,
+            dense_all(lists.max_exp_avg_sqs)?,
+            dense_all(lists.state_steps)?,
+        ];
+        let (grad_scale, found_inf) = (s.grad_scale.map(dense).transpose()?, s.found_inf.map(dense).transpose()?);
+        run_fused_adam(decoupled, &lists, s, grad_scale, found_inf)
+    };
+    if intercepting() {
+        let list = |ts: &[Tensor]| Value::List(ts.iter().map(Value::from).collect());
+        let args = [
+            list(lists.params),
+            list(lists.grads),
+            list(lists.exp_avgs),
+            list(lists.exp_avg_sqs),
+            list(lists.max_exp_avg_sqs),
+            list(lists.state_steps),
+        ];
+        let mut kwargs = Kwargs::new();
+        for (name, value) in [("lr", s.lr), ("beta1", s.beta1), ("beta2", s.beta2)] {
+            kwargs.insert(name, Value::from(value));
+        }
+        kwargs.insert("weight_decay", Value::from(s.weight_decay));
+        kwargs.insert("eps", Value::from(s.eps));
+        kwargs.insert("amsgrad", Value::Bool(s.amsgrad));
+        kwargs.insert("maximize", Value::Bool(s.maximize));
+        for (name, t) in [("grad_scale", s.grad_scale), ("found_inf", s.found_inf)] {
+            kwargs.insert(name, t.map_or(Value::None, Value::from));
+        }
+        let op = if decoupled { &aten::FUSED_ADAMW_ } else { &aten::FUSED_ADAM_ };
+        return intercept::<()>(op, &args, kwargs, &|| kernel().map(|()| Value::None));
+    }
+    kernel()
+}
+
 /// The value of the one-element tensor `x`, read on the host.
 pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
     let kernel = || run_local_scalar(dense(x)?);
@@ -530,6 +599,81 @@ fn run_local_scalar(x: &Dense) -> Result<Scalar> {
         return Err(Error::runtime_error("Tensor.item() cannot be called on meta tensors"));
     }
     host::scalar_of(x)
+}
+
+/// The fused Adam step of each parameter by its device's kernel (see [`fused_adam_`]); the
+/// lists are checked to be of one length. Nothing is written on meta tensors (no values).
+fn run_fused_adam(
+    decoupled: bool,
+    [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps]: &[Vec<&Dense>; 6],
+    s: &AdamScalars<'_>,
+    grad_scale: Option<&Dense>,
+    found_inf: Option<&Dense>,
+) -> Result<()> {
+    let func = if decoupled { "_fused_adamw_" } else { "_fused_adam_" };
+    let n = params.len();
+    let lists = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs), ("state_steps", steps)];
+    for (name, list) in lists.into_iter().chain(s.amsgrad.then_some(("max_exp_avg_sqs", max_exp_avg_sqs))) {
+        if list.len() != n {
+            return Err(Error::runtime_error(format!(
+                "{func}(): {name} has {} tensors, but there are {n} parameters",
+                list.len()
+            )));
+        }
+    }
+    let host_value = |name: &str, t: &Dense| -> Result<Option<f64>> {
+        if t.device().is_meta() {
+            return Ok(None);
+        }
+        if t.layout.numel() != 1 {
+            return Err(Error::runtime_error(format!("{func}(): {name} must have one element")));
+        }
+        Ok(Some(host::scalar_of(t)?.to_f64()))
+    };
+    if let Some(found) = found_inf.map(|t| host_value("found_inf", t)).transpose()?.flatten()
+        && found != 0.0
+    {
+        return Ok(());
+    }
+    let grad_scale = grad_scale.map(|t| host_value("grad_scale", t)).transpose()?.flatten();
+    for i in 0..n {
+        let device = params[i].device();
+        let Some(step) = host_value("state_steps", steps[i])? else { continue };
+        if device.is_meta() {
+            continue;
+        }
+        let arrays = crate::backend::AdamArrays {
+            param: params[i],
+            grad: grads[i],
+            exp_avg: exp_avgs[i],
+            exp_avg_sq: exp_avg_sqs[i],
+            max_exp_avg_sq: if s.amsgrad { Some(max_exp_avg_sqs[i]) } else { None },
+        };
+        let hyper = crate::backend::AdamStep {
+            lr: s.lr,
+            beta1: s.beta1,
+            beta2: s.beta2,
+            weight_decay: s.weight_decay,
+            eps: s.eps,
+            amsgrad: s.amsgrad,
+            maximize: s.maximize,
+            decoupled,
+            step,
+            grad_scale,
+        };
+        let others = [arrays.grad, arrays.exp_avg, arrays.exp_avg_sq].into_iter().chain(arrays.max_exp_avg_sq);
+        if let Some(other) = others.map(|a| a.device()).find(|&d| d != device) {
+            return Err(Error::runtime_error(format!(
+                "{func}(): parameter {i} is on {device}, its state on {other}: all on one device"
+            )));
+        }
+        if !device.backend().fused_adam(&arrays, &hyper)? {
+            return Err(Error::runtime_error(format!(
+                "{func}(): no fused kernel for {device} tensors (the CPU has one): use fused=false"
+            )));
+        }
+    }
+    Ok(())
 }
 
 fn run_unary(x: &Dense, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
@@ -877,6 +1021,13 @@ impl FromResult for Vec<Output> {
             )));
         }
         items.into_iter().map(|v| Output::from_result(op, v)).collect()
+    }
+}
+
+/// An operator that returns nothing (`-> ()`).
+impl FromResult for () {
+    fn from_result(op: &Operator, value: Value) -> Result<Self> {
+        if value.is_none() { Ok(()) } else { Err(wrong_result(op, &value)) }
     }
 }
 
@@ -1387,6 +1538,32 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             }
             run_copy(dst, src)?;
             Ok(b.get("self").clone())
+        }
+        Kernel::FusedAdam { decoupled } => {
+            let list = |name: &str| -> Result<Vec<&Dense>> {
+                tensors_in(b.get(name)).map(|t| t.data(op.name(), name)).collect()
+            };
+            let lists = [
+                list("self")?,
+                list("grads")?,
+                list("exp_avgs")?,
+                list("exp_avg_sqs")?,
+                list("max_exp_avg_sqs")?,
+                list("state_steps")?,
+            ];
+            let scalars = AdamScalars {
+                lr: b.float("lr"),
+                beta1: b.float("beta1"),
+                beta2: b.float("beta2"),
+                weight_decay: b.float("weight_decay"),
+                eps: b.float("eps"),
+                amsgrad: b.flag("amsgrad"),
+                maximize: b.flag("maximize"),
+                grad_scale: None,
+                found_inf: None,
+            };
+            run_fused_adam(decoupled, &lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
+            Ok(Value::None)
         }
         Kernel::EmbeddingRenorm => {
             let weight = b.dense("self")?;

@@ -103,7 +103,9 @@ pub(crate) enum Kernel {
     IndexSelect,
     Gather,
     Cat,
-    Softmax { log: bool },
+    Softmax {
+        log: bool,
+    },
     Convolution,
     ConvolutionBackward,
     MaxPool2d,
@@ -120,6 +122,10 @@ pub(crate) enum Kernel {
     LiftFresh,
     Linalg(linalg::Decomposition),
     Draw(Draw),
+    /// Adam's fused step; `decoupled`: AdamW's.
+    FusedAdam {
+        decoupled: bool,
+    },
 }
 
 /// Which random draw a `Kernel::Draw` operator is, and so which arguments give its
@@ -341,7 +347,9 @@ mod tests {
         for op in aten::all() {
             let aliases = op.schema().aliased_argument(0).is_some();
             assert_eq!(aliases, op.has_tag(Tag::View) || op.has_tag(Tag::Inplace), "{op}");
-            assert_eq!(op.schema().is_mutable(), op.has_tag(Tag::Inplace), "{op}");
+            // An operator that returns nothing (`_fused_adam_`) writes its arguments.
+            let writes = op.has_tag(Tag::Inplace) || op.schema().returns().is_empty();
+            assert_eq!(op.schema().is_mutable(), writes, "{op}");
         }
     }
 }

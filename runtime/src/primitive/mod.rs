@@ -646,6 +646,26 @@ pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()>
     Ok(())
 }
 
+/// One fused Adam (or, `decoupled`, AdamW) step of every parameter, in place and untracked
+/// (`aten::_fused_adam_`): refused while recording on parameters that require grad, as any
+/// in-place write into a leaf; every tensor written counts the write.
+pub(crate) fn fused_adam(
+    decoupled: bool,
+    lists: &dispatch::AdamLists<'_>,
+    s: &dispatch::AdamScalars<'_>,
+) -> Result<()> {
+    let func = if decoupled { "_fused_adamw_" } else { "_fused_adam_" };
+    if autograd::is_grad_enabled() && lists.params.iter().any(meta::requires_grad) {
+        bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    dispatch::fused_adam_(decoupled, lists, s)?;
+    let scaled: &[Tensor] = if s.grad_scale.is_some() { lists.grads } else { &[] };
+    for t in [lists.params, lists.exp_avgs, lists.exp_avg_sqs, lists.max_exp_avg_sqs, scaled].into_iter().flatten() {
+        data(t, func)?.storage.bump_version();
+    }
+    Ok(())
+}
+
 /// Embedding's `max_norm`, untracked as PyTorch's: the rows of `weight` that `indices` names
 /// scaled, in place, to norm `max_norm` where theirs exceeds it (`aten::embedding_renorm_`).
 pub(crate) fn embedding_renorm(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {

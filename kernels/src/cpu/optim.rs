@@ -1,0 +1,296 @@
+//! The optimizers' fused kernels: one pass over a parameter's memory per step (PyTorch's
+//! `_fused_adam_` and `_fused_adamw_` on the CPU) instead of one per operation of the step.
+
+use rayon::prelude::*;
+
+use super::map::vectorised;
+use crate::backend::{AdamArrays, AdamStep, Array};
+use crate::error::{Error, Result};
+use crate::types::DType;
+
+/// Elements per task: a chunk of each of the four or five arrays stays in the caches.
+const GRAIN: usize = 1 << 14;
+
+/// One Adam or AdamW step of one parameter, in place, computed in its dtype as PyTorch's fused
+/// CPU kernel computes it (the scalars rounded to the dtype first; the first moment by
+/// `lerp`'s formula with one fused multiply-add, as its vector loop does).
+pub fn fused_adam(arrays: &AdamArrays<'_>, h: &AdamStep) -> Result<()> {
+    let AdamArrays { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq } = *arrays;
+    let func = if h.decoupled { "_fused_adamw_" } else { "_fused_adam_" };
+    let all: Vec<(&str, &Array)> = [("param", param), ("grad", grad), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)]
+        .into_iter()
+        .chain(max_exp_avg_sq.map(|m| ("max_exp_avg_sq", m)))
+        .collect();
+    let n = param.layout.numel();
+    for (name, a) in &all {
+        if a.dtype != param.dtype || a.layout.numel() != n || !a.layout.is_contiguous() {
+            return Err(Error::runtime_error(format!(
+                "{func}(): {name} must be a contiguous {} tensor of {n} elements, like the parameter",
+                param.dtype
+            )));
+        }
+    }
+    for (i, (first, a)) in all.iter().enumerate() {
+        if let Some((second, _)) = all[i + 1..].iter().find(|(_, b)| a.shares(b)) {
+            return Err(Error::runtime_error(format!("{func}(): {first} and {second} share memory")));
+        }
+    }
+    match param.dtype {
+        DType::Float32 => step_f32(func, &all, h),
+        DType::Float64 => step_f64(func, &all, h),
+        other => Err(Error::runtime_error(format!(
+            "{func}(): the CPU kernel takes float32 and float64 parameters, not {other}"
+        ))),
+    }
+}
+
+/// The step for one element type: locks the arrays' elements and runs [`adam_math`] over
+/// chunks of them on the thread pool.
+macro_rules! step {
+    ($name:ident, $t:ty) => {
+        fn $name(func: &str, arrays: &[(&str, &Array)], h: &AdamStep) -> Result<()> {
+            let mut guards = Vec::with_capacity(arrays.len());
+            for (name, a) in arrays {
+                let range = a.layout.offset..a.layout.offset + a.layout.numel();
+                let guard = a
+                    .storage
+                    .write()
+                    .ok_or_else(|| Error::runtime_error(format!("{func}(): {name} is not in host memory")))?;
+                let slice = parking_lot::RwLockWriteGuard::try_map(guard, |b| b.as_mut_slice::<$t>()?.get_mut(range))
+                    .map_err(|_| Error::runtime_error(format!("{func}(): {name}'s storage is too small")))?;
+                guards.push(slice);
+            }
+            let mut slices = guards.iter_mut().map(|g| &mut **g);
+            let (Some(p), Some(g), Some(m), Some(v)) = (slices.next(), slices.next(), slices.next(), slices.next())
+            else {
+                return Err(Error::runtime_error(format!("{func}(): missing arrays")));
+            };
+            let mut max = slices.next();
+            let c = Coefficients::<$t>::new(h);
+            let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN)).zip(m.par_chunks_mut(GRAIN));
+            let chunks = chunks.zip(v.par_chunks_mut(GRAIN));
+            match max.as_deref_mut() {
+                Some(max) => chunks.zip(max.par_chunks_mut(GRAIN)).for_each(|((((p, g), m), v), mx)| {
+                    vectorised(
+                        #[inline(always)]
+                        || adam_math(p, g, m, v, Some(mx), &c),
+                    )
+                }),
+                None => chunks.for_each(|(((p, g), m), v)| {
+                    vectorised(
+                        #[inline(always)]
+                        || adam_math(p, g, m, v, None, &c),
+                    )
+                }),
+            }
+            Ok(())
+        }
+    };
+}
+
+step!(step_f32, f32);
+step!(step_f64, f64);
+
+/// The step's scalars, rounded to the element type as PyTorch's vector loop rounds them.
+struct Coefficients<T> {
+    grad_scale: Option<T>,
+    maximize: bool,
+    /// Adam's weight decay (added to the gradient), when not zero.
+    coupled_decay: Option<T>,
+    /// AdamW's factor `1 - lr · weight_decay`, when the decay is not zero.
+    decoupled_factor: Option<T>,
+    /// `lerp`'s coefficient and whether it starts from the moment (weight under 0.5).
+    lerp_coefficient: T,
+    lerp_from_moment: bool,
+    beta2: T,
+    sq_coefficient: T,
+    bias_correction2_sqrt: T,
+    eps: T,
+    neg_step_size: T,
+    amsgrad: bool,
+}
+
+/// The element types the kernel computes in.
+trait Element: Copy + Send + Sync + PartialOrd {
+    fn of(x: f64) -> Self;
+}
+
+impl Element for f32 {
+    fn of(x: f64) -> Self {
+        x as f32
+    }
+}
+
+impl Element for f64 {
+    fn of(x: f64) -> Self {
+        x
+    }
+}
+
+impl<T: Element> Coefficients<T> {
+    fn new(h: &AdamStep) -> Self {
+        // In float64, as PyTorch (and its single-tensor step) computes them.
+        let bias_correction1 = 1.0 - h.beta1.powf(h.step);
+        let bias_correction2 = 1.0 - h.beta2.powf(h.step);
+        let weight = T::of(1.0 - h.beta1);
+        let decays = h.weight_decay != 0.0;
+        Coefficients {
+            grad_scale: h.grad_scale.map(T::of),
+            maximize: h.maximize,
+            coupled_decay: (decays && !h.decoupled).then(|| T::of(h.weight_decay)),
+            decoupled_factor: (decays && h.decoupled).then(|| T::of(1.0 - h.lr * h.weight_decay)),
+            lerp_from_moment: T::of(0.5) > weight && weight > T::of(-0.5),
+            lerp_coefficient: weight,
+            beta2: T::of(h.beta2),
+            sq_coefficient: T::of(1.0 - h.beta2),
+            bias_correction2_sqrt: T::of(bias_correction2.sqrt()),
+            eps: T::of(h.eps),
+            neg_step_size: T::of(-(h.lr / bias_correction1)),
+            amsgrad: h.amsgrad,
+        }
+    }
+}
+
+/// The element loop, for `f32` and `f64`: PyTorch's `adam_math` for a float or double
+/// parameter. The options that change the formula are constants of each compiled loop (and
+/// the slices are zipped, not indexed), so that the loop has no branch and vectorises.
+macro_rules! adam_math {
+    ($($t:ty),*) => {
+        /// The step over one chunk of each array.
+        trait AdamMath: Sized {
+            fn adam_math(p: &mut [Self], g: &mut [Self], m: &mut [Self], v: &mut [Self], max: Option<&mut [Self]>, c: &Coefficients<Self>);
+        }
+        $(
+            impl AdamMath for $t {
+                #[inline(always)]
+                fn adam_math(p: &mut [$t], g: &mut [$t], m: &mut [$t], v: &mut [$t], max: Option<&mut [$t]>, c: &Coefficients<$t>) {
+                    if let Some(scale) = c.grad_scale {
+                        for g in g.iter_mut() {
+                            *g /= scale;
+                        }
+                    }
+                    let mut none: [$t; 0] = [];
+                    let max = match max {
+                        Some(max) if c.amsgrad => max,
+                        _ => &mut none[..],
+                    };
+                    let coupled = c.coupled_decay.is_some();
+                    let decoupled = c.decoupled_factor.is_some();
+                    match (coupled, decoupled, !max.is_empty()) {
+                        (false, false, false) => adam_loop::<$t, false, false, false>(p, g, m, v, max, c),
+                        (false, false, true) => adam_loop::<$t, false, false, true>(p, g, m, v, max, c),
+                        (true, _, false) => adam_loop::<$t, true, false, false>(p, g, m, v, max, c),
+                        (true, _, true) => adam_loop::<$t, true, false, true>(p, g, m, v, max, c),
+                        (false, true, false) => adam_loop::<$t, false, true, false>(p, g, m, v, max, c),
+                        (false, true, true) => adam_loop::<$t, false, true, true>(p, g, m, v, max, c),
+                    }
+                }
+            }
+        )*
+    };
+}
+
+adam_math!(f32, f64);
+
+/// What the loop needs of its element type.
+trait Real:
+    Copy
+    + PartialOrd
+    + std::ops::Add<Output = Self>
+    + std::ops::Sub<Output = Self>
+    + std::ops::Mul<Output = Self>
+    + std::ops::Div<Output = Self>
+    + std::ops::Neg<Output = Self>
+{
+    const ONE: Self;
+    fn mul_add(self, a: Self, b: Self) -> Self;
+    fn sqrt(self) -> Self;
+    fn is_nan(self) -> bool;
+}
+
+macro_rules! real {
+    ($($t:ty),*) => {$(
+        impl Real for $t {
+            const ONE: Self = 1.0;
+            #[inline(always)]
+            fn mul_add(self, a: Self, b: Self) -> Self {
+                <$t>::mul_add(self, a, b)
+            }
+            #[inline(always)]
+            fn sqrt(self) -> Self {
+                <$t>::sqrt(self)
+            }
+            #[inline(always)]
+            fn is_nan(self) -> bool {
+                <$t>::is_nan(self)
+            }
+        }
+    )*};
+}
+
+real!(f32, f64);
+
+/// One chunk's step with the formula's options fixed: `COUPLED` (Adam's weight decay into
+/// the gradient), `DECOUPLED` (AdamW's into the parameter), `AMSGRAD` (`max` holds the running
+/// maxima; empty otherwise).
+#[inline(always)]
+fn adam_loop<T: Real, const COUPLED: bool, const DECOUPLED: bool, const AMSGRAD: bool>(
+    p: &mut [T],
+    g: &[T],
+    m: &mut [T],
+    v: &mut [T],
+    max: &mut [T],
+    c: &Coefficients<T>,
+) {
+    // Exact either way: a multiplication by ±1.
+    let sign = if c.maximize { -T::ONE } else { T::ONE };
+    let decay = c.coupled_decay.unwrap_or(T::ONE);
+    let factor = c.decoupled_factor.unwrap_or(T::ONE);
+    let coefficient = if c.lerp_from_moment { c.lerp_coefficient } else { c.lerp_coefficient - T::ONE };
+    let step = |p: &mut T, g: T, m: &mut T, v: &mut T| -> T {
+        let mut grad = g * sign;
+        let mut param = *p;
+        if COUPLED {
+            grad = grad + param * decay;
+        }
+        if DECOUPLED {
+            param = param * factor;
+        }
+        let base = if c.lerp_from_moment { *m } else { grad };
+        *m = coefficient.mul_add(grad - *m, base);
+        *v = *v * c.beta2 + c.sq_coefficient * grad * grad;
+        *p = param;
+        *v
+    };
+    let finish = |p: &mut T, m: T, second: T| {
+        let denom = second.sqrt() / c.bias_correction2_sqrt + c.eps;
+        *p = *p + c.neg_step_size * m / denom;
+    };
+    if AMSGRAD {
+        for ((((p, &g), m), v), max) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()).zip(max.iter_mut()) {
+            let second = step(p, g, m, v);
+            // NaN wins, as in PyTorch's vector `maximum`.
+            if !(*max > second || max.is_nan()) {
+                *max = second;
+            }
+            finish(p, *m, *max);
+        }
+    } else {
+        for (((p, &g), m), v) in p.iter_mut().zip(g).zip(m.iter_mut()).zip(v.iter_mut()) {
+            let second = step(p, g, m, v);
+            finish(p, *m, second);
+        }
+    }
+}
+
+#[inline(always)]
+fn adam_math<T: AdamMath>(
+    p: &mut [T],
+    g: &mut [T],
+    m: &mut [T],
+    v: &mut [T],
+    max: Option<&mut [T]>,
+    c: &Coefficients<T>,
+) {
+    T::adam_math(p, g, m, v, max, c)
+}
