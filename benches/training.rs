@@ -16,7 +16,7 @@ use std::hint::black_box;
 
 use criterion::{BatchSize, Criterion};
 use torchfn::Device;
-use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
+use torchfn::optim::{AdamW, AdamWOptions, Optimizer, SGD, SgdOptions};
 use torchfn::prelude::*;
 
 #[path = "common/workloads.rs"]
@@ -42,13 +42,17 @@ fn benches(c: &mut Criterion) {
             b.iter_batched(|| workload.forward(), |loss| loss.backward().unwrap(), BatchSize::PerIteration)
         });
     }
-    // The AdamW step alone over resnet18's parameters (11.2 million), default and fused.
+    // The optimizer steps alone over resnet18's parameters (11.2 million), default and fused:
+    // AdamW, and SGD with momentum.
     let params = Workload::new("resnet18", Device::CPU).parameters_with_gradients();
     for fused in [false, true] {
+        let suffix = if fused { "_fused" } else { "" };
         let options = AdamWOptions::new(1e-3).weight_decay(0.01).fused(fused);
         let mut adamw = AdamW::new(params.clone(), options).unwrap();
-        let name = if fused { "adamw_resnet18_fused" } else { "adamw_resnet18" };
-        group.bench_function(name, |b| b.iter(|| adamw.step().unwrap()));
+        group.bench_function(format!("adamw_resnet18{suffix}"), |b| b.iter(|| adamw.step().unwrap()));
+        let options = SgdOptions::new(0.01).momentum(0.9).weight_decay(1e-4).fused(fused);
+        let mut sgd = SGD::new(params.clone(), options).unwrap();
+        group.bench_function(format!("sgd_resnet18{suffix}"), |b| b.iter(|| sgd.step().unwrap()));
     }
     group.sample_size(20);
     for (name, [n, k, m]) in MATMULS {
@@ -103,15 +107,18 @@ fn print_table(resnet18_growth: f64) {
         "\nResident size growth over resnet18's first 20 training steps: {resnet18_growth:.0} MiB (PyTorch: {:.0} MiB; target: at most PyTorch's).",
         theirs("resnet18_growth_mib")
     );
-    println!("\n| AdamW step over resnet18's parameters | torchfn | PyTorch (same sitting) | ratio |");
+    println!("\n| optimizer step over resnet18's parameters | torchfn | PyTorch (same sitting) | ratio |");
     println!("|---|---:|---:|---:|");
-    for (label, ours, theirs_key) in [
-        ("default (single-tensor)", "adamw_resnet18", "adamw_resnet18"),
-        ("fused=True", "adamw_resnet18_fused", "adamw_resnet18_fused"),
-        ("torchfn fused against PyTorch's default", "adamw_resnet18_fused", "adamw_resnet18"),
-    ] {
-        let (t, p) = (ns(ours) / 1e6, theirs(theirs_key));
-        println!("| {label} | {t:.2} ms | {p:.2} ms | {:.2}x |", t / p);
+    for optimizer in ["adamw", "sgd"] {
+        for (label, ours, their_key) in [
+            ("default (single-tensor)", "", ""),
+            ("fused=True", "_fused", "_fused"),
+            ("torchfn fused against PyTorch's default", "_fused", ""),
+        ] {
+            let t = ns(&format!("{optimizer}_resnet18{ours}")) / 1e6;
+            let p = theirs(&format!("{optimizer}_resnet18{their_key}"));
+            println!("| {optimizer}: {label} | {t:.2} ms | {p:.2} ms | {:.2}x |", t / p);
+        }
     }
     println!("\n| float32 matmul | time | GFLOP/s |");
     println!("|---|---:|---:|");

@@ -34,12 +34,24 @@ pub struct SgdOptions {
     pub nesterov: bool,
     /// Maximize the objective rather than minimize it.
     pub maximize: bool,
+    /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
+    /// ([`_fused_sgd_`](torchfn_runtime::_fused_sgd_)), CPU float32 and float64 tensors only,
+    /// with the fused kernel's rounding.
+    pub fused: bool,
 }
 
 impl SgdOptions {
     /// SGD with learning rate `lr`, no momentum, no weight decay.
     pub fn new(lr: f64) -> Self {
-        SgdOptions { lr, momentum: 0.0, dampening: 0.0, weight_decay: 0.0, nesterov: false, maximize: false }
+        SgdOptions {
+            lr,
+            momentum: 0.0,
+            dampening: 0.0,
+            weight_decay: 0.0,
+            nesterov: false,
+            maximize: false,
+            fused: false,
+        }
     }
 
     /// With learning rate `lr`.
@@ -75,6 +87,12 @@ impl SgdOptions {
     /// Maximizing or not.
     pub fn maximize(mut self, maximize: bool) -> Self {
         self.maximize = maximize;
+        self
+    }
+
+    /// The fused step or the default one (see [`fused`](SgdOptions::fused)).
+    pub fn fused(mut self, fused: bool) -> Self {
+        self.fused = fused;
         self
     }
 }
@@ -132,6 +150,9 @@ impl Algorithm for SgdOptions {
 
     /// PyTorch's `_single_tensor_sgd`, operation by operation.
     fn update(&self, param: &Tensor, grad: &Tensor, state: &mut SgdState) -> Result<()> {
+        if self.fused {
+            return self.fused_update(param, grad, state);
+        }
         let mut grad = if self.maximize { grad.neg()? } else { grad.clone() };
         if self.weight_decay != 0.0 {
             grad = grad.add(param, self.weight_decay)?;
@@ -145,5 +166,30 @@ impl Algorithm for SgdOptions {
         }
         param.add_(&grad, -self.lr)?;
         Ok(())
+    }
+}
+
+impl SgdOptions {
+    /// [`update`](Algorithm::update) by the fused kernel (`_fused_sgd_`); the momentum buffer is
+    /// made on the first step, as PyTorch's fused SGD makes it.
+    fn fused_update(&self, param: &Tensor, grad: &Tensor, state: &mut SgdState) -> Result<()> {
+        let is_first_step = self.momentum != 0.0 && state.momentum_buffer.is_none();
+        let buffers = match (&state.momentum_buffer, self.momentum != 0.0) {
+            (_, false) => Vec::new(),
+            (Some(buf), true) => vec![buf.clone()],
+            (None, true) => vec![state.momentum_buffer.insert(torchfn_runtime::zeros_like(param, None)?).clone()],
+        };
+        let options = torchfn_runtime::FusedSgdOptions {
+            weight_decay: self.weight_decay,
+            momentum: self.momentum,
+            lr: self.lr,
+            dampening: self.dampening,
+            nesterov: self.nesterov,
+            maximize: self.maximize,
+            is_first_step,
+            grad_scale: None,
+            found_inf: None,
+        };
+        torchfn_runtime::_fused_sgd_(std::slice::from_ref(param), &[grad.contiguous()?], &buffers, &options)
     }
 }

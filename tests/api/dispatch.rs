@@ -532,3 +532,25 @@ fn a_fused_adamw_step_reaches_a_mode_as_one_operator_and_runs_by_name() {
     assert!(seen.contains(&"aten._fused_adamw_.default".to_string()), "{seen:?}");
     assert!(!seen.iter().any(|n| n.contains("lerp") || n.contains("addcdiv")), "{seen:?}");
 }
+
+#[test]
+fn a_fused_sgd_step_reaches_a_mode_as_one_operator_and_runs_by_name() {
+    use torchfn::optim::{Optimizer, SGD, SgdOptions};
+    let steps = |mode: bool| {
+        let p = torchfn::tensor([1.0f32, -2.0, 0.5]).unwrap().requires_grad_(true).unwrap();
+        let options = SgdOptions::new(0.1).momentum(0.9).weight_decay(0.01).nesterov(true).fused(true);
+        let mut opt = SGD::new(vec![p.clone()], options).unwrap();
+        let names = mode.then(|| push_dispatch_mode(Names::default()));
+        // Two steps: the first makes the momentum buffer the gradient, the second blends.
+        for g in [[0.5f32, -1.0, 2.0], [1.0, 0.25, -0.5]] {
+            p.set_grad(Some(&torchfn::tensor(g).unwrap())).unwrap();
+            opt.step().unwrap();
+        }
+        let seen = names.map(|n| self::names(&n.mode())).unwrap_or_default();
+        (p.detach().unwrap().to_vec::<f32>().unwrap(), seen)
+    };
+    let (direct, _) = steps(false);
+    let (through_mode, seen) = steps(true);
+    assert_eq!(direct, through_mode);
+    assert_eq!(seen.iter().filter(|n| *n == "aten._fused_sgd_.default").count(), 2, "{seen:?}");
+}

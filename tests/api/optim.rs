@@ -516,11 +516,12 @@ fn linear_regression_converges() {
 }
 
 /// `fused(true)` replays PyTorch's `fused=True` (and the default its default) from
-/// `tests/golden/fused_adam.json` (written by `bench/golden/gen_fused_adam.py`): Adam and
-/// AdamW with weight decay, amsgrad and maximize, on parameters of 37 and 5 × 7 elements.
+/// `tests/golden/fused_optim.json` (written by `bench/golden/gen_fused_optim.py`): Adam and
+/// AdamW with weight decay, amsgrad and maximize, SGD with momentum, dampening, Nesterov and
+/// maximize, on parameters of 37 and 5 × 7 elements.
 #[test]
-fn fused_adam_and_adamw_match_pytorch_s_fused_step() {
-    let path = format!("{}/tests/golden/fused_adam.json", env!("CARGO_MANIFEST_DIR"));
+fn fused_adam_adamw_and_sgd_match_pytorch_s_fused_step() {
+    let path = format!("{}/tests/golden/fused_optim.json", env!("CARGO_MANIFEST_DIR"));
     let golden: Json = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
     let floats = |v: &Json| -> Vec<f64> { v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect() };
     let shapes: Vec<Vec<usize>> = golden["shapes"]
@@ -543,14 +544,21 @@ fn fused_adam_and_adamw_match_pytorch_s_fused_step() {
                 })
                 .collect();
             let options = &case["options"];
-            let mut step_all: Box<dyn FnMut()> = if case["optimizer"] == "Adam" {
-                let o = adam_options(AdamOptions::new(1e-3), options, &Json::Null).fused(fused);
-                let mut opt = Adam::new(params.clone(), o).unwrap();
-                Box::new(move || opt.step().unwrap())
-            } else {
-                let o = adam_options(AdamWOptions::new(1e-3), options, &Json::Null).fused(fused);
-                let mut opt = AdamW::new(params.clone(), o).unwrap();
-                Box::new(move || opt.step().unwrap())
+            let mut step_all: Box<dyn FnMut()> = match case["optimizer"].as_str().unwrap() {
+                "Adam" => {
+                    let o = adam_options(AdamOptions::new(1e-3), options, &Json::Null).fused(fused);
+                    let mut opt = Adam::new(params.clone(), o).unwrap();
+                    Box::new(move || opt.step().unwrap())
+                }
+                "AdamW" => {
+                    let o = adam_options(AdamWOptions::new(1e-3), options, &Json::Null).fused(fused);
+                    let mut opt = AdamW::new(params.clone(), o).unwrap();
+                    Box::new(move || opt.step().unwrap())
+                }
+                _ => {
+                    let mut opt = SGD::new(params.clone(), sgd_options(options, &Json::Null).fused(fused)).unwrap();
+                    Box::new(move || opt.step().unwrap())
+                }
             };
             let expected = &case[if fused { "fused" } else { "default" }];
             for (step, grads) in golden["grads"].as_array().unwrap().iter().enumerate() {

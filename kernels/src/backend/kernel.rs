@@ -283,3 +283,35 @@ pub struct AdamArrays<'a> {
     /// The largest second moment so far (amsgrad), updated.
     pub max_exp_avg_sq: Option<&'a Array>,
 }
+
+/// One SGD step's hyperparameters, as PyTorch's fused kernel takes them.
+#[derive(Clone, Copy, Debug)]
+pub struct SgdStep {
+    /// The learning rate.
+    pub lr: f64,
+    /// The momentum (0: none, and no buffer).
+    pub momentum: f64,
+    /// The share of the gradient the momentum does not take in.
+    pub dampening: f64,
+    /// The weight decay, added to the gradient.
+    pub weight_decay: f64,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+    /// Whether the step goes up the gradient.
+    pub maximize: bool,
+    /// The first step, where the momentum buffer becomes the gradient.
+    pub is_first_step: bool,
+    /// The gradient's scale, which the gradient is divided by (and stored so) first.
+    pub grad_scale: Option<f64>,
+}
+
+/// The arrays one parameter's SGD step reads and writes: all contiguous, of one float dtype
+/// and one number of elements, in storages of their own.
+pub struct SgdArrays<'a> {
+    /// The parameter, updated.
+    pub param: &'a Array,
+    /// Its gradient (written only when unscaled).
+    pub grad: &'a Array,
+    /// The momentum buffer, updated (with a momentum).
+    pub momentum_buffer: Option<&'a Array>,
+}

@@ -33,7 +33,7 @@ mod storage;
 
 pub use array::Array;
 pub use device::Device;
-pub use kernel::{AdamArrays, AdamStep, Binary, Reduce, Scan, Unary, Window};
+pub use kernel::{AdamArrays, AdamStep, Binary, Reduce, Scan, SgdArrays, SgdStep, Unary, Window};
 pub use storage::{Buffer, Storage, live_storages};
 
 pub use crate::types::{Layout, Strides};
@@ -200,6 +200,13 @@ pub trait Backend: Send + Sync + 'static {
     /// One Adam or AdamW step of one parameter, in place (PyTorch's `_fused_adam_` and
     /// `_fused_adamw_` kernels); `false` when this backend has no fused kernel.
     fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
+        let _ = (arrays, step);
+        Ok(false)
+    }
+
+    /// One SGD step of one parameter, in place (PyTorch's `_fused_sgd_` kernel); `false` when
+    /// this backend has no fused kernel.
+    fn fused_sgd(&self, arrays: &SgdArrays<'_>, step: &SgdStep) -> Result<bool> {
         let _ = (arrays, step);
         Ok(false)
     }

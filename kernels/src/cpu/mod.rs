@@ -24,7 +24,8 @@ use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
 use crate::backend::{
-    AdamArrays, AdamStep, Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window,
+    AdamArrays, AdamStep, Array, Backend, Binary, Buffer, Device, Reduce, Scan, SgdArrays, SgdStep, Storage, Unary,
+    Window,
 };
 use crate::error::{Error, Result};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
@@ -265,6 +266,11 @@ impl Backend for Cpu {
 
     fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
         optim::fused_adam(arrays, step)?;
+        Ok(true)
+    }
+
+    fn fused_sgd(&self, arrays: &SgdArrays<'_>, step: &SgdStep) -> Result<bool> {
+        optim::fused_sgd(arrays, step)?;
         Ok(true)
     }
 

@@ -1,10 +1,11 @@
 //! The optimizers' fused kernels: one pass over a parameter's memory per step (PyTorch's
-//! `_fused_adam_` and `_fused_adamw_` on the CPU) instead of one per operation of the step.
+//! `_fused_adam_`, `_fused_adamw_` and `_fused_sgd_` on the CPU) instead of one per operation
+//! of the step.
 
 use rayon::prelude::*;
 
 use super::map::vectorised;
-use crate::backend::{AdamArrays, AdamStep, Array};
+use crate::backend::{AdamArrays, AdamStep, Array, SgdArrays, SgdStep};
 use crate::error::{Error, Result};
 use crate::types::DType;
 
@@ -21,8 +22,32 @@ pub fn fused_adam(arrays: &AdamArrays<'_>, h: &AdamStep) -> Result<()> {
         .into_iter()
         .chain(max_exp_avg_sq.map(|m| ("max_exp_avg_sq", m)))
         .collect();
+    match checked(func, &all)? {
+        DType::Float32 => adam_step::<f32>(func, &all, h),
+        _ => adam_step::<f64>(func, &all, h),
+    }
+}
+
+/// One SGD step of one parameter, in place, as PyTorch's fused CPU kernel computes it (the
+/// weight decay and the momentum each with one fused multiply-add, as its vector loop does).
+pub fn fused_sgd(arrays: &SgdArrays<'_>, h: &SgdStep) -> Result<()> {
+    let SgdArrays { param, grad, momentum_buffer } = *arrays;
+    let func = "_fused_sgd_";
+    let buffer = momentum_buffer.filter(|_| h.momentum != 0.0);
+    let all: Vec<(&str, &Array)> =
+        [("param", param), ("grad", grad)].into_iter().chain(buffer.map(|b| ("momentum_buffer", b))).collect();
+    match checked(func, &all)? {
+        DType::Float32 => sgd_step::<f32>(func, &all, h),
+        _ => sgd_step::<f64>(func, &all, h),
+    }
+}
+
+/// The parameter's dtype, once every array (the parameter first) is a contiguous float32 or
+/// float64 one of its dtype and size, in a storage of its own.
+fn checked(func: &str, all: &[(&str, &Array)]) -> Result<DType> {
+    let param = all[0].1;
     let n = param.layout.numel();
-    for (name, a) in &all {
+    for (name, a) in all {
         if a.dtype != param.dtype || a.layout.numel() != n || !a.layout.is_contiguous() {
             return Err(Error::runtime_error(format!(
                 "{func}(): {name} must be a contiguous {} tensor of {n} elements, like the parameter",
@@ -36,60 +61,150 @@ pub fn fused_adam(arrays: &AdamArrays<'_>, h: &AdamStep) -> Result<()> {
         }
     }
     match param.dtype {
-        DType::Float32 => step_f32(func, &all, h),
-        DType::Float64 => step_f64(func, &all, h),
+        DType::Float32 | DType::Float64 => Ok(param.dtype),
         other => Err(Error::runtime_error(format!(
             "{func}(): the CPU kernel takes float32 and float64 parameters, not {other}"
         ))),
     }
 }
 
-/// The step for one element type: locks the arrays' elements and runs [`adam_math`] over
-/// chunks of them on the thread pool.
-macro_rules! step {
-    ($name:ident, $t:ty) => {
-        fn $name(func: &str, arrays: &[(&str, &Array)], h: &AdamStep) -> Result<()> {
-            let mut guards = Vec::with_capacity(arrays.len());
-            for (name, a) in arrays {
-                let range = a.layout.offset..a.layout.offset + a.layout.numel();
-                let guard = a
-                    .storage
-                    .write()
-                    .ok_or_else(|| Error::runtime_error(format!("{func}(): {name} is not in host memory")))?;
-                let slice = parking_lot::RwLockWriteGuard::try_map(guard, |b| b.as_mut_slice::<$t>()?.get_mut(range))
-                    .map_err(|_| Error::runtime_error(format!("{func}(): {name}'s storage is too small")))?;
-                guards.push(slice);
-            }
-            let mut slices = guards.iter_mut().map(|g| &mut **g);
-            let (Some(p), Some(g), Some(m), Some(v)) = (slices.next(), slices.next(), slices.next(), slices.next())
-            else {
-                return Err(Error::runtime_error(format!("{func}(): missing arrays")));
-            };
-            let mut max = slices.next();
-            let c = Coefficients::<$t>::new(h);
-            let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN)).zip(m.par_chunks_mut(GRAIN));
-            let chunks = chunks.zip(v.par_chunks_mut(GRAIN));
-            match max.as_deref_mut() {
-                Some(max) => chunks.zip(max.par_chunks_mut(GRAIN)).for_each(|((((p, g), m), v), mx)| {
-                    vectorised(
-                        #[inline(always)]
-                        || adam_math(p, g, m, v, Some(mx), &c),
-                    )
-                }),
-                None => chunks.for_each(|(((p, g), m), v)| {
-                    vectorised(
-                        #[inline(always)]
-                        || adam_math(p, g, m, v, None, &c),
-                    )
-                }),
-            }
-            Ok(())
-        }
-    };
+/// The elements of each array, locked for writing (in order: the caller's arrays are
+/// distinct, so no two locks are the same).
+fn locked<'a, T: crate::types::Element>(
+    func: &str,
+    arrays: &[(&str, &'a Array)],
+) -> Result<Vec<parking_lot::MappedRwLockWriteGuard<'a, [T]>>> {
+    let mut guards = Vec::with_capacity(arrays.len());
+    for (name, a) in arrays {
+        let range = a.layout.offset..a.layout.offset + a.layout.numel();
+        let guard =
+            a.storage.write().ok_or_else(|| Error::runtime_error(format!("{func}(): {name} is not in host memory")))?;
+        let slice = parking_lot::RwLockWriteGuard::try_map(guard, |b| b.as_mut_slice::<T>()?.get_mut(range))
+            .map_err(|_| Error::runtime_error(format!("{func}(): {name}'s storage is too small")))?;
+        guards.push(slice);
+    }
+    Ok(guards)
 }
 
-step!(step_f32, f32);
-step!(step_f64, f64);
+/// The Adam step for one element type: the arrays locked, [`adam_math`] over chunks of them
+/// on the thread pool.
+fn adam_step<T: crate::types::Element + Real + Rounded + AdamMath>(
+    func: &str,
+    arrays: &[(&str, &Array)],
+    h: &AdamStep,
+) -> Result<()> {
+    let mut guards = locked::<T>(func, arrays)?;
+    let [p, g, m, v, rest @ ..] = &mut guards[..] else {
+        return Err(Error::runtime_error(format!("{func}(): missing arrays")));
+    };
+    let c = Coefficients::<T>::new(h);
+    let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN)).zip(m.par_chunks_mut(GRAIN));
+    let chunks = chunks.zip(v.par_chunks_mut(GRAIN));
+    match rest.first_mut() {
+        Some(max) => chunks.zip(max.par_chunks_mut(GRAIN)).for_each(|((((p, g), m), v), mx)| {
+            vectorised(
+                #[inline(always)]
+                || adam_math(p, g, m, v, Some(mx), &c),
+            )
+        }),
+        None => chunks.for_each(|(((p, g), m), v)| {
+            vectorised(
+                #[inline(always)]
+                || adam_math(p, g, m, v, None, &c),
+            )
+        }),
+    }
+    Ok(())
+}
+
+/// The SGD step for one element type.
+fn sgd_step<T: crate::types::Element + Real + Rounded>(
+    func: &str,
+    arrays: &[(&str, &Array)],
+    h: &SgdStep,
+) -> Result<()> {
+    let mut guards = locked::<T>(func, arrays)?;
+    let [p, g, rest @ ..] = &mut guards[..] else {
+        return Err(Error::runtime_error(format!("{func}(): missing arrays")));
+    };
+    let c = SgdCoefficients {
+        grad_scale: h.grad_scale.map(T::of),
+        sign: if h.maximize { -T::ONE } else { T::ONE },
+        weight_decay: T::of(h.weight_decay),
+        momentum: T::of(h.momentum),
+        dampened: T::of(1.0 - h.dampening),
+        neg_lr: T::of(-h.lr),
+        first_step: h.is_first_step,
+    };
+    let (decays, nesterov) = (h.weight_decay != 0.0, h.nesterov);
+    let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN));
+    match rest.first_mut() {
+        Some(buf) => chunks.zip(buf.par_chunks_mut(GRAIN)).for_each(|((p, g), b)| {
+            vectorised(
+                #[inline(always)]
+                || match (decays, nesterov) {
+                    (false, false) => sgd_loop::<T, false, false>(p, g, b, &c),
+                    (false, true) => sgd_loop::<T, false, true>(p, g, b, &c),
+                    (true, false) => sgd_loop::<T, true, false>(p, g, b, &c),
+                    (true, true) => sgd_loop::<T, true, true>(p, g, b, &c),
+                },
+            )
+        }),
+        None => chunks.for_each(|(p, g)| {
+            vectorised(
+                #[inline(always)]
+                || match decays {
+                    false => sgd_loop::<T, false, false>(p, g, &mut [], &c),
+                    true => sgd_loop::<T, true, false>(p, g, &mut [], &c),
+                },
+            )
+        }),
+    }
+    Ok(())
+}
+
+/// SGD's scalars, rounded to the element type.
+struct SgdCoefficients<T> {
+    grad_scale: Option<T>,
+    sign: T,
+    weight_decay: T,
+    momentum: T,
+    dampened: T,
+    neg_lr: T,
+    first_step: bool,
+}
+
+/// One chunk's SGD step: `DECAYS` (weight decay into the gradient), `NESTEROV`; `buf` is the
+/// momentum buffer (empty without momentum).
+#[inline(always)]
+fn sgd_loop<T: Real, const DECAYS: bool, const NESTEROV: bool>(
+    p: &mut [T],
+    g: &mut [T],
+    buf: &mut [T],
+    c: &SgdCoefficients<T>,
+) {
+    if let Some(scale) = c.grad_scale {
+        for g in g.iter_mut() {
+            *g = *g / scale;
+        }
+    }
+    let grad_of = |p: T, g: T| {
+        let g = g * c.sign;
+        if DECAYS { p.mul_add(c.weight_decay, g) } else { g }
+    };
+    if buf.is_empty() {
+        for (p, &g) in p.iter_mut().zip(g.iter()) {
+            *p = *p + grad_of(*p, g) * c.neg_lr;
+        }
+        return;
+    }
+    for ((p, &g), b) in p.iter_mut().zip(g.iter()).zip(buf.iter_mut()) {
+        let grad = grad_of(*p, g);
+        *b = if c.first_step { grad } else { c.dampened.mul_add(grad, *b * c.momentum) };
+        let step = if NESTEROV { b.mul_add(c.momentum, grad) } else { *b };
+        *p = *p + step * c.neg_lr;
+    }
+}
 
 /// The step's scalars, rounded to the element type as PyTorch's vector loop rounds them.
 struct Coefficients<T> {
@@ -110,24 +225,24 @@ struct Coefficients<T> {
     amsgrad: bool,
 }
 
-/// The element types the kernel computes in.
-trait Element: Copy + Send + Sync + PartialOrd {
+/// The element types the kernels compute in: a float64 scalar rounded to them.
+trait Rounded: Copy + Send + Sync + PartialOrd {
     fn of(x: f64) -> Self;
 }
 
-impl Element for f32 {
+impl Rounded for f32 {
     fn of(x: f64) -> Self {
         x as f32
     }
 }
 
-impl Element for f64 {
+impl Rounded for f64 {
     fn of(x: f64) -> Self {
         x
     }
 }
 
-impl<T: Element> Coefficients<T> {
+impl<T: Rounded> Coefficients<T> {
     fn new(h: &AdamStep) -> Self {
         // In float64, as PyTorch (and its single-tensor step) computes them.
         let bias_correction1 = 1.0 - h.beta1.powf(h.step);

@@ -311,6 +311,12 @@ operators! {
         exp_avg_sqs, Tensor(e!)[] max_exp_avg_sqs, Tensor[] state_steps, *, float lr, float beta1, float beta2, \
         float weight_decay, float eps, bool amsgrad, bool maximize, Tensor? grad_scale=None, Tensor? \
         found_inf=None) -> ()", [] Kernel::FusedAdam { decoupled: true };
+    /// One SGD step of every parameter in `self`, in place, one pass over each parameter's
+    /// memory; `momentum_buffer_list` is empty without momentum, and on the first step
+    /// (`is_first_step`) each buffer becomes its gradient.
+    FUSED_SGD_ = "_fused_sgd_(Tensor(a!)[] self, Tensor(b!)[] grads, Tensor(c!)[] momentum_buffer_list, *, float \
+        weight_decay, float momentum, float lr, float dampening, bool nesterov, bool maximize, bool is_first_step, \
+        Tensor? grad_scale=None, Tensor? found_inf=None) -> ()", [] Kernel::FusedSgd;
 }
 
 /// The operator of binary kernel `op`, and the keyword argument that gives its parameter.

@@ -325,6 +325,57 @@ pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalar
     kernel()
 }
 
+/// The tensors of one fused SGD step, one of each list per parameter (`momentum_buffers`
+/// empty without momentum).
+pub(crate) struct SgdLists<'a> {
+    pub params: &'a [Tensor],
+    pub grads: &'a [Tensor],
+    pub momentum_buffers: &'a [Tensor],
+}
+
+/// The scalars and optional tensors of one fused SGD step (`_fused_sgd_`'s keywords).
+pub(crate) struct SgdScalars<'a> {
+    pub weight_decay: f64,
+    pub momentum: f64,
+    pub lr: f64,
+    pub dampening: f64,
+    pub nesterov: bool,
+    pub maximize: bool,
+    pub is_first_step: bool,
+    pub grad_scale: Option<&'a Tensor>,
+    pub found_inf: Option<&'a Tensor>,
+}
+
+/// One SGD step of every parameter, in place, by the backend's fused kernel (`_fused_sgd_`).
+pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &SgdScalars<'_>) -> Result<()> {
+    fn dense_all(ts: &[Tensor]) -> Result<Vec<&Dense>> {
+        ts.iter().map(dense).collect()
+    }
+    let kernel = || {
+        let lists = [dense_all(lists.params)?, dense_all(lists.grads)?, dense_all(lists.momentum_buffers)?];
+        let (grad_scale, found_inf) = (s.grad_scale.map(dense).transpose()?, s.found_inf.map(dense).transpose()?);
+        run_fused_sgd(&lists, s, grad_scale, found_inf)
+    };
+    if intercepting() {
+        let list = |ts: &[Tensor]| Value::List(ts.iter().map(Value::from).collect());
+        let args = [list(lists.params), list(lists.grads), list(lists.momentum_buffers)];
+        let mut kwargs = Kwargs::new();
+        for (name, value) in
+            [("weight_decay", s.weight_decay), ("momentum", s.momentum), ("lr", s.lr), ("dampening", s.dampening)]
+        {
+            kwargs.insert(name, Value::from(value));
+        }
+        for (name, flag) in [("nesterov", s.nesterov), ("maximize", s.maximize), ("is_first_step", s.is_first_step)] {
+            kwargs.insert(name, Value::Bool(flag));
+        }
+        for (name, t) in [("grad_scale", s.grad_scale), ("found_inf", s.found_inf)] {
+            kwargs.insert(name, t.map_or(Value::None, Value::from));
+        }
+        return intercept::<()>(&aten::FUSED_SGD_, &args, kwargs, &|| kernel().map(|()| Value::None));
+    }
+    kernel()
+}
+
 /// The value of the one-element tensor `x`, read on the host.
 pub(crate) fn local_scalar(x: &Tensor) -> Result<Scalar> {
     let kernel = || run_local_scalar(dense(x)?);
@@ -621,24 +672,10 @@ fn run_fused_adam(
             )));
         }
     }
-    let host_value = |name: &str, t: &Dense| -> Result<Option<f64>> {
-        if t.device().is_meta() {
-            return Ok(None);
-        }
-        if t.layout.numel() != 1 {
-            return Err(Error::runtime_error(format!("{func}(): {name} must have one element")));
-        }
-        Ok(Some(host::scalar_of(t)?.to_f64()))
-    };
-    if let Some(found) = found_inf.map(|t| host_value("found_inf", t)).transpose()?.flatten()
-        && found != 0.0
-    {
-        return Ok(());
-    }
-    let grad_scale = grad_scale.map(|t| host_value("grad_scale", t)).transpose()?.flatten();
+    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
     for i in 0..n {
         let device = params[i].device();
-        let Some(step) = host_value("state_steps", steps[i])? else { continue };
+        let Some(step) = one_value(func, "state_steps", steps[i])? else { continue };
         if device.is_meta() {
             continue;
         }
@@ -674,6 +711,84 @@ fn run_fused_adam(
         }
     }
     Ok(())
+}
+
+/// The fused SGD step of each parameter by its device's kernel (see [`fused_sgd_`]).
+fn run_fused_sgd(
+    [params, grads, buffers]: &[Vec<&Dense>; 3],
+    s: &SgdScalars<'_>,
+    grad_scale: Option<&Dense>,
+    found_inf: Option<&Dense>,
+) -> Result<()> {
+    let func = "_fused_sgd_";
+    let n = params.len();
+    let with_momentum = s.momentum != 0.0;
+    for (name, list) in
+        std::iter::once(("grads", grads)).chain(with_momentum.then_some(("momentum_buffer_list", buffers)))
+    {
+        if list.len() != n {
+            return Err(Error::runtime_error(format!(
+                "{func}(): {name} has {} tensors, but there are {n} parameters",
+                list.len()
+            )));
+        }
+    }
+    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
+    for i in 0..n {
+        let device = params[i].device();
+        if device.is_meta() {
+            continue;
+        }
+        let arrays = crate::backend::SgdArrays {
+            param: params[i],
+            grad: grads[i],
+            momentum_buffer: with_momentum.then(|| &**buffers[i]),
+        };
+        let hyper = crate::backend::SgdStep {
+            lr: s.lr,
+            momentum: s.momentum,
+            dampening: s.dampening,
+            weight_decay: s.weight_decay,
+            nesterov: s.nesterov,
+            maximize: s.maximize,
+            is_first_step: s.is_first_step,
+            grad_scale,
+        };
+        let others = std::iter::once(arrays.grad).chain(arrays.momentum_buffer);
+        if let Some(other) = others.map(|a| a.device()).find(|&d| d != device) {
+            return Err(Error::runtime_error(format!(
+                "{func}(): parameter {i} is on {device}, its state on {other}: all on one device"
+            )));
+        }
+        if !device.backend().fused_sgd(&arrays, &hyper)? {
+            return Err(Error::runtime_error(format!(
+                "{func}(): no fused kernel for {device} tensors (the CPU has one): use fused=false"
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// A fused step's loss scaling: `None` when `found_inf` is set (the step writes nothing), else
+/// the gradients' scale, if any (each read on the host; nothing on meta tensors).
+fn loss_scale(func: &str, grad_scale: Option<&Dense>, found_inf: Option<&Dense>) -> Result<Option<Option<f64>>> {
+    if let Some(found) = found_inf.map(|t| one_value(func, "found_inf", t)).transpose()?.flatten()
+        && found != 0.0
+    {
+        return Ok(None);
+    }
+    Ok(Some(grad_scale.map(|t| one_value(func, "grad_scale", t)).transpose()?.flatten()))
+}
+
+/// The value of a one-element tensor argument of `func` (`None` on the meta device).
+fn one_value(func: &str, name: &str, t: &Dense) -> Result<Option<f64>> {
+    if t.device().is_meta() {
+        return Ok(None);
+    }
+    if t.layout.numel() != 1 {
+        return Err(Error::runtime_error(format!("{func}(): {name} must have one element")));
+    }
+    Ok(Some(host::scalar_of(t)?.to_f64()))
 }
 
 fn run_unary(x: &Dense, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
@@ -1563,6 +1678,25 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 found_inf: None,
             };
             run_fused_adam(decoupled, &lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
+            Ok(Value::None)
+        }
+        Kernel::FusedSgd => {
+            let list = |name: &str| -> Result<Vec<&Dense>> {
+                tensors_in(b.get(name)).map(|t| t.data(op.name(), name)).collect()
+            };
+            let lists = [list("self")?, list("grads")?, list("momentum_buffer_list")?];
+            let scalars = SgdScalars {
+                weight_decay: b.float("weight_decay"),
+                momentum: b.float("momentum"),
+                lr: b.float("lr"),
+                dampening: b.float("dampening"),
+                nesterov: b.flag("nesterov"),
+                maximize: b.flag("maximize"),
+                is_first_step: b.flag("is_first_step"),
+                grad_scale: None,
+                found_inf: None,
+            };
+            run_fused_sgd(&lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
             Ok(Value::None)
         }
         Kernel::EmbeddingRenorm => {

@@ -126,6 +126,8 @@ pub(crate) enum Kernel {
     FusedAdam {
         decoupled: bool,
     },
+    /// SGD's fused step.
+    FusedSgd,
 }
 
 /// Which random draw a `Kernel::Draw` operator is, and so which arguments give its

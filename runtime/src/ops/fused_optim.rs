@@ -1,7 +1,8 @@
-//! The optimizers' fused steps (`torch._fused_adam_`, `torch._fused_adamw_`): one pass over
-//! each parameter's memory per step, what `torch.optim.Adam(..., fused=True)` calls.
+//! The optimizers' fused steps (`torch._fused_adam_`, `torch._fused_adamw_`,
+//! `torch._fused_sgd_`): one pass over each parameter's memory per step, what
+//! `torch.optim.Adam(..., fused=True)` and `SGD(..., fused=True)` call.
 
-use crate::dispatch::{AdamLists, AdamScalars};
+use crate::dispatch::{AdamLists, AdamScalars, SgdLists, SgdScalars};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -93,4 +94,55 @@ fn scalars(o: &FusedAdamOptions) -> AdamScalars<'_> {
         grad_scale: o.grad_scale.as_ref(),
         found_inf: o.found_inf.as_ref(),
     }
+}
+
+/// The keyword arguments of [`_fused_sgd_`].
+#[derive(Clone, Debug)]
+pub struct FusedSgdOptions {
+    /// The weight decay, added to the gradient.
+    pub weight_decay: f64,
+    /// The momentum (0: none, and no buffers).
+    pub momentum: f64,
+    /// The learning rate.
+    pub lr: f64,
+    /// The share of the gradient the momentum does not take in.
+    pub dampening: f64,
+    /// Nesterov momentum.
+    pub nesterov: bool,
+    /// Whether the step goes up the gradient.
+    pub maximize: bool,
+    /// The first step: each momentum buffer becomes its gradient.
+    pub is_first_step: bool,
+    /// A one-element tensor the gradients are divided by first (and stored so).
+    pub grad_scale: Option<Tensor>,
+    /// A one-element tensor: when not zero, the step writes nothing.
+    pub found_inf: Option<Tensor>,
+}
+
+/// One SGD step of every parameter, in place (`torch._fused_sgd_`): the gradient plus
+/// `weight_decay` times the parameter, taken into each momentum buffer
+/// (`momentum_buffer_list`, empty without momentum; on the first step the buffer becomes
+/// the gradient), and each parameter moved by `lr` times the buffer (or, Nesterov, the
+/// gradient plus `momentum` times the buffer). Float32 and float64 CPU tensors, contiguous,
+/// under the rules of [`_fused_adam_`].
+pub fn _fused_sgd_(
+    params: &[Tensor],
+    grads: &[Tensor],
+    momentum_buffer_list: &[Tensor],
+    options: &FusedSgdOptions,
+) -> Result<()> {
+    let lists = SgdLists { params, grads, momentum_buffers: momentum_buffer_list };
+    let o = options;
+    let scalars = SgdScalars {
+        weight_decay: o.weight_decay,
+        momentum: o.momentum,
+        lr: o.lr,
+        dampening: o.dampening,
+        nesterov: o.nesterov,
+        maximize: o.maximize,
+        is_first_step: o.is_first_step,
+        grad_scale: o.grad_scale.as_ref(),
+        found_inf: o.found_inf.as_ref(),
+    };
+    crate::primitive::fused_sgd(&lists, &scalars)
 }

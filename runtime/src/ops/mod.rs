@@ -58,7 +58,7 @@ pub use creation::{
 };
 pub use default_device::{DeviceContext, default_device, get_default_device, set_default_device};
 pub use einsum::{EINSUM, einsum};
-pub use fused_optim::{_fused_adam_, _fused_adamw_, FusedAdamOptions};
+pub use fused_optim::{_fused_adam_, _fused_adamw_, _fused_sgd_, FusedAdamOptions, FusedSgdOptions};
 pub use index_family::{
     INDEX_ADD, INDEX_COPY, INDEX_FILL, MASKED_SCATTER, MASKED_SELECT, SCATTER, SCATTER_ADD, SCATTER_REDUCE,
     TAKE_ALONG_DIM, index_add, index_copy, index_fill, masked_scatter, masked_select, scatter, scatter_add,

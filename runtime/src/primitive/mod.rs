@@ -666,6 +666,21 @@ pub(crate) fn fused_adam(
     Ok(())
 }
 
+/// One fused SGD step of every parameter, in place and untracked (`aten::_fused_sgd_`), under
+/// the rules of [`fused_adam`].
+pub(crate) fn fused_sgd(lists: &dispatch::SgdLists<'_>, s: &dispatch::SgdScalars<'_>) -> Result<()> {
+    if autograd::is_grad_enabled() && lists.params.iter().any(meta::requires_grad) {
+        bail!(Runtime, "_fused_sgd_(): a leaf Variable that requires grad is being used in an in-place operation.");
+    }
+    dispatch::fused_sgd_(lists, s)?;
+    let scaled: &[Tensor] = if s.grad_scale.is_some() { lists.grads } else { &[] };
+    let buffers: &[Tensor] = if s.momentum != 0.0 { lists.momentum_buffers } else { &[] };
+    for t in [lists.params, buffers, scaled].into_iter().flatten() {
+        data(t, "_fused_sgd_")?.storage.bump_version();
+    }
+    Ok(())
+}
+
 /// Embedding's `max_norm`, untracked as PyTorch's: the rows of `weight` that `indices` names
 /// scaled, in place, to norm `max_norm` where theirs exceeds it (`aten::embedding_renorm_`).
 pub(crate) fn embedding_renorm(weight: &Tensor, indices: &Tensor, max_norm: f64, norm_type: f64) -> Result<()> {

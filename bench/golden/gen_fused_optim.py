@@ -1,10 +1,10 @@
-"""PyTorch 2.15's fused Adam and AdamW (`fused=True`) on the CPU, for tests/api/optim.rs:
+"""PyTorch 2.15's fused Adam, AdamW and SGD (`fused=True`) on the CPU, for tests/api/optim.rs:
 two float32 parameters (37 elements, and 5 x 7: sizes off the kernel's vector width), three
-steps with given gradients, for each configuration below. Writes tests/golden/fused_adam.json:
+steps with given gradients, for each configuration below. Writes tests/golden/fused_optim.json:
 per case the options, the initial parameters, each step's gradients, and the parameters after
 each step with fused=True and with the default (single-tensor) step.
 
-    /path/to/venv/bin/python bench/golden/gen_fused_adam.py
+    /path/to/venv/bin/python bench/golden/gen_fused_optim.py
 """
 import json
 import os
@@ -18,6 +18,10 @@ CASES = [
     ("Adam", dict(lr=0.01, weight_decay=0.1, amsgrad=True)),
     ("AdamW", dict(lr=0.01, weight_decay=0.05)),
     ("AdamW", dict(lr=0.003, betas=(0.5, 0.9), weight_decay=0.01, amsgrad=True, maximize=True)),
+    ("SGD", dict(lr=0.1)),
+    ("SGD", dict(lr=0.05, momentum=0.9, weight_decay=0.01)),
+    ("SGD", dict(lr=0.05, momentum=0.9, nesterov=True, maximize=True)),
+    ("SGD", dict(lr=0.02, momentum=0.5, dampening=0.1, weight_decay=0.1)),
 ]
 STEPS = 3
 
@@ -52,7 +56,7 @@ out = {
     "grads": [[g.flatten().tolist() for g in step] for step in grads],
     "cases": cases,
 }
-path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "fused_adam.json")
+path = os.path.join(os.path.dirname(__file__), "..", "..", "tests", "golden", "fused_optim.json")
 with open(path, "w") as f:
     json.dump(out, f)
 print("wrote", os.path.normpath(path))
