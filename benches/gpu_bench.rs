@@ -113,8 +113,14 @@ fn print_table(gpu: Device) {
             "ms" => (format!("{:.2} ms", t / 1e6), String::new()),
             _ => (format!("{:.3} ms", t / 1e6), format!("{:.1} {unit}", amount / t)),
         };
-        let ((time, rate), (their_time, their_rate)) = (cells(ours), cells(theirs));
-        println!("| {what} | {time} | {rate} | {their_time} | {their_rate} | {:.2}x |", ours / theirs);
+        let (time, rate) = cells(ours);
+        let (their_time, their_rate, ratio) = if theirs.is_nan() {
+            ("—".to_string(), String::new(), "—".to_string())
+        } else {
+            let (t, r) = cells(theirs);
+            (t, r, format!("{:.2}x", ours / theirs))
+        };
+        println!("| {what} | {time} | {rate} | {their_time} | {their_rate} | {ratio} |");
     }
 }
 

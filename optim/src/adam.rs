@@ -49,7 +49,7 @@ pub struct AdamConfig<const DECOUPLED: bool> {
     pub maximize: bool,
     /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
     /// ([`_fused_adam_`](torchfn_runtime::_fused_adam_)), CPU float32 and float64 tensors only,
-    /// with the fused kernel's rounding (within a few ulp of the default's, as PyTorch's).
+    /// in the order of operations of PyTorch's fused kernel (within a few ulp of the default's).
     pub fused: bool,
 }
 
@@ -220,9 +220,9 @@ impl<const DECOUPLED: bool> Algorithm for AdamConfig<DECOUPLED> {
 impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
     /// [`update`](Algorithm::update) by the fused kernel (`_fused_adam_` or `_fused_adamw_`).
     fn fused_update(&self, param: &Tensor, grad: &Tensor, state: &mut AdamState) -> Result<()> {
-        state.step += 1;
-        // PyTorch keeps a fused optimizer's step count as a float32 tensor.
-        let step = torchfn_runtime::tensor([state.step as f32])?;
+        // PyTorch keeps a fused optimizer's step count as a float32 tensor; it counts once the
+        // step is taken.
+        let step = torchfn_runtime::tensor([(state.step + 1) as f32])?;
         let options = torchfn_runtime::FusedAdamOptions {
             lr: self.lr,
             beta1: self.betas.0,
@@ -249,6 +249,8 @@ impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
             &max_exp_avg_sq,
             &[step],
             &options,
-        )
+        )?;
+        state.step += 1;
+        Ok(())
     }
 }

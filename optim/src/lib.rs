@@ -51,7 +51,7 @@
 //! Adam, AdamW and SGD also have PyTorch's `fused=True` ([`AdamConfig::fused`],
 //! [`SgdOptions::fused`]): one pass over each parameter's memory per step (the `_fused_adam_`,
 //! `_fused_adamw_` and `_fused_sgd_` operators), 8 and 2 times faster than the default on
-//! resnet18's parameters, with the fused kernels' rounding.
+//! resnet18's parameters, in the order of operations of PyTorch's fused kernels.
 
 #![warn(missing_docs)]
 

@@ -36,7 +36,7 @@ pub struct SgdOptions {
     pub maximize: bool,
     /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
     /// ([`_fused_sgd_`](torchfn_runtime::_fused_sgd_)), CPU float32 and float64 tensors only,
-    /// with the fused kernel's rounding.
+    /// in the order of operations of PyTorch's fused kernel (within a few ulp of the default's).
     pub fused: bool,
 }
 
@@ -177,7 +177,7 @@ impl SgdOptions {
         let buffers = match (&state.momentum_buffer, self.momentum != 0.0) {
             (_, false) => Vec::new(),
             (Some(buf), true) => vec![buf.clone()],
-            (None, true) => vec![state.momentum_buffer.insert(torchfn_runtime::zeros_like(param, None)?).clone()],
+            (None, true) => vec![torchfn_runtime::zeros_like(param, None)?],
         };
         let options = torchfn_runtime::FusedSgdOptions {
             weight_decay: self.weight_decay,
@@ -190,6 +190,11 @@ impl SgdOptions {
             grad_scale: None,
             found_inf: None,
         };
-        torchfn_runtime::_fused_sgd_(std::slice::from_ref(param), &[grad.contiguous()?], &buffers, &options)
+        torchfn_runtime::_fused_sgd_(std::slice::from_ref(param), &[grad.contiguous()?], &buffers, &options)?;
+        // The buffer is kept once the step that fills it is taken.
+        if is_first_step {
+            state.momentum_buffer = buffers.into_iter().next();
+        }
+        Ok(())
     }
 }

@@ -639,7 +639,7 @@ fn the_fused_step_refuses_what_it_cannot_do() {
         std::slice::from_ref(&m),
         std::slice::from_ref(&v),
         &[],
-        &[step],
+        std::slice::from_ref(&step),
         &options,
     )
     .unwrap_err();
@@ -647,6 +647,14 @@ fn the_fused_step_refuses_what_it_cannot_do() {
         err.to_string(),
         "_fused_adamw_(): grad must be a contiguous torch.float32 tensor of 2 elements, like the parameter"
     );
+    // Every parameter is checked before any is written.
+    let (a, b) = (torchfn::tensor([1.0f32, 2.0]).unwrap(), torchfn::tensor([3.0f32, 4.0]).unwrap());
+    let state = |n: usize| (0..n).map(|_| torchfn::zeros([2], None, None).unwrap()).collect::<Vec<_>>();
+    let grads = [g.clone(), torchfn::ones([2], DType::Float64, None).unwrap()];
+    let steps = [step.clone(), step.clone()];
+    let err = torchfn::_fused_adam_(&[a.clone(), b], &grads, &state(2), &state(2), &[], &steps, &options).unwrap_err();
+    assert!(err.to_string().contains("grad must be a contiguous torch.float32"), "{err}");
+    assert_eq!(values(&a), [1.0, 2.0]);
     drop(no_grad);
     let err = saved.backward().unwrap_err();
     assert!(err.to_string().contains("modified by an inplace operation"), "{err}");

@@ -263,18 +263,17 @@ pub struct AdamStep {
     pub maximize: bool,
     /// AdamW's decoupled weight decay (else Adam's).
     pub decoupled: bool,
-    /// The step's number, counted from 1.
-    pub step: f64,
     /// The gradient's scale, which the gradient is divided by (and stored so) first.
     pub grad_scale: Option<f64>,
 }
 
-/// The arrays one parameter's step reads and writes: all contiguous, of one float dtype and
-/// one number of elements, in storages of their own.
+/// The arrays one parameter's step reads and writes (all contiguous, of one float dtype and
+/// one number of elements, in storages of their own), and its step number.
+#[derive(Clone, Copy)]
 pub struct AdamArrays<'a> {
     /// The parameter, updated.
     pub param: &'a Array,
-    /// Its gradient (written only when unscaled).
+    /// Its gradient (written only when a `grad_scale` is given).
     pub grad: &'a Array,
     /// The first moment, updated.
     pub exp_avg: &'a Array,
@@ -282,6 +281,8 @@ pub struct AdamArrays<'a> {
     pub exp_avg_sq: &'a Array,
     /// The largest second moment so far (amsgrad), updated.
     pub max_exp_avg_sq: Option<&'a Array>,
+    /// The parameter's step number, counted from 1.
+    pub step: f64,
 }
 
 /// One SGD step's hyperparameters, as PyTorch's fused kernel takes them.
@@ -307,10 +308,11 @@ pub struct SgdStep {
 
 /// The arrays one parameter's SGD step reads and writes: all contiguous, of one float dtype
 /// and one number of elements, in storages of their own.
+#[derive(Clone, Copy)]
 pub struct SgdArrays<'a> {
     /// The parameter, updated.
     pub param: &'a Array,
-    /// Its gradient (written only when unscaled).
+    /// Its gradient (written only when a `grad_scale` is given).
     pub grad: &'a Array,
     /// The momentum buffer, updated (with a momentum).
     pub momentum_buffer: Option<&'a Array>,

@@ -197,17 +197,19 @@ pub trait Backend: Send + Sync + 'static {
         Ok(None)
     }
 
-    /// One Adam or AdamW step of one parameter, in place (PyTorch's `_fused_adam_` and
-    /// `_fused_adamw_` kernels); `false` when this backend has no fused kernel.
-    fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
-        let _ = (arrays, step);
+    /// One Adam or AdamW step of each parameter, in place (PyTorch's `_fused_adam_` and
+    /// `_fused_adamw_` kernels), every parameter's arrays checked before any is written;
+    /// `false` when this backend has no fused kernel.
+    fn fused_adam(&self, params: &[AdamArrays<'_>], step: &AdamStep) -> Result<bool> {
+        let _ = (params, step);
         Ok(false)
     }
 
-    /// One SGD step of one parameter, in place (PyTorch's `_fused_sgd_` kernel); `false` when
-    /// this backend has no fused kernel.
-    fn fused_sgd(&self, arrays: &SgdArrays<'_>, step: &SgdStep) -> Result<bool> {
-        let _ = (arrays, step);
+    /// One SGD step of each parameter, in place (PyTorch's `_fused_sgd_` kernel), every
+    /// parameter's arrays checked before any is written; `false` when this backend has no
+    /// fused kernel.
+    fn fused_sgd(&self, params: &[SgdArrays<'_>], step: &SgdStep) -> Result<bool> {
+        let _ = (params, step);
         Ok(false)
     }
 

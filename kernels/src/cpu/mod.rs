@@ -264,13 +264,13 @@ impl Backend for Cpu {
         )
     }
 
-    fn fused_adam(&self, arrays: &AdamArrays<'_>, step: &AdamStep) -> Result<bool> {
-        optim::fused_adam(arrays, step)?;
+    fn fused_adam(&self, params: &[AdamArrays<'_>], step: &AdamStep) -> Result<bool> {
+        optim::fused_adam(params, step)?;
         Ok(true)
     }
 
-    fn fused_sgd(&self, arrays: &SgdArrays<'_>, step: &SgdStep) -> Result<bool> {
-        optim::fused_sgd(arrays, step)?;
+    fn fused_sgd(&self, params: &[SgdArrays<'_>], step: &SgdStep) -> Result<bool> {
+        optim::fused_sgd(params, step)?;
         Ok(true)
     }
 
@@ -426,11 +426,22 @@ pub struct OutOfMemory;
 /// complete: on Linux with `vm.overcommit_memory=1` the system grants any size and then ends
 /// the process when the pages are touched, where this gives an error instead.
 pub fn reserve_exact<T>(data: &mut Vec<T>, n: usize) -> std::result::Result<(), OutOfMemory> {
-    let bytes = data.len().saturating_add(n).saturating_mul(std::mem::size_of::<T>());
-    if bytes > host_memory() {
-        return Err(OutOfMemory);
-    }
+    fits(data, n)?;
     data.try_reserve_exact(n).map_err(|_| OutOfMemory)
+}
+
+/// [`reserve_exact`] for a vector that grows a piece at a time (`Vec::try_reserve`, which
+/// keeps the growth amortised).
+pub fn reserve<T>(data: &mut Vec<T>, n: usize) -> std::result::Result<(), OutOfMemory> {
+    fits(data, n)?;
+    data.try_reserve(n).map_err(|_| OutOfMemory)
+}
+
+/// Refuses `n` more elements in `data` when the vector would outgrow the machine's memory and
+/// swap together.
+fn fits<T>(data: &[T], n: usize) -> std::result::Result<(), OutOfMemory> {
+    let bytes = data.len().saturating_add(n).saturating_mul(std::mem::size_of::<T>());
+    if bytes > host_memory() { Err(OutOfMemory) } else { Ok(()) }
 }
 
 /// The machine's memory and swap together in bytes (`MemTotal` plus `SwapTotal` of

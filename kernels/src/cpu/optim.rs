@@ -9,45 +9,64 @@ use crate::backend::{AdamArrays, AdamStep, Array, SgdArrays, SgdStep};
 use crate::error::{Error, Result};
 use crate::types::DType;
 
-/// Elements per task: a chunk of each of the four or five arrays stays in the caches.
+/// Elements per task: a chunk of each array of a step stays in the caches.
 const GRAIN: usize = 1 << 14;
 
-/// One Adam or AdamW step of one parameter, in place, computed in its dtype as PyTorch's fused
-/// CPU kernel computes it (the scalars rounded to the dtype first; the first moment by
-/// `lerp`'s formula with one fused multiply-add, as its vector loop does).
-pub fn fused_adam(arrays: &AdamArrays<'_>, h: &AdamStep) -> Result<()> {
-    let AdamArrays { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq } = *arrays;
+/// One Adam or AdamW step of each parameter, in place, computed in its dtype as PyTorch's
+/// fused CPU kernel computes it (the scalars rounded to the dtype first; the first moment by
+/// `lerp`'s formula with one fused multiply-add, as its vector loop does). Every parameter's
+/// arrays are checked before any is written.
+pub fn fused_adam(params: &[AdamArrays<'_>], h: &AdamStep) -> Result<()> {
     let func = if h.decoupled { "_fused_adamw_" } else { "_fused_adam_" };
-    let all: Vec<(&str, &Array)> = [("param", param), ("grad", grad), ("exp_avg", exp_avg), ("exp_avg_sq", exp_avg_sq)]
-        .into_iter()
-        .chain(max_exp_avg_sq.map(|m| ("max_exp_avg_sq", m)))
-        .collect();
-    match checked(func, &all)? {
-        DType::Float32 => adam_step::<f32>(func, &all, h),
-        _ => adam_step::<f64>(func, &all, h),
+    fn all<'a>(a: &AdamArrays<'a>) -> Vec<(&'static str, &'a Array)> {
+        let named = [("param", a.param), ("grad", a.grad), ("exp_avg", a.exp_avg), ("exp_avg_sq", a.exp_avg_sq)];
+        named.into_iter().chain(a.max_exp_avg_sq.map(|m| ("max_exp_avg_sq", m))).collect()
     }
+    let dtypes = params.iter().map(|a| checked(func, &all(a))).collect::<Result<Vec<_>>>()?;
+    for (a, dtype) in params.iter().zip(dtypes) {
+        match dtype {
+            DType::Float32 => adam_step::<f32>(func, &all(a), h, a.step)?,
+            _ => adam_step::<f64>(func, &all(a), h, a.step)?,
+        }
+    }
+    Ok(())
 }
 
-/// One SGD step of one parameter, in place, as PyTorch's fused CPU kernel computes it (the
+/// One SGD step of each parameter, in place, as PyTorch's fused CPU kernel computes it (the
 /// weight decay and the momentum each with one fused multiply-add, as its vector loop does).
-pub fn fused_sgd(arrays: &SgdArrays<'_>, h: &SgdStep) -> Result<()> {
-    let SgdArrays { param, grad, momentum_buffer } = *arrays;
+/// Every parameter's arrays are checked before any is written.
+pub fn fused_sgd(params: &[SgdArrays<'_>], h: &SgdStep) -> Result<()> {
     let func = "_fused_sgd_";
-    let buffer = momentum_buffer.filter(|_| h.momentum != 0.0);
-    let all: Vec<(&str, &Array)> =
-        [("param", param), ("grad", grad)].into_iter().chain(buffer.map(|b| ("momentum_buffer", b))).collect();
-    match checked(func, &all)? {
-        DType::Float32 => sgd_step::<f32>(func, &all, h),
-        _ => sgd_step::<f64>(func, &all, h),
+    fn all<'a>(a: &SgdArrays<'a>) -> Vec<(&'static str, &'a Array)> {
+        let buffer = a.momentum_buffer.map(|b| ("momentum_buffer", b));
+        [("param", a.param), ("grad", a.grad)].into_iter().chain(buffer).collect()
     }
+    for a in params {
+        if (h.momentum != 0.0) != a.momentum_buffer.is_some() {
+            return Err(Error::runtime_error(format!(
+                "{func}(): a momentum buffer goes with a momentum, and only then"
+            )));
+        }
+    }
+    let dtypes = params.iter().map(|a| checked(func, &all(a))).collect::<Result<Vec<_>>>()?;
+    for (a, dtype) in params.iter().zip(dtypes) {
+        match dtype {
+            DType::Float32 => sgd_step::<f32>(func, &all(a), h)?,
+            _ => sgd_step::<f64>(func, &all(a), h)?,
+        }
+    }
+    Ok(())
 }
 
 /// The parameter's dtype, once every array (the parameter first) is a contiguous float32 or
 /// float64 one of its dtype and size, in a storage of its own.
 fn checked(func: &str, all: &[(&str, &Array)]) -> Result<DType> {
     let param = all[0].1;
+    if !param.layout.is_contiguous() {
+        return Err(Error::runtime_error(format!("{func}(): the parameter must be contiguous")));
+    }
     let n = param.layout.numel();
-    for (name, a) in all {
+    for (name, a) in &all[1..] {
         if a.dtype != param.dtype || a.layout.numel() != n || !a.layout.is_contiguous() {
             return Err(Error::runtime_error(format!(
                 "{func}(): {name} must be a contiguous {} tensor of {n} elements, like the parameter",
@@ -68,22 +87,26 @@ fn checked(func: &str, all: &[(&str, &Array)]) -> Result<DType> {
     }
 }
 
-/// The elements of each array, locked for writing (in order: the caller's arrays are
-/// distinct, so no two locks are the same).
+/// The elements of each array, locked for writing. The caller's arrays are distinct, and the
+/// locks are taken in the order of their storages' addresses, so two steps over the same
+/// tensors in different roles cannot each hold a lock the other waits for.
 fn locked<'a, T: crate::types::Element>(
     func: &str,
     arrays: &[(&str, &'a Array)],
 ) -> Result<Vec<parking_lot::MappedRwLockWriteGuard<'a, [T]>>> {
-    let mut guards = Vec::with_capacity(arrays.len());
-    for (name, a) in arrays {
+    let mut order: Vec<usize> = (0..arrays.len()).collect();
+    order.sort_by_key(|&i| std::sync::Arc::as_ptr(&arrays[i].1.storage) as usize);
+    let mut guards: Vec<Option<parking_lot::MappedRwLockWriteGuard<'a, [T]>>> = arrays.iter().map(|_| None).collect();
+    for i in order {
+        let (name, a) = arrays[i];
         let range = a.layout.offset..a.layout.offset + a.layout.numel();
         let guard =
             a.storage.write().ok_or_else(|| Error::runtime_error(format!("{func}(): {name} is not in host memory")))?;
         let slice = parking_lot::RwLockWriteGuard::try_map(guard, |b| b.as_mut_slice::<T>()?.get_mut(range))
             .map_err(|_| Error::runtime_error(format!("{func}(): {name}'s storage is too small")))?;
-        guards.push(slice);
+        guards[i] = Some(slice);
     }
-    Ok(guards)
+    guards.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| Error::runtime_error(format!("{func}(): a lock")))
 }
 
 /// The Adam step for one element type: the arrays locked, [`adam_math`] over chunks of them
@@ -92,12 +115,13 @@ fn adam_step<T: crate::types::Element + Real + Rounded + AdamMath>(
     func: &str,
     arrays: &[(&str, &Array)],
     h: &AdamStep,
+    step: f64,
 ) -> Result<()> {
     let mut guards = locked::<T>(func, arrays)?;
     let [p, g, m, v, rest @ ..] = &mut guards[..] else {
         return Err(Error::runtime_error(format!("{func}(): missing arrays")));
     };
-    let c = Coefficients::<T>::new(h);
+    let c = Coefficients::<T>::new(h, step);
     let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN)).zip(m.par_chunks_mut(GRAIN));
     let chunks = chunks.zip(v.par_chunks_mut(GRAIN));
     match rest.first_mut() {
@@ -243,10 +267,10 @@ impl Rounded for f64 {
 }
 
 impl<T: Rounded> Coefficients<T> {
-    fn new(h: &AdamStep) -> Self {
+    fn new(h: &AdamStep, step: f64) -> Self {
         // In float64, as PyTorch (and its single-tensor step) computes them.
-        let bias_correction1 = 1.0 - h.beta1.powf(h.step);
-        let bias_correction2 = 1.0 - h.beta2.powf(h.step);
+        let bias_correction1 = 1.0 - h.beta1.powf(step);
+        let bias_correction2 = 1.0 - h.beta2.powf(step);
         let weight = T::of(1.0 - h.beta1);
         let decays = h.weight_decay != 0.0;
         Coefficients {

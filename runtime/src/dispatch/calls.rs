@@ -256,6 +256,11 @@ pub(crate) fn embedding_renorm_(weight: &Tensor, indices: &Tensor, max_norm: f64
     kernel()
 }
 
+/// The arrays of a list of tensors.
+fn dense_all(ts: &[Tensor]) -> Result<Vec<&Dense>> {
+    ts.iter().map(dense).collect()
+}
+
 /// The tensors of one fused Adam step, one of each list per parameter (`max_exp_avg_sqs`
 /// empty without amsgrad), in `_fused_adam_`'s order.
 pub(crate) struct AdamLists<'a> {
@@ -283,9 +288,6 @@ pub(crate) struct AdamScalars<'a> {
 /// One Adam step (AdamW's when `decoupled`) of every parameter, in place, by the backend's
 /// fused kernel (`_fused_adam_`, `_fused_adamw_`).
 pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalars<'_>) -> Result<()> {
-    fn dense_all(ts: &[Tensor]) -> Result<Vec<&Dense>> {
-        ts.iter().map(dense).collect()
-    }
     let kernel = || {
         let lists = [
             dense_all(lists.params)?,
@@ -348,9 +350,6 @@ pub(crate) struct SgdScalars<'a> {
 
 /// One SGD step of every parameter, in place, by the backend's fused kernel (`_fused_sgd_`).
 pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &SgdScalars<'_>) -> Result<()> {
-    fn dense_all(ts: &[Tensor]) -> Result<Vec<&Dense>> {
-        ts.iter().map(dense).collect()
-    }
     let kernel = || {
         let lists = [dense_all(lists.params)?, dense_all(lists.grads)?, dense_all(lists.momentum_buffers)?];
         let (grad_scale, found_inf) = (s.grad_scale.map(dense).transpose()?, s.found_inf.map(dense).transpose()?);
@@ -662,55 +661,36 @@ fn run_fused_adam(
     found_inf: Option<&Dense>,
 ) -> Result<()> {
     let func = if decoupled { "_fused_adamw_" } else { "_fused_adam_" };
-    let n = params.len();
     let lists = [("grads", grads), ("exp_avgs", exp_avgs), ("exp_avg_sqs", exp_avg_sqs), ("state_steps", steps)];
-    for (name, list) in lists.into_iter().chain(s.amsgrad.then_some(("max_exp_avg_sqs", max_exp_avg_sqs))) {
-        if list.len() != n {
-            return Err(Error::runtime_error(format!(
-                "{func}(): {name} has {} tensors, but there are {n} parameters",
-                list.len()
-            )));
-        }
-    }
+    same_lengths(
+        func,
+        params.len(),
+        lists.into_iter().chain(s.amsgrad.then_some(("max_exp_avg_sqs", max_exp_avg_sqs))),
+    )?;
     let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
-    for i in 0..n {
-        let device = params[i].device();
+    let mut arrays = Vec::new();
+    for i in 0..params.len() {
         let Some(step) = one_value(func, "state_steps", steps[i])? else { continue };
-        if device.is_meta() {
+        let max_exp_avg_sq = if s.amsgrad { Some(&**max_exp_avg_sqs[i]) } else { None };
+        let state = [grads[i], exp_avgs[i], exp_avg_sqs[i]].into_iter().map(|d| &**d).chain(max_exp_avg_sq);
+        if !on_one_device(func, i, params[i], state)? {
             continue;
         }
-        let arrays = crate::backend::AdamArrays {
-            param: params[i],
-            grad: grads[i],
-            exp_avg: exp_avgs[i],
-            exp_avg_sq: exp_avg_sqs[i],
-            max_exp_avg_sq: if s.amsgrad { Some(max_exp_avg_sqs[i]) } else { None },
-        };
-        let hyper = crate::backend::AdamStep {
-            lr: s.lr,
-            beta1: s.beta1,
-            beta2: s.beta2,
-            weight_decay: s.weight_decay,
-            eps: s.eps,
-            amsgrad: s.amsgrad,
-            maximize: s.maximize,
-            decoupled,
-            step,
-            grad_scale,
-        };
-        let others = [arrays.grad, arrays.exp_avg, arrays.exp_avg_sq].into_iter().chain(arrays.max_exp_avg_sq);
-        if let Some(other) = others.map(|a| a.device()).find(|&d| d != device) {
-            return Err(Error::runtime_error(format!(
-                "{func}(): parameter {i} is on {device}, its state on {other}: all on one device"
-            )));
-        }
-        if !device.backend().fused_adam(&arrays, &hyper)? {
-            return Err(Error::runtime_error(format!(
-                "{func}(): no fused kernel for {device} tensors (the CPU has one): use fused=false"
-            )));
-        }
+        let (param, grad, exp_avg, exp_avg_sq) = (&**params[i], &**grads[i], &**exp_avgs[i], &**exp_avg_sqs[i]);
+        arrays.push(crate::backend::AdamArrays { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step });
     }
-    Ok(())
+    let hyper = crate::backend::AdamStep {
+        lr: s.lr,
+        beta1: s.beta1,
+        beta2: s.beta2,
+        weight_decay: s.weight_decay,
+        eps: s.eps,
+        amsgrad: s.amsgrad,
+        maximize: s.maximize,
+        decoupled,
+        grad_scale,
+    };
+    by_device(func, &arrays, |a| a.param.device(), |backend, group| backend.fused_adam(group, &hyper))
 }
 
 /// The fused SGD step of each parameter by its device's kernel (see [`fused_sgd_`]).
@@ -721,11 +701,38 @@ fn run_fused_sgd(
     found_inf: Option<&Dense>,
 ) -> Result<()> {
     let func = "_fused_sgd_";
-    let n = params.len();
     let with_momentum = s.momentum != 0.0;
-    for (name, list) in
-        std::iter::once(("grads", grads)).chain(with_momentum.then_some(("momentum_buffer_list", buffers)))
-    {
+    let lists = std::iter::once(("grads", grads)).chain(with_momentum.then_some(("momentum_buffer_list", buffers)));
+    same_lengths(func, params.len(), lists)?;
+    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
+    let mut arrays = Vec::new();
+    for i in 0..params.len() {
+        let momentum_buffer = with_momentum.then(|| &**buffers[i]);
+        if !on_one_device(func, i, params[i], std::iter::once(&**grads[i]).chain(momentum_buffer))? {
+            continue;
+        }
+        arrays.push(crate::backend::SgdArrays { param: params[i], grad: grads[i], momentum_buffer });
+    }
+    let hyper = crate::backend::SgdStep {
+        lr: s.lr,
+        momentum: s.momentum,
+        dampening: s.dampening,
+        weight_decay: s.weight_decay,
+        nesterov: s.nesterov,
+        maximize: s.maximize,
+        is_first_step: s.is_first_step,
+        grad_scale,
+    };
+    by_device(func, &arrays, |a| a.param.device(), |backend, group| backend.fused_sgd(group, &hyper))
+}
+
+/// An error unless each list has one tensor per parameter.
+fn same_lengths<'a>(
+    func: &str,
+    n: usize,
+    lists: impl IntoIterator<Item = (&'a str, &'a Vec<&'a Dense>)>,
+) -> Result<()> {
+    for (name, list) in lists {
         if list.len() != n {
             return Err(Error::runtime_error(format!(
                 "{func}(): {name} has {} tensors, but there are {n} parameters",
@@ -733,34 +740,41 @@ fn run_fused_sgd(
             )));
         }
     }
-    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
-    for i in 0..n {
-        let device = params[i].device();
-        if device.is_meta() {
-            continue;
+    Ok(())
+}
+
+/// Whether parameter `i` is to be stepped (not on the meta device, which has no values), once
+/// its state is on its device.
+fn on_one_device<'a>(func: &str, i: usize, param: &Dense, state: impl IntoIterator<Item = &'a Array>) -> Result<bool> {
+    let device = param.device();
+    if let Some(other) = state.into_iter().map(|a| a.device()).find(|&d| d != device) {
+        return Err(Error::runtime_error(format!(
+            "{func}(): parameter {i} is on {device}, its state on {other}: all on one device"
+        )));
+    }
+    Ok(!device.is_meta())
+}
+
+/// Runs a fused kernel over the parameters of each device, one call per device (whose kernel
+/// checks all its parameters before writing any); a device without one is an error.
+fn by_device<A>(
+    func: &str,
+    arrays: &[A],
+    device_of: impl Fn(&A) -> Device,
+    kernel: impl Fn(&'static dyn crate::backend::Backend, &[A]) -> Result<bool>,
+) -> Result<()>
+where
+    A: Clone,
+{
+    let mut devices: Vec<Device> = Vec::new();
+    for a in arrays {
+        if !devices.contains(&device_of(a)) {
+            devices.push(device_of(a));
         }
-        let arrays = crate::backend::SgdArrays {
-            param: params[i],
-            grad: grads[i],
-            momentum_buffer: with_momentum.then(|| &**buffers[i]),
-        };
-        let hyper = crate::backend::SgdStep {
-            lr: s.lr,
-            momentum: s.momentum,
-            dampening: s.dampening,
-            weight_decay: s.weight_decay,
-            nesterov: s.nesterov,
-            maximize: s.maximize,
-            is_first_step: s.is_first_step,
-            grad_scale,
-        };
-        let others = std::iter::once(arrays.grad).chain(arrays.momentum_buffer);
-        if let Some(other) = others.map(|a| a.device()).find(|&d| d != device) {
-            return Err(Error::runtime_error(format!(
-                "{func}(): parameter {i} is on {device}, its state on {other}: all on one device"
-            )));
-        }
-        if !device.backend().fused_sgd(&arrays, &hyper)? {
+    }
+    for device in devices {
+        let group: Vec<A> = arrays.iter().filter(|a| device_of(a) == device).cloned().collect();
+        if !kernel(device.backend(), &group)? {
             return Err(Error::runtime_error(format!(
                 "{func}(): no fused kernel for {device} tensors (the CPU has one): use fused=false"
             )));

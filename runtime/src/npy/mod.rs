@@ -354,7 +354,7 @@ impl Ctx<'_> {
 
     /// Room for `n` more elements, or an error (never an abort) when memory runs out.
     fn reserve<T>(&self, data: &mut Vec<T>, n: usize) -> Result<()> {
-        crate::cpu::reserve_exact(data, n).map_err(|_| {
+        crate::cpu::reserve(data, n).map_err(|_| {
             Error::runtime_error(format!(
                 "{}(): not enough memory: you tried to allocate {} elements",
                 self.func,

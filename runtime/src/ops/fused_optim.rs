@@ -64,7 +64,7 @@ pub fn _fused_adam_(
     options: &FusedAdamOptions,
 ) -> Result<()> {
     let lists = AdamLists { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps };
-    crate::primitive::fused_adam(false, &lists, &scalars(options))
+    adam(false, &lists, options)
 }
 
 /// [`_fused_adam_`] with AdamW's decoupled weight decay (`torch._fused_adamw_`): each parameter
@@ -79,11 +79,12 @@ pub fn _fused_adamw_(
     options: &FusedAdamOptions,
 ) -> Result<()> {
     let lists = AdamLists { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps };
-    crate::primitive::fused_adam(true, &lists, &scalars(options))
+    adam(true, &lists, options)
 }
 
-fn scalars(o: &FusedAdamOptions) -> AdamScalars<'_> {
-    AdamScalars {
+/// Adam's step (AdamW's when `decoupled`) with `o`'s options.
+fn adam(decoupled: bool, lists: &AdamLists<'_>, o: &FusedAdamOptions) -> Result<()> {
+    let scalars = AdamScalars {
         lr: o.lr,
         beta1: o.beta1,
         beta2: o.beta2,
@@ -93,7 +94,8 @@ fn scalars(o: &FusedAdamOptions) -> AdamScalars<'_> {
         maximize: o.maximize,
         grad_scale: o.grad_scale.as_ref(),
         found_inf: o.found_inf.as_ref(),
-    }
+    };
+    crate::primitive::fused_adam(decoupled, lists, &scalars)
 }
 
 /// The keyword arguments of [`_fused_sgd_`].

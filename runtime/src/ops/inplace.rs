@@ -81,13 +81,17 @@ impl Tensor {
     /// ```
     ///
     /// The elements of an expanded dimension are one memory location, filled once, as PyTorch
-    /// fills them: `zeros([1])?.expand([1 << 40])?.fill_(2)` writes one element.
+    /// fills them: `zeros([1])?.expand([1 << 40])?.fill_(2)` writes one element (when the
+    /// tensor has no history or tangent to update).
     #[torch_function]
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
         let mut target = self.clone();
+        // The write goes to a narrower view, whose history and tangent alone it would update.
+        let untracked =
+            !crate::autograd::meta::requires_grad(self) && crate::autograd::forward_ad::tangent(self).is_none();
         for (d, (&size, &stride)) in dst.layout.shape.iter().zip(dst.layout.strides.iter()).enumerate() {
-            if stride == 0 && size > 1 {
+            if untracked && stride == 0 && size > 1 {
                 target = super::view::narrow_impl("fill_", ("self", &target), d as i64, 0, 1)?;
             }
         }

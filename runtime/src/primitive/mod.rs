@@ -648,35 +648,33 @@ pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()>
 
 /// One fused Adam (or, `decoupled`, AdamW) step of every parameter, in place and untracked
 /// (`aten::_fused_adam_`): refused while recording on parameters that require grad, as any
-/// in-place write into a leaf; every tensor written counts the write.
+/// in-place write into a leaf; every tensor the schema marks written counts the write.
 pub(crate) fn fused_adam(
     decoupled: bool,
     lists: &dispatch::AdamLists<'_>,
     s: &dispatch::AdamScalars<'_>,
 ) -> Result<()> {
     let func = if decoupled { "_fused_adamw_" } else { "_fused_adam_" };
-    if autograd::is_grad_enabled() && lists.params.iter().any(meta::requires_grad) {
-        bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
-    }
-    dispatch::fused_adam_(decoupled, lists, s)?;
-    let scaled: &[Tensor] = if s.grad_scale.is_some() { lists.grads } else { &[] };
-    for t in [lists.params, lists.exp_avgs, lists.exp_avg_sqs, lists.max_exp_avg_sqs, scaled].into_iter().flatten() {
-        data(t, func)?.storage.bump_version();
-    }
-    Ok(())
+    let written = [lists.params, lists.grads, lists.exp_avgs, lists.exp_avg_sqs, lists.max_exp_avg_sqs];
+    fused_step(func, lists.params, &written, || dispatch::fused_adam_(decoupled, lists, s))
 }
 
 /// One fused SGD step of every parameter, in place and untracked (`aten::_fused_sgd_`), under
 /// the rules of [`fused_adam`].
 pub(crate) fn fused_sgd(lists: &dispatch::SgdLists<'_>, s: &dispatch::SgdScalars<'_>) -> Result<()> {
-    if autograd::is_grad_enabled() && lists.params.iter().any(meta::requires_grad) {
-        bail!(Runtime, "_fused_sgd_(): a leaf Variable that requires grad is being used in an in-place operation.");
+    let written = [lists.params, lists.grads, lists.momentum_buffers];
+    fused_step("_fused_sgd_", lists.params, &written, || dispatch::fused_sgd_(lists, s))
+}
+
+/// A fused optimizer step: `step` run unless recording on parameters that require grad, then
+/// each `written` tensor's write counted.
+fn fused_step(func: &str, params: &[Tensor], written: &[&[Tensor]], step: impl FnOnce() -> Result<()>) -> Result<()> {
+    if autograd::is_grad_enabled() && params.iter().any(meta::requires_grad) {
+        bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
     }
-    dispatch::fused_sgd_(lists, s)?;
-    let scaled: &[Tensor] = if s.grad_scale.is_some() { lists.grads } else { &[] };
-    let buffers: &[Tensor] = if s.momentum != 0.0 { lists.momentum_buffers } else { &[] };
-    for t in [lists.params, buffers, scaled].into_iter().flatten() {
-        data(t, "_fused_sgd_")?.storage.bump_version();
+    step()?;
+    for t in written.iter().copied().flatten() {
+        data(t, func)?.storage.bump_version();
     }
     Ok(())
 }
