@@ -18,6 +18,7 @@ use crate::tensor::{
     DType, Dense, Generator, Layout, Scalar, Shape, Tensor, broadcast_shapes, normalize_dim, result_type,
 };
 use crate::value::{FromValue, Kwargs, Value};
+use crate::{FusedAdamOptions, FusedSgdOptions};
 
 // ---------------------------------------------------------------------------------------------
 // The typed entries (layer 3 calls these). Each runs its kernel straight away when no dispatch
@@ -272,22 +273,9 @@ pub(crate) struct AdamLists<'a> {
     pub state_steps: &'a [Tensor],
 }
 
-/// The scalars and optional tensors of one fused Adam step (`_fused_adam_`'s keywords).
-pub(crate) struct AdamScalars<'a> {
-    pub lr: f64,
-    pub beta1: f64,
-    pub beta2: f64,
-    pub weight_decay: f64,
-    pub eps: f64,
-    pub amsgrad: bool,
-    pub maximize: bool,
-    pub grad_scale: Option<&'a Tensor>,
-    pub found_inf: Option<&'a Tensor>,
-}
-
 /// One Adam step (AdamW's when `decoupled`) of every parameter, in place, by the backend's
 /// fused kernel (`_fused_adam_`, `_fused_adamw_`).
-pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalars<'_>) -> Result<()> {
+pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &FusedAdamOptions) -> Result<()> {
     let kernel = || {
         let lists = [
             dense_all(lists.params)?,
@@ -297,7 +285,8 @@ pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalar
             dense_all(lists.max_exp_avg_sqs)?,
             dense_all(lists.state_steps)?,
         ];
-        let (grad_scale, found_inf) = (s.grad_scale.map(dense).transpose()?, s.found_inf.map(dense).transpose()?);
+        let (grad_scale, found_inf) =
+            (s.grad_scale.as_ref().map(dense).transpose()?, s.found_inf.as_ref().map(dense).transpose()?);
         run_fused_adam(decoupled, &lists, s, grad_scale, found_inf)
     };
     if intercepting() {
@@ -318,8 +307,8 @@ pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &AdamScalar
         kwargs.insert("eps", Value::from(s.eps));
         kwargs.insert("amsgrad", Value::Bool(s.amsgrad));
         kwargs.insert("maximize", Value::Bool(s.maximize));
-        for (name, t) in [("grad_scale", s.grad_scale), ("found_inf", s.found_inf)] {
-            kwargs.insert(name, t.map_or(Value::None, Value::from));
+        for (name, t) in [("grad_scale", &s.grad_scale), ("found_inf", &s.found_inf)] {
+            kwargs.insert(name, t.as_ref().map_or(Value::None, Value::from));
         }
         let op = if decoupled { &aten::FUSED_ADAMW_ } else { &aten::FUSED_ADAM_ };
         return intercept::<()>(op, &args, kwargs, &|| kernel().map(|()| Value::None));
@@ -335,24 +324,12 @@ pub(crate) struct SgdLists<'a> {
     pub momentum_buffers: &'a [Tensor],
 }
 
-/// The scalars and optional tensors of one fused SGD step (`_fused_sgd_`'s keywords).
-pub(crate) struct SgdScalars<'a> {
-    pub weight_decay: f64,
-    pub momentum: f64,
-    pub lr: f64,
-    pub dampening: f64,
-    pub nesterov: bool,
-    pub maximize: bool,
-    pub is_first_step: bool,
-    pub grad_scale: Option<&'a Tensor>,
-    pub found_inf: Option<&'a Tensor>,
-}
-
 /// One SGD step of every parameter, in place, by the backend's fused kernel (`_fused_sgd_`).
-pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &SgdScalars<'_>) -> Result<()> {
+pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &FusedSgdOptions) -> Result<()> {
     let kernel = || {
         let lists = [dense_all(lists.params)?, dense_all(lists.grads)?, dense_all(lists.momentum_buffers)?];
-        let (grad_scale, found_inf) = (s.grad_scale.map(dense).transpose()?, s.found_inf.map(dense).transpose()?);
+        let (grad_scale, found_inf) =
+            (s.grad_scale.as_ref().map(dense).transpose()?, s.found_inf.as_ref().map(dense).transpose()?);
         run_fused_sgd(&lists, s, grad_scale, found_inf)
     };
     if intercepting() {
@@ -367,8 +344,8 @@ pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &SgdScalars<'_>) -> Result<()>
         for (name, flag) in [("nesterov", s.nesterov), ("maximize", s.maximize), ("is_first_step", s.is_first_step)] {
             kwargs.insert(name, Value::Bool(flag));
         }
-        for (name, t) in [("grad_scale", s.grad_scale), ("found_inf", s.found_inf)] {
-            kwargs.insert(name, t.map_or(Value::None, Value::from));
+        for (name, t) in [("grad_scale", &s.grad_scale), ("found_inf", &s.found_inf)] {
+            kwargs.insert(name, t.as_ref().map_or(Value::None, Value::from));
         }
         return intercept::<()>(&aten::FUSED_SGD_, &args, kwargs, &|| kernel().map(|()| Value::None));
     }
@@ -656,7 +633,7 @@ fn run_local_scalar(x: &Dense) -> Result<Scalar> {
 fn run_fused_adam(
     decoupled: bool,
     [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps]: &[Vec<&Dense>; 6],
-    s: &AdamScalars<'_>,
+    s: &FusedAdamOptions,
     grad_scale: Option<&Dense>,
     found_inf: Option<&Dense>,
 ) -> Result<()> {
@@ -696,7 +673,7 @@ fn run_fused_adam(
 /// The fused SGD step of each parameter by its device's kernel (see [`fused_sgd_`]).
 fn run_fused_sgd(
     [params, grads, buffers]: &[Vec<&Dense>; 3],
-    s: &SgdScalars<'_>,
+    s: &FusedSgdOptions,
     grad_scale: Option<&Dense>,
     found_inf: Option<&Dense>,
 ) -> Result<()> {
@@ -1680,7 +1657,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 list("max_exp_avg_sqs")?,
                 list("state_steps")?,
             ];
-            let scalars = AdamScalars {
+            let scalars = FusedAdamOptions {
                 lr: b.float("lr"),
                 beta1: b.float("beta1"),
                 beta2: b.float("beta2"),
@@ -1699,7 +1676,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 tensors_in(b.get(name)).map(|t| t.data(op.name(), name)).collect()
             };
             let lists = [list("self")?, list("grads")?, list("momentum_buffer_list")?];
-            let scalars = SgdScalars {
+            let scalars = FusedSgdOptions {
                 weight_decay: b.float("weight_decay"),
                 momentum: b.float("momentum"),
                 lr: b.float("lr"),

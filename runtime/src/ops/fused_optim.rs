@@ -2,7 +2,7 @@
 //! `torch._fused_sgd_`): one pass over each parameter's memory per step, what
 //! `torch.optim.Adam(..., fused=True)` and `SGD(..., fused=True)` call.
 
-use crate::dispatch::{AdamLists, AdamScalars, SgdLists, SgdScalars};
+use crate::dispatch::{AdamLists, SgdLists};
 use crate::error::Result;
 use crate::tensor::Tensor;
 
@@ -64,7 +64,7 @@ pub fn _fused_adam_(
     options: &FusedAdamOptions,
 ) -> Result<()> {
     let lists = AdamLists { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps };
-    adam(false, &lists, options)
+    crate::primitive::fused_adam(false, &lists, options)
 }
 
 /// [`_fused_adam_`] with AdamW's decoupled weight decay (`torch._fused_adamw_`): each parameter
@@ -79,23 +79,7 @@ pub fn _fused_adamw_(
     options: &FusedAdamOptions,
 ) -> Result<()> {
     let lists = AdamLists { params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, state_steps };
-    adam(true, &lists, options)
-}
-
-/// Adam's step (AdamW's when `decoupled`) with `o`'s options.
-fn adam(decoupled: bool, lists: &AdamLists<'_>, o: &FusedAdamOptions) -> Result<()> {
-    let scalars = AdamScalars {
-        lr: o.lr,
-        beta1: o.beta1,
-        beta2: o.beta2,
-        weight_decay: o.weight_decay,
-        eps: o.eps,
-        amsgrad: o.amsgrad,
-        maximize: o.maximize,
-        grad_scale: o.grad_scale.as_ref(),
-        found_inf: o.found_inf.as_ref(),
-    };
-    crate::primitive::fused_adam(decoupled, lists, &scalars)
+    crate::primitive::fused_adam(true, &lists, options)
 }
 
 /// The keyword arguments of [`_fused_sgd_`].
@@ -134,17 +118,5 @@ pub fn _fused_sgd_(
     options: &FusedSgdOptions,
 ) -> Result<()> {
     let lists = SgdLists { params, grads, momentum_buffers: momentum_buffer_list };
-    let o = options;
-    let scalars = SgdScalars {
-        weight_decay: o.weight_decay,
-        momentum: o.momentum,
-        lr: o.lr,
-        dampening: o.dampening,
-        nesterov: o.nesterov,
-        maximize: o.maximize,
-        is_first_step: o.is_first_step,
-        grad_scale: o.grad_scale.as_ref(),
-        found_inf: o.found_inf.as_ref(),
-    };
-    crate::primitive::fused_sgd(&lists, &scalars)
+    crate::primitive::fused_sgd(&lists, options)
 }

@@ -649,11 +649,7 @@ pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()>
 /// One fused Adam (or, `decoupled`, AdamW) step of every parameter, in place and untracked
 /// (`aten::_fused_adam_`): refused while recording on parameters that require grad, as any
 /// in-place write into a leaf; every tensor the schema marks written counts the write.
-pub(crate) fn fused_adam(
-    decoupled: bool,
-    lists: &dispatch::AdamLists<'_>,
-    s: &dispatch::AdamScalars<'_>,
-) -> Result<()> {
+pub(crate) fn fused_adam(decoupled: bool, lists: &dispatch::AdamLists<'_>, s: &crate::FusedAdamOptions) -> Result<()> {
     let func = if decoupled { "_fused_adamw_" } else { "_fused_adam_" };
     let written = [lists.params, lists.grads, lists.exp_avgs, lists.exp_avg_sqs, lists.max_exp_avg_sqs];
     fused_step(func, lists.params, &written, || dispatch::fused_adam_(decoupled, lists, s))
@@ -661,7 +657,7 @@ pub(crate) fn fused_adam(
 
 /// One fused SGD step of every parameter, in place and untracked (`aten::_fused_sgd_`), under
 /// the rules of [`fused_adam`].
-pub(crate) fn fused_sgd(lists: &dispatch::SgdLists<'_>, s: &dispatch::SgdScalars<'_>) -> Result<()> {
+pub(crate) fn fused_sgd(lists: &dispatch::SgdLists<'_>, s: &crate::FusedSgdOptions) -> Result<()> {
     let written = [lists.params, lists.grads, lists.momentum_buffers];
     fused_step("_fused_sgd_", lists.params, &written, || dispatch::fused_sgd_(lists, s))
 }
