@@ -647,6 +647,27 @@ fn the_fused_step_refuses_what_it_cannot_do() {
         err.to_string(),
         "_fused_adamw_(): grad must be a contiguous torch.float32 tensor of 2 elements, like the parameter"
     );
+    // With a loss scale the gradients are divided by it, and stored so.
+    let (q, scaled_grad) = (torchfn::tensor([1.0f32, 2.0]).unwrap(), torchfn::tensor([1.0f32, -3.0]).unwrap());
+    let two = torchfn::FusedAdamOptions { grad_scale: Some(torchfn::tensor([2.0f32]).unwrap()), ..options.clone() };
+    let (m2, v2) = (torchfn::zeros([2], None, None).unwrap(), torchfn::zeros([2], None, None).unwrap());
+    torchfn::_fused_adam_(
+        &[q],
+        std::slice::from_ref(&scaled_grad),
+        std::slice::from_ref(&m2),
+        &[v2],
+        &[],
+        std::slice::from_ref(&step),
+        &two,
+    )
+    .unwrap();
+    assert_eq!(values(&scaled_grad), [0.5, -1.5]);
+    assert!(values(&m2).iter().zip([0.05, -0.15]).all(|(a, b)| (a - b).abs() < 1e-7), "{:?}", values(&m2));
+    // The loss scale is on the parameters' device.
+    let meta = torchfn::ones([1], None, torchfn::Device::META).unwrap();
+    let scaled = torchfn::FusedAdamOptions { grad_scale: Some(meta), ..options.clone() };
+    let err = call(&p, std::slice::from_ref(&step), &scaled).unwrap_err();
+    assert_eq!(err.to_string(), "_fused_adamw_(): grad_scale is on meta, the parameters on cpu");
     // Every parameter is checked before any is written.
     let (a, b) = (torchfn::tensor([1.0f32, 2.0]).unwrap(), torchfn::tensor([3.0f32, 4.0]).unwrap());
     let state = |n: usize| (0..n).map(|_| torchfn::zeros([2], None, None).unwrap()).collect::<Vec<_>>();

@@ -644,7 +644,7 @@ fn run_fused_adam(
         params.len(),
         lists.into_iter().chain(s.amsgrad.then_some(("max_exp_avg_sqs", max_exp_avg_sqs))),
     )?;
-    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
+    let Some(grad_scale) = loss_scale(func, params, grad_scale, found_inf)? else { return Ok(()) };
     let mut arrays = Vec::new();
     for i in 0..params.len() {
         let Some(step) = one_value(func, "state_steps", steps[i])? else { continue };
@@ -681,7 +681,7 @@ fn run_fused_sgd(
     let with_momentum = s.momentum != 0.0;
     let lists = std::iter::once(("grads", grads)).chain(with_momentum.then_some(("momentum_buffer_list", buffers)));
     same_lengths(func, params.len(), lists)?;
-    let Some(grad_scale) = loss_scale(func, grad_scale, found_inf)? else { return Ok(()) };
+    let Some(grad_scale) = loss_scale(func, params, grad_scale, found_inf)? else { return Ok(()) };
     let mut arrays = Vec::new();
     for i in 0..params.len() {
         let momentum_buffer = with_momentum.then(|| &**buffers[i]);
@@ -761,8 +761,25 @@ where
 }
 
 /// A fused step's loss scaling: `None` when `found_inf` is set (the step writes nothing), else
-/// the gradients' scale, if any (each read on the host; nothing on meta tensors).
-fn loss_scale(func: &str, grad_scale: Option<&Dense>, found_inf: Option<&Dense>) -> Result<Option<Option<f64>>> {
+/// the gradients' scale, if any (each read on the host; nothing on meta tensors). Both must be
+/// on the device of the parameters (`params`).
+fn loss_scale(
+    func: &str,
+    params: &[&Dense],
+    grad_scale: Option<&Dense>,
+    found_inf: Option<&Dense>,
+) -> Result<Option<Option<f64>>> {
+    for (name, t) in [("grad_scale", grad_scale), ("found_inf", found_inf)] {
+        if let (Some(t), Some(p)) = (t, params.first())
+            && t.device() != p.device()
+        {
+            return Err(Error::runtime_error(format!(
+                "{func}(): {name} is on {}, the parameters on {}",
+                t.device(),
+                p.device()
+            )));
+        }
+    }
     if let Some(found) = found_inf.map(|t| one_value(func, "found_inf", t)).transpose()?.flatten()
         && found != 0.0
     {
