@@ -48,8 +48,9 @@ pub struct AdamConfig<const DECOUPLED: bool> {
     /// Maximize the objective rather than minimize it.
     pub maximize: bool,
     /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
-    /// ([`_fused_adam_`](torchfn_runtime::_fused_adam_)), CPU float32 and float64 tensors only,
-    /// in the order of operations of PyTorch's fused kernel (within a few ulp of the default's).
+    /// ([`_fused_adam_`](torchfn_runtime::_fused_adam_)), CPU float tensors only (half precision
+    /// computed in float32), in the order of operations of PyTorch's fused kernel (within a few
+    /// ulp of the default's).
     pub fused: bool,
 }
 

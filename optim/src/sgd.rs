@@ -35,8 +35,9 @@ pub struct SgdOptions {
     /// Maximize the objective rather than minimize it.
     pub maximize: bool,
     /// PyTorch's `fused=True`: each parameter's step in one pass over its memory
-    /// ([`_fused_sgd_`](torchfn_runtime::_fused_sgd_)), CPU float32 and float64 tensors only,
-    /// in the order of operations of PyTorch's fused kernel (within a few ulp of the default's).
+    /// ([`_fused_sgd_`](torchfn_runtime::_fused_sgd_)), CPU float tensors only (half precision
+    /// computed in float32), in the order of operations of PyTorch's fused kernel (within a few
+    /// ulp of the default's).
     pub fused: bool,
 }
 

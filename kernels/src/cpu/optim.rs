@@ -26,7 +26,9 @@ pub fn fused_adam(params: &[AdamArrays<'_>], h: &AdamStep) -> Result<()> {
     for (a, dtype) in params.iter().zip(dtypes) {
         match dtype {
             DType::Float32 => adam_step::<f32>(func, &all(a), h, a.step)?,
-            _ => adam_step::<f64>(func, &all(a), h, a.step)?,
+            DType::Float64 => adam_step::<f64>(func, &all(a), h, a.step)?,
+            DType::Float16 => adam_step::<crate::types::half::f16>(func, &all(a), h, a.step)?,
+            _ => adam_step::<crate::types::half::bf16>(func, &all(a), h, a.step)?,
         }
     }
     Ok(())
@@ -52,7 +54,9 @@ pub fn fused_sgd(params: &[SgdArrays<'_>], h: &SgdStep) -> Result<()> {
     for (a, dtype) in params.iter().zip(dtypes) {
         match dtype {
             DType::Float32 => sgd_step::<f32>(func, &all(a), h)?,
-            _ => sgd_step::<f64>(func, &all(a), h)?,
+            DType::Float64 => sgd_step::<f64>(func, &all(a), h)?,
+            DType::Float16 => sgd_step::<crate::types::half::f16>(func, &all(a), h)?,
+            _ => sgd_step::<crate::types::half::bf16>(func, &all(a), h)?,
         }
     }
     Ok(())
@@ -80,10 +84,8 @@ fn checked(func: &str, all: &[(&str, &Array)]) -> Result<DType> {
         }
     }
     match param.dtype {
-        DType::Float32 | DType::Float64 => Ok(param.dtype),
-        other => Err(Error::runtime_error(format!(
-            "{func}(): the CPU kernel takes float32 and float64 parameters, not {other}"
-        ))),
+        DType::Float32 | DType::Float64 | DType::Float16 | DType::BFloat16 => Ok(param.dtype),
+        other => Err(Error::runtime_error(format!("{func}(): the CPU kernel takes float parameters, not {other}"))),
     }
 }
 
@@ -109,81 +111,148 @@ fn locked<'a, T: crate::types::Element>(
     guards.into_iter().collect::<Option<Vec<_>>>().ok_or_else(|| Error::runtime_error(format!("{func}(): a lock")))
 }
 
-/// The Adam step for one element type: the arrays locked, [`adam_math`] over chunks of them
-/// on the thread pool.
-fn adam_step<T: crate::types::Element + Real + Rounded + AdamMath>(
-    func: &str,
-    arrays: &[(&str, &Array)],
-    h: &AdamStep,
-    step: f64,
-) -> Result<()> {
-    let mut guards = locked::<T>(func, arrays)?;
-    let [p, g, m, v, rest @ ..] = &mut guards[..] else {
-        return Err(Error::runtime_error(format!("{func}(): missing arrays")));
-    };
-    let c = Coefficients::<T>::new(h, step);
-    let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN)).zip(m.par_chunks_mut(GRAIN));
-    let chunks = chunks.zip(v.par_chunks_mut(GRAIN));
-    match rest.first_mut() {
-        Some(max) => chunks.zip(max.par_chunks_mut(GRAIN)).for_each(|((((p, g), m), v), mx)| {
+/// The Adam step for one stored element type: the arrays locked, [`adam_math`] over chunks of
+/// them on the thread pool.
+fn adam_step<S: Stored>(func: &str, arrays: &[(&str, &Array)], h: &AdamStep, step: f64) -> Result<()>
+where
+    S::Wide: AdamMath,
+{
+    let c = Coefficients::<S::Wide>::new(h, step);
+    // Written: the parameter, the moments, the maximum, and the gradient when it is unscaled.
+    let written: Vec<bool> = (0..arrays.len()).map(|i| i != 1 || h.grad_scale.is_some()).collect();
+    over_chunks::<S>(func, arrays, &written, |chunk| {
+        if let [p, g, m, v, rest @ ..] = chunk {
+            let max = rest.first_mut().map(|m| &mut **m);
             vectorised(
                 #[inline(always)]
-                || adam_math(p, g, m, v, Some(mx), &c),
+                || adam_math(p, g, m, v, max, &c),
             )
-        }),
-        None => chunks.for_each(|(((p, g), m), v)| {
-            vectorised(
-                #[inline(always)]
-                || adam_math(p, g, m, v, None, &c),
-            )
-        }),
-    }
-    Ok(())
+        }
+    })
 }
 
-/// The SGD step for one element type.
-fn sgd_step<T: crate::types::Element + Real + Rounded>(
-    func: &str,
-    arrays: &[(&str, &Array)],
-    h: &SgdStep,
-) -> Result<()> {
-    let mut guards = locked::<T>(func, arrays)?;
-    let [p, g, rest @ ..] = &mut guards[..] else {
-        return Err(Error::runtime_error(format!("{func}(): missing arrays")));
-    };
+/// The SGD step for one stored element type.
+fn sgd_step<S: Stored>(func: &str, arrays: &[(&str, &Array)], h: &SgdStep) -> Result<()> {
+    let one = <S::Wide as Real>::ONE;
+    let of = <S::Wide as Rounded>::of;
     let c = SgdCoefficients {
-        grad_scale: h.grad_scale.map(T::of),
-        sign: if h.maximize { -T::ONE } else { T::ONE },
-        weight_decay: T::of(h.weight_decay),
-        momentum: T::of(h.momentum),
-        dampened: T::of(1.0 - h.dampening),
-        neg_lr: T::of(-h.lr),
+        grad_scale: h.grad_scale.map(of),
+        sign: if h.maximize { -one } else { one },
+        weight_decay: of(h.weight_decay),
+        momentum: of(h.momentum),
+        dampened: of(1.0 - h.dampening),
+        neg_lr: of(-h.lr),
         first_step: h.is_first_step,
     };
     let (decays, nesterov) = (h.weight_decay != 0.0, h.nesterov);
-    let chunks = p.par_chunks_mut(GRAIN).zip(g.par_chunks_mut(GRAIN));
-    match rest.first_mut() {
-        Some(buf) => chunks.zip(buf.par_chunks_mut(GRAIN)).for_each(|((p, g), b)| {
+    let written: Vec<bool> = (0..arrays.len()).map(|i| i != 1 || h.grad_scale.is_some()).collect();
+    over_chunks::<S>(func, arrays, &written, |chunk| {
+        if let [p, g, rest @ ..] = chunk {
+            let mut none: [S::Wide; 0] = [];
+            let b: &mut [S::Wide] = match rest.first_mut() {
+                Some(b) => b,
+                None => &mut none,
+            };
             vectorised(
                 #[inline(always)]
                 || match (decays, nesterov) {
-                    (false, false) => sgd_loop::<T, false, false>(p, g, b, &c),
-                    (false, true) => sgd_loop::<T, false, true>(p, g, b, &c),
-                    (true, false) => sgd_loop::<T, true, false>(p, g, b, &c),
-                    (true, true) => sgd_loop::<T, true, true>(p, g, b, &c),
+                    (false, false) => sgd_loop::<S::Wide, false, false>(p, g, b, &c),
+                    (false, true) => sgd_loop::<S::Wide, false, true>(p, g, b, &c),
+                    (true, false) => sgd_loop::<S::Wide, true, false>(p, g, b, &c),
+                    (true, true) => sgd_loop::<S::Wide, true, true>(p, g, b, &c),
                 },
             )
-        }),
-        None => chunks.for_each(|(p, g)| {
-            vectorised(
-                #[inline(always)]
-                || match decays {
-                    false => sgd_loop::<T, false, false>(p, g, &mut [], &c),
-                    true => sgd_loop::<T, true, false>(p, g, &mut [], &c),
-                },
-            )
-        }),
+        }
+    })
+}
+
+/// A stored element type of the fused kernels and the type it computes in: float32 and
+/// float64 their own, float16 and bfloat16 float32 (PyTorch's "opmath"), each element widened
+/// as it is read and rounded once as it is written.
+trait Stored: crate::types::Element + Send + Sync {
+    type Wide: Real + Rounded + Default + Send + Sync;
+    /// The chunk itself, when the type computes in itself.
+    fn computes_in_place(chunk: &mut [Self]) -> Option<&mut [Self::Wide]>;
+    fn widen(self) -> Self::Wide;
+    fn narrow(x: Self::Wide) -> Self;
+}
+
+macro_rules! computes_in_place {
+    ($($t:ty),*) => {$(
+        impl Stored for $t {
+            type Wide = $t;
+            fn computes_in_place(chunk: &mut [Self]) -> Option<&mut [Self]> {
+                Some(chunk)
+            }
+            fn widen(self) -> Self {
+                self
+            }
+            fn narrow(x: Self) -> Self {
+                x
+            }
+        }
+    )*};
+}
+
+computes_in_place!(f32, f64);
+
+macro_rules! computes_in_float {
+    ($($t:ty: $to_f32:ident, $from_f32:ident);*) => {$(
+        impl Stored for $t {
+            type Wide = f32;
+            fn computes_in_place(_: &mut [Self]) -> Option<&mut [f32]> {
+                None
+            }
+            #[inline(always)]
+            fn widen(self) -> f32 {
+                crate::types::dtype_reduced::$to_f32(self.to_bits())
+            }
+            #[inline(always)]
+            fn narrow(x: f32) -> Self {
+                <$t>::from_bits(crate::types::dtype_reduced::$from_f32(x))
+            }
+        }
+    )*};
+}
+
+computes_in_float!(crate::types::half::f16: f16_to_f32, f32_to_f16; crate::types::half::bf16: bf16_to_f32, f32_to_bf16);
+
+/// Runs `body` on matching chunks of the arrays (locked for writing), in parallel: the chunks
+/// themselves for a type that computes in itself, else float32 copies of them, rounded back
+/// into the arrays `written` marks.
+fn over_chunks<S: Stored>(
+    func: &str,
+    arrays: &[(&str, &Array)],
+    written: &[bool],
+    body: impl Fn(&mut [&mut [S::Wide]]) + Sync,
+) -> Result<()> {
+    let mut guards = locked::<S>(func, arrays)?;
+    let mut per_array: Vec<std::slice::ChunksMut<'_, S>> = guards.iter_mut().map(|g| g.chunks_mut(GRAIN)).collect();
+    let mut chunks: Vec<Vec<&mut [S]>> = Vec::new();
+    while let Some(first) = per_array.first_mut().and_then(|c| c.next()) {
+        let mut chunk = vec![first];
+        chunk.extend(per_array[1..].iter_mut().filter_map(|c| c.next()));
+        chunks.push(chunk);
     }
+    chunks.into_par_iter().for_each(|mut chunk| {
+        let in_place: Option<Vec<&mut [S::Wide]>> = chunk.iter_mut().map(|c| S::computes_in_place(c)).collect();
+        match in_place {
+            Some(mut slices) => body(&mut slices),
+            None => {
+                let mut wide: Vec<Vec<S::Wide>> =
+                    chunk.iter().map(|c| c.iter().map(|&x| x.widen()).collect()).collect();
+                let mut slices: Vec<&mut [S::Wide]> = wide.iter_mut().map(|w| &mut w[..]).collect();
+                body(&mut slices);
+                for ((c, w), &write) in chunk.iter_mut().zip(&wide).zip(written) {
+                    if write {
+                        for (x, &y) in c.iter_mut().zip(w) {
+                            *x = S::narrow(y);
+                        }
+                    }
+                }
+            }
+        }
+    });
     Ok(())
 }
 

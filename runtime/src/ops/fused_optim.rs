@@ -33,8 +33,9 @@ pub struct FusedAdamOptions {
 /// `weight_decay` times the parameter, the moments `exp_avgs` and `exp_avg_sqs` (and, with
 /// `amsgrad`, their running maxima `max_exp_avg_sqs`, else an empty list) updated, and each
 /// parameter moved by `lr` times the bias-corrected ratio, `state_steps` giving each
-/// parameter's step number (already counted, as PyTorch's optimizer counts it). Float32 and
-/// float64 CPU tensors, each list one tensor per parameter, contiguous; outside
+/// parameter's step number (already counted, as PyTorch's optimizer counts it). CPU float
+/// tensors (float16 and bfloat16 computed in float32 and rounded once, as PyTorch's), each list
+/// one tensor per parameter, contiguous; outside
 /// [`no_grad`](crate::autograd::no_grad) a parameter that requires grad is refused, as any
 /// in-place write into a leaf.
 ///
@@ -109,7 +110,7 @@ pub struct FusedSgdOptions {
 /// `weight_decay` times the parameter, taken into each momentum buffer
 /// (`momentum_buffer_list`, empty without momentum; on the first step the buffer becomes
 /// the gradient), and each parameter moved by `lr` times the buffer (or, Nesterov, the
-/// gradient plus `momentum` times the buffer). Float32 and float64 CPU tensors, contiguous,
+/// gradient plus `momentum` times the buffer). CPU float tensors, contiguous,
 /// under the rules of [`_fused_adam_`].
 pub fn _fused_sgd_(
     params: &[Tensor],
