@@ -224,7 +224,7 @@ impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
         // PyTorch keeps a fused optimizer's step count as a float32 tensor; it counts once the
         // step is taken.
         let step = torchfn_runtime::tensor([(state.step + 1) as f32])?;
-        let options = torchfn_runtime::FusedAdamOptions {
+        let hyper = torchfn_runtime::AdamHyperparameters {
             lr: self.lr,
             beta1: self.betas.0,
             beta2: self.betas.1,
@@ -232,9 +232,8 @@ impl<const DECOUPLED: bool> AdamConfig<DECOUPLED> {
             eps: self.eps,
             amsgrad: self.amsgrad,
             maximize: self.maximize,
-            grad_scale: None,
-            found_inf: None,
         };
+        let options = torchfn_runtime::FusedAdamOptions { hyper, grad_scale: None, found_inf: None };
         let max_exp_avg_sq = match (&state.max_exp_avg_sq, self.amsgrad) {
             (Some(max), true) => vec![max.clone()],
             (None, true) => vec![state.max_exp_avg_sq.insert(torchfn_runtime::zeros_like(param, None)?).clone()],

@@ -180,17 +180,16 @@ impl SgdOptions {
             (Some(buf), true) => vec![buf.clone()],
             (None, true) => vec![torchfn_runtime::zeros_like(param, None)?],
         };
-        let options = torchfn_runtime::FusedSgdOptions {
-            weight_decay: self.weight_decay,
-            momentum: self.momentum,
+        let hyper = torchfn_runtime::SgdHyperparameters {
             lr: self.lr,
+            momentum: self.momentum,
             dampening: self.dampening,
+            weight_decay: self.weight_decay,
             nesterov: self.nesterov,
             maximize: self.maximize,
             is_first_step,
-            grad_scale: None,
-            found_inf: None,
         };
+        let options = torchfn_runtime::FusedSgdOptions { hyper, grad_scale: None, found_inf: None };
         torchfn_runtime::_fused_sgd_(std::slice::from_ref(param), &[grad.contiguous()?], &buffers, &options)?;
         // The buffer is kept once the step that fills it is taken.
         if is_first_step {

@@ -599,7 +599,7 @@ fn the_fused_step_refuses_what_it_cannot_do() {
         torchfn::zeros([2], None, None).unwrap(),
     );
     let step = torchfn::tensor([1.0f32]).unwrap();
-    let options = torchfn::FusedAdamOptions {
+    let hyper = torchfn::AdamHyperparameters {
         lr: 0.1,
         beta1: 0.9,
         beta2: 0.999,
@@ -607,9 +607,8 @@ fn the_fused_step_refuses_what_it_cannot_do() {
         eps: 1e-8,
         amsgrad: false,
         maximize: false,
-        grad_scale: None,
-        found_inf: None,
     };
+    let options = torchfn::FusedAdamOptions { hyper, grad_scale: None, found_inf: None };
     let call = |p: &Tensor, steps: &[Tensor], options: &torchfn::FusedAdamOptions| {
         torchfn::_fused_adamw_(
             std::slice::from_ref(p),

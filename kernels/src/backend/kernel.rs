@@ -244,9 +244,9 @@ impl Window {
     }
 }
 
-/// One Adam or AdamW step's hyperparameters, as PyTorch's fused kernel takes them.
-#[derive(Clone, Copy, Debug)]
-pub struct AdamStep {
+/// Adam's and AdamW's hyperparameters (`torch._fused_adam_`'s keywords).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct AdamHyperparameters {
     /// The learning rate.
     pub lr: f64,
     /// The first moment's decay.
@@ -261,6 +261,13 @@ pub struct AdamStep {
     pub amsgrad: bool,
     /// Whether the step goes up the gradient.
     pub maximize: bool,
+}
+
+/// One Adam or AdamW step, as a backend's fused kernel takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct AdamStep {
+    /// The hyperparameters.
+    pub hyper: AdamHyperparameters,
     /// AdamW's decoupled weight decay (else Adam's).
     pub decoupled: bool,
     /// The gradient's scale, which the gradient is divided by (and stored so) first.
@@ -285,9 +292,9 @@ pub struct AdamArrays<'a> {
     pub step: f64,
 }
 
-/// One SGD step's hyperparameters, as PyTorch's fused kernel takes them.
-#[derive(Clone, Copy, Debug)]
-pub struct SgdStep {
+/// SGD's hyperparameters (`torch._fused_sgd_`'s keywords).
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct SgdHyperparameters {
     /// The learning rate.
     pub lr: f64,
     /// The momentum (0: none, and no buffer).
@@ -300,8 +307,15 @@ pub struct SgdStep {
     pub nesterov: bool,
     /// Whether the step goes up the gradient.
     pub maximize: bool,
-    /// The first step, where the momentum buffer becomes the gradient.
+    /// The first step, where each momentum buffer becomes its gradient.
     pub is_first_step: bool,
+}
+
+/// One SGD step, as a backend's fused kernel takes it.
+#[derive(Clone, Copy, Debug)]
+pub struct SgdStep {
+    /// The hyperparameters.
+    pub hyper: SgdHyperparameters,
     /// The gradient's scale, which the gradient is divided by (and stored so) first.
     pub grad_scale: Option<f64>,
 }

@@ -33,7 +33,10 @@ mod storage;
 
 pub use array::Array;
 pub use device::Device;
-pub use kernel::{AdamArrays, AdamStep, Binary, Reduce, Scan, SgdArrays, SgdStep, Unary, Window};
+pub use kernel::{
+    AdamArrays, AdamHyperparameters, AdamStep, Binary, Reduce, Scan, SgdArrays, SgdHyperparameters, SgdStep, Unary,
+    Window,
+};
 pub use storage::{Buffer, Storage, live_storages};
 
 pub use crate::types::{Layout, Strides};

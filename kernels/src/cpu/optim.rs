@@ -44,7 +44,7 @@ pub fn fused_sgd(params: &[SgdArrays<'_>], h: &SgdStep) -> Result<()> {
         [("param", a.param), ("grad", a.grad)].into_iter().chain(buffer).collect()
     }
     for a in params {
-        if (h.momentum != 0.0) != a.momentum_buffer.is_some() {
+        if (h.hyper.momentum != 0.0) != a.momentum_buffer.is_some() {
             return Err(Error::runtime_error(format!(
                 "{func}(): a momentum buffer goes with a momentum, and only then"
             )));
@@ -135,8 +135,10 @@ where
 fn sgd_step<S: Stored>(func: &str, arrays: &[(&str, &Array)], h: &SgdStep) -> Result<()> {
     let one = <S::Wide as Real>::ONE;
     let of = <S::Wide as Rounded>::of;
+    let grad_scale = h.grad_scale;
+    let h = &h.hyper;
     let c = SgdCoefficients {
-        grad_scale: h.grad_scale.map(of),
+        grad_scale: grad_scale.map(of),
         sign: if h.maximize { -one } else { one },
         weight_decay: of(h.weight_decay),
         momentum: of(h.momentum),
@@ -145,7 +147,7 @@ fn sgd_step<S: Stored>(func: &str, arrays: &[(&str, &Array)], h: &SgdStep) -> Re
         first_step: h.is_first_step,
     };
     let (decays, nesterov) = (h.weight_decay != 0.0, h.nesterov);
-    let written: Vec<bool> = (0..arrays.len()).map(|i| i != 1 || h.grad_scale.is_some()).collect();
+    let written: Vec<bool> = (0..arrays.len()).map(|i| i != 1 || grad_scale.is_some()).collect();
     over_chunks::<S>(func, arrays, &written, |chunk| {
         if let [p, g, rest @ ..] = chunk {
             let mut none: [S::Wide; 0] = [];
@@ -336,17 +338,18 @@ impl Rounded for f64 {
 }
 
 impl<T: Rounded> Coefficients<T> {
-    fn new(h: &AdamStep, step: f64) -> Self {
+    fn new(s: &AdamStep, step: f64) -> Self {
+        let h = &s.hyper;
         // In float64, as PyTorch (and its single-tensor step) computes them.
         let bias_correction1 = 1.0 - h.beta1.powf(step);
         let bias_correction2 = 1.0 - h.beta2.powf(step);
         let weight = T::of(1.0 - h.beta1);
         let decays = h.weight_decay != 0.0;
         Coefficients {
-            grad_scale: h.grad_scale.map(T::of),
+            grad_scale: s.grad_scale.map(T::of),
             maximize: h.maximize,
-            coupled_decay: (decays && !h.decoupled).then(|| T::of(h.weight_decay)),
-            decoupled_factor: (decays && h.decoupled).then(|| T::of(1.0 - h.lr * h.weight_decay)),
+            coupled_decay: (decays && !s.decoupled).then(|| T::of(h.weight_decay)),
+            decoupled_factor: (decays && s.decoupled).then(|| T::of(1.0 - h.lr * h.weight_decay)),
             lerp_from_moment: T::of(0.5) > weight && weight > T::of(-0.5),
             lerp_coefficient: weight,
             beta2: T::of(h.beta2),

@@ -9,6 +9,7 @@ use std::borrow::Cow;
 use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
 use super::{Draw, Kernel, Operator, Output, aten};
+use crate::backend::{AdamHyperparameters, SgdHyperparameters};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Unary, Window, host};
 use crate::cpu::Distribution;
 use crate::error::{Error, Result};
@@ -287,7 +288,7 @@ pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &FusedAdamO
         ];
         let (grad_scale, found_inf) =
             (s.grad_scale.as_ref().map(dense).transpose()?, s.found_inf.as_ref().map(dense).transpose()?);
-        run_fused_adam(decoupled, &lists, s, grad_scale, found_inf)
+        run_fused_adam(decoupled, &lists, &s.hyper, grad_scale, found_inf)
     };
     if intercepting() {
         let list = |ts: &[Tensor]| Value::List(ts.iter().map(Value::from).collect());
@@ -300,13 +301,13 @@ pub(crate) fn fused_adam_(decoupled: bool, lists: &AdamLists<'_>, s: &FusedAdamO
             list(lists.state_steps),
         ];
         let mut kwargs = Kwargs::new();
-        for (name, value) in [("lr", s.lr), ("beta1", s.beta1), ("beta2", s.beta2)] {
+        for (name, value) in [("lr", s.hyper.lr), ("beta1", s.hyper.beta1), ("beta2", s.hyper.beta2)] {
             kwargs.insert(name, Value::from(value));
         }
-        kwargs.insert("weight_decay", Value::from(s.weight_decay));
-        kwargs.insert("eps", Value::from(s.eps));
-        kwargs.insert("amsgrad", Value::Bool(s.amsgrad));
-        kwargs.insert("maximize", Value::Bool(s.maximize));
+        kwargs.insert("weight_decay", Value::from(s.hyper.weight_decay));
+        kwargs.insert("eps", Value::from(s.hyper.eps));
+        kwargs.insert("amsgrad", Value::Bool(s.hyper.amsgrad));
+        kwargs.insert("maximize", Value::Bool(s.hyper.maximize));
         for (name, t) in [("grad_scale", &s.grad_scale), ("found_inf", &s.found_inf)] {
             kwargs.insert(name, t.as_ref().map_or(Value::None, Value::from));
         }
@@ -330,18 +331,23 @@ pub(crate) fn fused_sgd_(lists: &SgdLists<'_>, s: &FusedSgdOptions) -> Result<()
         let lists = [dense_all(lists.params)?, dense_all(lists.grads)?, dense_all(lists.momentum_buffers)?];
         let (grad_scale, found_inf) =
             (s.grad_scale.as_ref().map(dense).transpose()?, s.found_inf.as_ref().map(dense).transpose()?);
-        run_fused_sgd(&lists, s, grad_scale, found_inf)
+        run_fused_sgd(&lists, &s.hyper, grad_scale, found_inf)
     };
     if intercepting() {
         let list = |ts: &[Tensor]| Value::List(ts.iter().map(Value::from).collect());
         let args = [list(lists.params), list(lists.grads), list(lists.momentum_buffers)];
         let mut kwargs = Kwargs::new();
-        for (name, value) in
-            [("weight_decay", s.weight_decay), ("momentum", s.momentum), ("lr", s.lr), ("dampening", s.dampening)]
-        {
+        for (name, value) in [
+            ("weight_decay", s.hyper.weight_decay),
+            ("momentum", s.hyper.momentum),
+            ("lr", s.hyper.lr),
+            ("dampening", s.hyper.dampening),
+        ] {
             kwargs.insert(name, Value::from(value));
         }
-        for (name, flag) in [("nesterov", s.nesterov), ("maximize", s.maximize), ("is_first_step", s.is_first_step)] {
+        for (name, flag) in
+            [("nesterov", s.hyper.nesterov), ("maximize", s.hyper.maximize), ("is_first_step", s.hyper.is_first_step)]
+        {
             kwargs.insert(name, Value::Bool(flag));
         }
         for (name, t) in [("grad_scale", &s.grad_scale), ("found_inf", &s.found_inf)] {
@@ -633,7 +639,7 @@ fn run_local_scalar(x: &Dense) -> Result<Scalar> {
 fn run_fused_adam(
     decoupled: bool,
     [params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, steps]: &[Vec<&Dense>; 6],
-    s: &FusedAdamOptions,
+    s: &AdamHyperparameters,
     grad_scale: Option<&Dense>,
     found_inf: Option<&Dense>,
 ) -> Result<()> {
@@ -656,24 +662,14 @@ fn run_fused_adam(
         let (param, grad, exp_avg, exp_avg_sq) = (&**params[i], &**grads[i], &**exp_avgs[i], &**exp_avg_sqs[i]);
         arrays.push(crate::backend::AdamArrays { param, grad, exp_avg, exp_avg_sq, max_exp_avg_sq, step });
     }
-    let hyper = crate::backend::AdamStep {
-        lr: s.lr,
-        beta1: s.beta1,
-        beta2: s.beta2,
-        weight_decay: s.weight_decay,
-        eps: s.eps,
-        amsgrad: s.amsgrad,
-        maximize: s.maximize,
-        decoupled,
-        grad_scale,
-    };
+    let hyper = crate::backend::AdamStep { hyper: *s, decoupled, grad_scale };
     by_device(func, &arrays, |a| a.param.device(), |backend, group| backend.fused_adam(group, &hyper))
 }
 
 /// The fused SGD step of each parameter by its device's kernel (see [`fused_sgd_`]).
 fn run_fused_sgd(
     [params, grads, buffers]: &[Vec<&Dense>; 3],
-    s: &FusedSgdOptions,
+    s: &SgdHyperparameters,
     grad_scale: Option<&Dense>,
     found_inf: Option<&Dense>,
 ) -> Result<()> {
@@ -690,16 +686,7 @@ fn run_fused_sgd(
         }
         arrays.push(crate::backend::SgdArrays { param: params[i], grad: grads[i], momentum_buffer });
     }
-    let hyper = crate::backend::SgdStep {
-        lr: s.lr,
-        momentum: s.momentum,
-        dampening: s.dampening,
-        weight_decay: s.weight_decay,
-        nesterov: s.nesterov,
-        maximize: s.maximize,
-        is_first_step: s.is_first_step,
-        grad_scale,
-    };
+    let hyper = crate::backend::SgdStep { hyper: *s, grad_scale };
     by_device(func, &arrays, |a| a.param.device(), |backend, group| backend.fused_sgd(group, &hyper))
 }
 
@@ -1674,7 +1661,7 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 list("max_exp_avg_sqs")?,
                 list("state_steps")?,
             ];
-            let scalars = FusedAdamOptions {
+            let scalars = AdamHyperparameters {
                 lr: b.float("lr"),
                 beta1: b.float("beta1"),
                 beta2: b.float("beta2"),
@@ -1682,8 +1669,6 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 eps: b.float("eps"),
                 amsgrad: b.flag("amsgrad"),
                 maximize: b.flag("maximize"),
-                grad_scale: None,
-                found_inf: None,
             };
             run_fused_adam(decoupled, &lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
             Ok(Value::None)
@@ -1693,16 +1678,14 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 tensors_in(b.get(name)).map(|t| t.data(op.name(), name)).collect()
             };
             let lists = [list("self")?, list("grads")?, list("momentum_buffer_list")?];
-            let scalars = FusedSgdOptions {
-                weight_decay: b.float("weight_decay"),
-                momentum: b.float("momentum"),
+            let scalars = SgdHyperparameters {
                 lr: b.float("lr"),
+                momentum: b.float("momentum"),
                 dampening: b.float("dampening"),
+                weight_decay: b.float("weight_decay"),
                 nesterov: b.flag("nesterov"),
                 maximize: b.flag("maximize"),
                 is_first_step: b.flag("is_first_step"),
-                grad_scale: None,
-                found_inf: None,
             };
             run_fused_sgd(&lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
             Ok(Value::None)

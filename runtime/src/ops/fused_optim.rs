@@ -2,6 +2,7 @@
 //! `torch._fused_sgd_`): one pass over each parameter's memory per step, what
 //! `torch.optim.Adam(..., fused=True)` and `SGD(..., fused=True)` call.
 
+use crate::backend::{AdamHyperparameters, SgdHyperparameters};
 use crate::dispatch::{AdamLists, SgdLists};
 use crate::error::Result;
 use crate::tensor::Tensor;
@@ -9,20 +10,8 @@ use crate::tensor::Tensor;
 /// The keyword arguments of [`_fused_adam_`] and [`_fused_adamw_`].
 #[derive(Clone, Debug)]
 pub struct FusedAdamOptions {
-    /// The learning rate.
-    pub lr: f64,
-    /// The first moment's decay.
-    pub beta1: f64,
-    /// The second moment's decay.
-    pub beta2: f64,
-    /// The weight decay.
-    pub weight_decay: f64,
-    /// Added to the denominator.
-    pub eps: f64,
-    /// Whether the denominator uses the largest second moment so far.
-    pub amsgrad: bool,
-    /// Whether the step goes up the gradient.
-    pub maximize: bool,
+    /// `lr`, `beta1`, `beta2`, `weight_decay`, `eps`, `amsgrad`, `maximize`.
+    pub hyper: AdamHyperparameters,
     /// A one-element tensor the gradients are divided by first (and stored so).
     pub grad_scale: Option<Tensor>,
     /// A one-element tensor: when not zero, the step writes nothing.
@@ -40,14 +29,14 @@ pub struct FusedAdamOptions {
 /// in-place write into a leaf.
 ///
 /// ```
-/// use torchfn::FusedAdamOptions;
+/// use torchfn::{AdamHyperparameters, FusedAdamOptions};
 /// let p = torchfn::tensor([1.0f32, -2.0])?;
 /// let g = torchfn::tensor([0.5f32, 0.5])?;
 /// let (m, v) = (torchfn::zeros_like(&p, None)?, torchfn::zeros_like(&p, None)?);
-/// let options = FusedAdamOptions {
-///     lr: 0.1, beta1: 0.9, beta2: 0.999, weight_decay: 0.0, eps: 1e-8,
-///     amsgrad: false, maximize: false, grad_scale: None, found_inf: None,
+/// let hyper = AdamHyperparameters {
+///     lr: 0.1, beta1: 0.9, beta2: 0.999, weight_decay: 0.0, eps: 1e-8, amsgrad: false, maximize: false,
 /// };
+/// let options = FusedAdamOptions { hyper, grad_scale: None, found_inf: None };
 /// let step = torchfn::tensor([1.0f32])?;
 /// torchfn::_fused_adam_(&[p.clone()], &[g], &[m], &[v], &[], &[step], &options)?;
 /// // The first step moves each parameter by about lr against its gradient's sign.
@@ -86,20 +75,8 @@ pub fn _fused_adamw_(
 /// The keyword arguments of [`_fused_sgd_`].
 #[derive(Clone, Debug)]
 pub struct FusedSgdOptions {
-    /// The weight decay, added to the gradient.
-    pub weight_decay: f64,
-    /// The momentum (0: none, and no buffers).
-    pub momentum: f64,
-    /// The learning rate.
-    pub lr: f64,
-    /// The share of the gradient the momentum does not take in.
-    pub dampening: f64,
-    /// Nesterov momentum.
-    pub nesterov: bool,
-    /// Whether the step goes up the gradient.
-    pub maximize: bool,
-    /// The first step: each momentum buffer becomes its gradient.
-    pub is_first_step: bool,
+    /// `lr`, `momentum`, `dampening`, `weight_decay`, `nesterov`, `maximize`, `is_first_step`.
+    pub hyper: SgdHyperparameters,
     /// A one-element tensor the gradients are divided by first (and stored so).
     pub grad_scale: Option<Tensor>,
     /// A one-element tensor: when not zero, the step writes nothing.

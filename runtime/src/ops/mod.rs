@@ -36,6 +36,7 @@ mod softmax;
 mod sorting;
 pub(crate) mod view;
 
+pub use crate::backend::{AdamHyperparameters, SgdHyperparameters};
 pub use args::{FloatList, IntList, NormOrder, SplitSize};
 pub use arithmetic::{
     ADD, DIV, MAXIMUM, MINIMUM, MUL, NEG, SUB, add, add_out, div, div_out, maximum, minimum, mul, mul_out, neg, sub,
