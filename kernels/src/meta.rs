@@ -19,7 +19,7 @@
 use std::cell::Cell;
 use std::sync::OnceLock;
 
-use crate::backend::{Array, Backend, Binary, Buffer, Device, Reduce, Scan, Storage, Unary, Window};
+use crate::backend::{Array, Backend, Binary, Buffer, Device, LstmSaved, Reduce, Scan, Storage, Unary, Window};
 use crate::error::{Error, Result};
 use crate::types::{DType, Scalar, Shape};
 
@@ -231,6 +231,18 @@ impl Backend for Meta {
     ) -> Result<Option<[Option<Array>; 2]>> {
         let like = |x: &Array| empty(x.layout.shape.clone(), x.dtype);
         Ok(Some([which[0].then(|| like(input)), which[1].then(|| like(weight))]))
+    }
+
+    fn lstm_layer(&self, gates: &Array, h0: &Array, _: &Array, _: &Array, _: bool) -> Result<[Array; 3]> {
+        let (s, h) = (&gates.layout.shape, h0.layout.shape.last().copied().unwrap_or(0));
+        let at = |i: usize| s.get(i).copied().unwrap_or(0);
+        let states = Shape::from([at(0), at(1), h]);
+        Ok([empty(states.clone(), gates.dtype), empty(states, gates.dtype), empty(s.clone(), gates.dtype)])
+    }
+
+    fn lstm_layer_backward(&self, _: &Array, _: &Array, saved: &LstmSaved<'_>) -> Result<[Array; 3]> {
+        let like = |x: &Array| empty(x.layout.shape.clone(), x.dtype);
+        Ok([like(saved.workspace), like(saved.c0), like(saved.c0)])
     }
 
     fn max_pool2d(&self, input: &Array, window: &Window) -> Result<(Array, Array)> {

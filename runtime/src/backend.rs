@@ -12,8 +12,8 @@
 //! classes or hooks, as ATen's kernels do.
 
 pub use torchfn_kernels::backend::{
-    AdamArrays, AdamHyperparameters, AdamStep, Array, BACKENDS, Backend, Binary, Buffer, Device, Layout, Reduce, Scan,
-    SgdArrays, SgdHyperparameters, SgdStep, Storage, Strides, Unary, Window, backend, live_storages,
+    AdamArrays, AdamHyperparameters, AdamStep, Array, BACKENDS, Backend, Binary, Buffer, Device, Layout, LstmSaved,
+    Reduce, Scan, SgdArrays, SgdHyperparameters, SgdStep, Storage, Strides, Unary, Window, backend, live_storages,
 };
 
 pub(crate) use torchfn_kernels::backend::host;

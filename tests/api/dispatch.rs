@@ -554,3 +554,44 @@ fn a_fused_sgd_step_reaches_a_mode_as_one_operator_and_runs_by_name() {
     assert_eq!(direct, through_mode);
     assert_eq!(seen.iter().filter(|n| *n == "aten._fused_sgd_.default").count(), 2, "{seen:?}");
 }
+
+/// A float32 LSTM on the CPU reaches a mode as one fused operator per layer and direction,
+/// forward and backward, with the same values as without the mode; float64 composes the layer
+/// (as PyTorch's does) and never calls it. By name, the operator checks its arguments.
+#[test]
+fn a_float32_lstm_layer_reaches_a_mode_as_one_fused_operator() {
+    let run = |dtype: DType, mode: bool| {
+        let g = Generator::new().manual_seed(3);
+        let r = |shape: &[usize]| {
+            let x = torchfn::randn(shape.to_vec(), g.clone(), None, None).unwrap().to(dtype, false, false).unwrap();
+            x.requires_grad_(true).unwrap()
+        };
+        let (x, state) = (r(&[5, 2, 3]), [r(&[2, 2, 4]), r(&[2, 2, 4])]);
+        let params = [r(&[16, 3]), r(&[16, 4]), r(&[16, 3]), r(&[16, 4])];
+        let names = mode.then(|| push_dispatch_mode(Names::default()));
+        let (out, _, _) = torchfn::lstm(&x, &state, &params, false, 1, 0.0, false, true, false).unwrap();
+        out.sum().unwrap().backward().unwrap();
+        let seen = names.map(|n| self::names(&n.mode())).unwrap_or_default();
+        (out.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap(), seen)
+    };
+    let (direct, _) = run(DType::Float32, false);
+    let (through_mode, seen) = run(DType::Float32, true);
+    assert_eq!(direct, through_mode);
+    let count = |name: &str| seen.iter().filter(|n| *n == name).count();
+    // Two directions.
+    assert_eq!(count("aten._lstm_layer.default"), 2, "{seen:?}");
+    assert_eq!(count("aten._lstm_layer_backward.default"), 2, "{seen:?}");
+    assert!(!seen.iter().any(|n| n.contains("sigmoid")), "{seen:?}");
+    let (_, composed) = run(DType::Float64, true);
+    assert!(!composed.iter().any(|n| n.contains("lstm")), "{composed:?}");
+    assert!(composed.iter().any(|n| n.contains("sigmoid")), "{composed:?}");
+
+    let op = dispatch::operator("aten::_lstm_layer").unwrap();
+    let t = |shape: &[usize]| Value::from(torchfn::zeros(shape.to_vec(), None, None).unwrap());
+    let err = op.call(&[t(&[5, 2, 12]), t(&[2, 3]), t(&[2, 3]), t(&[12, 4]), false.into()], &Kwargs::new());
+    assert!(err.unwrap_err().to_string().contains("weight_hh"));
+    let ok = op.call(&[t(&[5, 2, 12]), t(&[2, 3]), t(&[2, 3]), t(&[12, 3]), true.into()], &Kwargs::new()).unwrap();
+    let shapes: Vec<Vec<usize>> =
+        ok.as_slice().unwrap().iter().map(|v| v.as_tensor().unwrap().shape().unwrap().to_vec()).collect();
+    assert_eq!(shapes, [vec![5, 2, 3], vec![5, 2, 3], vec![5, 2, 12]]);
+}

@@ -296,3 +296,94 @@ fn lstm_over_an_empty_batch_is_empty() {
     assert_eq!(out.shape().unwrap().to_vec(), [0, 5, 4]);
     assert_eq!((h.shape().unwrap().to_vec(), c.shape().unwrap().to_vec()), (vec![2, 0, 4], vec![2, 0, 4]));
 }
+
+/// One LSTM's outputs and every gradient (input, states, parameters) of a loss that uses the
+/// output, `h_n` and `c_n`, computed in `dtype` from the same float32 values.
+fn lstm_run(
+    dtype: DType,
+    [t, n, i, h]: [usize; 4],
+    layers: i64,
+    bidirectional: bool,
+    batch_first: bool,
+    create_graph: bool,
+) -> Vec<Vec<f64>> {
+    let g = Generator::new().manual_seed(7);
+    let directions = if bidirectional { 2 } else { 1 };
+    let input = if batch_first { [n, t, i] } else { [t, n, i] };
+    let mut leaves = vec![torchfn::randn(input, g.clone(), None, None).unwrap()];
+    let states = [layers as usize * directions, n, h];
+    leaves.push(torchfn::randn(states, g.clone(), None, None).unwrap());
+    leaves.push(torchfn::randn(states, g.clone(), None, None).unwrap());
+    for layer in 0..layers as usize {
+        let width = if layer == 0 { i } else { h * directions };
+        for _ in 0..directions {
+            for shape in [vec![4 * h, width], vec![4 * h, h], vec![4 * h], vec![4 * h]] {
+                leaves.push((&torchfn::randn(shape, g.clone(), None, None).unwrap() * 0.4).unwrap());
+            }
+        }
+    }
+    let leaves: Vec<Tensor> =
+        leaves.iter().map(|x| x.to(dtype, false, true).unwrap().requires_grad_(true).unwrap()).collect();
+    let (out, h_n, c_n) =
+        torchfn::lstm(&leaves[0], &leaves[1..3], &leaves[3..], true, layers, 0.0, false, bidirectional, batch_first)
+            .unwrap();
+    let weights = torchfn::randn(out.shape().unwrap(), g.clone(), None, None).unwrap().to(dtype, false, false).unwrap();
+    let terms = [(&out * &weights).unwrap(), (&h_n * 2.0).unwrap(), (&c_n * &c_n).unwrap()];
+    let loss = terms.iter().map(|t| t.sum().unwrap()).reduce(|a, b| (&a + &b).unwrap()).unwrap();
+    let f64s = |x: &Tensor| x.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+    let mut values: Vec<Vec<f64>> = [out, h_n, c_n].iter().map(f64s).collect();
+    let grads = torchfn::autograd::grad(&[loss], &leaves, None, None, create_graph, false).unwrap();
+    let grads: Vec<Tensor> = grads.into_iter().map(Option::unwrap).collect();
+    if create_graph {
+        // The second derivative along the first gradient: d/dleaves of sum(grad(input)²).
+        let again = (&grads[0] * &grads[0]).unwrap().sum().unwrap();
+        let second = torchfn::autograd::grad(&[again], &leaves, None, None, false, true).unwrap();
+        values.extend(second.into_iter().map(|g| g.map_or_else(Vec::new, |g| f64s(&g))));
+    }
+    values.extend(grads.iter().map(f64s));
+    values
+}
+
+/// Float32 LSTMs on the CPU run each layer fused (`aten::_lstm_layer` and its backward), float64
+/// ones composed of operations; from the same values, both give the same outputs and gradients
+/// (to float32's precision), over layers, directions and `batch_first`.
+#[test]
+fn the_fused_lstm_layer_gives_the_composed_layer_s_values_and_gradients() {
+    for (sizes, layers, bidirectional, batch_first) in
+        [([6, 3, 5, 4], 1, false, false), ([5, 2, 3, 8], 2, true, true), ([1, 4, 2, 3], 1, true, false)]
+    {
+        let fused = lstm_run(DType::Float32, sizes, layers, bidirectional, batch_first, false);
+        let composed = lstm_run(DType::Float64, sizes, layers, bidirectional, batch_first, false);
+        for (k, (a, b)) in fused.iter().zip(&composed).enumerate() {
+            assert_eq!(a.len(), b.len());
+            for (x, y) in a.iter().zip(b) {
+                assert!((x - y).abs() <= 2e-5 * (1.0 + y.abs()), "result {k} of {sizes:?}: {x} against {y}");
+            }
+        }
+    }
+}
+
+/// The fused layer differentiates twice (`create_graph`): its backward then recomputes the
+/// composed layer and differentiates that, as the float64 (composed) LSTM does.
+#[test]
+fn the_fused_lstm_layer_differentiates_twice() {
+    let fused = lstm_run(DType::Float32, [4, 2, 3, 5], 1, true, false, true);
+    let composed = lstm_run(DType::Float64, [4, 2, 3, 5], 1, true, false, true);
+    for (k, (a, b)) in fused.iter().zip(&composed).enumerate() {
+        assert_eq!(a.len(), b.len(), "result {k}");
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "result {k}: {x} against {y}");
+        }
+    }
+}
+
+/// A sequence of no steps is refused with PyTorch's error.
+#[test]
+fn an_lstm_over_no_steps_is_refused() {
+    let lstm = nn::LSTM::new(3, 4, 1, true, false, 0.0, false, &g()).unwrap();
+    let err = lstm.forward(&torchfn::zeros([0, 2, 3], None, None).unwrap(), None).unwrap_err();
+    assert_eq!(
+        (err.kind(), err.to_string()),
+        (ErrorKind::Runtime, "Expected sequence length to be larger than 0 in RNN".into())
+    );
+}

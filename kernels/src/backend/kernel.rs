@@ -331,3 +331,19 @@ pub struct SgdArrays<'a> {
     /// The momentum buffer, updated (with a momentum).
     pub momentum_buffer: Option<&'a Array>,
 }
+
+/// What the fused backward of one LSTM layer's recurrence reads of its forward
+/// ([`Backend::lstm_layer`](super::Backend::lstm_layer)).
+#[derive(Clone, Copy)]
+pub struct LstmSaved<'a> {
+    /// The initial cell state, `[N, H]`.
+    pub c0: &'a Array,
+    /// The hidden-to-hidden weights, `[4H, H]`.
+    pub w_hh: &'a Array,
+    /// The cell state after each step, `[T, N, H]`, in time order.
+    pub cs: &'a Array,
+    /// The gates' activations at each step (`σ(i)`, `σ(f)`, `tanh(g)`, `σ(o)`), `[T, N, 4H]`.
+    pub workspace: &'a Array,
+    /// Whether the layer ran from the last step to the first.
+    pub reverse: bool,
+}

@@ -34,8 +34,8 @@ mod storage;
 pub use array::Array;
 pub use device::Device;
 pub use kernel::{
-    AdamArrays, AdamHyperparameters, AdamStep, Binary, Reduce, Scan, SgdArrays, SgdHyperparameters, SgdStep, Unary,
-    Window,
+    AdamArrays, AdamHyperparameters, AdamStep, Binary, LstmSaved, Reduce, Scan, SgdArrays, SgdHyperparameters, SgdStep,
+    Unary, Window,
 };
 pub use storage::{Buffer, Storage, live_storages};
 
@@ -214,6 +214,34 @@ pub trait Backend: Send + Sync + 'static {
     fn fused_sgd(&self, params: &[SgdArrays<'_>], step: &SgdStep) -> Result<bool> {
         let _ = (params, step);
         Ok(false)
+    }
+
+    /// One LSTM layer's recurrence in one direction, fused: from `gates` (`[T, N, 4H]`, the
+    /// input's projection with both biases added, gates in PyTorch's order `i, f, g, o`), the
+    /// initial states `h0` and `c0` (`[N, H]`) and `w_hh` (`[4H, H]`), each step adds
+    /// `h @ w_hhᵀ` to its gates, then `c' = σ(f) c + σ(i) tanh(g)` and `h' = σ(o) tanh(c')`,
+    /// from the first step to the last (from the last to the first when `reverse`). Returns the
+    /// hidden states `[T, N, H]` and the cell states `[T, N, H]` (in time order), and the gates'
+    /// activations `[T, N, 4H]` that [`lstm_layer_backward`](Backend::lstm_layer_backward)
+    /// reads. A backend without it refuses; `torchfn.lstm` composes the layer there.
+    fn lstm_layer(&self, gates: &Array, h0: &Array, c0: &Array, w_hh: &Array, reverse: bool) -> Result<[Array; 3]> {
+        let _ = (gates, h0, c0, w_hh, reverse);
+        Err(crate::error::Error::runtime_error(format!(
+            "lstm_layer: the {} backend has no fused LSTM kernel",
+            self.name()
+        )))
+    }
+
+    /// The gradients of [`lstm_layer`](Backend::lstm_layer)'s `gates`, `h0` and `c0` from those
+    /// of its hidden and cell states (`grad_hs`, `grad_cs`: `[T, N, H]`), without history. The
+    /// gradient of `w_hh` is one product of the gates' gradient with the hidden states, which
+    /// the caller makes.
+    fn lstm_layer_backward(&self, grad_hs: &Array, grad_cs: &Array, saved: &LstmSaved<'_>) -> Result<[Array; 3]> {
+        let _ = (grad_hs, grad_cs, saved);
+        Err(crate::error::Error::runtime_error(format!(
+            "lstm_layer_backward: the {} backend has no fused LSTM kernel",
+            self.name()
+        )))
     }
 
     /// Max pooling of `input` (`[planes, h, w]`, a float dtype): the largest element of each

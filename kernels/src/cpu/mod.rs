@@ -10,6 +10,7 @@ mod number;
 mod optim;
 pub mod pool;
 mod random;
+mod recurrent;
 mod reduce;
 #[cfg(target_arch = "x86_64")]
 mod sgemm;
@@ -24,8 +25,8 @@ use ndarray::{ArrayD, ArrayViewD, Dimension, IxDyn, ShapeBuilder};
 use smallvec::SmallVec;
 
 use crate::backend::{
-    AdamArrays, AdamStep, Array, Backend, Binary, Buffer, Device, Reduce, Scan, SgdArrays, SgdStep, Storage, Unary,
-    Window,
+    AdamArrays, AdamStep, Array, Backend, Binary, Buffer, Device, LstmSaved, Reduce, Scan, SgdArrays, SgdStep, Storage,
+    Unary, Window,
 };
 use crate::error::{Error, Result};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
@@ -298,6 +299,14 @@ impl Backend for Cpu {
             bool => Err(undefined("conv2d_backward", dtype)),
             reduced => Err(internal("half-precision conv2d_backward widens first"))
         )
+    }
+
+    fn lstm_layer(&self, gates: &Array, h0: &Array, c0: &Array, w_hh: &Array, reverse: bool) -> Result<[Array; 3]> {
+        recurrent::lstm_layer(gates, h0, c0, w_hh, reverse)
+    }
+
+    fn lstm_layer_backward(&self, grad_hs: &Array, grad_cs: &Array, saved: &LstmSaved<'_>) -> Result<[Array; 3]> {
+        recurrent::lstm_layer_backward(grad_hs, grad_cs, saved)
     }
 
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {

@@ -247,7 +247,7 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
     if 2 * tiles_area(n, m) <= tiles_area(m, n) {
         return product(cpu, b.t(), a.t(), &mut out.view_mut().reversed_axes());
     }
-    let threads = if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 };
+    let threads = threads_for(m, n, k);
     let blocks = Blocks::new(k);
     let chunk = (PACKED_B_FLOATS / (k * nr)).max(1) * nr;
     let mut packed = std::mem::take(&mut *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()));
@@ -255,16 +255,90 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
         let cols = start..(start + chunk).min(n);
         let b_packed = aligned(&mut packed, cols.len().div_ceil(nr) * k * nr);
         pack_b(cpu.avx2(), b, cols.clone(), nr, b_packed, threads > 1);
-        let b_packed = &*b_packed;
-        let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out);
         let out = if cols.len() == n { out.view_mut() } else { out.slice_mut(s![.., cols]) };
-        if threads == 1 {
-            tiles(out, 1, [mr, nr]).into_iter().for_each(run);
-        } else {
-            tiles(out, threads, [mr, nr]).into_par_iter().for_each(run);
-        }
+        sweep(cpu, a, b_packed, blocks, out, threads);
     }
     *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()) = packed;
+}
+
+/// How many threads a product of `m·n·k` multiply-adds runs on.
+fn threads_for(m: usize, n: usize, k: usize) -> usize {
+    if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 }
+}
+
+/// `out = a @ b` for `b` already packed (all of `out`'s columns), on `threads` threads.
+fn sweep<K: Kernel>(
+    cpu: K,
+    a: ArrayView2<'_, f32>,
+    b_packed: &[f32],
+    blocks: Blocks,
+    out: ArrayViewMut2<'_, f32>,
+    threads: usize,
+) {
+    let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out);
+    if threads == 1 {
+        tiles(out, 1, [K::MR, K::NR]).into_iter().for_each(run);
+    } else {
+        tiles(out, threads, [K::MR, K::NR]).into_par_iter().for_each(run);
+    }
+}
+
+/// A matrix `b` packed once for many products `a @ b` with it: a recurrent layer's weights,
+/// which multiply a new hidden state at every step, where [`matmul`] would pack them again
+/// each time (as long as the product itself for a batch of a few dozen rows).
+pub struct PackedB {
+    /// The panels, from `start` on (a 64-byte boundary).
+    buffer: Vec<f32>,
+    start: usize,
+    /// `b`'s shape.
+    k: usize,
+    n: usize,
+    /// The micro-kernel's columns the panels were packed for.
+    nr: usize,
+}
+
+impl PackedB {
+    /// `b` packed for the widest kernel the processor has; `None` where it has no AVX2 and
+    /// FMA, or memory runs out.
+    pub fn new(b: ArrayView2<'_, f32>) -> Option<PackedB> {
+        let cpu = Avx2Fma::detect()?;
+        let nr = if Avx512::detect().is_some() { Avx512::NR } else { Avx2Fma::NR };
+        let (k, n) = b.dim();
+        let len = n.div_ceil(nr) * k * nr;
+        let mut buffer = Vec::new();
+        super::reserve_exact(&mut buffer, len + 16).ok()?;
+        aligned(&mut buffer, len);
+        let start = buffer.as_ptr().align_offset(64);
+        // Packing is a copy: worth both threads only for a large `b`.
+        pack_b(cpu, b, 0..n, nr, &mut buffer[start..start + len], k * n >= 1 << 20);
+        Some(PackedB { buffer, start, k, n, nr })
+    }
+
+    /// `out = a @ b` (`out`'s old contents are never read).
+    ///
+    /// # Panics
+    ///
+    /// When the shapes do not agree, as [`matmul`]'s (a caller's bug).
+    pub fn multiply(&self, a: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+        let (m, k) = a.dim();
+        assert_eq!((k, out.dim()), (self.k, (m, self.n)), "matmul operands of mismatched shapes");
+        if m == 0 || self.n == 0 {
+            return;
+        }
+        if k == 0 {
+            out.fill(0.0);
+            return;
+        }
+        let packed = &self.buffer[self.start..][..self.n.div_ceil(self.nr) * k * self.nr];
+        let (blocks, threads) = (Blocks::new(k), threads_for(m, self.n, k));
+        match Avx512::detect() {
+            Some(cpu) if self.nr == Avx512::NR => sweep(cpu, a, packed, blocks, out.view_mut(), threads),
+            _ => {
+                let cpu = Avx2Fma::detect().expect("packed on a processor with AVX2 and FMA");
+                sweep(cpu, a, packed, blocks, out.view_mut(), threads)
+            }
+        }
+    }
 }
 
 /// A rectangle of `out` that one task computes.

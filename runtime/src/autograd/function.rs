@@ -743,6 +743,8 @@ from_slots!(2; A a 0, B b 1);
 from_slots!(3; A a 0, B b 1, C c 2);
 from_slots!(4; A a 0, B b 1, C c 2, D d 3);
 from_slots!(5; A a 0, B b 1, C c 2, D d 3, E e 4);
+from_slots!(6; A a 0, B b 1, C c 2, D d 3, E e 4, F f 5);
+from_slots!(7; A a 0, B b 1, C c 2, D d 3, E e 4, F f 5, G g 6);
 
 /// What `save_for_backward` takes: a tensor, an option of one, or a tuple of them (by value or
 /// by reference).
@@ -805,3 +807,5 @@ save_tensors!(A 0, B 1);
 save_tensors!(A 0, B 1, C 2);
 save_tensors!(A 0, B 1, C 2, D 3);
 save_tensors!(A 0, B 1, C 2, D 3, E 4);
+save_tensors!(A 0, B 1, C 2, D 3, E 4, F 5);
+save_tensors!(A 0, B 1, C 2, D 3, E 4, F 5, G 6);

@@ -216,6 +216,20 @@ operators! {
         int[2] padding=0, int[2] dilation=1, bool ceil_mode=False) -> (Tensor, Tensor)", []
         Kernel::MaxPool2d;
 
+    /// One LSTM layer's recurrence in one direction, fused (what PyTorch's `mkldnn_rnn_layer`
+    /// computes on the CPU after projecting the input): from `gates` (`[T, N, 4H]`, the input's
+    /// projection with both biases), `hx` and `cx` (`[N, H]`) and `weight_hh` (`[4H, H]`), the
+    /// hidden states `[T, N, H]`, the cell states `[T, N, H]` (in time order) and the gates'
+    /// activations `[T, N, 4H]`; on the CPU and the meta device.
+    LSTM_LAYER = "_lstm_layer(Tensor gates, Tensor hx, Tensor cx, Tensor weight_hh, bool reverse) -> (Tensor output, \
+        Tensor cell_states, Tensor workspace)", [] Kernel::LstmLayer;
+    /// The gradients of [`LSTM_LAYER`]'s `gates`, `hx` and `cx` from those of its hidden and cell
+    /// states (PyTorch's `mkldnn_rnn_layer_backward`, less the weights' gradients, which are
+    /// products of these).
+    LSTM_LAYER_BACKWARD = "_lstm_layer_backward(Tensor grad_output, Tensor grad_cell_states, Tensor cx, Tensor \
+        weight_hh, Tensor cell_states, Tensor workspace, bool reverse) -> (Tensor grad_gates, Tensor grad_hx, Tensor \
+        grad_cx)", [] Kernel::LstmLayerBackward;
+
     /// Sorts along `dim`, NaN largest: the values and their positions, ties in their order
     /// (torchfn's sort is always stable); computed on the host for every device.
     SORT_STABLE = "sort.stable(Tensor self, *, bool? stable, int dim=-1, bool descending=False) -> \

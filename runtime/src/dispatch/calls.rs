@@ -9,7 +9,7 @@ use std::borrow::Cow;
 use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
 use super::{Draw, Kernel, Operator, Output, aten};
-use crate::backend::{AdamHyperparameters, SgdHyperparameters};
+use crate::backend::{AdamHyperparameters, LstmSaved, SgdHyperparameters};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Unary, Window, host};
 use crate::cpu::Distribution;
 use crate::error::{Error, Result};
@@ -161,6 +161,44 @@ pub(crate) fn convolution_backward(
         return intercept(&aten::CONVOLUTION_BACKWARD, &args, Kwargs::new(), &|| kernel().map(gradients));
     }
     Ok(kernel()?.map(|grads| grads.map(|g| g.map(Tensor::from_array))))
+}
+
+/// One LSTM layer's recurrence, fused: the hidden states, the cell states and the gates'
+/// activations.
+pub(crate) fn lstm_layer(
+    gates: &Tensor,
+    h0: &Tensor,
+    c0: &Tensor,
+    w_hh: &Tensor,
+    reverse: bool,
+) -> Result<Vec<Output>> {
+    let kernel = || run_lstm_layer(dense(gates)?, dense(h0)?, dense(c0)?, dense(w_hh)?, reverse);
+    if intercepting() {
+        let args = [gates.into(), h0.into(), c0.into(), w_hh.into(), reverse.into()];
+        return intercept(&aten::LSTM_LAYER, &args, Kwargs::new(), &|| kernel().map(tensors));
+    }
+    Ok(kernel()?.into_iter().map(Output::Array).collect())
+}
+
+/// The gradients of [`lstm_layer`]'s gates and initial states from those of its hidden and
+/// cell states.
+pub(crate) fn lstm_layer_backward(
+    grad_hs: &Tensor,
+    grad_cs: &Tensor,
+    saved: [&Tensor; 4],
+    reverse: bool,
+) -> Result<Vec<Output>> {
+    let [c0, w_hh, cs, workspace] = saved;
+    let kernel = || {
+        let (c0, w_hh, cs, workspace) = (dense(c0)?, dense(w_hh)?, dense(cs)?, dense(workspace)?);
+        run_lstm_layer_backward(dense(grad_hs)?, dense(grad_cs)?, [c0, w_hh, cs, workspace], reverse)
+    };
+    if intercepting() {
+        let args =
+            [grad_hs.into(), grad_cs.into(), c0.into(), w_hh.into(), cs.into(), workspace.into(), reverse.into()];
+        return intercept(&aten::LSTM_LAYER_BACKWARD, &args, Kwargs::new(), &|| kernel().map(tensors));
+    }
+    Ok(kernel()?.into_iter().map(Output::Array).collect())
 }
 
 /// Max pooling of `[planes, h, w]` over `window`: values and positions.
@@ -830,6 +868,17 @@ fn run_convolution_backward(
     device("convolution_backward", &[x, w, g])?.backend().conv2d_backward(x, w, g, groups, window, which)
 }
 
+fn run_lstm_layer(gates: &Dense, h0: &Dense, c0: &Dense, w_hh: &Dense, reverse: bool) -> Result<[Array; 3]> {
+    device("_lstm_layer", &[gates, h0, c0, w_hh])?.backend().lstm_layer(gates, h0, c0, w_hh, reverse)
+}
+
+fn run_lstm_layer_backward(grad_hs: &Dense, grad_cs: &Dense, saved: [&Dense; 4], reverse: bool) -> Result<[Array; 3]> {
+    let [c0, w_hh, cs, workspace] = saved;
+    let saved = LstmSaved { c0, w_hh, cs, workspace, reverse };
+    let device = device("_lstm_layer_backward", &[grad_hs, grad_cs, c0, w_hh, cs, workspace])?;
+    device.backend().lstm_layer_backward(grad_hs, grad_cs, &saved)
+}
+
 fn run_binary(x: &Dense, y: &Dense, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Array> {
     let device = device("binary", &[x, y])?;
     let shape = broadcast(&x.layout.shape, &y.layout.shape)?;
@@ -1069,6 +1118,11 @@ fn tensor(array: Array) -> Value {
 /// A kernel's two results as a value.
 fn pair((a, b): (Array, Array)) -> Value {
     Value::Tuple(vec![tensor(a), tensor(b)])
+}
+
+/// A kernel's results as a tuple.
+fn tensors<const N: usize>(arrays: [Array; N]) -> Value {
+    Value::Tuple(arrays.into_iter().map(tensor).collect())
 }
 
 /// The convolution gradients as `convolution_backward`'s three results (none for the bias).
@@ -1689,6 +1743,35 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             };
             run_fused_sgd(&lists, &scalars, b.dense_opt("grad_scale")?, b.dense_opt("found_inf")?)?;
             Ok(Value::None)
+        }
+        Kernel::LstmLayer | Kernel::LstmLayerBackward => {
+            let forward = matches!(op.kernel, Kernel::LstmLayer);
+            let (cx, w) = (b.dense("cx")?, b.dense("weight_hh")?);
+            let (first, rows) = if forward { ("gates", 4) } else { ("workspace", 4) };
+            let g = b.dense(first)?;
+            let (s, dtype) = (&g.layout.shape, g.dtype);
+            let fits = s.len() == 3 && s[2] % 4 == 0 && s[2] > 0 && matches!(dtype, DType::Float32 | DType::Float64);
+            if !fits {
+                return Err(b.invalid(first, "must be a float32 or float64 tensor of shape [T, N, 4H], H positive"));
+            }
+            let (t, n, h) = (s[0], s[1], s[2] / rows);
+            let mut expected = vec![("cx", cx, vec![n, h]), ("weight_hh", w, vec![4 * h, h])];
+            let names: &[&str] = if forward { &["hx"] } else { &["grad_output", "grad_cell_states", "cell_states"] };
+            for &name in names {
+                let want = if forward { vec![n, h] } else { vec![t, n, h] };
+                expected.push((name, b.dense(name)?, want));
+            }
+            for (name, x, want) in &expected {
+                if x.layout.shape[..] != want[..] || x.dtype != dtype {
+                    return Err(b.invalid(name, format_args!("must be {dtype} of shape {want:?}, as {first} implies")));
+                }
+            }
+            let reverse = b.flag("reverse");
+            if forward {
+                return Ok(tensors(run_lstm_layer(g, b.dense("hx")?, cx, w, reverse)?));
+            }
+            let saved = [cx, w, b.dense("cell_states")?, g];
+            Ok(tensors(run_lstm_layer_backward(b.dense("grad_output")?, b.dense("grad_cell_states")?, saved, reverse)?))
         }
         Kernel::EmbeddingRenorm => {
             let weight = b.dense("self")?;

@@ -128,6 +128,10 @@ pub(crate) enum Kernel {
     },
     /// SGD's fused step.
     FusedSgd,
+    /// One LSTM layer's fused recurrence.
+    LstmLayer,
+    /// Its backward.
+    LstmLayerBackward,
 }
 
 /// Which random draw a `Kernel::Draw` operator is, and so which arguments give its

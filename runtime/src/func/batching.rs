@@ -506,9 +506,13 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
             let x = call.tensor("self")?;
             physical(call.run(vec![("self", x.t.into()), ("size", Value::List(size))])?)
         }
-        Kernel::Draw(_) | Kernel::Full | Kernel::EmbeddingRenorm | Kernel::FusedAdam { .. } | Kernel::FusedSgd => {
-            Ok(None)
-        }
+        Kernel::Draw(_)
+        | Kernel::Full
+        | Kernel::EmbeddingRenorm
+        | Kernel::FusedAdam { .. }
+        | Kernel::FusedSgd
+        | Kernel::LstmLayer
+        | Kernel::LstmLayerBackward => Ok(None),
     }
 }
 
@@ -955,7 +959,11 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
             // Exhaustive, as `rule` is: a new kernel family must say how vmap runs it.
             let coverage = match op.kernel {
                 Kernel::LocalScalar | Kernel::Nonzero => Coverage::Refused,
-                Kernel::EmbeddingRenorm | Kernel::FusedAdam { .. } | Kernel::FusedSgd => Coverage::Fallback,
+                Kernel::EmbeddingRenorm
+                | Kernel::FusedAdam { .. }
+                | Kernel::FusedSgd
+                | Kernel::LstmLayer
+                | Kernel::LstmLayerBackward => Coverage::Fallback,
                 Kernel::Full | Kernel::Draw(Draw::Rand | Draw::Randn | Draw::Normal | Draw::Randint) => {
                     Coverage::Factory
                 }

@@ -286,6 +286,33 @@ pub(crate) fn decompose(op: Decomposition, inputs: &[&Tensor], flag: bool) -> Re
     Ok(dispatch::linalg::decompose(op, inputs, flag)?.into_iter().map(Output::into_tensor).collect())
 }
 
+/// One LSTM layer's fused recurrence from `gates` (the input's projection), `h0`, `c0` and
+/// `w_hh`: the hidden states, the cell states and the gates' activations, not recorded (the LSTM
+/// in `ops/nn/recurrent.rs` records the layer as one node whose backward is
+/// [`lstm_layer_backward`]).
+pub(crate) fn lstm_layer(
+    gates: &Tensor,
+    h0: &Tensor,
+    c0: &Tensor,
+    w_hh: &Tensor,
+    reverse: bool,
+) -> Result<Vec<Tensor>> {
+    Ok(dispatch::lstm_layer(gates, h0, c0, w_hh, reverse)?.into_iter().map(Output::into_tensor).collect())
+}
+
+/// The gradients of [`lstm_layer`]'s `gates`, `h0` and `c0` from those of its hidden and cell
+/// states, not recorded; `saved` is `c0`, `w_hh`, and the cell states and the activations the
+/// forward gave.
+pub(crate) fn lstm_layer_backward(
+    grad_hs: &Tensor,
+    grad_cs: &Tensor,
+    saved: [&Tensor; 4],
+    reverse: bool,
+) -> Result<Vec<Tensor>> {
+    let grads = dispatch::lstm_layer_backward(grad_hs, grad_cs, saved, reverse)?;
+    Ok(grads.into_iter().map(Output::into_tensor).collect())
+}
+
 /// `x` sorted along `dim` (stably, NaN largest; `descending` reverses the order, ties keeping
 /// theirs): the values and their positions. The values are `x` gathered at the positions when
 /// a gradient or tangent is wanted, so they differentiate as `gather` does.

@@ -4,8 +4,10 @@
 //! input sequence in one product (as PyTorch's) and steps through it with `unbind`, whose one
 //! node joins the steps' gradients; the layer's outputs are stacked for the next.
 
+use crate::autograd::{Ctx, Function};
+use crate::backend::Device;
 use crate::error::{Result, bail};
-use crate::tensor::Tensor;
+use crate::tensor::{DType, Tensor};
 use crate::testing::{f32s, sample, small_f32s};
 use crate::torch_function;
 use crate::value::Value;
@@ -65,53 +67,182 @@ fn affine(x: &Tensor, w: &Tensor, b: Option<&Tensor>) -> Result<Tensor> {
 }
 
 /// One direction of one layer over the sequence `x` (`[T, N, I]`) from the states `h` (and
-/// `c` for an LSTM): each step's output in time order and the final states. The input's
-/// projection is one product for the whole sequence, as PyTorch's; only the hidden state's is
-/// made step by step.
+/// `c` for an LSTM): each step's output stacked in time order (`[T, N, H]`) and the final
+/// states. The input's projection is one product for the whole sequence, as PyTorch's; only
+/// the hidden state's is made step by step. An LSTM in float32 on the CPU runs its recurrence
+/// fused ([`LstmLayer`]), as PyTorch's runs `mkldnn_rnn_layer` there.
 fn run_direction(
     cell: Cell,
     x: &Tensor,
     w: &Weights<'_>,
-    mut h: Tensor,
-    mut c: Option<Tensor>,
+    h: Tensor,
+    c: Option<Tensor>,
     reverse: bool,
-) -> Result<(Vec<Tensor>, Tensor, Option<Tensor>)> {
+) -> Result<(Tensor, Tensor, Option<Tensor>)> {
     // `[T * N, I]`: one matrix product (a 3-D operand would multiply step by step).
     let shape = x.shape()?;
     let (t, n) = (shape[0] as i64, shape[1] as i64);
     let rows = x.reshape(&[t * n, shape[2] as i64])?;
-    let gates = w.ih.shape()?[0] as i64;
-    let projected = affine(&rows, w.ih, w.b_ih)?.reshape(&[t, n, gates])?.unbind(0)?;
-    let mut outputs = Vec::with_capacity(projected.len());
+    let width = w.ih.shape()?[0] as i64;
+    let mut projected = affine(&rows, w.ih, w.b_ih)?;
+    let c = match (cell, c) {
+        (Cell::Lstm, Some(c)) => c,
+        (Cell::Lstm, None) => bail!(Runtime, "lstm(): an LSTM carries a cell state"),
+        (Cell::Gru, _) => {
+            let projected = projected.reshape(&[t, n, width])?;
+            let (outputs, h) = gru_recurrence(&projected, h, w, reverse)?;
+            return Ok((outputs, h, None));
+        }
+    };
+    // An LSTM's hidden bias joins the input's, once for the whole sequence.
+    if let Some(b) = w.b_hh {
+        projected = projected.add(b, 1)?;
+    }
+    let gates = projected.reshape(&[t, n, width])?;
+    let (hs, cs) = if fused(&[&gates, &h, &c, w.hh]) {
+        let mut states = LstmLayer::apply((gates, h, c, w.hh.clone(), reverse))?.into_iter();
+        match (states.next(), states.next()) {
+            (Some(hs), Some(cs)) => (hs, cs),
+            _ => bail!(Runtime, "lstm(): the fused layer gave fewer than two results"),
+        }
+    } else {
+        lstm_recurrence(&gates, h, c, w.hh, reverse)?
+    };
+    let last = if reverse { 0 } else { t - 1 };
+    let (h, c) = (hs.select(0, last)?, cs.select(0, last)?);
+    Ok((hs, h, Some(c)))
+}
+
+/// Whether an LSTM layer runs fused: every operand float32, on the CPU (a wrapper or a fake
+/// tensor standing for the CPU's included, whose hooks and modes receive the fused operator) or
+/// the meta device, none with a tangent (forward AD differentiates the composed layer).
+/// Float64 and the GPU compose the layer, as PyTorch's float64 and its devices without a fused
+/// kernel do.
+fn fused(operands: &[&Tensor]) -> bool {
+    let fits = |t: &&Tensor| {
+        t.dtype().is_ok_and(|d| d == DType::Float32) && t.device().is_ok_and(|d| d == Device::CPU || d.is_meta())
+    };
+    operands.iter().all(fits) && crate::autograd::forward_ad::tangents(operands).is_none()
+}
+
+/// An LSTM's recurrence composed of operations, over `gates` (`[T, N, 4H]`, the input's
+/// projection with both biases) from `h` and `c`: the hidden and cell states after each step,
+/// stacked in time order. Its gates are PyTorch's `i, f, g, o`.
+fn lstm_recurrence(
+    gates: &Tensor,
+    mut h: Tensor,
+    mut c: Tensor,
+    w_hh: &Tensor,
+    reverse: bool,
+) -> Result<(Tensor, Tensor)> {
+    let steps = gates.unbind(0)?;
+    let (mut hs, mut cs) = (Vec::with_capacity(steps.len()), Vec::with_capacity(steps.len()));
     let order: Box<dyn Iterator<Item = &Tensor>> =
-        if reverse { Box::new(projected.iter().rev()) } else { Box::new(projected.iter()) };
+        if reverse { Box::new(steps.iter().rev()) } else { Box::new(steps.iter()) };
+    for x in order {
+        let gates = x.add(&h.matmul(&w_hh.t()?)?, 1)?.chunk(4, -1)?;
+        let (i, f) = (gates[0].sigmoid()?, gates[1].sigmoid()?);
+        let (g, o) = (gates[2].tanh()?, gates[3].sigmoid()?);
+        c = f.mul(&c)?.add(&i.mul(&g)?, 1)?;
+        h = o.mul(&c.tanh()?)?;
+        hs.push(h.clone());
+        cs.push(c.clone());
+    }
+    if reverse {
+        hs.reverse();
+        cs.reverse();
+    }
+    Ok((crate::stack(&hs, 0)?, crate::stack(&cs, 0)?))
+}
+
+/// A GRU's recurrence over `projected` (`[T, N, 3H]`, the input's projection with its bias)
+/// from `h`: the outputs stacked in time order, and the final hidden state. PyTorch's gates
+/// `r, z, n`.
+fn gru_recurrence(projected: &Tensor, mut h: Tensor, w: &Weights<'_>, reverse: bool) -> Result<(Tensor, Tensor)> {
+    let steps = projected.unbind(0)?;
+    let mut outputs = Vec::with_capacity(steps.len());
+    let order: Box<dyn Iterator<Item = &Tensor>> =
+        if reverse { Box::new(steps.iter().rev()) } else { Box::new(steps.iter()) };
     for x in order {
         let hidden = affine(&h, w.hh, w.b_hh)?;
-        match cell {
-            Cell::Lstm => {
-                let gates = x.add(&hidden, 1)?.chunk(4, -1)?;
-                let (i, f) = (gates[0].sigmoid()?, gates[1].sigmoid()?);
-                let (g, o) = (gates[2].tanh()?, gates[3].sigmoid()?);
-                let previous = c.take().expect("an LSTM carries a cell state");
-                let next = f.mul(&previous)?.add(&i.mul(&g)?, 1)?;
-                h = o.mul(&next.tanh()?)?;
-                c = Some(next);
-            }
-            Cell::Gru => {
-                let (xs, hs) = (x.chunk(3, -1)?, hidden.chunk(3, -1)?);
-                let r = xs[0].add(&hs[0], 1)?.sigmoid()?;
-                let z = xs[1].add(&hs[1], 1)?.sigmoid()?;
-                let n = xs[2].add(&r.mul(&hs[2])?, 1)?.tanh()?;
-                // (1 - z) * n + z * h = n + z * (h - n)
-                h = n.add(&z.mul(&h.sub(&n, 1)?)?, 1)?;
-            }
-        }
+        let (xs, hs) = (x.chunk(3, -1)?, hidden.chunk(3, -1)?);
+        let r = xs[0].add(&hs[0], 1)?.sigmoid()?;
+        let z = xs[1].add(&hs[1], 1)?.sigmoid()?;
+        let n = xs[2].add(&r.mul(&hs[2])?, 1)?.tanh()?;
+        // (1 - z) * n + z * h = n + z * (h - n)
+        h = n.add(&z.mul(&h.sub(&n, 1)?)?, 1)?;
         outputs.push(h.clone());
     }
     if reverse {
         outputs.reverse();
     }
-    Ok((outputs, h, c))
+    Ok((crate::stack(&outputs, 0)?, h))
+}
+
+/// One LSTM layer's recurrence as one autograd node (`LstmLayerBackward`, PyTorch's
+/// `MkldnnRnnLayerBackward0`): the fused kernel forward (`aten::_lstm_layer`), and backward
+/// its fused gradient (`aten::_lstm_layer_backward`) plus one product for `weight_hh`'s, where
+/// the composed layer records a dozen nodes a step and sums a weight gradient per step. Its
+/// inputs: the projected gates, `h0`, `c0`, `weight_hh`, and whether it runs in reverse.
+#[derive(Default)]
+struct LstmLayer {
+    reverse: bool,
+}
+
+impl Function for LstmLayer {
+    type Inputs = (Tensor, Tensor, Tensor, Tensor, bool);
+    type Output = Vec<Tensor>;
+    type GradOutputs = Vec<Option<Tensor>>;
+
+    fn forward_with_ctx(ctx: &mut Ctx<Self>, (gates, h0, c0, w_hh, reverse): &Self::Inputs) -> Result<Vec<Tensor>> {
+        let mut results = crate::primitive::lstm_layer(gates, h0, c0, w_hh, *reverse)?;
+        let workspace = results.pop();
+        ctx.reverse = *reverse;
+        let (hs, cs) = (results.first().cloned(), results.get(1).cloned());
+        ctx.save_for_backward((gates, h0, c0, w_hh, hs, cs, workspace));
+        Ok(results)
+    }
+
+    fn backward(ctx: &mut Ctx<Self>, grads: Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> {
+        let (gates, h0, c0, w_hh, hs, cs, workspace): (Tensor, Tensor, Tensor, Tensor, Tensor, Tensor, Tensor) =
+            ctx.saved_tensors()?;
+        let reverse = ctx.reverse;
+        let given = |i: usize| grads.get(i).cloned().flatten().map_or_else(|| crate::zeros_like(&hs, None), Ok);
+        let (g_hs, g_cs) = (given(0)?, given(1)?);
+        if crate::autograd::is_grad_enabled() {
+            // Differentiating again (`create_graph`): the composed layer, recomputed from the
+            // inputs, differentiated with its graph recorded.
+            let (hs, cs) = lstm_recurrence(&gates, h0.clone(), c0.clone(), &w_hh, reverse)?;
+            let inputs = [gates, h0, c0, w_hh];
+            let wanted: Vec<Tensor> = inputs.iter().filter(|t| t.requires_grad().unwrap_or(false)).cloned().collect();
+            let mut found =
+                crate::autograd::grad(&[hs, cs], &wanted, Some(&[g_hs, g_cs]), None, true, true)?.into_iter();
+            let mut grads: Vec<Option<Tensor>> = inputs
+                .iter()
+                .map(|t| if t.requires_grad().unwrap_or(false) { found.next().flatten() } else { None })
+                .collect();
+            grads.push(None);
+            return Ok(grads);
+        }
+        let mut found =
+            crate::primitive::lstm_layer_backward(&g_hs, &g_cs, [&c0, &w_hh, &cs, &workspace], reverse)?.into_iter();
+        let (Some(g_gates), Some(g_h0), Some(g_c0)) = (found.next(), found.next(), found.next()) else {
+            bail!(Runtime, "lstm(): the fused backward gave fewer than three gradients");
+        };
+        // `weight_hh`'s gradient: every step's gate gradients times the hidden state it saw,
+        // summed over the steps, in one product.
+        let shape = hs.shape()?;
+        let (t, n, h) = (shape[0] as i64, shape[1] as i64, shape[2] as i64);
+        let before = if t == 1 {
+            h0.unsqueeze(0)?
+        } else if reverse {
+            crate::cat(&[hs.narrow(0, 1, t - 1)?, h0.unsqueeze(0)?], 0)?
+        } else {
+            crate::cat(&[h0.unsqueeze(0)?, hs.narrow(0, 0, t - 1)?], 0)?
+        };
+        let g_w = g_gates.reshape(&[t * n, 4 * h])?.t()?.matmul(&before.reshape(&[t * n, h])?)?;
+        Ok(vec![Some(g_gates), Some(g_h0), Some(g_c0), Some(g_w), None])
+    }
 }
 
 /// The body of `torch.lstm` and `torch.gru`: the output and the final hidden (and cell) states.
@@ -155,6 +286,9 @@ fn recurrent(
     } else {
         input.clone()
     };
+    if x.shape()?[0] == 0 {
+        bail!(Runtime, "Expected sequence length to be larger than 0 in RNN");
+    }
     let hx: Vec<Tensor> =
         hx.iter().map(|h| if batched { Ok(h.clone()) } else { h.unsqueeze(1) }).collect::<Result<_>>()?;
     let batch = x.shape()?[1];
@@ -200,7 +334,7 @@ fn recurrent(
             let h0 = hx[0].select(0, k as i64)?;
             let c0 = hx.get(1).map(|c| c.select(0, k as i64)).transpose()?;
             let (out, h, c) = run_direction(s.cell, &sequence, &w, h0, c0, direction == 1)?;
-            outputs.push(crate::stack(&out, 0)?);
+            outputs.push(out);
             finals_h.push(h);
             finals_c.extend(c);
         }
