@@ -84,21 +84,21 @@ fn run_direction(
     let (t, n) = (shape[0] as i64, shape[1] as i64);
     let rows = x.reshape(&[t * n, shape[2] as i64])?;
     let width = w.ih.shape()?[0] as i64;
-    let mut projected = affine(&rows, w.ih, w.b_ih)?;
     let c = match (cell, c) {
         (Cell::Lstm, Some(c)) => c,
         (Cell::Lstm, None) => bail!(Runtime, "lstm(): an LSTM carries a cell state"),
         (Cell::Gru, _) => {
-            let projected = projected.reshape(&[t, n, width])?;
+            let projected = affine(&rows, w.ih, w.b_ih)?.reshape(&[t, n, width])?;
             let (outputs, h) = gru_recurrence(&projected, h, w, reverse)?;
             return Ok((outputs, h, None));
         }
     };
-    // An LSTM's hidden bias joins the input's, once for the whole sequence.
-    if let Some(b) = w.b_hh {
-        projected = projected.add(b, 1)?;
-    }
-    let gates = projected.reshape(&[t, n, width])?;
+    // An LSTM's hidden bias joins the input's, added once for the whole sequence.
+    let bias = match (w.b_ih, w.b_hh) {
+        (Some(a), Some(b)) => Some(a.add(b, 1)?),
+        (a, b) => a.or(b).cloned(),
+    };
+    let gates = affine(&rows, w.ih, bias.as_ref())?.reshape(&[t, n, width])?;
     let (hs, cs) = if fused(&[&gates, &h, &c, w.hh]) {
         let mut states = LstmLayer::apply((gates, h, c, w.hh.clone(), reverse))?.into_iter();
         match (states.next(), states.next()) {
