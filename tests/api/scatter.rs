@@ -35,6 +35,20 @@ fn scatter_writes_adds_and_differentiates_as_pytorch() {
     (&torchfn::scatter(&a, 1, &idx, &b, None).unwrap() * &w).unwrap().sum().unwrap().backward().unwrap();
     assert_eq!(values(&a.grad().unwrap().unwrap()), [0.0, 1.0, 0.0, 3.0, 0.0, 5.0]);
     assert_eq!(values(&b.grad().unwrap().unwrap()), [2.0, 0.0, 4.0, 4.0]);
+    // reduce="multiply", as PyTorch 2.15 gives it: [1, 2, 3, 4] scattered by [0, 0, 2] with
+    // [2, 3, 5] is [6, 2, 15, 4], with the value 2 it is [4, 2, 6, 4]; integers stay integers.
+    let x = torchfn::tensor([1.0f32, 2.0, 3.0, 4.0]).unwrap().requires_grad_(true).unwrap();
+    let positions = torchfn::tensor([0i64, 0, 2]).unwrap();
+    let factors = torchfn::tensor([2.0f32, 3.0, 5.0]).unwrap();
+    let product = torchfn::scatter(&x, 0, &positions, &factors, Some("multiply")).unwrap();
+    assert_eq!(values(&product), [6.0, 2.0, 15.0, 4.0]);
+    let twice = torchfn::scatter_value(&x, 0, &positions, Scalar::Float(2.0), Some("multiply")).unwrap();
+    assert_eq!(values(&twice), [4.0, 2.0, 6.0, 4.0]);
+    let ints = torchfn::tensor([1i64, 2, 3, 4]).unwrap();
+    let int_product = ints.scatter(0, &positions, &torchfn::tensor([2i64, 3, 5]).unwrap(), Some("multiply")).unwrap();
+    assert_eq!(int_product.to_vec::<i64>().unwrap(), [6, 2, 15, 4]);
+    product.sum().unwrap().backward().unwrap();
+    assert_eq!(values(&x.grad().unwrap().unwrap()), [6.0, 1.0, 5.0, 1.0]);
     let err = torchfn::scatter(&z, 1, &idx, &src, Some("max")).unwrap_err();
     assert!(err.to_string().contains("reduce argument must be either add or multiply"), "{err}");
 }

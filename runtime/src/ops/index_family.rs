@@ -421,9 +421,10 @@ fn shares(
 /// `input` with `src`'s elements written at the positions `index` gives along `dim`
 /// (`torch.scatter`): `out[index[i][j]][j] = src[i][j]` for `dim = 0`, and so on; where
 /// positions repeat, the last element (in `src`'s row-major order) wins (PyTorch leaves the
-/// order unspecified). `reduce = "add"` adds them instead. `index` is as
+/// order unspecified). `reduce = "add"` adds them instead, and `reduce = "multiply"` multiplies
+/// the position's value by each ([`scatter_reduce`]'s `"prod"`). `index` is as
 /// [`scatter_add`]'s. Differentiable in `input` (zero where written) and `src` (the gradient
-/// gathered).
+/// gathered); with a reduction, as the sum or the product (PyTorch has no derivative there).
 ///
 /// ```
 /// let x = torchfn::zeros([2, 3], None, None)?;
@@ -471,7 +472,10 @@ fn scatter_impl(input: &Tensor, dim: i64, index: &Tensor, src: &Tensor, reduce: 
     let accumulate = match reduce {
         None => false,
         Some("add") => true,
-        Some("multiply") => bail!(NotImplemented, "{FUNC}(): reduce='multiply' is not supported yet; 'add' is"),
+        // Each position's value times every element written there: the product reduction,
+        // the input's own value included (whose gradient torchfn has, where PyTorch's scatter
+        // with a reduction has none).
+        Some("multiply") => return scatter_reduce_impl(input, dim, index, &src, "prod", true),
         Some(other) => bail!(Runtime, "{FUNC}(): reduce argument must be either add or multiply, got {other}"),
     };
     let [out] = super::results(FUNC, ScatterWrite::apply((input.clone(), index.clone(), src, d, accumulate))?)?;
@@ -823,6 +827,7 @@ crate::samples! {
     SCATTER => [
         sample([f32s(&[3, 2]), Value::Int(0), index2(&[0, 2, 1, 0], [2, 2]), f32s(&[2, 3])]),
         sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 1, 0, 0], [2, 2]), f32s(&[2, 2])]).kw("reduce", "add"),
+        sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 1, 0, 2], [2, 2]), f32s(&[2, 2])]).kw("reduce", "multiply"),
         sample([f32s(&[2, 3]), Value::Int(1), index2(&[2, 0], [2, 1]), Value::Float(-1.5)]),
     ],
     Tensor::SCATTER => [
