@@ -641,3 +641,35 @@ fn diag(v: &Tensor) -> Tensor {
     let n = v.shape().unwrap()[0];
     (&torchfn::eye(n, None, torchfn::DType::Float64, None).unwrap() * &v.unsqueeze(1).unwrap()).unwrap()
 }
+
+/// A float32 LSTM under vmap with shared weights: its fused layer's batching rule folds the
+/// batch into the layer's own, forward and backward (per-example gradients of the input and
+/// the weights), equal to the loop over examples.
+#[test]
+fn vmap_of_a_fused_lstm_layer_with_shared_weights_equals_the_loop() {
+    let g = Generator::new().manual_seed(5);
+    let r = |shape: &[usize]| torchfn::randn(shape.to_vec(), g.clone(), None, None).unwrap();
+    let params: Vec<Tensor> = [vec![12, 2], vec![12, 3], vec![12], vec![12]].iter().map(|s| r(s)).collect();
+    let (x, h0) = (r(&[4, 5, 2, 2]), r(&[4, 1, 2, 3]));
+    // Per example: the sum of the outputs, differentiated with respect to the input and weight_hh.
+    let step = |(x, h0, params): (Tensor, Tensor, Vec<Tensor>)| -> Result<Vec<Tensor>> {
+        let loss = |(x, w_hh): (Tensor, Tensor)| -> Result<Tensor> {
+            let p = [params[0].clone(), w_hh, params[2].clone(), params[3].clone()];
+            let (out, _, c) = torchfn::lstm(&x, &[h0.clone(), h0.clone()], &p, true, 1, 0.0, false, false, false)?;
+            &out.sum()? + &c.sum()?
+        };
+        let (gx, gw) = grad(loss, (ARG0, ARG1))((x, params[1].clone()))?;
+        Ok(vec![gx, gw])
+    };
+    let batched = vmap(step, (0, 0, None), 0)((x.clone(), h0.clone(), params.clone())).unwrap();
+    for k in 0..4 {
+        let one = step((x.select(0, k).unwrap(), h0.select(0, k).unwrap(), params.clone())).unwrap();
+        for (b, o) in batched.iter().zip(&one) {
+            close(
+                &b.select(0, k).unwrap().to(torchfn::DType::Float64, false, false).unwrap(),
+                &o.to(torchfn::DType::Float64, false, false).unwrap(),
+                1e-5,
+            );
+        }
+    }
+}

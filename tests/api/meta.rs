@@ -93,7 +93,9 @@ fn every_sample_has_the_cpu_s_shapes_and_dtypes_on_meta() {
         "torchfn.nonzero sample 0",
         "torchfn.nonzero sample 1",
         "torchfn.nonzero sample 2",
-        // How many rounds the product takes: the most elements one position receives.
+        // How many rounds the product takes: the most elements one position receives
+        // (scatter's reduce="multiply" is that product).
+        "torchfn.scatter sample 2",
         "torchfn.scatter_reduce sample 4",
         "torchfn.unique sample 0",
         "torchfn.unique sample 1",

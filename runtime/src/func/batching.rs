@@ -506,13 +506,13 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
             let x = call.tensor("self")?;
             physical(call.run(vec![("self", x.t.into()), ("size", Value::List(size))])?)
         }
-        Kernel::Draw(_)
-        | Kernel::Full
-        | Kernel::EmbeddingRenorm
-        | Kernel::FusedAdam { .. }
-        | Kernel::FusedSgd
-        | Kernel::LstmLayer
-        | Kernel::LstmLayerBackward => Ok(None),
+        Kernel::LstmLayer => lstm_layer(call, &["gates"], &["hx", "cx"]),
+        Kernel::LstmLayerBackward => {
+            lstm_layer(call, &["grad_output", "grad_cell_states", "cell_states", "workspace"], &["cx"])
+        }
+        Kernel::Draw(_) | Kernel::Full | Kernel::EmbeddingRenorm | Kernel::FusedAdam { .. } | Kernel::FusedSgd => {
+            Ok(None)
+        }
     }
 }
 
@@ -720,6 +720,40 @@ fn convolution(call: &Call) -> Result<Option<Batch>> {
     }
     let out = call.run(changes)?;
     ungrouped(&out, batch).map(|v| Some(Batch::Physical(v)))
+}
+
+/// One LSTM layer's fused recurrence, forward or backward, with shared weights: the batch
+/// folded into the layer's own (`[T, batch * N, ...]`), whose rows never meet. The sequences
+/// (`[T, N, ...]` per example) and the states (`[N, H]`) are named; per-example weights (an
+/// ensemble) go to the per-example loop.
+fn lstm_layer(call: &Call, sequences: &[&str], states: &[&str]) -> Result<Option<Batch>> {
+    if call.tensor("weight_hh")?.batched {
+        return Ok(None);
+    }
+    let batch = call.level.size;
+    let mut changes = Vec::new();
+    for &name in sequences {
+        let moved = movedim(&batch_of(call, call.tensor(name)?)?, 0, 1)?;
+        let s = shape_of(&moved)?;
+        let Some(&width) = s.get(3) else { return Ok(None) };
+        changes.push((name, primitive::reshape(&moved, &Shape::from([s[0], s[1] * s[2], width]))?.into()));
+    }
+    for &name in states {
+        let t = batch_of(call, call.tensor(name)?)?;
+        changes.push((name, primitive::reshape(&t, &fold(&shape_of(&t)?))?.into()));
+    }
+    let out = call.run(changes)?;
+    // `[T, batch * N, X]` back to `[batch, T, N, X]`, `[batch * N, H]` to `[batch, N, H]`.
+    let unfolded = out.map_tensors(&|t| {
+        let s = shape_of(t)?;
+        match s[..] {
+            [steps, rows, width] => {
+                movedim(&primitive::reshape(t, &Shape::from([steps, batch, rows / batch.max(1), width]))?, 1, 0)
+            }
+            _ => primitive::reshape(t, &Shape::from([batch, s[0] / batch.max(1), s[1]])),
+        }
+    })?;
+    Ok(Some(Batch::Physical(unfolded)))
 }
 
 /// `[batch, n, c, ...]` as `[n, batch * c, ...]`: each example's channels a group of their own.
@@ -959,11 +993,7 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
             // Exhaustive, as `rule` is: a new kernel family must say how vmap runs it.
             let coverage = match op.kernel {
                 Kernel::LocalScalar | Kernel::Nonzero => Coverage::Refused,
-                Kernel::EmbeddingRenorm
-                | Kernel::FusedAdam { .. }
-                | Kernel::FusedSgd
-                | Kernel::LstmLayer
-                | Kernel::LstmLayerBackward => Coverage::Fallback,
+                Kernel::EmbeddingRenorm | Kernel::FusedAdam { .. } | Kernel::FusedSgd => Coverage::Fallback,
                 Kernel::Full | Kernel::Draw(Draw::Rand | Draw::Randn | Draw::Normal | Draw::Randint) => {
                     Coverage::Factory
                 }
@@ -988,6 +1018,8 @@ pub fn vmap_coverage() -> Vec<(&'static Operator, Coverage)> {
                 | Kernel::Copy
                 | Kernel::LiftFresh
                 | Kernel::Linalg(_)
+                | Kernel::LstmLayer
+                | Kernel::LstmLayerBackward
                 | Kernel::Draw(Draw::Uniform | Draw::Bernoulli) => Coverage::Rule,
             };
             (op, coverage)
