@@ -257,3 +257,27 @@ fn a_resnet_of_two_blocks_per_stage_counts_pytorch_s_flops_per_module() {
     let counter = counted(|| resnet::NarrowResNet::loss(&model.call(&images).unwrap(), &labels).unwrap());
     same_totals(&counter, "resnet_2222");
 }
+
+/// A float32 LSTM's fused layer counts its recurrence's products, forward and backward, as the
+/// float64 (composed) layer's per-step products count them.
+#[test]
+fn a_fused_lstm_layer_counts_the_composed_layer_s_flops() {
+    let total = |dtype: DType| {
+        let g = Generator::new().manual_seed(1);
+        let r = |shape: &[usize]| {
+            let x = torchfn::randn(shape.to_vec(), g.clone(), None, None).unwrap().to(dtype, false, false).unwrap();
+            x.requires_grad_(true).unwrap()
+        };
+        let (x, state) = (r(&[5, 3, 4]), [r(&[1, 3, 6]), r(&[1, 3, 6])]);
+        let params = [r(&[24, 4]), r(&[24, 6]), r(&[24]), r(&[24])];
+        let counter = counted(|| {
+            let (out, _, _) = torchfn::lstm(&x, &state, &params, true, 1, 0.0, false, false, false).unwrap();
+            out.sum().unwrap()
+        });
+        (counter.get_total_flops(), counter.get_flop_counts()["Global"].clone())
+    };
+    let ((fused, by_op), (composed, _)) = (total(DType::Float32), total(DType::Float64));
+    assert_eq!(fused, composed);
+    // Forward and backward: 2 · T · N · 4H · H each.
+    assert_eq!(by_op["aten._lstm_layer"] + by_op["aten._lstm_layer_backward"], 2 * 2 * 5 * 3 * 24 * 6);
+}

@@ -107,6 +107,16 @@ fn convolution_backward_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Re
     Ok(flops)
 }
 
+/// A fused LSTM layer's recurrence, forward (`_lstm_layer`) or backward (`_lstm_layer_backward`):
+/// one product of `[N, 4H]` and `weight_hh` (`[4H, H]`) per step, 2 · T · N · 4H · H, what the
+/// composed layer's products count.
+fn lstm_layer_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64> {
+    let w = arg_shape(args, kwargs, 3, "weight_hh");
+    let first = out.as_slice().and_then(|s| s.first()).map(shape).unwrap_or_default();
+    let steps_and_rows = first.iter().take(2).product::<u64>();
+    Ok(2 * w.iter().product::<u64>() * steps_and_rows)
+}
+
 /// The formula for `op`: a registered one, or torchfn's own.
 fn formula(op: &'static Operator) -> Option<FlopFormula> {
     let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
@@ -119,6 +129,8 @@ fn formula(op: &'static Operator) -> Option<FlopFormula> {
         Some(convolution_flop)
     } else if op == &aten::CONVOLUTION_BACKWARD {
         Some(convolution_backward_flop)
+    } else if op == &aten::LSTM_LAYER || op == &aten::LSTM_LAYER_BACKWARD {
+        Some(lstm_layer_flop)
     } else {
         None
     }
