@@ -387,3 +387,36 @@ fn an_lstm_over_no_steps_is_refused() {
         (ErrorKind::Runtime, "Expected sequence length to be larger than 0 in RNN".into())
     );
 }
+
+/// Differentiating twice through fused layers whose weights are shared (one tensor as both
+/// layers' `weight_hh` and the second layer's `weight_ih`): every path's gradient counted once,
+/// as through the composed (float64) layers.
+#[test]
+fn the_fused_lstm_layer_differentiates_twice_through_shared_weights() {
+    let run = |dtype: DType| -> Vec<Vec<f64>> {
+        let g = Generator::new().manual_seed(11);
+        let r = |shape: &[usize], scale: f64| {
+            let x = (&torchfn::randn(shape.to_vec(), g.clone(), None, None).unwrap() * scale).unwrap();
+            x.to(dtype, false, true).unwrap().requires_grad_(true).unwrap()
+        };
+        let (x, shared, w_ih, b) = (r(&[3, 2, 4], 1.0), r(&[16, 4], 0.4), r(&[16, 4], 0.4), r(&[16], 0.4));
+        let state = [r(&[2, 2, 4], 1.0), r(&[2, 2, 4], 1.0)];
+        let params =
+            [w_ih.clone(), shared.clone(), b.clone(), b.clone(), shared.clone(), shared.clone(), b.clone(), b.clone()];
+        let (out, _, _) = torchfn::lstm(&x, &state, &params, true, 2, 0.0, false, false, false).unwrap();
+        let leaves = [x, shared, w_ih, b];
+        let loss = (&out * &out).unwrap().sum().unwrap();
+        let first = torchfn::autograd::grad(&[loss], &leaves, None, None, true, false).unwrap();
+        let again = first.iter().flatten().map(|g| (g * g).unwrap().sum().unwrap()).reduce(|a, b| (&a + &b).unwrap());
+        let second = torchfn::autograd::grad(&[again.unwrap()], &leaves, None, None, false, true).unwrap();
+        let f64s = |x: &Tensor| x.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap();
+        first.iter().chain(&second).map(|g| g.as_ref().map_or_else(Vec::new, f64s)).collect()
+    };
+    let (fused, composed) = (run(DType::Float32), run(DType::Float64));
+    for (k, (a, b)) in fused.iter().zip(&composed).enumerate() {
+        assert_eq!(a.len(), b.len(), "result {k}");
+        for (x, y) in a.iter().zip(b) {
+            assert!((x - y).abs() <= 1e-4 * (1.0 + y.abs()), "result {k}: {x} against {y}");
+        }
+    }
+}

@@ -750,7 +750,8 @@ fn lstm_layer(call: &Call, sequences: &[&str], states: &[&str]) -> Result<Option
             [steps, rows, width] => {
                 movedim(&primitive::reshape(t, &Shape::from([steps, batch, rows / batch.max(1), width]))?, 1, 0)
             }
-            _ => primitive::reshape(t, &Shape::from([batch, s[0] / batch.max(1), s[1]])),
+            [rows, width] => primitive::reshape(t, &Shape::from([batch, rows / batch.max(1), width])),
+            _ => Err(Error::runtime_error("vmap: an LSTM layer's result is not a sequence or a state")),
         }
     })?;
     Ok(Some(Batch::Physical(unfolded)))

@@ -1,8 +1,10 @@
 //! Recurrent networks: `torch.lstm` and `torch.gru` (what `nn.LSTM` and `nn.GRU` call), over
-//! layers and directions, with PyTorch's gate order and formulas, composed of operations so
-//! that gradients and the other transforms come from theirs. Each layer projects its whole
-//! input sequence in one product (as PyTorch's) and steps through it with `unbind`, whose one
-//! node joins the steps' gradients; the layer's outputs are stacked for the next.
+//! layers and directions, with PyTorch's gate order and formulas. Each layer projects its whole
+//! input sequence in one product (as PyTorch's). A float32 LSTM layer on the CPU then runs its
+//! recurrence fused, as one autograd node ([`LstmLayer`], PyTorch's `mkldnn_rnn_layer` path);
+//! every other layer is composed of operations, so that gradients and the other transforms
+//! come from theirs, stepping through the sequence with `unbind`, whose one node joins the
+//! steps' gradients. Each layer's outputs are stacked for the next.
 
 use crate::autograd::{Ctx, Function};
 use crate::backend::Device;
@@ -209,19 +211,27 @@ impl Function for LstmLayer {
         let reverse = ctx.reverse;
         let given = |i: usize| grads.get(i).cloned().flatten().map_or_else(|| crate::zeros_like(&hs, None), Ok);
         let (g_hs, g_cs) = (given(0)?, given(1)?);
+        let needs = ctx.needs_input_grad.clone();
+        let needed = |i: usize| needs.get(i).copied().unwrap_or(true);
         if crate::autograd::is_grad_enabled() {
-            // Differentiating again (`create_graph`): the composed layer, recomputed from the
-            // inputs, differentiated with its graph recorded.
-            let (hs, cs) = lstm_recurrence(&gates, h0.clone(), c0.clone(), &w_hh, reverse)?;
-            let inputs = [gates, h0, c0, w_hh];
-            let wanted: Vec<Tensor> = inputs.iter().filter(|t| t.requires_grad().unwrap_or(false)).cloned().collect();
-            let mut found =
-                crate::autograd::grad(&[hs, cs], &wanted, Some(&[g_hs, g_cs]), None, true, true)?.into_iter();
-            let mut grads: Vec<Option<Tensor>> = inputs
-                .iter()
-                .map(|t| if t.requires_grad().unwrap_or(false) { found.next().flatten() } else { None })
-                .collect();
-            grads.push(None);
+            // Differentiating again (`create_graph`): the composed layer, recomputed from
+            // aliases of the inputs (so that a gradient reaching one input through another, a
+            // weight shared between layers, say, is not counted twice) and differentiated with
+            // its graph recorded.
+            let alias = |t: &Tensor| crate::primitive::view(t, |l| Ok(l.clone()));
+            let aliases = [alias(&gates)?, alias(&h0)?, alias(&c0)?, alias(&w_hh)?];
+            let [a_gates, a_h0, a_c0, a_w] = &aliases;
+            let (hs, cs) = lstm_recurrence(a_gates, a_h0.clone(), a_c0.clone(), a_w, reverse)?;
+            let wanted: Vec<usize> =
+                (0..4).filter(|&i| needed(i) && aliases[i].requires_grad().unwrap_or(false)).collect();
+            let inputs: Vec<Tensor> = wanted.iter().map(|&i| aliases[i].clone()).collect();
+            let mut grads: Vec<Option<Tensor>> = vec![None; 5];
+            if !inputs.is_empty() {
+                let found = crate::autograd::grad(&[hs, cs], &inputs, Some(&[g_hs, g_cs]), None, true, true)?;
+                for (&i, g) in wanted.iter().zip(found) {
+                    grads[i] = g;
+                }
+            }
             return Ok(grads);
         }
         let mut found =
@@ -229,6 +239,9 @@ impl Function for LstmLayer {
         let (Some(g_gates), Some(g_h0), Some(g_c0)) = (found.next(), found.next(), found.next()) else {
             bail!(Runtime, "lstm(): the fused backward gave fewer than three gradients");
         };
+        if !needed(3) {
+            return Ok(vec![Some(g_gates), Some(g_h0), Some(g_c0), None, None]);
+        }
         // `weight_hh`'s gradient: every step's gate gradients times the hidden state it saw,
         // summed over the steps, in one product.
         let shape = hs.shape()?;
