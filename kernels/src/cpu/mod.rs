@@ -405,14 +405,38 @@ pub fn elements<T: Element>(func: &str, x: &Array) -> Result<Vec<T>> {
 /// Runs `f` on the elements of `x` as `T`, in row-major order: in place when `x` is
 /// contiguous and of dtype `T`, else through a converted copy.
 pub fn with_elements<T: Element, R>(x: &Array, f: impl FnOnce(&[T]) -> R) -> Result<R> {
-    if x.dtype == T::DTYPE && x.layout.is_contiguous() {
-        let buffer = x.storage.read().ok_or_else(|| not_host(x))?;
-        let (offset, n) = (x.layout.offset, x.layout.numel());
-        if let Some(data) = buffer.as_slice::<T>().and_then(|d| d.get(offset..offset + n)) {
-            return Ok(f(data));
-        }
+    with_all_elements([x], |[data]| f(data))
+}
+
+/// [`with_elements`] of several arrays at once: `f` on the elements of each, as `T`.
+pub fn with_all_elements<T: Element, R, const N: usize>(xs: [&Array; N], f: impl FnOnce([&[T]; N]) -> R) -> Result<R> {
+    /// One array's elements: its storage, read-locked, where they lie there in order, else a
+    /// converted copy.
+    enum Held<'a, T> {
+        Locked(parking_lot::RwLockReadGuard<'a, Buffer>, std::ops::Range<usize>),
+        Copied(Vec<T>),
     }
-    Ok(f(&elements::<T>("read", x)?))
+    fn hold<T: Element>(x: &Array) -> Result<Held<'_, T>> {
+        if x.dtype == T::DTYPE && x.layout.is_contiguous() {
+            let buffer = x.storage.read().ok_or_else(|| not_host(x))?;
+            let range = x.layout.offset..x.layout.offset + x.layout.numel();
+            if buffer.as_slice::<T>().is_some_and(|d| d.get(range.clone()).is_some()) {
+                return Ok(Held::Locked(buffer, range));
+            }
+        }
+        Ok(Held::Copied(elements::<T>("read", x)?))
+    }
+    let held: Vec<Held<'_, T>> = xs.into_iter().map(hold).collect::<Result<_>>()?;
+    let mut slices = [&[][..]; N];
+    for (slice, held) in slices.iter_mut().zip(&held) {
+        *slice = match held {
+            Held::Locked(buffer, range) => {
+                &buffer.as_slice::<T>().ok_or_else(|| internal("a checked buffer"))?[range.clone()]
+            }
+            Held::Copied(data) => data,
+        };
+    }
+    Ok(f(slices))
 }
 
 /// An empty vector with room for `n` elements, or an error naming `func` when memory runs out

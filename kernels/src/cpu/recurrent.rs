@@ -8,7 +8,7 @@
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::map::{output, vectorised, zeroed};
-use super::{Float, Number, array, host, with_elements};
+use super::{Float, Number, array, elements, host, with_all_elements};
 use crate::backend::{Array, LstmSaved};
 use crate::error::{Error, Result};
 use crate::types::{DType, Shape};
@@ -104,32 +104,30 @@ fn forward<F: Recurrent>(
     let func = "lstm_layer";
     let (mut hs, mut cs, mut ws) =
         (output::<F>(func, t * n * h)?, output::<F>(func, t * n * h)?, output(func, t * n * 4 * h)?);
-    let mut state_h = with_elements(h0, <[F]>::to_vec)?;
-    let mut state_c = with_elements(c0, <[F]>::to_vec)?;
+    let mut state_h = elements::<F>(func, h0)?;
+    let mut state_c = elements::<F>(func, c0)?;
     let mut hidden = zeroed::<F>(func, n * 4 * h)?;
-    with_elements(w_hh, |w: &[F]| {
-        with_elements(gates, |x: &[F]| -> Result<()> {
-            // `h @ w_hhᵀ`: the weights as `[H, 4H]`.
-            let w = ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer(): w_hh"))?;
-            let multiply = F::multiplier(w.t());
-            for step in 0..t {
-                let at = time(step, t, reverse);
-                let state = ArrayView2::from_shape((n, h), &state_h[..]).expect("n * h elements");
-                let mut product = ArrayViewMut2::from_shape((n, 4 * h), &mut hidden[..]).expect("n * 4h elements");
-                multiply(state, &mut product);
-                let x = &x[at * n * 4 * h..][..n * 4 * h];
-                let w = &mut ws[at * n * 4 * h..][..n * 4 * h];
-                let (h_out, c_out) = (&mut hs[at * n * h..][..n * h], &mut cs[at * n * h..][..n * h]);
-                vectorised(
-                    #[inline(always)]
-                    || cell(h, x, &hidden, &state_c, w, c_out, h_out),
-                );
-                state_h.copy_from_slice(h_out);
-                state_c.copy_from_slice(c_out);
-            }
-            Ok(())
-        })
-    })???;
+    with_all_elements([w_hh, gates], |[w, x]: [&[F]; 2]| -> Result<()> {
+        // `h @ w_hhᵀ`: the weights as `[H, 4H]`.
+        let w = ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer(): w_hh"))?;
+        let multiply = F::multiplier(w.t());
+        for step in 0..t {
+            let at = time(step, t, reverse);
+            let state = ArrayView2::from_shape((n, h), &state_h[..]).expect("n * h elements");
+            let mut product = ArrayViewMut2::from_shape((n, 4 * h), &mut hidden[..]).expect("n * 4h elements");
+            multiply(state, &mut product);
+            let x = &x[at * n * 4 * h..][..n * 4 * h];
+            let w = &mut ws[at * n * 4 * h..][..n * 4 * h];
+            let (h_out, c_out) = (&mut hs[at * n * h..][..n * h], &mut cs[at * n * h..][..n * h]);
+            vectorised(
+                #[inline(always)]
+                || cell(h, x, &hidden, &state_c, w, c_out, h_out),
+            );
+            state_h.copy_from_slice(h_out);
+            state_c.copy_from_slice(c_out);
+        }
+        Ok(())
+    })??;
     Ok([array(hs, Shape::from([t, n, h])), array(cs, Shape::from([t, n, h])), array(ws, Shape::from([t, n, 4 * h]))])
 }
 
@@ -184,44 +182,30 @@ fn backward<F: Recurrent>(
     let mut grad_gates = output::<F>(func, t * n * 4 * h)?;
     // The gradients flowing into the step before: of its hidden and its cell state.
     let (mut dh, mut dc) = (zeroed::<F>(func, n * h)?, zeroed::<F>(func, n * h)?);
-    let c0 = with_elements(s.c0, <[F]>::to_vec)?;
-    with_elements(s.w_hh, |w: &[F]| {
-        with_elements(s.workspace, |ws: &[F]| {
-            with_elements(s.cs, |cs: &[F]| {
-                with_elements(grad_hs, |g_h: &[F]| {
-                    with_elements(grad_cs, |g_c: &[F]| -> Result<()> {
-                        // `dgates @ w_hh`: the weights as they are, `[4H, H]`.
-                        let w = ArrayView2::from_shape((4 * h, h), w)
-                            .map_err(|_| Error::runtime_error("lstm_layer_backward(): w_hh"))?;
-                        let multiply = F::multiplier(w);
-                        for step in (0..t).rev() {
-                            let at = time(step, t, s.reverse);
-                            let c_prev =
-                                if step == 0 { &c0[..] } else { &cs[time(step - 1, t, s.reverse) * n * h..][..n * h] };
-                            let here = at * n * h..(at + 1) * n * h;
-                            let gates = &mut grad_gates[at * n * 4 * h..][..n * 4 * h];
-                            let w_at = &ws[at * n * 4 * h..][..n * 4 * h];
-                            let step_in = Step {
-                                g_h: &g_h[here.clone()],
-                                g_c: &g_c[here.clone()],
-                                c: &cs[here],
-                                c_prev,
-                                w: w_at,
-                            };
-                            vectorised(
-                                #[inline(always)]
-                                || cell_backward(h, &step_in, &mut dh, &mut dc, gates),
-                            );
-                            let gates = ArrayView2::from_shape((n, 4 * h), &*gates).expect("n * 4h elements");
-                            let mut into = ArrayViewMut2::from_shape((n, h), &mut dh[..]).expect("n * h elements");
-                            multiply(gates, &mut into);
-                        }
-                        Ok(())
-                    })
-                })
-            })
-        })
-    })??????;
+    let c0 = elements::<F>(func, s.c0)?;
+    let arrays = [s.w_hh, s.workspace, s.cs, grad_hs, grad_cs];
+    with_all_elements(arrays, |[w, ws, cs, g_h, g_c]: [&[F]; 5]| -> Result<()> {
+        // `dgates @ w_hh`: the weights as they are, `[4H, H]`.
+        let w =
+            ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer_backward(): w_hh"))?;
+        let multiply = F::multiplier(w);
+        for step in (0..t).rev() {
+            let at = time(step, t, s.reverse);
+            let c_prev = if step == 0 { &c0[..] } else { &cs[time(step - 1, t, s.reverse) * n * h..][..n * h] };
+            let here = at * n * h..(at + 1) * n * h;
+            let gates = &mut grad_gates[at * n * 4 * h..][..n * 4 * h];
+            let w_at = &ws[at * n * 4 * h..][..n * 4 * h];
+            let step_in = Step { g_h: &g_h[here.clone()], g_c: &g_c[here.clone()], c: &cs[here], c_prev, w: w_at };
+            vectorised(
+                #[inline(always)]
+                || cell_backward(h, &step_in, &mut dh, &mut dc, gates),
+            );
+            let gates = ArrayView2::from_shape((n, 4 * h), &*gates).expect("n * 4h elements");
+            let mut into = ArrayViewMut2::from_shape((n, h), &mut dh[..]).expect("n * h elements");
+            multiply(gates, &mut into);
+        }
+        Ok(())
+    })??;
     Ok([array(grad_gates, Shape::from([t, n, 4 * h])), array(dh, Shape::from([n, h])), array(dc, Shape::from([n, h]))])
 }
 

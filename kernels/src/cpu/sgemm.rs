@@ -361,12 +361,7 @@ fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize, [mr, nr]: [usize; 2]) -> V
     let (micro_rows, panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let wanted = if threads == 1 { 1 } else { 4 * threads };
     let row_parts = micro_rows.div_ceil(MC / mr).max(wanted).next_multiple_of(threads).min(micro_rows);
-    let mut col_parts = wanted.div_ceil(row_parts).min(panels);
-    // Tiles in a multiple of the threads where the columns allow, so that none waits on the
-    // others' last tile (a product of a few dozen rows has fewer row parts than threads).
-    while (row_parts * col_parts) % threads != 0 && col_parts < panels {
-        col_parts += 1;
-    }
+    let col_parts = wanted.div_ceil(row_parts).min(panels);
     let mut tiles = Vec::with_capacity(row_parts * col_parts);
     let mut rest = out;
     let mut row = 0;

@@ -127,6 +127,17 @@ fn fused(operands: &[&Tensor]) -> bool {
     operands.iter().all(fits) && crate::autograd::forward_ad::tangents(operands).is_none()
 }
 
+/// The steps of `sequence` (`[T, ...]`) in the order a direction runs them: from the first to
+/// the last, or from the last to the first with `reverse` (whose results are reversed back
+/// into time order).
+fn in_order(sequence: &Tensor, reverse: bool) -> Result<Vec<Tensor>> {
+    let mut steps = sequence.unbind(0)?;
+    if reverse {
+        steps.reverse();
+    }
+    Ok(steps)
+}
+
 /// An LSTM's recurrence composed of operations, over `gates` (`[T, N, 4H]`, the input's
 /// projection with both biases) from `h` and `c`: the hidden and cell states after each step,
 /// stacked in time order. Its gates are PyTorch's `i, f, g, o`.
@@ -137,11 +148,9 @@ fn lstm_recurrence(
     w_hh: &Tensor,
     reverse: bool,
 ) -> Result<(Tensor, Tensor)> {
-    let steps = gates.unbind(0)?;
+    let steps = in_order(gates, reverse)?;
     let (mut hs, mut cs) = (Vec::with_capacity(steps.len()), Vec::with_capacity(steps.len()));
-    let order: Box<dyn Iterator<Item = &Tensor>> =
-        if reverse { Box::new(steps.iter().rev()) } else { Box::new(steps.iter()) };
-    for x in order {
+    for x in &steps {
         let gates = x.add(&h.matmul(&w_hh.t()?)?, 1)?.chunk(4, -1)?;
         let (i, f) = (gates[0].sigmoid()?, gates[1].sigmoid()?);
         let (g, o) = (gates[2].tanh()?, gates[3].sigmoid()?);
@@ -161,11 +170,9 @@ fn lstm_recurrence(
 /// from `h`: the outputs stacked in time order, and the final hidden state. PyTorch's gates
 /// `r, z, n`.
 fn gru_recurrence(projected: &Tensor, mut h: Tensor, w: &Weights<'_>, reverse: bool) -> Result<(Tensor, Tensor)> {
-    let steps = projected.unbind(0)?;
+    let steps = in_order(projected, reverse)?;
     let mut outputs = Vec::with_capacity(steps.len());
-    let order: Box<dyn Iterator<Item = &Tensor>> =
-        if reverse { Box::new(steps.iter().rev()) } else { Box::new(steps.iter()) };
-    for x in order {
+    for x in &steps {
         let hidden = affine(&h, w.hh, w.b_hh)?;
         let (xs, hs) = (x.chunk(3, -1)?, hidden.chunk(3, -1)?);
         let r = xs[0].add(&hs[0], 1)?.sigmoid()?;
