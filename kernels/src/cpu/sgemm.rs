@@ -16,7 +16,9 @@
 //!   pulled into L2 meanwhile; `b` is packed once for as many columns as [`PACKED_B_FLOATS`]
 //!   allows;
 //! - **threads** ([`tiles`]): `out` is cut into tiles of whole micro-tiles, a few per thread
-//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`;
+//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`
+//!   (a product of a few dozen rows is cut along its columns only, and its tiles share one
+//!   packing of `a`: [`sweep_columns`]);
 //!   products under [`PARALLEL_MIN`] multiply-adds stay on the calling thread.
 //!
 //! [`matmul`] takes the widest kernel [`instructions`](super::instructions) allows, and
@@ -29,10 +31,10 @@
 //! README's performance section has its rates against the processor's peak and PyTorch's.
 
 use std::arch::x86_64::{
-    __m256, __m512, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm256_add_ps, _mm256_fmadd_ps, _mm256_loadu_ps,
-    _mm256_permute2f128_ps, _mm256_set1_ps, _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps,
-    _mm256_unpacklo_ps, _mm512_add_ps, _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps,
-    _mm512_storeu_ps,
+    __m256, __m512, _MM_HINT_T0, _MM_HINT_T1, _mm_prefetch, _mm_storeu_ps, _mm256_add_ps, _mm256_castps256_ps128,
+    _mm256_fmadd_ps, _mm256_loadu_ps, _mm256_loadu_si256, _mm256_maskstore_ps, _mm256_permute2f128_ps, _mm256_set1_ps,
+    _mm256_setzero_ps, _mm256_shuffle_ps, _mm256_storeu_ps, _mm256_unpackhi_ps, _mm256_unpacklo_ps, _mm512_add_ps,
+    _mm512_fmadd_ps, _mm512_loadu_ps, _mm512_set1_ps, _mm512_setzero_ps, _mm512_storeu_ps,
 };
 use std::cell::RefCell;
 use std::ops::Range;
@@ -275,12 +277,45 @@ fn sweep<K: Kernel>(
     out: ArrayViewMut2<'_, f32>,
     threads: usize,
 ) {
+    let m = out.dim().0;
+    let tiles = tiles(out, threads, [K::MR, K::NR]);
     let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out);
     if threads == 1 {
-        tiles(out, 1, [K::MR, K::NR]).into_iter().for_each(run);
+        tiles.into_iter().for_each(run);
+    } else if tiles.iter().all(|tile| tile.rows.len() == m) {
+        sweep_columns(cpu, a, b_packed, blocks, tiles);
     } else {
-        tiles(out, threads, [K::MR, K::NR]).into_par_iter().for_each(run);
+        tiles.into_par_iter().for_each(run);
     }
+}
+
+/// [`sweep`] for tiles of all `a`'s rows, cut along the columns only (a few dozen rows of a
+/// batch against a layer's weights): for each block of `k`, the rows of `a` are packed once,
+/// by the threads together, and the tiles share them.
+fn sweep_columns<K: Kernel>(
+    cpu: K,
+    a: ArrayView2<'_, f32>,
+    b_packed: &[f32],
+    blocks: Blocks,
+    mut tiles: Vec<Tile<'_>>,
+) {
+    let (m, mr) = (a.dim().0, K::MR);
+    // Taken rather than borrowed: this thread may run other products while it waits.
+    let mut buf = PACKED_A.with_borrow_mut(std::mem::take);
+    for p in 0..blocks.count {
+        let steps = blocks.range(p);
+        let a_packed = aligned(&mut buf, m.div_ceil(mr) * mr * steps.len());
+        a_packed.par_chunks_mut(mr * steps.len()).enumerate().for_each(|(i, panel)| {
+            let rows = i * mr..((i + 1) * mr).min(m);
+            // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
+            unsafe { pack_a(cpu.avx2(), a, rows, steps.clone(), mr, panel) }
+        });
+        let a_packed = &*a_packed;
+        tiles
+            .par_iter_mut()
+            .for_each(|tile| sweep_panels(cpu, a_packed, b_packed, blocks, p, tile.panels.clone(), &mut tile.out));
+    }
+    PACKED_A.with_borrow_mut(|kept| *kept = buf);
 }
 
 /// A matrix `b` packed once for many products `a @ b` with it: a recurrent layer's weights,
@@ -355,12 +390,17 @@ struct Tile<'o> {
 /// one thread as few as can be, else at least four per thread, as many for each thread and
 /// even in size, so that threads finish together even when one of them is held up for a while.
 /// Rows are cut first; columns too when there are too few rows (each tile then packs its rows
-/// of `a` again).
+/// of `a` again); only columns when all the rows fit one tile and there are columns enough
+/// (the tiles then share one packing of `a`: see [`sweep`]).
 fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize, [mr, nr]: [usize; 2]) -> Vec<Tile<'_>> {
     let (m, n) = out.dim();
     let (micro_rows, panels) = (m.div_ceil(mr), n.div_ceil(nr));
     let wanted = if threads == 1 { 1 } else { 4 * threads };
-    let row_parts = micro_rows.div_ceil(MC / mr).max(wanted).next_multiple_of(threads).min(micro_rows);
+    let row_parts = if micro_rows <= MC / mr && panels >= wanted {
+        1
+    } else {
+        micro_rows.div_ceil(MC / mr).max(wanted).next_multiple_of(threads).min(micro_rows)
+    };
     let col_parts = wanted.div_ceil(row_parts).min(panels);
     let mut tiles = Vec::with_capacity(row_parts * col_parts);
     let mut rest = out;
@@ -494,6 +534,9 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
     }
 }
 
+/// Eight lanes set, then eight clear: from `8 - live` on, a mask of the first `live` lanes.
+static LIVE_LANES: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
+
 /// Interleaves `count` streams of equal length into `dst`:
 /// `dst[p * count + r] = streams[r][p]`, eight steps at a time through 8 × 8 transposes in
 /// registers.
@@ -509,11 +552,20 @@ fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
                 // SAFETY: stream `g + r` holds `len >= p + 8` floats.
                 if r < live { unsafe { _mm256_loadu_ps(streams[g + r].as_ptr().add(p)) } } else { _mm256_setzero_ps() }
             });
+            // SAFETY: `LIVE_LANES[8 - live..]` holds 8 lanes (`1 <= live <= 8`).
+            let mask = unsafe { _mm256_loadu_si256(LIVE_LANES[8 - live..].as_ptr().cast()) };
             for (c, column) in transpose8(rows).into_iter().enumerate() {
-                let mut v = [0.0f32; 8];
-                // SAFETY: `v` holds 8 floats.
-                unsafe { _mm256_storeu_ps(v.as_mut_ptr(), column) };
-                dst[(p + c) * count + g..][..live].copy_from_slice(&v[..live]);
+                let to = dst[(p + c) * count + g..][..live].as_mut_ptr();
+                // SAFETY: `to` starts `live` floats of `dst`: all 8 lanes are stored when
+                // `live == 8`, the low 4 when `live == 4`, else the first `live`, which `mask`
+                // selects (a masked store touches no memory of the lanes it leaves out).
+                unsafe {
+                    match live {
+                        8 => _mm256_storeu_ps(to, column),
+                        4 => _mm_storeu_ps(to, _mm256_castps256_ps128(column)),
+                        _ => _mm256_maskstore_ps(to, mask, column),
+                    }
+                }
             }
         }
     }
@@ -550,9 +602,8 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
 /// packed `b`.
 ///
 /// The blocking loops: for each block of `k`, pack the tile's rows of `a` for that block (at
-/// most `MC × KC` floats, which stay in L2), then sweep each panel of `b` down all the packed
-/// panels of `a`, one micro-tile of `out` at a time. The first block writes `out`, the others
-/// add to it.
+/// most `MC × KC` floats, which stay in L2), then [`sweep_panels`]. The first block writes
+/// `out`, the others add to it.
 fn run_tile<K: Kernel>(
     cpu: K,
     a: ArrayView2<'_, f32>,
@@ -562,45 +613,59 @@ fn run_tile<K: Kernel>(
     panels: Range<usize>,
     mut out: ArrayViewMut2<'_, f32>,
 ) {
-    let (m, n) = out.dim();
-    let (o, [rs, cs]) = (out.as_mut_ptr(), [out.strides()[0], out.strides()[1]]);
-    let first = panels.start;
-    let (mr, nr) = (K::MR, K::NR);
     PACKED_A.with_borrow_mut(|buf| {
-        let a_packed = aligned(buf, m.div_ceil(mr) * mr * blocks.depth);
+        let a_packed = aligned(buf, rows.len().div_ceil(K::MR) * K::MR * blocks.depth);
         for p in 0..blocks.count {
-            let steps = blocks.range(p);
-            let depth = steps.len();
             // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
-            unsafe { pack_a(cpu.avx2(), a, rows.clone(), steps.clone(), mr, a_packed) };
-            for j in panels.clone() {
-                let b_panel = &b[(j * blocks.k + steps.start) * nr..][..depth * nr];
-                // The panel after this one, which the kernels pull into L2 meanwhile, a stretch
-                // of `depth * nr * mr / MC` floats each.
-                let next = if j + 1 < panels.end { (j + 1, steps.start) } else { (first, steps.end) };
-                let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * nr);
-                let col = (j - first) * nr;
-                for (i, a_panel) in a_packed.chunks_exact(depth * mr).take(m.div_ceil(mr)).enumerate() {
-                    let row = i * mr;
-                    // SAFETY: the micro-tile at (`row`, `col`), of `min(mr, m - row)` rows and
-                    // `min(nr, n - col)` columns, lies inside `out`, which this function borrows
-                    // mutably: nothing else reads or writes it meanwhile. Both panels hold
-                    // `depth` steps.
-                    unsafe {
-                        cpu.tile(
-                            a_panel,
-                            b_panel,
-                            next.wrapping_add(i * depth * nr * mr / MC),
-                            o.offset(row as isize * rs + col as isize * cs),
-                            [rs, cs],
-                            [(m - row).min(mr), (n - col).min(nr)],
-                            p > 0,
-                        )
-                    }
-                }
-            }
+            unsafe { pack_a(cpu.avx2(), a, rows.clone(), blocks.range(p), K::MR, a_packed) };
+            sweep_panels(cpu, a_packed, b, blocks, p, panels.clone(), &mut out);
         }
     })
+}
+
+/// Block `p` of `k` for `out`'s rows, packed in `a_packed`, and `panels` of the packed `b`:
+/// each panel of `b` swept down all the packed panels of `a`, one micro-tile of `out` at a
+/// time, written for the first block and added to for the others.
+fn sweep_panels<K: Kernel>(
+    cpu: K,
+    a_packed: &[f32],
+    b: &[f32],
+    blocks: Blocks,
+    p: usize,
+    panels: Range<usize>,
+    out: &mut ArrayViewMut2<'_, f32>,
+) {
+    let (m, n) = out.dim();
+    let (o, [rs, cs]) = (out.as_mut_ptr(), [out.strides()[0], out.strides()[1]]);
+    let (first, (mr, nr)) = (panels.start, (K::MR, K::NR));
+    let steps = blocks.range(p);
+    let depth = steps.len();
+    for j in panels.clone() {
+        let b_panel = &b[(j * blocks.k + steps.start) * nr..][..depth * nr];
+        // The panel after this one, which the kernels pull into L2 meanwhile, a stretch of
+        // `depth * nr * mr / MC` floats each.
+        let next = if j + 1 < panels.end { (j + 1, steps.start) } else { (first, steps.end) };
+        let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * nr);
+        let col = (j - first) * nr;
+        for (i, a_panel) in a_packed.chunks_exact(depth * mr).take(m.div_ceil(mr)).enumerate() {
+            let row = i * mr;
+            // SAFETY: the micro-tile at (`row`, `col`), of `min(mr, m - row)` rows and
+            // `min(nr, n - col)` columns, lies inside `out`, which this function borrows
+            // mutably: nothing else reads or writes it meanwhile. Both panels hold `depth`
+            // steps.
+            unsafe {
+                cpu.tile(
+                    a_panel,
+                    b_panel,
+                    next.wrapping_add(i * depth * nr * mr / MC),
+                    o.offset(row as isize * rs + col as isize * cs),
+                    [rs, cs],
+                    [(m - row).min(mr), (n - col).min(nr)],
+                    p > 0,
+                )
+            }
+        }
+    }
 }
 
 /// One micro-kernel body for each register width: the tile lives in `2 * MR` registers of
@@ -875,6 +940,10 @@ mod tests {
         const { assert!(257 * 129 * 257 >= PARALLEL_MIN) };
         let mut out = Array2::zeros((257, 257));
         check(matrix(257, 129, 1).view(), matrix(129, 257, 2).view(), &mut out.view_mut());
+        // A few rows against many columns, in two blocks of `k`: tiles of columns sharing `a`.
+        const { assert!(33 * 300 * 1100 >= PARALLEL_MIN && 33 <= MC && 1100 > KC) };
+        let mut out = Array2::zeros((33, 300));
+        check(matrix(33, 1100, 5).view(), matrix(1100, 300, 6).view(), &mut out.view_mut());
         let wide = PACKED_B_FLOATS / 256 + 40;
         let mut out = Array2::zeros((2, wide));
         check(matrix(2, 256, 3).view(), matrix(256, wide, 4).view(), &mut out.view_mut());
