@@ -87,11 +87,13 @@ impl Tensor {
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
         let mut target = self.clone();
-        // The write goes to a narrower view, whose history and tangent alone it would update.
+        let expanded = |d: usize| dst.layout.strides[d] == 0 && dst.layout.shape[d] > 1;
+        // The write goes to a narrower view, whose history and tangent alone it would update:
+        // asked only of a tensor with an expanded dimension.
         let untracked =
-            !crate::autograd::meta::requires_grad(self) && crate::autograd::forward_ad::tangent(self).is_none();
-        for (d, (&size, &stride)) in dst.layout.shape.iter().zip(dst.layout.strides.iter()).enumerate() {
-            if untracked && stride == 0 && size > 1 {
+            || !crate::autograd::meta::requires_grad(self) && crate::autograd::forward_ad::tangent(self).is_none();
+        if (0..dst.layout.shape.len()).any(expanded) && untracked() {
+            for d in (0..dst.layout.shape.len()).filter(|&d| expanded(d)) {
                 target = super::view::narrow_impl("fill_", ("self", &target), d as i64, 0, 1)?;
             }
         }
