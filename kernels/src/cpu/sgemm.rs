@@ -366,8 +366,14 @@ impl PackedB {
         }
         let packed = &self.buffer[self.start..][..self.n.div_ceil(self.nr) * k * self.nr];
         let (blocks, threads) = (Blocks::new(k), threads_for(m, self.n, k));
+        // A few rows (an unbatched layer's one) on the kernel of one row, where the wide one
+        // would compute 6 or 12 of them, most of them zeros.
         match Avx512::detect() {
+            Some(_) if self.nr == Avx512::NR && m < Avx512::MR / 2 => {
+                sweep(Avx512Row(()), a, packed, blocks, out.view_mut(), threads)
+            }
             Some(cpu) if self.nr == Avx512::NR => sweep(cpu, a, packed, blocks, out.view_mut(), threads),
+            _ if m < Avx2Fma::MR / 2 => sweep(Avx2Row(()), a, packed, blocks, out.view_mut(), threads),
             _ => {
                 let cpu = Avx2Fma::detect().expect("packed on a processor with AVX2 and FMA");
                 sweep(cpu, a, packed, blocks, out.view_mut(), threads)
@@ -375,6 +381,16 @@ impl PackedB {
         }
     }
 }
+
+/// The 1 × 16 kernel of 256-bit registers, for [`PackedB`]'s products of a few rows; made only
+/// where the processor has AVX2 and FMA (where a [`PackedB`] of 16 columns exists).
+#[derive(Clone, Copy)]
+struct Avx2Row(());
+
+/// The 1 × 32 kernel of 512-bit registers, for [`PackedB`]'s products of a few rows; made only
+/// where the processor has AVX-512 (where a [`PackedB`] of 32 columns exists).
+#[derive(Clone, Copy)]
+struct Avx512Row(());
 
 /// A rectangle of `out` that one task computes.
 struct Tile<'o> {
@@ -785,6 +801,40 @@ mod avx2 {
     );
 }
 
+mod avx2_row {
+    use super::*;
+    micro_kernel!(
+        Avx2Row,
+        "avx2,fma",
+        1,
+        8,
+        __m256,
+        _mm256_setzero_ps,
+        _mm256_loadu_ps,
+        _mm256_storeu_ps,
+        _mm256_set1_ps,
+        _mm256_fmadd_ps,
+        _mm256_add_ps
+    );
+}
+
+mod avx512_row {
+    use super::*;
+    micro_kernel!(
+        Avx512Row,
+        "avx512f,avx2,fma",
+        1,
+        16,
+        __m512,
+        _mm512_setzero_ps,
+        _mm512_loadu_ps,
+        _mm512_storeu_ps,
+        _mm512_set1_ps,
+        _mm512_fmadd_ps,
+        _mm512_add_ps
+    );
+}
+
 mod avx512 {
     use super::*;
     micro_kernel!(
@@ -932,6 +982,23 @@ mod tests {
         let mut out = Array2::zeros((33, 31));
         if matmul_bf16(a.view(), b.t(), &mut out.view_mut()) {
             assert_eq!(out, a.dot(&b.t()));
+        }
+    }
+
+    #[test]
+    fn products_with_a_packed_b_match_the_reference_for_every_number_of_rows() {
+        for (k, n) in [(1, 1), (17, 33), (300, 260), (1100, 40)] {
+            let b = matrix(k, n, 7);
+            let Some(packed) = PackedB::new(b.view()) else { return }; // no AVX2 and FMA here
+            for m in [0, 1, 2, 3, 5, 6, 7, 12, 13, 40] {
+                let a = matrix(m, k, 8);
+                let mut out = Array2::from_elem((m, n), f32::NAN);
+                packed.multiply(a.view(), &mut out.view_mut());
+                let (a64, b64) = (a.mapv(f64::from), b.mapv(f64::from));
+                let tolerance = a64.mapv(f64::abs).dot(&b64.mapv(f64::abs)) * k as f64 * f32::EPSILON as f64;
+                let error = (out.mapv(f64::from) - a64.dot(&b64)).mapv(f64::abs);
+                assert!(error.iter().zip(&tolerance).all(|(e, t)| e <= t), "({m}, {k}, {n})");
+            }
         }
     }
 
