@@ -10,7 +10,8 @@
 //! - **the micro-kernel** ([`Kernel`]): an `MR × NR` tile of `out` held in registers, updated
 //!   by one fused multiply-add per register per step along `k`: 6 × 16 in twelve 256-bit
 //!   registers with AVX2 ([`Avx2Fma`]), 12 × 32 in twenty-four 512-bit ones with AVX-512
-//!   ([`Avx512`]), which does twice the work per instruction;
+//!   ([`Avx512`]), which does twice the work per instruction; [`PackedB`]'s products of a
+//!   few rows use the same kernels one row high ([`Avx2Row`], [`Avx512Row`]);
 //! - **blocking** ([`run_tile`]): `k` goes in blocks of at most [`KC`] steps; a tile's rows
 //!   (at most [`MC`]) of `a` are packed for one block and stay in the L2 cache while each panel of `b` is swept down them, the next panel of `b`
 //!   pulled into L2 meanwhile; `b` is packed once for as many columns as [`PACKED_B_FLOATS`]
