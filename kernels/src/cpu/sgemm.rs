@@ -785,72 +785,62 @@ macro_rules! micro_kernel {
     };
 }
 
+/// [`micro_kernel!`] on 256-bit registers, `$mr` rows high.
+macro_rules! avx2_kernel {
+    ($kernel:ident, $mr:literal) => {
+        micro_kernel!(
+            $kernel,
+            "avx2,fma",
+            $mr,
+            8,
+            __m256,
+            _mm256_setzero_ps,
+            _mm256_loadu_ps,
+            _mm256_storeu_ps,
+            _mm256_set1_ps,
+            _mm256_fmadd_ps,
+            _mm256_add_ps
+        );
+    };
+}
+
+/// [`micro_kernel!`] on 512-bit registers, `$mr` rows high, with `$fma` as its step.
+macro_rules! avx512_kernel {
+    ($kernel:ident, $features:literal, $mr:literal, $fma:ident) => {
+        micro_kernel!(
+            $kernel,
+            $features,
+            $mr,
+            16,
+            __m512,
+            _mm512_setzero_ps,
+            _mm512_loadu_ps,
+            _mm512_storeu_ps,
+            _mm512_set1_ps,
+            $fma,
+            _mm512_add_ps
+        );
+    };
+}
+
 mod avx2 {
     use super::*;
-    micro_kernel!(
-        Avx2Fma,
-        "avx2,fma",
-        6,
-        8,
-        __m256,
-        _mm256_setzero_ps,
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_set1_ps,
-        _mm256_fmadd_ps,
-        _mm256_add_ps
-    );
+    avx2_kernel!(Avx2Fma, 6);
 }
 
 mod avx2_row {
     use super::*;
-    micro_kernel!(
-        Avx2Row,
-        "avx2,fma",
-        1,
-        8,
-        __m256,
-        _mm256_setzero_ps,
-        _mm256_loadu_ps,
-        _mm256_storeu_ps,
-        _mm256_set1_ps,
-        _mm256_fmadd_ps,
-        _mm256_add_ps
-    );
-}
-
-mod avx512_row {
-    use super::*;
-    micro_kernel!(
-        Avx512Row,
-        "avx512f,avx2,fma",
-        1,
-        16,
-        __m512,
-        _mm512_setzero_ps,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_set1_ps,
-        _mm512_fmadd_ps,
-        _mm512_add_ps
-    );
+    avx2_kernel!(Avx2Row, 1);
 }
 
 mod avx512 {
     use super::*;
-    micro_kernel!(
-        Avx512,
-        "avx512f,avx2,fma",
-        12,
-        16,
-        __m512,
-        _mm512_setzero_ps,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_set1_ps,
-        _mm512_fmadd_ps,
-        _mm512_add_ps
-    );
+    avx512_kernel!(Avx512, "avx512f,avx2,fma", 12, _mm512_fmadd_ps);
+}
+
+mod avx512_row {
+    use super::*;
+    avx512_kernel!(Avx512Row, "avx512f,avx2,fma", 1, _mm512_fmadd_ps);
 }
 
 mod avx512_bf16 {
@@ -870,19 +860,7 @@ mod avx512_bf16 {
         _mm512_dpbf16_ps(acc, a, b)
     }
 
-    micro_kernel!(
-        Avx512Bf16,
-        "avx512f,avx512bf16,avx2,fma",
-        12,
-        16,
-        __m512,
-        _mm512_setzero_ps,
-        _mm512_loadu_ps,
-        _mm512_storeu_ps,
-        _mm512_set1_ps,
-        dot_pairs,
-        _mm512_add_ps
-    );
+    avx512_kernel!(Avx512Bf16, "avx512f,avx512bf16,avx2,fma", 12, dot_pairs);
 }
 
 #[cfg(test)]
