@@ -87,13 +87,16 @@ impl Tensor {
     pub fn fill_(&self, value: impl Into<Scalar>) -> Result<Tensor> {
         let dst = self.data("fill_", "self")?;
         let mut target = self.clone();
-        let expanded = |d: usize| dst.layout.strides[d] == 0 && dst.layout.shape[d] > 1;
+        let (shape, strides) = (&dst.layout.shape, &dst.layout.strides);
+        let expanded: Vec<usize> = (0..shape.len()).filter(|&d| strides[d] == 0 && shape[d] > 1).collect();
         // The write goes to a narrower view, whose history and tangent alone it would update:
-        // asked only of a tensor with an expanded dimension.
-        let untracked =
-            || !crate::autograd::meta::requires_grad(self) && crate::autograd::forward_ad::tangent(self).is_none();
-        if (0..dst.layout.shape.len()).any(expanded) && untracked() {
-            for d in (0..dst.layout.shape.len()).filter(|&d| expanded(d)) {
+        // only an untracked tensor's expanded dimensions are narrowed (asked only of one that
+        // has them).
+        if !expanded.is_empty()
+            && !crate::autograd::meta::requires_grad(self)
+            && crate::autograd::forward_ad::tangent(self).is_none()
+        {
+            for d in expanded {
                 target = super::view::narrow_impl("fill_", ("self", &target), d as i64, 0, 1)?;
             }
         }
