@@ -64,9 +64,13 @@
 /// Process groups, collectives and DistributedDataParallel on MPI (`torch.distributed`), from
 /// the `torchfn-distributed` crate; MPI itself with the `mpi` feature.
 pub use torchfn_distributed as distributed;
+/// Symbolic tracing into graphs (`torch.fx`), from the `torchfn-fx` crate.
+pub use torchfn_fx as fx;
+// The runtime's API, and `torch.nn`'s modules with what follows them, from the `torchfn-nn`
+// crate (which re-exports the runtime's).
+pub use torchfn_nn::*;
 /// Optimizers and learning-rate schedulers (`torch.optim`), from the `torchfn-optim` crate.
 pub use torchfn_optim as optim;
-pub use torchfn_runtime::*;
 
 /// Automatic mixed precision (`torch.amp`): [`autocast`] regions, from the runtime, and loss
 /// scaling for float16 training, [`GradScaler`](amp::GradScaler), from the optimizers' crate.

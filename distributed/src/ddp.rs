@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use torchfn_runtime::nn::Module;
+use torchfn_nn::nn::Module;
 use torchfn_runtime::{DType, Device, Error, Result, Tensor};
 
 use crate::collectives::{ReduceOp, all_reduce, broadcast};

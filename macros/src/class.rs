@@ -14,15 +14,16 @@ pub enum Kind {
     Duck,
 }
 
-/// `#[torchfn(parent = Path, hook, disable_torch_function)]`.
+/// `#[torchfn(parent = Path, hook, disable_torch_function, data_error = Path)]`.
 struct ClassOptions {
     parent: Option<Path>,
     hook: bool,
     disabled: bool,
+    data_error: Option<Path>,
 }
 
 fn options(input: &DeriveInput) -> syn::Result<ClassOptions> {
-    let mut options = ClassOptions { parent: None, hook: false, disabled: false };
+    let mut options = ClassOptions { parent: None, hook: false, disabled: false, data_error: None };
     for attr in input.attrs.iter().filter(|a| a.path().is_ident("torchfn")) {
         attr.parse_nested_meta(|meta| {
             if meta.path.is_ident("parent") {
@@ -34,8 +35,11 @@ fn options(input: &DeriveInput) -> syn::Result<ClassOptions> {
             } else if meta.path.is_ident("disable_torch_function") {
                 options.disabled = true;
                 Ok(())
+            } else if meta.path.is_ident("data_error") {
+                options.data_error = Some(meta.value()?.parse()?);
+                Ok(())
             } else {
-                Err(meta.error("expected `parent = Type`, `hook` or `disable_torch_function`"))
+                Err(meta.error("expected `parent = Type`, `hook`, `disable_torch_function` or `data_error = function`"))
             }
         })?;
     }
@@ -66,6 +70,12 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
     let name = ident.to_string();
     if options.hook && options.disabled {
         return Err(syn::Error::new(ident.span(), "a class with its hook disabled cannot have a hook of its own"));
+    }
+    if kind == Kind::Subclass && options.data_error.is_some() {
+        return Err(syn::Error::new(
+            ident.span(),
+            "only a duck has no data: `data_error` is for `#[derive(DuckTensor)]`",
+        ));
     }
     if kind == Kind::Duck && options.hook {
         return Err(syn::Error::new(ident.span(), "a duck always implements its own hook: remove `#[torchfn(hook)]`"));
@@ -140,6 +150,13 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
                 ),
                 None => (none, quote!()),
             };
+            let data_error = options.data_error.as_ref().map(|f| {
+                quote! {
+                    fn data_error(&self, what: &str) -> ::core::option::Option<::torchfn::Error> {
+                        ::core::option::Option::Some(#f(self, what))
+                    }
+                }
+            });
             quote! {
                 impl ::torchfn::TensorLike for #ident {
                     const __HOOK: ::core::option::Option<::torchfn::Hook> = #own_hook;
@@ -150,7 +167,9 @@ fn expand(input: &DeriveInput, kind: Kind) -> syn::Result<TokenStream> {
                         &CLASS
                     }
                 }
-                impl ::torchfn::DuckTensor for #ident {}
+                impl ::torchfn::DuckTensor for #ident {
+                    #data_error
+                }
                 #parent_check
             }
         }

@@ -233,7 +233,9 @@ pub fn derive_tensor_subclass(input: TokenStream) -> TokenStream {
 
 /// Declares a duck tensor type: a type that is no tensor but takes part in the protocol, passed
 /// wherever a tensor is expected through `Tensor::from_duck`. It implements `TorchFunction`
-/// (its hook) and `Debug` (how it prints); `#[torchfn(parent = Duck)]` gives it a duck parent.
+/// (its hook) and `Debug` (how it prints); `#[torchfn(parent = Duck)]` gives it a duck parent,
+/// and `#[torchfn(data_error = f)]`, with `f: fn(&Self, &str) -> torchfn::Error`, the error of
+/// code that needs its data (`item()`, a shape), in place of the protocol's `TypeError`.
 ///
 /// ```
 /// use torchfn::prelude::*;

@@ -452,8 +452,9 @@ impl<T: FromValue + ToValue> Returns for Result<T> {
 #[cold]
 #[inline(never)]
 fn wrong_return(func: &'static Func, value: &Value, expected: String) -> Error {
-    if value.duck::<crate::fx::Proxy>().is_some() {
-        return crate::fx::reading_a_proxy(&format!("{func} must give its caller a {expected} now"));
+    let what = format!("{func} must give its caller a {expected} now");
+    if let Some(error) = value.as_tensor().and_then(|t| t.duck_data_error(&what)) {
+        return error;
     }
     Error::type_error(format!(
         "'{}' returned {} from an override, but its callers expect {expected}",

@@ -5,8 +5,8 @@ use std::cell::RefCell;
 use std::collections::{BTreeMap, HashMap};
 use std::rc::Rc;
 
+use torchfn_nn::nn::{Module, RemovableHandle, register_module_forward_hook, register_module_forward_pre_hook};
 use torchfn_runtime::dispatch::Operator;
-use torchfn_runtime::nn::{Module, RemovableHandle, register_module_forward_hook, register_module_forward_pre_hook};
 
 /// Collective counts, by the functional collective's name.
 type Counts = BTreeMap<String, usize>;

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use torchfn_runtime::nn::{Module, ModuleHooks, Parameter, VisitorMut};
+use torchfn_nn::nn::{Module, ModuleHooks, Parameter, VisitorMut};
 use torchfn_runtime::{Error, Result, Tensor};
 
 use super::mesh::DeviceMesh;

@@ -252,7 +252,8 @@ pub(crate) fn share_tangent_with_saved_output(out: &Tensor) {
 }
 
 /// What an [`identity`] node does with the gradients of its outputs.
-pub(crate) type IdentityBackward = Box<dyn Fn(Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
+#[doc(hidden)]
+pub type IdentityBackward = Box<dyn Fn(Vec<Option<Tensor>>) -> Result<Vec<Option<Tensor>>> + Send + Sync>;
 
 /// A node that hands its outputs' gradients to its inputs through a function (module backward
 /// hooks' `BackwardHookFunctionBackward`).
@@ -275,7 +276,8 @@ impl Backward for Identity {
 /// `tensors` passed through one node named `name` whose backward is `backward`: new handles of
 /// the same data, those that require grad with the node as their history. `None` (nothing
 /// recorded) when none requires grad or grad mode is off.
-pub(crate) fn identity(tensors: &[Tensor], name: &'static str, backward: IdentityBackward) -> Option<Vec<Tensor>> {
+#[doc(hidden)] // for the module hooks of `torchfn-nn`
+pub fn identity(tensors: &[Tensor], name: &'static str, backward: IdentityBackward) -> Option<Vec<Tensor>> {
     if !super::is_grad_enabled() || !tensors.iter().any(super::meta::requires_grad) {
         return None;
     }
@@ -416,7 +418,8 @@ pub fn queue_callback(callback: impl FnOnce() -> Result<()> + 'static) -> Result
 }
 
 /// The id of the backward running on this thread (PyTorch's `_current_graph_task_id`).
-pub(crate) fn current_task() -> Option<u64> {
+#[doc(hidden)] // for the module hooks and the module tracker of `torchfn-nn`
+pub fn current_task() -> Option<u64> {
     super::engine::current_task_id()
 }
 

@@ -280,7 +280,7 @@ pub(crate) fn moved_to(t: &Tensor) -> Option<crate::Device> {
 }
 
 /// Marks the parameter `t` as left behind by a move of its module to `device`.
-pub(crate) fn set_moved_to(t: &Tensor, device: crate::Device) {
+pub fn set_moved_to(t: &Tensor, device: crate::Device) {
     if let Some(m) = meta(t) {
         m.with_state(|s| s.more().moved_to = Some(device));
     }

@@ -1,7 +1,7 @@
 //! Function transforms, as PyTorch's `torch.func`: [`vmap`] (a function of one example run on
 //! a batch, each operator batched by a rule), [`grad`], [`grad_and_value`], [`vjp`], [`jvp`],
-//! [`jacrev`], [`jacfwd`], [`hessian`], and modules as functions of their state
-//! ([`functional_call`], [`stack_module_state`]). They compose in any order and depth:
+//! [`jacrev`], [`jacfwd`], [`hessian`] (modules as functions of their state, `functional_call`
+//! and `stack_module_state`, are the `torchfn-nn` crate's, in the same `torchfn::func`). They compose in any order and depth:
 //! `vmap(grad(loss))` gives per-sample gradients, `jacfwd(jacrev(f))` is the Hessian.
 //!
 //! The transforms take functions of one argument structure (a [`Tree`]: a tensor, a tuple of
@@ -35,14 +35,12 @@
 //! ```
 
 mod batching;
-mod module;
 mod transforms;
 mod tree;
 mod vmap;
 
 pub use batching::{Coverage, Randomness, vmap_coverage};
 pub(crate) use batching::{Level, is_batched, sum_exited_levels, top_batch, wrap};
-pub use module::{functional_call, functional_call_with, stack_module_state};
 pub use transforms::{
     ARG0, ARG1, ARG2, ARG3, Argnum, Argnums, Objective, grad, grad_and_value, hessian, jacfwd, jacrev,
 };

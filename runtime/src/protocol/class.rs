@@ -185,4 +185,14 @@ pub trait TensorSubclass: TensorParent + Send + Sync {}
 
 /// A duck tensor: any type that takes part in the protocol without being a tensor
 /// (`#[derive(DuckTensor)]`).
-pub trait DuckTensor: TensorLike + fmt::Debug + Send + Sync {}
+pub trait DuckTensor: TensorLike + fmt::Debug + Send + Sync {
+    /// The error of code that needs this duck's data where it has none to give (`what` names the
+    /// call, such as "item() reads the data of its argument 'self'"). `None`, the default, gives
+    /// the protocol's `TypeError` (`must be Tensor, not Duck`); `#[torchfn(data_error = f)]` on
+    /// the derive answers with `f(self, what)` (fx's `Proxy` says that a traced value cannot be
+    /// read while tracing).
+    fn data_error(&self, what: &str) -> Option<crate::error::Error> {
+        let _ = what;
+        None
+    }
+}

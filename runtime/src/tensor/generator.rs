@@ -41,7 +41,7 @@ static DEFAULT: LazyLock<Generator> = LazyLock::new(Generator::new);
 
 impl Generator {
     /// Whether both handles are the same generator (Python's `is`).
-    pub(crate) fn same(&self, other: &Generator) -> bool {
+    pub fn same(&self, other: &Generator) -> bool {
         Arc::ptr_eq(&self.state, &other.state)
     }
 

@@ -91,8 +91,14 @@ enum Body {
 }
 
 /// A duck value behind a trait object.
-trait DuckObject: Any + fmt::Debug + Send + Sync {}
-impl<T: DuckTensor> DuckObject for T {}
+trait DuckObject: Any + fmt::Debug + Send + Sync {
+    fn data_error(&self, what: &str) -> Option<Error>;
+}
+impl<T: DuckTensor> DuckObject for T {
+    fn data_error(&self, what: &str) -> Option<Error> {
+        DuckTensor::data_error(self, what)
+    }
+}
 
 /// The data of a dense tensor: an array (a view of a shared storage on some device), and what
 /// the tensor adds to it.
@@ -298,8 +304,8 @@ impl Tensor {
 
     /// The address of this tensor's shared body: the same for every handle to it and every
     /// subclass view of it ([`as_subclass`](Tensor::as_subclass)), and for no other live tensor.
-    /// Optimizers key their per-parameter state by it.
-    pub(crate) fn identity(&self) -> usize {
+    /// Optimizers key their per-parameter state by it, and modules their tied parameters.
+    pub fn identity(&self) -> usize {
         Arc::as_ptr(&self.body).addr()
     }
 
@@ -308,6 +314,14 @@ impl Tensor {
     #[doc(hidden)]
     pub fn __identity(&self) -> usize {
         self.identity()
+    }
+
+    /// A duck's own error for code that needs its data ([`DuckTensor::data_error`]).
+    pub(crate) fn duck_data_error(&self, what: &str) -> Option<Error> {
+        match &*self.body {
+            Body::Duck(d) => d.data_error(what),
+            Body::Dense(_) => None,
+        }
     }
 
     /// The duck value, when this is a duck of type `T`.
@@ -400,8 +414,8 @@ impl Tensor {
 
     #[cold]
     fn not_a_tensor(&self, func: &str, arg: &str) -> Error {
-        if self.duck::<crate::fx::Proxy>().is_some() {
-            return crate::fx::reading_a_proxy(&format!("{func}() reads the data of its argument '{arg}'"));
+        if let Some(error) = self.duck_data_error(&format!("{func}() reads the data of its argument '{arg}'")) {
+            return error;
         }
         Error::type_error(format!("{func}(): argument '{arg}' must be Tensor, not {}", self.class_of().name()))
     }

@@ -1,5 +1,6 @@
-//! `torch.nn`: modules and layers (from `crate::modules`), [`init`], the functional interface,
-//! [`functional`], and the gradient utilities, [`utils`].
+//! `torch.nn`'s functions: the functional interface, [`functional`], and the gradient
+//! utilities, [`utils`]. The modules, layers and `init` are the `torchfn-nn` crate's, one layer
+//! up, whose `torchfn::nn` is this module and those together.
 
 mod activation;
 mod adaptive;
@@ -13,8 +14,9 @@ mod norm;
 mod pad;
 pub(crate) mod recurrent;
 
-pub use crate::modules::*;
-pub use torchfn_macros::Module;
+// The cell an `nn.LSTM` or `nn.GRU` module of `torchfn-nn` runs.
+#[doc(hidden)]
+pub use recurrent::Cell;
 
 /// `torch.nn.functional`: activations, layers, attention, losses, convolution and pooling as
 /// functions, registered as `torchfn.nn.functional.*`. Each is overridable like every other operation.

@@ -16,7 +16,7 @@ use crate::value::Value;
 
 /// Which cell a recurrent network runs.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
-pub(crate) enum Cell {
+pub enum Cell {
     /// Gates `i, f, g, o`; a hidden and a cell state.
     Lstm,
     /// Gates `r, z, n`; a hidden state.
@@ -25,7 +25,7 @@ pub(crate) enum Cell {
 
 impl Cell {
     /// How many gates the weights stack (rows of `weight_ih` per hidden unit).
-    pub(crate) fn gates(self) -> usize {
+    pub fn gates(self) -> usize {
         match self {
             Cell::Lstm => 4,
             Cell::Gru => 3,

@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 
 use super::module::Module;
+use crate::Tensor;
 use crate::error::{Error, Result};
-use crate::tensor::Tensor;
 
 /// Tensors by dotted name, in insertion order (PyTorch's `OrderedDict` state_dict).
 #[derive(Clone, Default)]
@@ -112,19 +112,19 @@ pub(super) fn load(module: &dyn Module, state: &StateDict, strict: bool) -> Resu
     let mut writes = Vec::new();
     for (name, target) in own.iter() {
         let Some(source) = state.get(name) else { continue };
-        let (t, s) = (target.data("load_state_dict", name)?, source.data("load_state_dict", name)?);
-        if t.layout.shape != s.layout.shape {
+        let (t_shape, s_shape) = (target.shape()?, source.shape()?);
+        let (t_dtype, s_dtype) = (target.dtype()?, source.dtype()?);
+        if t_shape != s_shape {
             errors.push(format!(
                 "size mismatch for {name}: copying a param with shape torch.Size({:?}) from checkpoint, the shape in \
                  current model is torch.Size({:?}).",
-                s.layout.shape.as_ref(),
-                t.layout.shape.as_ref()
+                s_shape.as_ref(),
+                t_shape.as_ref()
             ));
-        } else if t.dtype != s.dtype {
+        } else if t_dtype != s_dtype {
             errors.push(format!(
-                "dtype mismatch for {name}: copying a param of dtype {} from checkpoint, the dtype in current model is \
-                 {}.",
-                s.dtype, t.dtype
+                "dtype mismatch for {name}: copying a param of dtype {s_dtype} from checkpoint, the dtype in current \
+                 model is {t_dtype}."
             ));
         } else {
             writes.push((target.clone(), source.clone()));

@@ -7,10 +7,8 @@ use std::sync::OnceLock;
 
 use super::graph::{Graph, Op};
 use super::interpreter::{Interpreter, Run};
-use crate::error::{Error, Result};
-use crate::modules::{Buffer, Forward, Layer, Module, StateDict, Visitor, VisitorMut};
-use crate::tensor::Tensor;
-use crate::value::{Kwargs, Value};
+use torchfn::nn::{Buffer, Forward, Layer, Module, StateDict, Visitor, VisitorMut};
+use torchfn::{Error, Kwargs, Result, Tensor, Value};
 
 /// A traced program: its [`Graph`] and the module whose parameters, buffers and submodules
 /// the graph reads (the traced module itself, owned), plus the constant tensors the program
@@ -87,7 +85,7 @@ impl GraphModule {
     pub fn attribute(&self, path: &str) -> Result<Tensor> {
         let attrs = self.attrs.get_or_init(|| attributes(self));
         attrs.get(path).cloned().ok_or_else(|| {
-            Error::new(crate::ErrorKind::Value, format!("GraphModule has no parameter, buffer or constant '{path}'"))
+            Error::new(torchfn::ErrorKind::Value, format!("GraphModule has no parameter, buffer or constant '{path}'"))
         })
     }
 
@@ -116,7 +114,7 @@ impl GraphModule {
         let json = self.graph.to_json()?;
         let path = dir.join("graph.json");
         std::fs::write(&path, json).map_err(|e| Error::os_error(format!("{}: {e}", path.display())))?;
-        crate::safetensors::save_file(&self.state_dict(), dir.join("state_dict.safetensors"))
+        torchfn::safetensors::save_file(&self.state_dict(), dir.join("state_dict.safetensors"))
     }
 
     /// Reads a graph module [`save`](GraphModule::save) wrote, onto `root`: a module of the
@@ -127,7 +125,7 @@ impl GraphModule {
         let path = dir.join("graph.json");
         let json = std::fs::read_to_string(&path).map_err(|e| Error::os_error(format!("{}: {e}", path.display())))?;
         let graph = Graph::from_json(&json)?;
-        let state = crate::safetensors::load_file(dir.join("state_dict.safetensors"))?;
+        let state = torchfn::safetensors::load_file(dir.join("state_dict.safetensors"))?;
         let root_keys: Vec<String> = root.state_dict().keys().map(str::to_string).collect();
         let mut own = StateDict::new();
         let mut constants = Vec::new();

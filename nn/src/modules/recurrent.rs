@@ -6,8 +6,8 @@ use super::init;
 use super::layers::Layer;
 use super::module::{Module, Parameter, Training, Visitor, VisitorMut};
 use crate::error::{Result, bail};
-use crate::ops::nn::recurrent::Cell;
-use crate::tensor::{Generator, Tensor};
+use crate::nn::Cell;
+use crate::{Generator, Tensor};
 
 /// What `nn.LSTM` and `nn.GRU` share: the parameters by name, in PyTorch's order, and the
 /// settings.

@@ -4,13 +4,13 @@
 use super::init;
 use super::module::{Buffer, Module, Parameter, Training};
 use crate::error::{Result, bail};
-use crate::ops::nn::functional as F;
-use crate::tensor::{DType, Generator, Tensor};
+use crate::nn::functional as F;
+use crate::{DType, Generator, Tensor};
 
 /// A module with one input and one output: what [`Sequential`] chains.
 ///
 /// Implement `forward`; call a module with [`Layer::call`] (PyTorch's `module(x)`), which
-/// is `forward` unless a tracer is recording module calls ([`fx`](crate::fx)).
+/// is `forward` unless a tracer is recording module calls (`torchfn::fx`).
 pub trait Forward {
     /// The module applied to `input`.
     fn forward(&self, input: &Tensor) -> Result<Tensor>;
@@ -21,7 +21,7 @@ pub trait Forward {
 pub trait Layer: Module + Forward {
     /// The module applied to `input` as PyTorch's `module(input)` does it: `forward` with the
     /// module's hooks around it ([`call_module`](super::call_module)), or, while
-    /// [`fx`](crate::fx) traces, one `call_module` node when the module is a leaf.
+    /// `torchfn::fx` traces, one `call_module` node when the module is a leaf.
     fn call(&self, input: &Tensor) -> Result<Tensor> {
         super::call_module(self.as_dyn(), input.clone(), |input| match module_call_hook() {
             Some(hook) => hook.call_module(self.as_layer_dyn(), &input),
@@ -40,7 +40,7 @@ impl<T: Module + Forward> Layer for T {
 }
 
 /// What sees module calls ([`Layer::call`]) while it is installed: the fx tracer.
-pub(crate) trait ModuleCallHook {
+pub trait ModuleCallHook {
     /// Calls `module` on `input`, or records the call.
     fn call_module(&self, module: &dyn Layer, input: &Tensor) -> Result<Tensor>;
 }
@@ -56,7 +56,7 @@ fn module_call_hook() -> Option<std::rc::Rc<dyn ModuleCallHook>> {
 
 /// Installs `hook` on this thread until the returned guard is dropped, which puts back the
 /// hook that was there before.
-pub(crate) fn install_module_call_hook(hook: Option<std::rc::Rc<dyn ModuleCallHook>>) -> impl Drop {
+pub fn install_module_call_hook(hook: Option<std::rc::Rc<dyn ModuleCallHook>>) -> impl Drop {
     struct Restore(Option<std::rc::Rc<dyn ModuleCallHook>>);
     impl Drop for Restore {
         fn drop(&mut self) {
@@ -917,7 +917,7 @@ impl Forward for MaxPool2d {
         F::max_pool2d(
             input,
             self.kernel_size as i64,
-            Some(crate::tensor::Dims::from(self.stride as i64)),
+            Some(crate::Dims::from(self.stride as i64)),
             self.padding as i64,
             1,
             false,
@@ -970,7 +970,7 @@ impl AvgPool2d {
 
 impl Forward for AvgPool2d {
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
-        let stride = Some(crate::tensor::Dims::from(self.stride as i64));
+        let stride = Some(crate::Dims::from(self.stride as i64));
         F::avg_pool2d(
             input,
             self.kernel_size as i64,
@@ -1067,9 +1067,9 @@ impl Forward for Unflatten {
 #[module(extra_repr = describe)]
 pub struct Upsample {
     #[module(skip)]
-    size: Option<crate::ops::IntList>,
+    size: Option<crate::IntList>,
     #[module(skip)]
-    scale_factor: Option<crate::ops::FloatList>,
+    scale_factor: Option<crate::FloatList>,
     #[module(skip)]
     mode: String,
     #[module(skip)]
@@ -1079,8 +1079,8 @@ pub struct Upsample {
 impl Upsample {
     /// Upsampling to `size` or by `scale_factor` (one of the two) in `mode`.
     pub fn new(
-        size: Option<crate::ops::IntList>,
-        scale_factor: Option<crate::ops::FloatList>,
+        size: Option<crate::IntList>,
+        scale_factor: Option<crate::FloatList>,
         mode: &str,
         align_corners: Option<bool>,
     ) -> Upsample {

@@ -6,8 +6,8 @@ use super::init;
 use super::layers::{Dropout, Forward, LayerNorm, Linear};
 use super::module::{Module, Parameter, Training};
 use crate::error::{Result, bail};
-use crate::ops::nn::functional as F;
-use crate::tensor::{Generator, Tensor};
+use crate::nn::functional as F;
+use crate::{Generator, Tensor};
 
 /// Multi-head attention (`nn.MultiheadAttention`) over `F::multi_head_attention_forward`:
 /// `in_proj_weight` `[3E, E]` (Xavier uniform) and `in_proj_bias` (zeros) when the keys and

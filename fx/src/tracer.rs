@@ -9,17 +9,18 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::graph::{Argument, Graph, NodeId, Op};
 use super::graph_module::GraphModule;
-use crate::error::{Error, ErrorKind, Result};
-use crate::modules::{Layer, Module, ModuleCallHook, install_module_call_hook, module_key};
-use crate::protocol::{Class, Func, FuncKind, Outcome, TorchFunction, TorchFunctionMode, Types, push_mode};
-use crate::tensor::Tensor;
-use crate::value::{Kwargs, ToValue, Value};
+use torchfn::nn::{Layer, Module, ModuleCallHook, install_module_call_hook, module_key};
+use torchfn::{
+    Class, Error, ErrorKind, Func, FuncKind, Kwargs, Outcome, Result, Tensor, ToValue, TorchFunction,
+    TorchFunctionMode, Types, Value, push_mode,
+};
 
 /// A duck tensor standing for a node's result while tracing (fx's `Proxy`). Every overridable
 /// call that receives one is written down instead of computed. With example inputs
 /// ([`Tracer::example_inputs`]) a proxy also carries the value the example computes, so that
 /// the program can read shapes.
-#[derive(crate::DuckTensor)]
+#[derive(torchfn::DuckTensor)]
+#[torchfn(data_error = Proxy::read)]
 pub struct Proxy {
     trace: u64,
     node: NodeId,
@@ -47,6 +48,12 @@ impl Proxy {
     /// The value the example inputs compute here, when tracing with examples.
     pub fn example(&self) -> Option<&Tensor> {
         self.example.as_ref()
+    }
+
+    /// The error of code that reads the value a proxy stands for (its data, or an override's
+    /// result its caller must have now).
+    fn read(&self, what: &str) -> Error {
+        reading_a_proxy(what)
     }
 }
 
@@ -90,7 +97,7 @@ pub type LeafPolicy = dyn Fn(&dyn Module, &str) -> bool;
 /// fx's default: torchfn's own layers (`Linear`, `LayerNorm`, `Conv2d`...) are leaves, and
 /// containers (`Sequential`, lists) and the user's modules are traced through.
 pub fn default_leaf(module: &dyn Module, _path: &str) -> bool {
-    module.rust_path().starts_with("torchfn_runtime::") && module.as_layer().is_some()
+    module.rust_path().starts_with("torchfn_nn::") && module.as_layer().is_some()
 }
 
 /// Functions whose result depends only on shapes, dtypes and devices: answered from the
@@ -240,7 +247,7 @@ impl Tracer {
             let node = state.graph.create_node(Op::Placeholder(name.to_string()), vec![], vec![], name);
             let concrete = self.concrete.iter().find(|(at, _)| *at == i).map(|(_, t)| t.clone());
             let example = match &self.examples {
-                Some(examples) => Some(crate::clone(&examples[i].detach()?)?),
+                Some(examples) => Some(torchfn::clone(&examples[i].detach()?)?),
                 None => None,
             };
             proxies.push(concrete.unwrap_or_else(|| state.proxy(node, example)));
@@ -343,7 +350,10 @@ impl State {
                 if t.is_duck() {
                     return Err(Error::new(
                         ErrorKind::Trace,
-                        format!("a {} duck cannot be a constant of a graph: only tensors can", t.class_of().name()),
+                        format!(
+                            "a {} duck cannot be a constant of a graph: only tensors can",
+                            torchfn::Class::of(t).name()
+                        ),
                     ));
                 }
                 let path = match self.attrs.get(&t.identity()) {
@@ -444,7 +454,7 @@ impl TorchFunctionMode for TraceMode {
                 ex_kwargs.insert(k, state.example_of(v));
             }
             drop(state);
-            let _no_grad = crate::autograd::no_grad();
+            let _no_grad = torchfn::autograd::no_grad();
             let value = func.call(&args, &ex_kwargs)?;
             if reads_metadata(func) {
                 return Ok(value);
@@ -489,7 +499,7 @@ impl ModuleCallHook for TraceMode {
             Some(Proxy { example: Some(e), .. }) => {
                 self.0.borrow_mut().paused = true;
                 let out = {
-                    let _no_grad = crate::autograd::no_grad();
+                    let _no_grad = torchfn::autograd::no_grad();
                     module.forward(e)
                 };
                 self.0.borrow_mut().paused = false;

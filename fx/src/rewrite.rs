@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::graph::{Argument, Graph, NodeId, Op, Position, same_constant};
-use crate::error::{Error, Result};
+use torchfn::{Error, Result};
 
 /// Replaces each non-overlapping occurrence of `pattern` in `graph` by `replacement` and
 /// returns, for each, the node that now stands for its result (fx's `replace_pattern`).

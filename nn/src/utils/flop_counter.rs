@@ -28,10 +28,10 @@ use std::collections::BTreeMap;
 use std::sync::RwLock;
 
 use super::module_tracker::ModuleTracker;
+use crate::Types;
 use crate::dispatch::{Operator, TorchDispatchMode, aten};
 use crate::error::Result;
-use crate::protocol::Types;
-use crate::value::{Kwargs, Value};
+use crate::{Kwargs, Value};
 
 /// A FLOP formula: the FLOPs of one call, from its arguments and its result (shapes only).
 pub type FlopFormula = fn(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64>;

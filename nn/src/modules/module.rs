@@ -7,9 +7,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::state_dict::{IncompatibleKeys, StateDict};
+use crate::Tensor;
 use crate::backend::Device;
 use crate::error::Result;
-use crate::tensor::Tensor;
 
 /// A module (PyTorch's `nn.Module`): parameters, buffers and submodules, usually declared with
 /// `#[derive(Module)]` on a struct whose fields are [`Parameter`]s, [`Buffer`]s, modules,
@@ -189,7 +189,7 @@ pub trait Module: Send + Sync {
     }
 
     /// The Rust module path the type is defined in (`module_path!()` where `#[derive(Module)]`
-    /// was written; empty for modules implemented by hand): how [`fx`](crate::fx)'s default
+    /// was written; empty for modules implemented by hand): how `torchfn::fx`'s default
     /// leaf policy recognises torchfn's own layers, as fx looks at a module's `__module__`.
     fn rust_path(&self) -> &'static str {
         ""
@@ -383,7 +383,7 @@ impl Mover {
         match result {
             Ok(moved) => {
                 if parameter && moved.identity() != t.identity() {
-                    crate::autograd::meta::set_moved_to(t, self.device);
+                    crate::autograd::set_moved_to(t, self.device);
                 }
                 self.moved.insert(t.identity(), moved.clone());
                 Some(moved)

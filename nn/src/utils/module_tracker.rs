@@ -41,12 +41,12 @@ use std::thread::{self, ThreadId};
 
 use parking_lot::Mutex;
 
+use crate::Tensor;
 use crate::autograd::graph::{MultiGradMode, in_backward, queue_callback, register_multi_grad_hook};
 use crate::error::Result;
 use crate::modules::{
     Module, RemovableHandle, module_key, register_module_forward_hook, register_module_forward_pre_hook,
 };
-use crate::tensor::Tensor;
 
 type Key = crate::modules::ModuleKey;
 

@@ -4,9 +4,9 @@
 
 use std::collections::{BTreeMap, HashMap};
 
+use crate::Tensor;
 use crate::error::{Result, bail};
 use crate::modules::{Layer, Module, replace_tensors};
-use crate::tensor::Tensor;
 
 /// `module` applied to `input` with `state`'s tensors (parameters and buffers by their
 /// `state_dict` names) in place of its own (`torch.func.functional_call(module, state,

@@ -1,5 +1,6 @@
-//! Modules (`torch.nn.Module` and its layers), re-exported as `torchfn::nn`: the layer above the
-//! operations, made of parameters and buffers and calling `nn.functional` in its forwards.
+//! Modules (`torch.nn.Module` and its layers), in `torchfn::nn` beside the runtime's
+//! `nn.functional`: the layer above the operations, made of parameters and buffers and calling
+//! `nn.functional` in its forwards.
 
 mod hooks;
 pub mod init;
@@ -14,13 +15,16 @@ pub use hooks::{
     register_module_forward_hook, register_module_forward_pre_hook, register_module_full_backward_hook,
     register_module_full_backward_pre_hook,
 };
-pub(crate) use hooks::{ModuleKey, module_key};
+// fx's tracer records module calls and names modules by these.
+#[doc(hidden)]
+pub use hooks::{ModuleKey, module_key};
 pub use layers::{
     AdaptiveAvgPool2d, AvgPool2d, BatchNorm2d, Conv1d, Conv2d, ConvTranspose2d, Dropout, Embedding, Flatten, Forward,
     GELU, GroupNorm, Hardsigmoid, Hardswish, Identity, Layer, LayerNorm, LeakyReLU, Linear, MaxPool2d, RMSNorm, ReLU,
     Sequential, SiLU, Softmax, Tanh, Unflatten, Upsample,
 };
-pub(crate) use layers::{ModuleCallHook, install_module_call_hook};
+#[doc(hidden)]
+pub use layers::{ModuleCallHook, install_module_call_hook};
 #[doc(hidden)]
 pub use module::layer_probe as __layer_probe;
 pub(crate) use module::replace_tensors;

@@ -70,11 +70,16 @@
 //! # Data-dependent code
 //!
 //! A proxy has no data: reading it (`item()`, `to_vec()`, a value a typed call must return
-//! now, such as a shape) is a [`TraceError`](crate::ErrorKind::Trace) that names the
+//! now, such as a shape) is a [`TraceError`](torchfn::ErrorKind::Trace) that names the
 //! operation and the ways out: trace with example inputs ([`Tracer::example_inputs`], shapes
 //! become known and the graph is specialised to them), make the code a leaf (a
 //! `#[torch_function]`, or a leaf module), or pass a concrete value
 //! ([`Tracer::concrete_args`]).
+
+#![warn(missing_docs)]
+
+// Generated code names `::torchfn`: the runtime's API with the modules, one crate down.
+extern crate torchfn_nn as torchfn;
 
 mod graph;
 mod graph_module;
@@ -88,12 +93,9 @@ pub use graph::{Argument, Graph, Meta, Node, NodeId, Op, Position};
 pub use graph_module::{GraphModule, NoModule};
 pub use interpreter::{Interpreter, Run, ShapeProp, execute};
 pub use rewrite::replace_pattern;
-pub(crate) use tracer::reading_a_proxy;
 pub use tracer::{LeafPolicy, Proxy, Tracer, default_leaf, symbolic_trace, symbolic_trace_fn};
 
-use crate::error::{Error, Result};
-use crate::protocol::{Func, Param};
-use crate::value::{Kwargs, Value};
+use torchfn::{Error, Func, Kwargs, Param, Result, Value};
 
 /// Python's `operator.getitem` on a list or tuple, as a graph calls it for each item of a
 /// function's list or tuple result (`split`, `max(dim)`) when tracing with examples.
@@ -127,13 +129,13 @@ pub fn find_function(qualified_name: &str) -> Option<&'static Func> {
     if qualified_name == "operator.getitem" {
         return Some(&GETITEM);
     }
-    crate::overrides::find_function(qualified_name)
+    torchfn::overrides::find_function(qualified_name)
 }
 
 /// What the Rust source of [`Graph::to_rust`] calls. Each is one line over the public API.
 pub mod emitted {
     use super::*;
-    use crate::nn::Module;
+    use torchfn::nn::Module;
 
     /// Input `i` of the function.
     pub fn input(inputs: &[Value], i: usize) -> Result<Value> {

@@ -3,10 +3,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use crate::error::{Error, ErrorKind, Result};
-use crate::protocol::{Func, FuncKind};
-use crate::tensor::{DType, Shape};
-use crate::value::Value;
+use torchfn::{DType, Error, ErrorKind, Func, FuncKind, Result, Shape, Value};
 
 /// A node's identity in its graph. Stable while the graph is edited: erasing other nodes or
 /// inserting new ones never changes it.

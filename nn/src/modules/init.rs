@@ -2,7 +2,7 @@
 //! [`Generator`]. Each runs without recording and returns the tensor.
 
 use crate::error::{Result, bail};
-use crate::tensor::{Generator, Tensor};
+use crate::{Generator, Tensor};
 
 /// `(fan_in, fan_out)` of a weight: `[out, in, *kernel]` gives `in * k` and `out * k`.
 pub fn calculate_fan_in_and_fan_out(tensor: &Tensor) -> Result<(usize, usize)> {

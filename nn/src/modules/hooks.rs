@@ -5,7 +5,7 @@
 //!
 //! A module's call is [`Layer::call`](super::Layer::call) (PyTorch's `module(x)`), or
 //! [`call_module`] for a module that takes or returns several tensors. A module is known by
-//! where it lives and its type (as [`fx`](crate::fx) knows it), so its hooks stay with it as
+//! where it lives and its type (as `torchfn::fx` knows it), so its hooks stay with it as
 //! long as it is not moved; and a hook lives as long as the handle its registration returned
 //! (a guard), so that a hook does not outlive the code that set it up. (A module moved while
 //! hooked loses its hooks, and a handle kept, or held longer than its module, may reach a
@@ -37,9 +37,9 @@ use std::sync::{Arc, LazyLock};
 use parking_lot::{Mutex, RwLock};
 
 use super::module::Module;
+use crate::Tensor;
 use crate::autograd::graph::{IdentityBackward, identity};
 use crate::error::{Error, Result, bail};
-use crate::tensor::Tensor;
 
 /// A forward pre-hook: the module and its inputs; `Some` replaces the inputs.
 pub type ForwardPreHook = dyn Fn(&dyn Module, &[Tensor]) -> Result<Option<Vec<Tensor>>> + Send + Sync;
@@ -57,10 +57,10 @@ pub type BackwardHook =
 /// What identifies a module (to its hooks, the tracker and fx's tracer): its address and its
 /// type name (a struct and its first field can share an address, as can a zero-sized module and
 /// the field after it; never a type).
-pub(crate) type ModuleKey = (usize, &'static str);
+pub type ModuleKey = (usize, &'static str);
 
 /// The key of `module`.
-pub(crate) fn module_key(module: &dyn Module) -> ModuleKey {
+pub fn module_key(module: &dyn Module) -> ModuleKey {
     ((module as *const dyn Module).cast::<()>().addr(), module.type_name())
 }
 

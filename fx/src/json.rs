@@ -18,11 +18,7 @@ use std::collections::HashMap;
 use serde_json::{Value as Json, json};
 
 use super::graph::{Argument, Graph, NodeId, Op, Position};
-use crate::backend::Device;
-use crate::error::{Error, Result};
-use crate::protocol::{Func, FuncKind};
-use crate::tensor::{DType, Shape};
-use crate::value::{Slice, Value};
+use torchfn::{DType, Device, Error, Func, FuncKind, Result, Shape, Slice, Value};
 
 const FORMAT: &str = "torchfn.fx.graph";
 

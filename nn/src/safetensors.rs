@@ -23,9 +23,9 @@ use std::path::Path;
 use safetensors::tensor::{Dtype, SafeTensors, TensorView, View};
 
 use crate::error::{Error, Result, bail};
+use crate::half::{bf16, f16};
 use crate::modules::StateDict;
-use crate::tensor::{DType, Tensor};
-use crate::types::half::{bf16, f16};
+use crate::{DType, Tensor};
 
 /// A tensor's bytes as safetensors stores them: row-major, little-endian.
 struct Bytes {
@@ -53,11 +53,10 @@ fn le_bytes<T: Copy, const N: usize>(values: Vec<T>, to_le: impl Fn(T) -> [u8; N
     values.into_iter().flat_map(to_le).collect()
 }
 
-fn bytes_of(name: &str, tensor: &Tensor) -> Result<Bytes> {
-    let dense = tensor.data("safetensors::save_file", name)?;
-    let shape = dense.layout.shape.to_vec();
+fn bytes_of(tensor: &Tensor) -> Result<Bytes> {
+    let shape = tensor.shape()?.to_vec();
     let t = tensor.detach()?;
-    let (dtype, data) = match dense.dtype {
+    let (dtype, data) = match tensor.dtype()? {
         DType::Float32 => (Dtype::F32, le_bytes(t.to_vec::<f32>()?, f32::to_le_bytes)),
         DType::Float64 => (Dtype::F64, le_bytes(t.to_vec::<f64>()?, f64::to_le_bytes)),
         DType::Int64 => (Dtype::I64, le_bytes(t.to_vec::<i64>()?, i64::to_le_bytes)),
@@ -74,7 +73,7 @@ fn bytes_of(name: &str, tensor: &Tensor) -> Result<Bytes> {
 
 /// The tensors of `state` as safetensors stores them, by name.
 fn tensors_of(state: &StateDict) -> Result<Vec<(String, Bytes)>> {
-    state.iter().map(|(k, t)| Ok((k.to_string(), bytes_of(k, t)?))).collect()
+    state.iter().map(|(k, t)| Ok((k.to_string(), bytes_of(t)?))).collect()
 }
 
 /// Writes `state` to a safetensors file at `path` (`safetensors.torch.save_file`), replacing
@@ -161,7 +160,7 @@ fn tensor_of(name: &str, view: &TensorView<'_>, func: &str, source: &dyn Display
     // empty shape's other dimensions; they must fit in memory as those of a tensor with data
     // would (strides, views and copies, and ndarray, multiply them).
     let itemsize = view.dtype().bitsize().div_ceil(8);
-    if !crate::tensor::Shape::from(&shape[..]).fits_in_memory(itemsize) {
+    if !crate::Shape::from(&shape[..]).fits_in_memory(itemsize) {
         bail!(
             Value,
             "{func}(): tensor '{name}' of {source} has shape {shape:?}: it is empty, but its other dimensions \

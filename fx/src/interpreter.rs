@@ -3,9 +3,7 @@
 
 use super::graph::{Argument, Meta, Node, NodeId, Op};
 use super::graph_module::GraphModule;
-use crate::error::{Error, Result};
-use crate::protocol::Func;
-use crate::value::{Kwargs, Value};
+use torchfn::{Error, Func, Kwargs, Result, Value};
 
 /// Executes a [`GraphModule`]'s graph through the protocol: each `call_function` and
 /// `call_method` node is the function called by name ([`Func::call`]), so hooks and modes see
@@ -119,7 +117,7 @@ pub trait Interpreter<'g> {
 
     /// A `call_module`: the submodule at `path` called on its input ([`Layer::call`]).
     ///
-    /// [`Layer::call`]: crate::nn::Layer::call
+    /// [`Layer::call`]: torchfn::nn::Layer::call
     fn call_module(&mut self, node: &'g Node, path: &str, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         let _ = node;
         self.module().call_submodule(path, args, kwargs)

@@ -5,8 +5,7 @@ use std::collections::HashMap;
 use std::fmt::{self, Write};
 
 use super::graph::{Argument, Graph, Node, NodeId, Op};
-use crate::error::{Error, Result};
-use crate::value::Value;
+use torchfn::{Error, Result, Value};
 
 /// fx's printout: one line per node, `%name : [num_users=N] = op[target=...](args = (...),
 /// kwargs = {...})`, and `return` with the output.
