@@ -285,5 +285,38 @@ mod tests {
         )
         .to_string();
         assert!(out.contains("cannot be its own parent"), "{out}");
+        let out = derive(
+            quote!(
+                #[torchfn(data_error = S::read)]
+                struct S;
+            ),
+            Kind::Subclass,
+        )
+        .to_string();
+        assert!(out.contains("only a duck has no data"), "{out}");
+    }
+
+    #[test]
+    fn a_duck_may_say_what_reading_its_data_means() {
+        let out = derive(
+            quote!(
+                #[torchfn(data_error = Remote::unreachable)]
+                struct Remote;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
+        assert!(
+            out.contains("fn data_error (& self , what : & str) -> :: core :: option :: Option < :: torchfn :: Error > { :: core :: option :: Option :: Some (Remote :: unreachable (self , what)) }"),
+            "{out}"
+        );
+        let plain = derive(
+            quote!(
+                struct Quack;
+            ),
+            Kind::Duck,
+        )
+        .to_string();
+        assert!(plain.contains("impl :: torchfn :: DuckTensor for Quack { }"), "{plain}");
     }
 }

@@ -18,6 +18,27 @@ impl TorchFunction for Quack {
     }
 }
 
+/// A duck whose values live elsewhere: reading its data says where (`#[torchfn(data_error)]`).
+#[derive(Debug, DuckTensor)]
+#[torchfn(data_error = Remote::unreachable)]
+struct Remote {
+    host: &'static str,
+}
+impl TorchFunction for Remote {
+    fn torch_function(_: &'static Class, func: &'static Func, _: &Types, _: &[Value], _: &Kwargs) -> Outcome {
+        // `item` answers with another remote value, where its callers need a number now.
+        Ok(match func == Tensor::ITEM {
+            true => Value::from(Tensor::from_duck(Remote { host: "node-8" })),
+            false => Value::NotImplemented,
+        })
+    }
+}
+impl Remote {
+    fn unreachable(&self, what: &str) -> Error {
+        Error::runtime_error(format!("{what}, but the values are on {}", self.host))
+    }
+}
+
 #[derive(TensorSubclass)]
 struct Tagged;
 
@@ -131,6 +152,15 @@ fn wrong_dtypes_dimensions_and_ducks_are_errors() {
     let (kind, message) = kind_and_message(ArrayD::<i64>::try_from(Tensor::from_duck(Quack)));
     assert_eq!(kind, ErrorKind::Type);
     assert_eq!(message, "ArrayD<i64>::try_from(): argument 'self' must be Tensor, not Quack");
+    // A duck may say what reading its data means, for reads of its data and for an override's
+    // result its caller needs now.
+    let remote = Tensor::from_duck(Remote { host: "node-7" });
+    let (kind, message) = kind_and_message(ArrayD::<i64>::try_from(remote.clone()));
+    assert_eq!(kind, ErrorKind::Runtime);
+    assert_eq!(message, "ArrayD<i64>::try_from() reads the data of its argument 'self', but the values are on node-7");
+    let (kind, message) = kind_and_message(remote.item());
+    assert_eq!(kind, ErrorKind::Runtime);
+    assert_eq!(message, "Tensor.item must give its caller a Number now, but the values are on node-8");
     assert_eq!(kind_and_message(Array2::<i32>::try_from(t.clone())).0, ErrorKind::Type);
     let (kind, message) = kind_and_message(t.with_ndarray_view(|_: ArrayViewD<'_, f32>| ()));
     assert_eq!(kind, ErrorKind::Type);
