@@ -17,3 +17,4 @@ pub use torchfn_kernels::backend::{
 };
 
 pub(crate) use torchfn_kernels::backend::host;
+pub(crate) use torchfn_kernels::random::{Distribution, sample};

@@ -134,7 +134,7 @@ fn scatter<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::array;
+    use crate::backend::host::array;
     use crate::types::{DType, Layout};
 
     fn matrix() -> Array {

@@ -258,7 +258,7 @@ fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]
 
 /// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory
 /// when it is of dtype `T`, else a converted contiguous copy.
-pub(super) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout) -> R) -> Result<R> {
+pub(crate) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout) -> R) -> Result<R> {
     if x.dtype == T::DTYPE {
         let buffer = x.storage.read().ok_or_else(|| internal("a read of memory not on the host"))?;
         let data = buffer.as_slice::<T>().ok_or_else(|| internal("a tensor's dtype is not its storage's"))?;
@@ -269,7 +269,7 @@ pub(super) fn with_input<T: Element, R>(x: &Array, f: impl FnOnce(&[T], &Layout)
 }
 
 /// The elements of `data` that `layout` addresses, converted to `T`, in row-major order.
-pub(super) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &Layout) -> Result<Vec<T>> {
+pub(crate) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &Layout) -> Result<Vec<T>> {
     let n = layout.shape.checked_numel().ok_or_else(|| internal("a tensor too large to read"))?;
     let walk = walk(&layout.shape, [layout], [data.len()])?;
     let mut out = output::<T>(func, n)?;

@@ -240,7 +240,7 @@ fn scan_with<T: Element>(x: &Array, dim: usize, f: impl Fn(&[T], &mut [T])) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::elements;
+    use crate::backend::host::elements;
     use crate::types::Layout;
 
     fn ramp(n: usize, shape: &[usize]) -> Array {

@@ -367,7 +367,7 @@ pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Arr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cpu::elements;
+    use crate::backend::host::elements;
 
     #[test]
     fn samples_too_large_to_share_a_product_are_convolved_one_by_one() {

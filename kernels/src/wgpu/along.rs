@@ -239,7 +239,8 @@ pub fn variants() -> Vec<Kernel> {
 mod tests {
     use super::*;
     use crate::backend::Backend;
-    use crate::cpu::{CPU, array};
+    use crate::backend::host::array;
+    use crate::cpu::CPU;
     use crate::types::Layout;
     use crate::wgpu::context_of;
     use crate::wgpu::testing::{

@@ -212,7 +212,8 @@ mod tests {
     use super::super::testing::{gpu, to_gpu, to_host, values};
     use super::*;
     use crate::backend::Backend;
-    use crate::cpu::{CPU, array};
+    use crate::backend::host::array;
+    use crate::cpu::CPU;
     use crate::types::{DType, Layout};
 
     /// A host array of `shape` and `dtype` holding varied values (NaN and infinities among the
@@ -377,7 +378,7 @@ mod tests {
         let x = to_gpu(device, &array((0..n as i32).collect(), Shape::from([n])));
         let reversed = to_gpu(device, &indices(&(0..n as i32).rev().collect::<Vec<_>>(), &[n]));
         let out = to_host(&WGPU.index_select(&x, 0, &reversed).expect("the GPU kernel runs"));
-        let out = crate::cpu::elements::<i32>("test", &out).expect("host elements");
+        let out = crate::backend::host::elements::<i32>("test", &out).expect("host elements");
         assert!(out.iter().enumerate().all(|(i, &v)| v as usize == n - 1 - i));
     }
 

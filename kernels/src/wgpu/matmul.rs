@@ -193,9 +193,9 @@ mod tests {
         };
         match dtype {
             DType::Int32 => {
-                crate::cpu::array((0..count).map(|_| (next() % 9) as i32 - 4).collect(), Shape::from([count]))
+                crate::backend::host::array((0..count).map(|_| (next() % 9) as i32 - 4).collect(), Shape::from([count]))
             }
-            _ => crate::cpu::array(
+            _ => crate::backend::host::array(
                 (0..count).map(|_| (next() as f32 / (1u32 << 23) as f32) - 1.0).collect(),
                 Shape::from([count]),
             ),

@@ -88,9 +88,9 @@ fn resident<'a>(device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
         return Ok(Cow::Borrowed(x));
     }
     let data = match Kind::of(x.dtype) {
-        Kind::F32 => Buffer::Float32(crate::cpu::elements::<f32>("to", x)?),
-        Kind::I32 => Buffer::Int32(crate::cpu::elements::<i32>("to", x)?),
-        Kind::Bool => Buffer::Bool(crate::cpu::elements::<bool>("to", x)?),
+        Kind::F32 => Buffer::Float32(crate::backend::host::elements::<f32>("to", x)?),
+        Kind::I32 => Buffer::Int32(crate::backend::host::elements::<i32>("to", x)?),
+        Kind::Bool => Buffer::Bool(crate::backend::host::elements::<bool>("to", x)?),
     };
     Ok(Cow::Owned(WGPU.upload(device, data, x.layout.shape.clone())?))
 }
@@ -136,7 +136,7 @@ pub mod testing {
     /// The elements of a host or GPU array as `f64`, in row-major order.
     pub fn values(x: &Array) -> Vec<f64> {
         let host = if x.device().is_cpu() { x.clone() } else { to_host(x) };
-        crate::cpu::elements::<f64>("test", &host).expect("host elements")
+        crate::backend::host::elements::<f64>("test", &host).expect("host elements")
     }
 
     /// A deterministic pseudo-random sequence of `n` integers in `0..m`.

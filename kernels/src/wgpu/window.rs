@@ -166,7 +166,7 @@ mod tests {
     /// The same view of `data`, `shape` with `strides` from `offset`, on the host and the GPU.
     fn viewed(device: Device, data: Vec<f32>, shape: &[usize], strides: &[usize], offset: usize) -> (Array, Array) {
         let count = data.len();
-        let host = crate::cpu::array(data, Shape::from([count]));
+        let host = crate::backend::host::array(data, Shape::from([count]));
         let layout = Layout { shape: Shape::new(shape), strides: strides.iter().copied().collect(), offset };
         (host.with_layout(layout.clone()), to_gpu(device, &host).with_layout(layout))
     }
@@ -283,7 +283,7 @@ mod tests {
     #[test]
     fn integer_inputs_and_mismatched_windows_are_errors() {
         let Some(device) = gpu() else { return };
-        let host = crate::cpu::array(vec![1i32; 4], Shape::from([1, 2, 2]));
+        let host = crate::backend::host::array(vec![1i32; 4], Shape::from([1, 2, 2]));
         let win = window([2, 2], [1, 1], [1, 1], [0, 0], [1, 1]);
         let err = WGPU.max_pool2d(&to_gpu(device, &host), &win).unwrap_err();
         assert_eq!(err.kind(), crate::error::ErrorKind::NotImplemented);

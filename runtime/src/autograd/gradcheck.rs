@@ -296,7 +296,7 @@ fn numel(t: &Tensor) -> Result<usize> {
 
 /// The elements of `t` as float64, in row-major order, read on the host.
 fn values(t: &Tensor) -> Result<Vec<f64>> {
-    crate::cpu::elements::<f64>("gradcheck", &*crate::backend::host::on_host(dense(t)?)?)
+    crate::backend::host::elements::<f64>("gradcheck", &*crate::backend::host::on_host(dense(t)?)?)
 }
 
 /// A new tensor of `values` with `like`'s shape, dtype and device, not requiring grad.

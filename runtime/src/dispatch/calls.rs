@@ -9,9 +9,9 @@ use std::borrow::Cow;
 use super::mode::{dispatch, intercepting};
 use super::schema::tensors_in;
 use super::{Draw, Kernel, Operator, Output, aten};
+use crate::backend::Distribution;
 use crate::backend::{AdamHyperparameters, LstmSaved, SgdHyperparameters};
 use crate::backend::{Array, Binary, Buffer, Device, Reduce, Unary, Window, host};
-use crate::cpu::Distribution;
 use crate::error::{Error, Result};
 use crate::protocol::Route;
 use crate::protocol::rerun::{Current, rerun_current, with_current};
@@ -482,7 +482,7 @@ fn run_draw(
         return device.backend().fill(device, shape, Scalar::Int(0), dtype);
     }
     let generator = generator.cloned().unwrap_or_else(Generator::default_generator);
-    let data = crate::cpu::sample(func, &mut generator.draw(), dist, shape, dtype)?;
+    let data = crate::backend::sample(func, &mut generator.draw(), dist, shape, dtype)?;
     device.backend().upload(device, data, shape.clone())
 }
 
@@ -514,14 +514,14 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
     let host = host::on_host(x)?;
     let inner: usize = x.layout.shape.iter().skip(dim + 1).product();
     let lanes = x.layout.shape.iter().product::<usize>().checked_div(n).unwrap_or(0);
-    let mut positions = crate::cpu::alloc("sort", lanes * k)?;
+    let mut positions = crate::backend::host::alloc("sort", lanes * k)?;
     let values = crate::types::with_dtype!(x.dtype, T => {
-        let data = crate::cpu::elements::<T>("sort", &host)?;
+        let data = host::elements::<T>("sort", &host)?;
         // NaN (the one value unequal to itself) after every number, equal to itself.
         #[allow(clippy::eq_op)]
         let unordered = |v: &T| v != v;
         let order = |a: &T, b: &T| a.partial_cmp(b).unwrap_or_else(|| unordered(a).cmp(&unordered(b)));
-        let mut sorted = crate::cpu::alloc("sort", lanes * k)?;
+        let mut sorted = crate::backend::host::alloc("sort", lanes * k)?;
         sorted.resize(lanes * k, T::default());
         positions.resize(lanes * k, 0i64);
         // Each lane as (value, position) pairs, side by side in memory.
@@ -576,7 +576,7 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
 /// Reads `x` on the host and uploads the positions of its nonzero elements, row-major.
 fn run_nonzero(x: &Dense) -> Result<Array> {
     let host = host::on_host(x)?;
-    let flags: Vec<bool> = crate::types::with_dtype!(x.dtype, T => crate::cpu::elements::<T>("nonzero", &host)?
+    let flags: Vec<bool> = crate::types::with_dtype!(x.dtype, T => host::elements::<T>("nonzero", &host)?
         .iter()
         .map(|v| *v != T::default())
         .collect());
@@ -610,8 +610,8 @@ fn run_embedding_renorm(weight: &Dense, indices: &Dense, max_norm: f64, norm_typ
     let host = host::on_host(indices)?;
     // The indices were checked in range (int64 or int32).
     let mut rows: Vec<usize> = match indices.dtype {
-        DType::Int32 => crate::cpu::elements::<i32>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
-        _ => crate::cpu::elements::<i64>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
+        DType::Int32 => host::elements::<i32>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
+        _ => host::elements::<i64>("embedding_renorm_", &host)?.iter().map(|&i| i as usize).collect(),
     };
     rows.sort_unstable();
     rows.dedup();
@@ -636,7 +636,7 @@ fn run_embedding_renorm(weight: &Dense, indices: &Dense, max_norm: f64, norm_typ
 
 /// `row` scaled to norm `max_norm` (about), in host memory, when its norm exceeds `max_norm`.
 fn scaled_row<T: crate::cpu::Float>(row: &Array, max_norm: f64, norm_type: f64) -> Result<Option<Buffer>> {
-    let values = crate::cpu::elements::<T>("embedding_renorm_", &*host::on_host(row)?)?;
+    let values = host::elements::<T>("embedding_renorm_", &*host::on_host(row)?)?;
     let norm = p_norm(values.iter().map(|v| v.to_f64()), norm_type);
     // A NaN norm or max_norm compares as not greater: that row is left alone, as in PyTorch.
     if norm.partial_cmp(&max_norm) != Some(std::cmp::Ordering::Greater) {

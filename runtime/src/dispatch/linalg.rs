@@ -129,7 +129,7 @@ fn matrices<T: Real>(x: &Dense) -> Result<Vec<Mat<T>>> {
     let shape = &x.layout.shape;
     let (m, n) = (shape[shape.len() - 2], shape[shape.len() - 1]);
     let host = host::on_host(x)?;
-    let values = crate::cpu::elements::<T>("linalg", &host)?;
+    let values = crate::backend::host::elements::<T>("linalg", &host)?;
     let count = shape[..shape.len() - 2].iter().product();
     Ok((0..count).map(|b| Mat::from_fn(m, n, |i, j| values[b * m * n + i * n + j])).collect())
 }
@@ -319,7 +319,7 @@ fn empty_matrices(op: Decomposition, a: &Dense, shapes: &[Shape]) -> Result<Vec<
         let numel = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d));
         let numel =
             numel.ok_or_else(|| Error::runtime_error(format!("{}: the result is too large", operator(op).name())))?;
-        let mut data = crate::cpu::alloc::<f64>(operator(op).name(), numel)?;
+        let mut data = crate::backend::host::alloc::<f64>(operator(op).name(), numel)?;
         data.extend((0..numel).map(|i| if k > 0 && (i % (k * k)).is_multiple_of(k + 1) { 1.0 } else { 0.0 }));
         let buffer = match a.dtype {
             DType::Float32 => Buffer::from_vec(data.into_iter().map(|v| v as f32).collect::<Vec<f32>>()),

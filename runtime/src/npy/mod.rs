@@ -37,8 +37,8 @@ use ndarray::ArrayViewD;
 
 use self::codec::Codec;
 use self::header::{Header, MAGIC, Problem};
+use crate::backend::host;
 use crate::backend::{Array, Buffer, Storage};
-use crate::cpu;
 use crate::error::{Error, Result};
 use crate::tensor::{Dense, Layout, Shape, Tensor, with_dtype};
 
@@ -354,7 +354,7 @@ impl Ctx<'_> {
 
     /// Room for `n` more elements, or an error (never an abort) when memory runs out.
     fn reserve<T>(&self, data: &mut Vec<T>, n: usize) -> Result<()> {
-        crate::cpu::reserve(data, n).map_err(|_| {
+        crate::backend::host::reserve(data, n).map_err(|_| {
             Error::runtime_error(format!(
                 "{}(): not enough memory: you tried to allocate {} elements",
                 self.func,
@@ -381,7 +381,7 @@ impl Ctx<'_> {
         })?;
         writer.write_all(&header).map_err(|e| self.os("cannot write", e))?;
         let host = crate::backend::host::on_host(dense)?;
-        with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| write_elements(writer, view)))?
+        with_dtype!(dense.dtype, T => host::read(&host, |view: ArrayViewD<'_, T>| write_elements(writer, view)))?
             .map_err(|e| self.os("cannot write", e))
     }
 }

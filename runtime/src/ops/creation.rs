@@ -2,9 +2,9 @@
 //! listed by `get_ignored_functions`, as PyTorch's are) but still have handles, to call them by
 //! name; the `*_like` ones take a tensor and are overridable.
 
+use crate::backend::host::cast;
 use crate::backend::host::check_dtype;
 use crate::backend::{Buffer, Device};
-use crate::cpu::cast;
 use crate::error::{Error, Result, bail};
 use crate::ops::IntList;
 use crate::protocol::Relevant;
@@ -19,7 +19,7 @@ fn filled_vec<T: Element>(func: &str, shape: &Shape, value: T) -> Result<Vec<T>>
     check_size(func, shape, T::DTYPE)?;
     let n = shape.numel();
     let mut data = Vec::new();
-    crate::cpu::reserve_exact(&mut data, n).map_err(|_| too_large(func, shape))?;
+    crate::backend::host::reserve_exact(&mut data, n).map_err(|_| too_large(func, shape))?;
     data.resize(n, value);
     Ok(data)
 }

@@ -18,12 +18,12 @@ pub(crate) fn positions(device: Device, values: impl ExactSizeIterator<Item = i6
     let shape = Shape::from([values.len()]);
     let data = match device.index_dtype() {
         DType::Int64 => {
-            let mut data = crate::cpu::alloc("positions", values.len())?;
+            let mut data = crate::backend::host::alloc("positions", values.len())?;
             data.extend(values);
             Buffer::from_vec(data)
         }
         _ => {
-            let mut data = crate::cpu::alloc("positions", values.len())?;
+            let mut data = crate::backend::host::alloc("positions", values.len())?;
             data.extend(values.map(|v| v as i32));
             Buffer::from_vec(data)
         }
@@ -518,9 +518,9 @@ fn put(
                 .map(|j| Ok(primitive::item(&picked.select(0, j as i64)?)?.to_i64()))
                 .collect::<Result<_>>()?
         } else {
-            crate::cpu::elements::<i64>(func, &*crate::backend::host::on_host(picked.data(func, "index")?)?)?
+            crate::backend::host::elements::<i64>(func, &*crate::backend::host::on_host(picked.data(func, "index")?)?)?
         };
-        let mut written: Vec<bool> = crate::cpu::alloc(func, n)?;
+        let mut written: Vec<bool> = crate::backend::host::alloc(func, n)?;
         written.resize(n, false);
         let mut kept = Vec::new();
         for (j, &p) in at.iter().enumerate().rev() {

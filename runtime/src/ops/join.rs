@@ -161,7 +161,7 @@ fn split_impl(func: &str, (name, t): (&str, &Tensor), how: &SplitSize, dim: i64)
         }
     };
     let mut starts = Vec::new();
-    crate::cpu::reserve_exact(&mut starts, count)
+    crate::backend::host::reserve_exact(&mut starts, count)
         .map_err(|_| Error::runtime_error(format!("{func}(): too many pieces ({count})")))?;
     let mut start = 0;
     for i in 0..count {
@@ -190,7 +190,7 @@ fn chunk_impl(func: &str, (name, t): (&str, &Tensor), chunks: i64, dim: i64) -> 
     if size == 0 {
         // As many empty pieces as asked for, as PyTorch gives.
         let mut sections = Vec::new();
-        crate::cpu::reserve_exact(&mut sections, chunks)
+        crate::backend::host::reserve_exact(&mut sections, chunks)
             .map_err(|_| Error::runtime_error(format!("{func}(): too many chunks")))?;
         sections.resize(chunks, 0);
         return split_impl(func, (name, t), &SplitSize::Sections(sections), dim);

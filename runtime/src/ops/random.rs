@@ -4,8 +4,8 @@
 //! ([`manual_seed`](crate::manual_seed) reseeds it).
 
 use crate::backend::Device;
+use crate::backend::Distribution;
 use crate::backend::host::check_dtype;
-use crate::cpu::Distribution;
 use crate::error::{Result, bail};
 use crate::tensor::{DType, Generator, Shape, Tensor};
 use crate::testing::{bools, f32s, i64s, sample};

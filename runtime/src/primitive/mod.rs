@@ -596,7 +596,7 @@ pub(crate) fn upload(device: Device, data: Buffer, shape: Shape) -> Result<Tenso
 /// default one; `like` is the tensor `uniform_` fills, whose shape, dtype and device they take.
 pub(crate) fn draw(
     func: &str,
-    dist: crate::cpu::Distribution,
+    dist: crate::backend::Distribution,
     placement: (&Shape, DType, Device),
     generator: Option<&crate::tensor::Generator>,
     like: Option<&Tensor>,

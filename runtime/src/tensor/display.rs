@@ -4,7 +4,7 @@
 use ndarray::{ArrayViewD, Axis};
 
 use super::{Body, DType, Dense, Element, Tensor, with_dtype};
-use crate::cpu;
+use crate::backend::host;
 use crate::protocol::TensorLike;
 
 /// Elements before a tensor is summarized with `...` (`PRINT_OPTS.threshold`).
@@ -76,7 +76,7 @@ fn render(dense: &Dense, prefix: &str, precision: usize) -> String {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
         let text = crate::backend::host::on_host(dense).and_then(
-            |host| with_dtype!(dense.dtype, T => cpu::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent, precision))),
+            |host| with_dtype!(dense.dtype, T => host::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent, precision))),
         );
         text.unwrap_or_else(|e| format!("<elements not readable: {e}>"))
     };

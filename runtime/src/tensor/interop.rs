@@ -10,7 +10,7 @@ use std::sync::Arc;
 use ndarray::{Array, ArrayD, ArrayViewD, Dimension, IxDyn, ShapeBuilder};
 
 use super::{Body, Buffer, DType, Dense, Element, Layout, Shape, Storage, Tensor};
-use crate::cpu;
+use crate::backend::host;
 use crate::error::{Error, Result};
 
 crate::overrides::ignored! {
@@ -166,7 +166,7 @@ impl Tensor {
     pub fn with_ndarray_view<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
         let dense = self.data("with_ndarray_view", "self")?;
         check_dtype::<T>(dense.dtype, "with_ndarray_view")?;
-        cpu::read(&*crate::backend::host::on_host(dense)?, f)
+        host::read(&*crate::backend::host::on_host(dense)?, f)
     }
 }
 
@@ -207,8 +207,8 @@ fn check_dtype<T: Element>(dtype: DType, func: &str) -> Result<()> {
 
 /// A row-major copy of `dense` (whose dtype is `T` and ndim `D`'s) as an array.
 fn copied<T: Element, D: Dimension>(dense: &Dense, func: &str) -> Result<Array<T, D>> {
-    let data = cpu::read(&*crate::backend::host::on_host(dense)?, |v: ArrayViewD<'_, T>| {
-        let mut data = cpu::alloc(func, v.len())?;
+    let data = host::read(&*crate::backend::host::on_host(dense)?, |v: ArrayViewD<'_, T>| {
+        let mut data = host::alloc(func, v.len())?;
         data.extend(v.iter().copied());
         Ok::<_, Error>(data)
     })??;

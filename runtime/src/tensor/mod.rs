@@ -433,7 +433,7 @@ impl Tensor {
                 T::DTYPE
             )));
         }
-        crate::cpu::elements::<T>("to_vec", &*crate::backend::host::on_host(dense)?)
+        crate::backend::host::elements::<T>("to_vec", &*crate::backend::host::on_host(dense)?)
     }
 }
 
@@ -443,7 +443,7 @@ impl ToValue for Tensor {
     fn to_value(&self) -> Value {
         if let Body::Dense(d) = &*self.body
             && d.wrapped_number
-            && let Ok(number) = crate::cpu::read_scalar(d)
+            && let Ok(number) = crate::backend::host::read_scalar(d)
         {
             return number.to_value();
         }

@@ -18,7 +18,7 @@ fn averaging(out: usize, size: usize, dtype: DType, device: Device) -> Result<Te
     let Some(n) = out.checked_mul(size).filter(|&n| n <= isize::MAX as usize / 8) else {
         bail!(Runtime, "adaptive_avg_pool2d(): a {out} x {size} averaging matrix is larger than memory can hold");
     };
-    let mut weights = crate::cpu::alloc::<f64>("adaptive_avg_pool2d", n)?;
+    let mut weights = crate::backend::host::alloc::<f64>("adaptive_avg_pool2d", n)?;
     weights.resize(n, 0.0);
     let (o, z) = (out as u128, size as u128);
     for i in 0..out {

@@ -150,7 +150,7 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
     // Constants computed on the host, in `x`'s dtype on its device; collected into a fallible
     // buffer, so a huge size is an error rather than an abort.
     let constants = |values: &mut dyn Iterator<Item = f64>, shape: Shape| -> Result<Tensor> {
-        let mut host = crate::cpu::alloc("interpolate", shape.checked_numel().unwrap_or(usize::MAX))?;
+        let mut host = crate::backend::host::alloc("interpolate", shape.checked_numel().unwrap_or(usize::MAX))?;
         host.extend(values);
         primitive::transfer(&primitive::copy(&Tensor::from_vec(host, shape)?, dtype)?, device, dtype)
     };

@@ -1,7 +1,7 @@
 //! The functional forms of common layers: `linear`, `layer_norm`, `embedding` and `dropout`.
 
 use crate::backend::Binary;
-use crate::cpu::Distribution;
+use crate::backend::Distribution;
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
 use crate::ops::indexing::out_of_range;
