@@ -25,6 +25,37 @@ fn backward_accumulates_into_leaves() {
     assert!(x.grad().unwrap().is_none());
 }
 
+/// As PyTorch's `AccumulateGrad`: a later gradient is added into the gradient's memory (a handle
+/// taken before sees the sum, and the write counts as a version), except under `create_graph`,
+/// which makes a new tensor; the first gradient never aliases a tensor the caller holds.
+#[test]
+fn accumulation_adds_into_the_gradient_in_place_except_under_create_graph() {
+    let x = leaf(&[1.0, 1.0, 1.0]);
+    (&x * 2.0).unwrap().sum().unwrap().backward().unwrap();
+    let first = x.grad().unwrap().unwrap();
+    let (ptr, version) = (first.data_ptr().unwrap(), first.array().unwrap().storage.version());
+    (&x * 3.0).unwrap().sum().unwrap().backward().unwrap();
+    assert_eq!(first.to_vec::<f64>().unwrap(), [5.0, 5.0, 5.0], "the earlier handle sees the sum");
+    assert_eq!(x.grad().unwrap().unwrap().data_ptr().unwrap(), ptr, "the same memory");
+    assert_eq!(first.array().unwrap().storage.version(), version + 1);
+
+    let x = leaf(&[1.0, 1.0, 1.0]);
+    (&x * 2.0).unwrap().sum().unwrap().backward_with(None, None, true, None).unwrap();
+    let first = x.grad().unwrap().unwrap();
+    (&x * 3.0).unwrap().sum().unwrap().backward_with(None, None, true, None).unwrap();
+    assert_eq!(first.to_vec::<f64>().unwrap(), [2.0, 2.0, 2.0], "create_graph adds out of place");
+    assert_eq!(grad_of(&x), [5.0, 5.0, 5.0]);
+
+    // The gradient handed to backward reaches the leaf unchanged through `clone`, but the leaf
+    // gets its own copy while the caller holds it.
+    let x = leaf(&[1.0, 1.0, 1.0]);
+    let g = torchfn::ones([3], DType::Float64, None).unwrap();
+    x.clone().backward_with(Some(&g), None, false, None).unwrap();
+    g.add_(&g, 1).unwrap();
+    assert_eq!(grad_of(&x), [1.0, 1.0, 1.0]);
+    assert_ne!(x.grad().unwrap().unwrap().data_ptr().unwrap(), g.data_ptr().unwrap());
+}
+
 #[test]
 fn nodes_are_named_like_pytorch_and_link_to_their_inputs() {
     let (a, b) = (leaf(&[1.0]), leaf(&[2.0]));

@@ -364,8 +364,11 @@ fn add_into(buffers: &mut Map<Key, Vec<Option<Tensor>>>, edge: &Edge, grad: Tens
     Ok(())
 }
 
-/// A leaf's gradient: its hooks run, then it is added to `grad` (a fresh contiguous tensor the
-/// first time, so the leaf owns its gradient), then its post-accumulate hooks run on the leaf.
+/// A leaf's gradient: its hooks run, then it is added to `grad`, then its post-accumulate hooks
+/// run on the leaf. As PyTorch's `AccumulateGrad`: the first gradient is kept when nothing else
+/// holds it and copied otherwise (so the leaf owns its gradient, a fresh contiguous tensor), and
+/// outside `create_graph` later ones are added into the gradient's memory (`grad += new`, which
+/// a handle to the gradient sees), so accumulating allocates nothing.
 fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()> {
     for hook in meta::leaf_hooks(leaf) {
         if let Some(replaced) = hook(&grad)? {
@@ -374,13 +377,17 @@ fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()>
     }
     let sum = match meta::take_grad(leaf) {
         Some(old) => {
-            let sum = primitive::add(&old, &grad);
+            let sum = match !create_graph && adds_in_place(&old, &grad) {
+                true => primitive::add_into(&old, &grad).map(|()| old.clone()),
+                false => primitive::add(&old, &grad),
+            };
             if sum.is_err() {
                 meta::set_grad(leaf, Some(old));
             }
             sum?
         }
         None if create_graph => grad,
+        None if grad.is_sole_owner() && !meta::requires_grad(&grad) => grad,
         None => primitive::copy(&grad, grad.dtype()?)?,
     };
     meta::set_grad(leaf, Some(sum));
@@ -393,6 +400,14 @@ fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()>
         }
     }
     Ok(())
+}
+
+/// Whether `new` can be added into `grad`'s memory: plain tensors (not wrappers, whose hooks
+/// decide where their values live) of one shape and dtype.
+fn adds_in_place(grad: &Tensor, new: &Tensor) -> bool {
+    !grad.is_wrapper()
+        && !new.is_wrapper()
+        && grad.dense().zip(new.dense()).is_some_and(|(g, n)| g.dtype == n.dtype && g.layout.shape == n.layout.shape)
 }
 
 /// A node ready to run; the heap gives the latest recorded first.

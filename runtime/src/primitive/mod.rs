@@ -626,6 +626,14 @@ pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
     binary(a, b, Binary::Add(Scalar::Int(1)), dtype, None)
 }
 
+/// `target += source` in place, in `target`'s dtype (a gradient accumulated outside
+/// `create_graph`): computed into `target`'s memory when the kernel can, else copied there.
+pub(crate) fn add_into(target: &Tensor, source: &Tensor) -> Result<()> {
+    let dtype = data(target, "add_")?.dtype;
+    let sum = binary(target, source, Binary::Add(Scalar::Int(1)), dtype, Some(target))?;
+    write("add_", target, &sum)
+}
+
 /// The dtype `a op b` computes in, by PyTorch's promotion.
 pub(crate) fn promoted(a: &Tensor, b: &Tensor) -> Result<DType> {
     Ok(crate::tensor::result_type([data(a, "promote")?.participant(), data(b, "promote")?.participant()]))

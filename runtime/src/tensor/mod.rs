@@ -197,6 +197,22 @@ impl Tensor {
 
     /// The data, for a dense tensor.
     #[inline]
+    /// Whether this handle is the only way to reach its memory: a plain tensor, no other handle
+    /// to its body (strong or weak), no view of it, no other tensor on its storage, and that
+    /// storage all its own (contiguous from the start). Its owner may then keep it instead of
+    /// copying it, as PyTorch's `AccumulateGrad` steals a gradient nobody else holds.
+    pub(crate) fn is_sole_owner(&self) -> bool {
+        let Body::Dense(d) = &*self.body else { return false };
+        std::ptr::eq(self.class, Tensor::class())
+            && Arc::strong_count(&self.body) == 1
+            && Arc::weak_count(&self.body) == 0
+            && d.base.is_none()
+            && !d.wrapped_number
+            && Arc::strong_count(&d.array.storage) == 1
+            && d.array.layout.offset == 0
+            && d.array.layout.is_contiguous()
+    }
+
     pub(crate) fn dense(&self) -> Option<&Dense> {
         match &*self.body {
             Body::Dense(dense) => Some(dense),
