@@ -49,9 +49,9 @@ pub use function::{
     Ctx, FromSlots, Function, FunctionInputs, FunctionOutput, Names, Outputs, SaveSlot, SaveTensors, Slot,
 };
 pub use gradcheck::{GradcheckOptions, gradcheck, gradgradcheck};
-// What a module's `to(device)` marks on the parameters it leaves behind (`torchfn-nn`).
 pub(crate) use graph::{Backward, Edge, Node, OutputMeta, SavedTensor};
 pub(crate) use meta::Meta;
+// What a module's `to(device)` marks on the parameters it leaves behind (`torchfn-nn`).
 #[doc(hidden)]
 pub use meta::set_moved_to;
 pub use mode::{GradModeGuard, enable_grad, is_grad_enabled, no_grad, set_grad_enabled};

@@ -514,14 +514,14 @@ fn run_sort(x: &Dense, dim: usize, descending: bool, keep: Option<usize>) -> Res
     let host = host::on_host(x)?;
     let inner: usize = x.layout.shape.iter().skip(dim + 1).product();
     let lanes = x.layout.shape.iter().product::<usize>().checked_div(n).unwrap_or(0);
-    let mut positions = crate::backend::host::alloc("sort", lanes * k)?;
+    let mut positions = host::alloc("sort", lanes * k)?;
     let values = crate::types::with_dtype!(x.dtype, T => {
         let data = host::elements::<T>("sort", &host)?;
         // NaN (the one value unequal to itself) after every number, equal to itself.
         #[allow(clippy::eq_op)]
         let unordered = |v: &T| v != v;
         let order = |a: &T, b: &T| a.partial_cmp(b).unwrap_or_else(|| unordered(a).cmp(&unordered(b)));
-        let mut sorted = crate::backend::host::alloc("sort", lanes * k)?;
+        let mut sorted = host::alloc("sort", lanes * k)?;
         sorted.resize(lanes * k, T::default());
         positions.resize(lanes * k, 0i64);
         // Each lane as (value, position) pairs, side by side in memory.

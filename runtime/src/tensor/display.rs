@@ -75,8 +75,8 @@ fn render(dense: &Dense, prefix: &str, precision: usize) -> String {
         if dense.dtype != crate::types::get_default_dtype() && !matches!(dense.dtype, DType::Int64 | DType::Bool) {
             suffixes.push(format!("dtype={}", dense.dtype));
         }
-        let text = crate::backend::host::on_host(dense).and_then(
-            |host| with_dtype!(dense.dtype, T => host::read(&host, |view: ArrayViewD<'_, T>| body_str(view, indent, precision))),
+        let text = host::on_host(dense).and_then(
+            |array| with_dtype!(dense.dtype, T => host::read(&array, |view: ArrayViewD<'_, T>| body_str(view, indent, precision))),
         );
         text.unwrap_or_else(|e| format!("<elements not readable: {e}>"))
     };

@@ -166,7 +166,7 @@ impl Tensor {
     pub fn with_ndarray_view<T: Element, R>(&self, f: impl FnOnce(ArrayViewD<'_, T>) -> R) -> Result<R> {
         let dense = self.data("with_ndarray_view", "self")?;
         check_dtype::<T>(dense.dtype, "with_ndarray_view")?;
-        host::read(&*crate::backend::host::on_host(dense)?, f)
+        host::read(&*host::on_host(dense)?, f)
     }
 }
 
@@ -207,7 +207,7 @@ fn check_dtype<T: Element>(dtype: DType, func: &str) -> Result<()> {
 
 /// A row-major copy of `dense` (whose dtype is `T` and ndim `D`'s) as an array.
 fn copied<T: Element, D: Dimension>(dense: &Dense, func: &str) -> Result<Array<T, D>> {
-    let data = host::read(&*crate::backend::host::on_host(dense)?, |v: ArrayViewD<'_, T>| {
+    let data = host::read(&*host::on_host(dense)?, |v: ArrayViewD<'_, T>| {
         let mut data = host::alloc(func, v.len())?;
         data.extend(v.iter().copied());
         Ok::<_, Error>(data)
