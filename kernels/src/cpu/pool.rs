@@ -1,15 +1,19 @@
-//! Reuse of large freed buffers. A buffer of a megabyte or more goes back here when its last
+//! Reuse of large freed buffers. A buffer of 128 KiB or more goes back here when its last
 //! tensor is dropped, and the next result of the same dtype and a close size takes it: its
-//! pages are already mapped, so writing the result costs no page faults (a fresh allocation of
-//! that size is a fresh `mmap`, and faulting its pages in costs more than the operation).
+//! pages are already mapped, so writing the result costs no page faults (glibc serves such sizes
+//! with a fresh `mmap`, or from heap memory it trims back to the system on a later free, and
+//! faulting the pages in costs more than the operation: an add of two 256 × 784 float32
+//! tensors into a result of 784 KiB took 70-82 µs when it chained on its previous result with a
+//! 1 MiB threshold, 26-27 µs with this one).
 
 use parking_lot::Mutex;
 
 use crate::backend::Buffer;
 use crate::types::Element;
 
-/// Buffers smaller than this are left to the allocator, which recycles them well.
-const MIN_BYTES: usize = 1 << 20;
+/// Buffers smaller than this are left to the allocator, which recycles them well (glibc's
+/// default threshold for serving an allocation with `mmap`).
+const MIN_BYTES: usize = 1 << 17;
 /// The pool never holds more than this; the oldest buffers go first.
 const MAX_BYTES: usize = 1 << 30;
 
