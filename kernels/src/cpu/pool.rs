@@ -59,8 +59,10 @@ mod tests {
 
     #[test]
     fn large_buffers_come_back_and_small_ones_do_not() {
-        // f64 buffers of an odd size no other test uses, so parallel tests do not take them.
-        let n = (MIN_BYTES / 8) + 12345;
+        // f64 buffers of an odd size (24 MB) no other test uses, so parallel tests do not take
+        // them.
+        let n = 3_000_017;
+        assert!(n * 8 >= MIN_BYTES);
         let data = vec![7.0f64; n];
         let ptr = data.as_ptr();
         give(Buffer::from_vec(data));
