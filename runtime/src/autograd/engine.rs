@@ -378,7 +378,7 @@ fn accumulate(leaf: &Tensor, mut grad: Tensor, create_graph: bool) -> Result<()>
     let sum = match meta::take_grad(leaf) {
         Some(old) => {
             let sum = match !create_graph && adds_in_place(&old, &grad) {
-                true => primitive::add_into(&old, &grad).map(|()| old.clone()),
+                true => primitive::add_(&old, &grad).map(|()| old.clone()),
                 false => primitive::add(&old, &grad),
             };
             if sum.is_err() {

@@ -628,7 +628,7 @@ pub(crate) fn add(a: &Tensor, b: &Tensor) -> Result<Tensor> {
 
 /// `target += source` in place, in `target`'s dtype (a gradient accumulated outside
 /// `create_graph`): computed into `target`'s memory when the kernel can, else copied there.
-pub(crate) fn add_into(target: &Tensor, source: &Tensor) -> Result<()> {
+pub(crate) fn add_(target: &Tensor, source: &Tensor) -> Result<()> {
     let dtype = data(target, "add_")?.dtype;
     let sum = binary(target, source, Binary::Add(Scalar::Int(1)), dtype, Some(target))?;
     write("add_", target, &sum)
