@@ -110,7 +110,7 @@ fn print_table() {
     let theirs = pytorch("bench/pytorch_half.py");
     let pytorch_ns = |key: &str| theirs.as_ref().and_then(|p| p[key].as_f64()).unwrap_or(f64::NAN);
     let time = |t: f64| if t < 1e4 { format!("{t:.0} ns") } else { format!("{:.2} ms", t / 1e6) };
-    println!("\n{} threads; {}\n", rayon::current_num_threads(), common::processor());
+    println!("\n{} threads; {}\n", torchfn::get_num_threads(), common::processor());
     println!(
         "| operation | dtype | time | rate | of float32's | PyTorch (same sitting) | PyTorch's of float32's | torchfn / PyTorch time |"
     );

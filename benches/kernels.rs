@@ -14,9 +14,9 @@ use common::{mean_ns, pytorch};
 use std::hint::black_box;
 
 use criterion::Criterion;
-use rayon::prelude::*;
 use torchfn::nn::functional as F;
 use torchfn::prelude::*;
+use torchfn_kernels::cpu::threads;
 
 const N: usize = 10_000_000;
 const CHUNK: usize = 1 << 16;
@@ -166,24 +166,24 @@ fn benches(c: &mut Criterion) {
     g.sample_size(20);
     g.bench_function("baseline_add", |x| {
         x.iter(|| {
-            vc.par_chunks_mut(CHUNK).zip(va.par_chunks(CHUNK)).zip(vb.par_chunks(CHUNK)).for_each(|((c, a), b)| {
+            threads::for_each(vc.chunks_mut(CHUNK).zip(va.chunks(CHUNK)).zip(vb.chunks(CHUNK)), |((c, a), b)| {
                 c.iter_mut().zip(a).zip(b).for_each(|((c, a), b)| *c = a + b);
             })
         })
     });
     g.bench_function("baseline_copy", |x| {
-        x.iter(|| vc.par_chunks_mut(CHUNK).zip(va.par_chunks(CHUNK)).for_each(|(c, a)| c.copy_from_slice(a)))
+        x.iter(|| threads::for_each(vc.chunks_mut(CHUNK).zip(va.chunks(CHUNK)), |(c, a)| c.copy_from_slice(a)))
     });
     g.bench_function("baseline_read", |x| {
         x.iter(|| {
             black_box(
-                va.par_chunks(CHUNK)
-                    .map(|a| {
-                        let mut acc = [0.0f32; 16];
-                        a.chunks_exact(16).for_each(|c| acc.iter_mut().zip(c).for_each(|(s, v)| *s += v));
-                        acc.iter().sum::<f32>()
-                    })
-                    .sum::<f32>(),
+                threads::map(va.chunks(CHUNK), |a| {
+                    let mut acc = [0.0f32; 16];
+                    a.chunks_exact(16).for_each(|c| acc.iter_mut().zip(c).for_each(|(s, v)| *s += v));
+                    acc.iter().sum::<f32>()
+                })
+                .iter()
+                .sum::<f32>(),
             )
         })
     });
@@ -225,7 +225,7 @@ fn print_table() {
     let baseline =
         |kind: &str| rate(&format!("kernels/baseline_{kind}"), ROWS.iter().find(|r| r.0.ends_with(kind)).unwrap().2);
     let theirs = pytorch("bench/pytorch_kernels.py");
-    println!("\n{} threads; {}\n", rayon::current_num_threads(), common::processor());
+    println!("\n{} threads; {}\n", torchfn::get_num_threads(), common::processor());
     println!("| operation | time | rate | of baseline | target | PyTorch (same sitting) | torchfn / PyTorch time |");
     println!("|---|---:|---:|---:|---|---:|---:|");
     for &(id, what, amount, unit, target, key) in ROWS {

@@ -73,6 +73,7 @@ pub use tensor::{
     ById, DEFAULT_SEED, DType, Dims, Element, Generator, Index, IndexItem, ReduceDims, Scalar, Shape, Tensor,
     TensorData, initial_seed, manual_seed, seed,
 };
+pub use torchfn_kernels::cpu::threads::{get_num_threads, set_num_threads};
 pub use torchfn_macros::{DuckTensor, TensorSubclass, dispatcher, implements, torch_function};
 pub use types::{DefaultDTypeGuard, default_dtype, get_default_dtype, half, set_default_dtype};
 pub use value::{Arg, FromValue, Kwargs, Object, Returns, Slice, ToValue, Value};

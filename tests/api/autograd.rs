@@ -112,10 +112,14 @@ fn no_grad_records_nothing_and_is_per_thread() {
         let _guard = no_grad();
         assert!(!autograd::is_grad_enabled());
         assert!(!(&x * 2.0).unwrap().requires_grad().unwrap());
-        // Another thread starts with grad mode on, rayon's workers too.
+        // Another thread starts with grad mode on, the kernels' workers too.
         std::thread::spawn(|| assert!(autograd::is_grad_enabled())).join().unwrap();
-        let pool = rayon::ThreadPoolBuilder::new().num_threads(1).build().unwrap();
-        assert!(pool.install(autograd::is_grad_enabled));
+        // A kernel's calls run on this thread (grad mode off) and on the workers (on).
+        let seen = torchfn_kernels::cpu::threads::map(0..64, |_| {
+            let worker = std::thread::current().name().is_some_and(|n| n.starts_with("torchfn-cpu"));
+            (worker, autograd::is_grad_enabled())
+        });
+        assert!(seen.into_iter().all(|(worker, on)| worker == on));
         let _on = autograd::enable_grad();
         assert!((&x * 2.0).unwrap().requires_grad().unwrap());
     }

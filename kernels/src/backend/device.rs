@@ -26,7 +26,7 @@ pub struct Device {
 }
 
 impl Device {
-    /// The CPU (host memory, computed with ndarray and rayon).
+    /// The CPU (host memory, computed with ndarray on the CPU kernels' threads).
     pub const CPU: Device = Device { backend: &crate::cpu::CPU, index: 0 };
 
     /// The meta device (`torch.device("meta")`): tensors with shapes, dtypes and strides and

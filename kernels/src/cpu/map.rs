@@ -3,8 +3,6 @@
 //! loop (or a repeated element, or a strided one) which the compiler vectorises, with AVX2 and
 //! FMA where the processor has them, and large outputs are split across threads.
 
-use rayon::prelude::*;
-
 use crate::backend::Array;
 use crate::error::{Error, Result};
 use crate::types::{Element, Layout, Shape, with_dtype};
@@ -109,7 +107,7 @@ fn chunked<U: Send>(out: &mut [U], body: impl Fn(usize, &mut [U]) + Sync) {
     if out.len() < 2 * GRAIN {
         run(0, out);
     } else {
-        out.par_chunks_mut(GRAIN).enumerate().for_each(|(i, chunk)| run(i * GRAIN, chunk));
+        super::threads::for_each(out.chunks_mut(GRAIN).enumerate(), |(i, chunk)| run(i * GRAIN, chunk));
     }
 }
 

@@ -1,5 +1,5 @@
 //! The CPU backend: the kernel families of [`Backend`] on host memory, with ndarray for
-//! layouts and rayon for large loops. Registered in [`BACKENDS`](crate::backend::BACKENDS)
+//! layouts and [`threads`] for large loops. Registered in [`BACKENDS`](crate::backend::BACKENDS)
 //! like any other backend.
 
 mod binary;
@@ -15,6 +15,7 @@ mod reduce;
 mod sgemm;
 mod softmax;
 mod strided;
+pub mod threads;
 mod unary;
 mod vector_math;
 mod window;
@@ -122,7 +123,7 @@ impl Backend for Cpu {
     }
 
     fn describe(&self, _: usize) -> String {
-        format!("CPU ({} threads)", rayon::current_num_threads())
+        format!("CPU ({} threads)", threads::get_num_threads())
     }
 
     fn supports(&self, _: DType) -> bool {
@@ -411,8 +412,8 @@ fn matmul<T: Element>(a: &Array, b: &Array, batch: &Shape, product: Product<T>) 
             let k = a.layout.shape[a.layout.ndim() - 1];
             let chunk = (n * m).max(1);
             if count > 1 && count.saturating_mul(n * m).saturating_mul(k) >= BATCH_PARALLEL_MIN {
-                use rayon::prelude::*;
-                starts.par_iter().zip(out.par_chunks_exact_mut(chunk)).try_for_each(product)
+                let results = threads::map(starts.iter().zip(out.chunks_exact_mut(chunk)), product);
+                results.into_iter().collect()
             } else {
                 starts.iter().zip(out.chunks_exact_mut(chunk)).try_for_each(product)
             }

@@ -2,8 +2,6 @@
 //! `_fused_adam_`, `_fused_adamw_` and `_fused_sgd_` on the CPU) instead of one per operation
 //! of the step.
 
-use rayon::prelude::*;
-
 use super::map::vectorised;
 use crate::backend::{AdamArrays, AdamStep, Array, SgdArrays, SgdStep};
 use crate::error::{Error, Result};
@@ -236,7 +234,7 @@ fn over_chunks<S: Stored>(
         chunk.extend(per_array[1..].iter_mut().filter_map(|c| c.next()));
         chunks.push(chunk);
     }
-    chunks.into_par_iter().for_each(|mut chunk| {
+    super::threads::for_each(chunks, |mut chunk| {
         let in_place: Option<Vec<&mut [S::Wide]>> = chunk.iter_mut().map(|c| S::computes_in_place(c)).collect();
         match in_place {
             Some(mut slices) => body(&mut slices),

@@ -2,7 +2,6 @@
 //! dimensions are moved last, so each output element reduces one contiguous lane.
 
 use ndarray::{ArrayD, IxDyn};
-use rayon::prelude::*;
 
 use crate::backend::{Array, Reduce, Scan};
 use crate::error::Result;
@@ -153,7 +152,7 @@ fn lanes<T: Element, A: Element>(x: &Array, reduced: &[usize], f: impl Fn(&[T]) 
         if lane == 0 {
             out.resize(count, f(&[]));
         } else if data.len() >= 2 * GRAIN {
-            data.par_chunks(lane).map(&f).collect_into_vec(&mut out);
+            out.extend(super::threads::map(data.chunks(lane), f));
         } else {
             out.extend(data.chunks(lane).map(&f));
         }
@@ -176,7 +175,9 @@ fn fold<T: Element>(
     }
     with_lanes(x, reduced, |data, lane, kept| -> Result<Array> {
         let part = |part: &[T]| vectorised(|| f(part));
-        let split = |lane: &[T]| lane.par_chunks(GRAIN).map(part).reduce_with(&combine).unwrap_or_else(|| f(&[]));
+        let split = |lane: &[T]| {
+            super::threads::map(lane.chunks(GRAIN), part).into_iter().reduce(&combine).unwrap_or_else(|| f(&[]))
+        };
         let mut out = alloc("reduce", data.len() / lane)?;
         out.extend(data.chunks(lane).map(split));
         Ok(array(out, kept))

@@ -17,7 +17,7 @@
 //!   pulled into L2 meanwhile; `b` is packed once for as many columns as [`PACKED_B_FLOATS`]
 //!   allows;
 //! - **threads** ([`tiles`]): `out` is cut into tiles of whole micro-tiles, a few per thread
-//!   of rayon's pool, each packing its own rows of `a` and reading the shared packed `b`
+//!   of the CPU's [`threads`], each packing its own rows of `a` and reading the shared packed `b`
 //!   (a product of a few dozen rows is cut along its columns only, and its tiles share one
 //!   packing of `a`: [`sweep_columns`]);
 //!   products under [`PARALLEL_MIN`] multiply-adds stay on the calling thread.
@@ -41,10 +41,9 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Mutex;
 
-use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
-use rayon::prelude::*;
-
 use super::Instructions;
+use super::threads;
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
 /// The most rows of a tile: its packed rows of `a` are at most `MC × KC` floats (384 KiB).
 const MC: usize = 96;
@@ -146,14 +145,14 @@ pub fn matmul_bf16(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut Arr
     // the end). `a`'s pairs are neighbours along its rows; `b`'s, the same column of two rows.
     let half = k.div_ceil(2);
     let mut a2 = vec![0.0f32; m * half];
-    a2.par_chunks_mut(half.max(1)).enumerate().for_each(|(i, out)| {
+    threads::for_each(a2.chunks_mut(half.max(1)).enumerate(), |(i, out)| {
         let row = a.row(i);
         for (p, o) in out.iter_mut().enumerate() {
             *o = pair(row[2 * p], row.get(2 * p + 1).copied().unwrap_or(0.0));
         }
     });
     let mut b2 = vec![0.0f32; half * n];
-    b2.par_chunks_mut(n.max(1)).enumerate().for_each(|(p, out)| {
+    threads::for_each(b2.chunks_mut(n.max(1)).enumerate(), |(p, out)| {
         let low = b.row(2 * p);
         match b.get((2 * p + 1, 0)).map(|_| b.row(2 * p + 1)) {
             Some(high) => out.iter_mut().zip(low).zip(high).for_each(|((o, &x), &y)| *o = pair(x, y)),
@@ -266,7 +265,7 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
 
 /// How many threads a product of `m·n·k` multiply-adds runs on.
 fn threads_for(m: usize, n: usize, k: usize) -> usize {
-    if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { rayon::current_num_threads() } else { 1 }
+    if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { threads::get_num_threads() } else { 1 }
 }
 
 /// `out = a @ b` for `b` already packed (all of `out`'s columns), on `threads` threads.
@@ -286,7 +285,7 @@ fn sweep<K: Kernel>(
     } else if tiles.iter().all(|tile| tile.rows.len() == m) {
         sweep_columns(cpu, a, b_packed, blocks, tiles);
     } else {
-        tiles.into_par_iter().for_each(run);
+        threads::for_each(tiles, run);
     }
 }
 
@@ -306,15 +305,15 @@ fn sweep_columns<K: Kernel>(
     for p in 0..blocks.count {
         let steps = blocks.range(p);
         let a_packed = aligned(&mut buf, m.div_ceil(mr) * mr * steps.len());
-        a_packed.par_chunks_mut(mr * steps.len()).enumerate().for_each(|(i, panel)| {
+        threads::for_each(a_packed.chunks_mut(mr * steps.len()).enumerate(), |(i, panel)| {
             let rows = i * mr..((i + 1) * mr).min(m);
             // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
             unsafe { pack_a(cpu.avx2(), a, rows, steps.clone(), mr, panel) }
         });
         let a_packed = &*a_packed;
-        tiles
-            .par_iter_mut()
-            .for_each(|tile| sweep_panels(cpu, a_packed, b_packed, blocks, p, tile.panels.clone(), &mut tile.out));
+        threads::for_each(tiles.iter_mut(), |tile| {
+            sweep_panels(cpu, a_packed, b_packed, blocks, p, tile.panels.clone(), &mut tile.out)
+        });
     }
     PACKED_A.with_borrow_mut(|kept| *kept = buf);
 }
@@ -452,7 +451,7 @@ fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, p
         unsafe { pack_b_panels(cpu, b, start..(start + PACK_GROUP * nr).min(cols.end), nr, dst) }
     };
     if parallel {
-        packed.par_chunks_mut(PACK_GROUP * k * nr).enumerate().for_each(pack);
+        threads::for_each(packed.chunks_mut(PACK_GROUP * k * nr).enumerate(), pack);
     } else {
         packed.chunks_mut(PACK_GROUP * k * nr).enumerate().for_each(pack);
     }

@@ -1,9 +1,10 @@
 //! Grad mode: whether operations record the graph, per thread, as PyTorch's.
 //!
 //! Grad mode is a thread-local flag, on by default in every thread. A spawned thread (and every
-//! rayon worker) starts with grad mode on whatever its parent's is, as PyTorch's threads do:
-//! the guards below change the current thread only. torchfn's own kernels run on rayon workers,
-//! but they never record: recording happens before and after them, on the calling thread.
+//! worker of the CPU kernels' threads) starts with grad mode on whatever its parent's is, as
+//! PyTorch's threads do: the guards below change the current thread only. torchfn's own
+//! kernels run on those workers, but they never record: recording happens before and after
+//! them, on the calling thread.
 
 use std::cell::Cell;
 
