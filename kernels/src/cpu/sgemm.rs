@@ -53,8 +53,9 @@ const PACK_GROUP: usize = 4;
 /// products pack `b` in column chunks.
 const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
-/// waking the pool's threads costs more than they save.
-const PARALLEL_MIN: usize = 1 << 23;
+/// packing and splitting cost more than the second thread saves (64×256×256 takes 95 µs on
+/// one thread, 72 on two; 128³ 45 and 36).
+const PARALLEL_MIN: usize = 1 << 20;
 /// The most rows or columns of a micro-tile, of any kernel.
 const MAX_TILE: usize = 32;
 /// The most steps along `k` in one block: a packed panel of `b` is then at most 64 KiB with
