@@ -102,7 +102,17 @@ pub fn get_num_threads() -> usize {
 
 /// Sets the threads parallel regions run on, the calling thread included, at least one
 /// (`torch.set_num_threads(n)`): workers are started as needed, and those past the count stay
-/// idle.
+/// idle. The count is the process's, as PyTorch's is.
+///
+/// ```
+/// let before = torchfn::get_num_threads();
+/// torchfn::set_num_threads(1);
+/// assert_eq!(torchfn::get_num_threads(), 1);
+/// let x = torchfn::arange(1_000_000, None, None)?;
+/// assert_eq!(x.sum()?.to_vec::<i64>()?, [999_999 * 1_000_000 / 2]);
+/// torchfn::set_num_threads(before);
+/// # Ok::<(), torchfn::Error>(())
+/// ```
 pub fn set_num_threads(n: usize) {
     pool().resize(n.max(1));
 }
@@ -305,6 +315,18 @@ mod tests {
             sum.fetch_add(i, Relaxed);
         });
         assert_eq!(sum.load(Relaxed), 28);
+    }
+
+    #[test]
+    fn one_thread_runs_every_call_on_the_caller() {
+        let before = get_num_threads();
+        set_num_threads(1);
+        assert_eq!(get_num_threads(), 1);
+        let me = std::thread::current().id();
+        let ids = map(0..64, |_| std::thread::current().id());
+        set_num_threads(before);
+        assert!(ids.iter().all(|&id| id == me));
+        assert_eq!(get_num_threads(), before);
     }
 
     #[test]
