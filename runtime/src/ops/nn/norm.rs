@@ -222,7 +222,7 @@ pub fn batch_norm(
     let count: usize = dims.iter().map(|&d| shape[d]).product();
     primitive::in_float32(input, |input| {
         let dtype = input.dtype()?;
-        let (mean, variance) = if training {
+        let (deviations, variance) = if training {
             if count <= 1 {
                 bail!(
                     Value,
@@ -239,22 +239,29 @@ pub fn batch_norm(
                     update_running(running, batch, momentum, factor)?;
                 }
             }
-            (mean, variance)
+            (deviations, variance)
         } else {
             let (Some(mean), Some(var)) = (running_mean, running_var) else {
                 bail!(Value, "{FUNC}(): running_mean and running_var must be given when training is False");
             };
-            (primitive::reshape(mean, &along)?, primitive::reshape(var, &along)?)
+            let mean = primitive::reshape(mean, &along)?;
+            (
+                primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?,
+                primitive::reshape(var, &along)?,
+            )
         };
-        let deviations = primitive::binary(input, &mean, Binary::Sub(Scalar::Int(1)), dtype, None)?;
-        let mut affine = Vec::new();
-        let (w, b) = (
-            weight.map(|w| primitive::reshape(w, &along)).transpose()?,
-            bias.map(|b| primitive::reshape(b, &along)).transpose()?,
-        );
-        affine.extend(w.as_ref().map(|w| ("weight", w)));
-        affine.extend(b.as_ref().map(|b| ("bias", b)));
-        scale_and_shift(&deviations, &variance, eps, affine)
+        // As PyTorch's CPU kernel: the weight folds into each channel's scale, so the input's
+        // elements see one product and one sum.
+        let shifted = primitive::binary(&variance, &Tensor::scalar(eps), Binary::Add(Scalar::Int(1)), dtype, None)?;
+        let mut scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
+        if let Some(weight) = weight {
+            scale = primitive::binary(&scale, &primitive::reshape(weight, &along)?, Binary::Mul, dtype, None)?;
+        }
+        let bias = bias.map(|b| primitive::reshape(b, &along)).transpose()?;
+        affine_transform(
+            primitive::binary(&deviations, &scale, Binary::Mul, dtype, None)?,
+            bias.iter().map(|b| ("bias", b)).collect(),
+        )
     })
 }
 
