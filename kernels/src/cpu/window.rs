@@ -8,7 +8,7 @@ use crate::backend::{Array, Buffer, Window};
 use crate::error::{Error, Result};
 use crate::types::{Element, Shape};
 
-use super::{Number, array, map, pool, with_elements};
+use super::{Number, array, map, pool, threads, with_elements};
 
 /// An empty vector with room for `n` elements, or a `RuntimeError` when they cannot be had.
 fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
@@ -74,6 +74,9 @@ fn internal(what: &str) -> Error {
 /// image makes a wide product rather than many narrow ones.
 const COLUMNS: usize = 1 << 21;
 
+/// Elements of im2col columns one task of [`Conv::im2col`] or [`Conv::col2im`] covers at least.
+const TASK: usize = 1 << 14;
+
 /// The sizes of one convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` over a window,
 /// and how its im2col columns are laid out: one row per tap (channel, kernel row, kernel
 /// column), one column per (sample, output position), for `batch` samples at a time.
@@ -128,20 +131,13 @@ impl Conv {
         chunk.samples * self.positions
     }
 
-    /// For each im2col row of `chunk` and each of its samples: the part of the columns
-    /// (`taps` × `width`) it is, where its channel's plane starts in the input, and the
-    /// row's kernel tap.
-    fn unfolded(&self, chunk: Chunk) -> impl Iterator<Item = (std::ops::Range<usize>, usize, [usize; 2])> + use<> {
+    /// Where the input plane that im2col row `row` of `chunk` reads for its sample `s` starts
+    /// in the input, and the row's kernel tap.
+    fn source(&self, chunk: Chunk, row: usize, s: usize) -> (usize, [usize; 2]) {
         let [kh, kw] = self.win.kernel;
-        let (c, cg, plane, positions, width) =
-            (self.c, self.c / self.groups, self.win.input[0] * self.win.input[1], self.positions, self.width(chunk));
-        (0..cg * kh * kw).flat_map(move |row| {
-            let (ch, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
-            (0..chunk.samples).map(move |s| {
-                let at = row * width + s * positions;
-                (at..at + positions, ((chunk.first + s) * c + chunk.group * cg + ch) * plane, [i, j])
-            })
-        })
+        let (ch, i, j) = (row / (kh * kw), row / kw % kh, row % kw);
+        let plane = self.win.input[0] * self.win.input[1];
+        (((chunk.first + s) * self.c + chunk.group * (self.c / self.groups) + ch) * plane, [i, j])
     }
 
     /// For each filter of `chunk`'s group and each of its samples: the part of a
@@ -160,21 +156,52 @@ impl Conv {
         })
     }
 
-    /// The im2col columns of `chunk` of the input `x`.
+    /// The im2col columns of `chunk` of the input `x`, runs of rows on the CPU's threads.
     fn im2col<T: Element>(&self, x: &[T], chunk: Chunk, columns: &mut [T]) {
-        let plane = self.win.input[0] * self.win.input[1];
-        for (part, start, tap) in self.unfolded(chunk) {
-            unfold(&x[start..][..plane], &mut columns[part], &self.win, tap);
+        let (width, plane) = (self.width(chunk), self.win.input[0] * self.win.input[1]);
+        if width == 0 {
+            return;
         }
+        let rows = (TASK / width).max(1);
+        let tasks = columns[..self.taps * width].chunks_mut(rows * width).enumerate();
+        threads::for_each(tasks, |(t, lines)| {
+            for (r, line) in lines.chunks_mut(width).enumerate() {
+                for (s, part) in line.chunks_mut(self.positions).enumerate() {
+                    let (start, tap) = self.source(chunk, t * rows + r, s);
+                    unfold(&x[start..][..plane], part, &self.win, tap);
+                }
+            }
+        });
     }
 
     /// The adjoint of [`Conv::im2col`]: each column element added to the input element it was
-    /// read from, in `dx`.
+    /// read from, in `dx`. Each input plane gathers its channel's rows in order, planes on the
+    /// CPU's threads.
     fn col2im<T: Number>(&self, columns: &[T], chunk: Chunk, dx: &mut [T]) {
-        let plane = self.win.input[0] * self.win.input[1];
-        for (part, start, tap) in self.unfolded(chunk) {
-            fold(&columns[part], &mut dx[start..][..plane], &self.win, tap);
+        let ([kh, kw], plane, width) = (self.win.kernel, self.win.input[0] * self.win.input[1], self.width(chunk));
+        if plane == 0 || width == 0 {
+            return;
         }
+        let (c, cg) = (self.c, self.c / self.groups);
+        // The planes of the chunk's samples and group's channels: (sample, channel, plane).
+        let mut planes: Vec<(usize, usize, &mut [T])> = dx
+            .chunks_mut(plane)
+            .enumerate()
+            .filter_map(|(p, dst)| {
+                let s = (p / c).checked_sub(chunk.first).filter(|&s| s < chunk.samples)?;
+                let ch = (p % c).checked_sub(chunk.group * cg).filter(|&ch| ch < cg)?;
+                Some((s, ch, dst))
+            })
+            .collect();
+        let per_task = (TASK / (kh * kw * self.positions).max(1)).max(1);
+        threads::for_each(planes.chunks_mut(per_task), |planes| {
+            for (s, ch, dst) in planes {
+                for tap in 0..kh * kw {
+                    let at = (*ch * kh * kw + tap) * width + *s * self.positions;
+                    fold(&columns[at..at + self.positions], dst, &self.win, [tap / kw, tap % kw]);
+                }
+            }
+        });
     }
 }
 
