@@ -41,9 +41,10 @@ use std::cell::RefCell;
 use std::ops::Range;
 use std::sync::Mutex;
 
+use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
+
 use super::Instructions;
 use super::threads;
-use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
 /// The most rows of a tile: its packed rows of `a` are at most `MC × KC` floats (384 KiB).
 const MC: usize = 96;

@@ -23,6 +23,10 @@ use std::time::{Duration, Instant};
 /// How long an idle worker spins before it sleeps (libgomp's default spin is of this order).
 const SPIN: Duration = Duration::from_micros(300);
 
+/// The most runs of pieces [`for_each`] cuts for each thread: enough that a thread which
+/// finishes early takes another, few enough that claiming them costs nothing.
+const RUNS_PER_THREAD: usize = 4;
+
 /// The closure of the region in progress, borrowed for the region's length.
 type Task = &'static (dyn Fn(usize) + Sync);
 
@@ -155,13 +159,19 @@ pub fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
 }
 
 /// Runs `f` on each of `pieces` (disjoint parts of an output, tiles of a product) on the
-/// pool's threads.
+/// pool's threads, in runs of consecutive pieces, [`RUNS_PER_THREAD`] for each thread at most,
+/// so that thousands of small pieces cost a few claims.
 pub fn for_each<P: Send>(pieces: impl IntoIterator<Item = P>, f: impl Fn(P) + Sync) {
-    let pieces: Vec<Mutex<Option<P>>> = pieces.into_iter().map(|p| Mutex::new(Some(p))).collect();
-    run(pieces.len(), &|i| {
-        if let Some(piece) = pieces[i].lock().unwrap_or_else(|e| e.into_inner()).take() {
-            f(piece)
-        }
+    let pieces: Vec<P> = pieces.into_iter().collect();
+    let per_run = pieces.len().div_ceil(RUNS_PER_THREAD * get_num_threads()).max(1);
+    let mut pieces = pieces.into_iter().peekable();
+    let mut runs: Vec<Mutex<Vec<P>>> = Vec::new();
+    while pieces.peek().is_some() {
+        runs.push(Mutex::new(pieces.by_ref().take(per_run).collect()));
+    }
+    run(runs.len(), &|i| {
+        let run = std::mem::take(&mut *runs[i].lock().unwrap_or_else(|e| e.into_inner()));
+        run.into_iter().for_each(&f)
     });
 }
 
