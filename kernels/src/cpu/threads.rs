@@ -159,7 +159,7 @@ pub fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
 }
 
 /// Runs `f` on each of `pieces` (disjoint parts of an output, tiles of a product) on the
-/// pool's threads, in runs of consecutive pieces, [`RUNS_PER_THREAD`] for each thread at most,
+/// pool's threads, in runs of consecutive pieces, four for each thread at most,
 /// so that thousands of small pieces cost a few claims.
 pub fn for_each<P: Send>(pieces: impl IntoIterator<Item = P>, f: impl Fn(P) + Sync) {
     let pieces: Vec<P> = pieces.into_iter().collect();
