@@ -185,17 +185,26 @@ pub fn map<P: Send, R: Send>(pieces: impl IntoIterator<Item = P>, f: impl Fn(P) 
     results.into_iter().filter_map(|r| r.into_inner().unwrap_or_else(|e| e.into_inner())).collect()
 }
 
-/// Spins until `done`, yielding the processor after a while (a worker may have been
-/// descheduled).
-fn wait_until(done: impl Fn() -> bool) {
+/// Spins until `done`, for [`SPIN`] at most; whether `done` came.
+fn spin_until(done: impl Fn() -> bool) -> bool {
     let start = Instant::now();
     let mut spins = 0u32;
     while !done() {
         spins = spins.wrapping_add(1);
         if spins.is_multiple_of(64) && start.elapsed() > SPIN {
+            return false;
+        }
+        std::hint::spin_loop();
+    }
+    true
+}
+
+/// Spins until `done`, then yields the processor between checks (a worker may have been
+/// descheduled).
+fn wait_until(done: impl Fn() -> bool) {
+    if !spin_until(&done) {
+        while !done() {
             std::thread::yield_now();
-        } else {
-            std::hint::spin_loop();
         }
     }
 }
@@ -265,17 +274,15 @@ impl Pool {
     /// Waits for an open region other than `seen`, spinning for [`SPIN`], then sleeping.
     fn wait_for_region(&self, seen: u64) -> u64 {
         let open = |epoch: u64| epoch % 2 == 1 && epoch != seen;
-        let mut start = Instant::now();
-        let mut spins = 0u32;
+        // The open epoch as loaded (loading it again could find the region closed).
+        let found = Cell::new(0);
+        let opened = || {
+            found.set(self.epoch.load(SeqCst));
+            open(found.get())
+        };
         loop {
-            let epoch = self.epoch.load(SeqCst);
-            if open(epoch) {
-                return epoch;
-            }
-            spins = spins.wrapping_add(1);
-            if !spins.is_multiple_of(64) || start.elapsed() < SPIN {
-                std::hint::spin_loop();
-                continue;
+            if spin_until(opened) {
+                return found.get();
             }
             // Counted as asleep before checking the epoch again, with the caller publishing
             // the epoch before it checks the count: a region opened meanwhile is seen here or
@@ -288,7 +295,6 @@ impl Pool {
                 drop(sleep);
             }
             self.sleepers.fetch_sub(1, SeqCst);
-            start = Instant::now();
         }
     }
 }
