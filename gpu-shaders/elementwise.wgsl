@@ -1,5 +1,7 @@
-// Elementwise kernels: `out[i] = op(a[i], b[i], c[i])` over a broadcast shape, one thread per
-// element. Each operand is a strided tensor (any layout: permuted, expanded, offset) or a
+// Elementwise kernels: `out[i] = op(a[i], b[i], c[i])` over a broadcast shape. Each workgroup
+// takes a block of 4 * 256 elements, each thread four of them a workgroup's width apart (so
+// every read and write stays coalesced), all four read before any is written: four loads in
+// flight per thread rather than one keeps a GPU's memory busy. Each operand is a strided tensor (any layout: permuted, expanded, offset) or a
 // scalar held in the parameters, converted on load to the type the operation computes in. The
 // same kernel copies, casts, fills, and writes into strided destinations (in-place operations,
 // `copy_`, concatenation).
@@ -188,19 +190,39 @@ fn clamp_f32(v: f32, bound: f32, upper: bool) -> f32 {
     return select(v, bound, is_nan(bound) || beyond);
 }
 
+// The output position of element `i`.
+fn output_at(i: u32, ndim: u32) -> u32 {
+    return {{TARGET}};
+}
+
+// The stored result for element `i`.
+fn value(i: u32, ndim: u32) -> {{OUT}} {
+    {{LOADS}}
+    let r = {{EXPR}};
+    return {{STORE}};
+}
+
 @compute @workgroup_size(256)
 fn main(
     @builtin(workgroup_id) wid: vec3<u32>,
     @builtin(num_workgroups) groups: vec3<u32>,
     @builtin(local_invocation_index) lid: u32,
 ) {
-    let i = group_index(wid, groups) * 256u + lid;
+    let first = group_index(wid, groups) * 1024u + lid;
     let n = params[0];
-    if (i >= n) {
+    let ndim = params[1];
+    if (first + 768u < n) {
+        let v0 = value(first, ndim);
+        let v1 = value(first + 256u, ndim);
+        let v2 = value(first + 512u, ndim);
+        let v3 = value(first + 768u, ndim);
+        out[output_at(first, ndim)] = v0;
+        out[output_at(first + 256u, ndim)] = v1;
+        out[output_at(first + 512u, ndim)] = v2;
+        out[output_at(first + 768u, ndim)] = v3;
         return;
     }
-    let ndim = params[1];
-    {{LOADS}}
-    let r = {{EXPR}};
-    out[{{TARGET}}] = {{STORE}};
+    for (var i = first; i < n && i < first + 1024u; i = i + 256u) {
+        out[output_at(i, ndim)] = value(i, ndim);
+    }
 }

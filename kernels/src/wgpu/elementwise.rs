@@ -17,6 +17,9 @@ use super::memory::{memory_of, storage};
 
 const TEMPLATE: &str = include_str!("../../../gpu-shaders/elementwise.wgsl");
 
+/// The elements one workgroup computes: four a thread.
+const PER_GROUP: u32 = 4 * GROUP;
+
 /// How the GPU holds and computes a dtype: float32, int32, or bool (stored one per 32-bit
 /// word, computed as WGSL's `bool`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -333,7 +336,7 @@ impl Launch<'_> {
             (None, Target::Into(dst)) => buffers.push(memory_of(&dst.storage)?.buffer()),
             (None, Target::New(_)) => return Err(unsupported("elementwise", "no output")),
         }
-        context.launch(&spec.kernel(), &params, &buffers, groups_for(n, GROUP)?)?;
+        context.launch(&spec.kernel(), &params, &buffers, groups_for(n, PER_GROUP)?)?;
         match (memory, target) {
             (Some(memory), _) => Ok(Array::contiguous(storage(device, memory), self.shape, out.dtype())),
             (None, Target::Into(dst)) => Ok(dst.clone()),

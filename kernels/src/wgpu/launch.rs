@@ -64,7 +64,9 @@ impl Kernel {
 }
 
 /// Work recorded and not yet submitted: a command encoder, the parameters of its dispatches,
-/// and how many there are.
+/// and how many there are. The parameters' buffer is made once and rewritten by each submit:
+/// wgpu orders a queued write after the work submitted before it, so the previous batch has
+/// read its parameters by then.
 #[derive(Default)]
 pub struct Batch {
     encoder: Option<wgpu::CommandEncoder>,
@@ -257,10 +259,10 @@ impl Context {
 
     fn submit(&self, batch: &mut Batch) -> Result<()> {
         let Some(encoder) = batch.encoder.take() else { return Ok(()) };
-        if let Some(params) = batch.params_buffer.take()
+        if let Some(params) = &batch.params_buffer
             && !batch.params.is_empty()
         {
-            self.queue.write_buffer(&params, 0, &batch.params);
+            self.queue.write_buffer(params, 0, &batch.params);
         }
         batch.params.clear();
         batch.launches = 0;
