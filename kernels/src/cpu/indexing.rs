@@ -8,7 +8,10 @@ use crate::backend::Array;
 use crate::error::{Error, Result};
 use crate::types::{Element, Shape, with_dtype};
 
-use super::{Number, alloc, elements, internal, read, read_as, with_elements};
+use super::{Number, alloc, elements, internal, read, read_as, threads, with_elements};
+
+/// The elements of work one task of a parallel scatter takes, at least.
+const TASK: usize = 1 << 14;
 
 /// An array of `shape` filled with `T::default()`, allocated without aborting.
 fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
@@ -106,7 +109,7 @@ fn scatter<T: Element>(
     (shape, dim): (&Shape, usize),
     index: &Array,
     src: &Array,
-    add: impl Fn(T, T) -> T,
+    add: impl Fn(T, T) -> T + Sync,
 ) -> Result<Array> {
     const FUNC: &str = "scatter_add";
     let is = &index.layout.shape;
@@ -119,6 +122,28 @@ fn scatter<T: Element>(
     let targets = positions(FUNC, index, shape[dim])?;
     let mut out = filled::<T>(FUNC, shape)?;
     read(src, |v: ArrayViewD<'_, T>| -> Result<()> {
+        // Along the last dimension, with an index of the result's other sizes (max pooling's
+        // backward): each row of the index adds into its own row of the result, so runs of rows
+        // go to the CPU's threads, each row still summed in order.
+        let (width, row) = (is[dim], shape[dim]);
+        if dim + 1 == shape.len()
+            && is[..dim] == shape[..dim]
+            && width > 0
+            && row > 0
+            && let (Some(values), Some(sums)) = (v.as_slice(), out.as_slice_mut())
+        {
+            let rows = (TASK / width).max(1);
+            let tasks = sums.chunks_mut(rows * row).zip(targets.chunks(rows * width)).zip(values.chunks(rows * width));
+            threads::for_each(tasks, |((sums, targets), values)| {
+                let lines = sums.chunks_mut(row).zip(targets.chunks(width)).zip(values.chunks(width));
+                for ((sums, targets), values) in lines {
+                    for (&i, &x) in targets.iter().zip(values) {
+                        sums[i] = add(sums[i], x);
+                    }
+                }
+            });
+            return Ok(());
+        }
         let mut at = vec![0; shape.len()];
         for ((position, &i), &x) in ndarray::indices(IxDyn(is)).into_iter().zip(&targets).zip(v.iter()) {
             at.copy_from_slice(position.slice());
@@ -177,6 +202,19 @@ mod tests {
         // Along dimension 1, into columns: [[1, 1, 0], [2, 0, 2]].
         let got = scattered(&[2, 3], 1, (&[1, 1, 0, 2, 0, 2], &[1, 2, 3, 4, 5, 6]), &[2, 3]);
         assert_eq!(got, [3, 3, 0, 5, 0, 10]);
+    }
+
+    #[test]
+    fn scatter_add_along_the_last_dimension_of_many_rows_adds_each_row_into_its_own() {
+        // 5000 rows of 5 positions into rows of 7: runs of rows on the CPU's threads.
+        let (rows, width, size) = (5000, 5, 7);
+        let index: Vec<i64> = (0..rows * width).map(|k| ((k * 3 + k / width) % size) as i64).collect();
+        let src: Vec<i64> = (0..rows * width).map(|k| (k % 11) as i64).collect();
+        let mut want = vec![0i64; rows * size];
+        for (k, (&i, &x)) in index.iter().zip(&src).enumerate() {
+            want[k / width * size + i as usize] += x;
+        }
+        assert_eq!(scattered(&[rows, size], 1, (&index, &src), &[rows, width]), want);
     }
 
     #[test]

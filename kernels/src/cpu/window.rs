@@ -10,14 +10,6 @@ use crate::types::{Element, Shape};
 
 use super::{Number, array, map, pool, threads, with_elements};
 
-/// An empty vector with room for `n` elements, or a `RuntimeError` when they cannot be had.
-fn buffer<T>(func: &str, n: Option<usize>) -> Result<Vec<T>> {
-    let n = n.ok_or_else(|| too_big(func))?;
-    let mut data = Vec::new();
-    super::reserve_exact(&mut data, n).map_err(|_| too_big(func))?;
-    Ok(data)
-}
-
 /// The error of a size that overflowed.
 fn too_big(func: &str) -> Error {
     Error::runtime_error(format!("{func}(): the result is too large to allocate"))
@@ -174,12 +166,12 @@ impl Conv {
         });
     }
 
-    /// The adjoint of [`Conv::im2col`]: each column element added to the input element it was
-    /// read from, in `dx`. Each input plane gathers its channel's rows in order, planes on the
-    /// CPU's threads.
+    /// The adjoint of [`Conv::im2col`]: each input plane of `chunk` in `dx` set to the sum of
+    /// the column elements read from it. Each plane (which no other chunk has) gathers its
+    /// channel's rows in order, planes on the CPU's threads.
     fn col2im<T: Number>(&self, columns: &[T], chunk: Chunk, dx: &mut [T]) {
         let ([kh, kw], plane, width) = (self.win.kernel, self.win.input[0] * self.win.input[1], self.width(chunk));
-        if plane == 0 || width == 0 {
+        if plane == 0 {
             return;
         }
         let (c, cg) = (self.c, self.c / self.groups);
@@ -196,6 +188,7 @@ impl Conv {
         let per_task = (TASK / (kh * kw * self.positions).max(1)).max(1);
         threads::for_each(planes.chunks_mut(per_task), |planes| {
             for (s, ch, dst) in planes {
+                dst.fill(T::default());
                 for tap in 0..kh * kw {
                     let at = (*ch * kh * kw + tap) * width + *s * self.positions;
                     fold(&columns[at..at + self.positions], dst, &self.win, [tap / kw, tap % kw]);
@@ -274,12 +267,20 @@ pub(super) fn conv2d_backward<T: Number>(
     let func = "conv2d_backward";
     let conv = Conv::new(func, input, weight, groups, win)?;
     let (taps, og, width) = (conv.taps, conv.filters(), conv.batch * conv.positions);
-    let wanted = |asked: bool, n: Option<usize>| if asked { zeros::<T>(func, n).map(Some) } else { Ok(None) };
-    let mut dx = wanted(which[0], input.layout.shape.checked_numel())?;
-    let mut dw = wanted(which[1], weight.layout.shape.checked_numel())?;
+    // col2im sets every plane of the input's gradient (each in one chunk).
+    let mut dx = if which[0] { Some(output::<T>(func, input.layout.shape.checked_numel())?) } else { None };
+    // Each group's first chunk writes its part of the weight's gradient and later chunks add
+    // to it: no zeros to write first, unless there are no samples (and so no chunks).
+    let dw_size = weight.layout.shape.checked_numel();
+    let mut dw = match (which[1], conv.n) {
+        (false, _) => None,
+        (true, 0) => Some(zeros::<T>(func, dw_size)?),
+        (true, _) => Some(output::<T>(func, dw_size)?),
+    };
     let mut columns = Scratch::<T>::new(func, taps.checked_mul(width))?;
     let mut gathered = Scratch::<T>::new(func, og.checked_mul(width))?;
-    let mut product = Scratch::<T>::new(func, if which[1] { og.checked_mul(taps) } else { Some(0) })?;
+    let later_chunks = which[1] && conv.batch < conv.n;
+    let mut product = Scratch::<T>::new(func, if later_chunks { og.checked_mul(taps) } else { Some(0) })?;
     with_elements(input, |x: &[T]| {
         with_elements(weight, |wt: &[T]| {
             with_elements(grad, |gr: &[T]| -> Result<()> {
@@ -291,9 +292,14 @@ pub(super) fn conv2d_backward<T: Number>(
                     let g = matrix(&gathered, og, width)?;
                     if let Some(dw) = dw.as_mut() {
                         conv.im2col(x, chunk, &mut columns);
-                        T::matmul(g, matrix(&columns, taps, width)?.t(), &mut matrix_mut(&mut product, og, taps)?);
+                        let columns = matrix(&columns, taps, width)?.reversed_axes();
                         let sums = &mut dw[chunk.group * og * taps..][..og * taps];
-                        sums.iter_mut().zip(product.iter()).for_each(|(s, &p)| *s = s.add(p));
+                        if chunk.first == 0 {
+                            T::matmul(g, columns, &mut matrix_mut(sums, og, taps)?);
+                        } else {
+                            T::matmul(g, columns, &mut matrix_mut(&mut product, og, taps)?);
+                            sums.iter_mut().zip(product.iter()).for_each(|(s, &p)| *s = s.add(p));
+                        }
                     }
                     if let Some(dx) = dx.as_mut() {
                         let filters = matrix(&wt[chunk.group * og * taps..], og, taps)?;
@@ -364,11 +370,19 @@ pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Arr
     let [kh, kw] = win.kernel;
     let [oh, ow] = win.out;
     let total = planes.checked_mul(oh).and_then(|x| x.checked_mul(ow));
-    let (mut values, mut indices) = (buffer::<T>(func, total)?, buffer::<i64>(func, total)?);
+    let (mut values, mut indices) = (output::<T>(func, total)?, output::<i64>(func, total)?);
+    let (area, out_area) = ((h * w).max(1), (oh * ow).max(1));
     with_elements(input, |x: &[T]| {
-        for plane in x.chunks((h * w).max(1)).take(planes) {
-            for y in 0..oh {
-                for z in 0..ow {
+        // Runs of planes on the CPU's threads, each about TASK window elements.
+        let per_task = (TASK / (out_area * kh * kw).max(1)).max(1);
+        let tasks = values.chunks_mut(per_task * out_area).zip(indices.chunks_mut(per_task * out_area)).enumerate();
+        threads::for_each(tasks, |(t, (values, indices))| {
+            let outputs = values.chunks_mut(out_area).zip(indices.chunks_mut(out_area));
+            for (p, (values, indices)) in outputs.enumerate() {
+                // (A plane of no elements has no window positions to read.)
+                let plane = x.get((t * per_task + p) * area..).and_then(|x| x.get(..area)).unwrap_or(&[]);
+                let windows = (0..oh).flat_map(|y| (0..ow).map(move |z| (y, z)));
+                for ((y, z), (value, index)) in windows.zip(values.iter_mut().zip(indices.iter_mut())) {
                     let mut best: Option<(f64, T, usize)> = None;
                     for r in (0..kh).filter_map(|i| win.source(0, y, i)) {
                         for s in (0..kw).filter_map(|j| win.source(1, z, j)) {
@@ -381,11 +395,11 @@ pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Arr
                         }
                     }
                     let (_, v, at) = best.unwrap_or((f64::NEG_INFINITY, T::from_f64(f64::NEG_INFINITY), 0));
-                    values.push(v);
-                    indices.push(at as i64);
+                    *value = v;
+                    *index = at as i64;
                 }
             }
-        }
+        });
     })?;
     let shape = Shape::from([planes, oh, ow]);
     Ok((array(values, shape.clone()), array(indices, shape)))
@@ -411,6 +425,24 @@ mod tests {
             let x = |p: usize| ((b * h * w + p) % 7) as f32;
             assert!(sample[..h * w].iter().enumerate().all(|(p, &v)| v == 2.0 * x(p) + 0.5));
             assert!(sample[h * w..].iter().enumerate().all(|(p, &v)| v == -x(p)));
+        }
+    }
+
+    #[test]
+    fn weight_gradients_sum_over_products_of_one_sample_each_and_are_zero_without_samples() {
+        // Three products, one per sample: the first writes the weight's gradient, the others
+        // add to it.
+        let (h, w) = (1024, 1100);
+        let win =
+            Window { kernel: [1, 1], stride: [1, 1], padding: [0, 0], dilation: [1, 1], input: [h, w], out: [h, w] };
+        let weight = array(vec![2.0f64, -1.0], Shape::from([2, 1, 1, 1]));
+        for n in [3, 0] {
+            let input = array((0..n * h * w).map(|i| (i % 7) as f64).collect::<Vec<_>>(), Shape::from([n, 1, h, w]));
+            let grad = array(vec![1.0f64; n * 2 * h * w], Shape::from([n, 2, h, w]));
+            let [dx, dw] = conv2d_backward::<f64>(&input, &weight, &grad, 1, &win, [true, true]).unwrap();
+            let sum: f64 = (0..n * h * w).map(|i| (i % 7) as f64).sum();
+            assert_eq!(elements::<f64>("test", &dw.unwrap()).unwrap(), [sum, sum]);
+            assert!(elements::<f64>("test", &dx.unwrap()).unwrap().iter().all(|&v| v == 1.0));
         }
     }
 
