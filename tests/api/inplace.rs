@@ -191,6 +191,34 @@ fn large_writes_land_in_place_whatever_aliases_the_output() {
 }
 
 #[test]
+fn in_place_blends_write_their_result_whatever_aliases_it() {
+    // The optimizers' blends write their last step into their tensor: large enough for the
+    // parallel loops, with the other operands aliasing the target, and into a strided view.
+    let n = 1 << 18;
+    let ramp = |k: f32| Tensor::from_vec((0..n).map(|i| (i % 100) as f32 * k).collect::<Vec<_>>(), [n]).unwrap();
+    let check = |t: &Tensor, f: &dyn Fn(f32) -> f32| {
+        let v = t.to_vec::<f32>().unwrap();
+        assert!(v.iter().enumerate().all(|(i, &x)| x == f((i % 100) as f32)), "{:?}", &v[..4]);
+    };
+    let (x, y) = (ramp(1.0), ramp(2.0));
+    let ptr = x.data_ptr().unwrap();
+    x.lerp_(&y, &0.5.into()).unwrap(); // i + 0.5 * (2i - i)
+    check(&x, &|i| 1.5 * i);
+    x.lerp_(&x, &0.25.into()).unwrap(); // end is self
+    check(&x, &|i| 1.5 * i);
+    x.addcmul_(&x, &y, 0.5).unwrap(); // 1.5i + 0.5 * 1.5i * 2i
+    check(&x, &|i| 1.5 * i + 0.5 * (1.5 * i) * (2.0 * i));
+    let z = ramp(1.0);
+    z.addcdiv_(&y, &ramp(4.0).add(&Tensor::scalar(1.0), 1).unwrap(), -2.0).unwrap();
+    check(&z, &|i| i + -2.0 * (2.0 * i / (4.0 * i + 1.0)));
+    assert_eq!(x.data_ptr().unwrap(), ptr, "in-place operations keep the storage");
+    let strided = torchfn::zeros([n, 2], None, None).unwrap();
+    let column = strided.select(1, 1).unwrap();
+    column.lerp_(&y, &0.5.into()).unwrap();
+    assert_eq!(strided.to_vec::<f32>().unwrap()[..6], [0.0, 0.0, 0.0, 1.0, 0.0, 2.0]);
+}
+
+#[test]
 fn threads_writing_into_each_other_s_operands_finish() {
     let n = 1 << 18;
     let (a, b) = (torchfn::ones([n], None, None).unwrap(), torchfn::ones([n], None, None).unwrap());

@@ -31,15 +31,22 @@ fn common(func: &str, operands: &[(&str, &Tensor)], floats: bool) -> Result<DTyp
     Ok(dtype)
 }
 
-/// `input + value * (t1 op t2)`.
-fn add_scaled(func: &str, input: &Tensor, (t1, t2): (&Tensor, &Tensor), op: Binary, value: Scalar) -> Result<Tensor> {
+/// `input + value * (t1 op t2)`, written into `out` where it can be (an in-place form's target).
+fn add_scaled(
+    func: &str,
+    input: &Tensor,
+    (t1, t2): (&Tensor, &Tensor),
+    op: Binary,
+    value: Scalar,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let floats = op == Binary::Div;
     let dtype = common(func, &[("input", input), ("tensor1", t1), ("tensor2", t2)], floats)?;
     if !dtype.is_floating_point() && value.is_floating_point() {
         bail!(Runtime, "{func}(): for integral input tensors, argument value must not be a floating point number");
     }
     let product = primitive::binary(t1, t2, op, dtype, None)?;
-    primitive::binary(input, &product, Binary::Add(value), dtype, None)
+    primitive::binary(input, &product, Binary::Add(value), dtype, out)
 }
 
 /// `target += value * (t1 op t2)`, in place.
@@ -50,15 +57,22 @@ fn add_scaled_in_place(
     op: Binary,
     value: Scalar,
 ) -> Result<Tensor> {
-    update(func, target, &[t1, t2], |source| add_scaled(func, source, (t1, t2), op, value))
+    update(func, target, &[t1, t2], |source| add_scaled(func, source, (t1, t2), op, value, Some(target)))
 }
 
-/// `input + weight * (end - input)`, as `start + weight * (end - start)`.
-pub(crate) fn lerp_impl(func: &str, input: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
+/// `input + weight * (end - input)`, as `start + weight * (end - start)`, written into `out`
+/// where it can be (`lerp_`'s target).
+pub(crate) fn lerp_impl(
+    func: &str,
+    input: &Tensor,
+    end: &Tensor,
+    weight: &Tensor,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let dtype = common(func, &[("input", input), ("end", end), ("weight", weight)], true)?;
     let step = primitive::binary(end, input, Binary::Sub(Scalar::Int(1)), dtype, None)?;
     let scaled = primitive::binary(weight, &step, Binary::Mul, dtype, None)?;
-    primitive::binary(input, &scaled, Binary::Add(Scalar::Int(1)), dtype, None)
+    primitive::binary(input, &scaled, Binary::Add(Scalar::Int(1)), dtype, out)
 }
 
 /// `input + value * tensor1 * tensor2`, broadcast (`torch.addcmul`).
@@ -78,7 +92,7 @@ pub fn addcmul(
     #[default(1)]
     value: impl Into<Scalar>,
 ) -> Result<Tensor> {
-    add_scaled("addcmul", input, (tensor1, tensor2), Binary::Mul, value.into())
+    add_scaled("addcmul", input, (tensor1, tensor2), Binary::Mul, value.into(), None)
 }
 
 /// `input + value * tensor1 / tensor2`, broadcast (`torch.addcdiv`); floating-point tensors.
@@ -91,7 +105,7 @@ pub fn addcdiv(
     #[default(1)]
     value: impl Into<Scalar>,
 ) -> Result<Tensor> {
-    add_scaled("addcdiv", input, (tensor1, tensor2), Binary::Div, value.into())
+    add_scaled("addcdiv", input, (tensor1, tensor2), Binary::Div, value.into(), None)
 }
 
 /// The linear interpolation `input + weight * (end - input)`, broadcast (`torch.lerp`);
@@ -104,7 +118,7 @@ pub fn addcdiv(
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn lerp(input: &Tensor, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
-    lerp_impl("lerp", input, end, weight)
+    lerp_impl("lerp", input, end, weight, None)
 }
 
 impl Tensor {
@@ -137,7 +151,7 @@ impl Tensor {
     /// `self += weight * (end - self)`, in place (`Tensor.lerp_`); returns `self`.
     #[torch_function]
     pub fn lerp_(&self, end: &Tensor, weight: &Tensor) -> Result<Tensor> {
-        update("lerp_", self, &[end, weight], |source| lerp_impl("lerp_", source, end, weight))
+        update("lerp_", self, &[end, weight], |source| lerp_impl("lerp_", source, end, weight, Some(self)))
     }
 }
 

@@ -176,7 +176,7 @@ fn resample(x: &Tensor, dim: usize, size: usize, scale: f64, mode: Mode, align_c
             let (low, high) =
                 (pick(&mut (0..size).map(|i| at(i).0 as i64))?, pick(&mut (0..size).map(|i| at(i).1 as i64))?);
             let weights = constants(&mut (0..size).map(|i| at(i).2), along.clone())?;
-            crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights)
+            crate::ops::blend::lerp_impl("interpolate", &low, &high, &weights, None)
         }
         Mode::Cubic => {
             // Output position i reads input positions floor(s) - 1 ..= floor(s) + 2 (clamped to
