@@ -192,7 +192,7 @@ fn large_writes_land_in_place_whatever_aliases_the_output() {
 
 #[test]
 fn in_place_blends_write_their_result_whatever_aliases_it() {
-    // The optimizers' blends write their last step into their tensor: large enough for the
+    // In-place operations write their last step into their tensor: large enough for the
     // parallel loops, with the other operands aliasing the target, and into a strided view.
     let n = 1 << 18;
     let ramp = |k: f32| Tensor::from_vec((0..n).map(|i| (i % 100) as f32 * k).collect::<Vec<_>>(), [n]).unwrap();
@@ -211,6 +211,10 @@ fn in_place_blends_write_their_result_whatever_aliases_it() {
     let z = ramp(1.0);
     z.addcdiv_(&y, &ramp(4.0).add(&Tensor::scalar(1.0), 1).unwrap(), -2.0).unwrap();
     check(&z, &|i| i + -2.0 * (2.0 * i / (4.0 * i + 1.0)));
+    // Negation, clamping (two steps into the target) and the sign-keeping operations too.
+    let w = ramp(1.0);
+    w.neg_().unwrap().clamp_(Some((-50.0).into()), Some((-10.0).into())).unwrap().abs_().unwrap();
+    check(&w, &|i| i.clamp(10.0, 50.0));
     assert_eq!(x.data_ptr().unwrap(), ptr, "in-place operations keep the storage");
     let strided = torchfn::zeros([n, 2], None, None).unwrap();
     let column = strided.select(1, 1).unwrap();

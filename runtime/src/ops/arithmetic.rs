@@ -113,8 +113,8 @@ fn into_out(func: &str, op: Op, input: &Tensor, other: &Tensor, out: &Tensor) ->
     write_out(func, out, &[input, other], || arithmetic(func, op, ("input", input), ("other", other), Some(out)))
 }
 
-/// `-a`.
-fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
+/// `-a`, written into `out` where it can be.
+fn negate(func: &str, (name, a): (&str, &Tensor), out: Option<&Tensor>) -> Result<Tensor> {
     let x = a.data(func, name)?;
     if x.dtype == DType::Bool {
         bail!(
@@ -123,7 +123,7 @@ fn negate(func: &str, (name, a): (&str, &Tensor)) -> Result<Tensor> {
              to invert a mask use the `logical_not()` operator instead"
         );
     }
-    primitive::unary(a, Unary::Neg, x.dtype, None)
+    primitive::unary(a, Unary::Neg, x.dtype, out)
 }
 
 /// `input + alpha * other`, broadcasting the two (`torch.add`).
@@ -236,7 +236,7 @@ pub fn minimum(input: &Tensor, other: &Tensor) -> Result<Tensor> {
 /// `-input` (`torch.neg`). Not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn neg(input: &Tensor) -> Result<Tensor> {
-    negate("neg", ("input", input))
+    negate("neg", ("input", input), None)
 }
 
 impl Tensor {
@@ -297,7 +297,7 @@ impl Tensor {
     /// `-self`: the method form of [`neg`](crate::neg()).
     #[torch_function]
     pub fn neg(&self) -> Result<Tensor> {
-        negate("neg", ("self", self))
+        negate("neg", ("self", self), None)
     }
 
     /// `self += alpha * other`, in place (`Tensor.add_`); returns `self`. The result must
@@ -354,7 +354,7 @@ impl Tensor {
     /// `self = -self`, in place (`Tensor.neg_`).
     #[torch_function]
     pub fn neg_(&self) -> Result<Tensor> {
-        update("neg_", self, &[], |source| negate("neg_", ("self", source)))
+        update("neg_", self, &[], |source| negate("neg_", ("self", source), Some(self)))
     }
 
     /// The `+=` operator (`Tensor.__iadd__`): `a += &b` calls it and panics on error.
@@ -452,7 +452,7 @@ impl Tensor {
     /// The unary `-` operator.
     #[torch_function]
     pub fn __neg__(&self) -> Result<Tensor> {
-        negate("__neg__", ("self", self))
+        negate("__neg__", ("self", self), None)
     }
 
     /// Python's unary `+` (`Tensor.__pos__`, `torch.positive`): the tensor itself; on a bool
@@ -468,7 +468,7 @@ impl Tensor {
     /// Python's `abs(t)` (`Tensor.__abs__`): the absolute values, as [`abs`](Tensor::abs).
     #[torch_function]
     pub fn __abs__(&self) -> Result<Tensor> {
-        crate::ops::math::signed_unary("__abs__", crate::backend::Unary::Abs, ("self", self))
+        crate::ops::math::signed_unary("__abs__", crate::backend::Unary::Abs, ("self", self), None)
     }
 }
 

@@ -43,13 +43,14 @@ fn bitwise_(func: &str, op: Binary, target: &Tensor, other: &Tensor) -> Result<T
     update(func, target, &[other], |source| bitwise(func, op, ("self", source), ("other", other)))
 }
 
-/// `~t`: bitwise not of an integer tensor, logical not of a bool one.
-fn invert(func: &str, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// `~t`: bitwise not of an integer tensor, logical not of a bool one; written into `out`
+/// where it can be.
+fn invert(func: &str, (name, t): (&str, &Tensor), out: Option<&Tensor>) -> Result<Tensor> {
     let dtype = t.data(func, name)?.dtype;
     if dtype.is_floating_point() {
         bail!(Type, "{func}(): ~ (operator.invert) is only implemented on integer and Boolean-type tensors");
     }
-    crate::primitive::unary(t, Unary::BitNot, dtype, None)
+    crate::primitive::unary(t, Unary::BitNot, dtype, out)
 }
 
 /// One operation's function, method, in-place method and operator dunders.
@@ -112,26 +113,26 @@ bitwise_family!(Binary::Shr, ">>", bitwise_right_shift, bitwise_right_shift_, __
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn bitwise_not(input: &Tensor) -> Result<Tensor> {
-    invert("bitwise_not", ("input", input))
+    invert("bitwise_not", ("input", input), None)
 }
 
 impl Tensor {
     /// Bitwise not: the method form of [`bitwise_not`](crate::bitwise_not()).
     #[torch_function]
     pub fn bitwise_not(&self) -> Result<Tensor> {
-        invert("bitwise_not", ("self", self))
+        invert("bitwise_not", ("self", self), None)
     }
 
     /// Bitwise not, in place (`Tensor.bitwise_not_`); returns `self`.
     #[torch_function]
     pub fn bitwise_not_(&self) -> Result<Tensor> {
-        update("bitwise_not_", self, &[], |source| invert("bitwise_not_", ("self", source)))
+        update("bitwise_not_", self, &[], |source| invert("bitwise_not_", ("self", source), Some(self)))
     }
 
     /// Python's `~` (`Tensor.__invert__`; Rust's `!` calls it).
     #[torch_function]
     pub fn __invert__(&self) -> Result<Tensor> {
-        invert("__invert__", ("self", self))
+        invert("__invert__", ("self", self), None)
     }
 }
 

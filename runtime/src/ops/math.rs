@@ -46,8 +46,9 @@ pub(super) fn float_unary_to(
 }
 
 /// Rounds floats (`op` is `Ceil`, `Floor`, `Trunc` or `Round`); integers are already whole and
-/// come back as a copy; bools are an error.
-pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// come back as a copy; bools are an error. Written into `out` where it can be (an in-place
+/// form's target).
+pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor), out: Option<&Tensor>) -> Result<Tensor> {
     let x = t.data(func, name)?;
     match x.dtype.category() {
         Category::Bool => Err(no_bool(func, name)),
@@ -59,12 +60,13 @@ pub(super) fn round_impl(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> R
             }
             crate::primitive::copy(t, x.dtype)
         }
-        Category::Floating => crate::primitive::unary(t, op, x.dtype, None),
+        Category::Floating => crate::primitive::unary(t, op, x.dtype, out),
     }
 }
 
-/// An operation that keeps its input's dtype (`Abs`, `Sign`, `Square`, `Relu`).
-pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor)) -> Result<Tensor> {
+/// An operation that keeps its input's dtype (`Abs`, `Sign`, `Square`, `Relu`), written into
+/// `out` where it can be.
+pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor), out: Option<&Tensor>) -> Result<Tensor> {
     let x = t.data(func, name)?;
     match (x.dtype, op) {
         (DType::Bool, Unary::Sign) => crate::primitive::copy(t, DType::Bool),
@@ -72,7 +74,7 @@ pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor)) ->
         (DType::Bool, Unary::Square) => crate::primitive::unary(t, op, DType::Int64, None),
         (DType::Bool, Unary::Relu) => bail!(Runtime, "{func}(): bool inputs are not supported (argument '{name}')"),
         (DType::Bool, _) => Err(no_bool(func, name)),
-        (dtype, _) => crate::primitive::unary(t, op, dtype, None),
+        (dtype, _) => crate::primitive::unary(t, op, dtype, out),
     }
 }
 
@@ -86,7 +88,7 @@ pub(super) fn signed_unary(func: &str, op: Unary, (name, t): (&str, &Tensor)) ->
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn abs(input: &Tensor) -> Result<Tensor> {
-    signed_unary("abs", Unary::Abs, ("input", input))
+    signed_unary("abs", Unary::Abs, ("input", input), None)
 }
 
 /// `e^x` of each element (`torch.exp`); integer and bool inputs give float32.
@@ -192,14 +194,14 @@ pub fn reciprocal(input: &Tensor) -> Result<Tensor> {
 /// Integer tensors come back as a copy; not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn ceil(input: &Tensor) -> Result<Tensor> {
-    round_impl("ceil", Unary::Ceil, ("input", input))
+    round_impl("ceil", Unary::Ceil, ("input", input), None)
 }
 
 /// The largest whole number not above each element (`torch.floor`). Integer tensors come back
 /// as a copy; not defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn floor(input: &Tensor) -> Result<Tensor> {
-    round_impl("floor", Unary::Floor, ("input", input))
+    round_impl("floor", Unary::Floor, ("input", input), None)
 }
 
 /// Each element rounded to the nearest whole number, halves to even (`torch.round`): 0.5 is 0,
@@ -215,42 +217,42 @@ pub fn floor(input: &Tensor) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn")]
 pub fn round(input: &Tensor, #[default(0)] decimals: i64) -> Result<Tensor> {
-    round_impl("round", Unary::Round(decimals), ("input", input))
+    round_impl("round", Unary::Round(decimals), ("input", input), None)
 }
 
 /// Each element rounded toward zero (`torch.trunc`). Integer tensors come back as a copy; not
 /// defined for bool tensors.
 #[torch_function(module = "torchfn")]
 pub fn trunc(input: &Tensor) -> Result<Tensor> {
-    round_impl("trunc", Unary::Trunc, ("input", input))
+    round_impl("trunc", Unary::Trunc, ("input", input), None)
 }
 
 /// -1, 0 or 1 by the sign of each element, in the input's dtype (`torch.sign`); 0 for NaN and
 /// both zeros; a bool tensor is its own sign.
 #[torch_function(module = "torchfn")]
 pub fn sign(input: &Tensor) -> Result<Tensor> {
-    signed_unary("sign", Unary::Sign, ("input", input))
+    signed_unary("sign", Unary::Sign, ("input", input), None)
 }
 
 /// `x * x` of each element (`torch.square`), as `pow(input, 2)`: integers keep their dtype
 /// (and wrap on overflow), bools give int64.
 #[torch_function(module = "torchfn")]
 pub fn square(input: &Tensor) -> Result<Tensor> {
-    signed_unary("square", Unary::Square, ("input", input))
+    signed_unary("square", Unary::Square, ("input", input), None)
 }
 
 /// `max(x, 0)` of each element, in the input's dtype (`torch.relu`); NaN stays NaN. Bool
 /// tensors are an error.
 #[torch_function(module = "torchfn")]
 pub fn relu(input: &Tensor) -> Result<Tensor> {
-    signed_unary("relu", Unary::Relu, ("input", input))
+    signed_unary("relu", Unary::Relu, ("input", input), None)
 }
 
 impl Tensor {
     /// The absolute values: the method form of [`abs`](crate::abs()).
     #[torch_function]
     pub fn abs(&self) -> Result<Tensor> {
-        signed_unary("abs", Unary::Abs, ("self", self))
+        signed_unary("abs", Unary::Abs, ("self", self), None)
     }
 
     /// `e^x`: the method form of [`exp`](crate::exp()).
@@ -334,43 +336,43 @@ impl Tensor {
     /// Rounded up: the method form of [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil(&self) -> Result<Tensor> {
-        round_impl("ceil", Unary::Ceil, ("self", self))
+        round_impl("ceil", Unary::Ceil, ("self", self), None)
     }
 
     /// Rounded down: the method form of [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor(&self) -> Result<Tensor> {
-        round_impl("floor", Unary::Floor, ("self", self))
+        round_impl("floor", Unary::Floor, ("self", self), None)
     }
 
     /// Rounded half to even: the method form of [`round`](crate::round()).
     #[torch_function]
     pub fn round(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        round_impl("round", Unary::Round(decimals), ("self", self))
+        round_impl("round", Unary::Round(decimals), ("self", self), None)
     }
 
     /// Rounded toward zero: the method form of [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc(&self) -> Result<Tensor> {
-        round_impl("trunc", Unary::Trunc, ("self", self))
+        round_impl("trunc", Unary::Trunc, ("self", self), None)
     }
 
     /// The signs: the method form of [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign(&self) -> Result<Tensor> {
-        signed_unary("sign", Unary::Sign, ("self", self))
+        signed_unary("sign", Unary::Sign, ("self", self), None)
     }
 
     /// `x * x`: the method form of [`square`](crate::square()).
     #[torch_function]
     pub fn square(&self) -> Result<Tensor> {
-        signed_unary("square", Unary::Square, ("self", self))
+        signed_unary("square", Unary::Square, ("self", self), None)
     }
 
     /// `max(x, 0)`: the method form of [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu(&self) -> Result<Tensor> {
-        signed_unary("relu", Unary::Relu, ("self", self))
+        signed_unary("relu", Unary::Relu, ("self", self), None)
     }
 }
 

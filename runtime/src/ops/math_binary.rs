@@ -69,8 +69,15 @@ fn power(func: &str, (base, a): (&str, &Tensor), (exp, b): (&str, &Tensor), comm
 }
 
 /// `min(max(input, min), max)`, broadcast, in the promoted dtype of the three; NaN in the input
-/// or a bound propagates. A `min` above `max` gives `max` everywhere.
-fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max: Option<&Tensor>) -> Result<Tensor> {
+/// or a bound propagates. A `min` above `max` gives `max` everywhere. Each step is written into
+/// `out` where it can be.
+fn clamp_impl(
+    func: &str,
+    (name, t): (&str, &Tensor),
+    min: Option<&Tensor>,
+    max: Option<&Tensor>,
+    out: Option<&Tensor>,
+) -> Result<Tensor> {
     let x = t.data(func, name)?;
     if min.is_none() && max.is_none() {
         bail!(Runtime, "{func}(): at least one of 'min' or 'max' must not be None");
@@ -88,7 +95,7 @@ fn clamp_impl(func: &str, (name, t): (&str, &Tensor), min: Option<&Tensor>, max:
     for (bound, op) in [(min, Binary::ClampMin), (max, Binary::ClampMax)] {
         let Some(bound) = bound else { continue };
         check_broadcast(&result.shape()?, &bound.shape()?, func)?;
-        result = primitive::binary(&result, bound, op, common, None)?;
+        result = primitive::binary(&result, bound, op, common, out)?;
     }
     Ok(result)
 }
@@ -198,7 +205,7 @@ pub fn clamp(
     #[default(None)] max: Option<Scalar>,
 ) -> Result<Tensor> {
     let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
-    clamp_impl("clamp", ("input", input), min.as_ref(), max.as_ref())
+    clamp_impl("clamp", ("input", input), min.as_ref(), max.as_ref(), None)
 }
 
 /// Each element limited to the elements of `min` and `max`, broadcast together
@@ -209,7 +216,7 @@ pub fn clamp_tensor(
     #[default(None)] min: Option<&Tensor>,
     #[default(None)] max: Option<&Tensor>,
 ) -> Result<Tensor> {
-    clamp_impl("clamp", ("input", input), min, max)
+    clamp_impl("clamp", ("input", input), min, max, None)
 }
 
 /// The elements of `input` where `condition` is true and of `other` elsewhere, the three
@@ -333,7 +340,7 @@ impl Tensor {
     #[torch_function]
     pub fn clamp(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
         let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
-        clamp_impl("clamp", ("self", self), min.as_ref(), max.as_ref())
+        clamp_impl("clamp", ("self", self), min.as_ref(), max.as_ref(), None)
     }
 
     /// Limited by tensor bounds: the method form of [`clamp_tensor`](crate::clamp_tensor()).
@@ -343,7 +350,7 @@ impl Tensor {
         #[default(None)] min: Option<&Tensor>,
         #[default(None)] max: Option<&Tensor>,
     ) -> Result<Tensor> {
-        clamp_impl("clamp", ("self", self), min, max)
+        clamp_impl("clamp", ("self", self), min, max, None)
     }
 
     /// `self ** exponent`, in place (`Tensor.pow_`); returns `self`. The exponent broadcasts
@@ -402,7 +409,9 @@ impl Tensor {
     #[torch_function]
     pub fn clamp_(&self, #[default(None)] min: Option<Scalar>, #[default(None)] max: Option<Scalar>) -> Result<Tensor> {
         let (min, max) = (min.map(Tensor::scalar), max.map(Tensor::scalar));
-        update("clamp_", self, &[], |source| clamp_impl("clamp_", ("self", source), min.as_ref(), max.as_ref()))
+        update("clamp_", self, &[], |source| {
+            clamp_impl("clamp_", ("self", source), min.as_ref(), max.as_ref(), Some(self))
+        })
     }
 
     /// Limited by tensor bounds, in place (`Tensor.clamp_(min: Tensor, max: Tensor)`); the
@@ -413,7 +422,7 @@ impl Tensor {
         #[default(None)] min: Option<&Tensor>,
         #[default(None)] max: Option<&Tensor>,
     ) -> Result<Tensor> {
-        update("clamp_", self, &[], |source| clamp_impl("clamp_", ("self", source), min, max))
+        update("clamp_", self, &[], |source| clamp_impl("clamp_", ("self", source), min, max, Some(self)))
     }
 }
 

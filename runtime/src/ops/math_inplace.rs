@@ -128,7 +128,7 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn abs_(&self) -> Result<Tensor> {
-        update("abs_", self, &[], |source| signed_unary("abs_", Unary::Abs, ("self", source)))
+        update("abs_", self, &[], |source| signed_unary("abs_", Unary::Abs, ("self", source), Some(self)))
     }
 
     /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
@@ -227,48 +227,48 @@ impl Tensor {
     /// [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil_(&self) -> Result<Tensor> {
-        update("ceil_", self, &[], |source| round_impl("ceil_", Unary::Ceil, ("self", source)))
+        update("ceil_", self, &[], |source| round_impl("ceil_", Unary::Ceil, ("self", source), Some(self)))
     }
 
     /// Rounded down, in place (`Tensor.floor_`); integer tensors stay as they are. See
     /// [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor_(&self) -> Result<Tensor> {
-        update("floor_", self, &[], |source| round_impl("floor_", Unary::Floor, ("self", source)))
+        update("floor_", self, &[], |source| round_impl("floor_", Unary::Floor, ("self", source), Some(self)))
     }
 
     /// Rounded half to even at `decimals` decimal places, in place (`Tensor.round_`). See
     /// [`round`](crate::round()).
     #[torch_function]
     pub fn round_(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        update("round_", self, &[], |source| round_impl("round_", Unary::Round(decimals), ("self", source)))
+        update("round_", self, &[], |source| round_impl("round_", Unary::Round(decimals), ("self", source), Some(self)))
     }
 
     /// Rounded toward zero, in place (`Tensor.trunc_`); integer tensors stay as they are. See
     /// [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc_(&self) -> Result<Tensor> {
-        update("trunc_", self, &[], |source| round_impl("trunc_", Unary::Trunc, ("self", source)))
+        update("trunc_", self, &[], |source| round_impl("trunc_", Unary::Trunc, ("self", source), Some(self)))
     }
 
     /// The signs, in place (`Tensor.sign_`); any dtype. See [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign_(&self) -> Result<Tensor> {
-        update("sign_", self, &[], |source| signed_unary("sign_", Unary::Sign, ("self", source)))
+        update("sign_", self, &[], |source| signed_unary("sign_", Unary::Sign, ("self", source), Some(self)))
     }
 
     /// `x * x`, in place (`Tensor.square_`); a bool tensor is an error (its square is int64).
     /// See [`square`](crate::square()).
     #[torch_function]
     pub fn square_(&self) -> Result<Tensor> {
-        update("square_", self, &[], |source| signed_unary("square_", Unary::Square, ("self", source)))
+        update("square_", self, &[], |source| signed_unary("square_", Unary::Square, ("self", source), Some(self)))
     }
 
     /// `max(x, 0)`, in place (`Tensor.relu_`); integer tensors are fine. See
     /// [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu_(&self) -> Result<Tensor> {
-        update("relu_", self, &[], |source| signed_unary("relu_", Unary::Relu, ("self", source)))
+        update("relu_", self, &[], |source| signed_unary("relu_", Unary::Relu, ("self", source), Some(self)))
     }
 }
 
