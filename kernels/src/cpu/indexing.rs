@@ -122,23 +122,32 @@ fn scatter<T: Element>(
     let targets = positions(FUNC, index, shape[dim])?;
     let mut out = filled::<T>(FUNC, shape)?;
     read(src, |v: ArrayViewD<'_, T>| -> Result<()> {
-        // Along the last dimension, with an index of the result's other sizes (max pooling's
-        // backward): each row of the index adds into its own row of the result, so runs of rows
-        // go to the CPU's threads, each row still summed in order.
+        // An index of the result's sizes but along `dim` (max pooling's backward, an embedding's,
+        // a gather's): position (o, k, i) of the index, seen as [outer, is[dim], inner], adds
+        // into (o, index, i) of the result, seen as [outer, shape[dim], inner]. Each outer block
+        // of the result is its own (blocks go to the CPU's threads), and each of its elements
+        // sums its terms in increasing k, as the walk below does.
         let (width, row) = (is[dim], shape[dim]);
-        if dim + 1 == shape.len()
-            && is[..dim] == shape[..dim]
+        let inner: usize = shape[dim + 1..].iter().product();
+        let same = (0..is.len()).all(|d| d == dim || is[d] == shape[d]);
+        if same
             && width > 0
             && row > 0
+            && inner > 0
             && let (Some(values), Some(sums)) = (v.as_slice(), out.as_slice_mut())
         {
-            let rows = (TASK / width).max(1);
-            let tasks = sums.chunks_mut(rows * row).zip(targets.chunks(rows * width)).zip(values.chunks(rows * width));
+            let (from, to) = (width * inner, row * inner);
+            let blocks = (TASK / from).max(1);
+            let tasks =
+                sums.chunks_mut(blocks * to).zip(targets.chunks(blocks * from)).zip(values.chunks(blocks * from));
             threads::for_each(tasks, |((sums, targets), values)| {
-                let lines = sums.chunks_mut(row).zip(targets.chunks(width)).zip(values.chunks(width));
+                let lines = sums.chunks_mut(to).zip(targets.chunks(from)).zip(values.chunks(from));
                 for ((sums, targets), values) in lines {
-                    for (&i, &x) in targets.iter().zip(values) {
-                        sums[i] = add(sums[i], x);
+                    for (targets, values) in targets.chunks(inner).zip(values.chunks(inner)) {
+                        for (i, (&t, &x)) in targets.iter().zip(values).enumerate() {
+                            let at = t * inner + i;
+                            sums[at] = add(sums[at], x);
+                        }
                     }
                 }
             });
@@ -215,6 +224,21 @@ mod tests {
             want[k / width * size + i as usize] += x;
         }
         assert_eq!(scattered(&[rows, size], 1, (&index, &src), &[rows, width]), want);
+    }
+
+    #[test]
+    fn scatter_add_along_a_middle_dimension_adds_within_each_outer_block() {
+        // [3, 6, 5] positions into [3, 4, 5] along dimension 1, indices repeating.
+        let (outer, width, row, inner) = (3, 6, 4, 5);
+        let count = outer * width * inner;
+        let index: Vec<i64> = (0..count).map(|k| ((k * 7 + k / inner) % row) as i64).collect();
+        let src: Vec<i64> = (0..count).map(|k| (k % 13) as i64 - 6).collect();
+        let mut want = vec![0i64; outer * row * inner];
+        for (k, (&t, &x)) in index.iter().zip(&src).enumerate() {
+            let (o, i) = (k / (width * inner), k % inner);
+            want[(o * row + t as usize) * inner + i] += x;
+        }
+        assert_eq!(scattered(&[outer, row, inner], 1, (&index, &src), &[outer, width, inner]), want);
     }
 
     #[test]

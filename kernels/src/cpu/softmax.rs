@@ -5,7 +5,10 @@ use crate::backend::Array;
 use crate::error::Result;
 use crate::types::{DType, Element};
 
-use super::{alloc, array, with_elements};
+use super::{alloc, array, threads, with_elements};
+
+/// The elements one task of the parallel softmax covers, at least.
+const TASK: usize = 1 << 14;
 
 /// The softmax (`log` false) or log-softmax of `x` along `dim`, in the float `dtype`.
 pub(super) fn softmax(x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
@@ -31,22 +34,12 @@ fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], log: bool) 
         return Ok(out);
     }
     if inner == 1 {
-        // Contiguous lanes (the last dimension): each one on its own.
-        for (lane, result) in data.chunks(n).zip(out.chunks_mut(n)) {
-            let max = lane.iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
-            let mut sum = 0.0;
-            for (o, v) in result.iter_mut().zip(lane) {
-                let e = (v.to_f64() - max).exp();
-                sum += e;
-                *o = T::from_f64(e);
-            }
-            if log {
-                let log_sum = sum.ln();
-                result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - max - log_sum));
-            } else {
-                result.iter_mut().for_each(|o| *o = T::from_f64(o.to_f64() / sum));
-            }
-        }
+        // Contiguous lanes (the last dimension): each one on its own, runs of lanes on the
+        // CPU's threads.
+        let lanes = (TASK / n.max(1)).max(1);
+        threads::for_each(data.chunks(lanes * n).zip(out.chunks_mut(lanes * n)), |(data, out)| {
+            lanes_softmax(data, out, n, log)
+        });
         return Ok(out);
     }
     let (mut max, mut sum) = (vec![f64::NEG_INFINITY; inner], vec![0.0f64; inner]);
@@ -77,4 +70,23 @@ fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], log: bool) 
         }
     }
     Ok(out)
+}
+
+/// The softmax (or log-softmax) of each contiguous lane of `n` elements of `data`, into `out`.
+fn lanes_softmax<T: Element>(data: &[T], out: &mut [T], n: usize, log: bool) {
+    for (lane, result) in data.chunks(n).zip(out.chunks_mut(n)) {
+        let max = lane.iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
+        let mut sum = 0.0;
+        for (o, v) in result.iter_mut().zip(lane) {
+            let e = (v.to_f64() - max).exp();
+            sum += e;
+            *o = T::from_f64(e);
+        }
+        if log {
+            let log_sum = sum.ln();
+            result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - max - log_sum));
+        } else {
+            result.iter_mut().for_each(|o| *o = T::from_f64(o.to_f64() / sum));
+        }
+    }
 }
