@@ -1,10 +1,10 @@
 // Elementwise kernels: `out[i] = op(a[i], b[i], c[i])` over a broadcast shape. Each workgroup
 // takes a block of 4 * 256 elements, each thread four of them a workgroup's width apart (so
 // every read and write stays coalesced), all four read before any is written: four loads in
-// flight per thread rather than one keeps a GPU's memory busy. Each operand is a strided tensor (any layout: permuted, expanded, offset) or a
-// scalar held in the parameters, converted on load to the type the operation computes in. The
-// same kernel copies, casts, fills, and writes into strided destinations (in-place operations,
-// `copy_`, concatenation).
+// flight per thread rather than one keep a GPU's memory busy. Each operand is a strided tensor
+// (any layout: permuted, expanded, offset) or a scalar held in the parameters, converted on
+// load to the type the operation computes in. The same kernel copies, casts, fills, and writes
+// into strided destinations (in-place operations, `copy_`, concatenation).
 //
 // Parameters: [n, ndim, sizes[ndim], then for each tensor operand and last for the output:
 // strides[ndim] and offset, then the scalars].

@@ -7,10 +7,9 @@
 // each holding an 8 x 8 sub-block in registers: rows 4 * ty .. 4 * ty + 3 and the four rows
 // TILE / 2 further, and likewise for the columns, so the vec4 reads from workgroup memory of
 // neighbouring threads are neighbours. The k dimension is walked DEPTH at a time: the block's
-// DEPTH columns of `a` and rows of `b` are staged k-major in workgroup memory
-// (one padding vec4 per row against bank conflicts), each thread fetching eight elements of
-// each per step (two parts of four) into registers while the previous step is being
-// multiplied. Consecutive
+// DEPTH columns of `a` and rows of `b` are staged k-major in workgroup memory (one padding vec4
+// per row against bank conflicts), each thread fetching eight elements of each per step (two
+// parts of four) into registers while the previous step is being multiplied. Consecutive
 // threads fetch consecutive positions along the dimension the operand is stored along
 // (A_ALONG_K, B_ALONG_K: along k, else along rows of `a` or columns of `b`), so global reads
 // coalesce for row- and column-major operands alike. Reads past the matrix edges give zeros,

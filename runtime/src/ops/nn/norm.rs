@@ -10,7 +10,7 @@ use crate::ops::IntList;
 use crate::ops::device::device_of;
 use crate::ops::inplace::write_into;
 use crate::primitive;
-use crate::tensor::{Scalar, Shape, Tensor};
+use crate::tensor::{DType, Scalar, Shape, Tensor};
 use crate::testing::{f32s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -25,12 +25,17 @@ fn mean_keepdim(t: &Tensor, dims: &[usize]) -> Result<Tensor> {
 /// Named affine tensors (`"weight"`, `"bias"`), each shaped to broadcast.
 type Affine<'a> = Vec<(&'a str, &'a Tensor)>;
 
+/// `1 / sqrt(variance + eps)`, in `dtype`.
+fn inverse_std(variance: &Tensor, eps: f64, dtype: DType) -> Result<Tensor> {
+    let shifted = primitive::binary(variance, &Tensor::scalar(eps), Binary::Add(Scalar::Int(1)), dtype, None)?;
+    primitive::unary(&shifted, Unary::Rsqrt, dtype, None)
+}
+
 /// `deviations / sqrt(variance + eps)`, then multiplied by the `"weight"` and shifted by the
 /// `"bias"` of `affine` (each already shaped to broadcast).
 fn scale_and_shift(deviations: &Tensor, variance: &Tensor, eps: f64, affine: Vec<(&str, &Tensor)>) -> Result<Tensor> {
-    let (dtype, one) = (deviations.dtype()?, Scalar::Int(1));
-    let shifted = primitive::binary(variance, &Tensor::scalar(eps), Binary::Add(one), dtype, None)?;
-    let scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
+    let dtype = deviations.dtype()?;
+    let scale = inverse_std(variance, eps, dtype)?;
     affine_transform(primitive::binary(deviations, &scale, Binary::Mul, dtype, None)?, affine)
 }
 
@@ -158,8 +163,7 @@ pub fn rms_norm(
     primitive::in_float32(input, |input| {
         // The epsilon of the dtype it computes in (float32 for half precision), as PyTorch's.
         let dtype = input.dtype()?;
-        let eps =
-            eps.unwrap_or(if dtype == crate::tensor::DType::Float32 { f32::EPSILON as f64 } else { f64::EPSILON });
+        let eps = eps.unwrap_or(if dtype == DType::Float32 { f32::EPSILON as f64 } else { f64::EPSILON });
         let mean_square = mean_keepdim(&primitive::unary(input, Unary::Square, dtype, None)?, &dims)?;
         scale_and_shift(input, &mean_square, eps, affine)
     })
@@ -252,8 +256,7 @@ pub fn batch_norm(
         };
         // As PyTorch's CPU kernel: the weight folds into each channel's scale, so the input's
         // elements see one product and one sum.
-        let shifted = primitive::binary(&variance, &Tensor::scalar(eps), Binary::Add(Scalar::Int(1)), dtype, None)?;
-        let mut scale = primitive::unary(&shifted, Unary::Rsqrt, dtype, None)?;
+        let mut scale = inverse_std(&variance, eps, dtype)?;
         if let Some(weight) = weight {
             scale = primitive::binary(&scale, &primitive::reshape(weight, &along)?, Binary::Mul, dtype, None)?;
         }
