@@ -319,10 +319,11 @@ impl Kwargs {
         self.set(Cow::Owned(name.into()), value.into())
     }
 
-    /// [`insert`](Kwargs::insert) with a name that needs no allocation (the dispatch layer's
-    /// calls, made on every operator call under a mode).
+    /// Adds `name`, not given yet, with a name that needs no allocation or comparison (the
+    /// dispatch layer's calls, made on every operator call under a mode).
     pub(crate) fn insert_static(&mut self, name: &'static str, value: impl Into<Value>) {
-        self.set(Cow::Borrowed(name), value.into())
+        debug_assert!(self.get(name).is_none(), "keyword argument {name} given twice");
+        self.0.push((Cow::Borrowed(name), value.into()))
     }
 
     fn set(&mut self, name: Cow<'static, str>, value: Value) {

@@ -1146,24 +1146,16 @@ fn wrong_result(op: &Operator, value: &Value) -> Error {
     ))
 }
 
-/// The array of a result tensor.
-fn result_array(op: &Operator, value: &Value) -> Result<Array> {
-    match value.as_tensor().map(Tensor::dense) {
-        Some(Some(dense)) => Ok(dense.array.clone()),
-        Some(None) => Err(Error::type_error(format!(
-            "{op}: the __torch_dispatch__ hook returned a duck tensor ({}), but the operator returns a tensor with \
-             data",
-            value.type_name()
-        ))),
-        None => Err(wrong_result(op, value)),
-    }
-}
-
+/// A hook's result tensor, when it has data.
 impl FromResult for Output {
     fn from_result(op: &Operator, value: Value) -> Result<Self> {
-        let array = result_array(op, &value)?;
         match value {
-            Value::Tensor(tensor) => Ok(Output::Given { tensor, array }),
+            Value::Tensor(tensor) if tensor.dense().is_some() => Ok(Output::Given(tensor)),
+            Value::Tensor(duck) => Err(Error::type_error(format!(
+                "{op}: the __torch_dispatch__ hook returned a duck tensor ({}), but the operator returns a tensor \
+                 with data",
+                Value::Tensor(duck).type_name()
+            ))),
             other => Err(wrong_result(op, &other)),
         }
     }

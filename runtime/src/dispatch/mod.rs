@@ -159,8 +159,8 @@ pub(crate) enum Draw {
 pub(crate) enum Output {
     /// A kernel's result.
     Array(Array),
-    /// A hook's result, and its array.
-    Given { tensor: Tensor, array: Array },
+    /// A hook's result: a tensor with data (checked where it is made).
+    Given(Tensor),
 }
 
 impl Output {
@@ -168,7 +168,17 @@ impl Output {
     #[inline]
     pub(crate) fn array(&self) -> &Array {
         match self {
-            Output::Array(array) | Output::Given { array, .. } => array,
+            Output::Array(array) => array,
+            Output::Given(tensor) => &tensor.dense().expect("a hook's result is checked to have data").array,
+        }
+    }
+
+    /// The result's array, as a value of its own.
+    #[inline]
+    pub(crate) fn into_array(self) -> Array {
+        match self {
+            Output::Array(array) => array,
+            given => given.array().clone(),
         }
     }
 
@@ -177,7 +187,7 @@ impl Output {
     pub(crate) fn into_tensor(self) -> Tensor {
         match self {
             Output::Array(array) => Tensor::from_array(array),
-            Output::Given { tensor, .. } => tensor,
+            Output::Given(tensor) => tensor,
         }
     }
 }

@@ -113,13 +113,11 @@ fn recorded(inputs: &[&Tensor], out: Output, op: Op, keep: Keep) -> Tensor {
     }
     let edge = Edge { node: Node::function(op, next, saved, [output]), output_nr: 0 };
     match out {
-        Output::Given { tensor, .. } if !meta::requires_grad(&tensor) => {
+        Output::Given(tensor) if !meta::requires_grad(&tensor) => {
             meta::set_history(&tensor, Some(edge));
             tensor
         }
-        Output::Given { array, .. } | Output::Array(array) => {
-            Tensor::from_dense(Dense::with_meta(array, Meta::with_history(edge)))
-        }
+        out => Tensor::from_dense(Dense::with_meta(out.into_array(), Meta::with_history(edge))),
     }
 }
 
@@ -390,9 +388,9 @@ fn restride(x: &Tensor, make: impl Fn(&Layout) -> Result<Layout>, is_view: bool,
         Output::Array(array) if is_view => x.view_of(a, array),
         // A wrapper's hook made the view: it is still a view of `x`, as autograd's view
         // tracking (above the hook) makes it in PyTorch.
-        Output::Given { tensor, array } if is_view && tensor.is_wrapper() => x.view_of(a, array),
-        Output::Given { tensor, .. } if is_view => tensor,
-        out => Tensor::from_array(out.array().clone()),
+        Output::Given(tensor) if is_view && tensor.is_wrapper() => x.view_of(a, data(&tensor, "view")?.array.clone()),
+        Output::Given(tensor) if is_view => tensor,
+        out => Tensor::from_array(out.into_array()),
     };
     let tangents = forward_ad::tangents(&[x]);
     let records = node && recording(&[x]);
@@ -510,12 +508,9 @@ pub(crate) fn embed(src: &Tensor, shape: &Shape, relative: &Layout) -> Result<Te
     }
     // Zeros made like `src` (a DTensor gets its own kind), `src` written through the view.
     let zeros = dispatch::new_full(src, shape, Scalar::Int(0), s.dtype)?.into_tensor();
-    let array = data(&zeros, "embed")?.array.clone();
-    let at = Layout { offset: array.layout.offset + relative.offset, ..relative.clone() };
+    let at = Layout { offset: data(&zeros, "embed")?.layout.offset + relative.offset, ..relative.clone() };
     dispatch::copy_(&dispatch::as_strided(&zeros, at)?.into_tensor(), src)?;
-    finish(&[src], Output::Given { tensor: zeros, array }, || {
-        (Op::Embed { relative: relative.clone() }, Keep::default())
-    })
+    finish(&[src], Output::Given(zeros), || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// Where each dimension of `relative` is in `shape`, when `relative` lays out every element of
@@ -554,8 +549,8 @@ fn embed_batched(
     };
     let whole: Shape = std::iter::once(batch).chain(shape.iter().copied()).collect();
     let out = crate::func::wrap(&embed(physical, &whole, &block)?, level)?;
-    let array = data(&out, "embed")?.array.clone();
-    finish(&[src], Output::Given { tensor: out, array }, || (Op::Embed { relative: relative.clone() }, Keep::default()))
+    data(&out, "embed")?;
+    finish(&[src], Output::Given(out), || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
 
 /// A tensor of `shape` on `device`, zero where `index` (integers in range, `src`'s shape)
