@@ -156,22 +156,22 @@ fn print_table() {
     let (chain, chain_mode) = (ns("chain_plain") / CHAIN as f64, ns("chain_mode") / CHAIN as f64);
     let (gpt, gpt_mode, gpt_flops) = (ns("gpt_tiny_plain"), ns("gpt_tiny_mode"), ns("gpt_tiny_flops"));
     // PyTorch's figures: `python bench/dispatch.py`, this machine, in the sitting of the README's
-    // table (2026-11-26).
+    // table (2026-11-28).
     let rows = [
-        ("1-element `add`", format!("{add:.0} ns"), "", "915 ns"),
+        ("1-element `add`", format!("{add:.0} ns"), "", "1,343 ns"),
         (
             "the same under a pass-through dispatch mode",
             format!("+{:.0} ns", add_mode - add),
             "under +50 ns",
-            "+2,582 ns",
+            "+3,532 ns",
         ),
-        ("100-op chain forward + backward, per op", format!("{chain:.0} ns"), "", "4,104 ns"),
-        ("the same under a pass-through dispatch mode", format!("+{:.0} ns", chain_mode - chain), "", "+8,415 ns"),
+        ("100-op chain forward + backward, per op", format!("{chain:.0} ns"), "", "5,576 ns"),
+        ("the same under a pass-through dispatch mode", format!("+{:.0} ns", chain_mode - chain), "", "+13,317 ns"),
         (
             "gpt_tiny step (forward, loss, backward), the model called as a module",
             format!("{:.2} ms", gpt / 1e6),
             "",
-            "1.90 ms",
+            "3.75 ms",
         ),
         ("the same under a pass-through dispatch mode", format!("{:.2}x", gpt_mode / gpt), "", ""),
         (
@@ -184,9 +184,9 @@ fn print_table() {
             "GPT-2 124M training step (8 x 1024 tokens) under `FakeTensorMode`",
             format!("{:.1} ms", ns("gpt2_124m_fake") / 1e6),
             "< 20 ms",
-            "252 ms",
+            "392 ms",
         ),
-        ("GPT-2 medium, the same", format!("{:.1} ms", ns("gpt2_medium_fake") / 1e6), "< 50 ms", "491 ms"),
+        ("GPT-2 medium, the same", format!("{:.1} ms", ns("gpt2_medium_fake") / 1e6), "< 50 ms", "743 ms"),
     ];
     println!("\n| measurement | torchfn | target | PyTorch 2.15 |");
     println!("|---|---:|---|---:|");
@@ -197,7 +197,7 @@ fn print_table() {
 
 /// PyTorch's `FlopCounterMode` on its gpt_tiny step (`python bench/dispatch.py`), against the
 /// plain step.
-const PYTORCH_FLOPS: &str = "5.82x";
+const PYTORCH_FLOPS: &str = "4.99x";
 
 fn main() {
     let mut c = Criterion::default().configure_from_args();
