@@ -549,6 +549,7 @@ fn embed_batched(
     };
     let whole: Shape = std::iter::once(batch).chain(shape.iter().copied()).collect();
     let out = crate::func::wrap(&embed(physical, &whole, &block)?, level)?;
+    // `Output::Given` holds tensors with data only (its `array` reads theirs).
     data(&out, "embed")?;
     finish(&[src], Output::Given(out), || (Op::Embed { relative: relative.clone() }, Keep::default()))
 }
