@@ -85,6 +85,15 @@ mpi_test! {
         let joined = DTensor::from_local(&piece, &mesh, &[Shard(0)])?;
         assert_eq!(joined.shape()?.to_vec(), [4, 4]);
         assert_close(&joined.full_tensor()?, &torchfn::cat(&[piece.clone(), piece], 0)?, "from_local")?;
+        // from_local with the global shape: uneven pieces, 3 rows and 2, differentiable.
+        let (start, rows) = [(0, 3), (3, 2)][rank];
+        let leaf = x.narrow(0, start, rows)?.detach()?.requires_grad_(true)?;
+        let uneven = DTensor::from_local_with_shape(&leaf, &mesh, &[Shard(0)], &[5, 4])?;
+        assert_eq!(uneven.shape()?.to_vec(), [5, 4]);
+        assert_eq!(uneven.to_local()?.shape()?.to_vec(), [rows as usize, 4]);
+        assert_close(&uneven.full_tensor()?, &x, "from_local with a shape")?;
+        (&uneven * 2.0)?.sum()?.full_tensor()?.backward()?;
+        assert_close(&leaf.grad()?.unwrap(), &torchfn::full_like(&leaf, 2.0, None)?, "from_local with a shape: grad")?;
         Ok(())
     }
 }
@@ -228,6 +237,10 @@ mpi_test! {
         assert!(err.contains("got mixed torch.Tensor and DTensor"), "{err}");
         let err = distribute_tensor(&values(&[4])?, &mesh, &[Shard(1)]).unwrap_err().to_string();
         assert!(err.contains("Shard(dim=1) is out of range"), "{err}");
+        // A local tensor that is not this rank's piece of the global shape (3 rows of 6 each).
+        let err = DTensor::from_local_with_shape(&values(&[2, 2])?, &mesh, &[Shard(0)], &[6, 2]).unwrap_err().to_string();
+        assert!(err.contains("local tensor has shape [2, 2], but its piece of the global shape [6, 2]"), "{err}");
+        assert!(err.contains("has shape [3, 2]"), "{err}");
         let err = values(&[2])?.to_local().unwrap_err().to_string();
         assert!(err.contains("not a DTensor"), "{err}");
         assert!(init_device_mesh("cpu", &[2, 1]).is_err());

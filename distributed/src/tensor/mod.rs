@@ -54,6 +54,7 @@ pub use mesh::{DeviceMesh, init_device_mesh};
 pub use parallel::{ColwiseParallel, ParallelStyle, RowwiseParallel, parallelize_module};
 pub use placement::Placement;
 
+use placement::shard_range;
 use redistribute::{copied, redistribute_local};
 
 /// What a DTensor's global tensor is: its mesh, placement and shape.
@@ -97,9 +98,10 @@ impl DTensor {
 
     /// A DTensor from each rank's `local` tensor, taken to be placed as `placements` say over
     /// `mesh` (`DTensor.from_local`; no communication). The global shape follows from the local
-    /// ones: a `Shard(d)` dimension is `ranks` times the local size (even pieces). Differentiable:
-    /// the gradient of `local` is the DTensor gradient redistributed to `placements` (a
-    /// `Partial` one to `Replicate`), locally.
+    /// ones: a `Shard(d)` dimension is `ranks` times the local size (even pieces); for uneven
+    /// ones, give the shape with [`from_local_with_shape`](DTensor::from_local_with_shape).
+    /// Differentiable: the gradient of `local` is the DTensor gradient redistributed to
+    /// `placements` (a `Partial` one to `Replicate`), locally.
     pub fn from_local(local: &Tensor, mesh: &Arc<DeviceMesh>, placements: &[Placement]) -> Result<Tensor> {
         let placement = one_placement(placements, local.dim()?)?;
         let mut shape = local.shape()?.to_vec();
@@ -107,6 +109,50 @@ impl DTensor {
             shape[d] *= mesh.size();
         }
         FromLocal::apply((local.clone(), SpecArg(Arc::new(Spec { mesh: mesh.clone(), placement, shape }))))
+    }
+
+    /// [`from_local`](DTensor::from_local) of the global `shape` (`DTensor.from_local(...,
+    /// shape=...)`), for shards of uneven sizes, which the local shapes cannot tell: each
+    /// rank's `local` must be its piece of `shape` (along a `Shard` dimension `torch.chunk`'s
+    /// piece, as [`distribute_tensor`] cuts it; every other dimension whole). An error names the
+    /// rank whose piece is not.
+    ///
+    /// ```
+    /// use torchfn::distributed::{self as dist, tensor::{DTensor, DTensorExt, Placement, init_device_mesh}};
+    ///
+    /// if dist::init_process_group("mpi").is_err() {
+    ///     return Ok(()); // built without the `mpi` feature
+    /// }
+    /// let mesh = init_device_mesh("cpu", &[dist::get_world_size(None)?])?;
+    /// // This rank's rows of a [5, 4] tensor as torch.chunk cuts them: 3 and 2 on two ranks.
+    /// let full = torchfn::arange(20, torchfn::DType::Float32, None)?.reshape(&[5, 4])?;
+    /// let local = full.chunk(mesh.size() as i64, 0)?.swap_remove(mesh.get_local_rank()?);
+    /// let d = DTensor::from_local_with_shape(&local, &mesh, &[Placement::Shard(0)], &[5, 4])?;
+    /// assert_eq!(d.shape()?, full.shape()?);
+    /// assert_eq!(d.full_tensor()?.to_vec::<f32>()?, full.to_vec::<f32>()?);
+    /// dist::destroy_process_group(None)?;
+    /// # Ok::<(), torchfn::Error>(())
+    /// ```
+    pub fn from_local_with_shape(
+        local: &Tensor,
+        mesh: &Arc<DeviceMesh>,
+        placements: &[Placement],
+        shape: &[usize],
+    ) -> Result<Tensor> {
+        let placement = one_placement(placements, local.dim()?)?;
+        let rank = mesh.get_local_rank()?;
+        let piece: Vec<usize> = (shape.iter().enumerate())
+            .map(|(d, &n)| if placement.shard_dim() == Some(d) { shard_range(n, mesh.size(), rank).1 } else { n })
+            .collect();
+        let local_shape = local.shape()?.to_vec();
+        if local_shape != piece {
+            return Err(Error::value_error(format!(
+                "DTensor.from_local(): rank {rank}'s local tensor has shape {local_shape:?}, but its piece of the \
+                 global shape {shape:?} placed as {placement} over {mesh} has shape {piece:?}"
+            )));
+        }
+        let spec = Spec { mesh: mesh.clone(), placement, shape: shape.to_vec() };
+        FromLocal::apply((local.clone(), SpecArg(Arc::new(spec))))
     }
 }
 
