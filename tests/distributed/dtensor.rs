@@ -178,6 +178,42 @@ mpi_test! {
 }
 
 mpi_test! {
+    fn an_lstm_splits_its_batch_over_the_ranks() {
+        let mesh = mesh()?;
+        let (t, n, i, h) = (3, 4, 2, 5);
+        let (x, state) = ((&values(&[t, n, i])? * 0.5)?, (&values(&[2, n, h])? * 0.1)?);
+        let params = [values(&[4 * h, i])?, values(&[4 * h, h])?, values(&[4 * h])?, values(&[4 * h])?];
+        let params: Vec<Tensor> =
+            params.iter().chain(&params).map(|p| &(p * 0.2)? - 0.1).collect::<Result<_>>()?;
+        // The whole batch on every rank, bidirectional (both directions of the fused layer).
+        let leaves: Vec<Tensor> = params.iter().map(|p| p.detach()?.requires_grad_(true)).collect::<Result<_>>()?;
+        let (out, h_n, c_n) = torchfn::lstm(&x, &[state.clone(), state.clone()], &leaves, true, 1, 0.0, true, true, false)?;
+        let loss = (&(&out.tanh()?.sum()? + &h_n.sum()?)? + &c_n.square()?.sum()?)?;
+        loss.backward()?;
+        // The batch split over the ranks, the weights replicated.
+        let dx = distribute_tensor(&x, &mesh, &[Shard(1)])?;
+        let dstate = distribute_tensor(&state, &mesh, &[Shard(1)])?;
+        let dparams: Vec<Tensor> = (params.iter())
+            .map(|p| distribute_tensor(p, &mesh, &[Replicate])?.requires_grad_(true))
+            .collect::<Result<_>>()?;
+        let (dout, dh_n, dc_n) =
+            torchfn::lstm(&dx, &[dstate.clone(), dstate], &dparams, true, 1, 0.0, true, true, false)?;
+        assert_eq!(dout.placements()?, [Shard(1)]);
+        assert_close(&dout.full_tensor()?, &out, "output")?;
+        assert_close(&dh_n.full_tensor()?, &h_n, "h_n")?;
+        assert_close(&dc_n.full_tensor()?, &c_n, "c_n")?;
+        let dloss = (&(&dout.tanh()?.sum()? + &dh_n.sum()?)? + &dc_n.square()?.sum()?)?;
+        assert_close(&dloss.full_tensor()?, &loss, "loss")?;
+        dloss.backward()?;
+        for (k, (d, leaf)) in dparams.iter().zip(&leaves).enumerate() {
+            let grad = d.grad()?.expect("a gradient");
+            assert_within(&grad.full_tensor()?, &leaf.grad()?.unwrap(), 1e-5, &format!("parameter {k}: grad"))?;
+        }
+        Ok(())
+    }
+}
+
+mpi_test! {
     fn outputs_follow_their_inputs_and_conversions_stay_exact() {
         let mesh = mesh()?;
         let x = values(&[4, 6])?;

@@ -9,7 +9,8 @@
 //! quotients by replicated values), reductions (a reduced sharded dimension gives a `Partial`
 //! of the reduction), operators along one dimension (softmax, scans, sort, topk), matmul,
 //! `cat`, indexing, convolution and its backward, pooling, copies and casts, `new_full`,
-//! random draws like a tensor, and `item`. An operator outside them is an error naming it.
+//! random draws like a tensor, `item`, and the fused LSTM layer and its backward (split along
+//! the batch). An operator outside them is an error naming it.
 
 use std::sync::Arc;
 
@@ -383,6 +384,8 @@ enum Family {
     Cast,
     /// `copy_`.
     Copy,
+    /// The fused LSTM layer and its backward.
+    Recurrent,
 }
 
 /// The family of `func`, `None` when it has no strategies.
@@ -413,6 +416,8 @@ fn family(func: &'static Operator) -> Option<Family> {
         Family::Cast
     } else if is(&aten::COPY_) {
         Family::Copy
+    } else if is(&aten::LSTM_LAYER) || is(&aten::LSTM_LAYER_BACKWARD) {
+        Family::Recurrent
     } else {
         return None;
     })
@@ -616,6 +621,18 @@ fn strategies(
                 p => operands.get(1).map(|_| p),
             };
             s.push(Strategy::new(std::iter::once(dst.placement).chain(src).collect(), vec![dst.placement]));
+        }
+        Family::Recurrent => {
+            // Each sequence of the batch is independent: the `[T, N, ..]` operands and results
+            // split along the batch (dimension 1), the states `[N, H]` along 0, `weight_hh`
+            // whole on every rank.
+            let weight = operand_at(func, operands, "weight_hh");
+            let batch = |ndim: usize| if ndim == 3 { shard(1) } else { shard(0) };
+            let inputs = (operands.iter().enumerate())
+                .map(|(k, o)| if Some(k) == weight { R } else { batch(o.shape.len()) })
+                .collect();
+            s.push(Strategy::new(inputs, outs.iter().map(|o| batch(o.len())).collect()));
+            s.push(Strategy::new(all(R), vec![R; outs.len()]));
         }
     }
     Ok(s)
