@@ -246,7 +246,7 @@ fn fill<U: Send, const N: usize>(
 
 /// The loop over `shape` reading operands through `layouts` broadcast to it, in memories of
 /// `lens` elements; an error when a layout does not broadcast or reaches past its memory (a bug).
-#[inline(always)]
+#[inline]
 fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Walk<N>> {
     let walk = Walk::new(shape, layouts).ok_or_else(|| internal("an operand does not broadcast"))?;
     if (0..N).any(|i| walk.span(i) > lens[i]) {

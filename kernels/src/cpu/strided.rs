@@ -9,10 +9,9 @@ use smallvec::SmallVec;
 use crate::types::Layout;
 
 /// The loop over `N` operands: merged dimensions, outermost first, each with its size and the
-/// step of every operand along it (0 where the operand is broadcast). Four dimensions inline:
-/// merging leaves one for contiguous operands and rarely more than three otherwise.
+/// step of every operand along it (0 where the operand is broadcast).
 pub(super) struct Walk<const N: usize> {
-    dims: SmallVec<[(usize, [usize; N]); 4]>,
+    dims: SmallVec<[(usize, [usize; N]); 6]>,
     offsets: [usize; N],
 }
 
@@ -20,15 +19,12 @@ impl<const N: usize> Walk<N> {
     /// The loop over the elements of `shape`, in row-major order, reading each operand through
     /// its layout broadcast to `shape` (dimensions aligned from the last, size-one dimensions
     /// and missing leading ones repeated). `None` when a layout does not broadcast to `shape`.
-    /// Always inlined: the walk is built in its caller's frame, not moved there (measured: its
-    /// copies were 5% of a one-element `add`).
-    #[inline(always)]
     pub(super) fn new(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
         let ndim = shape.len();
         if layouts.iter().any(|l| l.ndim() > ndim) {
             return None;
         }
-        let mut dims: SmallVec<[(usize, [usize; N]); 4]> = SmallVec::new();
+        let mut dims: SmallVec<[(usize, [usize; N]); 6]> = SmallVec::new();
         for (d, &size) in shape.iter().enumerate() {
             let mut steps = [0; N];
             for (step, layout) in steps.iter_mut().zip(layouts) {
