@@ -10,9 +10,6 @@ use crate::types::{Element, Shape, with_dtype};
 
 use super::{Number, alloc, elements, internal, read, read_as, threads, with_elements};
 
-/// The elements of work one task of a parallel scatter takes, at least.
-const TASK: usize = 1 << 14;
-
 /// An array of `shape` filled with `T::default()`, allocated without aborting.
 fn filled<T: Element>(func: &str, shape: &[usize]) -> Result<ArrayD<T>> {
     let too_big = || {
@@ -137,7 +134,7 @@ fn scatter<T: Element>(
             && let (Some(values), Some(sums)) = (v.as_slice(), out.as_slice_mut())
         {
             let (from, to) = (width * inner, row * inner);
-            let blocks = (TASK / from).max(1);
+            let blocks = (threads::GRAIN / from).max(1);
             let tasks =
                 sums.chunks_mut(blocks * to).zip(targets.chunks(blocks * from)).zip(values.chunks(blocks * from));
             threads::for_each(tasks, |((sums, targets), values)| {

@@ -9,12 +9,8 @@ use crate::types::{Element, Layout, Shape, with_dtype};
 
 use super::pool::take as take_pooled;
 use super::strided::Walk;
+use super::threads::GRAIN;
 use super::{array, cast, elements, internal};
-
-/// Elements per task: large enough that scheduling a task is noise, small enough that both
-/// threads get work from 32,768 elements on (an `add` of 65,536 float32s: 8.4 -> 4.6 µs
-/// against 65,536 elements a task).
-const GRAIN: usize = 1 << 14;
 
 /// An operand of an elementwise loop along one run of a [`Walk`]: contiguous elements, one
 /// element repeated (a Python number, a broadcast dimension), or elements `step` apart.

@@ -3,12 +3,10 @@
 //! of the step.
 
 use super::map::vectorised;
+use super::threads::GRAIN;
 use crate::backend::{AdamArrays, AdamStep, Array, SgdArrays, SgdStep};
 use crate::error::{Error, Result};
 use crate::types::DType;
-
-/// Elements per task: a chunk of each array of a step stays in the caches.
-const GRAIN: usize = 1 << 14;
 
 /// One Adam or AdamW step of each parameter, in place, computed in its dtype as PyTorch's
 /// fused CPU kernel computes it (the scalars rounded to the dtype first; the first moment by

@@ -8,10 +8,8 @@ use crate::error::Result;
 use crate::types::{DType, Element, Layout, Shape, with_dtype};
 
 use super::map::vectorised;
+use super::threads::GRAIN;
 use super::{Number, alloc, array, elements, internal, undefined};
-
-/// Lanes of at least this many elements are split across threads by [`fold`].
-const GRAIN: usize = 1 << 14;
 
 /// `op` over the dimensions `dims` of `x`, read as `dtype`; the result has the other dimensions.
 pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {

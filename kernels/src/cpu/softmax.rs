@@ -7,9 +7,6 @@ use crate::types::{DType, Element};
 
 use super::{alloc, array, threads, with_elements};
 
-/// The elements one task of the parallel softmax covers, at least.
-const TASK: usize = 1 << 14;
-
 /// The softmax (`log` false) or log-softmax of `x` along `dim`, in the float `dtype`.
 pub(super) fn softmax(x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
     let shape = &x.layout.shape;
@@ -36,7 +33,7 @@ fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], log: bool) 
     if inner == 1 {
         // Contiguous lanes (the last dimension): each one on its own, runs of lanes on the
         // CPU's threads.
-        let lanes = (TASK / n.max(1)).max(1);
+        let lanes = (threads::GRAIN / n.max(1)).max(1);
         threads::for_each(data.chunks(lanes * n).zip(out.chunks_mut(lanes * n)), |(data, out)| {
             lanes_softmax(data, out, n, log)
         });

@@ -23,6 +23,12 @@ use std::time::{Duration, Instant};
 /// How long an idle worker spins before it sleeps (libgomp's default spin is of this order).
 const SPIN: Duration = Duration::from_micros(300);
 
+/// Elements of work a parallel task takes at least, for every kernel that splits its work:
+/// large enough that scheduling a task is noise, small enough that both threads get work from
+/// 32,768 elements on (an `add` of 65,536 float32s: 8.4 -> 4.6 µs against 65,536 elements a
+/// task).
+pub(super) const GRAIN: usize = 1 << 14;
+
 /// The most runs of pieces [`for_each`] cuts for each thread: enough that a thread which
 /// finishes early takes another, few enough that claiming them costs nothing.
 const RUNS_PER_THREAD: usize = 4;

@@ -66,9 +66,6 @@ fn internal(what: &str) -> Error {
 /// image makes a wide product rather than many narrow ones.
 const COLUMNS: usize = 1 << 21;
 
-/// Elements of im2col columns one task of [`Conv::im2col`] or [`Conv::col2im`] covers at least.
-const TASK: usize = 1 << 14;
-
 /// The sizes of one convolution of `[n, c, h, w]` by `[o, c / groups, kh, kw]` over a window,
 /// and how its im2col columns are laid out: one row per tap (channel, kernel row, kernel
 /// column), one column per (sample, output position), for `batch` samples at a time.
@@ -154,7 +151,7 @@ impl Conv {
         if width == 0 {
             return;
         }
-        let rows = (TASK / width).max(1);
+        let rows = (threads::GRAIN / width).max(1);
         let tasks = columns[..self.taps * width].chunks_mut(rows * width).enumerate();
         threads::for_each(tasks, |(t, lines)| {
             for (r, line) in lines.chunks_mut(width).enumerate() {
@@ -185,7 +182,7 @@ impl Conv {
                 Some((s, ch, dst))
             })
             .collect();
-        let per_task = (TASK / (kh * kw * self.positions).max(1)).max(1);
+        let per_task = (threads::GRAIN / (kh * kw * self.positions).max(1)).max(1);
         threads::for_each(planes.chunks_mut(per_task), |planes| {
             for (s, ch, dst) in planes {
                 dst.fill(T::default());
@@ -373,8 +370,8 @@ pub(super) fn max_pool2d<T: Element>(input: &Array, win: &Window) -> Result<(Arr
     let (mut values, mut indices) = (output::<T>(func, total)?, output::<i64>(func, total)?);
     let (area, out_area) = ((h * w).max(1), (oh * ow).max(1));
     with_elements(input, |x: &[T]| {
-        // Runs of planes on the CPU's threads, each about TASK window elements.
-        let per_task = (TASK / (out_area * kh * kw).max(1)).max(1);
+        // Runs of planes on the CPU's threads, each about `threads::GRAIN` window elements.
+        let per_task = (threads::GRAIN / (out_area * kh * kw).max(1)).max(1);
         let tasks = values.chunks_mut(per_task * out_area).zip(indices.chunks_mut(per_task * out_area)).enumerate();
         threads::for_each(tasks, |(t, (values, indices))| {
             let outputs = values.chunks_mut(out_area).zip(indices.chunks_mut(out_area));
