@@ -59,6 +59,8 @@ for name, f in [
     ("gelu", lambda: F.gelu(t)),
     ("gelu_tanh", lambda: F.gelu(t, approximate="tanh")),
     ("silu", lambda: F.silu(t)),
+    ("softmax", lambda: torch.softmax(t.reshape(N // 1000, 1000), 1)),
+    ("softmax_columns", lambda: torch.softmax(t.reshape(1000, N // 1000), 0)),
 ]:
     times["math_" + name] = mean_ns(f, 30)
 times["torch"] = torch.__version__

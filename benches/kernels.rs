@@ -148,6 +148,22 @@ const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
         "math_gelu_tanh",
     ),
     ("kernels/math_silu", "silu of -5..5, allocating", 8.0 * N as f64, "GB/s", "copy's speed", "math_silu"),
+    (
+        "kernels/math_softmax",
+        "softmax of -5..5 along rows of 1000, allocating",
+        8.0 * N as f64,
+        "GB/s",
+        "copy's speed",
+        "math_softmax",
+    ),
+    (
+        "kernels/math_softmax_columns",
+        "softmax of -5..5 along columns of 1000 (dim 0), allocating",
+        8.0 * N as f64,
+        "GB/s",
+        "copy's speed",
+        "math_softmax_columns",
+    ),
 ];
 
 fn ramp(shape: &[usize]) -> Tensor {
@@ -217,6 +233,10 @@ fn benches(c: &mut Criterion) {
     g.bench_function("math_gelu", |x| x.iter(|| F::gelu(&t, "none").unwrap()));
     g.bench_function("math_gelu_tanh", |x| x.iter(|| F::gelu(&t, "tanh").unwrap()));
     g.bench_function("math_silu", |x| x.iter(|| F::silu(&t, false).unwrap()));
+    let rows = t.reshape(&[(N / 1000) as i64, 1000]).unwrap();
+    g.bench_function("math_softmax", |x| x.iter(|| rows.softmax(1, None).unwrap()));
+    let columns = t.reshape(&[1000, (N / 1000) as i64]).unwrap();
+    g.bench_function("math_softmax_columns", |x| x.iter(|| columns.softmax(0, None).unwrap()));
     g.finish();
 }
 

@@ -1,11 +1,15 @@
-//! The softmax family on the CPU: one strided pass per block of the softmax dimension, in
-//! `f64`.
+//! The softmax family on the CPU: one pass for the maxima, one for the exponentials, one for
+//! their sum and one to normalise, in the element type (float32 as PyTorch's vectorised
+//! kernels compute it: [`exp_f32`](super::vector_math::exp_f32) and sums kept in one partial
+//! per vector lane), each pass a loop compiled for the widest vectors the processor has.
 
 use crate::backend::Array;
 use crate::error::Result;
-use crate::types::{DType, Element};
+use crate::types::DType;
 
-use super::{alloc, array, threads, with_elements};
+use super::elementwise::Float;
+use super::map::{output, vectorised};
+use super::{array, threads, with_elements};
 
 /// The softmax (`log` false) or log-softmax of `x` along `dim`, in the float `dtype`.
 pub(super) fn softmax(x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
@@ -19,71 +23,144 @@ pub(super) fn softmax(x: &Array, dim: usize, log: bool, dtype: DType) -> Result<
     }
 }
 
+/// Partial results kept side by side by [`fold_lanes`]: one per float32 lane of a 512-bit
+/// vector.
+const LANES: usize = 16;
+
+/// `f` folded over `xs` into [`LANES`] partial results, combined at the end: unlike one
+/// running result, a loop the compiler vectorises (sums are then added in another order
+/// than one by one, as PyTorch's vectorised reductions add them).
+#[inline(always)]
+fn fold_lanes<T: Float>(xs: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    let mut partial = [init; LANES];
+    let chunks = xs.chunks_exact(LANES);
+    let rest = chunks.remainder();
+    for chunk in chunks {
+        for (p, &v) in partial.iter_mut().zip(chunk) {
+            *p = f(*p, v);
+        }
+    }
+    partial.into_iter().chain(rest.iter().copied()).fold(init, f)
+}
+
+/// The larger of two numbers, one select instruction: a NaN may be skipped here, as it makes
+/// its lane's sum NaN in the next pass anyway.
+#[inline(always)]
+fn max<T: Float>(a: T, b: T) -> T {
+    if b > a { b } else { a }
+}
+
+/// Columns of a strip that [`strip_softmax`] takes at once: its maxima and sums stay in
+/// registers and the first level of cache, and its rows in the second.
+const STRIP: usize = 64;
+
 /// The softmax (or log-softmax) of row-major `data` of shape `[outer, n, inner]` along its
-/// middle dimension, computed in `f64`: `exp(x - max) / sum(exp(x - max))`, or
-/// `x - max - log(sum(exp(x - max)))`. One pass for the maxima, one for the exponentials and
-/// one to normalize, each running along contiguous rows of `inner` elements. A NaN in a lane
-/// makes its sum, and so the whole lane, NaN; so does `+inf` (`inf - inf`).
-fn softmax_blocks<T: Element>(data: &[T], [_, n, inner]: [usize; 3], log: bool) -> Result<Vec<T>> {
-    let mut out = alloc("softmax", data.len())?;
-    out.resize(data.len(), T::default());
+/// middle dimension: `exp(x - max) / sum(exp(x - max))`, or `x - max - log(sum(exp(x -
+/// max)))`. Along the last dimension (`inner` 1) each lane is contiguous; otherwise the passes
+/// run along rows of a strip of at most [`STRIP`] columns, each lane one column. A NaN in a
+/// lane makes its sum, and so the whole lane, NaN; so does `+inf` (`inf - inf`). Runs of
+/// lanes or strips go to the CPU's threads.
+fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) -> Result<Vec<T>> {
+    // A pooled buffer: every element is written below.
+    let mut out = output("softmax", data.len())?;
     if data.is_empty() {
         return Ok(out);
     }
+    let parallel = data.len() >= 2 * threads::GRAIN;
     if inner == 1 {
-        // Contiguous lanes (the last dimension): each one on its own, runs of lanes on the
-        // CPU's threads.
-        let lanes = (threads::GRAIN / n.max(1)).max(1);
-        threads::for_each(data.chunks(lanes * n).zip(out.chunks_mut(lanes * n)), |(data, out)| {
-            lanes_softmax(data, out, n, log)
-        });
+        let run = |(lanes, out): (&[T], &mut [T])| {
+            vectorised(
+                #[inline(always)]
+                || {
+                    for (lane, result) in lanes.chunks(n).zip(out.chunks_mut(n)) {
+                        lane_softmax(lane, result, log);
+                    }
+                },
+            )
+        };
+        if parallel {
+            let per_run = (threads::GRAIN / n).max(1) * n;
+            threads::for_each(data.chunks(per_run).zip(out.chunks_mut(per_run)), run);
+        } else {
+            run((data, &mut out));
+        }
         return Ok(out);
     }
-    let (mut max, mut sum) = (vec![f64::NEG_INFINITY; inner], vec![0.0f64; inner]);
+    // Each block's rows cut into strips of columns.
+    let width = STRIP.min(inner);
+    let mut strips: Vec<(Vec<&[T]>, Vec<&mut [T]>)> = Vec::new();
     for (block, result) in data.chunks(n * inner).zip(out.chunks_mut(n * inner)) {
-        max.fill(f64::NEG_INFINITY);
-        sum.fill(0.0);
-        for row in block.chunks(inner) {
-            for (m, v) in max.iter_mut().zip(row) {
-                *m = m.max(v.to_f64());
-            }
-        }
+        let first = strips.len();
+        strips.extend((0..inner.div_ceil(width)).map(|_| (Vec::with_capacity(n), Vec::with_capacity(n))));
         for (row, out_row) in block.chunks(inner).zip(result.chunks_mut(inner)) {
-            for (((o, v), m), s) in out_row.iter_mut().zip(row).zip(&max).zip(sum.iter_mut()) {
-                let e = (v.to_f64() - m).exp();
-                *s += e;
-                if !log {
-                    *o = T::from_f64(e);
-                }
+            for ((strip, part), out_part) in
+                strips[first..].iter_mut().zip(row.chunks(width)).zip(out_row.chunks_mut(width))
+            {
+                strip.0.push(part);
+                strip.1.push(out_part);
             }
         }
-        if log {
-            sum.iter_mut().for_each(|s| *s = s.ln());
-        }
-        for (row, out_row) in block.chunks(inner).zip(result.chunks_mut(inner)) {
-            for (((o, v), m), s) in out_row.iter_mut().zip(row).zip(&max).zip(&sum) {
-                *o = if log { T::from_f64(v.to_f64() - m - s) } else { T::from_f64(o.to_f64() / s) };
-            }
-        }
+    }
+    let run = |(rows, mut out): (Vec<&[T]>, Vec<&mut [T]>)| {
+        vectorised(
+            #[inline(always)]
+            || strip_softmax(&rows, &mut out, log),
+        )
+    };
+    if parallel {
+        threads::for_each(strips, run);
+    } else {
+        strips.into_iter().for_each(run);
     }
     Ok(out)
 }
 
-/// The softmax (or log-softmax) of each contiguous lane of `n` elements of `data`, into `out`.
-fn lanes_softmax<T: Element>(data: &[T], out: &mut [T], n: usize, log: bool) {
-    for (lane, result) in data.chunks(n).zip(out.chunks_mut(n)) {
-        let max = lane.iter().fold(f64::NEG_INFINITY, |m, v| m.max(v.to_f64()));
-        let mut sum = 0.0;
-        for (o, v) in result.iter_mut().zip(lane) {
-            let e = (v.to_f64() - max).exp();
-            sum += e;
-            *o = T::from_f64(e);
+/// The softmax (or log-softmax) of one contiguous lane, into `out`.
+#[inline(always)]
+fn lane_softmax<T: Float>(lane: &[T], out: &mut [T], log: bool) {
+    let top = fold_lanes(lane, T::from_f64(f64::NEG_INFINITY), max);
+    for (o, &v) in out.iter_mut().zip(lane) {
+        *o = v.sub(top).exp();
+    }
+    let sum = fold_lanes(out, T::default(), T::add);
+    if log {
+        // `x - max` first, as PyTorch: exact for values near the maximum however large.
+        let log_sum = sum.ln();
+        for (o, &v) in out.iter_mut().zip(lane) {
+            *o = v.sub(top).sub(log_sum);
         }
-        if log {
-            let log_sum = sum.ln();
-            result.iter_mut().zip(lane).for_each(|(o, v)| *o = T::from_f64(v.to_f64() - max - log_sum));
-        } else {
-            result.iter_mut().for_each(|o| *o = T::from_f64(o.to_f64() / sum));
+    } else {
+        for o in out.iter_mut() {
+            *o = o.div(sum);
+        }
+    }
+}
+
+/// The softmax (or log-softmax) of each column of a strip (`rows` of at most [`STRIP`]
+/// elements each), into the rows of `out`.
+#[inline(always)]
+fn strip_softmax<T: Float>(rows: &[&[T]], out: &mut [&mut [T]], log: bool) {
+    let width = rows.first().map_or(0, |row| row.len());
+    let mut top = [T::from_f64(f64::NEG_INFINITY); STRIP];
+    let mut sum = [T::default(); STRIP];
+    let (top, sum) = (&mut top[..width], &mut sum[..width]);
+    for row in rows {
+        for (m, &v) in top.iter_mut().zip(*row) {
+            *m = max(*m, v);
+        }
+    }
+    for (row, out_row) in rows.iter().zip(out.iter_mut()) {
+        for (((o, &v), &m), s) in out_row.iter_mut().zip(*row).zip(&*top).zip(sum.iter_mut()) {
+            *o = v.sub(m).exp();
+            *s = s.add(*o);
+        }
+    }
+    if log {
+        sum.iter_mut().for_each(|s| *s = s.ln());
+    }
+    for (row, out_row) in rows.iter().zip(out.iter_mut()) {
+        for (((o, &v), &m), &s) in out_row.iter_mut().zip(*row).zip(&*top).zip(&*sum) {
+            *o = if log { v.sub(m).sub(s) } else { o.div(s) };
         }
     }
 }
