@@ -54,6 +54,9 @@ fn max<T: Float>(a: T, b: T) -> T {
 /// registers and the first level of cache, and its rows in the second.
 const STRIP: usize = 64;
 
+/// A strip's rows of input, and the same rows of the result.
+type Strip<'a, T> = (Vec<&'a [T]>, Vec<&'a mut [T]>);
+
 /// The softmax (or log-softmax) of row-major `data` of shape `[outer, n, inner]` along its
 /// middle dimension: `exp(x - max) / sum(exp(x - max))`, or `x - max - log(sum(exp(x -
 /// max)))`. Along the last dimension (`inner` 1) each lane is contiguous; otherwise the passes
@@ -88,7 +91,7 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
     }
     // Each block's rows cut into strips of columns.
     let width = STRIP.min(inner);
-    let mut strips: Vec<(Vec<&[T]>, Vec<&mut [T]>)> = Vec::new();
+    let mut strips: Vec<Strip<'_, T>> = Vec::new();
     for (block, result) in data.chunks(n * inner).zip(out.chunks_mut(n * inner)) {
         let first = strips.len();
         strips.extend((0..inner.div_ceil(width)).map(|_| (Vec::with_capacity(n), Vec::with_capacity(n))));
@@ -101,7 +104,7 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
             }
         }
     }
-    let run = |(rows, mut out): (Vec<&[T]>, Vec<&mut [T]>)| {
+    let run = |(rows, mut out): Strip<'_, T>| {
         vectorised(
             #[inline(always)]
             || strip_softmax(&rows, &mut out, log),
