@@ -37,6 +37,7 @@ t = a.mul(10).sub_(5)
 m1024, m2048 = ramp(1024, 1024), ramp(2048, 2048)
 one, two = torch.tensor([1.0]), torch.tensor([2.0])
 m64, q, skinny_a, skinny_b = ramp(64, 64), ramp(32, 64, 64), ramp(512, 4608), ramp(4608, 8)
+mlp_a, mlp_b = ramp(128, 512), ramp(512, 128)
 times = {
     "add_out": mean_ns(lambda: torch.add(a, b, out=out), 50),
     "add_alloc": mean_ns(lambda: torch.add(a, b), 50),
@@ -48,6 +49,7 @@ times = {
     "matmul_64": mean_ns(lambda: m64 @ m64, 20_000),
     "bmm_attention": mean_ns(lambda: torch.bmm(q, q), 2_000),
     "matmul_skinny": mean_ns(lambda: skinny_a @ skinny_b, 2_000),
+    "matmul_mlp": mean_ns(lambda: mlp_a @ mlp_b, 5_000),
     "add_1": mean_ns(lambda: torch.add(one, two), 100_000),
 }
 for name, f in [

@@ -132,6 +132,14 @@ const ROWS: &[(&str, &str, f64, &str, &str, &str)] = &[
         ">= PyTorch",
         "matmul_skinny",
     ),
+    (
+        "kernels/matmul_mlp",
+        "matmul float32 128 x 512 @ 512 x 128 (gpt_small's MLP projection)",
+        2.0 * 128.0 * 512.0 * 128.0,
+        "GFLOP/s",
+        ">= PyTorch",
+        "matmul_mlp",
+    ),
     ("kernels/add_1", "add of 1-element tensors", 0.0, "ns", "< 100 ns", "add_1"),
     ("kernels/math_exp", "exp of -5..5 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_exp"),
     ("kernels/math_log", "log of 0..1 into an output", 8.0 * N as f64, "GB/s", "copy's speed", "math_log"),
@@ -220,6 +228,8 @@ fn benches(c: &mut Criterion) {
     g.bench_function("matmul_64", |x| x.iter(|| torchfn::matmul(&m64, &m64).unwrap()));
     g.bench_function("bmm_attention", |x| x.iter(|| torchfn::bmm(&q, &q).unwrap()));
     g.bench_function("matmul_skinny", |x| x.iter(|| torchfn::matmul(&skinny_a, &skinny_b).unwrap()));
+    let (mlp_a, mlp_b) = (ramp(&[128, 512]), ramp(&[512, 128]));
+    g.bench_function("matmul_mlp", |x| x.iter(|| torchfn::matmul(&mlp_a, &mlp_b).unwrap()));
     g.sample_size(100);
     g.bench_function("add_1", |x| x.iter(|| torchfn::add(black_box(&one), black_box(&two), 1).unwrap()));
     g.sample_size(20);
