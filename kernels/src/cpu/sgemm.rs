@@ -6,7 +6,8 @@
 //! - **packing** ([`pack_b`], [`pack_a`]): `b` is copied into panels of `NR` columns and `a`
 //!   into panels of `MR` rows, each laid out in the order the micro-kernel reads it and
 //!   padded with zeros, so the kernel streams contiguous memory whatever the operands' strides
-//!   (transposed, broadcast with stride 0, any row step);
+//!   (transposed, broadcast with stride 0, any row step); a small contiguous `b` whose rows
+//!   are whole panels is read in place instead ([`Panels`], [`IN_PLACE_B_FLOATS`]);
 //! - **the micro-kernel** ([`Kernel`]): an `MR × NR` tile of `out` held in registers, updated
 //!   by one fused multiply-add per register per step along `k`: 6 × 16 in twelve 256-bit
 //!   registers with AVX2 ([`Avx2Fma`]), 12 × 32 in twenty-four 512-bit ones with AVX-512
@@ -74,8 +75,8 @@ pub trait Kernel: Copy + Send + Sync {
     /// The proof of AVX2 and FMA, which every kernel's processor has (the packing uses them).
     fn avx2(self) -> Avx2Fma;
 
-    /// The `MR × NR` product of a packed panel of `a` (`depth × MR`) and one of `b`
-    /// (`depth × NR`), written to the `size[0] × size[1]` top-left corner of the micro-tile at
+    /// The `MR × NR` product of a packed panel of `a` (`depth × MR`) and a panel of `b`
+    /// (`depth` steps of `NR` floats, `b_step` floats apart from `b` on), written to the `size[0] × size[1]` top-left corner of the micro-tile at
     /// `out` (element `(i, j)` at `out + i * strides[0] + j * strides[1]`), or added to it when
     /// `accumulate`. The tile of `out` is pulled into the L1 cache first, so that it is there
     /// by the end, and the `depth * NR * MR / MC` floats from `ahead` on into the L2 cache (a
@@ -84,12 +85,14 @@ pub trait Kernel: Copy + Send + Sync {
     /// # Safety
     ///
     /// `out` addresses a `size[0] × size[1]` matrix through `strides` that the caller may read
-    /// and write, `size` is at most `MR × NR`, and `a` and `b` hold the same number of steps.
+    /// and write, `size` is at most `MR × NR`, and `b + s * b_step` is `NR` floats the caller
+    /// may read for each step `s` of `a`.
     #[allow(clippy::too_many_arguments)]
     unsafe fn tile(
         self,
         a: &[f32],
-        b: &[f32],
+        b: *const f32,
+        b_step: usize,
         ahead: *const f32,
         out: *mut f32,
         strides: [isize; 2],
@@ -188,6 +191,36 @@ pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayVie
     true
 }
 
+/// The most floats of a contiguous `b` that products read in place, unpacked (1 MiB, the L2
+/// cache of the processors measured): packing such a `b` cost 15% of a product of 128 rows,
+/// and its rows are whole panels already when `n` is a multiple of `NR`.
+const IN_PLACE_B_FLOATS: usize = 1 << 18;
+
+/// The panels of `b` that the micro-kernel reads, `NR` columns each: packed, each panel's
+/// steps one after the other, or `b` itself, read in place.
+#[derive(Clone, Copy)]
+struct Panels<'b> {
+    /// The floats the panels are read from.
+    data: &'b [f32],
+    /// Floats from one panel's first step to the next panel's.
+    panel: usize,
+    /// Floats from one step along `k` to the next, within a panel.
+    step: usize,
+}
+
+impl Panels<'_> {
+    /// The panels packed in `data` for `k` steps of `nr` columns.
+    fn packed(data: &[f32], k: usize, nr: usize) -> Panels<'_> {
+        Panels { data, panel: k * nr, step: nr }
+    }
+
+    /// Where step `s` of panel `j` starts (past the end for a prefetch's address: never read
+    /// there).
+    fn at(&self, j: usize, s: usize) -> *const f32 {
+        self.data.as_ptr().wrapping_add(j * self.panel + s * self.step)
+    }
+}
+
 /// The packed `b` of the last product, kept so that its pages stay mapped for the next one.
 static PACKED_B: Mutex<Vec<f32>> = Mutex::new(Vec::new());
 
@@ -253,6 +286,10 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
     }
     let threads = threads_for(m, n, k);
     let blocks = Blocks::new(k);
+    if let Some(data) = b.as_slice().filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS) {
+        // Rows of `b` one after the other, each whole panels: read in place.
+        return sweep(cpu, a, Panels { data, panel: nr, step: n }, blocks, out.view_mut(), threads);
+    }
     let chunk = (PACKED_B_FLOATS / (k * nr)).max(1) * nr;
     let mut packed = std::mem::take(&mut *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()));
     for start in (0..n).step_by(chunk) {
@@ -260,7 +297,7 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
         let b_packed = aligned(&mut packed, cols.len().div_ceil(nr) * k * nr);
         pack_b(cpu.avx2(), b, cols.clone(), nr, b_packed, threads > 1);
         let out = if cols.len() == n { out.view_mut() } else { out.slice_mut(s![.., cols]) };
-        sweep(cpu, a, b_packed, blocks, out, threads);
+        sweep(cpu, a, Panels::packed(b_packed, k, nr), blocks, out, threads);
     }
     *PACKED_B.lock().unwrap_or_else(|e| e.into_inner()) = packed;
 }
@@ -270,22 +307,22 @@ fn threads_for(m: usize, n: usize, k: usize) -> usize {
     if m.saturating_mul(n).saturating_mul(k) >= PARALLEL_MIN { threads::get_num_threads() } else { 1 }
 }
 
-/// `out = a @ b` for `b` already packed (all of `out`'s columns), on `threads` threads.
+/// `out = a @ b` for the panels of `b` (all of `out`'s columns), on `threads` threads.
 fn sweep<K: Kernel>(
     cpu: K,
     a: ArrayView2<'_, f32>,
-    b_packed: &[f32],
+    b: Panels<'_>,
     blocks: Blocks,
     out: ArrayViewMut2<'_, f32>,
     threads: usize,
 ) {
     let m = out.dim().0;
     let tiles = tiles(out, threads, [K::MR, K::NR]);
-    let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b_packed, blocks, tile.panels, tile.out);
+    let run = |tile: Tile<'_>| run_tile(cpu, a, tile.rows, b, blocks, tile.panels, tile.out);
     if threads == 1 {
         tiles.into_iter().for_each(run);
     } else if tiles.iter().all(|tile| tile.rows.len() == m) {
-        sweep_columns(cpu, a, b_packed, blocks, tiles);
+        sweep_columns(cpu, a, b, blocks, tiles);
     } else {
         threads::for_each(tiles, run);
     }
@@ -294,13 +331,7 @@ fn sweep<K: Kernel>(
 /// [`sweep`] for tiles of all `a`'s rows, cut along the columns only (a few dozen rows of a
 /// batch against a layer's weights): for each block of `k`, the rows of `a` are packed once,
 /// by the threads together, and the tiles share them.
-fn sweep_columns<K: Kernel>(
-    cpu: K,
-    a: ArrayView2<'_, f32>,
-    b_packed: &[f32],
-    blocks: Blocks,
-    mut tiles: Vec<Tile<'_>>,
-) {
+fn sweep_columns<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: Panels<'_>, blocks: Blocks, mut tiles: Vec<Tile<'_>>) {
     let (m, mr) = (a.dim().0, K::MR);
     // Taken rather than borrowed: this thread may run other products while it waits.
     let mut buf = PACKED_A.with_borrow_mut(std::mem::take);
@@ -314,7 +345,7 @@ fn sweep_columns<K: Kernel>(
         });
         let a_packed = &*a_packed;
         threads::for_each(tiles.iter_mut(), |tile| {
-            sweep_panels(cpu, a_packed, b_packed, blocks, p, tile.panels.clone(), &mut tile.out)
+            sweep_panels(cpu, a_packed, b, blocks, p, tile.panels.clone(), &mut tile.out)
         });
     }
     PACKED_A.with_borrow_mut(|kept| *kept = buf);
@@ -366,7 +397,7 @@ impl PackedB {
             out.fill(0.0);
             return;
         }
-        let packed = &self.buffer[self.start..][..self.n.div_ceil(self.nr) * k * self.nr];
+        let packed = Panels::packed(&self.buffer[self.start..][..self.n.div_ceil(self.nr) * k * self.nr], k, self.nr);
         let (blocks, threads) = (Blocks::new(k), threads_for(m, self.n, k));
         // A few rows (an unbatched layer's one) on the kernel of one row, where the wide one
         // would compute 6 or 12 of them, most of them zeros.
@@ -647,7 +678,7 @@ fn run_tile<K: Kernel>(
     cpu: K,
     a: ArrayView2<'_, f32>,
     rows: Range<usize>,
-    b: &[f32],
+    b: Panels<'_>,
     blocks: Blocks,
     panels: Range<usize>,
     mut out: ArrayViewMut2<'_, f32>,
@@ -668,7 +699,7 @@ fn run_tile<K: Kernel>(
 fn sweep_panels<K: Kernel>(
     cpu: K,
     a_packed: &[f32],
-    b: &[f32],
+    b: Panels<'_>,
     blocks: Blocks,
     p: usize,
     panels: Range<usize>,
@@ -680,22 +711,24 @@ fn sweep_panels<K: Kernel>(
     let steps = blocks.range(p);
     let depth = steps.len();
     for j in panels.clone() {
-        let b_panel = &b[(j * blocks.k + steps.start) * nr..][..depth * nr];
+        let b_panel = b.at(j, steps.start);
         // The panel after this one, which the kernels pull into L2 meanwhile, a stretch of
         // `depth * nr * mr / MC` floats each.
         let next = if j + 1 < panels.end { (j + 1, steps.start) } else { (first, steps.end) };
-        let next = b.as_ptr().wrapping_add((next.0 * blocks.k + next.1) * nr);
+        let next = b.at(next.0, next.1);
         let col = (j - first) * nr;
         for (i, a_panel) in a_packed.chunks_exact(depth * mr).take(m.div_ceil(mr)).enumerate() {
             let row = i * mr;
             // SAFETY: the micro-tile at (`row`, `col`), of `min(mr, m - row)` rows and
             // `min(nr, n - col)` columns, lies inside `out`, which this function borrows
-            // mutably: nothing else reads or writes it meanwhile. Both panels hold `depth`
-            // steps.
+            // mutably: nothing else reads or writes it meanwhile. `a_panel` holds `depth` steps,
+            // and so does panel `j < panels.end` of `b` from step `steps.start` on, `NR`
+            // floats each inside `b.data` (packed, or the rows of a `b` read in place).
             unsafe {
                 cpu.tile(
                     a_panel,
                     b_panel,
+                    b.step,
                     next.wrapping_add(i * depth * nr * mr / MC),
                     o.offset(row as isize * rs + col as isize * cs),
                     [rs, cs],
@@ -725,7 +758,8 @@ macro_rules! micro_kernel {
             unsafe fn tile(
                 self,
                 a: &[f32],
-                b: &[f32],
+                b: *const f32,
+                b_step: usize,
                 ahead: *const f32,
                 out: *mut f32,
                 strides: [isize; 2],
@@ -734,14 +768,16 @@ macro_rules! micro_kernel {
             ) {
                 // SAFETY: `self` proves the processor has what `tile` is compiled for; the
                 // caller upholds the rest.
-                unsafe { tile(a, b, ahead, out, strides, size, accumulate) }
+                unsafe { tile(a, b, b_step, ahead, out, strides, size, accumulate) }
             }
         }
 
         #[target_feature(enable = $features)]
+        #[allow(clippy::too_many_arguments)]
         unsafe fn tile(
             a: &[f32],
-            b: &[f32],
+            b: *const f32,
+            b_step: usize,
             ahead: *const f32,
             out: *mut f32,
             strides: [isize; 2],
@@ -757,12 +793,16 @@ macro_rules! micro_kernel {
                 _mm_prefetch::<_MM_HINT_T0>(out.wrapping_offset(r * rs + (NR - 1) as isize * cs).cast());
             }
             let mut acc: [$vector; 2 * MR] = [$zero(); 2 * MR];
-            for (step, (a, b)) in a.chunks_exact(MR).zip(b.chunks_exact(NR)).enumerate() {
+            for (step, a) in a.chunks_exact(MR).enumerate() {
                 if step % PREFETCH_EVERY == 0 {
                     _mm_prefetch::<_MM_HINT_T1>(ahead.wrapping_add(step * 16 / PREFETCH_EVERY).cast());
                 }
-                // SAFETY: `b` holds `NR` floats, so both loads of half of them are inside it.
-                let (b0, b1) = unsafe { ($load(b.as_ptr()), $load(b.as_ptr().add($lanes))) };
+                // SAFETY: the caller lends `NR` floats from `b + step * b_step` on, so both
+                // loads of half of them are inside them.
+                let (b0, b1) = unsafe {
+                    let b = b.add(step * b_step);
+                    ($load(b), $load(b.add($lanes)))
+                };
                 for r in 0..MR {
                     let ar = $broadcast(a[r]);
                     acc[2 * r] = $fma(ar, b0, acc[2 * r]);
@@ -1008,6 +1048,14 @@ mod tests {
         const { assert!(257 * 129 * 257 >= PARALLEL_MIN) };
         let mut out = Array2::zeros((257, 257));
         check(matrix(257, 129, 1).view(), matrix(129, 257, 2).view(), &mut out.view_mut());
+        // A contiguous `b` of whole panels, read in place: in two blocks of `k`, and with the
+        // tiles cut along columns only.
+        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS) };
+        let mut out = Array2::zeros((50, 64));
+        check(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view(), &mut out.view_mut());
+        const { assert!(33 * 700 * 320 >= PARALLEL_MIN && 700 * 320 <= IN_PLACE_B_FLOATS) };
+        let mut out = Array2::zeros((33, 320));
+        check(matrix(33, 700, 11).view(), matrix(700, 320, 12).view(), &mut out.view_mut());
         // Four panels of `b` (the last one partial), packed two by two on the threads.
         const { assert!(130 * 520 * 100 >= PARALLEL_MIN) };
         let mut out = Array2::zeros((130, 100));
