@@ -117,7 +117,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     let mut buffers: Map<Key, Vec<Option<Tensor>>> = Map::default();
     for (edge, grad) in roots {
         if needed(&key(&edge.node)) {
-            add_into(&mut buffers, &edge, grad)?;
+            add_into(&mut buffers, &edge, grad, run.create_graph)?;
         }
     }
     let mut ready: BinaryHeap<Ready> = BinaryHeap::new();
@@ -198,7 +198,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
             }
             if let Some(grad) = grad {
                 check_gradient(&node, edge, &grad)?;
-                add_into(&mut buffers, edge, grad)?;
+                add_into(&mut buffers, edge, grad, run.create_graph)?;
             }
             let left = dependencies.get_mut(&ek).expect("every needed edge was counted");
             *left -= 1;
@@ -350,14 +350,21 @@ fn check_gradient(node: &Node, edge: &Edge, grad: &Tensor) -> Result<()> {
     Ok(())
 }
 
-/// Adds `grad` to what `edge`'s node has received for that output.
-fn add_into(buffers: &mut Map<Key, Vec<Option<Tensor>>>, edge: &Edge, grad: Tensor) -> Result<()> {
+/// Adds `grad` to what `edge`'s node has received for that output. As PyTorch's
+/// `InputBuffer::accumulate`: outside `create_graph`, into the received gradient's own memory
+/// when nothing else holds it (a residual connection's or a split's gradients then allocate
+/// nothing), else into a new tensor.
+fn add_into(buffers: &mut Map<Key, Vec<Option<Tensor>>>, edge: &Edge, grad: Tensor, create_graph: bool) -> Result<()> {
     let slots = buffers.entry(key(&edge.node)).or_default();
     if slots.len() <= edge.output_nr {
         slots.resize(edge.output_nr + 1, None);
     }
     let slot = &mut slots[edge.output_nr];
     *slot = Some(match slot.take() {
+        Some(old) if !create_graph && old.is_sole_owner() && adds_in_place(&old, &grad) => {
+            primitive::add_(&old, &grad)?;
+            old
+        }
         Some(old) => primitive::add(&old, &grad)?,
         None => grad,
     });

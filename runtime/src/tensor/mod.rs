@@ -195,8 +195,6 @@ impl Tensor {
         Tensor::from_dense(Dense { base: Some(base), ..Dense::new(array) })
     }
 
-    /// The data, for a dense tensor.
-    #[inline]
     /// Whether this handle is the only way to reach its memory: a plain tensor, no other handle
     /// to its body (strong or weak), no view of it, no other tensor on its storage, and that
     /// storage all its own (contiguous from the start). Its owner may then keep it instead of
@@ -213,6 +211,8 @@ impl Tensor {
             && d.array.layout.is_contiguous()
     }
 
+    /// The data, for a dense tensor.
+    #[inline]
     pub(crate) fn dense(&self) -> Option<&Dense> {
         match &*self.body {
             Body::Dense(dense) => Some(dense),
