@@ -107,6 +107,49 @@ fn the_backward_pass_reaches_the_mode() {
     assert!(!backward.is_empty());
 }
 
+/// Records where the results of products live.
+#[derive(Default)]
+struct Products(RefCell<Vec<usize>>);
+
+impl TorchDispatchMode for Products {
+    fn torch_dispatch(&self, func: &'static Operator, _: &Types, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        let out = func.call(args, kwargs)?;
+        if std::ptr::eq(func, &aten::MUL_TENSOR) {
+            self.0.borrow_mut().push(out.as_tensor().unwrap().data_ptr()?);
+        }
+        Ok(out)
+    }
+}
+
+/// As PyTorch's `InputBuffer::accumulate`: the gradients of a tensor used twice are added into
+/// the memory of the first one to arrive when nothing else holds it, except under
+/// `create_graph`, which makes a new tensor.
+#[test]
+fn gradients_of_a_tensor_used_twice_add_in_place_except_under_create_graph() {
+    for create_graph in [false, true] {
+        let x = torchfn::tensor([0.5f64, 1.0, 2.0]).unwrap().requires_grad_(true).unwrap();
+        let a = (&x * 3.0).unwrap();
+        let y = (&a.sin().unwrap() + &a.cos().unwrap()).unwrap().sum().unwrap();
+        let summed = std::sync::Arc::new(std::sync::Mutex::new(0usize));
+        let seen = summed.clone();
+        a.register_hook(move |g| {
+            *seen.lock().unwrap() = g.data_ptr()?;
+            Ok(None)
+        })
+        .unwrap();
+        let mode = push_dispatch_mode(Products::default());
+        y.backward_with(None, None, create_graph, None).unwrap();
+        let products = mode.0.borrow().clone();
+        drop(mode);
+        // The two branches' gradients are the first products of the backward pass.
+        let in_place = products[..2].contains(&*summed.lock().unwrap());
+        assert_eq!(in_place, !create_graph, "{products:?}");
+        let want: Vec<f64> = [0.5f64, 1.0, 2.0].iter().map(|v| 3.0 * ((3.0 * v).cos() - (3.0 * v).sin())).collect();
+        let got = x.grad().unwrap().unwrap().to_vec::<f64>().unwrap();
+        assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{got:?} against {want:?}");
+    }
+}
+
 #[test]
 fn the_dispatch_mode_stack_behaves_as_pytorchs() {
     assert!(current_dispatch_mode().is_none());
