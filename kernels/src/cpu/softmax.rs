@@ -3,6 +3,8 @@
 //! kernels compute it: [`exp_f32`](super::vector_math::exp_f32) and sums kept in one partial
 //! per vector lane), each pass a loop compiled for the widest vectors the processor has.
 
+use std::ops::Range;
+
 use crate::backend::Array;
 use crate::error::Result;
 use crate::types::DType;
@@ -57,12 +59,54 @@ const STRIP: usize = 64;
 /// A strip's rows of input, and the same rows of the result.
 type Strip<'a, T> = (Vec<&'a [T]>, Vec<&'a mut [T]>);
 
+/// The rows of a strip of columns, of the input and of the result.
+trait Rows<T> {
+    /// How many rows.
+    fn count(&self) -> usize;
+    /// Row `r` of the input and of the result.
+    fn row(&mut self, r: usize) -> (&[T], &mut [T]);
+}
+
+impl<T> Rows<T> for Strip<'_, T> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.0.len()
+    }
+
+    #[inline(always)]
+    fn row(&mut self, r: usize) -> (&[T], &mut [T]) {
+        (self.0[r], &mut *self.1[r])
+    }
+}
+
+/// Columns `cols` of a block of rows `inner` long, and of its result.
+struct Columns<'a, T> {
+    block: &'a [T],
+    out: &'a mut [T],
+    inner: usize,
+    cols: Range<usize>,
+}
+
+impl<T> Rows<T> for Columns<'_, T> {
+    #[inline(always)]
+    fn count(&self) -> usize {
+        self.block.len() / self.inner
+    }
+
+    #[inline(always)]
+    fn row(&mut self, r: usize) -> (&[T], &mut [T]) {
+        let cols = r * self.inner + self.cols.start..r * self.inner + self.cols.end;
+        (&self.block[cols.clone()], &mut self.out[cols])
+    }
+}
+
 /// The softmax (or log-softmax) of row-major `data` of shape `[outer, n, inner]` along its
 /// middle dimension: `exp(x - max) / sum(exp(x - max))`, or `x - max - log(sum(exp(x -
 /// max)))`. Along the last dimension (`inner` 1) each lane is contiguous; otherwise the passes
 /// run along rows of a strip of at most [`STRIP`] columns, each lane one column. A NaN in a
 /// lane makes its sum, and so the whole lane, NaN; so does `+inf` (`inf - inf`). Runs of
-/// lanes or strips go to the CPU's threads.
+/// lanes or of blocks go to the CPU's threads, or the strips of a few large blocks (a
+/// softmax along the first dimension).
 fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) -> Result<Vec<T>> {
     // A pooled buffer: every element is written below.
     let mut out = output("softmax", data.len())?;
@@ -89,10 +133,34 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
         }
         return Ok(out);
     }
-    // Each block's rows cut into strips of columns.
+    let block = n * inner;
+    if !parallel || block < threads::GRAIN {
+        // Runs of whole blocks, each a strip of columns after another.
+        let run = |(data, out): (&[T], &mut [T])| {
+            vectorised(
+                #[inline(always)]
+                || {
+                    for (block, out) in data.chunks(n * inner).zip(out.chunks_mut(n * inner)) {
+                        for start in (0..inner).step_by(STRIP) {
+                            let cols = start..(start + STRIP).min(inner);
+                            strip_softmax(&mut Columns { block, out: &mut *out, inner, cols }, log);
+                        }
+                    }
+                },
+            )
+        };
+        if parallel {
+            let per_run = (threads::GRAIN / block).max(1) * block;
+            threads::for_each(data.chunks(per_run).zip(out.chunks_mut(per_run)), run);
+        } else {
+            run((data, &mut out));
+        }
+        return Ok(out);
+    }
+    // Large blocks (a few): their rows cut into strips of columns, for the threads to share.
     let width = STRIP.min(inner);
     let mut strips: Vec<Strip<'_, T>> = Vec::new();
-    for (block, result) in data.chunks(n * inner).zip(out.chunks_mut(n * inner)) {
+    for (block, result) in data.chunks(block).zip(out.chunks_mut(block)) {
         let first = strips.len();
         strips.extend((0..inner.div_ceil(width)).map(|_| (Vec::with_capacity(n), Vec::with_capacity(n))));
         for (row, out_row) in block.chunks(inner).zip(result.chunks_mut(inner)) {
@@ -104,17 +172,12 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
             }
         }
     }
-    let run = |(rows, mut out): Strip<'_, T>| {
+    threads::for_each(strips, |mut strip: Strip<'_, T>| {
         vectorised(
             #[inline(always)]
-            || strip_softmax(&rows, &mut out, log),
+            || strip_softmax(&mut strip, log),
         )
-    };
-    if parallel {
-        threads::for_each(strips, run);
-    } else {
-        strips.into_iter().for_each(run);
-    }
+    });
     Ok(out)
 }
 
@@ -140,20 +203,22 @@ fn lane_softmax<T: Float>(lane: &[T], out: &mut [T], log: bool) {
 }
 
 /// The softmax (or log-softmax) of each column of a strip (`rows` of at most [`STRIP`]
-/// elements each), into the rows of `out`.
+/// elements each), into the rows of its result.
 #[inline(always)]
-fn strip_softmax<T: Float>(rows: &[&[T]], out: &mut [&mut [T]], log: bool) {
-    let width = rows.first().map_or(0, |row| row.len());
+fn strip_softmax<T: Float>(rows: &mut impl Rows<T>, log: bool) {
+    let count = rows.count();
+    let width = if count == 0 { 0 } else { rows.row(0).0.len() };
     let mut top = [T::from_f64(f64::NEG_INFINITY); STRIP];
     let mut sum = [T::default(); STRIP];
     let (top, sum) = (&mut top[..width], &mut sum[..width]);
-    for row in rows {
-        for (m, &v) in top.iter_mut().zip(*row) {
+    for r in 0..count {
+        for (m, &v) in top.iter_mut().zip(rows.row(r).0) {
             *m = max(*m, v);
         }
     }
-    for (row, out_row) in rows.iter().zip(out.iter_mut()) {
-        for (((o, &v), &m), s) in out_row.iter_mut().zip(*row).zip(&*top).zip(sum.iter_mut()) {
+    for r in 0..count {
+        let (row, out_row) = rows.row(r);
+        for (((o, &v), &m), s) in out_row.iter_mut().zip(row).zip(&*top).zip(sum.iter_mut()) {
             *o = v.sub(m).exp();
             *s = s.add(*o);
         }
@@ -161,8 +226,9 @@ fn strip_softmax<T: Float>(rows: &[&[T]], out: &mut [&mut [T]], log: bool) {
     if log {
         sum.iter_mut().for_each(|s| *s = s.ln());
     }
-    for (row, out_row) in rows.iter().zip(out.iter_mut()) {
-        for (((o, &v), &m), &s) in out_row.iter_mut().zip(*row).zip(&*top).zip(&*sum) {
+    for r in 0..count {
+        let (row, out_row) = rows.row(r);
+        for (((o, &v), &m), &s) in out_row.iter_mut().zip(row).zip(&*top).zip(&*sum) {
             *o = if log { v.sub(m).sub(s) } else { o.div(s) };
         }
     }
