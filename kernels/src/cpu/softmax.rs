@@ -125,12 +125,7 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
                 },
             )
         };
-        if parallel {
-            let per_run = (threads::GRAIN / n).max(1) * n;
-            threads::for_each(data.chunks(per_run).zip(out.chunks_mut(per_run)), run);
-        } else {
-            run((data, &mut out));
-        }
+        in_runs(data, &mut out, n, parallel, run);
         return Ok(out);
     }
     let block = n * inner;
@@ -149,12 +144,7 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
                 },
             )
         };
-        if parallel {
-            let per_run = (threads::GRAIN / block).max(1) * block;
-            threads::for_each(data.chunks(per_run).zip(out.chunks_mut(per_run)), run);
-        } else {
-            run((data, &mut out));
-        }
+        in_runs(data, &mut out, block, parallel, run);
         return Ok(out);
     }
     // Large blocks (a few): their rows cut into strips of columns, for the threads to share.
@@ -179,6 +169,17 @@ fn softmax_blocks<T: Float>(data: &[T], [_, n, inner]: [usize; 3], log: bool) ->
         )
     });
     Ok(out)
+}
+
+/// `run` over runs of whole `unit`s of `data` and of `out` (about a grain each), on the
+/// threads when `parallel`, else all at once.
+fn in_runs<T: Float>(data: &[T], out: &mut [T], unit: usize, parallel: bool, run: impl Fn((&[T], &mut [T])) + Sync) {
+    if parallel {
+        let per_run = (threads::GRAIN / unit).max(1) * unit;
+        threads::for_each(data.chunks(per_run).zip(out.chunks_mut(per_run)), run);
+    } else {
+        run((data, out));
+    }
 }
 
 /// The softmax (or log-softmax) of one contiguous lane, into `out`.
