@@ -9,11 +9,14 @@
 // height, width, out height, out width, kernel height, kernel width, stride (2), padding (2),
 // dilation (2), input strides (4) and offset, weight strides (4) and offset, bias stride and
 // offset, whether there is a bias (without one, binding 3 holds a stand-in)].
+//
+// Placeholder, in double braces below (filled by kernels/src/wgpu/window.rs):
+//   ELEMENT  the element type, f32 or i32 (integer sums wrap, as PyTorch's CPU kernels' do)
 
-@group(0) @binding(1) var<storage, read> input: array<f32>;
-@group(0) @binding(2) var<storage, read> weight: array<f32>;
-@group(0) @binding(3) var<storage, read> bias: array<f32>;
-@group(0) @binding(4) var<storage, read_write> out: array<f32>;
+@group(0) @binding(1) var<storage, read> input: array<{{ELEMENT}}>;
+@group(0) @binding(2) var<storage, read> weight: array<{{ELEMENT}}>;
+@group(0) @binding(3) var<storage, read> bias: array<{{ELEMENT}}>;
+@group(0) @binding(4) var<storage, read_write> out: array<{{ELEMENT}}>;
 
 // One thread per output element, in row-major order.
 @compute @workgroup_size(256)
@@ -40,7 +43,7 @@ fn main(
     let b = i / (out_w * out_h * out_channels);
     let first_channel = (o / params[4]) * per_group;
 
-    var sum = 0.0;
+    var sum: {{ELEMENT}} = 0;
     for (var c = 0u; c < per_group; c = c + 1u) {
         let from_input = params[21] + b * params[17] + (first_channel + c) * params[18];
         let from_weight = params[26] + o * params[22] + c * params[23];

@@ -6,13 +6,18 @@
 // `values[p, y, x]` is the largest element of window (y, x) of plane p (NaN wins over every
 // number, a later NaN over an earlier one); `indices[p, y, x]` its position
 // `row * width + column` in the plane (the first of equal maxima). A window with no tap inside
-// the input gives -inf at position 0.
+// the input gives -inf (the smallest integer) at position 0.
 //
 // Parameters: [outputs, height, width, out height, out width, kernel height, kernel width,
 // stride (2), padding (2), dilation (2), input strides (3) and offset].
+//
+// Placeholders, in double braces below (filled by kernels/src/wgpu/window.rs):
+//   ELEMENT   the element type, f32 or i32
+//   LOWEST    the start of the search: -infinity() for floats, the smallest i32 for integers
+//   NAN_WINS  `|| is_nan(v)` for floats, nothing for integers
 
-@group(0) @binding(1) var<storage, read> input: array<f32>;
-@group(0) @binding(2) var<storage, read_write> values: array<f32>;
+@group(0) @binding(1) var<storage, read> input: array<{{ELEMENT}}>;
+@group(0) @binding(2) var<storage, read_write> values: array<{{ELEMENT}}>;
 @group(0) @binding(3) var<storage, read_write> indices: array<i32>;
 
 // One thread per output element, in row-major order.
@@ -35,7 +40,7 @@ fn main(
     let p = i / (out_w * out_h);
     let from_input = params[16] + p * params[13];
 
-    var best = -infinity();
+    var best: {{ELEMENT}} = {{LOWEST}};
     var at = 0u;
     var found = false;
     for (var ki = 0u; ki < params[5]; ki = ki + 1u) {
@@ -51,7 +56,7 @@ fn main(
             let r = row - params[9];
             let s = column - params[10];
             let v = input[from_input + r * params[14] + s * params[15]];
-            if (!found || v > best || is_nan(v)) {
+            if (!found || v > best {{NAN_WINS}}) {
                 best = v;
                 at = r * width + s;
                 found = true;

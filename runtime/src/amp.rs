@@ -49,15 +49,18 @@ pub enum Policy {
     Float32,
     /// Cast to the widest floating-point dtype among them.
     Promote,
+    /// An error: the function is unsafe to autocast (`binary_cross_entropy` on a GPU).
+    Refused,
 }
 
-/// The autocast policy of `func` on the CPU, from PyTorch's lists for the CPU
-/// (`aten/src/ATen/autocast_mode.cpp`), or `None` for a function that runs in the dtypes it is
-/// given. Functions are named as ATen names them: `linalg.inv` is `linalg_inv`, `fft.rfft`
-/// `fft_rfft`, `Tensor.__matmul__` `matmul`. `multi_head_attention_forward`, which PyTorch
-/// composes from linear layers and attention (all lower precision), is one function here, and
-/// listed with them.
-pub fn policy(func: &Func) -> Option<Policy> {
+/// The autocast policy of `func` for tensors on `device_type` (`"cpu"` or `"wgpu"`), from
+/// PyTorch's lists (`aten/src/ATen/autocast_mode.cpp`): the CPU's, and for the GPU the list
+/// PyTorch keeps for its GPUs (CUDA's, which Apple's MPS shares), or `None` for a function that
+/// runs in the dtypes it is given. Functions are named as ATen names them: `linalg.inv` is
+/// `linalg_inv`, `fft.rfft` `fft_rfft`, `Tensor.__matmul__` `matmul`.
+/// `multi_head_attention_forward`, which PyTorch composes from linear layers and attention (all
+/// lower precision), is one function here, and listed with them.
+pub fn policy(func: &Func, device_type: &str) -> Option<Policy> {
     let name = func.name();
     let aten: std::borrow::Cow<'_, str> = match func.namespace() {
         "torchfn.linalg" => format!("linalg_{name}").into(),
@@ -65,6 +68,9 @@ pub fn policy(func: &Func) -> Option<Policy> {
         "Tensor" if matches!(name, "__matmul__" | "__rmatmul__") => "matmul".into(),
         _ => name.into(),
     };
+    if device_type == "wgpu" {
+        return gpu_policy(&aten);
+    }
     Some(match &*aten {
         "conv1d"
         | "conv2d"
@@ -180,12 +186,162 @@ pub fn policy(func: &Func) -> Option<Policy> {
     })
 }
 
-/// This thread's autocast state: the settings of the innermost region, how many regions are
-/// open, and the casts of parameters made in them.
-struct State {
+/// PyTorch's autocast lists for its GPUs (`AT_FORALL_LOWER_PRECISION_FP`, `AT_FORALL_FP32`,
+/// `AT_FORALL_FP32_SET_OPT_DTYPE` and `AT_FORALL_PROMOTE`, as MPS lists them), by ATen name.
+/// The functions whose optional dtype PyTorch sets to float32 (`sum`, `softmax`, `cumsum`...)
+/// compute in float32 here too; `binary_cross_entropy` is refused, as on CUDA.
+fn gpu_policy(aten: &str) -> Option<Policy> {
+    Some(match aten {
+        "_convolution"
+        | "conv1d"
+        | "conv2d"
+        | "conv3d"
+        | "conv_tbc"
+        | "conv_transpose1d"
+        | "conv_transpose2d"
+        | "conv_transpose3d"
+        | "convolution"
+        | "prelu"
+        | "addmm"
+        | "addmv"
+        | "addr"
+        | "matmul"
+        | "einsum"
+        | "mm"
+        | "mv"
+        | "linalg_vecdot"
+        | "linear"
+        | "addbmm"
+        | "baddbmm"
+        | "bmm"
+        | "chain_matmul"
+        | "linalg_multi_dot"
+        | "lstm_cell"
+        | "gru_cell"
+        | "rnn_tanh_cell"
+        | "rnn_relu_cell"
+        | "scaled_dot_product_attention"
+        | "_native_multi_head_attention"
+        | "multi_head_attention_forward" => Policy::LowerPrecision,
+        "acos"
+        | "asin"
+        | "cosh"
+        | "erfinv"
+        | "exp"
+        | "expm1"
+        | "log"
+        | "log10"
+        | "log2"
+        | "log1p"
+        | "reciprocal"
+        | "rsqrt"
+        | "sinh"
+        | "tan"
+        | "pow"
+        | "softplus"
+        | "layer_norm"
+        | "native_layer_norm"
+        | "group_norm"
+        | "frobenius_norm"
+        | "nuclear_norm"
+        | "cosine_similarity"
+        | "poisson_nll_loss"
+        | "cosine_embedding_loss"
+        | "nll_loss"
+        | "nll_loss2d"
+        | "hinge_embedding_loss"
+        | "kl_div"
+        | "l1_loss"
+        | "smooth_l1_loss"
+        | "huber_loss"
+        | "mse_loss"
+        | "margin_ranking_loss"
+        | "multilabel_margin_loss"
+        | "soft_margin_loss"
+        | "triplet_margin_loss"
+        | "multi_margin_loss"
+        | "binary_cross_entropy_with_logits"
+        | "dist"
+        | "pdist"
+        | "cdist"
+        | "renorm"
+        | "logsumexp"
+        | "upsample_nearest1d"
+        | "upsample_nearest2d"
+        | "upsample_nearest3d"
+        | "upsample_linear1d"
+        | "upsample_bilinear2d"
+        | "upsample_trilinear3d"
+        | "upsample_bicubic2d"
+        | "cross_entropy"
+        | "prod"
+        | "softmax"
+        | "log_softmax"
+        | "cumprod"
+        | "cumsum"
+        | "linalg_vector_norm"
+        | "linalg_matrix_norm"
+        | "sum"
+        | "norm" => Policy::Float32,
+        "addcdiv" | "addcmul" | "atan2" | "bilinear" | "cross" | "dot" | "vdot" | "grid_sampler" | "index_put"
+        | "tensordot" | "scatter_add" => Policy::Promote,
+        "binary_cross_entropy" => Policy::Refused,
+        _ => return None,
+    })
+}
+
+/// The device types autocast regions are for: the CPU's tensors, and the GPU's (wgpu).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum DeviceType {
+    Cpu,
+    Wgpu,
+}
+
+impl DeviceType {
+    /// The device type `name` names; an error for another.
+    fn named(name: &str) -> Result<DeviceType> {
+        match name {
+            "cpu" => Ok(DeviceType::Cpu),
+            "wgpu" => Ok(DeviceType::Wgpu),
+            other => bail!(Runtime, "autocast(): unsupported device_type {other:?}: expected 'cpu' or 'wgpu'"),
+        }
+    }
+
+    /// The device type of `device`: the CPU, or a GPU.
+    fn of(device: Device) -> DeviceType {
+        if device.is_cpu() { DeviceType::Cpu } else { DeviceType::Wgpu }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            DeviceType::Cpu => "cpu",
+            DeviceType::Wgpu => "wgpu",
+        }
+    }
+
+    /// The lower precision of a region that names none: bfloat16 on the CPU, float16 on GPUs
+    /// (as PyTorch's CPU and CUDA defaults).
+    fn default_dtype(self) -> DType {
+        match self {
+            DeviceType::Cpu => DType::BFloat16,
+            DeviceType::Wgpu => DType::Float16,
+        }
+    }
+}
+
+/// The settings of the innermost region of one device type.
+#[derive(Clone, Copy, Debug)]
+struct Settings {
     enabled: bool,
     dtype: DType,
     cache_enabled: bool,
+}
+
+/// This thread's autocast state: the settings of the innermost region of each device type, how
+/// many regions are open, and the casts of parameters made in them.
+struct State {
+    /// The CPU's settings, then the GPU's.
+    settings: [Settings; 2],
     depth: usize,
     /// Float32 leaf tensors that require grad, with their cast to a lower precision.
     cache: HashMap<(ById, DType), Tensor>,
@@ -193,23 +349,32 @@ struct State {
     mode: Option<ModeGuard<AutocastMode>>,
 }
 
+impl State {
+    fn settings(&mut self, device_type: DeviceType) -> &mut Settings {
+        &mut self.settings[device_type as usize]
+    }
+}
+
 thread_local! {
     static STATE: RefCell<State> = RefCell::new(State {
-        enabled: false,
-        dtype: DType::BFloat16,
-        cache_enabled: true,
+        settings: [DeviceType::Cpu, DeviceType::Wgpu]
+            .map(|d| Settings { enabled: false, dtype: d.default_dtype(), cache_enabled: true }),
         depth: 0,
         cache: HashMap::new(),
         mode: None,
     });
 }
 
-/// Opens an autocast region on the CPU in `dtype` (bfloat16 or float16) until the returned
-/// guard is dropped (`with torch.autocast(device_type, dtype=dtype):`). See the [module
-/// docs](self) and [`Autocast`] for the other settings.
-///
-/// `device_type` is `"cpu"`. The wgpu backend holds no half-precision tensors yet, so
-/// `"wgpu"` (and any other) is an error that says so.
+/// The settings of `device_type`'s innermost region on this thread.
+fn settings(device_type: DeviceType) -> Settings {
+    STATE.with(|s| *s.borrow_mut().settings(device_type))
+}
+
+/// Opens an autocast region for `device_type`'s tensors (`"cpu"` or `"wgpu"`) in `dtype`
+/// (bfloat16 or float16) until the returned guard is dropped (`with torch.autocast(device_type,
+/// dtype=dtype):`). Regions of the two device types are independent, as in PyTorch: a `"wgpu"`
+/// region casts the GPU's tensors by PyTorch's GPU lists and leaves the CPU's alone. See the
+/// [module docs](self) and [`Autocast`] for the other settings.
 pub fn autocast(device_type: &str, dtype: DType) -> Result<AutocastGuard> {
     Autocast::new(device_type)?.dtype(dtype).enter()
 }
@@ -217,31 +382,19 @@ pub fn autocast(device_type: &str, dtype: DType) -> Result<AutocastGuard> {
 /// Whether an autocast region is open and enabled on this thread for `device_type`
 /// (`torch.is_autocast_enabled(device_type)`).
 pub fn is_autocast_enabled(device_type: &str) -> bool {
-    device_type == "cpu" && STATE.with(|s| s.borrow().enabled)
+    DeviceType::named(device_type).is_ok_and(|d| settings(d).enabled)
 }
 
 /// The lower precision of autocast regions for `device_type` on this thread: the innermost
-/// region's, or bfloat16 outside any (`torch.get_autocast_dtype(device_type)`).
+/// region's, or outside any bfloat16 on the CPU and float16 on the GPU
+/// (`torch.get_autocast_dtype(device_type)`).
 pub fn get_autocast_dtype(device_type: &str) -> Result<DType> {
-    check_device(device_type)?;
-    Ok(STATE.with(|s| s.borrow().dtype))
-}
-
-fn check_device(device_type: &str) -> Result<()> {
-    match device_type {
-        "cpu" => Ok(()),
-        "wgpu" => bail!(
-            NotImplemented,
-            "autocast(): device_type 'wgpu' needs half-precision tensors on the GPU, which torchfn's wgpu backend \
-             does not hold yet: use device_type 'cpu'"
-        ),
-        other => bail!(Runtime, "autocast(): unsupported device_type {other:?}: expected 'cpu'"),
-    }
+    Ok(settings(DeviceType::named(device_type)?).dtype)
 }
 
 /// The settings of an autocast region, as `torch.autocast`'s arguments: `dtype` (bfloat16 by
-/// default on the CPU), `enabled` (a disabled region inside an enabled one runs everything as
-/// given), `cache_enabled` (reuse the casts of parameters).
+/// default on the CPU, float16 on the GPU), `enabled` (a disabled region inside an enabled one
+/// runs everything as given), `cache_enabled` (reuse the casts of parameters).
 ///
 /// ```
 /// use torchfn::DType;
@@ -256,56 +409,64 @@ fn check_device(device_type: &str) -> Result<()> {
 ///     assert_eq!(x.matmul(&x)?.dtype()?, DType::Float32);
 /// }
 /// assert!(is_autocast_enabled("cpu"));
+/// assert!(!is_autocast_enabled("wgpu"));
 /// # Ok::<(), torchfn::Error>(())
 /// ```
 #[derive(Clone, Copy, Debug)]
 pub struct Autocast {
-    dtype: DType,
-    enabled: bool,
-    cache_enabled: bool,
+    device_type: DeviceType,
+    settings: Settings,
 }
 
 impl Autocast {
-    /// A region on `device_type` (`"cpu"`), bfloat16, enabled, caching.
+    /// A region for `device_type`'s tensors (`"cpu"` or `"wgpu"`), in its default lower
+    /// precision, enabled, caching.
     pub fn new(device_type: &str) -> Result<Autocast> {
-        check_device(device_type)?;
-        Ok(Autocast { dtype: DType::BFloat16, enabled: true, cache_enabled: true })
+        let device_type = DeviceType::named(device_type)?;
+        let settings = Settings { enabled: true, dtype: device_type.default_dtype(), cache_enabled: true };
+        Ok(Autocast { device_type, settings })
     }
 
     /// The lower precision: bfloat16 or float16.
-    pub fn dtype(self, dtype: DType) -> Autocast {
-        Autocast { dtype, ..self }
+    pub fn dtype(mut self, dtype: DType) -> Autocast {
+        self.settings.dtype = dtype;
+        self
     }
 
     /// Whether the region casts at all.
-    pub fn enabled(self, enabled: bool) -> Autocast {
-        Autocast { enabled, ..self }
+    pub fn enabled(mut self, enabled: bool) -> Autocast {
+        self.settings.enabled = enabled;
+        self
     }
 
     /// Whether casts of parameters are reused within the region.
-    pub fn cache_enabled(self, cache_enabled: bool) -> Autocast {
-        Autocast { cache_enabled, ..self }
+    pub fn cache_enabled(mut self, cache_enabled: bool) -> Autocast {
+        self.settings.cache_enabled = cache_enabled;
+        self
     }
 
     /// Opens the region until the guard is dropped. A dtype other than bfloat16 and float16
     /// is an error, as in PyTorch on the CPU.
     pub fn enter(self) -> Result<AutocastGuard> {
-        if !self.dtype.is_reduced_float() {
+        if !self.settings.dtype.is_reduced_float() {
+            let kind = if self.device_type == DeviceType::Cpu { "CPU" } else { "wgpu" };
             return Err(Error::runtime_error(format!(
-                "autocast(): in CPU autocast, but the target dtype is not supported: {}; CPU autocast only \
+                "autocast(): in {kind} autocast, but the target dtype is not supported: {}; {kind} autocast only \
                  supports torch.bfloat16 and torch.float16",
-                self.dtype
+                self.settings.dtype
             )));
         }
         STATE.with(|s| {
             let mut s = s.borrow_mut();
-            let previous = Autocast { dtype: s.dtype, enabled: s.enabled, cache_enabled: s.cache_enabled };
-            (s.dtype, s.enabled, s.cache_enabled) = (self.dtype, self.enabled, self.cache_enabled);
+            let previous = std::mem::replace(s.settings(self.device_type), self.settings);
             s.depth += 1;
             if s.mode.is_none() {
                 s.mode = Some(push_mode(AutocastMode));
             }
-            Ok(AutocastGuard { previous, _thread_bound: std::marker::PhantomData })
+            Ok(AutocastGuard {
+                previous: Autocast { device_type: self.device_type, settings: previous },
+                _thread_bound: std::marker::PhantomData,
+            })
         })
     }
 }
@@ -322,8 +483,7 @@ impl Drop for AutocastGuard {
     fn drop(&mut self) {
         let finished = STATE.with(|s| {
             let mut s = s.borrow_mut();
-            let p = self.previous;
-            (s.dtype, s.enabled, s.cache_enabled) = (p.dtype, p.enabled, p.cache_enabled);
+            *s.settings(self.previous.device_type) = self.previous.settings;
             s.depth -= 1;
             if s.depth > 0 {
                 return None;
@@ -341,19 +501,28 @@ pub struct AutocastMode;
 
 impl TorchFunctionMode for AutocastMode {
     fn torch_function(&self, func: &'static Func, _: &Types, args: &[Value], kwargs: &Kwargs) -> Outcome {
-        let (enabled, dtype) = STATE.with(|s| {
-            let s = s.borrow();
-            (s.enabled, s.dtype)
-        });
+        let all = || args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in);
+        // The call's device type: its first floating-point tensor's, as PyTorch's dispatch key.
+        let mut device_type = None;
+        for t in all() {
+            if t.dtype()?.is_floating_point() {
+                device_type = Some(DeviceType::of(t.device()?));
+                break;
+            }
+        }
+        let Some(device_type) = device_type else { return func.call(args, kwargs) };
+        let Settings { enabled, dtype, .. } = settings(device_type);
         // A disabled region looks nothing up.
-        let Some(policy) = enabled.then(|| policy(func)).flatten() else { return func.call(args, kwargs) };
+        let Some(policy) = enabled.then(|| policy(func, device_type.name())).flatten() else {
+            return func.call(args, kwargs);
+        };
         let target = match policy {
             Policy::LowerPrecision => dtype,
             Policy::Float32 => DType::Float32,
             Policy::Promote => {
                 let mut widest = None;
-                for t in args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in) {
-                    if eligible(t)? {
+                for t in all() {
+                    if eligible(t, device_type)? {
                         let d = t.dtype()?;
                         widest = Some(widest.map_or(d, |w: DType| w.promote(d)));
                     }
@@ -363,32 +532,44 @@ impl TorchFunctionMode for AutocastMode {
                     None => return func.call(args, kwargs),
                 }
             }
+            Policy::Refused => bail!(
+                Runtime,
+                "{}(): binary_cross_entropy and BCELoss are unsafe to autocast. Many models use a sigmoid layer \
+                 right before the binary cross entropy layer; in this case, combine the two layers using \
+                 binary_cross_entropy_with_logits or BCEWithLogitsLoss, which are safe to autocast.",
+                func.qualified_name()
+            ),
         };
-        let args: Vec<Value> = args.iter().map(|v| cast(v, target, policy)).collect::<Result<_>>()?;
-        let kwargs: Kwargs =
-            kwargs.iter().map(|(k, v)| Ok((k.to_string(), cast(v, target, policy)?))).collect::<Result<_>>()?;
+        let cast = |v: &Value| cast(v, target, policy, device_type);
+        let args: Vec<Value> = args.iter().map(cast).collect::<Result<_>>()?;
+        let kwargs: Kwargs = kwargs.iter().map(|(k, v)| Ok((k.to_string(), cast(v)?))).collect::<Result<_>>()?;
         func.call(&args, &kwargs)
     }
 }
 
-/// Whether autocast casts `t`: a floating-point tensor other than float64, on the CPU.
-fn eligible(t: &Tensor) -> Result<bool> {
+/// Whether autocast casts `t` in a call on `device_type`: a floating-point tensor other than
+/// float64, on a device of that type.
+fn eligible(t: &Tensor, device_type: DeviceType) -> Result<bool> {
     let dtype = t.dtype()?;
-    Ok(dtype.is_floating_point() && dtype != DType::Float64 && t.device()? == Device::CPU)
+    Ok(dtype.is_floating_point() && dtype != DType::Float64 && DeviceType::of(t.device()?) == device_type)
 }
 
 /// `v` with its eligible tensors converted to `target`.
-fn cast(v: &Value, target: DType, policy: Policy) -> Result<Value> {
+fn cast(v: &Value, target: DType, policy: Policy, device_type: DeviceType) -> Result<Value> {
     v.map_tensors(&|t| {
-        if eligible(t)? && t.dtype()? != target { cast_tensor(t, target, policy) } else { Ok(t.clone()) }
+        if eligible(t, device_type)? && t.dtype()? != target {
+            cast_tensor(t, target, policy, device_type)
+        } else {
+            Ok(t.clone())
+        }
     })
 }
 
 /// `t` as `target`: a recorded conversion, reused for a float32 parameter (a leaf that
 /// requires grad) cast to the lower precision while the cache is enabled.
-fn cast_tensor(t: &Tensor, target: DType, policy: Policy) -> Result<Tensor> {
+fn cast_tensor(t: &Tensor, target: DType, policy: Policy, device_type: DeviceType) -> Result<Tensor> {
     let cacheable = policy == Policy::LowerPrecision
-        && STATE.with(|s| s.borrow().cache_enabled)
+        && settings(device_type).cache_enabled
         && t.dtype()? == DType::Float32
         && t.requires_grad()?
         && t.is_leaf()?;

@@ -47,8 +47,52 @@ fn autocast_regions_nest_restore_and_refuse_what_pytorch_refuses() {
     assert_eq!(x.matmul(&x).unwrap().dtype().unwrap(), DType::Float32);
     let err = torchfn::autocast("cpu", DType::Float64).err().unwrap();
     assert!(err.to_string().contains("CPU autocast only supports torch.bfloat16 and torch.float16"), "{err}");
-    assert_eq!(torchfn::autocast("wgpu", DType::Float16).err().unwrap().kind(), ErrorKind::NotImplemented);
     assert_eq!(torchfn::autocast("tpu", DType::Float16).err().unwrap().kind(), ErrorKind::Runtime);
+    // A GPU region is its own: it leaves the CPU's tensors alone, and its default is float16.
+    {
+        let _gpu = Autocast::new("wgpu").unwrap().enter().unwrap();
+        assert!(torchfn::amp::is_autocast_enabled("wgpu") && !torchfn::amp::is_autocast_enabled("cpu"));
+        assert_eq!(torchfn::amp::get_autocast_dtype("wgpu").unwrap(), DType::Float16);
+        assert_eq!(x.matmul(&x).unwrap().dtype().unwrap(), DType::Float32);
+    }
+    assert!(!torchfn::amp::is_autocast_enabled("wgpu"));
+    let err = torchfn::autocast("wgpu", DType::Float32).err().unwrap();
+    assert!(err.to_string().contains("wgpu autocast only supports torch.bfloat16 and torch.float16"), "{err}");
+}
+
+/// On the GPU, autocast follows PyTorch's GPU lists: products in float16, sums and softmax in
+/// float32, binary_cross_entropy refused; the values are the CPU's in the same dtypes, and the
+/// parameters' gradients float32.
+#[cfg(feature = "wgpu")]
+#[test]
+fn autocast_on_the_gpu_casts_its_tensors_by_pytorch_s_gpu_lists() {
+    use torchfn::nn::functional as F;
+    let Some(gpu) = crate::gpu::gpu() else { return };
+    let x = torchfn::randn([4, 8], None, None, None).unwrap();
+    let w = torchfn::randn([16, 8], None, None, None).unwrap();
+    let (xg, wg) = (x.to_device(gpu, None, false, false).unwrap(), w.to_device(gpu, None, false, false).unwrap());
+    let wg = wg.requires_grad_(true).unwrap();
+    let _autocast = torchfn::autocast("wgpu", DType::Float16).unwrap();
+    let y = F::linear(&xg, &wg, None).unwrap();
+    assert_eq!((y.dtype().unwrap(), y.device().unwrap()), (DType::Float16, gpu));
+    // The same product on the CPU in float16 (float32 accumulation, one rounding).
+    let want =
+        F::linear(&x.to(DType::Float16, false, false).unwrap(), &w.to(DType::Float16, false, false).unwrap(), None)
+            .unwrap();
+    let got = y.to_device(torchfn::Device::CPU, Some(DType::Float32), false, false).unwrap().to_vec::<f32>().unwrap();
+    let want = want.to(DType::Float32, false, false).unwrap().to_vec::<f32>().unwrap();
+    for (g, w) in got.iter().zip(&want) {
+        assert!((g - w).abs() <= 2e-3 * (1.0 + w.abs()), "{got:?}\n{want:?}");
+    }
+    let p = F::softmax(&y, 1, 3, None).unwrap();
+    assert_eq!(p.dtype().unwrap(), DType::Float32);
+    let total = y.sum().unwrap();
+    assert_eq!(total.dtype().unwrap(), DType::Float32);
+    let err = F::binary_cross_entropy(&p, &p.detach().unwrap(), None, None, None, "mean").unwrap_err();
+    assert!(err.to_string().contains("unsafe to autocast"), "{err}");
+    (&total * &total).unwrap().backward().unwrap();
+    let grad = wg.grad().unwrap().unwrap();
+    assert_eq!((grad.dtype().unwrap(), grad.device().unwrap()), (DType::Float32, gpu));
 }
 
 /// Counts the conversions that reach the operators below autograd.

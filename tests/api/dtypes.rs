@@ -1,7 +1,7 @@
 //! The catalogue in float16, bfloat16, uint8, int8 and int16: every case of
 //! `tests/golden/dtypes.json` (each case of `ops.json` again in each of those dtypes, with
 //! PyTorch 2.15's result or error class; `bench/golden/gen_dtypes.py` writes it) through the
-//! registry's by-name call, on the CPU. Half-precision results are compared with PyTorch's
+//! registry's by-name call, on the CPU and on the GPU. Half-precision results are compared with PyTorch's
 //! `assert_close` tolerances; integer results exactly.
 
 use std::collections::BTreeMap;
@@ -15,32 +15,68 @@ fn dtype_of(case: &Json) -> &str {
     case["id"].as_str().unwrap().rsplit('/').next().unwrap()
 }
 
-#[test]
-fn every_catalogue_case_matches_pytorch_in_each_new_dtype() {
+/// Runs the cases of `tests/golden/dtypes.json` that `eligible` picks at `place`: how many
+/// passed of how many, per dtype, and the failures.
+fn run_cases(place: Place, eligible: impl Fn(&Json) -> bool) -> (BTreeMap<String, (usize, usize)>, Vec<String>) {
     let file = load("dtypes.json");
-    let cases = file["cases"].as_array().unwrap();
-    let mut passed: BTreeMap<&str, (usize, usize)> = BTreeMap::new();
+    let mut passed: BTreeMap<String, (usize, usize)> = BTreeMap::new();
     let mut failures = Vec::new();
-    for case in cases {
-        let counts = passed.entry(dtype_of(case)).or_default();
+    for case in file["cases"].as_array().unwrap().iter().filter(|c| eligible(c)) {
+        let counts = passed.entry(dtype_of(case).to_string()).or_default();
         counts.1 += 1;
-        match run_at(case, Place::Cpu) {
+        match run_at(case, place) {
             Ok(()) => counts.0 += 1,
             Err(why) => failures.push(format!("{}: {why}", case["id"].as_str().unwrap())),
         }
     }
+    (passed, failures)
+}
+
+/// Asserts that no case failed and that each new dtype had at least `at_least` cases.
+fn assert_all_pass(place: &str, (passed, failures): (BTreeMap<String, (usize, usize)>, Vec<String>), at_least: usize) {
     let summary: Vec<String> = passed.iter().map(|(d, (p, n))| format!("{d} {p}/{n}")).collect();
     assert!(
         failures.is_empty(),
-        "{} of {} cases fail ({}):\n{}",
+        "{} cases fail on {place} ({}):\n{}",
         failures.len(),
-        cases.len(),
         summary.join(", "),
         failures.join("\n")
     );
     // Every new dtype is there, with the catalogue's cases.
     assert_eq!(passed.len(), 5, "{summary:?}");
-    assert!(passed.values().all(|&(_, n)| n >= 200), "{summary:?}");
+    assert!(passed.values().all(|&(_, n)| n >= at_least), "{summary:?}");
+}
+
+#[test]
+fn every_catalogue_case_matches_pytorch_in_each_new_dtype() {
+    assert_all_pass("the CPU", run_cases(Place::Cpu, |_| true), 200);
+}
+
+/// Whether every int64 result of `case` fits in an int32, which the GPU gives in its place.
+#[cfg(feature = "wgpu")]
+fn results_fit_int32(case: &Json) -> bool {
+    fn walk(v: &Json) -> bool {
+        match v {
+            Json::Object(map) if map.get("dtype").and_then(Json::as_str) == Some("int64") => {
+                map["data"].as_array().unwrap().iter().all(|x| x.as_i64().is_some_and(|x| i32::try_from(x).is_ok()))
+            }
+            Json::Object(map) => map.values().all(walk),
+            Json::Array(items) => items.iter().all(walk),
+            _ => true,
+        }
+    }
+    walk(&case["expect"])
+}
+
+/// The same cases on the GPU, which holds the five dtypes packed and computes them in 32 bits:
+/// each case whose tensors the GPU holds (no float64; int64 arguments as int32) and whose
+/// int64 results fit the GPU's int32 (three integer products do not).
+#[cfg(feature = "wgpu")]
+#[test]
+fn every_catalogue_case_matches_pytorch_in_each_new_dtype_on_the_gpu() {
+    let Some(device) = crate::gpu::gpu() else { return };
+    let eligible = |case: &Json| crate::gpu::runs_on_the_gpu(case) && results_fit_int32(case);
+    assert_all_pass("the GPU", run_cases(Place::Gpu(device), eligible), 150);
 }
 
 #[test]

@@ -104,7 +104,8 @@ pub(crate) fn elements(t: &Tensor) -> Vec<f64> {
         // The GPU's own dtypes (it has no float64).
         DType::Float32 => t.to_vec::<f32>().unwrap().into_iter().map(f64::from).collect(),
         DType::Int32 => t.to_vec::<i32>().unwrap().into_iter().map(f64::from).collect(),
-        _ => t.to(DType::Float64, false, false).unwrap().to_vec::<f64>().unwrap(),
+        // The others through the host (the GPU has no float64).
+        _ => t.to_device(Device::CPU, Some(DType::Float64), false, false).unwrap().to_vec::<f64>().unwrap(),
     }
 }
 

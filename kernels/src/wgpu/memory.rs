@@ -1,5 +1,6 @@
-//! GPU memory: storage buffers of 4-byte words (a float32, an int32 or a bool per word), reused
-//! through a pool of freed buffers by size class; uploads and readbacks.
+//! GPU memory: storage buffers of 4-byte words (a float32, an int32 or a bool per word, or two or
+//! four packed elements of the narrower dtypes), reused through a pool of freed buffers by size
+//! class; uploads and readbacks.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,7 +13,7 @@ use crate::types::DType;
 
 use super::context::Context;
 
-/// The bytes of one element on the GPU: every dtype it holds is 32 bits wide.
+/// The bytes of one word of GPU memory.
 pub const WORD: u64 = 4;
 
 /// Freed buffers are kept up to this many bytes in all, per device.
@@ -22,7 +23,7 @@ const POOL_BYTES: u64 = 1 << 30;
 /// to its context's pool.
 pub struct GpuMemory {
     buffer: Option<wgpu::Buffer>,
-    /// The number of elements it holds.
+    /// The number of words it holds.
     pub words: usize,
     pub context: Arc<Context>,
 }
@@ -140,7 +141,7 @@ impl Context {
     /// it lands after every command recorded before it.
     pub fn upload(self: &Arc<Self>, func: &str, data: &Buffer) -> Result<GpuMemory> {
         let words = words_of(data)?;
-        let memory = self.alloc(func, data.len())?;
+        let memory = self.alloc(func, words.len())?;
         if !words.is_empty() {
             self.record_upload(bytemuck::cast_slice(&words), memory.buffer())?;
         }
@@ -186,28 +187,26 @@ impl Context {
     }
 }
 
-/// The GPU words of host elements: float32 and int32 as they are, bools as 0 or 1. The other
-/// dtypes have no GPU form yet (the operation refused them before).
+/// The GPU words of host elements: float32 and int32 as they are, bools as 0 or 1, the narrower
+/// dtypes packed. The 64-bit dtypes have no GPU form (the operation refused them before).
 fn words_of(data: &Buffer) -> Result<Vec<u32>> {
     Ok(match data {
         Buffer::Float32(v) => v.iter().map(|x| x.to_bits()).collect(),
         Buffer::Int32(v) => v.iter().map(|&x| x as u32).collect(),
         Buffer::Bool(v) => v.iter().map(|&b| u32::from(b)).collect(),
-        _ => return Err(not_held(data.dtype())),
+        _ => return super::packed::words_of(data).ok_or_else(|| not_held(data.dtype())),
     })
 }
 
 /// The error for a tensor of a dtype the wgpu backend does not hold.
 fn not_held(dtype: DType) -> Error {
     let instead = if dtype.is_floating_point() { DType::Float32 } else { DType::Int32 };
-    let why = match dtype {
-        DType::Float64 | DType::Int64 => "which has no 64-bit types",
-        _ => "which holds float32, int32 and bool only",
-    };
-    Error::runtime_error(format!("{dtype} tensors cannot live on a wgpu device, {why}: convert to {instead} first"))
+    Error::runtime_error(format!(
+        "{dtype} tensors cannot live on a wgpu device, which has no 64-bit types: convert to {instead} first"
+    ))
 }
 
-/// Host elements of `dtype` from GPU words.
+/// Host elements of `dtype` (a 32-bit one, or bool) from GPU words.
 pub fn buffer_of(words: Vec<u32>, dtype: DType) -> Result<Buffer> {
     Ok(match dtype {
         DType::Float32 => Buffer::Float32(words.into_iter().map(f32::from_bits).collect()),

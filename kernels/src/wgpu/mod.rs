@@ -12,9 +12,10 @@
 //! # Ok::<(), torchfn::Error>(())
 //! ```
 //!
-//! Tensors on a wgpu device hold float32, int32 or bool (one per 32-bit word); moving a float64
-//! or int64 tensor there is an error. Results PyTorch gives as int64 (indices, integer sums)
-//! are int32 there. Each adapter gets one context, created on first use, with a cache of
+//! Tensors on a wgpu device hold float32, int32 or bool (one per 32-bit word), or float16,
+//! bfloat16, int16, int8 and uint8 (packed two or four to a word, computed in 32 bits: see
+//! `packed.rs`); moving a float64 or int64 tensor there is an error. Results PyTorch gives as
+//! int64 (indices, integer sums) are int32 there. Each adapter gets one context, created on first use, with a cache of
 //! compiled pipelines, a pool of freed buffers by size class, and a batch that records many
 //! launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
 //! printing) submits the batch and waits for it.
@@ -33,6 +34,7 @@ mod index;
 mod launch;
 mod matmul;
 mod memory;
+mod packed;
 mod reduce;
 #[cfg(test)]
 mod shaders;
@@ -51,6 +53,7 @@ pub use launch::set_batch_limit;
 
 use context::{Context, adapter_count, context, preferred};
 use memory::{buffer_of, memory_of, storage};
+use packed::{Packed, computes_in, narrow, widen};
 
 /// The wgpu backend.
 pub struct Wgpu;
@@ -227,7 +230,7 @@ impl Backend for Wgpu {
     }
 
     fn supports(&self, dtype: DType) -> bool {
-        matches!(dtype, DType::Float32 | DType::Int32 | DType::Bool)
+        !matches!(dtype, DType::Float64 | DType::Int64)
     }
 
     fn synchronize(&self, index: usize) -> Result<()> {
@@ -244,35 +247,48 @@ impl Backend for Wgpu {
     }
 
     fn download(&self, x: &Array) -> Result<Buffer> {
-        let (device, context) = placed([x])?;
+        let (_, context) = placed([x])?;
         let contiguous;
         let x = if x.layout.is_contiguous() {
             x
         } else {
-            contiguous = elementwise::copy(&context, device, x, x.dtype)?;
+            contiguous = self.copy(x, x.dtype)?;
             &contiguous
         };
-        let words = context.download(memory_of(&x.storage)?, x.layout.offset, x.numel())?;
-        buffer_of(words, x.dtype)
+        let memory = memory_of(&x.storage)?;
+        match packed::word_range(x.dtype, &x.layout) {
+            Some((first, count, skip)) => {
+                let words = context.download(memory, first, count)?;
+                packed::buffer_of(&words, x.dtype, skip, x.numel())
+                    .ok_or_else(|| crate::error::Error::runtime_error("internal error: a packed dtype"))
+            }
+            None => buffer_of(context.download(memory, x.layout.offset, x.numel())?, x.dtype),
+        }
     }
 
     fn fill(&self, device: Device, shape: &Shape, value: Scalar, dtype: DType) -> Result<Array> {
-        elementwise::fill(&context_of(device)?, device, shape, value, dtype)
+        let context = context_of(device)?;
+        let filled = elementwise::fill(&context, device, shape, value, computes_in(dtype))?;
+        narrow(&context, device, filled, dtype)
     }
 
     fn copy(&self, x: &Array, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        elementwise::copy(&context, device, x, dtype)
+        let copied = elementwise::copy(&context, device, &*widen(&context, device, x)?, computes_in(dtype))?;
+        narrow(&context, device, copied, dtype)
     }
 
     fn assign(&self, dst: &Array, src: &Array) -> Result<()> {
         let (device, context) = placed([dst])?;
-        elementwise::assign(&context, device, dst, src)
+        packed::store(&context, device, dst, src)
     }
 
     fn unary(&self, x: &Array, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Array> {
         let (device, context) = placed([x])?;
-        elementwise::unary(&context, device, x, op, dtype, out)
+        let x = widen(&context, device, x)?;
+        let out = out.filter(|o| Packed::of(o.dtype).is_none());
+        let result = elementwise::unary(&context, device, &x, op, computes_in(dtype), out)?;
+        narrow(&context, device, result, dtype)
     }
 
     fn binary(
@@ -285,58 +301,76 @@ impl Backend for Wgpu {
         out: Option<&Array>,
     ) -> Result<Array> {
         let (device, context) = placed([a, b])?;
-        elementwise::binary(&context, device, (a, b), shape, op, dtype, out)
+        let (a, b) = (widen(&context, device, a)?, widen(&context, device, b)?);
+        let out = out.filter(|o| Packed::of(o.dtype).is_none());
+        let result = elementwise::binary(&context, device, (&a, &b), shape, op, computes_in(dtype), out)?;
+        narrow(&context, device, result, dtype)
     }
 
     fn select(&self, condition: &Array, a: &Array, b: &Array, shape: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed([condition, a, b])?;
-        elementwise::select(&context, device, (condition, a, b), shape, dtype)
+        let (a, b) = (widen(&context, device, a)?, widen(&context, device, b)?);
+        let result = elementwise::select(&context, device, (condition, &a, &b), shape, computes_in(dtype))?;
+        narrow(&context, device, result, dtype)
     }
 
     fn reduce(&self, x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        reduce::reduce(&context, device, x, dims, op, dtype)
+        let x = widen(&context, device, x)?;
+        let result = reduce::reduce(&context, device, &x, dims, op, computes_in(dtype))?;
+        narrow(&context, device, result, op.output(dtype, device.index_dtype()))
     }
 
     fn scan(&self, x: &Array, dim: usize, op: Scan, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        along::scan(&context, device, x, dim, op, dtype)
+        let x = widen(&context, device, x)?;
+        let result = along::scan(&context, device, &x, dim, op, computes_in(dtype))?;
+        narrow(&context, device, result, dtype)
     }
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed([a, b])?;
         let (a, b) = (resident(device, a)?, resident(device, b)?);
-        matmul::matmul(&context, device, &a, &b, batch, dtype)
+        let (a, b) = (widen(&context, device, &a)?, widen(&context, device, &b)?);
+        let result = matmul::matmul(&context, device, &a, &b, batch, computes_in(dtype))?;
+        narrow(&context, device, result, dtype)
     }
 
     fn index_select(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
         let (device, context) = placed([x, index])?;
         let (x, index) = (resident(device, x)?, resident(device, index)?);
-        index::index_select(&context, device, &x, dim, &index)
+        let result = index::index_select(&context, device, &*widen(&context, device, &x)?, dim, &index)?;
+        narrow(&context, device, result, x.dtype)
     }
 
     fn gather(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
         let (device, context) = placed([x, index])?;
         let (x, index) = (resident(device, x)?, resident(device, index)?);
-        index::gather(&context, device, &x, dim, &index)
+        let result = index::gather(&context, device, &*widen(&context, device, &x)?, dim, &index)?;
+        narrow(&context, device, result, x.dtype)
     }
 
     fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
         let (device, context) = placed([index, src])?;
         let (index, src) = (resident(device, index)?, resident(device, src)?);
-        index::scatter_add(&context, device, shape, dim, (&index, &src))
+        let result = index::scatter_add(&context, device, shape, dim, (&index, &*widen(&context, device, &src)?))?;
+        narrow(&context, device, result, src.dtype)
     }
 
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed(pieces.iter().copied())?;
         let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| resident(device, p)).collect::<Result<_>>()?;
+        let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| widen(&context, device, p)).collect::<Result<_>>()?;
         let pieces: Vec<&Array> = pieces.iter().map(|p| &**p).collect();
-        elementwise::concat(&context, device, &pieces, dim, shape, dtype)
+        let result = elementwise::concat(&context, device, &pieces, dim, shape, computes_in(dtype))?;
+        narrow(&context, device, result, dtype)
     }
 
     fn softmax(&self, x: &Array, dim: usize, log: bool, dtype: DType) -> Result<Array> {
         let (device, context) = placed([x])?;
-        along::softmax(&context, device, x, dim, log, dtype)
+        let x = widen(&context, device, x)?;
+        let result = along::softmax(&context, device, &x, dim, log, computes_in(dtype))?;
+        narrow(&context, device, result, dtype)
     }
 
     fn conv2d(
@@ -350,12 +384,16 @@ impl Backend for Wgpu {
         let (device, context) = placed([input, weight].into_iter().chain(bias))?;
         let (input, weight) = (resident(device, input)?, resident(device, weight)?);
         let bias = bias.map(|b| resident(device, b)).transpose()?;
-        window::conv2d(&context, device, &input, &weight, bias.as_deref(), groups, win)
+        let (wide_input, wide_weight) = (widen(&context, device, &input)?, widen(&context, device, &weight)?);
+        let bias = bias.as_deref().map(|b| widen(&context, device, b)).transpose()?;
+        let result = window::conv2d(&context, device, &wide_input, &wide_weight, bias.as_deref(), groups, win)?;
+        narrow(&context, device, result, input.dtype)
     }
 
     fn max_pool2d(&self, input: &Array, win: &Window) -> Result<(Array, Array)> {
         let (device, context) = placed([input])?;
-        window::max_pool2d(&context, device, input, win)
+        let (values, indices) = window::max_pool2d(&context, device, &*widen(&context, device, input)?, win)?;
+        Ok((narrow(&context, device, values, input.dtype)?, indices))
     }
 }
 

@@ -2,7 +2,7 @@
 //! wgpu uses), on any machine: no GPU needed.
 
 use super::launch::Kernel;
-use super::{along, expressions, index, matmul, reduce, window};
+use super::{along, expressions, index, matmul, packed, reduce, window};
 
 /// Every specialisation of every kernel family.
 fn every_kernel() -> Vec<Kernel> {
@@ -13,6 +13,7 @@ fn every_kernel() -> Vec<Kernel> {
         matmul::variants(),
         index::variants(),
         window::variants(),
+        packed::variants(),
     ]
     .into_iter()
     .flatten()

@@ -1,12 +1,12 @@
 //! Sliding-window kernels on the GPU (`gpu-shaders/conv2d.wgsl` and `max_pool2d.wgsl`): 2-D
 //! convolution and max pooling over the last two dimensions, one thread per output element,
-//! reading their inputs through any layout. Both compute in float32; pooling's indices are
-//! int32, the GPU's index dtype.
+//! reading their inputs through any layout. Both compute in float32 or int32 (the element type
+//! of their inputs); pooling's indices are int32, the GPU's index dtype.
 
 use std::sync::Arc;
 
 use crate::backend::{Array, Device, Window};
-use crate::error::{Result, bail};
+use crate::error::Result;
 use crate::types::{DType, Shape};
 
 use super::context::Context;
@@ -30,14 +30,20 @@ enum Op {
 }
 
 impl Op {
-    /// The operation's kernel: its shader, and its bindings (conv2d: input, weight, bias, out;
-    /// max_pool2d: input, values, indices).
-    fn kernel(self) -> Kernel {
+    /// The operation's kernel for elements of `kind` (float32 or int32): its shader, and its
+    /// bindings (conv2d: input, weight, bias, out; max_pool2d: input, values, indices).
+    fn kernel(self, kind: Kind) -> Kernel {
+        let float = kind == Kind::F32;
+        let mut defines = vec![("ELEMENT", kind.stored().to_string())];
         let (name, template, writes) = match self {
             Op::Conv2d => ("conv2d", CONV2D, vec![false, false, false, true]),
-            Op::MaxPool2d => ("max_pool2d", MAX_POOL2D, vec![false, true, true]),
+            Op::MaxPool2d => {
+                defines.push(("LOWEST", if float { "-infinity()" } else { "i32(-2147483647 - 1)" }.to_string()));
+                defines.push(("NAN_WINS", if float { "|| is_nan(v)" } else { "" }.to_string()));
+                ("max_pool2d", MAX_POOL2D, vec![false, true, true])
+            }
         };
-        Kernel { name, template, defines: Vec::new(), writes }
+        Kernel { name, template, defines, writes }
     }
 }
 
@@ -46,13 +52,15 @@ fn window_words(win: &Window) -> Result<Vec<u32>> {
     words([win.input, win.out, win.kernel, win.stride, win.padding, win.dilation].into_iter().flatten())
 }
 
-/// An error unless `x` holds float32 on the GPU: the window kernels of integers (which
-/// PyTorch's CPU convolutions and pooling take) run on the CPU only.
-fn float32(func: &str, x: &Array, name: &str) -> Result<()> {
-    if Kind::of(x.dtype) != Kind::F32 {
-        bail!(NotImplemented, "{func}(): a {} {name} is not implemented on wgpu: compute on the CPU", x.dtype);
+/// The kind `x` computes in, float32 or int32, which `others` must share (the operation made
+/// them of one dtype); an error for bools.
+fn kind_of(func: &str, x: &Array, others: &[&Array]) -> Result<Kind> {
+    let kind = Kind::of(x.dtype);
+    if kind == Kind::Bool || others.iter().any(|o| Kind::of(o.dtype) != kind) {
+        let dtypes: Vec<DType> = std::iter::once(x).chain(others.iter().copied()).map(|a| a.dtype).collect();
+        return Err(unsupported(func, format!("inputs of dtypes {dtypes:?}")));
     }
-    Ok(())
+    Ok(kind)
 }
 
 /// The words of `x`'s strides and offset.
@@ -61,7 +69,7 @@ fn layout_words(x: &Array) -> Result<Vec<u32>> {
 }
 
 /// The 2-D cross-correlation of `input` (`[n, c, h, w]`) with `weight`
-/// (`[o, c / groups, kh, kw]`) plus `bias` (`[o]`), in float32: a new `[n, o, out_h, out_w]`
+/// (`[o, c / groups, kh, kw]`) plus `bias` (`[o]`), in float32 or int32: a new `[n, o, out_h, out_w]`
 /// array.
 pub fn conv2d(
     context: &Arc<Context>,
@@ -73,11 +81,8 @@ pub fn conv2d(
     win: &Window,
 ) -> Result<Array> {
     let func = "conv2d";
-    float32(func, input, "input")?;
-    float32(func, weight, "weight")?;
-    if let Some(bias) = bias {
-        float32(func, bias, "bias")?;
-    }
+    let others: Vec<&Array> = std::iter::once(weight).chain(bias).collect();
+    let kind = kind_of(func, input, &others)?;
     let mismatch = || {
         let (i, w) = (&input.layout.shape, &weight.layout.shape);
         unsupported(func, format!("{groups} groups of input {i:?} and weight {w:?} with the window {win:?}"))
@@ -105,16 +110,16 @@ pub fn conv2d(
         params.push(u32::from(bias.is_some()));
         let buffers =
             [memory_of(&input.storage)?.buffer(), memory_of(&weight.storage)?.buffer(), bias_buffer, memory.buffer()];
-        context.launch(&Op::Conv2d.kernel(), &params, &buffers, groups_for(total, GROUP)?)?;
+        context.launch(&Op::Conv2d.kernel(kind), &params, &buffers, groups_for(total, GROUP)?)?;
     }
-    Ok(Array::contiguous(storage(device, memory), shape, DType::Float32))
+    Ok(Array::contiguous(storage(device, memory), shape, kind.dtype()))
 }
 
-/// Max pooling of `input` (`[planes, h, w]`, float32): the largest element of each window and
+/// Max pooling of `input` (`[planes, h, w]`, float32 or int32): the largest element of each window and
 /// its position in its plane (int32), both new `[planes, out_h, out_w]` arrays.
 pub fn max_pool2d(context: &Arc<Context>, device: Device, input: &Array, win: &Window) -> Result<(Array, Array)> {
     let func = "max_pool2d";
-    float32(func, input, "input")?;
+    let kind = kind_of(func, input, &[])?;
     let &[planes, h, w] = &input.layout.shape[..] else {
         return Err(unsupported(func, format!("an input of shape {:?}", input.layout.shape)));
     };
@@ -130,10 +135,10 @@ pub fn max_pool2d(context: &Arc<Context>, device: Device, input: &Array, win: &W
         params.extend(window_words(win)?);
         params.extend(layout_words(input)?);
         let buffers = [memory_of(&input.storage)?.buffer(), values.buffer(), indices.buffer()];
-        context.launch(&Op::MaxPool2d.kernel(), &params, &buffers, groups_for(total, GROUP)?)?;
+        context.launch(&Op::MaxPool2d.kernel(kind), &params, &buffers, groups_for(total, GROUP)?)?;
     }
     Ok((
-        Array::contiguous(storage(device, values), shape.clone(), DType::Float32),
+        Array::contiguous(storage(device, values), shape.clone(), kind.dtype()),
         Array::contiguous(storage(device, indices), shape, DType::Int32),
     ))
 }
@@ -142,7 +147,7 @@ pub fn max_pool2d(context: &Arc<Context>, device: Device, input: &Array, win: &W
 /// operation.
 #[cfg(test)]
 pub fn variants() -> Vec<Kernel> {
-    [Op::Conv2d, Op::MaxPool2d].into_iter().map(Op::kernel).collect()
+    [Op::Conv2d, Op::MaxPool2d].into_iter().flat_map(|op| [op.kernel(Kind::F32), op.kernel(Kind::I32)]).collect()
 }
 
 #[cfg(test)]
@@ -280,14 +285,40 @@ mod tests {
         assert_eq!(values(&got)[8], f64::INFINITY);
     }
 
+    /// The same integer view (`[n, c, h, w]` or `[planes, h, w]`, contiguous) on the host and the GPU:
+    /// integers in -40..40, so that sums stay exact.
+    fn integers(device: Device, shape: &[usize], seed: u32) -> (Array, Array) {
+        let n: usize = shape.iter().product();
+        let data: Vec<i32> = (0..n as u32).map(|k| ((k * 37 + seed * 11) % 80) as i32 - 40).collect();
+        let host = crate::backend::host::array(data, Shape::new(shape));
+        (host.clone(), to_gpu(device, &host))
+    }
+
     #[test]
-    fn integer_inputs_and_mismatched_windows_are_errors() {
+    fn integer_windows_match_the_cpu_exactly() {
         let Some(device) = gpu() else { return };
-        let host = crate::backend::host::array(vec![1i32; 4], Shape::from([1, 2, 2]));
+        let input = integers(device, &[2, 4, 7, 6], 1);
+        let win = window([7, 6], [3, 2], [2, 1], [1, 1], [1, 2]);
+        let (weight, bias) = (integers(device, &[6, 2, 3, 2], 2), integers(device, &[6], 3));
+        let expected = crate::cpu::CPU.conv2d(&input.0, &weight.0, Some(&bias.0), 2, &win).unwrap();
+        let got = WGPU.conv2d(&input.1, &weight.1, Some(&bias.1), 2, &win).unwrap();
+        assert_eq!(got.dtype, DType::Int32);
+        assert_eq!(values(&got), values(&expected));
+        let planes = integers(device, &[3, 7, 6], 4);
+        let (values_cpu, indices_cpu) = crate::cpu::CPU.max_pool2d(&planes.0, &win).unwrap();
+        let (values_gpu, indices_gpu) = WGPU.max_pool2d(&planes.1, &win).unwrap();
+        assert_eq!(values_gpu.dtype, DType::Int32);
+        assert_eq!(values(&values_gpu), values(&values_cpu));
+        assert_eq!(values(&indices_gpu), values(&indices_cpu));
+    }
+
+    #[test]
+    fn bool_inputs_and_mismatched_windows_are_errors() {
+        let Some(device) = gpu() else { return };
+        let host = crate::backend::host::array(vec![true; 4], Shape::from([1, 2, 2]));
         let win = window([2, 2], [1, 1], [1, 1], [0, 0], [1, 1]);
         let err = WGPU.max_pool2d(&to_gpu(device, &host), &win).unwrap_err();
-        assert_eq!(err.kind(), crate::error::ErrorKind::NotImplemented);
-        assert!(err.to_string().contains("a torch.int32 input is not implemented on wgpu"), "{err}");
+        assert!(err.to_string().contains("internal error in the wgpu max_pool2d kernel: inputs of dtypes"), "{err}");
         let (_, input) = fresh(device, &[1, 2, 2, 2], 0);
         let (_, weight) = fresh(device, &[1, 2, 2, 2], 0);
         let err = WGPU.conv2d(&input, &weight, None, 1, &win).unwrap_err();
