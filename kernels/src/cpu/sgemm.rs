@@ -148,31 +148,103 @@ pub fn matmul_bf16(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut Arr
     let ((m, k), n) = (a.dim(), b.dim().1);
     // Pairs along `k`: slot `p` holds steps `2p` (low half) and `2p + 1` (high half, zero past
     // the end). `a`'s pairs are neighbours along its rows; `b`'s, the same column of two rows.
+    // Both go into this thread's buffers, reused from product to product (fresh pages cost
+    // more than the pairing), a grain of floats at a time on the threads.
     let half = k.div_ceil(2);
-    let mut a2 = vec![0.0f32; m * half];
-    threads::for_each(a2.chunks_mut(half.max(1)).enumerate(), |(i, out)| {
-        let row = a.row(i);
-        for (p, o) in out.iter_mut().enumerate() {
-            *o = pair(row[2 * p], row.get(2 * p + 1).copied().unwrap_or(0.0));
-        }
+    PAIRED.with(|paired| {
+        let (a2, b2) = &mut *paired.borrow_mut();
+        let (a2, b2) = (reserved(a2, m * half), reserved(b2, half * n));
+        let rows = (threads::GRAIN / half.max(1)).max(1);
+        threads::for_each(a2.chunks_mut(rows * half.max(1)).enumerate(), |(g, out)| {
+            super::map::vectorised(
+                #[inline(always)]
+                || {
+                    for (r, out) in out.chunks_mut(half.max(1)).enumerate() {
+                        pair_neighbours(a.row(g * rows + r), out);
+                    }
+                },
+            )
+        });
+        let steps = (threads::GRAIN / n.max(1)).max(1);
+        threads::for_each(b2.chunks_mut(steps * n.max(1)).enumerate(), |(g, out)| {
+            super::map::vectorised(
+                #[inline(always)]
+                || {
+                    for (q, out) in out.chunks_mut(n.max(1)).enumerate() {
+                        let p = g * steps + q;
+                        let high = b.get((2 * p + 1, 0)).map(|_| b.row(2 * p + 1));
+                        pair_rows(b.row(2 * p), high, out);
+                    }
+                },
+            )
+        });
+        let a2 = ArrayView2::from_shape((m, half), &*a2).expect("m * half elements");
+        let b2 = ArrayView2::from_shape((half, n), &*b2).expect("half * n elements");
+        product(cpu, a2, b2, out);
     });
-    let mut b2 = vec![0.0f32; half * n];
-    threads::for_each(b2.chunks_mut(n.max(1)).enumerate(), |(p, out)| {
-        let low = b.row(2 * p);
-        match b.get((2 * p + 1, 0)).map(|_| b.row(2 * p + 1)) {
-            Some(high) => out.iter_mut().zip(low).zip(high).for_each(|((o, &x), &y)| *o = pair(x, y)),
-            None => out.iter_mut().zip(low).for_each(|(o, &x)| *o = pair(x, 0.0)),
-        }
-    });
-    let a2 = ArrayView2::from_shape((m, half), &a2).expect("m * half elements");
-    let b2 = ArrayView2::from_shape((half, n), &b2).expect("half * n elements");
-    product(cpu, a2, b2, out);
     true
+}
+
+thread_local! {
+    /// Each thread's paired operands of its last bfloat16 product (`a`'s, `b`'s).
+    static PAIRED: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The first `len` floats of `buf`, growing it if needed (the caller overwrites them).
+fn reserved(buf: &mut Vec<f32>, len: usize) -> &mut [f32] {
+    if buf.len() < len {
+        buf.resize(len, 0.0);
+    }
+    &mut buf[..len]
+}
+
+/// `out[p]`: the pair of `row[2p]` and `row[2p + 1]` (zero past the end).
+#[inline(always)]
+fn pair_neighbours(row: ndarray::ArrayView1<'_, f32>, out: &mut [f32]) {
+    match row.as_slice() {
+        Some(row) => {
+            let pairs = row.chunks_exact(2);
+            let last = pairs.remainder().first().copied();
+            for (o, c) in out.iter_mut().zip(pairs) {
+                *o = pair(c[0], c[1]);
+            }
+            if let (Some(x), Some(o)) = (last, out.last_mut()) {
+                *o = pair(x, 0.0);
+            }
+        }
+        None => {
+            for (p, o) in out.iter_mut().enumerate() {
+                *o = pair(row[2 * p], row.get(2 * p + 1).copied().unwrap_or(0.0));
+            }
+        }
+    }
+}
+
+/// `out[j]`: the pair of `low[j]` and `high[j]` (zero without a `high` row).
+#[inline(always)]
+fn pair_rows(low: ndarray::ArrayView1<'_, f32>, high: Option<ndarray::ArrayView1<'_, f32>>, out: &mut [f32]) {
+    match (low.as_slice(), high.as_ref().map(|h| h.as_slice())) {
+        (Some(low), Some(Some(high))) => {
+            for ((o, &x), &y) in out.iter_mut().zip(low).zip(high) {
+                *o = pair(x, y);
+            }
+        }
+        (Some(low), None) => {
+            for (o, &x) in out.iter_mut().zip(low) {
+                *o = pair(x, 0.0);
+            }
+        }
+        _ => {
+            for (j, o) in out.iter_mut().enumerate() {
+                *o = pair(low[j], high.as_ref().map_or(0.0, |h| h[j]));
+            }
+        }
+    }
 }
 
 /// Two bfloat16s in the bits of one float32: `low` in the low half (the earlier step along
 /// `k`), `high` in the high half, each rounded to bfloat16.
-#[inline]
+#[inline(always)]
 fn pair(low: f32, high: f32) -> f32 {
     let bits = |x: f32| u32::from(crate::types::dtype_reduced::f32_to_bf16(x));
     f32::from_bits(bits(low) | (bits(high) << 16))
@@ -1019,10 +1091,16 @@ mod tests {
                 }
             }
         }
+        // Operands whose rows are not contiguous: `b` transposed, then `a`.
         let (a, b) = (matrix(33, 257, 3), matrix(31, 257, 4));
         let mut out = Array2::zeros((33, 31));
         if matmul_bf16(a.view(), b.t(), &mut out.view_mut()) {
             assert_eq!(out, a.dot(&b.t()));
+        }
+        let a_t = matrix(257, 33, 5);
+        let mut out = Array2::zeros((33, 31));
+        if matmul_bf16(a_t.t(), b.t(), &mut out.view_mut()) {
+            assert_eq!(out, a_t.t().dot(&b.t()));
         }
     }
 
