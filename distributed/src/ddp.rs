@@ -7,7 +7,7 @@ use std::sync::{Arc, Weak};
 use std::time::{Duration, Instant};
 
 use parking_lot::Mutex;
-use torchfn_nn::nn::Module;
+use torchfn_nn::nn::{Forward, Module};
 use torchfn_runtime::{DType, Device, Error, Result, Tensor};
 
 use crate::collectives::{ReduceOp, all_reduce, broadcast};
@@ -36,12 +36,17 @@ const DEFAULT_BUCKET_CAP_MB: f64 = 25.0;
 /// - Inside [`no_sync`](DistributedDataParallel::no_sync) backward only accumulates locally;
 ///   the next backward outside it averages the accumulated gradients.
 ///
-/// The module is reached through `Deref` (`ddp.forward(x)` runs the module's forward).
-/// Buffers (batch norm's running statistics) are broadcast at construction and by
-/// [`broadcast_buffers`](DistributedDataParallel::broadcast_buffers).
+/// Buffers (batch norm's running statistics) are broadcast from rank 0 at construction and,
+/// as PyTorch's `broadcast_buffers=True` does, before every forward: `ddp.forward(x)` (the
+/// [`Forward`] of a module that has one) copies rank 0's buffers to every rank, then runs the
+/// module's forward ([`broadcast_buffers`](DistributedDataParallel::broadcast_buffers)`(false)`
+/// turns that off). The rest of the module is reached through `Deref`; a module whose forward
+/// is a method of its own (`gpt.forward(ids)` returning a tuple) runs without the broadcast,
+/// and [`sync_buffers`](DistributedDataParallel::sync_buffers) does it by hand.
 pub struct DistributedDataParallel<M: Module> {
     module: M,
     reducer: Arc<Reducer>,
+    broadcast_buffers: bool,
 }
 
 /// Turns gradient averaging back on when dropped: what
@@ -111,7 +116,14 @@ impl<M: Module> DistributedDataParallel<M> {
                 None => Ok(()),
             })?;
         }
-        Ok(DistributedDataParallel { module, reducer })
+        Ok(DistributedDataParallel { module, reducer, broadcast_buffers: true })
+    }
+
+    /// Whether [`forward`](Forward::forward) first copies rank 0's buffers to every rank
+    /// (PyTorch's `broadcast_buffers`, on by default).
+    pub fn broadcast_buffers(mut self, broadcast: bool) -> DistributedDataParallel<M> {
+        self.broadcast_buffers = broadcast;
+        self
     }
 
     /// The wrapped module (PyTorch's `ddp.module`).
@@ -152,10 +164,22 @@ impl<M: Module> DistributedDataParallel<M> {
     }
 
     /// Copies every buffer from rank 0 of the group to the others (what PyTorch's
-    /// `broadcast_buffers=True` does before each forward).
-    pub fn broadcast_buffers(&self) -> Result<()> {
+    /// `broadcast_buffers=True` does before each forward, and [`forward`](Forward::forward)
+    /// does here).
+    pub fn sync_buffers(&self) -> Result<()> {
         let buffers: Vec<Tensor> = self.module.named_buffers().into_iter().map(|(_, b)| b.tensor().clone()).collect();
         broadcast_all(&buffers, self.reducer.group.global_rank(0)?, &self.reducer.group)
+    }
+}
+
+impl<M: Module + Forward> Forward for DistributedDataParallel<M> {
+    /// The module's forward, after copying rank 0's buffers to every rank unless
+    /// [`broadcast_buffers`](DistributedDataParallel::broadcast_buffers) turned that off.
+    fn forward(&self, input: &Tensor) -> Result<Tensor> {
+        if self.broadcast_buffers && self.reducer.group.size() > 1 {
+            self.sync_buffers()?;
+        }
+        self.module.forward(input)
     }
 }
 

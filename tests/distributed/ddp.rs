@@ -126,3 +126,27 @@ mpi_test! {
         Ok(())
     }
 }
+
+mpi_test! {
+    fn ddp_forward_broadcasts_rank_0s_buffers_first_unless_told_not_to() {
+        let rank = dist::get_rank(None)?;
+        // Each rank's own batch: all ones on rank 0, all threes on rank 1.
+        let x = torchfn::full([2, 1, 2, 2], 1.0 + 2.0 * rank as f64, None, None)?;
+        let run = |broadcast: bool| -> Result<Vec<f32>> {
+            let ddp = DistributedDataParallel::new(torchfn::nn::BatchNorm2d::new(1)?)?.broadcast_buffers(broadcast);
+            // After construction the replicas agree; rank 1's statistics then drift.
+            if rank == 1 {
+                ddp.running_mean.tensor().fill_(100.0)?;
+            }
+            ddp.forward(&x)?;
+            ddp.running_mean.tensor().to_vec::<f32>()
+        };
+        // With the broadcast each rank starts from rank 0's 0 and moves a tenth of the way to
+        // its batch's mean; without it, rank 1 starts from its own 100.
+        let want = 0.1 * (1.0 + 2.0 * rank as f32);
+        assert_eq!(run(true)?, [want]);
+        let own = if rank == 1 { 0.9 * 100.0 + 0.1 * 3.0 } else { want };
+        assert_eq!(run(false)?, [own]);
+        Ok(())
+    }
+}
