@@ -147,8 +147,11 @@ impl Backend for Cpu {
     fn fill(&self, _: Device, shape: &Shape, value: Scalar, dtype: DType) -> Result<Array> {
         let n = shape.checked_numel().ok_or_else(|| too_large("full", shape))?;
         with_dtype!(dtype, T => {
-            let mut data = alloc("full", n)?;
-            data.resize(n, cast::<f64, T>(value.to_f64()));
+            // A pooled buffer where one fits: its pages are mapped, where a fresh one's fault
+            // in one by one (zeros for gradients and optimizer states, a few percent of a
+            // training step).
+            let mut data = map::output::<T>("full", n)?;
+            data.fill(cast::<f64, T>(value.to_f64()));
             Ok(array(data, shape.clone()))
         })
     }
