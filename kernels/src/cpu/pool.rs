@@ -39,14 +39,15 @@ pub fn give(buffer: Buffer) {
 }
 
 /// A vector of exactly `n` elements of type `T`, taken from the pool when it holds one of at
-/// least `n` and at most twice `n` elements (the smallest such). Its elements are what the
-/// buffer held before: the caller overwrites every one.
+/// least `n` and at most a quarter more (the smallest such: the rest of its memory stays held
+/// as long as the result lives, and zeros for optimizer states live as long as the model). Its
+/// elements are what the buffer held before: the caller overwrites every one.
 pub(super) fn take<T: Element>(n: usize) -> Option<Vec<T>> {
     if n.saturating_mul(std::mem::size_of::<T>()) < MIN_BYTES {
         return None;
     }
     let mut pool = POOL.lock();
-    let fits = |b: &Buffer| b.dtype() == T::DTYPE && (n..=n.saturating_mul(2)).contains(&b.len());
+    let fits = |b: &Buffer| b.dtype() == T::DTYPE && (n..=n.saturating_add(n / 4)).contains(&b.len());
     let best = pool.iter().enumerate().filter(|(_, b)| fits(b)).min_by_key(|(_, b)| b.len()).map(|(i, _)| i)?;
     let mut data = pool.remove(best).into_vec::<T>()?;
     data.truncate(n);
