@@ -15,9 +15,9 @@
 //! Tensors on a wgpu device hold float32, int32 or bool (one per 32-bit word), or float16,
 //! bfloat16, int16, int8 and uint8 (packed two or four to a word, computed in 32 bits: see
 //! `packed.rs`); moving a float64 or int64 tensor there is an error. Results PyTorch gives as
-//! int64 (indices, integer sums) are int32 there. Each adapter gets one context, created on first use, with a cache of
-//! compiled pipelines, a pool of freed buffers by size class, and a batch that records many
-//! launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
+//! int64 (indices, integer sums) are int32 there. Each adapter gets one context, created on
+//! first use, with a cache of compiled pipelines, a pool of freed buffers by size class, and a
+//! batch that records many launches per submission ([`set_batch_limit`]). Reading elements back (`to_vec`, `item`,
 //! printing) submits the batch and waits for it.
 //!
 //! The backend is the `wgpu` cargo feature, on by default. A build without it keeps this
