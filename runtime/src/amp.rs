@@ -300,18 +300,26 @@ enum DeviceType {
 impl DeviceType {
     /// The device type `name` names; an error for another.
     fn named(name: &str) -> Result<DeviceType> {
-        match name {
-            "cpu" => Ok(DeviceType::Cpu),
-            "wgpu" => Ok(DeviceType::Wgpu),
-            other => bail!(Runtime, "autocast(): unsupported device_type {other:?}: expected 'cpu' or 'wgpu'"),
+        DeviceType::kind(name).ok_or_else(|| {
+            Error::runtime_error(format!("autocast(): unsupported device_type {name:?}: expected 'cpu' or 'wgpu'"))
+        })
+    }
+
+    /// The device type of a device of `kind`, or `None` for one autocast does not know (meta).
+    fn kind(kind: &str) -> Option<DeviceType> {
+        match kind {
+            "cpu" => Some(DeviceType::Cpu),
+            "wgpu" => Some(DeviceType::Wgpu),
+            _ => None,
         }
     }
 
-    /// The device type of `device`: the CPU, or a GPU.
-    fn of(device: Device) -> DeviceType {
-        if device.is_cpu() { DeviceType::Cpu } else { DeviceType::Wgpu }
+    /// The device type of `device`.
+    fn of(device: Device) -> Option<DeviceType> {
+        DeviceType::kind(device.kind())
     }
 
+    /// The name `named` takes.
     fn name(self) -> &'static str {
         match self {
             DeviceType::Cpu => "cpu",
@@ -367,7 +375,7 @@ thread_local! {
 
 /// The settings of `device_type`'s innermost region on this thread.
 fn settings(device_type: DeviceType) -> Settings {
-    STATE.with(|s| *s.borrow_mut().settings(device_type))
+    STATE.with(|s| s.borrow().settings[device_type as usize])
 }
 
 /// Opens an autocast region for `device_type`'s tensors (`"cpu"` or `"wgpu"`) in `dtype`
@@ -506,7 +514,7 @@ impl TorchFunctionMode for AutocastMode {
         let mut device_type = None;
         for t in all() {
             if t.dtype()?.is_floating_point() {
-                device_type = Some(DeviceType::of(t.device()?));
+                device_type = DeviceType::of(t.device()?);
                 break;
             }
         }
@@ -551,7 +559,7 @@ impl TorchFunctionMode for AutocastMode {
 /// float64, on a device of that type.
 fn eligible(t: &Tensor, device_type: DeviceType) -> Result<bool> {
     let dtype = t.dtype()?;
-    Ok(dtype.is_floating_point() && dtype != DType::Float64 && DeviceType::of(t.device()?) == device_type)
+    Ok(dtype.is_floating_point() && dtype != DType::Float64 && DeviceType::of(t.device()?) == Some(device_type))
 }
 
 /// `v` with its eligible tensors converted to `target`.

@@ -84,11 +84,11 @@ fn placed<'a>(arrays: impl IntoIterator<Item = &'a Array>) -> Result<(Device, Ar
     Ok((device, context_of(device)?))
 }
 
-/// `x` in `device`'s memory: itself, or a host tensor (a scalar joining the operation) moved
-/// there.
-fn resident<'a>(device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
+/// `x` as the kernels read it in `device`'s memory: itself, a host tensor (a scalar joining the
+/// operation) moved there, or a packed tensor widened to its 32-bit dtype.
+fn resident<'a>(context: &Arc<Context>, device: Device, x: &'a Array) -> Result<Cow<'a, Array>> {
     if !x.device().is_cpu() {
-        return Ok(Cow::Borrowed(x));
+        return widen(context, device, x);
     }
     let data = match Kind::of(x.dtype) {
         Kind::F32 => Buffer::Float32(crate::backend::host::elements::<f32>("to", x)?),
@@ -256,11 +256,10 @@ impl Backend for Wgpu {
             &contiguous
         };
         let memory = memory_of(&x.storage)?;
-        match packed::word_range(x.dtype, &x.layout) {
-            Some((first, count, skip)) => {
-                let words = context.download(memory, first, count)?;
-                packed::buffer_of(&words, x.dtype, skip, x.numel())
-                    .ok_or_else(|| crate::error::Error::runtime_error("internal error: a packed dtype"))
+        match Packed::of(x.dtype) {
+            Some(packed) => {
+                let (first, count, skip) = packed.word_range(&x.layout);
+                Ok(packed.buffer_of(&context.download(memory, first, count)?, skip, x.numel()))
             }
             None => buffer_of(context.download(memory, x.layout.offset, x.numel())?, x.dtype),
         }
@@ -330,37 +329,36 @@ impl Backend for Wgpu {
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed([a, b])?;
-        let (a, b) = (resident(device, a)?, resident(device, b)?);
-        let (a, b) = (widen(&context, device, &a)?, widen(&context, device, &b)?);
+        let (a, b) = (resident(&context, device, a)?, resident(&context, device, b)?);
         let result = matmul::matmul(&context, device, &a, &b, batch, computes_in(dtype))?;
         narrow(&context, device, result, dtype)
     }
 
     fn index_select(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
         let (device, context) = placed([x, index])?;
-        let (x, index) = (resident(device, x)?, resident(device, index)?);
-        let result = index::index_select(&context, device, &*widen(&context, device, &x)?, dim, &index)?;
+        let (wide, index) = (resident(&context, device, x)?, resident(&context, device, index)?);
+        let result = index::index_select(&context, device, &wide, dim, &index)?;
         narrow(&context, device, result, x.dtype)
     }
 
     fn gather(&self, x: &Array, dim: usize, index: &Array) -> Result<Array> {
         let (device, context) = placed([x, index])?;
-        let (x, index) = (resident(device, x)?, resident(device, index)?);
-        let result = index::gather(&context, device, &*widen(&context, device, &x)?, dim, &index)?;
+        let (wide, index) = (resident(&context, device, x)?, resident(&context, device, index)?);
+        let result = index::gather(&context, device, &wide, dim, &index)?;
         narrow(&context, device, result, x.dtype)
     }
 
     fn scatter_add(&self, shape: &Shape, dim: usize, index: &Array, src: &Array) -> Result<Array> {
         let (device, context) = placed([index, src])?;
-        let (index, src) = (resident(device, index)?, resident(device, src)?);
-        let result = index::scatter_add(&context, device, shape, dim, (&index, &*widen(&context, device, &src)?))?;
+        let (index, wide) = (resident(&context, device, index)?, resident(&context, device, src)?);
+        let result = index::scatter_add(&context, device, shape, dim, (&index, &wide))?;
         narrow(&context, device, result, src.dtype)
     }
 
     fn concat(&self, pieces: &[&Array], dim: usize, shape: &Shape, dtype: DType) -> Result<Array> {
         let (device, context) = placed(pieces.iter().copied())?;
-        let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| resident(device, p)).collect::<Result<_>>()?;
-        let pieces: Vec<Cow<'_, Array>> = pieces.iter().map(|p| widen(&context, device, p)).collect::<Result<_>>()?;
+        let pieces: Vec<Cow<'_, Array>> =
+            pieces.iter().map(|p| resident(&context, device, p)).collect::<Result<_>>()?;
         let pieces: Vec<&Array> = pieces.iter().map(|p| &**p).collect();
         let result = elementwise::concat(&context, device, &pieces, dim, shape, computes_in(dtype))?;
         narrow(&context, device, result, dtype)
@@ -382,11 +380,9 @@ impl Backend for Wgpu {
         win: &Window,
     ) -> Result<Array> {
         let (device, context) = placed([input, weight].into_iter().chain(bias))?;
-        let (input, weight) = (resident(device, input)?, resident(device, weight)?);
-        let bias = bias.map(|b| resident(device, b)).transpose()?;
-        let (wide_input, wide_weight) = (widen(&context, device, &input)?, widen(&context, device, &weight)?);
-        let bias = bias.as_deref().map(|b| widen(&context, device, b)).transpose()?;
-        let result = window::conv2d(&context, device, &wide_input, &wide_weight, bias.as_deref(), groups, win)?;
+        let (wide, weight) = (resident(&context, device, input)?, resident(&context, device, weight)?);
+        let bias = bias.map(|b| resident(&context, device, b)).transpose()?;
+        let result = window::conv2d(&context, device, &wide, &weight, bias.as_deref(), groups, win)?;
         narrow(&context, device, result, input.dtype)
     }
 

@@ -47,7 +47,7 @@ impl Packed {
     }
 
     /// The words `n` elements take.
-    pub fn words(self, n: usize) -> usize {
+    fn words(self, n: usize) -> usize {
         n.div_ceil(self.per_word())
     }
 
@@ -65,6 +65,34 @@ impl Packed {
             DType::Int8 => 2,
             DType::UInt8 => 3,
             _ => 4,
+        }
+    }
+
+    /// The words of a contiguous view `layout` of a tensor of this dtype: the first word, how
+    /// many, and the element of the first word the view starts at.
+    pub fn word_range(self, layout: &Layout) -> (usize, usize, usize) {
+        let per_word = self.per_word();
+        let (start, end) = (layout.offset, layout.offset + layout.numel());
+        (start / per_word, end.div_ceil(per_word) - start / per_word, start % per_word)
+    }
+
+    /// Host elements of this dtype from `words`: `n` of them, from element `skip` of the first
+    /// word on.
+    pub fn buffer_of(self, words: &[u32], skip: usize, n: usize) -> Buffer {
+        let (per_word, bits) = (self.per_word(), self.bits());
+        let element = |k: usize| {
+            let at = skip + k;
+            (words[at / per_word] >> ((at % per_word) * bits)) & ((1 << bits) - 1)
+        };
+        let bits16 = |k| element(k) as u16;
+        match self.0 {
+            DType::Float16 => Buffer::Float16((0..n).map(|k| crate::types::half::f16::from_bits(bits16(k))).collect()),
+            DType::BFloat16 => {
+                Buffer::BFloat16((0..n).map(|k| crate::types::half::bf16::from_bits(bits16(k))).collect())
+            }
+            DType::Int16 => Buffer::Int16((0..n).map(|k| bits16(k) as i16).collect()),
+            DType::Int8 => Buffer::Int8((0..n).map(|k| element(k) as u8 as i8).collect()),
+            _ => Buffer::UInt8((0..n).map(|k| element(k) as u8).collect()),
         }
     }
 
@@ -95,33 +123,6 @@ pub fn words_of(data: &Buffer) -> Option<Vec<u32>> {
         Buffer::UInt8(v) => pack(v, u32::from, 4),
         _ => return None,
     })
-}
-
-/// Host elements of the packed `dtype` from `words`: `n` of them, from element `skip` of the
-/// first word on.
-pub fn buffer_of(words: &[u32], dtype: DType, skip: usize, n: usize) -> Option<Buffer> {
-    let packed = Packed::of(dtype)?;
-    let (per_word, bits) = (packed.per_word(), packed.bits());
-    let element = |k: usize| {
-        let at = skip + k;
-        (words[at / per_word] >> ((at % per_word) * bits)) & ((1 << bits) - 1)
-    };
-    let bits16 = |k| element(k) as u16;
-    Some(match dtype {
-        DType::Float16 => Buffer::Float16((0..n).map(|k| crate::types::half::f16::from_bits(bits16(k))).collect()),
-        DType::BFloat16 => Buffer::BFloat16((0..n).map(|k| crate::types::half::bf16::from_bits(bits16(k))).collect()),
-        DType::Int16 => Buffer::Int16((0..n).map(|k| bits16(k) as i16).collect()),
-        DType::Int8 => Buffer::Int8((0..n).map(|k| element(k) as u8 as i8).collect()),
-        _ => Buffer::UInt8((0..n).map(|k| element(k) as u8).collect()),
-    })
-}
-
-/// The words of a packed tensor's contiguous view `layout`: the first word, how many, and the
-/// element of the first word the view starts at.
-pub fn word_range(dtype: DType, layout: &Layout) -> Option<(usize, usize, usize)> {
-    let per_word = Packed::of(dtype)?.per_word();
-    let (start, end) = (layout.offset, layout.offset + layout.numel());
-    Some((start / per_word, end.div_ceil(per_word) - start / per_word, start % per_word))
 }
 
 /// The parameters of a launch over the elements of `layout`: `[n, ndim, offset, sizes,
