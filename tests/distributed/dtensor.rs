@@ -7,8 +7,8 @@
 use std::sync::Arc;
 
 use torchfn::distributed::tensor::{
-    ColwiseParallel, CommDebugMode, DTensor, DTensorExt, DeviceMesh, ParallelStyle, Placement, RowwiseParallel,
-    distribute_tensor, init_device_mesh, parallelize_module,
+    ColwiseParallel, CommDebugMode, DTensor, DTensorExt, DeviceMesh, ParallelStyle, Placement, PrepareModuleInput,
+    RowwiseParallel, SequenceParallel, distribute_tensor, init_device_mesh, parallelize_module,
 };
 use torchfn::distributed::{self as dist, ReduceOp};
 use torchfn::nn::{self, Embedding, Forward, Layer, LayerNorm, Linear, Module};
@@ -400,32 +400,78 @@ fn plan(layers: usize) -> Vec<(String, Box<dyn ParallelStyle>)> {
     plan
 }
 
+/// `model` (parallelized) and `reference` (the same model unsharded) on one batch: the same
+/// logits, loss, gradients and AdamW step. Returns the modes that counted the forward's and
+/// the backward's collectives.
+fn assert_trains_as_unsharded(model: &Gpt, reference: &Gpt) -> Result<(CommDebugMode, CommDebugMode)> {
+    let ids = torchfn::tensor([[1i64, 5, 9, 2, 7, 3], [4, 4, 8, 1, 0, 6]])?;
+    let targets = torchfn::tensor([[5i64, 9, 2, 7, 3, 1], [4, 8, 1, 0, 6, 2]])?;
+    let loss_of = |logits: &Tensor| {
+        let logits = logits.reshape(&[-1, 50])?;
+        nn::functional::cross_entropy(&logits, &targets.reshape(&[-1])?, None, None, -100, None, "mean", 0.0)
+    };
+    let forward = CommDebugMode::new();
+    let logits = {
+        let _counting = forward.enter_with_module(model);
+        model.call(&ids)?
+    };
+    let want = reference.call(&ids)?;
+    assert!(!logits.is_dtensor());
+    assert_close(&logits, &want, "logits")?;
+    let (loss, want_loss) = (loss_of(&logits)?, loss_of(&want)?);
+    assert_close(&loss, &want_loss, "loss")?;
+
+    let backward = CommDebugMode::new();
+    let counting = backward.enter();
+    loss.backward()?;
+    drop(counting);
+    want_loss.backward()?;
+    let full = |t: &Tensor| if t.is_dtensor() { t.full_tensor() } else { Ok(t.clone()) };
+    let (got, expected) = (model.named_parameters(), reference.named_parameters());
+    assert_eq!(got.len(), expected.len());
+    for ((name, p), (_, r)) in got.iter().zip(&expected) {
+        let g = p.grad()?.unwrap_or_else(|| panic!("{name}: no gradient"));
+        assert_close(&full(&g)?, &r.grad()?.unwrap(), &format!("{name}.grad"))?;
+    }
+    // An AdamW step on the DTensor parameters: its state is DTensors too.
+    for params in [model.parameters(), reference.parameters()] {
+        AdamW::new(params, AdamWOptions::new(1e-2))?.step()?;
+    }
+    for ((name, p), (_, r)) in got.iter().zip(&expected) {
+        // The keys' bias shifts every score of a query equally, which softmax ignores: its
+        // gradient is rounding noise, whose sign Adam's normalisation turns into a step.
+        if name.ends_with("attn.k.bias") {
+            continue;
+        }
+        // Adam divides by the gradients' root mean square, so float32 rounding in small
+        // gradients moves the step by a little of its size (lr 1e-2; 1e-4 is 1% of it).
+        assert_within(&full(p.tensor())?.detach()?, &r.detach()?, 1e-4, &format!("{name} after a step"))?;
+    }
+    Ok((forward, backward))
+}
+
+/// Applies `plan` to `model`.
+fn parallelize(model: &mut Gpt, mesh: &Arc<DeviceMesh>, plan: &[(String, Box<dyn ParallelStyle>)]) -> Result<()> {
+    let entries: Vec<(&str, &dyn ParallelStyle)> = plan.iter().map(|(p, s)| (p.as_str(), s.as_ref())).collect();
+    parallelize_module(model, mesh, &entries)
+}
+
 mpi_test! {
     fn tensor_parallel_gpt_gives_the_unsharded_logits_loss_gradients_and_step() {
         let mesh = mesh()?;
         let layers = 2;
         let reference = gpt(layers)?;
         let mut model = gpt(layers)?;
-        let plan = plan(layers);
-        let entries: Vec<(&str, &dyn ParallelStyle)> = plan.iter().map(|(p, s)| (p.as_str(), s.as_ref())).collect();
-        parallelize_module(&mut model, &mesh, &entries)?;
+        parallelize(&mut model, &mesh, &plan(layers))?;
         let q = model.h[0].attn.q.weight.tensor();
         assert_eq!((q.placements()?, q.to_local()?.shape()?.to_vec()), (vec![Shard(0)], vec![16, 32]));
         assert_eq!(model.h[0].attn.o.weight.placements()?, [Shard(1)]);
 
-        let ids = torchfn::tensor([[1i64, 5, 9, 2, 7, 3], [4, 4, 8, 1, 0, 6]])?;
-        let targets = torchfn::tensor([[5i64, 9, 2, 7, 3, 1], [4, 8, 1, 0, 6, 2]])?;
-        let loss_of = |logits: &Tensor| nn::functional::cross_entropy(&logits.reshape(&[-1, 50])?, &targets.reshape(&[-1])?, None, None, -100, None, "mean", 0.0);
-
-        let comm = CommDebugMode::new();
-        let logits = {
-            let _counting = comm.enter_with_module(&model);
-            model.call(&ids)?
-        };
+        let (forward, backward) = assert_trains_as_unsharded(&model, &reference)?;
         // One all-reduce of each row-wise projection's partial sums per block, as PyTorch's plan.
-        assert_eq!(comm.get_comm_counts().get("c10d_functional.all_reduce"), Some(&(2 * layers)));
-        assert_eq!(comm.get_total_counts(), 2 * layers);
-        let per_module = comm.get_comm_module_counts();
+        assert_eq!(forward.get_comm_counts().get("c10d_functional.all_reduce"), Some(&(2 * layers)));
+        assert_eq!(forward.get_total_counts(), 2 * layers);
+        let per_module = forward.get_comm_module_counts();
         // Counted in the module whose forward the output conversion runs in: the row-wise
         // projection's own forward hook runs after the tracker's (global hooks first, as in
         // PyTorch), so in its parent.
@@ -433,40 +479,116 @@ mpi_test! {
         assert_eq!(per_module["Global.h.1"]["c10d_functional.all_reduce"], 2);
         assert_eq!(per_module["Global.h.0.mlp"]["c10d_functional.all_reduce"], 1);
         assert_eq!(per_module["Global.h.0.attn"]["c10d_functional.all_reduce"], 1);
+        // Backward: the gradient of each column-wise projection's input (queries, keys, values,
+        // the MLP's first) is a partial sum.
+        assert_eq!(backward.get_comm_counts().get("c10d_functional.all_reduce"), Some(&(4 * layers)));
+        Ok(())
+    }
+}
 
-        let want = reference.call(&ids)?;
-        assert!(!logits.is_dtensor());
-        assert_close(&logits, &want, "logits")?;
-        let (loss, want_loss) = (loss_of(&logits)?, loss_of(&want)?);
-        assert_close(&loss, &want_loss, "loss")?;
+/// The sequence-parallel plan PyTorch's tutorial gives LLaMA, on the GPT: the token and
+/// position embeddings split by rows (the vocabulary), each ending in a reduce-scatter along
+/// the sequence; the norms on each rank's positions; each block's attention and MLP gathering
+/// their input, their row-wise projections reduce-scattering their output; the head
+/// gathering the sequence and its own columns.
+fn sequence_parallel_plan(layers: usize) -> Vec<(String, Box<dyn ParallelStyle>)> {
+    let rowwise = |output| RowwiseParallel { input_layouts: Replicate, output_layouts: output, ..Default::default() };
+    let gather = || PrepareModuleInput {
+        input_layouts: vec![Some(Shard(1))],
+        desired_input_layouts: vec![Some(Replicate)],
+        use_local_output: false,
+    };
+    let mut plan: Vec<(String, Box<dyn ParallelStyle>)> = vec![
+        ("wte".into(), Box::new(rowwise(Shard(1)))),
+        ("wpe".into(), Box::new(rowwise(Shard(0)))),
+        ("ln_f".into(), Box::new(SequenceParallel::default())),
+        (
+            "head".into(),
+            Box::new(ColwiseParallel { input_layouts: Shard(1), output_layouts: Replicate, use_local_output: true }),
+        ),
+    ];
+    for i in 0..layers {
+        for name in ["ln_1", "ln_2"] {
+            plan.push((format!("h.{i}.{name}"), Box::new(SequenceParallel::default())));
+        }
+        for name in ["attn", "mlp"] {
+            plan.push((format!("h.{i}.{name}"), Box::new(gather())));
+        }
+        for name in ["attn.q", "attn.k", "attn.v", "mlp.fc"] {
+            plan.push((format!("h.{i}.{name}"), Box::new(ColwiseParallel::default())));
+        }
+        for name in ["attn.o", "mlp.proj"] {
+            let style = RowwiseParallel { output_layouts: Shard(1), ..Default::default() };
+            plan.push((format!("h.{i}.{name}"), Box::new(style)));
+        }
+    }
+    plan
+}
 
-        let counting = comm.enter();
-        loss.backward()?;
-        drop(counting);
-        // Backward: the gradient of each column-wise projection's input is a partial sum.
-        assert_eq!(comm.get_comm_counts().get("c10d_functional.all_reduce"), Some(&(4 * layers)));
-        want_loss.backward()?;
-        let full = |t: &Tensor| if t.is_dtensor() { t.full_tensor() } else { Ok(t.clone()) };
-        let (got, expected) = (model.named_parameters(), reference.named_parameters());
-        assert_eq!(got.len(), expected.len());
-        for ((name, p), (_, r)) in got.iter().zip(&expected) {
-            let g = p.grad()?.unwrap_or_else(|| panic!("{name}: no gradient"));
-            assert_close(&full(&g)?, &r.grad()?.unwrap(), &format!("{name}.grad"))?;
+mpi_test! {
+    fn sequence_parallel_gpt_gives_the_unsharded_logits_loss_gradients_and_step() {
+        let mesh = mesh()?;
+        let layers = 2;
+        let reference = gpt(layers)?;
+        let mut model = gpt(layers)?;
+        parallelize(&mut model, &mesh, &sequence_parallel_plan(layers))?;
+        assert_eq!(model.wte.weight.placements()?, [Shard(0)]);
+        assert_eq!(model.wte.weight.to_local()?.shape()?, [25, 32]);
+        assert_eq!(model.h[0].ln_1.weight.placements()?, [Replicate]);
+
+        let (forward, backward) = assert_trains_as_unsharded(&model, &reference)?;
+        // Megatron's collectives: no all-reduce; a reduce-scatter ends each embedding and each
+        // row-wise projection, an all-gather starts each attention and MLP and the head, whose
+        // columns are gathered too.
+        let counts = forward.get_comm_counts();
+        assert_eq!(counts.get("c10d_functional.reduce_scatter_tensor"), Some(&(2 + 2 * layers)), "{counts:?}");
+        assert_eq!(counts.get("c10d_functional.all_gather_into_tensor"), Some(&(2 * layers + 2)), "{counts:?}");
+        assert_eq!(counts.get("c10d_functional.all_reduce"), None, "{counts:?}");
+        // Backward swaps them: an all-gather for each reduce-scatter, a reduce-scatter for each
+        // all-gather but the head's columns (their gradient is each rank's own columns).
+        let counts = backward.get_comm_counts();
+        assert_eq!(counts.get("c10d_functional.all_gather_into_tensor"), Some(&(2 + 2 * layers)), "{counts:?}");
+        assert_eq!(counts.get("c10d_functional.reduce_scatter_tensor"), Some(&(2 * layers + 1)), "{counts:?}");
+        assert_eq!(counts.get("c10d_functional.all_reduce"), None, "{counts:?}");
+        Ok(())
+    }
+}
+
+mpi_test! {
+    fn a_row_wise_embedding_looks_up_each_rank_s_rows() {
+        let mesh = mesh()?;
+        let rank = dist::get_rank(None)?;
+        // 11 rows: 6 on rank 0, 5 on rank 1; every index of both halves looked up.
+        let make = || Embedding::new(11, 4, &Generator::new().manual_seed(5));
+        let ids = torchfn::tensor([[0i64, 10, 5, 6], [3, 3, 9, 1]])?;
+        let outputs = [(Replicate, "all_reduce"), (Shard(1), "reduce_scatter_tensor")];
+        // Both made first: a module's hooks stay where it lives (see `parallelize_module`).
+        let mut modules = outputs.iter().map(|_| Ok((make()?, make()?))).collect::<Result<Vec<_>>>()?;
+        for ((output, collective), (reference, sharded)) in outputs.into_iter().zip(&mut modules) {
+            let style = RowwiseParallel { input_layouts: Replicate, output_layouts: output, use_local_output: false };
+            parallelize_module(sharded, &mesh, &[("", &style)])?;
+            assert_eq!(sharded.weight.to_local()?.shape()?, [[6, 4], [5, 4]][rank]);
+            let comm = CommDebugMode::new();
+            let got = {
+                let _counting = comm.enter();
+                sharded.call(&ids)?
+            };
+            assert_eq!(comm.get_comm_counts().get(&format!("c10d_functional.{collective}")), Some(&1));
+            assert_eq!(got.placements()?, [output]);
+            let want = reference.call(&ids)?;
+            assert_close(&got.full_tensor()?, &want, "row-wise embedding output")?;
+            got.square()?.sum()?.backward()?;
+            want.square()?.sum()?.backward()?;
+            let grad = sharded.weight.grad()?.unwrap().full_tensor()?;
+            assert_close(&grad, &reference.weight.grad()?.unwrap(), "row-wise embedding weight grad")?;
         }
-        // An AdamW step on the DTensor parameters: its state is DTensors too.
-        for params in [model.parameters(), reference.parameters()] {
-            AdamW::new(params, AdamWOptions::new(1e-2))?.step()?;
-        }
-        for ((name, p), (_, r)) in got.iter().zip(&expected) {
-            // The keys' bias shifts every score of a query equally, which softmax ignores: its
-            // gradient is rounding noise, whose sign Adam's normalisation turns into a step.
-            if name.ends_with("attn.k.bias") {
-                continue;
-            }
-            // Adam divides by the gradients' root mean square, so float32 rounding in small
-            // gradients moves the step by a little of its size (lr 1e-2; 1e-4 is 1% of it).
-            assert_within(&full(p.tensor())?.detach()?, &r.detach()?, 1e-4, &format!("{name} after a step"))?;
-        }
+        // The styles' own errors.
+        let mut norm = LayerNorm::new(&[4], 1e-5)?;
+        let err = parallelize_module(&mut norm, &mesh, &[("", &RowwiseParallel::default())]).unwrap_err().to_string();
+        assert!(err.contains("RowwiseParallel currently only support nn.Linear and nn.Embedding! (got LayerNorm)"), "{err}");
+        let style = PrepareModuleInput { input_layouts: vec![Some(Shard(1))], ..Default::default() };
+        let err = parallelize_module(&mut norm, &mesh, &[("", &style)]).unwrap_err().to_string();
+        assert!(err.contains("PrepareModuleInput: the layouts (1) and the desired layouts (0)"), "{err}");
         Ok(())
     }
 }

@@ -51,7 +51,10 @@ use torchfn_runtime::{Error, FromValue, Kwargs, Object, Result, Tensor, ToValue,
 
 pub use debug::{CommDebugGuard, CommDebugMode};
 pub use mesh::{DeviceMesh, init_device_mesh};
-pub use parallel::{ColwiseParallel, ParallelStyle, RowwiseParallel, parallelize_module};
+pub use parallel::{
+    ColwiseParallel, ParallelStyle, PrepareModuleInput, PrepareModuleOutput, RowwiseParallel, SequenceParallel,
+    parallelize_module,
+};
 pub use placement::Placement;
 
 use placement::shard_range;

@@ -1,6 +1,6 @@
 //! Moving a DTensor's local tensors from one placement to another with collectives, as
 //! PyTorch's `redistribute` chooses them: `Shard` to `Replicate` is an all-gather, `Partial` to
-//! `Replicate` an all-reduce, `Partial` to `Shard(0)` a reduce-scatter, `Shard` to another
+//! `Replicate` an all-reduce, `Partial` to `Shard` a reduce-scatter (even pieces), `Shard` to another
 //! `Shard` an all-to-all; `Replicate` to `Shard` or `Partial` needs no communication.
 
 use torchfn_runtime::{Error, Result, Tensor};
@@ -38,17 +38,20 @@ pub(crate) fn redistribute_local(
             out
         }
         (Placement::Partial(op), Placement::Shard(d)) => {
-            let even = shape.first().is_some_and(|&n| n % ranks == 0);
-            if d == 0 && even && op != ReduceOp::Avg {
-                let mut local_shape = shape.to_vec();
+            let d = d as usize;
+            if shape[d].is_multiple_of(ranks) && op != ReduceOp::Avg {
+                // Even pieces: a reduce-scatter along the first dimension, with dimension `d`
+                // moved there and back.
+                let front = local.transpose(0, d as i64)?.contiguous()?;
+                let mut local_shape = front.shape()?.to_vec();
                 local_shape[0] /= ranks;
                 let out = torchfn_runtime::zeros(local_shape, local.dtype()?, local.device()?)?;
                 debug::record("reduce_scatter_tensor");
-                reduce_scatter_tensor(&out, &local.contiguous()?, op, group, false)?;
-                out
+                reduce_scatter_tensor(&out, &front, op, group, false)?;
+                out.transpose(0, d as i64)?.contiguous()?
             } else {
                 let full = redistribute_local(local, shape, from, Placement::Replicate, mesh)?;
-                chunk(&full, shape, d as usize, ranks, rank)?
+                chunk(&full, shape, d, ranks, rank)?
             }
         }
         // The whole value as one rank's contribution: exact, and of the same dtype.

@@ -147,7 +147,11 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
             size[d] = Value::Int(shard_range(n as usize, mesh.size(), rank).1 as i64);
         }
     }
-    let out = func.call_bound(values)?;
+    let out = if std::ptr::eq(func, &aten::INDEX_SELECT) && choice.outputs[0].is_partial() {
+        masked_lookup(func, &values, &operands, &mesh)?.into()
+    } else {
+        func.call_bound(values)?
+    };
     if std::ptr::eq(func, &aten::COPY_) {
         return Ok(args[0].clone());
     }
@@ -243,6 +247,36 @@ fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand
         Value::Tuple(items) => items.iter().map(|v| v.as_tensor().map_or(Ok(Vec::new()), shape)).collect(),
         _ => Ok(Vec::new()),
     }
+}
+
+/// `index_select` of a table split over the ranks along the looked-up dimension, at indices
+/// whole on every rank: this rank's contribution to the lookup, its rows where an index falls
+/// in them and zeros elsewhere (what PyTorch's `MaskPartial` placement computes). The local
+/// values are bound (`self` this rank's piece, `index` whole).
+fn masked_lookup(func: &Operator, values: &[Value], operands: &[Operand], mesh: &DeviceMesh) -> Result<Tensor> {
+    let table = operand_at(func, operands, "self").map(|x| &operands[x]);
+    let (Some(table), Some(Value::Tensor(local)), Some(Value::Tensor(index))) =
+        (table, arg(func, values, "self"), arg(func, values, "index"))
+    else {
+        return Err(Error::runtime_error(format!("{func}: a split lookup needs its table and indices")));
+    };
+    let dim = dim_arg(func, values, "dim", table.shape.len())?;
+    let (start, len) = shard_range(table.shape[dim], mesh.size(), mesh.get_local_rank()?);
+    let _no_grad = torchfn_runtime::autograd::no_grad();
+    let ours =
+        index.ge(&Tensor::scalar(start as i64))?.logical_and(&index.lt(&Tensor::scalar((start + len) as i64))?)?;
+    // Indices outside this rank's rows look up its first row (any would do), then are zeroed.
+    let shifted = torchfn_runtime::sub(index, &Tensor::scalar(start as i64), 1)?;
+    let shifted = torchfn_runtime::r#where(&ours, &shifted, &Tensor::scalar(0i64))?;
+    let mut out_shape = local.shape()?.to_vec();
+    out_shape[dim] = index.numel()?;
+    if len == 0 {
+        return torchfn_runtime::zeros(out_shape, local.dtype()?, local.device()?);
+    }
+    let rows = local.index_select(dim as i64, &shifted)?;
+    let mut mask_shape = vec![1i64; out_shape.len()];
+    mask_shape[dim] = -1;
+    rows.masked_fill(&ours.logical_not()?.reshape(&mask_shape)?, &Tensor::scalar(0i64))
 }
 
 /// `new_full`: a result of `self`'s placement where it has `self`'s shape, else replicated.
@@ -552,6 +586,12 @@ fn strategies(
                 && let Some(i) = index
             {
                 s.push(Strategy::new((0..n).map(|k| if k == i { shard(0) } else { R }).collect(), vec![shard(along)]));
+                // The table split along the looked-up dimension (`RowwiseParallel` on an
+                // `Embedding`), the indices whole: each rank's lookup in its rows, zeros for
+                // the others (see `masked_lookup`), adds up to the lookup in the whole table.
+                if let Some(x) = x {
+                    s.push(Strategy::new((0..n).map(|k| if k == x { shard(along) } else { R }).collect(), vec![SUM]));
+                }
             }
             s.push(Strategy::new(all(R), vec![R]));
         }
