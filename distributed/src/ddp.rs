@@ -33,6 +33,13 @@ const DEFAULT_BUCKET_CAP_MB: f64 = 25.0;
 /// - When backward ends, the buckets still waiting (parameters that got no gradient count as
 ///   zeros) start, every bucket is waited for, and each parameter's `grad` becomes its part of
 ///   the averaged bucket.
+/// - With [`find_unused_parameters`](DistributedDataParallel::find_unused_parameters)`(true)`
+///   (PyTorch's option of that name), the forward walks the graph from its output and counts
+///   the parameters it cannot reach ready at once, so that their buckets start with the rest
+///   instead of waiting for the end of backward; and a parameter no rank used (found with one
+///   more all-reduce of a flag per parameter) keeps its `grad` as it was (`None` after
+///   `zero_grad`), as on one process, so the optimizer leaves it alone. Without it, such a
+///   parameter gets a zero gradient (PyTorch raises an error at the next iteration instead).
 /// - Inside [`no_sync`](DistributedDataParallel::no_sync) backward only accumulates locally;
 ///   the next backward outside it averages the accumulated gradients.
 ///
@@ -107,6 +114,7 @@ impl<M: Module> DistributedDataParallel<M> {
             buckets,
             params,
             sync: AtomicBool::new(true),
+            find_unused: AtomicBool::new(false),
             timing: Mutex::new(BackwardTiming::default()),
         });
         for (index, param) in reducer.params.iter().enumerate() {
@@ -124,6 +132,31 @@ impl<M: Module> DistributedDataParallel<M> {
     pub fn broadcast_buffers(mut self, broadcast: bool) -> DistributedDataParallel<M> {
         self.broadcast_buffers = broadcast;
         self
+    }
+
+    /// Whether backward looks for the parameters the forward did not use (PyTorch's
+    /// `find_unused_parameters`, off by default; see the type's documentation): their buckets
+    /// start without waiting for the end of backward, and a parameter no rank used keeps its
+    /// `grad`. [`forward`](Forward::forward) finds them; for a module whose forward is a method
+    /// of its own, call [`prepare_for_backward`](DistributedDataParallel::prepare_for_backward)
+    /// on its outputs.
+    pub fn find_unused_parameters(self, find: bool) -> DistributedDataParallel<M> {
+        self.reducer.find_unused.store(find, Ordering::Release);
+        self
+    }
+
+    /// With [`find_unused_parameters`](DistributedDataParallel::find_unused_parameters), finds
+    /// the parameters that the next backward from `outputs` will not reach (a walk over the
+    /// recorded graph, as PyTorch's reducer does at the end of DDP's forward); otherwise does
+    /// nothing. [`forward`](Forward::forward) calls it.
+    pub fn prepare_for_backward(&self, outputs: &[Tensor]) -> Result<()> {
+        if !self.reducer.find_unused.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        let reached = leaves_reached(outputs)?;
+        let unused = self.reducer.params.iter().map(|p| !reached.contains(&p.__identity())).collect();
+        self.reducer.state.lock().unused = unused;
+        Ok(())
     }
 
     /// The wrapped module (PyTorch's `ddp.module`).
@@ -174,12 +207,16 @@ impl<M: Module> DistributedDataParallel<M> {
 
 impl<M: Module + Forward> Forward for DistributedDataParallel<M> {
     /// The module's forward, after copying rank 0's buffers to every rank unless
-    /// [`broadcast_buffers`](DistributedDataParallel::broadcast_buffers) turned that off.
+    /// [`broadcast_buffers`](DistributedDataParallel::broadcast_buffers) turned that off; with
+    /// [`find_unused_parameters`](DistributedDataParallel::find_unused_parameters), the
+    /// parameters its output does not depend on are found.
     fn forward(&self, input: &Tensor) -> Result<Tensor> {
         if self.broadcast_buffers && self.reducer.group.size() > 1 {
             self.sync_buffers()?;
         }
-        self.module.forward(input)
+        let output = self.module.forward(input)?;
+        self.prepare_for_backward(std::slice::from_ref(&output))?;
+        Ok(output)
     }
 }
 
@@ -205,6 +242,33 @@ pub struct BackwardTiming {
     /// How long the end of backward waited for them: the communication backward did not
     /// hide.
     pub exposed: Duration,
+}
+
+/// The identities of the leaves whose gradient a backward from `outputs` accumulates: the
+/// `AccumulateGrad` nodes reachable from their `grad_fn`s (a leaf output is reached itself).
+fn leaves_reached(outputs: &[Tensor]) -> Result<std::collections::HashSet<usize>> {
+    let mut reached = std::collections::HashSet::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = Vec::new();
+    for t in outputs {
+        match t.grad_fn()? {
+            Some(node) => stack.push(node),
+            None if t.requires_grad()? => {
+                reached.insert(t.__identity());
+            }
+            None => {}
+        }
+    }
+    while let Some(node) = stack.pop() {
+        if !seen.insert(node.id()) {
+            continue;
+        }
+        if let Some(leaf) = node.variable() {
+            reached.insert(leaf.__identity());
+        }
+        stack.extend(node.next_functions().into_iter().flatten().map(|(next, _)| next));
+    }
+    Ok(reached)
 }
 
 /// Broadcasts every tensor from global rank `source`, all at once, and waits.
@@ -256,6 +320,8 @@ struct Reducer {
     params: Vec<Tensor>,
     /// `false` inside `no_sync`.
     sync: AtomicBool,
+    /// `find_unused_parameters`.
+    find_unused: AtomicBool,
     state: Mutex<State>,
     timing: Mutex<BackwardTiming>,
 }
@@ -272,6 +338,14 @@ struct State {
     next: usize,
     /// The started buckets' flat gradients and their all-reduce.
     started: Vec<(Tensor, Work)>,
+    /// Which parameters got their gradient from this backward (not counted ready for want
+    /// of one).
+    used: Vec<bool>,
+    /// The parameters the last forward did not use ([`find_unused_parameters`]), counted
+    /// ready when backward starts; empty when not looked for.
+    ///
+    /// [`find_unused_parameters`]: DistributedDataParallel::find_unused_parameters
+    unused: Vec<bool>,
 }
 
 impl State {
@@ -282,6 +356,8 @@ impl State {
             counts: vec![0; buckets.len()],
             next: 0,
             started: Vec::new(),
+            used: vec![false; params],
+            unused: Vec::new(),
         }
     }
 }
@@ -297,12 +373,30 @@ impl Reducer {
             state.active = true;
             let reducer = self.clone();
             torchfn_runtime::autograd::graph::queue_callback(move || reducer.finish())?;
+            // The parameters this backward will not reach are ready now.
+            for i in 0..self.params.len() {
+                if state.unused.get(i) == Some(&true) {
+                    self.mark_ready(&mut state, i);
+                }
+            }
         }
-        if std::mem::replace(&mut state.ready[index], true) {
-            return Ok(());
+        if state.unused.get(index) == Some(&true) {
+            return Err(Error::runtime_error(format!(
+                "DistributedDataParallel: parameter {index} (in parameters() order, of those that require grad) got a \
+                 gradient, but the forward's graph did not reach it (find_unused_parameters counted it ready as \
+                 unused): was it used outside the recorded graph?"
+            )));
         }
-        state.counts[self.bucket_of[index]] += 1;
+        state.used[index] = true;
+        self.mark_ready(&mut state, index);
         self.start_in_order(&mut state, false)
+    }
+
+    /// Counts parameter `index` ready in its bucket (once).
+    fn mark_ready(&self, state: &mut State, index: usize) {
+        if !std::mem::replace(&mut state.ready[index], true) {
+            state.counts[self.bucket_of[index]] += 1;
+        }
     }
 
     /// Starts the buckets from the next one on, in order, while they are complete (or, with
@@ -343,9 +437,12 @@ impl Reducer {
     fn finish(&self) -> Result<()> {
         let mut state = self.state.lock();
         let started = self.start_in_order(&mut state, true).map(|()| std::mem::take(&mut state.started));
+        let used = std::mem::take(&mut state.used);
         *state = State::idle(&self.buckets, self.params.len());
         drop(state);
         let _no_grad = torchfn_runtime::autograd::no_grad();
+        let used_anywhere =
+            if self.find_unused.load(Ordering::Acquire) { Some(self.used_anywhere(&used)?) } else { None };
         let mut timing = BackwardTiming::default();
         for ((flat, work), bucket) in started?.into_iter().zip(&self.buckets) {
             let waiting = Instant::now();
@@ -356,13 +453,40 @@ impl Reducer {
             for &i in &bucket.params {
                 let p = &self.params[i];
                 let n = p.numel()?;
-                let shape: Vec<i64> = p.shape()?.iter().map(|&d| d as i64).collect();
-                let grad = flat.narrow(0, at as i64, n as i64)?.view(shape)?;
-                p.set_grad(Some(&grad))?;
+                if used_anywhere.as_ref().is_none_or(|used| used[i]) {
+                    let shape: Vec<i64> = p.shape()?.iter().map(|&d| d as i64).collect();
+                    p.set_grad(Some(&flat.narrow(0, at as i64, n as i64)?.view(shape)?))?;
+                }
                 at += n;
             }
         }
         *self.timing.lock() = timing;
+        Ok(())
+    }
+
+    /// Which parameters some rank's backward gave a gradient (`used` is this rank's): the
+    /// flags' maximum over the ranks.
+    fn used_anywhere(&self, used: &[bool]) -> Result<Vec<bool>> {
+        let flags: Vec<i32> = used.iter().map(|&u| i32::from(u)).collect();
+        let flags = Tensor::from_vec(flags, [used.len()])?;
+        all_reduce(&flags, ReduceOp::Max, Some(&self.group), false)?;
+        Ok(flags.to_vec::<i32>()?.into_iter().map(|f| f != 0).collect())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_walk_from_the_outputs_reaches_the_leaves_they_depend_on() -> Result<()> {
+        let leaf = || torchfn_runtime::ones([2], None, None)?.requires_grad_(true);
+        let (a, b, unused, alone) = (leaf()?, leaf()?, leaf()?, leaf()?);
+        let y = (&(&a * 2.0)? + &b)?.sum()?;
+        let reached = leaves_reached(&[y, alone.clone()])?;
+        let expected: std::collections::HashSet<usize> = [&a, &b, &alone].iter().map(|t| t.__identity()).collect();
+        assert_eq!(reached, expected);
+        assert!(!reached.contains(&unused.__identity()));
         Ok(())
     }
 }

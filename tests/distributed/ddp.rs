@@ -4,8 +4,9 @@
 
 use std::path::PathBuf;
 
+use torchfn::DType;
 use torchfn::distributed::{self as dist, DistributedDataParallel, DistributedSampler};
-use torchfn::nn::{Forward, Module, StateDict};
+use torchfn::nn::{Forward, Layer, Module, StateDict};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
 
@@ -147,6 +148,74 @@ mpi_test! {
         assert_eq!(run(true)?, [want]);
         let own = if rank == 1 { 0.9 * 100.0 + 0.1 * 3.0 } else { want };
         assert_eq!(run(false)?, [own]);
+        Ok(())
+    }
+}
+
+/// A model whose forward takes a second branch only for batches of more than two rows, and
+/// never uses one of its layers.
+#[derive(Module)]
+struct Branches {
+    shared: torchfn::nn::Linear,
+    a: torchfn::nn::Linear,
+    b: torchfn::nn::Linear,
+    never: torchfn::nn::Linear,
+}
+
+impl Branches {
+    fn new() -> Result<Branches> {
+        let g = Generator::new().manual_seed(11);
+        let linear = |i, o| torchfn::nn::Linear::new(i, o, true, &g);
+        Ok(Branches { shared: linear(3, 4)?, a: linear(4, 2)?, b: linear(4, 2)?, never: linear(4, 2)? })
+    }
+}
+
+impl Forward for Branches {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        let h = self.shared.call(x)?.relu()?;
+        let y = self.a.call(&h)?;
+        if x.shape()?[0] > 2 { &y + &self.b.call(&h)? } else { Ok(y) }
+    }
+}
+
+mpi_test! {
+    fn find_unused_parameters_leaves_what_no_rank_used_without_a_gradient() {
+        let rank = dist::get_rank(None)?;
+        // Rank 0's batch (2 rows) skips `b`, rank 1's (4 rows) takes it; no rank uses `never`.
+        let x = (&torchfn::arange(3 * (2 + 2 * rank as i64), DType::Float32, None)?.reshape(&[-1, 3])?.sin()? * 2.0)?;
+        // The gradients each rank computes alone, averaged by hand (none counts as zeros).
+        let alone = Branches::new()?;
+        alone.forward(&x)?.square()?.sum()?.backward()?;
+        let mut averaged = Vec::new();
+        for (_, p) in alone.named_parameters() {
+            let g = match p.grad()? {
+                Some(g) => g.clone(),
+                None => torchfn::zeros_like(&p, None)?,
+            };
+            dist::all_reduce(&g, dist::ReduceOp::Avg, None, false)?;
+            averaged.push(g);
+        }
+        for find in [false, true] {
+            // One parameter per bucket, so that a bucket waits on the unused parameter alone.
+            let ddp = DistributedDataParallel::new_with(Branches::new()?, None, Some(1e-6))?.find_unused_parameters(find);
+            for _ in 0..2 {
+                for p in ddp.parameters() {
+                    p.set_grad(None)?;
+                }
+                ddp.forward(&x)?.square()?.sum()?.backward()?;
+                for ((name, p), want) in ddp.named_parameters().into_iter().zip(&averaged) {
+                    match p.grad()? {
+                        // No rank used it: untouched with find_unused_parameters, else zeros.
+                        None => assert!(find && name.starts_with("never."), "{name}: no gradient (find {find})"),
+                        Some(g) => {
+                            assert!(!(find && name.starts_with("never.")), "{name}: a gradient though no rank used it");
+                            let diff = torchfn::max(&(&g - want)?.abs()?)?.to_vec::<f32>()?[0];
+                            assert!(diff < 1e-6, "{name}: differs by {diff} from the average (find {find})");
+                        }
+                    }
+                }
+            }
+        }
         Ok(())
     }
 }

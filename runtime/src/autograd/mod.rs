@@ -85,6 +85,12 @@ impl GradFn {
     pub fn ptr_eq(&self, other: &GradFn) -> bool {
         Arc::ptr_eq(&self.0, &other.0)
     }
+
+    /// A number that tells this node from every other node alive (its address), for a walk
+    /// over the graph to remember the nodes it has seen.
+    pub fn id(&self) -> usize {
+        Arc::as_ptr(&self.0).addr()
+    }
 }
 
 /// A function run on each gradient computed for a tensor, which may return a replacement
