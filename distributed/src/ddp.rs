@@ -12,6 +12,7 @@ use torchfn_runtime::{DType, Device, Error, Result, Tensor};
 
 use crate::collectives::{ReduceOp, all_reduce, broadcast};
 use crate::group::{ProcessGroup, resolve};
+use crate::tensor::{DTensor, DTensorExt};
 use crate::work::Work;
 
 /// PyTorch's default bucket size, 25 MiB.
@@ -271,10 +272,24 @@ fn leaves_reached(outputs: &[Tensor]) -> Result<std::collections::HashSet<usize>
     Ok(reached)
 }
 
-/// Broadcasts every tensor from global rank `source`, all at once, and waits.
+/// Broadcasts every tensor (a DTensor's local tensor) from global rank `source`, all at once,
+/// and waits.
 fn broadcast_all(tensors: &[Tensor], source: usize, group: &ProcessGroup) -> Result<()> {
-    let works: Vec<Work> = tensors.iter().map(|t| broadcast(t, source, Some(group), true)).collect::<Result<_>>()?;
+    let locals: Vec<Tensor> = tensors.iter().map(local).collect::<Result<_>>()?;
+    let works: Vec<Work> = locals.iter().map(|t| broadcast(t, source, Some(group), true)).collect::<Result<_>>()?;
     works.iter().try_for_each(Work::wait)
+}
+
+/// What this rank holds of `t`: a DTensor's local tensor (its memory), any other tensor
+/// itself. DDP averages what each rank holds, so a model whose parameters are DTensors (tensor
+/// parallel over one mesh dimension) is averaged over another, shard by shard.
+fn local(t: &Tensor) -> Result<Tensor> {
+    if t.is_dtensor() {
+        let _no_grad = torchfn_runtime::autograd::no_grad();
+        t.to_local()
+    } else {
+        Ok(t.clone())
+    }
 }
 
 /// Parameters averaged together: indices into the reducer's parameters.
@@ -288,7 +303,7 @@ fn buckets(params: &[Tensor], cap: f64) -> Result<Vec<Bucket>> {
     let mut buckets: Vec<Bucket> = Vec::new();
     let mut open: Vec<(DType, Device, f64, Vec<usize>)> = Vec::new();
     for index in (0..params.len()).rev() {
-        let p = &params[index];
+        let p = &local(&params[index])?;
         let (dtype, device) = (p.dtype()?, p.device()?);
         let bytes = (p.numel()? * dtype.itemsize()) as f64;
         let slot = match open.iter().position(|(d, v, _, _)| *d == dtype && *v == device) {
@@ -422,8 +437,10 @@ impl Reducer {
             .map(|&i| {
                 let p = &self.params[i];
                 match p.grad()? {
+                    // A DTensor gradient as its parameter is placed, this rank's piece.
+                    Some(g) if g.is_dtensor() => g.redistribute(&p.placements()?)?.to_local()?.reshape(&[-1]),
                     Some(g) => g.reshape(&[-1]),
-                    None => torchfn_runtime::zeros_like(p, None)?.reshape(&[-1]),
+                    None => torchfn_runtime::zeros_like(&local(p)?, None)?.reshape(&[-1]),
                 }
             })
             .collect::<Result<_>>()?;
@@ -452,10 +469,15 @@ impl Reducer {
             let mut at = 0;
             for &i in &bucket.params {
                 let p = &self.params[i];
-                let n = p.numel()?;
+                let held = local(p)?;
+                let n = held.numel()?;
                 if used_anywhere.as_ref().is_none_or(|used| used[i]) {
-                    let shape: Vec<i64> = p.shape()?.iter().map(|&d| d as i64).collect();
-                    p.set_grad(Some(&flat.narrow(0, at as i64, n as i64)?.view(shape)?))?;
+                    let shape: Vec<i64> = held.shape()?.iter().map(|&d| d as i64).collect();
+                    let mut grad = flat.narrow(0, at as i64, n as i64)?.view(shape)?;
+                    if p.is_dtensor() {
+                        grad = DTensor::from_local_with_shape(&grad, &p.device_mesh()?, &p.placements()?, &p.shape()?)?;
+                    }
+                    p.set_grad(Some(&grad))?;
                 }
                 at += n;
             }

@@ -8,9 +8,10 @@ use std::sync::Arc;
 
 use torchfn::distributed::tensor::{
     ColwiseParallel, CommDebugMode, DTensor, DTensorExt, DeviceMesh, ParallelStyle, Placement, PrepareModuleInput,
-    RowwiseParallel, SequenceParallel, distribute_tensor, init_device_mesh, parallelize_module,
+    RowwiseParallel, SequenceParallel, distribute_tensor, init_device_mesh, init_device_mesh_with_names,
+    parallelize_module,
 };
-use torchfn::distributed::{self as dist, ReduceOp};
+use torchfn::distributed::{self as dist, DistributedDataParallel, ReduceOp};
 use torchfn::nn::{self, Embedding, Forward, Layer, LayerNorm, Linear, Module};
 use torchfn::optim::{AdamW, AdamWOptions, Optimizer};
 use torchfn::prelude::*;
@@ -279,7 +280,9 @@ mpi_test! {
         assert!(err.contains("has shape [3, 2]"), "{err}");
         let err = values(&[2])?.to_local().unwrap_err().to_string();
         assert!(err.contains("not a DTensor"), "{err}");
-        assert!(init_device_mesh("cpu", &[2, 1]).is_err());
+        let err = init_device_mesh("cpu", &[2, 2]).unwrap_err().to_string();
+        assert!(err.contains("the mesh shape [2, 2] has 4 ranks, but the world has 2"), "{err}");
+        assert_eq!(init_device_mesh("cpu", &[2, 1])?.ndim(), 2);
         Ok(())
     }
 }
@@ -589,6 +592,62 @@ mpi_test! {
         let style = PrepareModuleInput { input_layouts: vec![Some(Shard(1))], ..Default::default() };
         let err = parallelize_module(&mut norm, &mesh, &[("", &style)]).unwrap_err().to_string();
         assert!(err.contains("PrepareModuleInput: the layouts (1) and the desired layouts (0)"), "{err}");
+        Ok(())
+    }
+}
+
+mpi_test! {
+    ranks = 4;
+    fn a_two_dimensional_mesh_composes_tensor_and_data_parallelism() {
+        let rank = dist::get_rank(None)?;
+        let mesh = init_device_mesh_with_names("cpu", &[2, 2], &["dp", "tp"])?;
+        assert_eq!(mesh.to_string(), "DeviceMesh('cpu', [[0, 1], [2, 3]], mesh_dim_names=('dp', 'tp'))");
+        let (row, column) = (rank / 2, rank % 2);
+        assert_eq!(mesh.get_coordinate(), Some(vec![row, column]));
+        let (dp, tp) = (mesh.get("dp")?, mesh.get("tp")?);
+        assert_eq!(tp.mesh(), [2 * row, 2 * row + 1]);
+        assert_eq!(dp.mesh(), [column, column + 2]);
+        assert!(Arc::ptr_eq(&tp, &mesh.get("tp")?), "a dimension's mesh is the same each time");
+        assert_eq!((tp.get_local_rank()?, dp.get_local_rank()?), (column, row));
+        let err = mesh.get("pp").unwrap_err().to_string();
+        assert!(err.contains("no dimension named \"pp\""), "{err}");
+        let err = mesh.get_local_rank().unwrap_err().to_string();
+        assert!(err.contains("has 2 dimensions"), "{err}");
+        let err = distribute_tensor(&values(&[4])?, &mesh, &[Shard(0)]).unwrap_err().to_string();
+        assert!(err.contains("lays DTensors over one mesh dimension"), "{err}");
+        assert!(init_device_mesh_with_names("cpu", &[2, 2], &["dp", "dp"]).is_err());
+
+        // Tensor parallelism within each row, DistributedDataParallel down each column: each
+        // row takes half of the batch, and the model trains as one process on all of it.
+        let layers = 1;
+        let reference = gpt(layers)?;
+        let mut model = gpt(layers)?;
+        parallelize(&mut model, &tp, &plan(layers))?;
+        let model = DistributedDataParallel::new_with(model, Some(dp.get_group()), None)?;
+        let ids = torchfn::tensor([[1i64, 5, 9, 2, 7, 3], [4, 4, 8, 1, 0, 6], [7, 2, 2, 9, 5, 1], [0, 3, 6, 8, 8, 4]])?;
+        let targets = ids.roll(-1, Some(1.into()))?;
+        let loss_of = |logits: &Tensor, targets: &Tensor| {
+            let logits = logits.reshape(&[-1, 50])?;
+            nn::functional::cross_entropy(&logits, &targets.reshape(&[-1])?, None, None, -100, None, "mean", 0.0)
+        };
+        let half = |t: &Tensor| t.narrow(0, 2 * row as i64, 2);
+        loss_of(&model.forward(&half(&ids)?)?, &half(&targets)?)?.backward()?;
+        loss_of(&reference.call(&ids)?, &targets)?.backward()?;
+        let full = |t: &Tensor| if t.is_dtensor() { t.full_tensor() } else { Ok(t.clone()) };
+        let (got, expected) = (model.named_parameters(), reference.named_parameters());
+        for ((name, p), (_, r)) in got.iter().zip(&expected) {
+            let g = p.grad()?.unwrap_or_else(|| panic!("{name}: no gradient"));
+            assert_eq!(g.is_dtensor(), p.is_dtensor(), "{name}");
+            assert_close(&full(&g)?, &r.grad()?.unwrap(), &format!("{name}.grad"))?;
+        }
+        for params in [model.parameters(), reference.parameters()] {
+            AdamW::new(params, AdamWOptions::new(1e-2))?.step()?;
+        }
+        for ((name, p), (_, r)) in got.iter().zip(&expected) {
+            if !name.ends_with("attn.k.bias") {
+                assert_within(&full(p.tensor())?.detach()?, &r.detach()?, 1e-4, &format!("{name} after a step"))?;
+            }
+        }
         Ok(())
     }
 }

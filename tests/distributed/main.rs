@@ -1,6 +1,6 @@
 //! `torchfn::distributed` on real MPI jobs (the `mpi` feature): each test starts
-//! `mpirun -np 2` on this test binary, which runs the test's body on both ranks; the test
-//! passes when both ranks do.
+//! `mpirun -np 2` (`-np 4` for the two-dimensional mesh) on this test binary, which runs the
+//! test's body on every rank; the test passes when every rank does.
 //!
 //! Run them with `cargo test --features mpi --test distributed`; Open MPI's `mpirun` must be
 //! on the PATH (`apt-get install libopenmpi-dev openmpi-bin`).
@@ -17,22 +17,26 @@ mod faults;
 /// Set in the processes mpirun starts: the body runs there.
 const INSIDE: &str = "TORCHFN_MPI_TEST";
 
-/// A test whose body runs on two MPI ranks, each with the default group initialized.
+/// A test whose body runs on two MPI ranks (or `ranks = n;` of them), each with the default
+/// group initialized.
 macro_rules! mpi_test {
     ($(#[$attr:meta])* fn $name:ident() $body:block) => {
+        crate::mpi_test! { ranks = 2; $(#[$attr])* fn $name() $body }
+    };
+    (ranks = $ranks:literal; $(#[$attr:meta])* fn $name:ident() $body:block) => {
         $(#[$attr])*
         #[test]
         fn $name() {
             let path = module_path!().split_once("::").map_or("", |(_, m)| m);
-            crate::on_two_ranks(&format!("{path}::{}", stringify!($name)), || -> torchfn::Result<()> { $body });
+            crate::on_ranks($ranks, &format!("{path}::{}", stringify!($name)), || -> torchfn::Result<()> { $body });
         }
     };
 }
 pub(crate) use mpi_test;
 
-/// Runs `body` on two ranks: in the test runner, starts the MPI job that runs this test
+/// Runs `body` on `ranks` ranks: in the test runner, starts the MPI job that runs this test
 /// alone; inside the job, initializes the default group, runs `body`, and destroys the group.
-pub(crate) fn on_two_ranks(test: &str, body: impl FnOnce() -> torchfn::Result<()>) {
+pub(crate) fn on_ranks(ranks: usize, test: &str, body: impl FnOnce() -> torchfn::Result<()>) {
     if let Some(done) = std::env::var_os(INSIDE) {
         dist::init_process_group("mpi").expect("init_process_group");
         let rank = dist::get_rank(None).unwrap();
@@ -52,7 +56,7 @@ pub(crate) fn on_two_ranks(test: &str, body: impl FnOnce() -> torchfn::Result<()
     let exe = std::env::current_exe().expect("the test binary's path");
     let started = std::time::Instant::now();
     let output = Command::new("mpirun")
-        .args(["-np", "2"])
+        .args(["-np", &ranks.to_string()])
         .arg(exe)
         .args([test, "--exact", "--nocapture", "--test-threads", "1"])
         .env(INSIDE, &done)
@@ -66,7 +70,7 @@ pub(crate) fn on_two_ranks(test: &str, body: impl FnOnce() -> torchfn::Result<()
     let text = format!("{}{}", String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
     println!("{text}");
     assert!(output.status.success(), "the MPI job of {test} failed ({}): {text}", output.status);
-    for rank in 0..2 {
+    for rank in 0..ranks {
         let passed = done.join(format!("rank{rank}")).exists();
         assert!(passed, "rank {rank} did not run {test} to its end ({:.1?}): {text}", started.elapsed());
     }

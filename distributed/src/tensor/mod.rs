@@ -28,7 +28,8 @@
 //! # Ok::<(), torchfn::Error>(())
 //! ```
 //!
-//! torchfn's meshes have one dimension. Operators without a strategy are an error naming them
+//! DTensors lie over one-dimensional meshes (a dimension of a larger mesh, taken with
+//! [`DeviceMesh::get`], composes tensor parallelism with data parallelism). Operators without a strategy are an error naming them
 //! (`Operator aten.nonzero.default does not have a sharding strategy registered.`); a plain
 //! tensor with dimensions among DTensor arguments is PyTorch's "mixed torch.Tensor and
 //! DTensor" error. Random operators draw on each rank's own generator for its local tensor
@@ -50,7 +51,7 @@ use torchfn_runtime::dispatch::{Operator, WrapperSubclass};
 use torchfn_runtime::{Error, FromValue, Kwargs, Object, Result, Tensor, ToValue, Value};
 
 pub use debug::{CommDebugGuard, CommDebugMode};
-pub use mesh::{DeviceMesh, init_device_mesh};
+pub use mesh::{DeviceMesh, init_device_mesh, init_device_mesh_with_names};
 pub use parallel::{
     ColwiseParallel, ParallelStyle, PrepareModuleInput, PrepareModuleOutput, RowwiseParallel, SequenceParallel,
     parallelize_module,
@@ -106,7 +107,7 @@ impl DTensor {
     /// Differentiable: the gradient of `local` is the DTensor gradient redistributed to
     /// `placements` (a `Partial` one to `Replicate`), locally.
     pub fn from_local(local: &Tensor, mesh: &Arc<DeviceMesh>, placements: &[Placement]) -> Result<Tensor> {
-        let placement = one_placement(placements, local.dim()?)?;
+        let placement = one_placement(mesh, placements, local.dim()?)?;
         let mut shape = local.shape()?.to_vec();
         if let Some(d) = placement.shard_dim() {
             shape[d] *= mesh.size();
@@ -142,7 +143,7 @@ impl DTensor {
         placements: &[Placement],
         shape: &[usize],
     ) -> Result<Tensor> {
-        let placement = one_placement(placements, local.dim()?)?;
+        let placement = one_placement(mesh, placements, local.dim()?)?;
         let rank = mesh.get_local_rank()?;
         let piece: Vec<usize> = (shape.iter().enumerate())
             .map(|(d, &n)| if placement.shard_dim() == Some(d) { shard_range(n, mesh.size(), rank).1 } else { n })
@@ -159,8 +160,16 @@ impl DTensor {
     }
 }
 
-/// The one placement of a one-dimensional mesh, normalized for `ndim` dimensions.
-fn one_placement(placements: &[Placement], ndim: usize) -> Result<Placement> {
+/// The one placement of a DTensor over `mesh`, normalized for `ndim` dimensions: DTensors lie
+/// over one-dimensional meshes.
+fn one_placement(mesh: &DeviceMesh, placements: &[Placement], ndim: usize) -> Result<Placement> {
+    if mesh.ndim() != 1 {
+        return Err(Error::not_implemented(format!(
+            "DTensor: torchfn lays DTensors over one mesh dimension, and {mesh} has {}: take one dimension's mesh \
+             (mesh.get(name)) to place them over",
+            mesh.ndim()
+        )));
+    }
     match placements {
         [p] => p.normalized(ndim),
         _ => Err(Error::value_error(format!(
@@ -176,7 +185,7 @@ fn one_placement(placements: &[Placement], ndim: usize) -> Result<Placement> {
 /// leaf that requires grad when `tensor` does (a module's parameters become DTensor parameters
 /// this way).
 pub fn distribute_tensor(tensor: &Tensor, mesh: &Arc<DeviceMesh>, placements: &[Placement]) -> Result<Tensor> {
-    let placement = one_placement(placements, tensor.dim()?)?;
+    let placement = one_placement(mesh, placements, tensor.dim()?)?;
     let shape = tensor.shape()?.to_vec();
     let full = copied(&tensor.detach()?)?;
     crate::collectives::broadcast(&full, mesh.mesh()[0], Some(mesh.get_group()), false)?;
@@ -217,7 +226,7 @@ impl DTensorExt for Tensor {
 
     fn redistribute(&self, placements: &[Placement]) -> Result<Tensor> {
         let d = contents(self, "redistribute")?;
-        let placement = one_placement(placements, self.dim()?)?;
+        let placement = one_placement(&d.spec.mesh, placements, self.dim()?)?;
         let spec = Spec { mesh: d.spec.mesh.clone(), placement, shape: self.shape()?.to_vec() };
         Redistribute::apply((self.clone(), SpecArg(Arc::new(spec))))
     }
