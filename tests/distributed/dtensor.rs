@@ -651,3 +651,35 @@ mpi_test! {
         Ok(())
     }
 }
+
+mpi_test! {
+    fn random_draws_on_dtensors_are_the_whole_tensor_s_draw_from_rank_0s_state() {
+        let mesh = mesh()?;
+        let rank = dist::get_rank(None)?;
+        // What one process seeded as rank 0 draws: a [5, 4] uniform, then dropout's mask on a
+        // [3, 6] tensor of ones, then three plain numbers.
+        torchfn::manual_seed(7);
+        let uniform = torchfn::zeros([5, 4], None, None)?.uniform_(-1.0, 1.0, None)?;
+        let dropped = nn::functional::dropout(&torchfn::ones([3, 6], None, None)?, 0.5, true, false)?;
+        let after = torchfn::rand([3], None, None, None)?;
+
+        // Every rank seeded differently: the draws follow rank 0's generator.
+        for placement in [Shard(0), Shard(1), Replicate] {
+            torchfn::manual_seed(7 + rank as u64);
+            let d = distribute_tensor(&torchfn::zeros([5, 4], None, None)?, &mesh, &[placement])?;
+            d.uniform_(-1.0, 1.0, None)?;
+            assert_eq!(d.placements()?, [placement]);
+            assert_close(&d.full_tensor()?, &uniform, &format!("uniform_ on {placement}"))?;
+            if placement == Replicate {
+                // The same numbers on every rank.
+                assert_close(&d.to_local()?, &uniform, "a replicated draw")?;
+            }
+            let ones = distribute_tensor(&torchfn::ones([3, 6], None, None)?, &mesh, &[placement])?;
+            let mask = nn::functional::dropout(&ones, 0.5, true, false)?;
+            assert_close(&mask.full_tensor()?, &dropped, &format!("dropout on {placement}"))?;
+            // The generators moved in step, by the whole tensors' draws.
+            assert_close(&torchfn::rand([3], None, None, None)?, &after, "the next plain draw")?;
+        }
+        Ok(())
+    }
+}

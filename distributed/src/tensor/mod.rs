@@ -32,9 +32,10 @@
 //! [`DeviceMesh::get`], composes tensor parallelism with data parallelism). Operators without a strategy are an error naming them
 //! (`Operator aten.nonzero.default does not have a sharding strategy registered.`); a plain
 //! tensor with dimensions among DTensor arguments is PyTorch's "mixed torch.Tensor and
-//! DTensor" error. Random operators draw on each rank's own generator for its local tensor
-//! (PyTorch coordinates the ranks' streams so that shards draw what the global tensor would;
-//! torchfn does not).
+//! DTensor" error. A random draw like a DTensor (`uniform_`, dropout's `bernoulli`) is the
+//! whole tensor's draw from rank 0's generator state, each rank keeping its piece, as
+//! PyTorch's RNG tracker makes it: shards hold what the global tensor's draw would, and
+//! replicated draws agree on every rank.
 
 mod debug;
 mod mesh;

@@ -9,14 +9,15 @@
 //! quotients by replicated values), reductions (a reduced sharded dimension gives a `Partial`
 //! of the reduction), operators along one dimension (softmax, scans, sort, topk), matmul,
 //! `cat`, indexing, convolution and its backward, pooling, copies and casts, `new_full`,
-//! random draws like a tensor, `item`, and the fused LSTM layer and its backward (split along
-//! the batch). An operator outside them is an error naming it.
+//! random draws like a tensor (the whole tensor's draw, as PyTorch's RNG tracker), `item`,
+//! and the fused LSTM layer and its backward (split along the batch). An operator outside
+//! them is an error naming it.
 
 use std::sync::Arc;
 
 use torchfn_runtime::backend::Layout;
 use torchfn_runtime::dispatch::{Operator, Tag, aten, no_dispatch};
-use torchfn_runtime::{Device, Error, Kwargs, Result, Shape, Tensor, Value};
+use torchfn_runtime::{Device, Error, Generator, Kwargs, Result, Shape, Tensor, Value};
 
 use super::debug;
 use super::mesh::DeviceMesh;
@@ -134,6 +135,9 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
     // `copy_` returns its destination: no result to wrap.
     let outs = if matches!(family, Family::Copy) { Vec::new() } else { global_outputs(func, &values, &operands)? };
     let choice = choose(func, family, &values, &operands, &outs, mesh.size())?;
+    if func.has_tag(Tag::Random) {
+        return draw_like_the_whole(func, values, &operands, &outs[0], choice.outputs[0], &mesh);
+    }
     for (o, &want) in operands.iter().zip(&choice.inputs) {
         let local = redistribute_local(&o.local, &o.shape, o.placement, want, &mesh)?;
         put(&mut values, o.at, local.into());
@@ -247,6 +251,45 @@ fn global_outputs(func: &'static Operator, values: &[Value], operands: &[Operand
         Value::Tuple(items) => items.iter().map(|v| v.as_tensor().map_or(Ok(Vec::new()), shape)).collect(),
         _ => Ok(Vec::new()),
     }
+}
+
+/// A random draw like a DTensor (`uniform`, `bernoulli`), made as PyTorch's RNG tracker makes
+/// it: every rank of the mesh takes rank 0's generator state, draws the whole tensor and keeps
+/// its piece under `placement`. A sharded result then holds what the whole tensor's draw
+/// would, a replicated one is the same on every rank, and the ranks' generators stay in step.
+/// (PyTorch skips ahead in Philox's counter to draw the piece alone; xoshiro256++ has no cheap
+/// skip, so each rank draws the whole tensor.)
+fn draw_like_the_whole(
+    func: &'static Operator,
+    mut values: Vec<Value>,
+    operands: &[Operand],
+    shape: &[usize],
+    placement: Placement,
+    mesh: &Arc<DeviceMesh>,
+) -> Result<Value> {
+    let generator = match arg(func, &values, "generator") {
+        Some(Value::Generator(g)) => g.clone(),
+        _ => Generator::default_generator(),
+    };
+    let state = generator.get_state();
+    crate::collectives::broadcast(&state, mesh.mesh()[0], Some(mesh.get_group()), false)?;
+    generator.set_state(&state)?;
+    // These draws read their tensor's shape, dtype and device alone.
+    for o in operands {
+        let whole = torchfn_runtime::zeros(o.shape.clone(), o.local.dtype()?, o.local.device()?)?;
+        put(&mut values, o.at, whole.into());
+    }
+    let whole = func.call_bound(values)?;
+    let whole = whole.as_tensor().ok_or_else(|| Error::runtime_error(format!("{func} gave no tensor")))?;
+    let local = match placement.shard_dim() {
+        Some(d) => {
+            let (start, len) = shard_range(shape[d], mesh.size(), mesh.get_local_rank()?);
+            whole.narrow(d as i64, start as i64, len as i64)?
+        }
+        None => whole.clone(),
+    };
+    let spec = Spec { mesh: mesh.clone(), placement, shape: shape.to_vec() };
+    Ok(DTensor::wrap(local, Arc::new(spec))?.into())
 }
 
 /// `index_select` of a table split over the ranks along the looked-up dimension, at indices
@@ -495,11 +538,7 @@ fn strategies(
             if is(&aten::NEG) {
                 s.push(Strategy::new(all(SUM), vec![SUM]));
             }
-            // A draw is each rank's own: replicated results would differ between ranks (but a
-            // draw of one value has nothing to shard).
-            if !func.has_tag(Tag::Random) || out.is_empty() {
-                s.push(Strategy::new(all(R), vec![R]));
-            }
+            s.push(Strategy::new(all(R), vec![R]));
         }
         Family::Reduction => {
             let x = &operands[0];
