@@ -363,6 +363,20 @@ fn the_fused_lstm_layer_gives_the_composed_layer_s_values_and_gradients() {
     }
 }
 
+/// A float32 layer's recurrence is one node, named as PyTorch's CPU LSTM names it.
+#[test]
+fn the_fused_lstm_layer_s_node_has_pytorch_s_name() {
+    let lstm = nn::LSTM::new(3, 4, 1, true, false, 0.0, false, &g()).unwrap();
+    let (out, _) = lstm.forward(&torchfn::ones([5, 2, 3], None, None).unwrap(), None).unwrap();
+    let mut names = Vec::new();
+    let mut nodes: Vec<_> = out.grad_fn().unwrap().into_iter().collect();
+    while let Some(node) = nodes.pop() {
+        names.push(node.name().to_string());
+        nodes.extend(node.next_functions().into_iter().flatten().map(|(next, _)| next));
+    }
+    assert_eq!(names.iter().filter(|n| *n == "MkldnnRnnLayerBackward0").count(), 1, "{names:?}");
+}
+
 /// The fused layer differentiates twice (`create_graph`): its backward then recomputes the
 /// composed layer and differentiates that, as the float64 (composed) LSTM does.
 #[test]

@@ -144,6 +144,13 @@ pub trait Function: Default + Send + Sync + Sized + 'static {
         short_name(std::any::type_name::<Self>())
     }
 
+    /// The name of the Function's nodes (`grad_fn.name()`): `{name}Backward`, as PyTorch names
+    /// a custom Function's. A Function that stands for one of PyTorch's own operations gives
+    /// that operation's node name instead.
+    fn node_name() -> Cow<'static, str> {
+        Cow::Owned(format!("{}Backward", Self::name()))
+    }
+
     /// Runs the Function: the protocol first (modes and subclass hooks see
     /// [`handle`](Function::handle)), then `forward`; when an input requires grad, the outputs
     /// carry a node named `{name}Backward` whose backward is this Function's; when an input has
@@ -450,7 +457,7 @@ struct Custom<F> {
 
 impl<F: Function> Backward for Custom<F> {
     fn name(&self) -> Cow<'static, str> {
-        Cow::Owned(format!("{}Backward", F::name()))
+        F::node_name()
     }
 
     fn materialize_grads(&self) -> bool {
@@ -458,7 +465,7 @@ impl<F: Function> Backward for Custom<F> {
     }
 
     fn apply(&self, node: &Node, grads: Vec<Option<Tensor>>, saved: Vec<Tensor>) -> Result<Vec<Option<Tensor>>> {
-        let name = || format!("{}Backward", F::name());
+        let name = F::node_name;
         let Some(mut ctx) = self.ctx.try_lock() else {
             bail!(Runtime, "{}: backward was called again while it was running (reentrant backward)", name());
         };

@@ -188,8 +188,8 @@ fn gru_recurrence(projected: &Tensor, mut h: Tensor, w: &Weights<'_>, reverse: b
     Ok((crate::stack(&outputs, 0)?, h))
 }
 
-/// One LSTM layer's recurrence as one autograd node (`LstmLayerBackward`, PyTorch's
-/// `MkldnnRnnLayerBackward0`): the fused kernel forward (`aten::_lstm_layer`), and backward
+/// One LSTM layer's recurrence as one autograd node, named as PyTorch's CPU node for it
+/// (`MkldnnRnnLayerBackward0`): the fused kernel forward (`aten::_lstm_layer`), and backward
 /// its fused gradient (`aten::_lstm_layer_backward`) plus one product for `weight_hh`'s, where
 /// the composed layer records a dozen nodes a step and sums a weight gradient per step. Its
 /// inputs: the projected gates, `h0`, `c0`, `weight_hh`, and whether it runs in reverse.
@@ -202,6 +202,10 @@ impl Function for LstmLayer {
     type Inputs = (Tensor, Tensor, Tensor, Tensor, bool);
     type Output = Vec<Tensor>;
     type GradOutputs = Vec<Option<Tensor>>;
+
+    fn node_name() -> std::borrow::Cow<'static, str> {
+        "MkldnnRnnLayerBackward0".into()
+    }
 
     fn forward_with_ctx(ctx: &mut Ctx<Self>, (gates, h0, c0, w_hh, reverse): &Self::Inputs) -> Result<Vec<Tensor>> {
         let mut results = crate::primitive::lstm_layer(gates, h0, c0, w_hh, *reverse)?;
