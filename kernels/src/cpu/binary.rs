@@ -5,7 +5,7 @@ use crate::backend::{Array, Binary};
 use crate::error::Result;
 use crate::types::{DType, Element, Shape, with_dtype};
 
-use super::elementwise::{Bits, Float, Signed, Stored};
+use super::elementwise::{Bits, Float, Lifted, Signed, Stored};
 use super::map::binary_to;
 use super::{Number, undefined};
 use crate::types::half::{bf16, f16};
@@ -34,12 +34,10 @@ pub(super) fn binary(
     }
 }
 
-/// `g` on two stored elements: widened, computed, rounded once (inlined by force into the
-/// vectorised loops).
+/// `g` on two stored elements: widened, computed, rounded once.
 #[inline(always)]
-fn lifted2<S: Stored<Math = T>, T>(g: impl Fn(T, T) -> T + Sync) -> impl Fn(S, S) -> S + Sync {
-    #[inline(always)]
-    move |p: S, q: S| S::narrow(g(p.widen(), q.widen()))
+fn lifted2<S: Stored<Math = T>, T>(g: impl Fn(T, T) -> T + Sync) -> Lifted<S, impl Fn(T, T) -> T + Sync> {
+    Lifted::new(g)
 }
 
 /// `g` on two stored elements, widened (a comparison).
@@ -175,7 +173,7 @@ fn integer<I: Bits + Stored<Math = I>>(
     match op {
         Binary::Div | Binary::Atan2 => Err(undefined(op, I::DTYPE)),
         Binary::BitAnd | Binary::BitOr | Binary::BitXor | Binary::Shl | Binary::Shr => {
-            binary_to::<I, I>(a, b, shape, out, move |p, q| p.bits(q, op))
+            binary_to::<I, I>(a, b, shape, out, move |p: I, q: I| p.bits(q, op))
         }
         _ => numeric::<I, I>(a, b, shape, op, out),
     }

@@ -2,7 +2,10 @@
 //! the signed operations that keep integers integer (`abs`, `sign`, `pow`, `fmod`,
 //! `remainder`).
 
+use std::marker::PhantomData;
+
 use super::Number;
+use super::map::{Input, Map1, Map2, Operand};
 use super::vector_math::{erf_f32, erfc_f32, exp_f32, ln_f32, tanh_f32};
 use crate::backend::Binary;
 use crate::types::dtype_reduced as reduced;
@@ -339,6 +342,65 @@ pub trait Stored: Element {
     fn widen(self) -> Self::Math;
     /// A computed value as stored (rounded to nearest even for half precision).
     fn narrow(value: Self::Math) -> Self;
+    /// `out[i] = narrow(g(widen(x[i])))` over a run its own way (float16 by blocks,
+    /// `super::f16c`), or false: the loop then goes element by element.
+    #[inline(always)]
+    fn lifted1(_x: Input<'_, Self>, _out: &mut [Self], _g: &impl Fn(Self::Math) -> Self::Math) -> bool {
+        false
+    }
+    /// `out[i] = narrow(g(widen(a[i]), widen(b[i])))` as [`lifted1`](Stored::lifted1).
+    #[inline(always)]
+    fn lifted2(
+        _a: Input<'_, Self>,
+        _b: Input<'_, Self>,
+        _out: &mut [Self],
+        _g: &impl Fn(Self::Math, Self::Math) -> Self::Math,
+    ) -> bool {
+        false
+    }
+}
+
+/// `g` on stored elements: widened, computed in [`Stored::Math`], rounded once (the function
+/// the float operations map over float16 and bfloat16 arrays; inlined by force into the
+/// vectorised loops, as every elementwise function: see `map::chunked`).
+pub struct Lifted<S, G>(G, PhantomData<fn() -> S>);
+
+impl<S, G> Lifted<S, G> {
+    /// `g` lifted.
+    #[inline(always)]
+    pub fn new(g: G) -> Self {
+        Lifted(g, PhantomData)
+    }
+}
+
+impl<S: Stored, G: Fn(S::Math) -> S::Math + Sync> Map1<S, S> for Lifted<S, G> {
+    #[inline(always)]
+    fn at(&self, x: S) -> S {
+        S::narrow((self.0)(x.widen()))
+    }
+    #[inline(always)]
+    fn run(&self, x: Operand<'_, S>, out: &mut [S]) -> bool {
+        S::lifted1(Input::Run(x), out, &self.0)
+    }
+    #[inline(always)]
+    fn run_in_place(&self, out: &mut [S]) -> bool {
+        S::lifted1(Input::Output, out, &self.0)
+    }
+}
+
+impl<S: Stored, G: Fn(S::Math, S::Math) -> S::Math + Sync> Map2<S, S> for Lifted<S, G> {
+    #[inline(always)]
+    fn at(&self, p: S, q: S) -> S {
+        S::narrow((self.0)(p.widen(), q.widen()))
+    }
+    #[inline(always)]
+    fn run(&self, a: Operand<'_, S>, b: Operand<'_, S>, out: &mut [S]) -> bool {
+        S::lifted2(Input::Run(a), Input::Run(b), out, &self.0)
+    }
+    #[inline(always)]
+    fn run_in_place(&self, out: &mut [S], b: Operand<'_, S>) -> bool {
+        S::lifted2(Input::Output, Input::Run(b), out, &self.0)
+    }
 }
 
 macro_rules! stored_as_itself {
@@ -359,7 +421,7 @@ macro_rules! stored_as_itself {
 stored_as_itself!(bool, u8, i8, i16, i32, i64, f32, f64);
 
 macro_rules! stored_as_f32 {
-    ($t:ty, $to_f32:ident, $from_f32:ident) => {
+    ($t:ty, $to_f32:ident, $from_f32:ident $(, $blocks:item)*) => {
         impl Stored for $t {
             type Math = f32;
             #[inline(always)]
@@ -370,10 +432,24 @@ macro_rules! stored_as_f32 {
             fn narrow(value: f32) -> $t {
                 <$t>::from_bits(reduced::$from_f32(value))
             }
+            $($blocks)*
         }
     };
 }
-stored_as_f32!(half::f16, f16_to_f32, f32_to_f16);
+stored_as_f32!(
+    half::f16,
+    f16_to_f32,
+    f32_to_f16,
+    #[inline(always)]
+    fn lifted1(x: Input<'_, Self>, out: &mut [Self], g: &impl Fn(f32) -> f32) -> bool {
+        super::f16c::lifted1(x, out, g)
+    },
+    #[inline(always)]
+    fn lifted2(a: Input<'_, Self>, b: Input<'_, Self>, out: &mut [Self], g: &impl Fn(f32, f32) -> f32) -> bool {
+        super::f16c::lifted2(a, b, out, g)
+    }
+);
+// bfloat16's conversions are a shift and a rounding add, which the element loops vectorise.
 stored_as_f32!(half::bf16, bf16_to_f32, f32_to_bf16);
 
 /// The bitwise operations of the integer element types, with PyTorch's shifts: a shift by a

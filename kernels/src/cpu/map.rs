@@ -15,10 +15,17 @@ use super::{array, cast, elements, internal};
 /// An operand of an elementwise loop along one run of a [`Walk`]: contiguous elements, one
 /// element repeated (a Python number, a broadcast dimension), or elements `step` apart.
 #[derive(Clone, Copy)]
-enum Operand<'a, T> {
+pub(super) enum Operand<'a, T> {
     Slice(&'a [T]),
     Repeat(T),
     Strided(&'a [T], usize),
+}
+
+/// An operand of a loop that may write in place: a run of elements, or the output's own.
+#[derive(Clone, Copy)]
+pub(super) enum Input<'a, T> {
+    Run(Operand<'a, T>),
+    Output,
 }
 
 /// Where an operand's run is: its memory, the run's first position in it, and the step.
@@ -36,12 +43,60 @@ impl<'a, T: Copy> Operand<'a, T> {
     }
 
     #[inline(always)]
-    fn get(self, i: usize) -> T {
+    pub(super) fn get(self, i: usize) -> T {
         match self {
             Operand::Slice(s) => s[i],
             Operand::Repeat(v) => v,
             Operand::Strided(s, step) => s[i * step],
         }
+    }
+}
+
+/// The function an elementwise loop of one operand applies: any closure, or a type that also
+/// fills contiguous and repeated runs its own way (float16's conversions by blocks,
+/// `super::f16c`).
+pub(super) trait Map1<T, U>: Sync {
+    /// The result of one element.
+    fn at(&self, x: T) -> U;
+    /// Fills `out` from the run `x` its own way, or returns false (the loop then calls `at`).
+    #[inline(always)]
+    fn run(&self, _x: Operand<'_, T>, _out: &mut [U]) -> bool {
+        false
+    }
+    /// Replaces each element of `out` by its result its own way, or returns false.
+    #[inline(always)]
+    fn run_in_place(&self, _out: &mut [T]) -> bool {
+        false
+    }
+}
+
+impl<T, U, F: Fn(T) -> U + Sync> Map1<T, U> for F {
+    #[inline(always)]
+    fn at(&self, x: T) -> U {
+        (*self)(x)
+    }
+}
+
+/// The function an elementwise loop of two operands applies (as [`Map1`]).
+pub(super) trait Map2<T, U>: Sync {
+    /// The result of one pair of elements.
+    fn at(&self, p: T, q: T) -> U;
+    /// Fills `out` from the runs `a` and `b` its own way, or returns false.
+    #[inline(always)]
+    fn run(&self, _a: Operand<'_, T>, _b: Operand<'_, T>, _out: &mut [U]) -> bool {
+        false
+    }
+    /// `out[i] = at(out[i], b[i])` its own way, or returns false.
+    #[inline(always)]
+    fn run_in_place(&self, _out: &mut [T], _b: Operand<'_, T>) -> bool {
+        false
+    }
+}
+
+impl<T, U, F: Fn(T, T) -> U + Sync> Map2<T, U> for F {
+    #[inline(always)]
+    fn at(&self, p: T, q: T) -> U {
+        (*self)(p, q)
     }
 }
 
@@ -120,7 +175,7 @@ pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
         fn widest<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
-        #[target_feature(enable = "avx2,fma")]
+        #[target_feature(enable = "avx2,fma,f16c")]
         fn wide<R>(f: impl FnOnce() -> R) -> R {
             f()
         }
@@ -128,7 +183,7 @@ pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
             // SAFETY: `instructions` names AVX-512 only when the processor has AVX-512 F, VL,
             // BW and DQ (and AVX2 and FMA), all that `widest` needs.
             super::Instructions::Avx512 => return unsafe { widest(f) },
-            // SAFETY: `instructions` names AVX2 only when the processor has AVX2 and FMA.
+            // SAFETY: `instructions` names AVX2 only when the processor has AVX2, FMA and F16C.
             super::Instructions::Avx2 => return unsafe { wide(f) },
             super::Instructions::Baseline => {}
         }
@@ -144,21 +199,25 @@ pub(super) fn vectorised<R>(f: impl FnOnce() -> R) -> R {
 
 /// `out[i] = f(x[i])`.
 #[inline(always)]
-fn apply1<T: Copy, U, F: Fn(T) -> U>(x: Run<'_, T>, out: &mut [U], f: &F) {
-    match Operand::run(x, out.len()) {
+fn apply1<T: Copy, U, F: Map1<T, U>>(x: Run<'_, T>, out: &mut [U], f: &F) {
+    let x = Operand::run(x, out.len());
+    if f.run(x, out) {
+        return;
+    }
+    match x {
         Operand::Slice(x) => {
             for (o, &v) in out.iter_mut().zip(x) {
-                *o = (*f)(v);
+                *o = f.at(v);
             }
         }
         Operand::Repeat(v) => {
             for o in out.iter_mut() {
-                *o = (*f)(v);
+                *o = f.at(v);
             }
         }
         x => {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = (*f)(x.get(i));
+                *o = f.at(x.get(i));
             }
         }
     }
@@ -166,27 +225,30 @@ fn apply1<T: Copy, U, F: Fn(T) -> U>(x: Run<'_, T>, out: &mut [U], f: &F) {
 
 /// `out[i] = f(a[i], b[i])`.
 #[inline(always)]
-fn apply2<T: Copy, U, F: Fn(T, T) -> U>(a: Run<'_, T>, b: Run<'_, T>, out: &mut [U], f: &F) {
+fn apply2<T: Copy, U, F: Map2<T, U>>(a: Run<'_, T>, b: Run<'_, T>, out: &mut [U], f: &F) {
     let (a, b) = (Operand::run(a, out.len()), Operand::run(b, out.len()));
+    if f.run(a, b, out) {
+        return;
+    }
     match (a, b) {
         (Operand::Slice(a), Operand::Slice(b)) => {
             for ((o, &p), &q) in out.iter_mut().zip(a).zip(b) {
-                *o = (*f)(p, q);
+                *o = f.at(p, q);
             }
         }
         (Operand::Slice(a), Operand::Repeat(q)) => {
             for (o, &p) in out.iter_mut().zip(a) {
-                *o = (*f)(p, q);
+                *o = f.at(p, q);
             }
         }
         (Operand::Repeat(p), Operand::Slice(b)) => {
             for (o, &q) in out.iter_mut().zip(b) {
-                *o = (*f)(p, q);
+                *o = f.at(p, q);
             }
         }
         _ => {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = (*f)(a.get(i), b.get(i));
+                *o = f.at(a.get(i), b.get(i));
             }
         }
     }
@@ -194,21 +256,25 @@ fn apply2<T: Copy, U, F: Fn(T, T) -> U>(a: Run<'_, T>, b: Run<'_, T>, out: &mut 
 
 /// `out[i] = f(out[i], b[i])`, cast back to `out`'s type.
 #[inline(always)]
-fn update<T: Element, U: Element, F: Fn(T, T) -> U>(out: &mut [T], b: Run<'_, T>, f: &F) {
-    match Operand::run(b, out.len()) {
+fn update<T: Element, U: Element, F: Map2<T, U>>(out: &mut [T], b: Run<'_, T>, f: &F) {
+    let b = Operand::run(b, out.len());
+    if f.run_in_place(out, b) {
+        return;
+    }
+    match b {
         Operand::Slice(b) => {
             for (o, &q) in out.iter_mut().zip(b) {
-                *o = cast::<U, T>((*f)(*o, q));
+                *o = cast::<U, T>(f.at(*o, q));
             }
         }
         Operand::Repeat(q) => {
             for o in out.iter_mut() {
-                *o = cast::<U, T>((*f)(*o, q));
+                *o = cast::<U, T>(f.at(*o, q));
             }
         }
         b => {
             for (i, o) in out.iter_mut().enumerate() {
-                *o = cast::<U, T>((*f)(*o, b.get(i)));
+                *o = cast::<U, T>(f.at(*o, b.get(i)));
             }
         }
     }
@@ -290,7 +356,7 @@ fn writable<'a, T: Element>(out: &'a Array, shape: &Shape) -> Option<impl std::o
 
 /// `f` applied to each element of `x` (read as `T`), producing `U`, in one pass over its
 /// memory whatever its layout (in parallel when large).
-pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync) -> Result<Array> {
+pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Map1<T, U>) -> Result<Array> {
     let out = with_input(x, |data: &[T], layout| -> Result<Vec<U>> {
         let walk = walk(&layout.shape, [layout], [data.len()])?;
         let mut out = output::<U>("unary", x.layout.numel())?;
@@ -309,11 +375,7 @@ pub(super) fn unary<T: Element, U: Element>(x: &Array, f: impl Fn(T) -> U + Sync
 /// shape, and either `x` itself (same storage, layout and dtype, as an in-place operation's
 /// `self`) or a storage `x` does not share. Returns `out` when it was written, a new array
 /// otherwise.
-pub(super) fn unary_to<T: Element, U: Element>(
-    x: &Array,
-    out: Option<&Array>,
-    f: impl Fn(T) -> U + Sync,
-) -> Result<Array> {
+pub(super) fn unary_to<T: Element, U: Element>(x: &Array, out: Option<&Array>, f: impl Map1<T, U>) -> Result<Array> {
     let shape = &x.layout.shape;
     let written = match out {
         None => false,
@@ -324,7 +386,11 @@ pub(super) fn unary_to<T: Element, U: Element>(
                     chunked(
                         &mut o,
                         #[inline(always)]
-                        |_, part| part.iter_mut().for_each(|v| *v = cast::<U, T>(f(*v))),
+                        |_, part| {
+                            if !f.run_in_place(part) {
+                                part.iter_mut().for_each(|v| *v = cast::<U, T>(f.at(*v)));
+                            }
+                        },
                     );
                     true
                 })
@@ -351,12 +417,7 @@ pub(super) fn unary_to<T: Element, U: Element>(
 
 /// `f` applied to the elements of `a` and `b` (read as `T`), broadcast to `shape`, in one pass
 /// over their memory whatever their layouts (in parallel when large).
-pub(super) fn binary<T: Element, U: Element>(
-    a: &Array,
-    b: &Array,
-    shape: &Shape,
-    f: impl Fn(T, T) -> U + Sync,
-) -> Result<Array> {
+pub(super) fn binary<T: Element, U: Element>(a: &Array, b: &Array, shape: &Shape, f: impl Map2<T, U>) -> Result<Array> {
     let n = shape.checked_numel().ok_or_else(|| internal("a result too large"))?;
     let out = with_input(a, |x: &[T], la| {
         with_input(b, |y: &[T], lb| -> Result<Vec<U>> {
@@ -385,7 +446,7 @@ pub(super) fn binary_to<T: Element, U: Element>(
     b: &Array,
     shape: &Shape,
     out: Option<&Array>,
-    f: impl Fn(T, T) -> U + Sync,
+    f: impl Map2<T, U>,
 ) -> Result<Array> {
     let written = match out {
         None => false,

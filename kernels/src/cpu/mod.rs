@@ -4,6 +4,7 @@
 
 mod binary;
 mod elementwise;
+mod f16c;
 mod indexing;
 pub(crate) mod map;
 mod number;
@@ -41,7 +42,7 @@ pub use number::Number;
 pub enum Instructions {
     /// Baseline x86-64 (SSE2, 128-bit vectors), or a processor of another architecture.
     Baseline,
-    /// AVX2 and FMA: 256-bit vectors and fused multiply-adds.
+    /// AVX2, FMA and F16C: 256-bit vectors, fused multiply-adds and float16 conversions.
     Avx2,
     /// AVX-512 (F, VL, BW and DQ) besides AVX2 and FMA: 512-bit vectors.
     Avx512,
@@ -87,7 +88,8 @@ fn detect_instructions() -> Instructions {
     #[cfg(target_arch = "x86_64")]
     {
         use std::arch::is_x86_feature_detected as has;
-        if has!("avx2") && has!("fma") {
+        // Every processor with AVX2 has F16C (float16 conversions) too; asked for all the same.
+        if has!("avx2") && has!("fma") && has!("f16c") {
             let avx512 = has!("avx512f") && has!("avx512vl") && has!("avx512bw") && has!("avx512dq");
             return if avx512 { Instructions::Avx512 } else { Instructions::Avx2 };
         }

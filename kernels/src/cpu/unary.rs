@@ -5,7 +5,7 @@ use crate::backend::{Array, Unary};
 use crate::error::Result;
 use crate::types::DType;
 
-use super::elementwise::{Bits, Float, Signed, Stored};
+use super::elementwise::{Bits, Float, Lifted, Signed, Stored};
 use super::map::unary_to;
 use super::{Number, undefined};
 use crate::types::half::{bf16, f16};
@@ -55,12 +55,10 @@ fn round<F: Float>(x: F, decimals: i64) -> F {
     if decimals > 0 { x.mul(scale).round_ties_even().div(scale) } else { x.div(scale).round_ties_even().mul(scale) }
 }
 
-/// `g` on a stored element: widened, computed, rounded once. (Inlined by force into the
-/// vectorised loops, as every elementwise closure: see `map::chunked`.)
+/// `g` on a stored element: widened, computed, rounded once.
 #[inline(always)]
-fn lifted<S: Stored<Math = F>, F>(g: impl Fn(F) -> F + Sync) -> impl Fn(S) -> S + Sync {
-    #[inline(always)]
-    move |v: S| S::narrow(g(v.widen()))
+fn lifted<S: Stored<Math = F>, F>(g: impl Fn(F) -> F + Sync) -> Lifted<S, impl Fn(F) -> F + Sync> {
+    Lifted::new(g)
 }
 
 /// The float operations, stored as `S` and computed in `F` (float16 and bfloat16 in float32,
@@ -120,7 +118,7 @@ fn integer<I: Bits>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> 
         Unary::Neg => unary_to::<I, I>(x, out, Number::neg),
         Unary::Abs => unary_to::<I, I>(x, out, Signed::abs),
         Unary::Sign => unary_to::<I, I>(x, out, Signed::sign),
-        Unary::Square => unary_to::<I, I>(x, out, |v| v.mul(v)),
+        Unary::Square => unary_to::<I, I>(x, out, |v: I| v.mul(v)),
         Unary::Relu => unary_to::<I, I>(x, out, move |v| if v > zero { v } else { zero }),
         Unary::IsNan | Unary::IsInf => unary_to::<I, bool>(x, out, |_| false),
         Unary::BitNot => unary_to::<I, I>(x, out, Bits::not),
@@ -132,7 +130,7 @@ fn integer<I: Bits>(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> 
 
 fn boolean(x: &Array, op: Unary, out: Option<&Array>) -> Result<Array> {
     match op {
-        Unary::Not | Unary::BitNot => unary_to::<bool, bool>(x, out, |b| !b),
+        Unary::Not | Unary::BitNot => unary_to::<bool, bool>(x, out, |b: bool| !b),
         Unary::IsNan | Unary::IsInf => unary_to::<bool, bool>(x, out, |_| false),
         Unary::Sign | Unary::Abs | Unary::Relu => unary_to::<bool, bool>(x, out, |b| b),
         _ => Err(undefined(op, DType::Bool)),
