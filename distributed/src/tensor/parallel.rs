@@ -104,16 +104,17 @@ impl ParallelStyle for ColwiseParallel {
 
 impl ParallelStyle for RowwiseParallel {
     fn apply(&self, module: &mut dyn Module, mesh: &Arc<DeviceMesh>) -> Result<()> {
-        let (weight, bias, wanted) = match module.type_name() {
-            "Linear" => (Placement::Shard(1), Placement::Replicate, Placement::Shard(-1)),
-            "Embedding" => (Placement::Shard(0), Placement::Replicate, Placement::Replicate),
+        // The weight's placement, and where the input goes (a bias is replicated).
+        let (weight, wanted) = match module.type_name() {
+            "Linear" => (Placement::Shard(1), Placement::Shard(-1)),
+            "Embedding" => (Placement::Shard(0), Placement::Replicate),
             other => {
                 return Err(Error::not_implemented(format!(
                     "RowwiseParallel currently only support nn.Linear and nn.Embedding! (got {other})"
                 )));
             }
         };
-        shard_parameters(module, mesh, |name| if name == "weight" { weight } else { bias })?;
+        shard_parameters(module, mesh, |name| if name == "weight" { weight } else { Placement::Replicate })?;
         let input = Conversion::to(self.input_layouts, wanted);
         let output = Conversion::of_dtensor(self.output_layouts);
         convert_io(module, mesh, vec![input], false, vec![output], self.use_local_output);
@@ -296,7 +297,12 @@ fn convert_io(
     outputs: Vec<Conversion>,
     outputs_local: bool,
 ) {
-    let convert = move |mesh: &Arc<DeviceMesh>, values: &[Tensor], conversions: &[Conversion], local: bool| {
+    fn convert(
+        mesh: &Arc<DeviceMesh>,
+        values: &[Tensor],
+        conversions: &[Conversion],
+        local: bool,
+    ) -> Result<Option<Vec<Tensor>>> {
         let mut values = values.to_vec();
         for (x, conversion) in values.iter_mut().zip(conversions) {
             if let Some(d) = conversion.apply(x, mesh)? {
@@ -304,7 +310,7 @@ fn convert_io(
             }
         }
         Ok(Some(values))
-    };
+    }
     if !inputs.is_empty() {
         let m = mesh.clone();
         module.register_forward_pre_hook(move |_, values: &[Tensor]| convert(&m, values, &inputs, inputs_local)).keep();
