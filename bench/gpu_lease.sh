@@ -4,14 +4,16 @@
 # in .devrun/ (ignored by git), with the Vulkan loader's packages in .gl/ (its README says how to
 # fetch them). Build them with:
 #
-#   cargo bench --bench gpu_bench --no-run && cargo test -p torchfn --test api --no-run
+#   cargo bench --bench gpu_bench --no-run && cargo test -p torchfn --test api --no-run \
+#     && cargo test -p torchfn-kernels --lib --no-run
 #   mkdir -p .devrun && cp target/release/deps/gpu_bench-<hash> .devrun/gpu_bench \
-#     && cp target/debug/deps/api-<hash> .devrun/api && strip .devrun/* && xz -T2 -9 .devrun/*
+#     && cp target/debug/deps/api-<hash> .devrun/api \
+#     && cp target/debug/deps/torchfn_kernels-<hash> .devrun/kernels && strip .devrun/* && xz -T2 -9 .devrun/*
 #
 # then run `bash bench/gpu_lease.sh [TEST_NAME...]` there with .gl and .devrun carried. It prints the GPU's
 # name, runs gpu_bench with PyTorch's CUDA column (the machine's python3 has torch), then the
-# whole integration suite (or each test named, exactly, in its own process) with TORCHFN_REQUIRE_GPU=1, so every GPU
-# test runs on the real GPU.
+# kernels' own GPU tests and the whole integration suite (or each test named, exactly, in its own
+# process) with TORCHFN_REQUIRE_GPU=1, so every GPU test runs on the real GPU.
 # BENCH_LIMIT and TEST_LIMIT bound each part in seconds (BENCH_LIMIT=0 skips the bench). Logs
 # go to $OUT.
 set -u
@@ -40,6 +42,11 @@ if [ "${BENCH_LIMIT:-240}" -gt 0 ]; then
     echo "gpu_bench exit: ${PIPESTATUS[0]}"
 fi
 export TORCHFN_REQUIRE_GPU=1
+if [ -x /tmp/bin/kernels ]; then
+    timeout "${TEST_LIMIT:-150}" /tmp/bin/kernels --test-threads 16 wgpu >"$OUT/kernels.log" 2>&1
+    echo "kernels exit: $?"
+    grep -E "^test .*(FAILED|panicked)|^failures:|test result" "$OUT/kernels.log" | head -20
+fi
 if [ $# -eq 0 ]; then
     timeout "${TEST_LIMIT:-150}" /tmp/bin/api --test-threads 16 >"$OUT/api.log" 2>&1
     echo "api exit: $?"

@@ -1,6 +1,6 @@
 """PyTorch's times for `cargo bench --bench gpu_bench`, in the same sitting, on the CUDA
 device: the same copy, add, exp, sum and float32 matmul sizes (TF32 off, PyTorch's default for
-matmul), one small add launched eagerly, and one training step of gpt_small and resnet18 (the
+matmul), float16 and bfloat16 add and matmul at 2048 (on the tensor cores), one small add launched eagerly, and one training step of gpt_small and resnet18 (the
 models of bench/pytorch_training.py, moved to the GPU). Prints the mean time per call in
 nanoseconds as JSON, keyed as the bench's criterion ids without their "gpu/" prefix, and the
 device's name. Exits with a message when torch has no CUDA device. The bench runs it itself
@@ -57,6 +57,11 @@ times = {
     "exp": per_call_ns(lambda: torch.exp(a)),
     "sum": per_call_ns(lambda: torch.sum(a)),
 }
+for name, dtype in [("f16", torch.float16), ("bf16", torch.bfloat16)]:
+    ha, hb = a.to(dtype), b.to(dtype)
+    times[f"add_{name}"] = per_call_ns(lambda: torch.add(ha, hb))
+    m = ramp(2048, 2048).to(dtype)
+    times[f"matmul_{name}_2048"] = per_call_ns(lambda: torch.matmul(m, m))
 torch.backends.cuda.matmul.allow_tf32 = False
 for n in [1024, 2048, 4096]:
     m = ramp(n, n)

@@ -2,9 +2,9 @@
 //!
 //! `cargo bench --bench gpu_bench` runs the criterion benchmarks on the default adapter
 //! (`TORCHFN_WGPU_ADAPTER` picks another), then prints a table with the device's name:
-//! elementwise `add` (into a preallocated output and allocating) and `exp` bandwidth, `sum`
-//! bandwidth, a plain copy as the bandwidth baseline, float32 matmul GFLOP/s at 1024, 2048 and
-//! 4096, the time of one small operation with launches batched (64 per submission) and
+//! elementwise `add` (into a preallocated output and allocating; float16 and bfloat16 too) and
+//! `exp` bandwidth, `sum` bandwidth, a plain copy as the bandwidth baseline, float32 matmul
+//! GFLOP/s at 1024, 2048 and 4096 (float16 and bfloat16 at 2048), the time of one small operation with launches batched (64 per submission) and
 //! submitted one by one, and one training step (zero_grad, forward, loss, backward, AdamW) of
 //! the training bench's gpt_small and resnet18 on the GPU. With `PYTORCH_PYTHON` naming a
 //! Python whose torch has CUDA (and transformers and torchvision), it runs
@@ -27,7 +27,7 @@ use workloads::Workload;
 use std::time::{Duration, Instant};
 
 use criterion::Criterion;
-use torchfn::{Device, Tensor};
+use torchfn::{DType, Device, Tensor};
 
 const N: usize = 10_000_000;
 
@@ -38,9 +38,13 @@ const ROWS: &[(&str, &str, f64, &str)] = &[
     ("gpu/add", "add allocating its result", 12.0 * N as f64, "GB/s"),
     ("gpu/exp", "exp", 8.0 * N as f64, "GB/s"),
     ("gpu/sum", "sum", 4.0 * N as f64, "GB/s"),
+    ("gpu/add_f16", "add float16 allocating its result", 6.0 * N as f64, "GB/s"),
+    ("gpu/add_bf16", "add bfloat16 allocating its result", 6.0 * N as f64, "GB/s"),
     ("gpu/matmul_1024", "matmul float32 1024", 2.0 * 1024.0 * 1024.0 * 1024.0, "GFLOP/s"),
     ("gpu/matmul_2048", "matmul float32 2048", 2.0 * 2048.0 * 2048.0 * 2048.0, "GFLOP/s"),
     ("gpu/matmul_4096", "matmul float32 4096", 2.0 * 4096.0 * 4096.0 * 4096.0, "GFLOP/s"),
+    ("gpu/matmul_f16_2048", "matmul float16 2048", 2.0 * 2048.0 * 2048.0 * 2048.0, "GFLOP/s"),
+    ("gpu/matmul_bf16_2048", "matmul bfloat16 2048", 2.0 * 2048.0 * 2048.0 * 2048.0, "GFLOP/s"),
     ("gpu/launch_batched", "small add, 64 launches per submission", 0.0, "us"),
     ("gpu/launch_unbatched", "small add, one submission per launch", 0.0, "us"),
     ("gpu/gpt_small_step", "training step gpt_small (4 layers, 128 wide, batch 4 × 32)", 0.0, "ms"),
@@ -48,9 +52,14 @@ const ROWS: &[(&str, &str, f64, &str)] = &[
 ];
 
 fn ramp(shape: &[usize], gpu: Device) -> Tensor {
+    ramp_of(shape, gpu, DType::Float32)
+}
+
+/// `ramp` in `dtype` on the GPU (converted once, so the bench times no conversion).
+fn ramp_of(shape: &[usize], gpu: Device, dtype: DType) -> Tensor {
     let n = shape.iter().product();
     let host = Tensor::from_vec((0..n).map(|i| (i % 1000) as f32 * 1e-3).collect::<Vec<f32>>(), shape).unwrap();
-    host.to_device(gpu, None, false, false).unwrap()
+    host.to_device(gpu, Some(dtype), false, false).unwrap()
 }
 
 /// Times `iters` calls of `f` and one wait for the device at the end.
@@ -75,7 +84,19 @@ fn benches(c: &mut Criterion, gpu: Device) {
     g.bench_function("add", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::add(&a, &b, 1).unwrap()))));
     g.bench_function("exp", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::exp(&a).unwrap()))));
     g.bench_function("sum", |x| x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::sum(&a).unwrap()))));
+    for (name, dtype) in [("f16", DType::Float16), ("bf16", DType::BFloat16)] {
+        let (a, b) = (ramp_of(&[N], gpu, dtype), ramp_of(&[N], gpu, dtype));
+        g.bench_function(format!("add_{name}"), |x| {
+            x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::add(&a, &b, 1).unwrap())))
+        });
+    }
     g.sample_size(10);
+    for (name, dtype) in [("f16", DType::Float16), ("bf16", DType::BFloat16)] {
+        let m = ramp_of(&[2048, 2048], gpu, dtype);
+        g.bench_function(format!("matmul_{name}_2048"), |x| {
+            x.iter_custom(|iters| timed(gpu, iters, || drop(torchfn::matmul(&m, &m).unwrap())))
+        });
+    }
     for n in [1024, 2048, 4096] {
         let m = ramp(&[n, n], gpu);
         g.bench_function(format!("matmul_{n}"), |x| {

@@ -54,6 +54,43 @@ fn expm1_(x: f32) -> f32 {
     return m * x / log(u);
 }
 
+// Sine and cosine of `x`, as (sin, cos), accurate to a few ulp for |x| up to about 6000. GPUs'
+// built-in `sin` and `cos` are accurate only near zero (NVIDIA's are off by 1.5e-5 at 255, and
+// its cosine near pi/2 has only absolute accuracy, which `tan` turned into relative errors of
+// 1e-4). The argument is reduced by n multiples of pi/2 in three parts (Cody-Waite: each
+// product exact for |n| < 4096), then Cephes' sinf and cosf polynomials on [-pi/4, pi/4] give
+// both, placed and signed by the quadrant n mod 4. NaN and infinities give NaN.
+fn sin_cos(x: f32) -> vec2<f32> {
+    let n = round(x * 0.63661975);
+    // Where n is 0, x itself: the reduction would turn -0 into +0.
+    let reduced = ((x - n * 1.5703125) - n * 4.838705062866211e-4) - n * -4.371138828673793e-8;
+    let r = select(reduced, x, n == 0.0);
+    let z = r * r;
+    // Below 2^-12 the cubic term is under half an ulp: r itself (-0 and tiny values exact).
+    let s = select(r + r * z * (-1.6666654611e-1 + z * (8.3321608736e-3 + z * -1.9515295891e-4)), r, abs(r) < 2.44e-4);
+    let c = 1.0 - 0.5 * z + z * z * (4.166664568298827e-2 + z * (-1.388731625493765e-3 + z * 2.443315711809948e-5));
+    // n mod 4 for negative n too (two's complement).
+    switch (i32(n) & 3) {
+        case 1: {
+            return vec2<f32>(c, -s);
+        }
+        case 2: {
+            return vec2<f32>(-s, -c);
+        }
+        case 3: {
+            return vec2<f32>(-c, s);
+        }
+        default: {
+            return vec2<f32>(s, c);
+        }
+    }
+}
+
+fn tan_(x: f32) -> f32 {
+    let v = sin_cos(x);
+    return v.x / v.y;
+}
+
 fn tanh_(x: f32) -> f32 {
     if (abs(x) > 10.0) {
         return sign(x);

@@ -4,12 +4,13 @@
 // contiguous, `[batch, n, m]`.
 //
 // Each workgroup computes one TILE x TILE block of one output matrix with SIDE x SIDE threads,
-// each holding an 8 x 8 sub-block in registers: rows 4 * ty .. 4 * ty + 3 and the four rows
-// TILE / 2 further, and likewise for the columns, so the vec4 reads from workgroup memory of
-// neighbouring threads are neighbours. The k dimension is walked DEPTH at a time: the block's
-// DEPTH columns of `a` and rows of `b` are staged k-major in workgroup memory (one padding vec4
-// per row against bank conflicts), each thread fetching eight elements of each per step (two
-// parts of four) into registers while the previous step is being multiplied. Consecutive
+// each holding a 4 * HALVES square sub-block in registers: rows 4 * ty .. 4 * ty + 3 and, with
+// two halves, the four rows TILE / 2 further, and likewise for the columns, so the vec4 reads
+// from workgroup memory of neighbouring threads are neighbours. The k dimension is walked DEPTH
+// at a time: the block's DEPTH columns of `a` and rows of `b` are staged k-major in workgroup
+// memory (one padding vec4 per row against bank conflicts), each thread fetching 4 * HALVES
+// elements of each per step (HALVES parts of four) into registers while the previous step is
+// being multiplied. Consecutive
 // threads fetch consecutive positions along the dimension the operand is stored along
 // (A_ALONG_K, B_ALONG_K: along k, else along rows of `a` or columns of `b`), so global reads
 // coalesce for row- and column-major operands alike. Reads past the matrix edges give zeros,
@@ -21,20 +22,23 @@
 //
 // Placeholders, in double braces below (filled by runtime/src/wgpu/matmul.rs):
 //   ELEMENT    the element type, f32 or i32
-//   SIDE       the threads along each side of the workgroup: 16 (TILE 128) or 8 (TILE 64)
+//   SIDE       the threads along each side of the workgroup: 16 or 8
+//   HALVES     2: each thread computes an 8 x 8 block (TILE = 8 * SIDE); 1: a 4 x 4 block
 //   A_ALONG_K  whether a's elements are fetched along k (true) or along its rows (false)
 //   B_ALONG_K  whether b's elements are fetched along k (true) or along its columns (false)
 
 alias T = {{ELEMENT}};
 
 const SIDE: u32 = {{SIDE}}u;
+const HALVES: u32 = {{HALVES}}u;
 const THREADS: u32 = SIDE * SIDE;
-const TILE: u32 = 8u * SIDE;
-// The k-step: every thread fetches TILE * DEPTH / THREADS = 8 elements of each operand. (A
-// k-step of SIDE / 2, four elements, ran 12-15% slower on an H100 at 2048 and 4096.)
+const TILE: u32 = 4u * HALVES * SIDE;
+// The k-step: every thread fetches TILE * DEPTH / THREADS = 4 * HALVES elements of each
+// operand. (With two halves, a k-step of SIDE / 2, four elements, ran 12-15% slower on an H100
+// at 2048 and 4096.)
 const DEPTH: u32 = SIDE;
 // The vec4s of one k-row of a staged block: TILE / 4, plus one of padding.
-const ROW: u32 = 2u * SIDE + 1u;
+const ROW: u32 = HALVES * SIDE + 1u;
 const A_ALONG_K: bool = {{A_ALONG_K}};
 const B_ALONG_K: bool = {{B_ALONG_K}};
 
@@ -47,7 +51,8 @@ const B_ALONG_K: bool = {{B_ALONG_K}};
 var<workgroup> tile_a: array<vec4<T>, DEPTH * ROW>;
 var<workgroup> tile_b: array<vec4<T>, DEPTH * ROW>;
 
-// This thread's 8 x 8 results: `acc[2 * r + h]` holds row r's four columns of half h.
+// This thread's results: `acc[2 * r + h]` holds row r's four columns of half h (the odd ones
+// and the last eight unused with one half).
 var<private> acc: array<vec4<T>, 16>;
 
 // One operand's block as a thread fetches it: where its matrix starts, the first row (of `a`)
@@ -133,16 +138,19 @@ fn stage(lid: u32, p: u32, va: vec4<T>, vb: vec4<T>) {
 // Adds k-row `l` of the staged blocks' outer product to this thread's results.
 fn product(l: u32, tx: u32, ty: u32) {
     let a0 = tile_a[l * ROW + ty];
-    let a1 = tile_a[l * ROW + SIDE + ty];
     let b0 = tile_b[l * ROW + tx];
-    let b1 = tile_b[l * ROW + SIDE + tx];
     acc[0] += a0.x * b0;
-    acc[1] += a0.x * b1;
     acc[2] += a0.y * b0;
-    acc[3] += a0.y * b1;
     acc[4] += a0.z * b0;
-    acc[5] += a0.z * b1;
     acc[6] += a0.w * b0;
+    if (HALVES == 1u) {
+        return;
+    }
+    let a1 = tile_a[l * ROW + SIDE + ty];
+    let b1 = tile_b[l * ROW + SIDE + tx];
+    acc[1] += a0.x * b1;
+    acc[3] += a0.y * b1;
+    acc[5] += a0.z * b1;
     acc[7] += a0.w * b1;
     acc[8] += a1.x * b0;
     acc[9] += a1.x * b1;
@@ -176,7 +184,7 @@ fn store_row(place: Place, offset: u32, left: vec4<T>, right: vec4<T>) {
         if (col < place.m) {
             out[place.first + row * place.m + col] = left[c];
         }
-        if (col + TILE / 2u < place.m) {
+        if (HALVES == 2u && col + TILE / 2u < place.m) {
             out[place.first + row * place.m + col + TILE / 2u] = right[c];
         }
     }
@@ -209,20 +217,28 @@ fn main(
     let steps = (depth + DEPTH - 1u) / DEPTH;
     var next_a = fetch_a(lid, 0u, block_a, 0u, depth);
     var next_b = fetch_b(lid, 0u, block_b, 0u, depth);
-    var more_a = fetch_a(lid, 1u, block_a, 0u, depth);
-    var more_b = fetch_b(lid, 1u, block_b, 0u, depth);
+    var more_a = vec4<T>();
+    var more_b = vec4<T>();
+    if (HALVES == 2u) {
+        more_a = fetch_a(lid, 1u, block_a, 0u, depth);
+        more_b = fetch_b(lid, 1u, block_b, 0u, depth);
+    }
     for (var s = 0u; s < steps; s = s + 1u) {
         // Every thread is done with the previous blocks before they are overwritten.
         workgroupBarrier();
         stage(lid, 0u, next_a, next_b);
-        stage(lid, 1u, more_a, more_b);
+        if (HALVES == 2u) {
+            stage(lid, 1u, more_a, more_b);
+        }
         workgroupBarrier();
         if (s + 1u < steps) {
             let k0 = (s + 1u) * DEPTH;
             next_a = fetch_a(lid, 0u, block_a, k0, depth);
             next_b = fetch_b(lid, 0u, block_b, k0, depth);
-            more_a = fetch_a(lid, 1u, block_a, k0, depth);
-            more_b = fetch_b(lid, 1u, block_b, k0, depth);
+            if (HALVES == 2u) {
+                more_a = fetch_a(lid, 1u, block_a, k0, depth);
+                more_b = fetch_b(lid, 1u, block_b, k0, depth);
+            }
         }
         for (var l = 0u; l < DEPTH; l = l + 4u) {
             product(l, tx, ty);
@@ -237,6 +253,9 @@ fn main(
     store_row(place, 1u, acc[2], acc[3]);
     store_row(place, 2u, acc[4], acc[5]);
     store_row(place, 3u, acc[6], acc[7]);
+    if (HALVES == 1u) {
+        return;
+    }
     store_row(place, TILE / 2u, acc[8], acc[9]);
     store_row(place, TILE / 2u + 1u, acc[10], acc[11]);
     store_row(place, TILE / 2u + 2u, acc[12], acc[13]);
