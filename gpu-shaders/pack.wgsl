@@ -1,10 +1,12 @@
-// Words written into packed elements: word `i` of a contiguous float32 or int32 tensor,
-// narrowed into element `i` (in row-major order) of a packed tensor's view, through its layout.
+// Words written into packed elements: word `first element + i` of a contiguous float32 or int32
+// tensor, narrowed into element `i` (in row-major order) of a packed tensor's view, through its
+// layout.
 // Two or four elements share a word, and neighbouring threads may write the same word: each
 // thread clears and sets its own bits with atomic operations, which leave the others' alone
 // (also those of elements outside the view).
 //
-// Parameters: [n, ndim, offset, sizes[ndim], strides[ndim]], in elements of the view.
+// Parameters: [n, ndim, offset, sizes[ndim], strides[ndim]], in elements of the view, then the
+// first element of the words.
 // The kernel follows gpu-shaders/packing.wgsl (kernels/src/wgpu/packed.rs joins the two).
 
 @group(0) @binding(1) var<storage, read> words: array<u32>;
@@ -25,5 +27,5 @@ fn main(
     let shift = (at % PER_WORD) * BITS;
     let word = at / PER_WORD;
     atomicAnd(&packed[word], ~(MASK << shift));
-    atomicOr(&packed[word], narrowed(words[i]) << shift);
+    atomicOr(&packed[word], narrowed(words[params[3u + 2u * ndim] + i]) << shift);
 }

@@ -2,8 +2,9 @@
 //! packed (two or four elements to a 32-bit word, the first in the low bits) and computed in 32
 //! bits. The kernels never see them: each operation reads a packed tensor through [`widen`] (a
 //! contiguous float32 or int32 copy, `gpu-shaders/unpack.wgsl`) and its result is written back
-//! by [`narrow`] or [`store`] (`gpu-shaders/pack.wgsl`), rounding once to nearest even or
-//! wrapping, as PyTorch's CPU kernels do. The conversions work on the bits alone
+//! by [`narrow`] or [`store`] (`gpu-shaders/pack_words.wgsl` a whole word per thread into a
+//! contiguous view, else `gpu-shaders/pack.wgsl` an element per thread with atomic bit
+//! operations), rounding once to nearest even or wrapping, as PyTorch's CPU kernels do. The conversions work on the bits alone
 //! (`gpu-shaders/packing.wgsl`), so every adapter holds these dtypes and gives the CPU's bits;
 //! float16 needs no `SHADER_F16`.
 
@@ -19,11 +20,14 @@ use super::elementwise;
 use super::launch::{GROUP, Kernel, groups_for, word, words};
 use super::memory::{memory_of, storage};
 
-/// The two kernels, each after the conversions they share.
+/// The kernels, each after the conversions they share: widening, narrowing an element at a
+/// time through any layout, and narrowing whole words of a contiguous view.
 const UNPACK: &str =
     concat!(include_str!("../../../gpu-shaders/packing.wgsl"), include_str!("../../../gpu-shaders/unpack.wgsl"));
 const PACK: &str =
     concat!(include_str!("../../../gpu-shaders/packing.wgsl"), include_str!("../../../gpu-shaders/pack.wgsl"));
+const PACK_WORDS: &str =
+    concat!(include_str!("../../../gpu-shaders/packing.wgsl"), include_str!("../../../gpu-shaders/pack_words.wgsl"));
 
 /// A dtype stored packed: which one, and its place in `packing.wgsl`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +100,7 @@ impl Packed {
         }
     }
 
-    /// The kernel of `template` (`UNPACK` or `PACK`) for this dtype.
+    /// The kernel of `template` (`UNPACK`, `PACK` or `PACK_WORDS`) for this dtype.
     fn kernel(self, name: &'static str, template: &'static str) -> Kernel {
         let defines = vec![("FORMAT", self.format().to_string()), ("BITS", self.bits().to_string())];
         Kernel { name, template, defines, writes: vec![false, true] }
@@ -158,16 +162,27 @@ pub fn store(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -
     if n == 0 {
         return Ok(());
     }
-    // The source as contiguous words of the 32-bit dtype (a copy also when it shares `dst`'s
-    // memory, which this launch writes).
+    // The source as contiguous words of the 32-bit dtype, from its offset on (a copy also when
+    // it shares `dst`'s memory, which this launch writes).
     let src = widen(context, device, src)?;
-    let words = if src.layout.is_contiguous() && src.dtype == packed.wide() && !src.shares(dst) {
+    let wide = if src.layout.is_contiguous() && src.dtype == packed.wide() && !src.shares(dst) {
         src
     } else {
         Cow::Owned(elementwise::copy(context, device, &src, packed.wide())?)
     };
-    let buffers = [memory_of(&words.storage)?.buffer(), memory_of(&dst.storage)?.buffer()];
-    context.launch(&packed.kernel("pack", PACK), &params(&dst.layout)?, &buffers, groups_for(n, GROUP)?)
+    let from = word(wide.layout.offset)?;
+    let buffers = [memory_of(&wide.storage)?.buffer(), memory_of(&dst.storage)?.buffer()];
+    let per_word = packed.per_word();
+    if dst.layout.is_contiguous() && dst.layout.offset.is_multiple_of(per_word) {
+        // Whole words, one per thread: plain stores where neighbouring elements' atomic
+        // operations would contend for their shared word.
+        let params = words([n, dst.layout.offset / per_word, wide.layout.offset])?;
+        let kernel = packed.kernel("pack_words", PACK_WORDS);
+        return context.launch(&kernel, &params, &buffers, groups_for(packed.words(n), GROUP)?);
+    }
+    let mut params = params(&dst.layout)?;
+    params.push(from);
+    context.launch(&packed.kernel("pack", PACK), &params, &buffers, groups_for(n, GROUP)?)
 }
 
 /// A result computed in `computes_in(dtype)` as a tensor of `dtype`: `x` itself, unless `dtype`
@@ -190,7 +205,7 @@ pub fn variants() -> Vec<Kernel> {
     [DType::Float16, DType::BFloat16, DType::Int8, DType::UInt8, DType::Int16]
         .into_iter()
         .filter_map(Packed::of)
-        .flat_map(|p| [p.kernel("unpack", UNPACK), p.kernel("pack", PACK)])
+        .flat_map(|p| [p.kernel("unpack", UNPACK), p.kernel("pack", PACK), p.kernel("pack_words", PACK_WORDS)])
         .collect()
 }
 
@@ -303,5 +318,29 @@ mod tests {
         WGPU.assign(&ints.with_layout(layout(&[7], &[1], 3)), &halves).unwrap();
         assert_eq!(WGPU.download(&ints).unwrap(), Buffer::Int16(vec![7, 7, 7, -2, -2, -2, -2, -2, -2, -2]));
         drop(context);
+    }
+
+    #[test]
+    fn packed_writes_read_the_source_from_its_offset_and_keep_the_other_elements() {
+        let Some(device) = gpu() else { return };
+        // A contiguous float32 source that starts at element 2 of its memory (it was read from
+        // element 0 once).
+        let wide =
+            WGPU.upload(device, Buffer::Float32((0..12).map(|v| v as f32).collect()), Shape::new(&[12])).unwrap();
+        let src = |n: usize| wide.with_layout(layout(&[n], &[1], 2));
+        for (dtype, per_word) in [(DType::Float16, 2), (DType::Int8, 4)] {
+            // Views from word boundaries, ending inside a word and on one; and one from inside a
+            // word (element by element, through the atomic kernel).
+            for (start, n) in [(0, 7), (per_word, 5), (per_word, 2 * per_word), (0, 1), (1, 6)] {
+                let dst = WGPU.upload(device, Buffer::Float32(vec![-1.0; 13]), Shape::new(&[13])).unwrap();
+                let dst = WGPU.copy(&dst, dtype).unwrap();
+                WGPU.assign(&dst.with_layout(layout(&[n], &[1], start)), &src(n)).unwrap();
+                let back = WGPU.download(&WGPU.copy(&dst, DType::Float32).unwrap()).unwrap();
+                let want: Vec<f32> = (0..13)
+                    .map(|i| if (start..start + n).contains(&i) { (i - start + 2) as f32 } else { -1.0 })
+                    .collect();
+                assert_eq!(back, Buffer::Float32(want), "{dtype}: {n} elements from {start}");
+            }
+        }
     }
 }
