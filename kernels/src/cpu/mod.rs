@@ -371,8 +371,8 @@ type Product<T> = fn(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>, &mu
 const BF16_KERNEL_MIN: usize = 1 << 20;
 
 /// `out = a @ b` for matrices of bfloat16 values held as float32: a large product on the
-/// AVX512_BF16 kernel (two products per lane and instruction) where the processor has it, else
-/// on the float32 one.
+/// AVX512_BF16 kernel (two products per lane and instruction) where the processor has it and
+/// runs it faster ([`sgemm::bf16_kernel_pays`]), else on the float32 one.
 fn bf16_matmul(
     a: ndarray::ArrayView2<'_, f32>,
     b: ndarray::ArrayView2<'_, f32>,
@@ -380,7 +380,10 @@ fn bf16_matmul(
 ) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     #[cfg(target_arch = "x86_64")]
-    if m.saturating_mul(n).saturating_mul(k) >= BF16_KERNEL_MIN && sgemm::matmul_bf16(a, b, out) {
+    if m.saturating_mul(n).saturating_mul(k) >= BF16_KERNEL_MIN
+        && sgemm::bf16_kernel_pays()
+        && sgemm::matmul_bf16(a, b, out)
+    {
         return;
     }
     let _ = (m, n, k);
