@@ -10,10 +10,9 @@
 // at a time: the block's DEPTH columns of `a` and rows of `b` are staged k-major in workgroup
 // memory (one padding vec4 per row against bank conflicts), each thread fetching 4 * HALVES
 // elements of each per step (HALVES parts of four) into registers while the previous step is
-// being multiplied. Consecutive
-// threads fetch consecutive positions along the dimension the operand is stored along
-// (A_ALONG_K, B_ALONG_K: along k, else along rows of `a` or columns of `b`), so global reads
-// coalesce for row- and column-major operands alike. Reads past the matrix edges give zeros,
+// being multiplied. Consecutive threads fetch consecutive positions along the dimension the
+// operand is stored along (A_ALONG_K, B_ALONG_K: along k, else along rows of `a` or columns of
+// `b`), so global reads coalesce for row- and column-major operands alike. Reads past the matrix edges give zeros,
 // and stores past them are skipped.
 //
 // Parameters: [n, k, m, column blocks, blocks per matrix, blocks in all, batch dims, a offset,
@@ -22,7 +21,7 @@
 //
 // Placeholders, in double braces below (filled by runtime/src/wgpu/matmul.rs):
 //   ELEMENT    the element type, f32 or i32
-//   SIDE       the threads along each side of the workgroup: 16 or 8
+//   SIDE       the threads along each side of the workgroup (16)
 //   HALVES     2: each thread computes an 8 x 8 block (TILE = 8 * SIDE); 1: a 4 x 4 block
 //   A_ALONG_K  whether a's elements are fetched along k (true) or along its rows (false)
 //   B_ALONG_K  whether b's elements are fetched along k (true) or along its columns (false)

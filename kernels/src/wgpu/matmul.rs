@@ -18,29 +18,29 @@ use super::memory::{memory_of, storage};
 /// The family's WGSL template.
 const TEMPLATE: &str = include_str!("../../../gpu-shaders/matmul.wgsl");
 
-/// How a workgroup computes its block of the result: `side` x `side` threads, each a `block`
-/// x `block` square of results (8 or 4).
+/// Threads along each side of a workgroup (`SIDE` in the shader).
+const SIDE: u32 = 16;
+
+/// How a workgroup computes its block of the result: each of its threads a square of this many
+/// results along each side, 8 or 4 (`HALVES` of four in the shader).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Blocking {
-    side: u32,
-    block: u32,
-}
+struct Blocking(u32);
 
 impl Blocking {
     /// The side of the workgroup's block of results.
     fn tile(self) -> usize {
-        (self.side * self.block) as usize
+        (SIDE * self.0) as usize
     }
 }
 
-/// Large blocks: 16 x 16 threads of 8 x 8 results, 128 x 128 outputs.
-const LARGE: Blocking = Blocking { side: 16, block: 8 };
+/// Large blocks: 8 x 8 results a thread, 128 x 128 a workgroup.
+const LARGE: Blocking = Blocking(8);
 
-/// Small blocks: 16 x 16 threads of 4 x 4 results, 64 x 64 outputs. On an H200 at 1024 (the
-/// same lease, each forced for every size): 116 us, against 156 us with 8 x 8 threads of 8 x 8
+/// Small blocks: 4 x 4 results a thread, 64 x 64 a workgroup. On an H200 at 1024 (one lease,
+/// each layout forced for every size): 116 us, against 156 us with 8 x 8 threads of 8 x 8
 /// results (a quarter of the threads to hide the latency) and 151 us with 8 x 8 of 4 x 4 (32 x 32
 /// outputs); large blocks took 176 us there, and these 755 us at 2048 where large ones take 663.
-const SMALL: Blocking = Blocking { side: 16, block: 4 };
+const SMALL: Blocking = Blocking(4);
 
 /// Every blocking the shader is built with (the validation test builds each).
 #[cfg(test)]
@@ -79,8 +79,8 @@ impl Spec {
             template: TEMPLATE,
             defines: vec![
                 ("ELEMENT", self.kind.stored().to_string()),
-                ("SIDE", self.blocking.side.to_string()),
-                ("HALVES", (self.blocking.block / 4).to_string()),
+                ("SIDE", SIDE.to_string()),
+                ("HALVES", (self.blocking.0 / 4).to_string()),
                 ("A_ALONG_K", self.a_along_k.to_string()),
                 ("B_ALONG_K", self.b_along_k.to_string()),
             ],

@@ -4,9 +4,9 @@
 //! contiguous float32 or int32 copy, `gpu-shaders/unpack.wgsl`) and its result is written back
 //! by [`narrow`] or [`store`] (`gpu-shaders/pack_words.wgsl` a whole word per thread into a
 //! contiguous view, else `gpu-shaders/pack.wgsl` an element per thread with atomic bit
-//! operations), rounding once to nearest even or wrapping, as PyTorch's CPU kernels do. The conversions work on the bits alone
-//! (`gpu-shaders/packing.wgsl`), so every adapter holds these dtypes and gives the CPU's bits;
-//! float16 needs no `SHADER_F16`.
+//! operations), rounding once to nearest even or wrapping, as PyTorch's CPU kernels do. The
+//! conversions work on the bits alone (`gpu-shaders/packing.wgsl`), so every adapter holds
+//! these dtypes and gives the CPU's bits; float16 needs no `SHADER_F16`.
 
 use std::borrow::Cow;
 use std::sync::Arc;
@@ -170,7 +170,6 @@ pub fn store(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -
     } else {
         Cow::Owned(elementwise::copy(context, device, &src, packed.wide())?)
     };
-    let from = word(wide.layout.offset)?;
     let buffers = [memory_of(&wide.storage)?.buffer(), memory_of(&dst.storage)?.buffer()];
     let per_word = packed.per_word();
     if dst.layout.is_contiguous() && dst.layout.offset.is_multiple_of(per_word) {
@@ -181,7 +180,7 @@ pub fn store(context: &Arc<Context>, device: Device, dst: &Array, src: &Array) -
         return context.launch(&kernel, &params, &buffers, groups_for(packed.words(n), GROUP)?);
     }
     let mut params = params(&dst.layout)?;
-    params.push(from);
+    params.push(word(wide.layout.offset)?);
     context.launch(&packed.kernel("pack", PACK), &params, &buffers, groups_for(n, GROUP)?)
 }
 
