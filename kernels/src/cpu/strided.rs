@@ -10,8 +10,12 @@ use crate::types::Layout;
 
 /// The loop over `N` operands: merged dimensions, outermost first, each with its size and the
 /// step of every operand along it (0 where the operand is broadcast).
+#[derive(Debug, PartialEq)]
 pub(super) struct Walk<const N: usize> {
-    dims: SmallVec<[(usize, [usize; N]); 6]>,
+    /// Two inline: the common loops merge to one dimension (contiguous operands) or two (a
+    /// row broadcast, a transpose), and a walk this small moves without `memcpy` (with six,
+    /// the copies were 7% of a one-element `add`'s instructions).
+    dims: SmallVec<[(usize, [usize; N]); 2]>,
     offsets: [usize; N],
 }
 
@@ -19,12 +23,19 @@ impl<const N: usize> Walk<N> {
     /// The loop over the elements of `shape`, in row-major order, reading each operand through
     /// its layout broadcast to `shape` (dimensions aligned from the last, size-one dimensions
     /// and missing leading ones repeated). `None` when a layout does not broadcast to `shape`.
+    #[inline]
     pub(super) fn new(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
+        Walk::one_run(shape, layouts).or_else(|| Walk::merged(shape, layouts))
+    }
+
+    /// The loop of [`new`](Walk::new) in general: the dimensions of `shape` aligned, size-one
+    /// ones dropped, and neighbours that every operand steps through evenly merged.
+    fn merged(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
         let ndim = shape.len();
         if layouts.iter().any(|l| l.ndim() > ndim) {
             return None;
         }
-        let mut dims: SmallVec<[(usize, [usize; N]); 6]> = SmallVec::new();
+        let mut dims: SmallVec<[(usize, [usize; N]); 2]> = SmallVec::new();
         for (d, &size) in shape.iter().enumerate() {
             let mut steps = [0; N];
             for (step, layout) in steps.iter_mut().zip(layouts) {
@@ -49,6 +60,29 @@ impl<const N: usize> Walk<N> {
                 _ => dims.push((size, steps)),
             }
         }
+        Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
+    }
+
+    /// The loop in the common case that needs no merging, or `None`: `shape` has elements and
+    /// every operand is either contiguous over exactly `shape` (step 1) or a single element
+    /// (step 0, such as a Python number): one run covers everything, with what
+    /// [`merged`](Walk::merged) would find, found without walking the dimensions.
+    #[inline]
+    fn one_run(shape: &[usize], layouts: [&Layout; N]) -> Option<Walk<N>> {
+        let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).filter(|&n| n > 0)?;
+        let mut steps = [0; N];
+        for (step, layout) in steps.iter_mut().zip(layouts) {
+            if layout.ndim() <= shape.len() && layout.shape.iter().all(|&d| d == 1) {
+                continue;
+            }
+            // Compared size by size: a call to `memcmp` costs more than these few.
+            let same = layout.ndim() == shape.len() && layout.shape.iter().zip(shape).all(|(a, b)| a == b);
+            if !(same && layout.is_contiguous()) {
+                return None;
+            }
+            *step = 1;
+        }
+        let dims = if n == 1 { SmallVec::new() } else { SmallVec::from_elem((n, steps), 1) };
         Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
     }
 
@@ -162,6 +196,25 @@ mod tests {
         assert_eq!(runs(&walk, 0..6), [([4, 7], 6, [1, 0])]);
         assert_eq!(runs(&walk, 2..5), [([6, 7], 3, [1, 0])]);
         assert_eq!(runs(&Walk::new(&[1, 1], [&one]).unwrap(), 0..1), [([7], 1, [0])]);
+    }
+
+    #[test]
+    fn the_one_run_shortcut_finds_what_merging_finds() {
+        let dense = layout(&[2, 3], &[3, 1], 4);
+        let one = layout(&[1, 1], &[0, 0], 7);
+        let scalar = Layout::contiguous(Shape::from([]));
+        for layouts in [[&dense, &one], [&one, &dense], [&dense, &dense], [&scalar, &dense]] {
+            assert_eq!(Walk::one_run(&[2, 3], layouts), Walk::merged(&[2, 3], layouts));
+            assert!(Walk::one_run(&[2, 3], layouts).is_some());
+        }
+        assert_eq!(Walk::one_run(&[1], [&one, &scalar]), Walk::merged(&[1], [&one, &scalar]));
+        // Not for it: a transpose, a row broadcast, an empty shape, an operand of more dimensions.
+        let t = layout(&[2, 3], &[1, 2], 0);
+        let row = Layout::contiguous(Shape::from([3]));
+        assert!(Walk::one_run(&[2, 3], [&t, &dense]).is_none());
+        assert!(Walk::one_run(&[2, 3], [&row, &dense]).is_none());
+        assert!(Walk::one_run(&[0, 3], [&layout(&[0, 3], &[3, 1], 0)]).is_none());
+        assert!(Walk::one_run(&[1], [&one]).is_none() && Walk::new(&[1], [&one]).is_none());
     }
 
     #[test]

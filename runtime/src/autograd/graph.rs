@@ -123,9 +123,19 @@ impl Node {
         saved: Vec<SavedTensor>,
         outputs: impl IntoIterator<Item = OutputMeta>,
     ) -> Arc<Node> {
+        // Pushed one by one: `collect` goes through `SmallVec`'s generic `extend`, which cost
+        // more than the rest of building the node for the two inputs of a binary operation.
+        let mut edges = SmallVec::new();
+        for edge in next {
+            edges.push(edge);
+        }
+        let mut metas = SmallVec::new();
+        for meta in outputs {
+            metas.push(meta);
+        }
         Arc::new(Node {
-            next: next.into_iter().collect(),
-            outputs: outputs.into_iter().collect(),
+            next: edges,
+            outputs: metas,
             sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
             saved: Mutex::new(Saved { tensors: saved, freed: false }),
             pre_hooks: Mutex::new(Vec::new()),
