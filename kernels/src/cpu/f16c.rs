@@ -9,8 +9,11 @@
 //! The results are the bit operations' (every value; a NaN stays a NaN, its payload the
 //! instruction's, as PyTorch's vectorised float16 loops give it).
 
+use std::any::TypeId;
+
 use super::map::{Input, Operand};
 use super::{Instructions, instructions};
+use crate::types::Element;
 use crate::types::dtype_reduced as reduced;
 use crate::types::half::f16;
 
@@ -84,6 +87,77 @@ fn lanes() -> Option<usize> {
         Instructions::Avx512 => Some(16),
         Instructions::Avx2 => Some(8),
         Instructions::Baseline => None,
+    }
+}
+
+/// `out[i] = x[i]` converted, float16 to float32 or float32 to float16, by blocks: the
+/// conversions of `tensor.to(dtype)` and of every half-precision kernel's widened operands
+/// and rounded result. False (nothing written) for other element types, a run that is not
+/// contiguous, or a processor without the instructions.
+#[inline(always)]
+pub(super) fn converted<S: Element, T: Element>(x: Operand<'_, S>, out: &mut [T]) -> bool {
+    let (Operand::Slice(x), Some(lanes)) = (x, lanes()) else { return false };
+    if let (Some(x), Some(out)) = (retyped::<S, f16>(x), retyped_mut::<T, f32>(out)) {
+        // SAFETY: `lanes` gives the width the processor has the instructions for.
+        unsafe { if lanes == 16 { widen_all::<16>(x, out) } else { widen_all::<8>(x, out) } }
+        return true;
+    }
+    if let (Some(x), Some(out)) = (retyped::<S, f32>(x), retyped_mut::<T, f16>(out)) {
+        // SAFETY: as above.
+        unsafe { if lanes == 16 { narrow_all::<16>(x, out) } else { narrow_all::<8>(x, out) } }
+        return true;
+    }
+    false
+}
+
+/// `x` as a slice of `U`, when `S` is `U`.
+#[inline(always)]
+fn retyped<S: 'static, U: 'static>(x: &[S]) -> Option<&[U]> {
+    // SAFETY: the type ids are equal, so `S` is `U`: the same memory, length and lifetime.
+    (TypeId::of::<S>() == TypeId::of::<U>()).then(|| unsafe { std::slice::from_raw_parts(x.as_ptr().cast(), x.len()) })
+}
+
+/// `x` as a mutable slice of `U`, when `S` is `U`.
+#[inline(always)]
+fn retyped_mut<S: 'static, U: 'static>(x: &mut [S]) -> Option<&mut [U]> {
+    // SAFETY: as in `retyped`; the borrow is moved into the result, so it stays unique.
+    (TypeId::of::<S>() == TypeId::of::<U>())
+        .then(|| unsafe { std::slice::from_raw_parts_mut(x.as_mut_ptr().cast(), x.len()) })
+}
+
+/// `out[i] = x[i]` widened, `L` at a time.
+///
+/// # Safety
+///
+/// The processor has the instructions of `L` lanes; `out` is as long as `x`.
+#[inline(always)]
+unsafe fn widen_all<const L: usize>(x: &[f16], out: &mut [f32]) {
+    let whole = x.len() / L * L;
+    for (x, out) in x[..whole].chunks_exact(L).zip(out.chunks_exact_mut(L)) {
+        let block: &mut [f32; L] = out.try_into().expect("a chunk of L elements");
+        // SAFETY: as the caller vouches; `x` holds `L` elements.
+        unsafe { convert::widen::<L>(x, block) };
+    }
+    for (o, &v) in out[whole..].iter_mut().zip(&x[whole..]) {
+        *o = widen(v);
+    }
+}
+
+/// `out[i] = x[i]` rounded (to nearest even), `L` at a time.
+///
+/// # Safety
+///
+/// As [`widen_all`]'s.
+#[inline(always)]
+unsafe fn narrow_all<const L: usize>(x: &[f32], out: &mut [f16]) {
+    let whole = x.len() / L * L;
+    for (x, out) in x[..whole].chunks_exact(L).zip(out.chunks_exact_mut(L)) {
+        let block: &[f32; L] = x.try_into().expect("a chunk of L elements");
+        // SAFETY: as the caller vouches; `out` holds `L` elements.
+        unsafe { convert::narrow::<L>(block, out) };
+    }
+    for (o, &v) in out[whole..].iter_mut().zip(&x[whole..]) {
+        *o = narrow(v);
     }
 }
 
@@ -301,6 +375,50 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    fn block_conversions_give_the_element_conversions() {
+        let halves = values();
+        // Every float16 value, and floats between neighbours (ties and near-ties round).
+        let floats: Vec<f32> = halves
+            .iter()
+            .flat_map(|&h| {
+                let x = widen(h);
+                [x, x * (1.0 + 1.0 / 2048.0), x * (1.0 + 1.0 / 4096.0), x * (1.0 - 1.0 / 3000.0)]
+            })
+            .chain([f32::MAX, -f32::MAX, 1e-10, 65520.0, 65519.0, f32::INFINITY])
+            .collect();
+        for width in widths() {
+            for n in (0..40).chain([halves.len()]) {
+                let mut wide = vec![0f32; n];
+                let mut narrowed = vec![f16::ZERO; n];
+                // SAFETY: `widths` names only the widths whose instructions the processor has.
+                unsafe {
+                    if width == 16 {
+                        widen_all::<16>(&halves[..n], &mut wide);
+                        narrow_all::<16>(&floats[..n], &mut narrowed);
+                    } else {
+                        widen_all::<8>(&halves[..n], &mut wide);
+                        narrow_all::<8>(&floats[..n], &mut narrowed);
+                    }
+                }
+                for i in 0..n {
+                    let want: f32 = super::super::cast(halves[i]);
+                    assert!(wide[i].to_bits() == want.to_bits() || want.is_nan() && wide[i].is_nan(), "{want}");
+                    assert!(same(narrowed[i], super::super::cast(floats[i])), "{} at width {width}", floats[i]);
+                }
+            }
+            let mut all = vec![f16::ZERO; floats.len()];
+            // SAFETY: as above.
+            unsafe {
+                if width == 16 { narrow_all::<16>(&floats, &mut all) } else { narrow_all::<8>(&floats, &mut all) }
+            }
+            assert!(all.iter().zip(&floats).all(|(&h, &x)| same(h, super::super::cast(x))), "width {width}");
+        }
+        // Other types and strided runs are left to the element loop.
+        assert!(!converted(Operand::Slice(&[1i32, 2][..]), &mut [0f32; 2]));
+        assert!(!converted(Operand::Strided(&halves[..4], 2), &mut [0f32; 2]));
     }
 
     #[test]

@@ -338,9 +338,26 @@ pub(crate) fn gather<S: Element, T: Element>(func: &str, data: &[S], layout: &La
         &walk,
         &mut out,
         #[inline(always)]
-        |[p], [s], part| apply1((data, p, s), part, &cast::<S, T>),
+        |[p], [s], part| apply1((data, p, s), part, &Cast),
     );
     Ok(out)
+}
+
+/// The conversion of `tensor.to(dtype)` ([`cast`]), float16 to and from float32 by blocks on
+/// the processor's conversion instructions (`super::f16c`): each element through float64 and
+/// the bit operations took a rounding of 1024 x 1024 float32 elements to float16 0.56 ms.
+struct Cast;
+
+impl<S: Element, T: Element> Map1<S, T> for Cast {
+    #[inline(always)]
+    fn at(&self, x: S) -> T {
+        cast(x)
+    }
+
+    #[inline(always)]
+    fn run(&self, x: Operand<'_, S>, out: &mut [T]) -> bool {
+        super::f16c::converted(x, out)
+    }
 }
 
 /// The elements `out` covers, locked for writing, when it is a contiguous array of dtype `T`
