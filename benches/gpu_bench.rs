@@ -5,11 +5,11 @@
 //! elementwise `add` (into a preallocated output and allocating; float16 and bfloat16 too) and
 //! `exp` bandwidth, `sum` bandwidth, a plain copy as the bandwidth baseline, float32 matmul
 //! GFLOP/s at 1024, 2048 and 4096 (float16 and bfloat16 at 2048), the time of one small
-//! operation with launches batched (64 per submission) and submitted one by one, and one training step (zero_grad, forward, loss, backward, AdamW) of
-//! the training bench's gpt_small and resnet18 on the GPU. With `PYTORCH_PYTHON` naming a
-//! Python whose torch has CUDA (and transformers and torchvision), it runs
-//! `bench/pytorch_gpu.py` right after: the same measurements through PyTorch on the CUDA
-//! device, printed beside torchfn's.
+//! operation with launches batched (64 per submission) and submitted one by one, and one
+//! training step (zero_grad, forward, loss, backward, AdamW) of the training bench's gpt_small
+//! and resnet18 on the GPU. With `PYTORCH_PYTHON` naming a Python whose torch has CUDA (and
+//! transformers and torchvision), it runs `bench/pytorch_gpu.py` right after: the same
+//! measurements through PyTorch on the CUDA device, printed beside torchfn's.
 //!
 //! GPU work is asynchronous: each measurement launches `iters` operations and waits once for
 //! the device, so the time is the device's, not the launch latency's (except for the launch

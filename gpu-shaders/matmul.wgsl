@@ -12,8 +12,8 @@
 // elements of each per step (HALVES parts of four) into registers while the previous step is
 // being multiplied. Consecutive threads fetch consecutive positions along the dimension the
 // operand is stored along (A_ALONG_K, B_ALONG_K: along k, else along rows of `a` or columns of
-// `b`), so global reads coalesce for row- and column-major operands alike. Reads past the matrix edges give zeros,
-// and stores past them are skipped.
+// `b`), so global reads coalesce for row- and column-major operands alike. Reads past the
+// matrix edges give zeros, and stores past them are skipped.
 //
 // Parameters: [n, k, m, column blocks, blocks per matrix, blocks in all, batch dims, a offset,
 // b offset, a row stride, a k stride, b k stride, b column stride, then the batch sizes, the

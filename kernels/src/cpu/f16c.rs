@@ -96,15 +96,23 @@ fn lanes() -> Option<usize> {
 /// contiguous, or a processor without the instructions.
 #[inline(always)]
 pub(super) fn converted<S: Element, T: Element>(x: Operand<'_, S>, out: &mut [T]) -> bool {
-    let (Operand::Slice(x), Some(lanes)) = (x, lanes()) else { return false };
+    let Operand::Slice(x) = x else { return false };
     if let (Some(x), Some(out)) = (retyped::<S, f16>(x), retyped_mut::<T, f32>(out)) {
         // SAFETY: `lanes` gives the width the processor has the instructions for.
-        unsafe { if lanes == 16 { widen_all::<16>(x, out) } else { widen_all::<8>(x, out) } }
+        match lanes() {
+            Some(16) => unsafe { widen_all::<16>(x, out) },
+            Some(_) => unsafe { widen_all::<8>(x, out) },
+            None => return false,
+        }
         return true;
     }
     if let (Some(x), Some(out)) = (retyped::<S, f32>(x), retyped_mut::<T, f16>(out)) {
         // SAFETY: as above.
-        unsafe { if lanes == 16 { narrow_all::<16>(x, out) } else { narrow_all::<8>(x, out) } }
+        match lanes() {
+            Some(16) => unsafe { narrow_all::<16>(x, out) },
+            Some(_) => unsafe { narrow_all::<8>(x, out) },
+            None => return false,
+        }
         return true;
     }
     false

@@ -73,8 +73,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     };
     let target_keys: Set<(Key, usize)> = targets.iter().map(|e| (key(&e.node), e.output_nr)).collect();
 
-    // Every node the roots reach (in `order` too with targets), and (with targets) which of
-    // them lead to one.
+    // Every node the roots reach, and (with targets) which of them lead to one.
     let mut nodes: Map<Key, Arc<Node>> = Map::default();
     let mut order: Vec<Arc<Node>> = Vec::new();
     let mut stack: Vec<Arc<Node>> = roots.iter().map(|(e, _)| e.node.clone()).collect();
@@ -82,9 +81,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         if nodes.insert(key(&node), node.clone()).is_some() {
             continue;
         }
-        if run.inputs.is_some() {
-            order.push(node.clone());
-        }
+        order.push(node.clone());
         stack.extend(node.next.iter().flatten().map(|e| e.node.clone()));
     }
     // With targets, only the nodes that lead to one run (`None`: every node runs).
@@ -149,7 +146,6 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         }
         for (nr, grad) in grads.iter().enumerate() {
             if let Some(g) = grad
-                && !target_keys.is_empty()
                 && target_keys.contains(&(k, nr))
             {
                 captured.insert((k, nr), g.clone());

@@ -116,6 +116,16 @@ struct Saved {
 
 static SEQUENCE: AtomicU64 = AtomicU64::new(0);
 
+/// `items` pushed one by one: `collect` goes through `SmallVec`'s generic `extend`, which cost
+/// more than the rest of building a node for the two inputs of a binary operation.
+fn pushed<A: smallvec::Array>(items: impl IntoIterator<Item = A::Item>) -> SmallVec<A> {
+    let mut vec = SmallVec::new();
+    for item in items {
+        vec.push(item);
+    }
+    vec
+}
+
 impl Node {
     pub(crate) fn function(
         backward: impl Backward,
@@ -123,19 +133,9 @@ impl Node {
         saved: Vec<SavedTensor>,
         outputs: impl IntoIterator<Item = OutputMeta>,
     ) -> Arc<Node> {
-        // Pushed one by one: `collect` goes through `SmallVec`'s generic `extend`, which cost
-        // more than the rest of building the node for the two inputs of a binary operation.
-        let mut edges = SmallVec::new();
-        for edge in next {
-            edges.push(edge);
-        }
-        let mut metas = SmallVec::new();
-        for meta in outputs {
-            metas.push(meta);
-        }
         Arc::new(Node {
-            next: edges,
-            outputs: metas,
+            next: pushed(next),
+            outputs: pushed(outputs),
             sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
             saved: Mutex::new(Saved { tensors: saved, freed: false }),
             pre_hooks: Mutex::new(Vec::new()),
