@@ -32,13 +32,16 @@ pub(super) fn reduce(x: &Array, dims: &[usize], op: Reduce, dtype: DType) -> Res
 fn numeric<T: Number>(x: &Array, dims: &[usize], op: Reduce) -> Result<Array> {
     let floating = T::DTYPE.is_floating_point();
     match op {
-        Reduce::Sum if floating => match sum_leading::<T>(x, dims) {
+        Reduce::Sum if floating => match sum_rows::<T>(x, dims, false) {
             Some(summed) => summed,
             None => fold::<T>(x, dims, |lane| T::from_f64(sum_f64(lane)), Number::add),
         },
         Reduce::Sum => fold::<T>(x, dims, |lane| lane.iter().fold(T::default(), |a, &b| a.add(b)), Number::add),
         Reduce::Prod => fold::<T>(x, dims, |lane| lane.iter().fold(T::from_i64(1), |a, &b| a.mul(b)), Number::mul),
-        Reduce::Mean if floating => lanes::<T, T>(x, dims, |lane| T::from_f64(sum_f64(lane) / lane.len() as f64)),
+        Reduce::Mean if floating => match sum_rows::<T>(x, dims, true) {
+            Some(mean) => mean,
+            None => lanes::<T, T>(x, dims, |lane| T::from_f64(sum_f64(lane) / lane.len() as f64)),
+        },
         Reduce::Max => lanes::<T, T>(x, dims, |lane| pick(lane, true).1),
         Reduce::Min => lanes::<T, T>(x, dims, |lane| pick(lane, false).1),
         Reduce::ArgMax => lanes::<T, i64>(x, dims, |lane| pick(lane, true).0 as i64),
@@ -87,30 +90,44 @@ pub fn sum_f64<T: Element>(x: &[T]) -> f64 {
     partial.iter().sum::<f64>() + rest
 }
 
-/// The sum over the leading dimensions of a contiguous array of dtype `T` (what the gradient of
-/// a broadcast operand needs: a bias summed over the batch), row by row in f64, reading memory
-/// in order instead of gathering each strided lane. `None` when `reduced` is not `0..k` of such
-/// an array (or the rows are too narrow to gain).
-fn sum_leading<T: Element>(x: &Array, reduced: &[usize]) -> Option<Result<Array>> {
+/// The sum (or, with `mean`, the mean) over a run of consecutive dimensions of a contiguous
+/// array of dtype `T` that has dimensions after them: a bias's gradient summed over the batch
+/// (`[B, C]` over 0), or over the tokens of each example (`[B, T, C]` over 1, what per-sample
+/// gradients under vmap need). Each block of the dimensions before the run sums its rows in
+/// f64, reading memory in order instead of gathering each strided lane. `None` when `reduced`
+/// is not such a run of such an array (or the rows are too narrow to gain).
+fn sum_rows<T: Element>(x: &Array, reduced: &[usize], mean: bool) -> Option<Result<Array>> {
     let shape = &x.layout.shape;
-    let leading =
-        !reduced.is_empty() && reduced.len() < shape.len() && reduced.iter().enumerate().all(|(i, &d)| i == d);
-    if !leading || x.dtype != T::DTYPE || !x.layout.is_contiguous() {
+    let (&first, &last) = (reduced.first()?, reduced.last()?);
+    let run = reduced.iter().enumerate().all(|(i, &d)| d == first + i);
+    if !run || last + 1 >= shape.len() || x.dtype != T::DTYPE || !x.layout.is_contiguous() {
         return None;
     }
-    let width: usize = shape[reduced.len()..].iter().product();
+    let width: usize = shape[last + 1..].iter().product();
     if width < 8 {
+        return None;
+    }
+    let count: usize = shape[first..=last].iter().product();
+    if count == 0 {
         return None;
     }
     let buffer = x.storage.read()?;
     let (offset, n) = (x.layout.offset, x.layout.numel());
     let data = buffer.as_slice::<T>()?.get(offset..offset + n)?;
+    let mut out: Vec<T> = match alloc("reduce", n / count) {
+        Ok(out) => out,
+        Err(e) => return Some(Err(e)),
+    };
     let mut sums = vec![0.0f64; width];
-    for row in data.chunks_exact(width) {
-        sums.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64());
+    for block in data.chunks_exact(count * width) {
+        sums.fill(0.0);
+        for row in block.chunks_exact(width) {
+            sums.iter_mut().zip(row).for_each(|(s, v)| *s += v.to_f64());
+        }
+        out.extend(sums.iter().map(|&s| T::from_f64(if mean { s / count as f64 } else { s })));
     }
-    let kept: Shape = shape[reduced.len()..].iter().copied().collect();
-    Some(Ok(array(sums.into_iter().map(T::from_f64).collect(), kept)))
+    let kept: Shape = shape[..first].iter().chain(&shape[last + 1..]).copied().collect();
+    Some(Ok(array(out, kept)))
 }
 
 /// Runs `body` on the elements of `x` (as `T`) with the `reduced` dimensions (sorted) moved
@@ -251,18 +268,46 @@ mod tests {
     }
 
     #[test]
-    fn float_sums_over_leading_dimensions_read_rows_in_order_and_agree_with_lanes() {
-        let x = array((0..60).map(|i| i as f32 * 0.37 - 3.0).collect::<Vec<f32>>(), Shape::from([3, 2, 10]));
-        let rows = reduce(&x, &[0, 1], Reduce::Sum, DType::Float32).unwrap();
-        assert_eq!(rows.layout.shape.as_ref(), [10]);
-        // The same sums through the general path: the transposed layout has no leading run.
+    fn float_sums_and_means_over_a_run_of_dimensions_read_rows_in_order_and_agree_with_lanes() {
+        let x = array((0..120).map(|i| i as f32 * 0.37 - 3.0).collect::<Vec<f32>>(), Shape::from([2, 3, 2, 10]));
+        // The same reductions through the general path: a transposed layout is never read by rows.
         let moved = x.with_layout(Layout {
-            shape: Shape::from([10, 3, 2]),
-            strides: [1, 20, 10].into_iter().collect(),
+            shape: Shape::from([10, 2, 3, 2]),
+            strides: [1, 60, 20, 10].into_iter().collect(),
             offset: 0,
         });
-        let general = reduce(&moved, &[1, 2], Reduce::Sum, DType::Float32).unwrap();
-        assert_eq!(elements::<f32>("test", &rows).unwrap(), elements::<f32>("test", &general).unwrap());
+        for op in [Reduce::Sum, Reduce::Mean] {
+            for (dims, general_dims, kept) in
+                [(&[0, 1, 2][..], &[1, 2, 3][..], &[10][..]), (&[1, 2], &[2, 3], &[2, 10]), (&[1], &[2], &[2, 2, 10])]
+            {
+                let rows = reduce(&x, dims, op, DType::Float32).unwrap();
+                assert_eq!(rows.layout.shape.as_ref(), kept);
+                let general = reduce(&moved, general_dims, op, DType::Float32).unwrap();
+                // The general path's result has the kept dimensions in the moved order.
+                let general = match kept.len() {
+                    1 => elements::<f32>("test", &general).unwrap(),
+                    2 => elements::<f32>(
+                        "test",
+                        &general.with_layout(Layout {
+                            shape: Shape::from([2, 10]),
+                            strides: [1, 2].into_iter().collect(),
+                            offset: 0,
+                        }),
+                    )
+                    .unwrap(),
+                    _ => elements::<f32>(
+                        "test",
+                        &general.with_layout(Layout {
+                            shape: Shape::from([2, 2, 10]),
+                            strides: [2, 1, 4].into_iter().collect(),
+                            offset: 0,
+                        }),
+                    )
+                    .unwrap(),
+                };
+                assert_eq!(elements::<f32>("test", &rows).unwrap(), general, "{op:?} over {dims:?}");
+            }
+        }
     }
 
     #[test]

@@ -1081,7 +1081,8 @@ fn check_result(op: &'static Operator, args: &[Value], kwargs: &Kwargs, result: 
     let Ok(expected) = op.run(&meta_args, &meta_kwargs) else { return Ok(()) };
     // Meta computes indices in int64; a device without it (wgpu) gives int32.
     let index = tensors_in(result).next().and_then(|t| t.device().ok()).map_or(DType::Int64, Device::index_dtype);
-    let describe = |v: &Value| -> Vec<String> {
+    // What a result is made of: each tensor's dtype and shape, or the type of what is not one.
+    let describe = |v: &Value| -> Vec<std::result::Result<(DType, Shape), &'static str>> {
         let items: Vec<&Value> = match v {
             Value::Tuple(items) => items.iter().collect(),
             single => vec![single],
@@ -1089,22 +1090,26 @@ fn check_result(op: &'static Operator, args: &[Value], kwargs: &Kwargs, result: 
         items
             .iter()
             .map(|v| match v.as_tensor().and_then(Tensor::dense) {
-                Some(d) => {
-                    let dtype = if d.dtype == DType::Int64 { index } else { d.dtype };
-                    format!("{dtype}{:?}", &d.layout.shape[..])
-                }
-                None => v.type_name().to_string(),
+                Some(d) => Ok((if d.dtype == DType::Int64 { index } else { d.dtype }, d.layout.shape.clone())),
+                None => Err(v.type_name()),
             })
             .collect()
     };
     let (got, want) = (describe(result), describe(&expected));
     // A result given as `None` is one not computed (the schema's `Tensor?`).
-    let fits = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| g == "NoneType" || g == w);
+    let fits = got.len() == want.len() && got.iter().zip(&want).all(|(g, w)| *g == Err("NoneType") || g == w);
     if !fits {
+        let show = |items: &[std::result::Result<(DType, Shape), &str>]| -> String {
+            let shown = items.iter().map(|item| match item {
+                Ok((dtype, shape)) => format!("{dtype}{:?}", &shape[..]),
+                Err(type_name) => type_name.to_string(),
+            });
+            shown.collect::<Vec<_>>().join(", ")
+        };
         return Err(Error::runtime_error(format!(
             "{op}: the __torch_dispatch__ hook returned {}, but the operator gives {}",
-            got.join(", "),
-            want.join(", ")
+            show(&got),
+            show(&want)
         )));
     }
     Ok(())
