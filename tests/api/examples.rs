@@ -373,7 +373,9 @@ fn per_sample_gradients_by_vmap_of_grad_equal_the_loop_for_an_mlp_and_gpt_tiny()
     };
     let (mapped, looped) = per_sample(&mut model, &x, &y, loss).unwrap();
     assert_eq!(mapped["0.weight"].shape().unwrap(), [4, 256, 784]);
-    assert!(max_difference(&mapped, &looped).unwrap() < 1e-6);
+    // The loop multiplies one example's row by dot products, vmap the batch's rows by the GEMM:
+    // float32 sums in two orders (1.4e-6 apart on gradients up to 1.7).
+    assert!(max_difference(&mapped, &looped).unwrap() < 1e-5);
     let mut gpt = gpt_tiny(&g).unwrap();
     let ids = torchfn::randint(128, [3, 9], g.clone(), None, None).unwrap();
     let (inputs, targets) = (ids.narrow(1, 0, 8).unwrap(), ids.narrow(1, 1, 8).unwrap());
