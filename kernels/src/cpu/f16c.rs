@@ -97,22 +97,18 @@ fn lanes() -> Option<usize> {
 #[inline(always)]
 pub(super) fn converted<S: Element, T: Element>(x: Operand<'_, S>, out: &mut [T]) -> bool {
     let Operand::Slice(x) = x else { return false };
+    // Whether the processor runs 16 lanes (else 8), asked only once the types are known.
+    let wide = || lanes().map(|lanes| lanes == 16);
     if let (Some(x), Some(out)) = (retyped::<S, f16>(x), retyped_mut::<T, f32>(out)) {
+        let Some(wide) = wide() else { return false };
         // SAFETY: `lanes` gives the width the processor has the instructions for.
-        match lanes() {
-            Some(16) => unsafe { widen_all::<16>(x, out) },
-            Some(_) => unsafe { widen_all::<8>(x, out) },
-            None => return false,
-        }
+        unsafe { if wide { widen_all::<16>(x, out) } else { widen_all::<8>(x, out) } }
         return true;
     }
     if let (Some(x), Some(out)) = (retyped::<S, f32>(x), retyped_mut::<T, f16>(out)) {
+        let Some(wide) = wide() else { return false };
         // SAFETY: as above.
-        match lanes() {
-            Some(16) => unsafe { narrow_all::<16>(x, out) },
-            Some(_) => unsafe { narrow_all::<8>(x, out) },
-            None => return false,
-        }
+        unsafe { if wide { narrow_all::<16>(x, out) } else { narrow_all::<8>(x, out) } }
         return true;
     }
     false
