@@ -346,12 +346,17 @@ fn lstm_run(
 
 /// Float32 LSTMs on the CPU run each layer fused (`aten::_lstm_layer` and its backward), float64
 /// ones composed of operations; from the same values, both give the same outputs and gradients
-/// (to float32's precision), over layers, directions and `batch_first`.
+/// (to float32's precision), over layers, directions and `batch_first`, and over a batch that
+/// the fused passes over the gates split between threads (40 rows of 128 hidden units: pieces
+/// of 32 and 8 rows).
 #[test]
 fn the_fused_lstm_layer_gives_the_composed_layer_s_values_and_gradients() {
-    for (sizes, layers, bidirectional, batch_first) in
-        [([6, 3, 5, 4], 1, false, false), ([5, 2, 3, 8], 2, true, true), ([1, 4, 2, 3], 1, true, false)]
-    {
+    for (sizes, layers, bidirectional, batch_first) in [
+        ([6, 3, 5, 4], 1, false, false),
+        ([5, 2, 3, 8], 2, true, true),
+        ([1, 4, 2, 3], 1, true, false),
+        ([3, 40, 5, 128], 1, false, true),
+    ] {
         let fused = lstm_run(DType::Float32, sizes, layers, bidirectional, batch_first, false);
         let composed = lstm_run(DType::Float64, sizes, layers, bidirectional, batch_first, false);
         for (k, (a, b)) in fused.iter().zip(&composed).enumerate() {

@@ -8,7 +8,7 @@
 use ndarray::{ArrayView2, ArrayViewMut2};
 
 use super::map::{output, vectorised, zeroed};
-use super::{Float, Number, array, elements, host, with_all_elements};
+use super::{Float, Number, array, elements, host, threads, with_all_elements};
 use crate::backend::{Array, LstmSaved};
 use crate::error::{Error, Result};
 use crate::types::{DType, Shape};
@@ -78,6 +78,13 @@ fn sizes(func: &str, named: &[(&str, &Array, usize)], gates: &Array) -> Result<(
     Ok((t, n, h, dtype))
 }
 
+/// How many of a step's `n` rows one thread's pass over the gates takes: about 4,096 hidden
+/// units' worth (16 rows of 256), so that a batch of a few dozen rows splits over two threads
+/// and a small layer stays on one (the cost of a parallel region is a few microseconds).
+fn rows_per_piece(n: usize, h: usize) -> usize {
+    (4096 / h.max(1)).clamp(1, n.max(1))
+}
+
 /// The step's position in time at step `step` of `t`.
 fn time(step: usize, t: usize, reverse: bool) -> usize {
     if reverse { t - 1 - step } else { step }
@@ -119,10 +126,15 @@ fn forward<F: Recurrent>(
             let x = &x[at * n * 4 * h..][..n * 4 * h];
             let w = &mut ws[at * n * 4 * h..][..n * 4 * h];
             let (h_out, c_out) = (&mut hs[at * n * h..][..n * h], &mut cs[at * n * h..][..n * h]);
-            vectorised(
-                #[inline(always)]
-                || cell(h, x, &hidden, &state_c, w, c_out, h_out),
-            );
+            let rows = rows_per_piece(n, h);
+            let pieces = (x.chunks(4 * h * rows).zip(hidden.chunks(4 * h * rows)).zip(state_c.chunks(h * rows)))
+                .zip(w.chunks_mut(4 * h * rows).zip(c_out.chunks_mut(h * rows)).zip(h_out.chunks_mut(h * rows)));
+            threads::for_each(pieces, |(((x, hidden), c_prev), ((w, c), h_out))| {
+                vectorised(
+                    #[inline(always)]
+                    || cell(h, x, hidden, c_prev, w, c, h_out),
+                )
+            });
             state_h.copy_from_slice(h_out);
             state_c.copy_from_slice(c_out);
         }
@@ -195,11 +207,19 @@ fn backward<F: Recurrent>(
             let here = at * n * h..(at + 1) * n * h;
             let gates = &mut grad_gates[at * n * 4 * h..][..n * 4 * h];
             let w_at = &ws[at * n * 4 * h..][..n * 4 * h];
-            let step_in = Step { g_h: &g_h[here.clone()], g_c: &g_c[here.clone()], c: &cs[here], c_prev, w: w_at };
-            vectorised(
-                #[inline(always)]
-                || cell_backward(h, &step_in, &mut dh, &mut dc, gates),
-            );
+            let rows = rows_per_piece(n, h);
+            let (one, four) = (h * rows, 4 * h * rows);
+            let steps = (g_h[here.clone()].chunks(one).zip(g_c[here.clone()].chunks(one)))
+                .zip(cs[here].chunks(one).zip(c_prev.chunks(one)))
+                .zip(w_at.chunks(four))
+                .map(|(((g_h, g_c), (c, c_prev)), w)| Step { g_h, g_c, c, c_prev, w });
+            let pieces = steps.zip(dh.chunks_mut(one).zip(dc.chunks_mut(one)).zip(gates.chunks_mut(four)));
+            threads::for_each(pieces, |(step_in, ((dh, dc), gates))| {
+                vectorised(
+                    #[inline(always)]
+                    || cell_backward(h, &step_in, dh, dc, gates),
+                )
+            });
             let gates = ArrayView2::from_shape((n, 4 * h), &*gates).expect("n * 4h elements");
             let mut into = ArrayViewMut2::from_shape((n, h), &mut dh[..]).expect("n * h elements");
             multiply(gates, &mut into);

@@ -12,7 +12,9 @@
 //!   by one fused multiply-add per register per step along `k`: 6 × 16 in twelve 256-bit
 //!   registers with AVX2 ([`Avx2Fma`]), 12 × 32 in twenty-four 512-bit ones with AVX-512
 //!   ([`Avx512`]), which does twice the work per instruction; [`PackedB`]'s products of a
-//!   few rows use the same kernels one row high ([`Avx2Row`], [`Avx512Row`]);
+//!   few rows use the same kernels one row high ([`Avx2Row`], [`Avx512Row`]), and those of a
+//!   few dozen rows that multiples of 8 fit better than multiples of 12 eight rows high
+//!   ([`Avx512Short`]: a batch of 32 rows computes 32, not 36);
 //! - **blocking** ([`run_tile`]): `k` goes in blocks of at most [`KC`] steps; a tile's rows
 //!   (at most [`MC`]) of `a` are packed for one block and stay in the L2 cache while each panel of `b` is swept down them, the next panel of `b`
 //!   pulled into L2 meanwhile; `b` is packed once for as many columns as [`PACKED_B_FLOATS`]
@@ -509,6 +511,11 @@ impl PackedB {
             Some(_) if self.nr == Avx512::NR && m < Avx512::MR / 2 => {
                 sweep(Avx512Row(()), a, packed, blocks, out.view_mut(), threads)
             }
+            Some(_)
+                if self.nr == Avx512::NR && m.next_multiple_of(Avx512Short::MR) < m.next_multiple_of(Avx512::MR) =>
+            {
+                sweep(Avx512Short(()), a, packed, blocks, out.view_mut(), threads)
+            }
             Some(cpu) if self.nr == Avx512::NR => sweep(cpu, a, packed, blocks, out.view_mut(), threads),
             _ if m < Avx2Fma::MR / 2 => sweep(Avx2Row(()), a, packed, blocks, out.view_mut(), threads),
             _ => {
@@ -528,6 +535,12 @@ struct Avx2Row(());
 /// where the processor has AVX-512 (where a [`PackedB`] of 32 columns exists).
 #[derive(Clone, Copy)]
 struct Avx512Row(());
+
+/// The 8 × 32 kernel of 512-bit registers, for [`PackedB`]'s products of a few dozen rows that
+/// a multiple of 8 fits better than one of 12 (a batch of 32 rows: 36 rows computed by the 12-row
+/// kernel, 32 by this one); made only where the processor has AVX-512.
+#[derive(Clone, Copy)]
+struct Avx512Short(());
 
 /// A rectangle of `out` that one task computes.
 struct Tile<'o> {
@@ -1009,6 +1022,11 @@ mod avx512_row {
     avx512_kernel!(Avx512Row, "avx512f,avx2,fma", 1, _mm512_fmadd_ps);
 }
 
+mod avx512_short {
+    use super::*;
+    avx512_kernel!(Avx512Short, "avx512f,avx2,fma", 8, _mm512_fmadd_ps);
+}
+
 mod avx512_bf16 {
     use std::arch::x86_64::{__m512bh, _mm512_dpbf16_ps};
 
@@ -1141,7 +1159,7 @@ mod tests {
         for (k, n) in [(1, 1), (17, 33), (300, 260), (1100, 40)] {
             let b = matrix(k, n, 7);
             let Some(packed) = PackedB::new(b.view()) else { return }; // no AVX2 and FMA here
-            for m in [0, 1, 2, 3, 5, 6, 7, 12, 13, 40] {
+            for m in [0, 1, 2, 3, 5, 6, 7, 8, 12, 13, 16, 24, 32, 40] {
                 let a = matrix(m, k, 8);
                 let mut out = Array2::from_elem((m, n), f32::NAN);
                 packed.multiply(a.view(), &mut out.view_mut());
