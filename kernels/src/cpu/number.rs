@@ -301,18 +301,18 @@ mod tests {
             (row.view(), t.t()),
             (t.t(), column.view()),
         ];
-        // Long rows and columns (past the dot product's partial sums, with a tail), of values
-        // whose sums are exact in any order.
+        // Rows and columns of 70, past the dot product's 32 partial sums with a tail, of values
+        // whose sums are exact in any order: dot products of 70 (the matrix times a column),
+        // axpys of 70 (a row times the matrix), and the same products through the transpose.
         let long = ndarray::Array2::from_shape_fn((5, 70), |(i, j)| ((i * 70 + j) % 13) as f32 * 0.25 - 1.5);
-        let (long_t, long_row, long_column) = (long.t().to_owned(), row.slice(ndarray::s![.., ..5]).to_owned(), {
-            ndarray::Array2::from_shape_fn((70, 1), |(i, _)| (i % 7) as f32 - 3.0)
-        });
+        let long_t = long.t().to_owned();
+        let short_row = ndarray::Array2::from_shape_fn((1, 5), |(_, j)| j as f32 - 2.0);
+        let long_column = ndarray::Array2::from_shape_fn((70, 1), |(i, _)| (i % 7) as f32 - 3.0);
         let long_cases = [
-            (long_row.view(), long.view()),
             (long.view(), long_column.view()),
-            (long_row.view(), long_t.t()),
-            (long_t.t(), long_column.view()),
+            (short_row.view(), long.view()),
             (long_column.t(), long_t.view()),
+            (long_t.t(), long_column.view()),
         ];
         for (a, b) in cases.into_iter().chain(long_cases) {
             let mut got = ndarray::Array2::<f32>::from_elem((a.dim().0, b.dim().1), f32::NAN);
