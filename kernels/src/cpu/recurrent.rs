@@ -118,6 +118,7 @@ fn forward<F: Recurrent>(
         // `h @ w_hhᵀ`: the weights as `[H, 4H]`.
         let w = ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer(): w_hh"))?;
         let multiply = F::multiplier(w.t());
+        let rows = rows_per_piece(n, h);
         for step in 0..t {
             let at = time(step, t, reverse);
             let state = ArrayView2::from_shape((n, h), &state_h[..]).expect("n * h elements");
@@ -126,7 +127,6 @@ fn forward<F: Recurrent>(
             let x = &x[at * n * 4 * h..][..n * 4 * h];
             let w = &mut ws[at * n * 4 * h..][..n * 4 * h];
             let (h_out, c_out) = (&mut hs[at * n * h..][..n * h], &mut cs[at * n * h..][..n * h]);
-            let rows = rows_per_piece(n, h);
             let pieces = (x.chunks(4 * h * rows).zip(hidden.chunks(4 * h * rows)).zip(state_c.chunks(h * rows)))
                 .zip(w.chunks_mut(4 * h * rows).zip(c_out.chunks_mut(h * rows)).zip(h_out.chunks_mut(h * rows)));
             threads::for_each(pieces, |(((x, hidden), c_prev), ((w, c), h_out))| {
@@ -201,14 +201,15 @@ fn backward<F: Recurrent>(
         let w =
             ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer_backward(): w_hh"))?;
         let multiply = F::multiplier(w);
+        // A piece's elements of the states (`one`) and of the gates (`four`).
+        let rows = rows_per_piece(n, h);
+        let (one, four) = (h * rows, 4 * h * rows);
         for step in (0..t).rev() {
             let at = time(step, t, s.reverse);
             let c_prev = if step == 0 { &c0[..] } else { &cs[time(step - 1, t, s.reverse) * n * h..][..n * h] };
             let here = at * n * h..(at + 1) * n * h;
             let gates = &mut grad_gates[at * n * 4 * h..][..n * 4 * h];
             let w_at = &ws[at * n * 4 * h..][..n * 4 * h];
-            let rows = rows_per_piece(n, h);
-            let (one, four) = (h * rows, 4 * h * rows);
             let steps = (g_h[here.clone()].chunks(one).zip(g_c[here.clone()].chunks(one)))
                 .zip(cs[here].chunks(one).zip(c_prev.chunks(one)))
                 .zip(w_at.chunks(four))
