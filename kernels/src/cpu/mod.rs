@@ -32,9 +32,11 @@ use crate::backend::{
     Unary, Window,
 };
 use crate::error::{Error, Result};
+use crate::types::half::{bf16, f16};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 
 pub use elementwise::Float;
+use number::MatmulOperand;
 pub use number::Number;
 
 /// The vector instructions the CPU kernels are compiled for, widest last (see [`instructions`]).
@@ -203,14 +205,15 @@ impl Backend for Cpu {
 
     fn matmul(&self, a: &Array, b: &Array, batch: &Shape, dtype: DType) -> Result<Array> {
         host([a, b])?;
-        // Half precision on float32 copies, accumulated in float32 and rounded once; bfloat16's
-        // large products on the AVX512_BF16 kernel where the processor has it.
+        // Half precision accumulated in float32 and rounded once, its operands widened as the
+        // kernel packs them; bfloat16's large products on the AVX512_BF16 kernel where the
+        // processor has it.
         match dtype {
-            DType::BFloat16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, bf16_matmul)?, dtype),
-            DType::Float16 => narrow(matmul::<f32>(&widen(a)?, &widen(b)?, batch, f32::matmul)?, dtype),
+            DType::BFloat16 => narrow(matmul::<bf16, f32>(a, b, batch, bf16_matmul)?, dtype),
+            DType::Float16 => narrow(matmul::<f16, f32>(a, b, batch, half_matmul::<f16>)?, dtype),
             _ => with_dtype!(
                 dtype,
-                T => matmul::<T>(a, b, batch, T::matmul),
+                T => matmul::<T, T>(a, b, batch, T::matmul),
                 bool => Err(internal("matmul of bools")),
                 reduced => Err(internal("half-precision matmul widens first"))
             ),
@@ -361,8 +364,8 @@ fn matrix_at<'a, T>(data: &'a [T], l: &Layout, start: usize) -> Result<ndarray::
         .map_err(|_| internal("a matmul operand outside its storage"))
 }
 
-/// `out = a @ b` for two matrices.
-type Product<T> = fn(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>, &mut ndarray::ArrayViewMut2<'_, T>);
+/// `out = a @ b` for two matrices of `T`, into one of `O`.
+type Product<T, O> = fn(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>, &mut ndarray::ArrayViewMut2<'_, O>);
 
 /// Products of at least this many multiply-adds (`m·n·k`) of bfloat16 values run on the
 /// AVX512_BF16 kernel: below it, pairing the operands' values costs more than the kernel saves.
@@ -370,24 +373,43 @@ type Product<T> = fn(ndarray::ArrayView2<'_, T>, ndarray::ArrayView2<'_, T>, &mu
 /// 19.7-22.0 to 16.6-18.5 ms, alternated in one sitting, when this fell from 2^26.)
 const BF16_KERNEL_MIN: usize = 1 << 20;
 
-/// `out = a @ b` for matrices of bfloat16 values held as float32: a large product on the
-/// AVX512_BF16 kernel (two products per lane and instruction) where the processor has it and
-/// runs it faster ([`sgemm::bf16_kernel_pays`]), else on the float32 one.
+/// `out = a @ b` in float32 for bfloat16 matrices: a large product on the AVX512_BF16 kernel
+/// (two products per lane and instruction, on float32 copies of the operands, which it pairs)
+/// where the processor has it and runs it faster ([`sgemm::bf16_kernel_pays`]), else
+/// [`half_matmul`].
 fn bf16_matmul(
-    a: ndarray::ArrayView2<'_, f32>,
-    b: ndarray::ArrayView2<'_, f32>,
+    a: ndarray::ArrayView2<'_, bf16>,
+    b: ndarray::ArrayView2<'_, bf16>,
     out: &mut ndarray::ArrayViewMut2<'_, f32>,
 ) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     #[cfg(target_arch = "x86_64")]
     if m.saturating_mul(n).saturating_mul(k) >= BF16_KERNEL_MIN
         && sgemm::bf16_kernel_pays()
-        && sgemm::matmul_bf16(a, b, out)
+        && sgemm::matmul_bf16(a.mapv(bf16::widen).view(), b.mapv(bf16::widen).view(), out)
     {
         return;
     }
     let _ = (m, n, k);
-    Number::matmul(a, b, out)
+    half_matmul(a, b, out)
+}
+
+/// `out = a @ b` in float32 for float16 or bfloat16 matrices: on torchfn's float32 kernel,
+/// which widens the operands as it packs them, where the processor has AVX2 and FMA; products
+/// of a single step, row or column (which float32's [`Number::matmul`] computes without the
+/// kernel) and other processors on float32 copies.
+fn half_matmul<E: MatmulOperand>(
+    a: ndarray::ArrayView2<'_, E>,
+    b: ndarray::ArrayView2<'_, E>,
+    out: &mut ndarray::ArrayViewMut2<'_, f32>,
+) {
+    let ((m, k), n) = (a.dim(), b.dim().1);
+    #[cfg(target_arch = "x86_64")]
+    if k > 1 && m > 1 && n > 1 && sgemm::matmul(a, b, out) {
+        return;
+    }
+    let _ = (m, n, k);
+    Number::matmul(a.mapv(E::widen).view(), b.mapv(E::widen).view(), out)
 }
 
 /// Batched products of at least this many multiply-adds in all run their matrices on several
@@ -397,22 +419,22 @@ const BATCH_PARALLEL_MIN: usize = 1 << 20;
 /// `a @ b` for `a` of shape `[..batch_a, n, k]` and `b` of shape `[..batch_b, k, m]`, with the
 /// batch dimensions broadcast to `batch`: one product per batch position, each operand's
 /// matrix read in place through its strides (found by walking the batch dimensions).
-/// `product` multiplies two matrices.
-fn matmul<T: Element>(a: &Array, b: &Array, batch: &Shape, product: Product<T>) -> Result<Array> {
+/// `product` multiplies two matrices of `T` into one of `O`.
+fn matmul<T: Element, O: Element>(a: &Array, b: &Array, batch: &Shape, product: Product<T, O>) -> Result<Array> {
     let n = a.layout.shape[a.layout.ndim() - 2];
     let m = b.layout.shape[b.layout.ndim() - 1];
     let shape: Shape = batch.iter().copied().chain([n, m]).collect();
     let total = shape.checked_numel().ok_or_else(|| too_large("matmul", &shape))?;
     let count = batch.numel();
     // A pooled buffer: every product below writes each element of its matrix.
-    let mut out = map::output::<T>("matmul", total)?;
+    let mut out = map::output::<O>("matmul", total)?;
     map::with_input(a, |x: &[T], la| {
         map::with_input(b, |y: &[T], lb| -> Result<()> {
             let walk = strided::Walk::new(batch, [&batch_part(la), &batch_part(lb)])
                 .ok_or_else(|| internal("matmul batch does not broadcast"))?;
             let mut starts = alloc::<[usize; 2]>("matmul", count)?;
             walk.runs(0..count, |[p, q], len, [s, t]| starts.extend((0..len).map(|i| [p + i * s, q + i * t])));
-            let product = |(&[p, q], o): (&[usize; 2], &mut [T])| -> Result<()> {
+            let product = |(&[p, q], o): (&[usize; 2], &mut [O])| -> Result<()> {
                 let mut o = ndarray::ArrayViewMut2::from_shape((n, m), o).map_err(|_| internal("matmul output"))?;
                 product(matrix_at(x, la, p)?, matrix_at(y, lb, q)?, &mut o);
                 Ok(())

@@ -3,7 +3,80 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
+use crate::types::dtype_reduced as reduced;
+use crate::types::half::{bf16, f16};
 use crate::types::{Element, Scalar};
+
+/// An element type of the matrices torchfn's float32 kernel multiplies (`sgemm.rs`): float32
+/// itself, and float16 and bfloat16, which it widens to float32 while it packs them, so that a
+/// half-precision product makes no float32 copies of its operands.
+pub trait MatmulOperand: Copy + Send + Sync + 'static {
+    /// The element as float32 (exact for all three types).
+    fn widen(self) -> f32;
+    /// The elements as float32s, where they are float32s already (read in place, unpacked).
+    fn floats(elements: &[Self]) -> Option<&[f32]>;
+    /// The eight elements from `p` on, widened.
+    ///
+    /// # Safety
+    ///
+    /// `p` points to eight readable elements, and the processor has AVX2 and F16C (the caller
+    /// holds an `sgemm::Avx2Fma`).
+    #[cfg(target_arch = "x86_64")]
+    unsafe fn load8(p: *const Self) -> std::arch::x86_64::__m256;
+}
+
+impl MatmulOperand for f32 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        self
+    }
+    fn floats(elements: &[f32]) -> Option<&[f32]> {
+        Some(elements)
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f32) -> std::arch::x86_64::__m256 {
+        // SAFETY: as the caller vouches, `p` points to eight floats and the processor has AVX.
+        unsafe { std::arch::x86_64::_mm256_loadu_ps(p) }
+    }
+}
+
+impl MatmulOperand for f16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        reduced::f16_to_f32(self.to_bits())
+    }
+    fn floats(_: &[f16]) -> Option<&[f32]> {
+        None
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const f16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm256_cvtph_ps};
+        // SAFETY: as the caller vouches, `p` points to eight float16s (16 bytes) and the
+        // processor has F16C; `vcvtph2ps` widens exactly, as `f16_to_f32` does.
+        unsafe { _mm256_cvtph_ps(_mm_loadu_si128(p.cast())) }
+    }
+}
+
+impl MatmulOperand for bf16 {
+    #[inline(always)]
+    fn widen(self) -> f32 {
+        reduced::bf16_to_f32(self.to_bits())
+    }
+    fn floats(_: &[bf16]) -> Option<&[f32]> {
+        None
+    }
+    #[cfg(target_arch = "x86_64")]
+    #[inline(always)]
+    unsafe fn load8(p: *const bf16) -> std::arch::x86_64::__m256 {
+        use std::arch::x86_64::{_mm_loadu_si128, _mm256_castsi256_ps, _mm256_cvtepu16_epi32, _mm256_slli_epi32};
+        // SAFETY: as the caller vouches, `p` points to eight bfloat16s (16 bytes) and the
+        // processor has AVX2. A bfloat16 is the high half of the float32 it stands for: each
+        // zero-extended to 32 bits and shifted up 16 is that float32, bit for bit.
+        unsafe { _mm256_castsi256_ps(_mm256_slli_epi32::<16>(_mm256_cvtepu16_epi32(_mm_loadu_si128(p.cast())))) }
+    }
+}
 
 /// A numeric element type (every dtype but bool).
 pub trait Number: Element {

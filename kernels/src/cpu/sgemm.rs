@@ -6,8 +6,10 @@
 //! - **packing** ([`pack_b`], [`pack_a`]): `b` is copied into panels of `NR` columns and `a`
 //!   into panels of `MR` rows, each laid out in the order the micro-kernel reads it and
 //!   padded with zeros, so the kernel streams contiguous memory whatever the operands' strides
-//!   (transposed, broadcast with stride 0, any row step); a small contiguous `b` whose rows
-//!   are whole panels is read in place instead ([`Panels`], [`IN_PLACE_B_FLOATS`]);
+//!   (transposed, broadcast with stride 0, any row step) and element type (float16 and
+//!   bfloat16 operands are widened to float32 as they are copied: [`MatmulOperand`]); a small
+//!   contiguous float32 `b` whose rows are whole panels is read in place instead ([`Panels`],
+//!   [`IN_PLACE_B_FLOATS`]);
 //! - **the micro-kernel** ([`Kernel`]): an `MR × NR` tile of `out` held in registers, updated
 //!   by one fused multiply-add per register per step along `k`: 6 × 16 in twelve 256-bit
 //!   registers with AVX2 ([`Avx2Fma`]), 12 × 32 in twenty-four 512-bit ones with AVX-512
@@ -48,6 +50,7 @@ use std::time::{Duration, Instant};
 use ndarray::{ArrayView2, ArrayViewMut2, Axis, s};
 
 use super::Instructions;
+use super::number::MatmulOperand;
 use super::threads;
 
 /// The most rows of a tile: its packed rows of `a` are at most `MC × KC` floats (384 KiB).
@@ -104,7 +107,8 @@ pub trait Kernel: Copy + Send + Sync {
     );
 }
 
-/// Proof that the processor has AVX2 and FMA: the 6 × 16 kernel of 256-bit registers.
+/// Proof that the processor has AVX2 and FMA (and F16C, which every such processor has): the
+/// 6 × 16 kernel of 256-bit registers.
 #[derive(Clone, Copy)]
 pub struct Avx2Fma(());
 
@@ -285,8 +289,9 @@ fn pair(low: f32, high: f32) -> f32 {
 }
 
 /// `out = a @ b` on the widest kernel the processor has (`out`'s old contents are never
-/// read); `false`, with `out` untouched, where it has no AVX2 and FMA.
-pub fn matmul(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) -> bool {
+/// read), in float32 for operands of float32, float16 or bfloat16 ([`MatmulOperand`]); `false`,
+/// with `out` untouched, where it has no AVX2 and FMA.
+pub fn matmul<E: MatmulOperand>(a: ArrayView2<'_, E>, b: ArrayView2<'_, E>, out: &mut ArrayViewMut2<'_, f32>) -> bool {
     if let Some(cpu) = Avx512::detect() {
         product(cpu, a, b, out);
     } else if let Some(cpu) = Avx2Fma::detect() {
@@ -330,9 +335,6 @@ impl Panels<'_> {
 /// The packed `b` of the last product, kept so that its pages stay mapped for the next one.
 static PACKED_B: Mutex<Vec<f32>> = Mutex::new(Vec::new());
 
-/// Zeros, standing in for the rows past the end of `a` in its last packed panel.
-static ZEROS: [f32; KC] = [0.0; KC];
-
 thread_local! {
     /// Each thread's packed rows of `a`.
     static PACKED_A: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
@@ -373,7 +375,12 @@ impl Blocks {
 }
 
 /// `out = a @ b` on kernel `K` (`out`'s old contents are never read).
-fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, out: &mut ArrayViewMut2<'_, f32>) {
+fn product<K: Kernel, E: MatmulOperand>(
+    cpu: K,
+    a: ArrayView2<'_, E>,
+    b: ArrayView2<'_, E>,
+    out: &mut ArrayViewMut2<'_, f32>,
+) {
     let ((m, k), n) = (a.dim(), b.dim().1);
     assert_eq!((b.dim().0, out.dim()), (k, (m, n)), "matmul operands of mismatched shapes");
     if m == 0 || n == 0 {
@@ -392,8 +399,8 @@ fn product<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>, ou
     }
     let threads = threads_for(m, n, k);
     let blocks = Blocks::new(k);
-    if let Some(data) = b.as_slice().filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS) {
-        // Rows of `b` one after the other, each whole panels: read in place.
+    if let Some(data) = b.as_slice().and_then(E::floats).filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS) {
+        // Rows of float32s of `b` one after the other, each whole panels: read in place.
         return sweep(cpu, a, Panels { data, panel: nr, step: n }, blocks, out.view_mut(), threads);
     }
     let chunk = (PACKED_B_FLOATS / (k * nr)).max(1) * nr;
@@ -414,9 +421,9 @@ fn threads_for(m: usize, n: usize, k: usize) -> usize {
 }
 
 /// `out = a @ b` for the panels of `b` (all of `out`'s columns), on `threads` threads.
-fn sweep<K: Kernel>(
+fn sweep<K: Kernel, E: MatmulOperand>(
     cpu: K,
-    a: ArrayView2<'_, f32>,
+    a: ArrayView2<'_, E>,
     b: Panels<'_>,
     blocks: Blocks,
     out: ArrayViewMut2<'_, f32>,
@@ -437,7 +444,13 @@ fn sweep<K: Kernel>(
 /// [`sweep`] for tiles of all `a`'s rows, cut along the columns only (a few dozen rows of a
 /// batch against a layer's weights): for each block of `k`, the rows of `a` are packed once,
 /// by the threads together, and the tiles share them.
-fn sweep_columns<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: Panels<'_>, blocks: Blocks, mut tiles: Vec<Tile<'_>>) {
+fn sweep_columns<K: Kernel, E: MatmulOperand>(
+    cpu: K,
+    a: ArrayView2<'_, E>,
+    b: Panels<'_>,
+    blocks: Blocks,
+    mut tiles: Vec<Tile<'_>>,
+) {
     let (m, mr) = (a.dim().0, K::MR);
     // Taken rather than borrowed: this thread may run other products while it waits.
     let mut buf = PACKED_A.with_borrow_mut(std::mem::take);
@@ -446,7 +459,7 @@ fn sweep_columns<K: Kernel>(cpu: K, a: ArrayView2<'_, f32>, b: Panels<'_>, block
         let a_packed = aligned(&mut buf, m.div_ceil(mr) * mr * steps.len());
         threads::for_each(a_packed.chunks_mut(mr * steps.len()).enumerate(), |(i, panel)| {
             let rows = i * mr..((i + 1) * mr).min(m);
-            // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
+            // SAFETY: `pack_a` only needs AVX2, FMA and F16C, which `cpu` proves the processor has.
             unsafe { pack_a(cpu.avx2(), a, rows, steps.clone(), mr, panel) }
         });
         let a_packed = &*a_packed;
@@ -589,19 +602,27 @@ fn tiles(out: ArrayViewMut2<'_, f32>, threads: usize, [mr, nr]: [usize; 2]) -> V
     tiles
 }
 
-/// Packs columns `cols` of `b` into `packed`: panels of `nr` columns one after the other,
-/// each its `k` rows of `nr` floats (zero past the last column). On several threads when
+/// Packs columns `cols` of `b` into `packed`, widened to float32: panels of `nr` columns one
+/// after the other, each its `k` rows of `nr` floats (zero past the last column). On several threads when
 /// `parallel` and there are two panels or more, in groups of at most [`PACK_GROUP`] panels
 /// (while one thread packed the four panels of a product of 128 columns, the other waited:
 /// 15% of the product's time).
-fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, packed: &mut [f32], parallel: bool) {
+fn pack_b<E: MatmulOperand>(
+    cpu: Avx2Fma,
+    b: ArrayView2<'_, E>,
+    cols: Range<usize>,
+    nr: usize,
+    packed: &mut [f32],
+    parallel: bool,
+) {
     let k = b.dim().0;
     let panels = cols.len().div_ceil(nr);
     let parallel = parallel && panels >= 2;
     let group = if parallel { PACK_GROUP.min(panels.div_ceil(threads::get_num_threads())) } else { PACK_GROUP };
     let pack = |(g, dst): (usize, &mut [f32])| {
         let start = cols.start + g * group * nr;
-        // SAFETY: `pack_b_panels` only needs AVX2 and FMA, which `cpu` proves the processor has.
+        // SAFETY: `pack_b_panels` only needs AVX2, FMA and F16C, which `cpu` proves the
+        // processor has.
         unsafe { pack_b_panels(cpu, b, start..(start + group * nr).min(cols.end), nr, dst) }
     };
     if parallel {
@@ -611,24 +632,34 @@ fn pack_b(cpu: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, p
     }
 }
 
-/// Copies a row of `b` cut into pieces of `N` floats to row `r` of consecutive panels of `k`
-/// rows in `dst`: fixed-size copies, moves of whole vectors, where a copy of a length known
-/// only at run time is a call to `memmove` (9% of a product of 128 columns).
-#[inline(always)]
-fn scatter_row<const N: usize>(pieces: std::slice::ChunksExact<'_, f32>, dst: &mut [f32], k: usize, r: usize) {
+/// Copies a row of `b` cut into pieces of `N` elements (a multiple of 8) to row `r` of
+/// consecutive panels of `k` rows in `dst`, widened: moves of whole vectors, where a copy of a
+/// length known only at run time is a call to `memmove` (9% of a product of 128 columns).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn scatter_row<E: MatmulOperand, const N: usize>(
+    pieces: std::slice::ChunksExact<'_, E>,
+    dst: &mut [f32],
+    k: usize,
+    r: usize,
+) {
     for (j, piece) in pieces.enumerate() {
         let to: &mut [f32; N] = (&mut dst[(j * k + r) * N..][..N]).try_into().expect("a panel's row of N floats");
-        *to = piece.try_into().expect("a piece of N floats");
+        let piece: &[E; N] = piece.try_into().expect("a piece of N elements");
+        for c in (0..N).step_by(8) {
+            // SAFETY: `c + 8 <= N` elements of `piece` are read and floats of `to` written;
+            // the caller's `Avx2Fma` proves the instructions.
+            unsafe { _mm256_storeu_ps(to.as_mut_ptr().add(c), E::load8(piece.as_ptr().add(c))) }
+        }
     }
 }
 
-/// Packs columns `cols` of `b` (at most [`PACK_GROUP`] panels) into `dst`. A `b` with rows
+/// Packs columns `cols` of `b` (at most [`PACK_GROUP`] panels) into `dst`, widened. A `b` with rows
 /// of contiguous elements is read row after row (a row of the group is a few whole cache
 /// lines, where reading panel after panel would jump a row's length at every step), one with
 /// contiguous columns (a transposed matrix) sixteen columns at a time; other layouts element
 /// by element.
-#[target_feature(enable = "avx2,fma")]
-fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usize, dst: &mut [f32]) {
+#[target_feature(enable = "avx2,fma,f16c")]
+fn pack_b_panels<E: MatmulOperand>(_: Avx2Fma, b: ArrayView2<'_, E>, cols: Range<usize>, nr: usize, dst: &mut [f32]) {
     let (k, w) = (b.dim().0, cols.len());
     let [rs, cs] = [b.strides()[0], b.strides()[1]];
     if cs == 1 {
@@ -640,17 +671,17 @@ fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usi
             let pieces = row.chunks_exact(nr);
             let rest = pieces.remainder();
             match nr {
-                32 => scatter_row::<32>(pieces, dst, k, r),
-                16 => scatter_row::<16>(pieces, dst, k, r),
+                32 => scatter_row::<E, 32>(pieces, dst, k, r),
+                16 => scatter_row::<E, 16>(pieces, dst, k, r),
                 _ => {
                     for (j, piece) in pieces.enumerate() {
-                        dst[(j * k + r) * nr..][..nr].copy_from_slice(piece);
+                        widen_into(piece, &mut dst[(j * k + r) * nr..][..nr]);
                     }
                 }
             }
             if !rest.is_empty() {
                 let to = &mut dst[(w / nr * k + r) * nr..][..nr];
-                to[..rest.len()].copy_from_slice(rest);
+                widen_into(rest, &mut to[..rest.len()]);
                 to[rest.len()..].fill(0.0);
             }
         }
@@ -660,30 +691,39 @@ fn pack_b_panels(_: Avx2Fma, b: ArrayView2<'_, f32>, cols: Range<usize>, nr: usi
             if rs == 1 && first + nr <= cols.end {
                 // SAFETY: columns `first..first + nr` of `b` (checked) each hold `k` elements
                 // one step apart (`rs == 1`), all in the memory that `b` borrows.
-                let columns: [&[f32]; MAX_TILE] = std::array::from_fn(|c| {
+                let columns: [&[E]; MAX_TILE] = std::array::from_fn(|c| {
                     if c < nr {
                         unsafe { std::slice::from_raw_parts(b.as_ptr().offset((first + c) as isize * cs), k) }
                     } else {
                         &[]
                     }
                 });
-                interleave(&columns[..nr], panel);
+                interleave(&columns[..nr], nr, panel);
                 continue;
             }
             for c in 0..nr {
                 for r in 0..k {
                     // SAFETY: `r < k` and `first + c < cols.end` (checked) are inside `b`.
-                    panel[r * nr + c] = if first + c < cols.end { unsafe { *b.uget((r, first + c)) } } else { 0.0 };
+                    panel[r * nr + c] =
+                        if first + c < cols.end { unsafe { b.uget((r, first + c)).widen() } } else { 0.0 };
                 }
             }
         }
     }
 }
 
-/// Packs rows `rows` and columns `steps` of `a` into `dst`: panels of `mr` rows one after
-/// the other, each its columns one after the other (`mr` floats each, zero past the last row).
-#[target_feature(enable = "avx2,fma")]
-fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<usize>, mr: usize, dst: &mut [f32]) {
+/// Packs rows `rows` and columns `steps` of `a` into `dst`, widened: panels of `mr` rows one
+/// after the other, each its columns one after the other (`mr` floats each, zero past the last
+/// row).
+#[target_feature(enable = "avx2,fma,f16c")]
+fn pack_a<E: MatmulOperand>(
+    _: Avx2Fma,
+    a: ArrayView2<'_, E>,
+    rows: Range<usize>,
+    steps: Range<usize>,
+    mr: usize,
+    dst: &mut [f32],
+) {
     let [rs, cs] = [a.strides()[0], a.strides()[1]];
     let depth = steps.len();
     for (i, panel) in dst.chunks_exact_mut(depth * mr).take(rows.len().div_ceil(mr)).enumerate() {
@@ -692,29 +732,25 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
         // Element (`i`, `j`) of `a`, at `i * rs + j * cs` from its first.
         let at = |i: usize, j: usize| a.as_ptr().wrapping_offset(i as isize * rs + j as isize * cs);
         if cs == 1 {
-            let rows: [&[f32]; MAX_TILE] = std::array::from_fn(|r| {
+            let rows: [&[E]; MAX_TILE] = std::array::from_fn(|r| {
                 // SAFETY: rows `top..top + live` of `a` hold columns `steps` one element apart
                 // (`cs == 1`), in the memory that `a` borrows.
-                if r < live {
-                    unsafe { std::slice::from_raw_parts(at(top + r, steps.start), depth) }
-                } else {
-                    &ZEROS[..depth]
-                }
+                if r < live { unsafe { std::slice::from_raw_parts(at(top + r, steps.start), depth) } } else { &[] }
             });
-            interleave(&rows[..mr], panel);
+            interleave(&rows[..live], mr, panel);
         } else if live == mr && rs == 1 {
             for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
                 // SAFETY: column `steps.start + p` (`p < depth`) of `a` holds rows
                 // `top..top + mr` (`live == mr`) one element apart (`rs == 1`), in the memory
                 // that `a` borrows.
-                col.copy_from_slice(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), mr) });
+                widen_into(unsafe { std::slice::from_raw_parts(at(top, steps.start + p), mr) }, col);
             }
         } else {
             for (p, col) in panel.chunks_exact_mut(mr).enumerate() {
                 for (r, x) in col.iter_mut().enumerate() {
                     // SAFETY: row `top + r` (`r < live`, checked) and column `steps.start + p`
                     // (`p < depth`) are inside `a`.
-                    *x = if r < live { unsafe { *a.uget((top + r, steps.start + p)) } } else { 0.0 };
+                    *x = if r < live { unsafe { a.uget((top + r, steps.start + p)).widen() } } else { 0.0 };
                 }
             }
         }
@@ -724,20 +760,29 @@ fn pack_a(_: Avx2Fma, a: ArrayView2<'_, f32>, rows: Range<usize>, steps: Range<u
 /// Eight lanes set, then eight clear: from `8 - live` on, a mask of the first `live` lanes.
 static LIVE_LANES: [i32; 16] = [-1, -1, -1, -1, -1, -1, -1, -1, 0, 0, 0, 0, 0, 0, 0, 0];
 
-/// Interleaves `count` streams of equal length into `dst`:
-/// `dst[p * count + r] = streams[r][p]`, eight steps at a time through 8 × 8 transposes in
-/// registers.
-#[target_feature(enable = "avx2,fma")]
-fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
-    let count = streams.len();
+/// `dst = src`, widened to float32.
+#[inline(always)]
+fn widen_into<E: MatmulOperand>(src: &[E], dst: &mut [f32]) {
+    for (d, &x) in dst.iter_mut().zip(src) {
+        *d = x.widen();
+    }
+}
+
+/// Interleaves `count` streams of equal length, widened, into `dst`:
+/// `dst[p * count + r] = streams[r][p]`, zero for the streams past the end of `streams` (at
+/// least one, at most `count`), eight steps at a time through 8 × 8 transposes in registers.
+#[target_feature(enable = "avx2,fma,f16c")]
+fn interleave<E: MatmulOperand>(streams: &[&[E]], count: usize, dst: &mut [f32]) {
     let len = streams[0].len();
     let whole = len / 8 * 8;
     for p in (0..whole).step_by(8) {
         for g in (0..count).step_by(8) {
             let live = (count - g).min(8);
-            let rows = std::array::from_fn(|r| {
-                // SAFETY: stream `g + r` holds `len >= p + 8` floats.
-                if r < live { unsafe { _mm256_loadu_ps(streams[g + r].as_ptr().add(p)) } } else { _mm256_setzero_ps() }
+            let rows = std::array::from_fn(|r| match streams.get(g + r) {
+                // SAFETY: stream `g + r` holds `len >= p + 8` elements; the caller's
+                // `Avx2Fma` proves the instructions.
+                Some(stream) if r < live => unsafe { E::load8(stream.as_ptr().add(p)) },
+                _ => _mm256_setzero_ps(),
             });
             // SAFETY: `LIVE_LANES[8 - live..]` holds 8 lanes (`1 <= live <= 8`).
             let mask = unsafe { _mm256_loadu_si256(LIVE_LANES[8 - live..].as_ptr().cast()) };
@@ -757,14 +802,14 @@ fn interleave(streams: &[&[f32]], dst: &mut [f32]) {
         }
     }
     for p in whole..len {
-        for (r, stream) in streams.iter().enumerate() {
-            dst[p * count + r] = stream[p];
+        for r in 0..count {
+            dst[p * count + r] = streams.get(r).map_or(0.0, |stream| stream[p].widen());
         }
     }
 }
 
 /// The columns of the 8 × 8 matrix whose rows are `r`.
-#[target_feature(enable = "avx2,fma")]
+#[target_feature(enable = "avx2,fma,f16c")]
 fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
     // Pairs of rows interleaved, then quadruples (each 128-bit half on its own), then halves.
     let t = [0, 2, 4, 6].map(|i| [_mm256_unpacklo_ps(r[i], r[i + 1]), _mm256_unpackhi_ps(r[i], r[i + 1])]);
@@ -791,9 +836,9 @@ fn transpose8(r: [__m256; 8]) -> [__m256; 8] {
 /// The blocking loops: for each block of `k`, pack the tile's rows of `a` for that block (at
 /// most `MC × KC` floats, which stay in L2), then [`sweep_panels`]. The first block writes
 /// `out`, the others add to it.
-fn run_tile<K: Kernel>(
+fn run_tile<K: Kernel, E: MatmulOperand>(
     cpu: K,
-    a: ArrayView2<'_, f32>,
+    a: ArrayView2<'_, E>,
     rows: Range<usize>,
     b: Panels<'_>,
     blocks: Blocks,
@@ -803,7 +848,7 @@ fn run_tile<K: Kernel>(
     PACKED_A.with_borrow_mut(|buf| {
         let a_packed = aligned(buf, rows.len().div_ceil(K::MR) * K::MR * blocks.depth);
         for p in 0..blocks.count {
-            // SAFETY: `pack_a` only needs AVX2 and FMA, which `cpu` proves the processor has.
+            // SAFETY: `pack_a` only needs AVX2, FMA and F16C, which `cpu` proves the processor has.
             unsafe { pack_a(cpu.avx2(), a, rows.clone(), blocks.range(p), K::MR, a_packed) };
             sweep_panels(cpu, a_packed, b, blocks, p, panels.clone(), &mut out);
         }
@@ -1152,6 +1197,50 @@ mod tests {
         if matmul_bf16(a_t.t(), b.t(), &mut out.view_mut()) {
             assert_eq!(out, a_t.t().dot(&b.t()));
         }
+    }
+
+    /// Checks that the product of `a` and `b` in `E` is, bit for bit, the float32 product of
+    /// their float32 copies: the kernel widens them as it packs them, exactly.
+    fn check_widened<E: MatmulOperand>(a: ArrayView2<'_, E>, b: ArrayView2<'_, E>) {
+        let ((m, k), n) = (a.dim(), b.dim().1);
+        let mut got = Array2::from_elem((m, n), f32::NAN);
+        let mut want = Array2::from_elem((m, n), f32::NAN);
+        if !matmul(a, b, &mut got.view_mut()) {
+            return; // no AVX2 and FMA here
+        }
+        assert!(matmul(a.mapv(E::widen).view(), b.mapv(E::widen).view(), &mut want.view_mut()));
+        assert!(got.iter().zip(&want).all(|(x, y)| x.to_bits() == y.to_bits()), "({m}, {k}, {n})");
+    }
+
+    /// Runs `check_widened` on float16 and bfloat16 roundings of `a` and `b`.
+    fn check_half(a: ArrayView2<'_, f32>, b: ArrayView2<'_, f32>) {
+        use crate::types::half::{bf16, f16};
+        check_widened(a.mapv(f16::from_f32).view(), b.mapv(f16::from_f32).view());
+        check_widened(a.mapv(bf16::from_f32).view(), b.mapv(bf16::from_f32).view());
+    }
+
+    #[test]
+    fn half_precision_operands_are_widened_exactly_as_they_are_packed() {
+        // Values of many bits, rounded differently by the two types.
+        let matrix = |rows, cols, seed| matrix(rows, cols, seed).mapv(|x| x * 1.2345 + 0.0101);
+        for m in SIZES {
+            for n in SIZES {
+                for k in SIZES.into_iter().filter(|&k| m * n * k <= 1 << 16) {
+                    check_half(matrix(m, k, 1).view(), matrix(k, n, 2).view());
+                }
+            }
+        }
+        // Transposed, strided and broadcast operands; a product on both threads in two
+        // blocks of `k`, whose float32 `b` would be read in place.
+        let (m, k, n) = (33, 257, 31);
+        let (a_t, b_t) = (matrix(k, m, 1), matrix(n, k, 2));
+        check_half(a_t.t(), b_t.t());
+        let (a_wide, b_wide) = (matrix(2 * m, 3 * k, 3), matrix(3 * k, 2 * n, 4));
+        check_half(a_wide.slice(s![..;2, ..;3]), b_wide.slice(s![..;3, ..;2]));
+        let (row, col) = (matrix(1, k, 5), matrix(k, 1, 6));
+        check_half(row.broadcast((m, k)).unwrap(), col.broadcast((k, n)).unwrap());
+        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS) };
+        check_half(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view());
     }
 
     #[test]
