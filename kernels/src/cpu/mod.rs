@@ -36,6 +36,7 @@ use crate::types::half::{bf16, f16};
 use crate::types::{DType, Element, Layout, Scalar, Shape, with_dtype};
 
 pub use elementwise::Float;
+use elementwise::Stored;
 use number::MatmulOperand;
 pub use number::Number;
 
@@ -386,7 +387,7 @@ fn bf16_matmul(
     #[cfg(target_arch = "x86_64")]
     if m.saturating_mul(n).saturating_mul(k) >= BF16_KERNEL_MIN
         && sgemm::bf16_kernel_pays()
-        && sgemm::matmul_bf16(a.mapv(bf16::widen).view(), b.mapv(bf16::widen).view(), out)
+        && sgemm::matmul_bf16(a.mapv(Stored::widen).view(), b.mapv(Stored::widen).view(), out)
     {
         return;
     }

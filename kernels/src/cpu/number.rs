@@ -3,16 +3,15 @@
 
 use ndarray::{ArrayView2, ArrayViewMut2};
 
-use crate::types::dtype_reduced as reduced;
+use super::elementwise::Stored;
 use crate::types::half::{bf16, f16};
 use crate::types::{Element, Scalar};
 
 /// An element type of the matrices torchfn's float32 kernel multiplies (`sgemm.rs`): float32
 /// itself, and float16 and bfloat16, which it widens to float32 while it packs them, so that a
-/// half-precision product makes no float32 copies of its operands.
-pub trait MatmulOperand: Copy + Send + Sync + 'static {
-    /// The element as float32 (exact for all three types).
-    fn widen(self) -> f32;
+/// half-precision product makes no float32 copies of its operands. Each element widens as
+/// the elementwise kernels widen it ([`Stored::widen`]).
+pub trait MatmulOperand: Stored<Math = f32> + Send + Sync {
     /// The elements as float32s, where they are float32s already (read in place, unpacked).
     fn floats(elements: &[Self]) -> Option<&[f32]>;
     /// The eight elements from `p` on, widened.
@@ -26,10 +25,6 @@ pub trait MatmulOperand: Copy + Send + Sync + 'static {
 }
 
 impl MatmulOperand for f32 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        self
-    }
     fn floats(elements: &[f32]) -> Option<&[f32]> {
         Some(elements)
     }
@@ -42,10 +37,6 @@ impl MatmulOperand for f32 {
 }
 
 impl MatmulOperand for f16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        reduced::f16_to_f32(self.to_bits())
-    }
     fn floats(_: &[f16]) -> Option<&[f32]> {
         None
     }
@@ -60,10 +51,6 @@ impl MatmulOperand for f16 {
 }
 
 impl MatmulOperand for bf16 {
-    #[inline(always)]
-    fn widen(self) -> f32 {
-        reduced::bf16_to_f32(self.to_bits())
-    }
     fn floats(_: &[bf16]) -> Option<&[f32]> {
         None
     }

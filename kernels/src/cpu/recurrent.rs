@@ -118,7 +118,9 @@ fn forward<F: Recurrent>(
         // `h @ w_hhᵀ`: the weights as `[H, 4H]`.
         let w = ArrayView2::from_shape((4 * h, h), w).map_err(|_| Error::runtime_error("lstm_layer(): w_hh"))?;
         let multiply = F::multiplier(w.t());
+        // A piece's elements of the states (`one`) and of the gates (`four`).
         let rows = rows_per_piece(n, h);
+        let (one, four) = (h * rows, 4 * h * rows);
         for step in 0..t {
             let at = time(step, t, reverse);
             let state = ArrayView2::from_shape((n, h), &state_h[..]).expect("n * h elements");
@@ -127,8 +129,8 @@ fn forward<F: Recurrent>(
             let x = &x[at * n * 4 * h..][..n * 4 * h];
             let w = &mut ws[at * n * 4 * h..][..n * 4 * h];
             let (h_out, c_out) = (&mut hs[at * n * h..][..n * h], &mut cs[at * n * h..][..n * h]);
-            let pieces = (x.chunks(4 * h * rows).zip(hidden.chunks(4 * h * rows)).zip(state_c.chunks(h * rows)))
-                .zip(w.chunks_mut(4 * h * rows).zip(c_out.chunks_mut(h * rows)).zip(h_out.chunks_mut(h * rows)));
+            let pieces = (x.chunks(four).zip(hidden.chunks(four)).zip(state_c.chunks(one)))
+                .zip(w.chunks_mut(four).zip(c_out.chunks_mut(one)).zip(h_out.chunks_mut(one)));
             threads::for_each(pieces, |(((x, hidden), c_prev), ((w, c), h_out))| {
                 vectorised(
                     #[inline(always)]
