@@ -77,7 +77,7 @@ fn the_registry_lists_operators_with_schemas_and_tags() {
     assert_eq!(view.schema().aliased_argument(0), Some(0));
     assert!(aten::SUM_DIM_INTLIST.has_tag(Tag::Reduction));
     assert!(aten::FULL.has_tag(Tag::Factory));
-    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 58);
+    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 63);
 }
 
 #[test]
@@ -148,6 +148,82 @@ fn gradients_of_a_tensor_used_twice_add_in_place_except_under_create_graph() {
         let got = x.grad().unwrap().unwrap().to_vec::<f64>().unwrap();
         assert!(got.iter().zip(&want).all(|(g, w)| (g - w).abs() < 1e-12), "{got:?} against {want:?}");
     }
+}
+
+/// As in PyTorch, an in-place operation reaches the modes as its in-place operator, which
+/// writes into `self` and returns it: `add_`, `sub_`, `mul_`, `div_`, and the backward pass's
+/// accumulation of a gradient used twice.
+#[test]
+fn in_place_arithmetic_reaches_the_modes_as_the_in_place_operator() {
+    let x = torchfn::tensor([1.0f32, 2.0, 3.0]).unwrap();
+    let address = x.data_ptr().unwrap();
+    let ten = torchfn::tensor([10.0f32]).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    x.add_(&ten, 2).unwrap();
+    x.sub_(&ten, 1).unwrap();
+    x.mul_(&torchfn::tensor([2.0f32, 2.0, 2.0]).unwrap()).unwrap();
+    x.div_(&torchfn::tensor(4.0f32).unwrap(), Some("floor")).unwrap();
+    x.div_(&torchfn::tensor(0.5f32).unwrap(), None).unwrap();
+    let seen: Vec<String> = names(&mode).into_iter().filter(|n| n != "aten.lift_fresh.default").collect();
+    assert_eq!(
+        seen,
+        ["aten.add_.Tensor", "aten.sub_.Tensor", "aten.mul_.Tensor", "aten.div_.Tensor_mode", "aten.div_.Tensor"]
+    );
+    drop(mode);
+    // ((1 + 20 - 10) * 2) // 4 / 0.5 = 10, in x's own memory.
+    assert_eq!(x.to_vec::<f32>().unwrap(), [10.0, 12.0, 12.0]);
+    assert_eq!(x.data_ptr().unwrap(), address);
+
+    // An int64 tensor cannot take a float result: refused before anything is written.
+    let ints = torchfn::tensor([1i64, 2]).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    let err = ints.add_(&torchfn::tensor([0.5f32, 0.5]).unwrap(), 1).unwrap_err().to_string();
+    assert!(err.contains("result type torch.float32 can't be cast to the desired output type torch.int64"), "{err}");
+    drop(mode);
+    assert_eq!(ints.to_vec::<i64>().unwrap(), [1, 2]);
+
+    // The backward pass adds the second gradient of a tensor used twice into the first.
+    let leaf = torchfn::tensor([0.5f64, 1.0]).unwrap().requires_grad_(true).unwrap();
+    let a = (&leaf * 3.0).unwrap();
+    let y = (&a.sin().unwrap() + &a.cos().unwrap()).unwrap().sum().unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    y.backward().unwrap();
+    let backward = names(&mode);
+    assert!(backward.iter().any(|n| n == "aten.add_.Tensor"), "{backward:?}");
+    assert!(!backward.iter().any(|n| n == "aten.copy_.default"), "{backward:?}");
+}
+
+/// The in-place operators called directly: the write lands in `self`, which is returned; what
+/// cannot be written is an error naming the operator.
+#[test]
+fn in_place_operators_write_into_self_and_check_what_they_write() {
+    let x = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let kwargs = Kwargs::from([("alpha", Value::Int(3))]);
+    let out = aten::ADD__TENSOR.call(&[x.clone().into(), torchfn::tensor(1.0f32).unwrap().into()], &kwargs).unwrap();
+    assert_eq!(out.as_tensor().unwrap().data_ptr().unwrap(), x.data_ptr().unwrap());
+    assert_eq!(x.to_vec::<f32>().unwrap(), [4.0, 5.0]);
+    let wide = torchfn::zeros([2, 2], None, None).unwrap();
+    let err = aten::MUL__TENSOR.call(&[x.clone().into(), wide.into()], &Kwargs::new()).unwrap_err().to_string();
+    assert!(
+        err.contains("aten::mul_.Tensor(): output with shape [2] doesn't match the broadcast shape [2, 2]"),
+        "{err}"
+    );
+    let expanded = torchfn::tensor([1.0f32]).unwrap().expand([3]).unwrap();
+    let err = aten::MUL__TENSOR.call(&[expanded.into(), x.sum().unwrap().into()], &Kwargs::new()).unwrap_err();
+    assert!(err.to_string().contains("more than one element of the written-to tensor"), "{err}");
+    assert!(aten::DIV__TENSOR_MODE.has_tag(Tag::Inplace) && aten::DIV__TENSOR_MODE.schema().is_mutable());
+
+    // A value saved for backward and then written in place under a mode: backward refuses, as
+    // without the mode (the write counted in the version).
+    let leaf = torchfn::tensor([0.5f32, 1.0]).unwrap().requires_grad_(true).unwrap();
+    let e = leaf.exp().unwrap();
+    {
+        let _no_grad = torchfn::autograd::no_grad();
+        let _mode = push_dispatch_mode(PassThrough::default());
+        e.mul_(&torchfn::tensor(2.0f32).unwrap()).unwrap();
+    }
+    let err = e.sum().unwrap().backward().unwrap_err().to_string();
+    assert!(err.contains("modified by an inplace operation"), "{err}");
 }
 
 #[test]

@@ -191,6 +191,13 @@ fn randomness_chunks_and_errors() {
     let buffer = torchfn::zeros([3], torchfn::DType::Float64, None).unwrap();
     let err = vmap(|y: Tensor| buffer.copy_(&y), 0, 0)(y.clone()).unwrap_err().to_string();
     assert!(err.contains("vmapped over but `self` not being vmapped"), "{err}");
+    let err = vmap(|y: Tensor| buffer.add_(&y, 1), 0, 0)(y.clone()).unwrap_err().to_string();
+    assert!(err.contains("vmapped over but `self` not being vmapped"), "{err}");
+    // in place into a batched tensor: each example's own row, by the batching rule
+    let rows = (&y * 1.0).unwrap();
+    let twice = vmap(|r: Tensor| r.mul_(&torchfn::tensor(2.0f64)?)?.add_(&buffer, 1), 0, 0)(rows.clone()).unwrap();
+    close(&twice, &(&y * 2.0).unwrap(), 0.0);
+    close(&rows, &(&y * 2.0).unwrap(), 0.0);
     let err = vmap(|(a, b): (Tensor, Tensor)| &a + &b, 0, 0)((y.clone(), randn(&[5, 3], 1))).unwrap_err().to_string();
     assert!(err.contains("Expected all tensors to have the same size in the mapped dimension"), "{err}");
 }

@@ -225,6 +225,11 @@ mpi_test! {
         r.mul_(&torchfn::tensor(3.0f32)?)?;
         assert_eq!(r.placements()?, [Replicate]);
         assert_close(&r.full_tensor()?, &(&x * 3.0)?, "mul_ of a replicated DTensor")?;
+        // In place into a sharded DTensor: the other operand follows, `self` keeps its shards.
+        let s = distribute_tensor(&x, &mesh, &[Shard(0)])?;
+        s.add_(&r, 1)?;
+        assert_eq!(s.placements()?, [Shard(0)]);
+        assert_close(&s.full_tensor()?, &(&x * 4.0)?, "add_ into a sharded DTensor")?;
         // Replicate -> Partial(sum) is exact and keeps the dtype (integers too).
         let ints = torchfn::tensor([3i64, -7, 11])?;
         let p = distribute_tensor(&ints, &mesh, &[Replicate])?.redistribute(&[Placement::PARTIAL])?;

@@ -114,6 +114,23 @@ impl DType {
         alias.or_else(|| DType::ALL.into_iter().find(|d| d.name() == name))
     }
 
+    /// Whether a result of this dtype may be written into a tensor of dtype `to` (PyTorch's
+    /// `torch.can_cast`, the rule of in-place operations and `out=`): a floating-point value
+    /// does not go into an integer or bool tensor, nor an integer one into a bool tensor.
+    ///
+    /// ```
+    /// use torchfn_types::DType;
+    /// assert!(DType::Int64.can_cast(DType::Float32));
+    /// assert!(DType::Bool.can_cast(DType::Int32));
+    /// assert!(!DType::Float32.can_cast(DType::Int64));
+    /// assert!(!DType::Int32.can_cast(DType::Bool));
+    /// ```
+    pub fn can_cast(self, to: DType) -> bool {
+        let float_into_non_float = self.is_floating_point() && !to.is_floating_point();
+        let non_bool_into_bool = self != DType::Bool && to == DType::Bool;
+        !float_into_non_float && !non_bool_into_bool
+    }
+
     /// True for float16, bfloat16, float32 and float64.
     #[inline]
     pub fn is_floating_point(self) -> bool {

@@ -119,7 +119,7 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
         let full = redistribute_local(&x.local, &x.shape, x.placement, Placement::Replicate, &mesh)?;
         return func.call_bound(vec![full.into()]);
     }
-    if std::ptr::eq(func, &aten::COPY_) {
+    if func.has_tag(Tag::Inplace) {
         let into = match operands.first() {
             Some(dst) if dst.at == (0, None) && !dst.gathered => None,
             Some(dst) if dst.at == (0, None) => Some("a view of a DTensor that slices its sharded dimension"),
@@ -156,7 +156,8 @@ pub(crate) fn dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs)
     } else {
         func.call_bound(values)?
     };
-    if std::ptr::eq(func, &aten::COPY_) {
+    // An in-place operator returns its `self`, which it wrote through its local piece.
+    if func.has_tag(Tag::Inplace) {
         return Ok(args[0].clone());
     }
     // Result `k` (absent optional results keep their place) as a DTensor.
@@ -382,7 +383,12 @@ fn choose(
     outs: &[Vec<usize>],
     ranks: usize,
 ) -> Result<Strategy> {
-    let strategies = strategies(func, family, values, operands, outs, ranks)?;
+    let mut strategies = strategies(func, family, values, operands, outs, ranks)?;
+    // An in-place write keeps `self` where it is: its local piece is what is written.
+    if func.has_tag(Tag::Inplace) && !matches!(family, Family::Copy) {
+        let kept = operands[0].placement;
+        strategies.retain(|s| s.inputs[0] == kept && s.outputs.first() == Some(&kept));
+    }
     // Least communication first, then the fewest inputs moved (an input keeps its placement
     // where that costs nothing more, as PyTorch's outputs follow their inputs).
     let mut best: Option<((usize, usize), Strategy)> = None;

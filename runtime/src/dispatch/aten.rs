@@ -69,6 +69,14 @@ macro_rules! binary {
     };
 }
 
+/// An in-place binary function: `NAME.Tensor(Tensor(a!) self, Tensor other, *, ScalarType?
+/// dtype=None) -> Tensor(a!)`.
+macro_rules! in_place {
+    ($name:literal) => {
+        concat!($name, ".Tensor(Tensor(a!) self, Tensor other, *, ScalarType? dtype=None) -> Tensor(a!)")
+    };
+}
+
 super::unaries::unary_table!(unary_operators);
 
 /// Every operator of this namespace.
@@ -91,6 +99,21 @@ operators! {
     DIV_TENSOR_MODE =
         "div.Tensor_mode(Tensor self, Tensor other, *, str? rounding_mode, ScalarType? dtype=None) -> Tensor",
         [Pointwise] Kernel::Binary(Binary::DivTrunc);
+    /// `self += alpha * other`, in place: the in-place operators compute in `dtype` (the two
+    /// operands' promoted dtype) and write into `self`, whose shape the result must have and
+    /// whose dtype it must cast to.
+    ADD__TENSOR = "add_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> \
+        Tensor(a!)", [Pointwise, Inplace] Kernel::Binary(Binary::Add(Scalar::Int(1)));
+    /// `self -= alpha * other`, in place.
+    SUB__TENSOR = "sub_.Tensor(Tensor(a!) self, Tensor other, *, Scalar alpha=1, ScalarType? dtype=None) -> \
+        Tensor(a!)", [Pointwise, Inplace] Kernel::Binary(Binary::Sub(Scalar::Int(1)));
+    /// `self *= other`, in place.
+    MUL__TENSOR = in_place!("mul_"), [Pointwise, Inplace] Kernel::Binary(Binary::Mul);
+    /// `self /= other` (true division), in place.
+    DIV__TENSOR = in_place!("div_"), [Pointwise, Inplace] Kernel::Binary(Binary::Div);
+    /// `self /= other` rounded by `rounding_mode`, in place.
+    DIV__TENSOR_MODE = "div_.Tensor_mode(Tensor(a!) self, Tensor other, *, str? rounding_mode, ScalarType? \
+        dtype=None) -> Tensor(a!)", [Pointwise, Inplace] Kernel::Binary(Binary::DivTrunc);
     /// The larger of the two, NaN propagating.
     MAXIMUM = "maximum(Tensor self, Tensor other, *, ScalarType? dtype=None) -> Tensor", [Pointwise]
         Kernel::Binary(Binary::Maximum);
@@ -366,6 +389,21 @@ pub(crate) fn binary(op: Binary) -> (&'static Operator, Option<(&'static str, cr
         Binary::Shr => &BITWISE_RIGHT_SHIFT_TENSOR,
     };
     (op, None)
+}
+
+/// The in-place operator of binary kernel `op` (`add_.Tensor` for `Add`), and the keyword
+/// argument that gives its parameter; `None` where torchfn declares none (the write then
+/// reaches the modes as the operator and `copy_`).
+pub(crate) fn binary_in_place(op: Binary) -> Option<(&'static Operator, Option<(&'static str, crate::Value)>)> {
+    Some(match op {
+        Binary::Add(alpha) => (&ADD__TENSOR, Some(("alpha", alpha.into()))),
+        Binary::Sub(alpha) => (&SUB__TENSOR, Some(("alpha", alpha.into()))),
+        Binary::Mul => (&MUL__TENSOR, None),
+        Binary::Div => (&DIV__TENSOR, None),
+        Binary::DivTrunc => (&DIV__TENSOR_MODE, Some(("rounding_mode", "trunc".into()))),
+        Binary::DivFloor => (&DIV__TENSOR_MODE, Some(("rounding_mode", "floor".into()))),
+        _ => return None,
+    })
 }
 
 /// The operator of reduction `op`.

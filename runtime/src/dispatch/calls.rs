@@ -52,9 +52,19 @@ pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) ->
     offer(call, out, |out| run_unary(dense(x)?, op, dtype, out))
 }
 
-/// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
+/// `op` on the elements of `a` and `b` broadcast together, in `dtype`. A write into `a`'s
+/// own memory (`out` is `a`: an in-place operation) reaches the modes as the in-place
+/// operator (`add_.Tensor`) where there is one.
 #[inline]
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
+    if intercepting()
+        && let Some(out) = out
+        && dense(a).is_ok_and(|x| x.shares(out) && x.layout == out.layout)
+        && let Some((operator, param)) = aten::binary_in_place(op)
+    {
+        let written = || write_binary(operator, dense(a)?, dense(b)?, op, dtype).map(|()| Value::Tensor(a.clone()));
+        return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &written);
+    }
     let call = || {
         let (operator, param) = aten::binary(op);
         (operator, [a.into(), b.into()], keywords(param, dtype))
@@ -885,6 +895,46 @@ fn run_binary(x: &Dense, y: &Dense, op: Binary, dtype: DType, out: Option<&Array
     device.backend().binary(x, y, &shape, op, dtype, out)
 }
 
+/// `op` of `x` and `y` computed in `dtype` and written into `x` (an in-place operator): the
+/// result must have `x`'s shape and cast to its dtype, and `x` must not be expanded.
+fn write_binary(op: &Operator, x: &Dense, y: &Dense, op_kind: Binary, dtype: DType) -> Result<()> {
+    let shape = broadcast(&x.layout.shape, &y.layout.shape)?;
+    if *shape != x.layout.shape {
+        return Err(Error::runtime_error(format!(
+            "{}(): output with shape {:?} doesn't match the broadcast shape {:?}",
+            op.name(),
+            &x.layout.shape[..],
+            &shape[..]
+        )));
+    }
+    if !dtype.can_cast(x.dtype) {
+        return Err(Error::runtime_error(format!(
+            "{}(): result type {dtype} can't be cast to the desired output type {}",
+            op.name(),
+            x.dtype
+        )));
+    }
+    check_writable(op.name(), &x.layout)?;
+    let result = run_binary(x, y, op_kind, dtype, Some(&x.array))?;
+    if !(result.shares(x) && result.layout == x.layout) {
+        x.device().backend().assign(x, &result)?;
+    }
+    Ok(())
+}
+
+/// An error when `layout` has several elements in one memory location (an expanded tensor):
+/// nothing may be written into it, as in PyTorch.
+pub(crate) fn check_writable(func: &str, layout: &Layout) -> Result<()> {
+    let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
+    if expanded && layout.numel() > 0 {
+        return Err(Error::runtime_error(format!(
+            "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single \
+             memory location"
+        )));
+    }
+    Ok(())
+}
+
 fn run_select(c: &Dense, x: &Dense, y: &Dense, dtype: DType) -> Result<Array> {
     let device = device("where", &[c, x, y])?;
     let shape = broadcast(&c.layout.shape, &x.layout.shape)?;
@@ -1416,8 +1466,12 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
                 },
                 op => op,
             };
-            let promoted = result_type([x.participant(), y.participant()]);
-            tensor(run_binary(x, y, op, b.dtype(promoted), None)?)
+            let dtype = b.dtype(result_type([x.participant(), y.participant()]));
+            if b.op.has_tag(super::Tag::Inplace) {
+                write_binary(b.op, x, y, op, dtype)?;
+                return Ok(b.get("self").clone());
+            }
+            tensor(run_binary(x, y, op, dtype, None)?)
         }
         Kernel::Where => {
             let (c, x, y) = (b.dense("condition")?, b.dense("self")?, b.dense("other")?);

@@ -431,6 +431,14 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
     let op = call.op;
     let physical = |v: Value| Ok(Some(Batch::Physical(v)));
     match op.kernel {
+        // An in-place write goes into the batched `self`'s physical tensor, which stays `self`.
+        Kernel::Binary(_) if op.has_tag(Tag::Inplace) => {
+            if !call.tensor("self")?.batched {
+                return Err(inplace_error());
+            }
+            pointwise(call)?;
+            Ok(Some(Batch::Unbatched(call.get("self")?.clone())))
+        }
         Kernel::Unary(_) | Kernel::Binary(_) | Kernel::Where => physical(pointwise(call)?),
         Kernel::Reduce(_) => physical(reduction(call)?),
         Kernel::Scan(_) | Kernel::Softmax { .. } | Kernel::Sort | Kernel::TopK => physical(along_dim(call)?),

@@ -3,38 +3,38 @@
 
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::tensor::{DType, Scalar, Tensor, broadcast_shapes};
+use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
-
-/// PyTorch's `can_cast`: a floating-point result does not go into an integer or bool tensor,
-/// nor an integer one into a bool tensor.
-fn can_cast(from: DType, to: DType) -> bool {
-    let float_into_non_float = from.is_floating_point() && !to.is_floating_point();
-    let non_bool_into_bool = from != DType::Bool && to == DType::Bool;
-    !float_into_non_float && !non_bool_into_bool
-}
 
 /// Writes `result` into `target` (an in-place operation's `self`, or an `out=` tensor), which
 /// must have the result's shape and a dtype the result can be cast to; returns `target`.
 /// A result computed straight into `target` (same storage and layout) is already there.
 pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<Tensor> {
     let (dst, src) = (target.data(func, "out")?, result.data(func, "result")?);
-    if dst.layout.shape != src.layout.shape {
+    check_write(func, dst, &src.layout.shape, src.dtype)?;
+    device_of(func, &[("out", dst), ("result", src)])?;
+    crate::primitive::write(func, target, &result)?;
+    Ok(target.clone())
+}
+
+/// Whether a result of `shape` and `dtype` may be written into `target`: it must have the
+/// target's shape and cast to its dtype (checked before computing where the result's shape
+/// and dtype are known first, so that nothing is written when the write is refused).
+pub(crate) fn check_write(func: &str, target: &Dense, shape: &Shape, dtype: DType) -> Result<()> {
+    if target.layout.shape != *shape {
         bail!(
             Runtime,
             "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",
-            dst.layout.shape.as_ref(),
-            src.layout.shape.as_ref()
+            target.layout.shape.as_ref(),
+            shape.as_ref()
         );
     }
-    device_of(func, &[("out", dst), ("result", src)])?;
-    if !can_cast(src.dtype, dst.dtype) {
-        bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
+    if !dtype.can_cast(target.dtype) {
+        bail!(Runtime, "{func}(): result type {dtype} can't be cast to the desired output type {}", target.dtype);
     }
-    crate::primitive::write(func, target, &result)?;
-    Ok(target.clone())
+    Ok(())
 }
 
 /// The in-place operation `func` on `target`: `compute` reads `source` (the target itself, or,
@@ -144,17 +144,4 @@ crate::samples! {
     Tensor::ZERO_ => [sample([f32s(&[2, 3])])],
     Tensor::FILL_ => [sample([f32s(&[2, 3]), Value::Float(2.5)])],
     Tensor::COPY_ => [sample([f32s(&[2, 3]), i64s(&[3])])],
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn casts_follow_pytorch() {
-        assert!(can_cast(DType::Int64, DType::Float32));
-        assert!(can_cast(DType::Bool, DType::Int32));
-        assert!(!can_cast(DType::Float32, DType::Int64));
-        assert!(!can_cast(DType::Int64, DType::Bool));
-    }
 }

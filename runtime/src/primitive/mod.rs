@@ -663,15 +663,7 @@ pub(crate) fn reshape(x: &Tensor, shape: &Shape) -> Result<Tensor> {
 /// PyTorch. No history is recorded: see [`write`].
 pub(crate) fn assign(func: &str, target: &Tensor, source: &Tensor) -> Result<()> {
     let dst = data(target, func)?;
-    let layout = &dst.layout;
-    let expanded = layout.shape.iter().zip(&layout.strides).any(|(&n, &s)| s == 0 && n > 1);
-    if expanded && layout.numel() > 0 {
-        bail!(
-            Runtime,
-            "{func}(): unsupported operation: more than one element of the written-to tensor refers to a single \
-             memory location"
-        );
-    }
+    dispatch::check_writable(func, &dst.layout)?;
     dispatch::copy_(target, source)?;
     dst.storage.bump_version();
     Ok(())
