@@ -52,24 +52,30 @@ pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) ->
     offer(call, out, |out| run_unary(dense(x)?, op, dtype, out))
 }
 
-/// `op` on the elements of `a` and `b` broadcast together, in `dtype`. A write into `a`'s
-/// own memory (`out` is `a`: an in-place operation) reaches the modes as the in-place
-/// operator (`add_.Tensor`) where there is one.
+/// `op` on the elements of `a` and `b` broadcast together, in `dtype`; written into `out`
+/// when the kernel can.
 #[inline]
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
-    if intercepting()
-        && let Some(out) = out
-        && dense(a).is_ok_and(|x| x.shares(out) && x.layout == out.layout)
-        && let Some((operator, param)) = aten::binary_in_place(op)
-    {
+    if intercepting() {
+        return offer_binary(a, b, op, dtype, out);
+    }
+    run_binary(dense(a)?, dense(b)?, op, dtype, out).map(Output::Array)
+}
+
+/// [`binary`] offered to the modes: a write into `a`'s own memory (`out` is `a`, an in-place
+/// operation) as the in-place operator (`add_.Tensor`) where there is one, which writes into
+/// `a` and returns it; else the operator into a fresh result.
+#[cold]
+#[inline(never)]
+fn offer_binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
+    let into_a = out.is_some_and(|out| dense(a).is_ok_and(|x| x.shares(out) && x.layout == out.layout));
+    if into_a && let Some((operator, param)) = aten::binary_in_place(op) {
         let written = || write_binary(operator, dense(a)?, dense(b)?, op, dtype).map(|()| Value::Tensor(a.clone()));
         return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &written);
     }
-    let call = || {
-        let (operator, param) = aten::binary(op);
-        (operator, [a.into(), b.into()], keywords(param, dtype))
-    };
-    offer(call, out, |out| run_binary(dense(a)?, dense(b)?, op, dtype, out))
+    let (operator, param) = aten::binary(op);
+    let kernel = || run_binary(dense(a)?, dense(b)?, op, dtype, None).map(tensor);
+    intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &kernel)
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
