@@ -77,7 +77,7 @@ fn the_registry_lists_operators_with_schemas_and_tags() {
     assert_eq!(view.schema().aliased_argument(0), Some(0));
     assert!(aten::SUM_DIM_INTLIST.has_tag(Tag::Reduction));
     assert!(aten::FULL.has_tag(Tag::Factory));
-    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 63);
+    assert_eq!(all.iter().filter(|op| op.has_tag(Tag::Pointwise)).count(), 88);
 }
 
 #[test]
@@ -164,14 +164,24 @@ fn in_place_arithmetic_reaches_the_modes_as_the_in_place_operator() {
     x.mul_(&torchfn::tensor([2.0f32, 2.0, 2.0]).unwrap()).unwrap();
     x.div_(&torchfn::tensor(4.0f32).unwrap(), Some("floor")).unwrap();
     x.div_(&torchfn::tensor(0.5f32).unwrap(), None).unwrap();
+    x.neg_().unwrap().relu_().unwrap().exp_().unwrap();
     let seen: Vec<String> = names(&mode).into_iter().filter(|n| n != "aten.lift_fresh.default").collect();
     assert_eq!(
         seen,
-        ["aten.add_.Tensor", "aten.sub_.Tensor", "aten.mul_.Tensor", "aten.div_.Tensor_mode", "aten.div_.Tensor"]
+        [
+            "aten.add_.Tensor",
+            "aten.sub_.Tensor",
+            "aten.mul_.Tensor",
+            "aten.div_.Tensor_mode",
+            "aten.div_.Tensor",
+            "aten.neg_.default",
+            "aten.relu_.default",
+            "aten.exp_.default"
+        ]
     );
     drop(mode);
-    // ((1 + 20 - 10) * 2) // 4 / 0.5 = 10, in x's own memory.
-    assert_eq!(x.to_vec::<f32>().unwrap(), [10.0, 12.0, 12.0]);
+    // exp(relu(-(((1 + 20 - 10) * 2) // 4 / 0.5))) = exp(0), in x's own memory.
+    assert_eq!(x.to_vec::<f32>().unwrap(), [1.0, 1.0, 1.0]);
     assert_eq!(x.data_ptr().unwrap(), address);
 
     // An int64 tensor cannot take a float result: refused before anything is written.
@@ -179,6 +189,10 @@ fn in_place_arithmetic_reaches_the_modes_as_the_in_place_operator() {
     let mode = push_dispatch_mode(Names::default());
     let err = ints.add_(&torchfn::tensor([0.5f32, 0.5]).unwrap(), 1).unwrap_err().to_string();
     assert!(err.contains("result type torch.float32 can't be cast to the desired output type torch.int64"), "{err}");
+    let err = ints.exp_().unwrap_err().to_string();
+    assert!(err.contains("result type torch.float32 can't be cast to the desired output type torch.int64"), "{err}");
+    // Refused writes reach the modes as the operator into a fresh result, as without them.
+    assert_eq!(names(&mode).iter().filter(|n| n.contains('_') && !n.contains("lift")).count(), 0, "{:?}", names(&mode));
     drop(mode);
     assert_eq!(ints.to_vec::<i64>().unwrap(), [1, 2]);
 
@@ -204,6 +218,13 @@ fn in_place_operators_write_into_self_and_check_what_they_write() {
     assert_eq!(x.to_vec::<f32>().unwrap(), [4.0, 5.0]);
     let wide = torchfn::zeros([2, 2], None, None).unwrap();
     let err = aten::MUL__TENSOR.call(&[x.clone().into(), wide.into()], &Kwargs::new()).unwrap_err().to_string();
+    let ints = torchfn::tensor([1i64, -2]).unwrap();
+    assert_eq!(
+        aten::ABS_.call(&[ints.clone().into()], &Kwargs::new()).unwrap().as_tensor().unwrap().to_vec::<i64>().unwrap(),
+        [1, 2]
+    );
+    let refused = aten::SQRT_.call(&[ints.into()], &Kwargs::new()).unwrap_err().to_string();
+    assert!(refused.starts_with("aten::sqrt_(): result type torch.float32 can't be cast"), "{refused}");
     assert!(
         err.contains("aten::mul_.Tensor(): output with shape [2] doesn't match the broadcast shape [2, 2]"),
         "{err}"

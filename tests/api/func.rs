@@ -195,7 +195,9 @@ fn randomness_chunks_and_errors() {
     assert!(err.contains("vmapped over but `self` not being vmapped"), "{err}");
     // in place into a batched tensor: each example's own row, by the batching rule
     let rows = (&y * 1.0).unwrap();
-    let twice = vmap(|r: Tensor| r.mul_(&torchfn::tensor(2.0f64)?)?.add_(&buffer, 1), 0, 0)(rows.clone()).unwrap();
+    let twice =
+        vmap(|r: Tensor| r.mul_(&torchfn::tensor(2.0f64)?)?.add_(&buffer, 1)?.abs_(), 0, 0)(rows.clone()).unwrap();
+    let y = y.abs().unwrap();
     close(&twice, &(&y * 2.0).unwrap(), 0.0);
     close(&rows, &(&y * 2.0).unwrap(), 0.0);
     let err = vmap(|(a, b): (Tensor, Tensor)| &a + &b, 0, 0)((y.clone(), randn(&[5, 3], 1))).unwrap_err().to_string();

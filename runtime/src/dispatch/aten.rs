@@ -79,9 +79,64 @@ macro_rules! in_place {
 
 super::unaries::unary_table!(unary_operators);
 
+/// Declares the in-place unary operators (`NAME(Tensor(a!) self, *, ScalarType? dtype=None) ->
+/// Tensor(a!)`, each calling its kernel into `self`), `UNARIES_IN_PLACE` (their list) and
+/// [`unary_in_place`], the in-place operator of each kernel that has one.
+macro_rules! unary_in_place_operators {
+    ($($op:ident = $name:literal $variant:ident;)*) => {
+        $(
+            #[doc = concat!("`aten::", $name, "`: the kernel's result written into `self` (an in-place operation).")]
+            pub static $op: Operator = Operator::new(
+                "aten",
+                concat!($name, "(Tensor(a!) self, *, ScalarType? dtype=None) -> Tensor(a!)"),
+                &[Tag::Pointwise, Tag::Inplace],
+                Kernel::Unary(Unary::$variant),
+            );
+        )*
+        static UNARIES_IN_PLACE: &[&Operator] = &[$(&$op),*];
+
+        /// The in-place operator of unary kernel `op` (`exp_` for `Exp`); `None` where torchfn
+        /// declares none (the write then reaches the modes as the operator and `copy_`).
+        pub(crate) fn unary_in_place(op: Unary) -> Option<&'static Operator> {
+            match op {
+                $(Unary::$variant => Some(&$op),)*
+                _ => None,
+            }
+        }
+    };
+}
+
+unary_in_place_operators! {
+    EXP_ = "exp_" Exp;
+    LOG_ = "log_" Log;
+    LOG1P_ = "log1p_" Log1p;
+    EXPM1_ = "expm1_" Expm1;
+    SQRT_ = "sqrt_" Sqrt;
+    RSQRT_ = "rsqrt_" Rsqrt;
+    SIN_ = "sin_" Sin;
+    COS_ = "cos_" Cos;
+    TAN_ = "tan_" Tan;
+    TANH_ = "tanh_" Tanh;
+    SIGMOID_ = "sigmoid_" Sigmoid;
+    ERF_ = "erf_" Erf;
+    RECIPROCAL_ = "reciprocal_" Reciprocal;
+    SILU_ = "silu_" Silu;
+    HARDSWISH_ = "hardswish_" Hardswish;
+    HARDSIGMOID_ = "hardsigmoid_" Hardsigmoid;
+    CEIL_ = "ceil_" Ceil;
+    FLOOR_ = "floor_" Floor;
+    TRUNC_ = "trunc_" Trunc;
+    NEG_ = "neg_" Neg;
+    ABS_ = "abs_" Abs;
+    SIGN_ = "sign_" Sign;
+    SQUARE_ = "square_" Square;
+    RELU_ = "relu_" Relu;
+    BITWISE_NOT_ = "bitwise_not_" BitNot;
+}
+
 /// Every operator of this namespace.
 pub fn all() -> impl Iterator<Item = &'static Operator> {
-    UNARIES.iter().chain(OTHERS).copied()
+    UNARIES.iter().chain(UNARIES_IN_PLACE).chain(OTHERS).copied()
 }
 
 operators! {

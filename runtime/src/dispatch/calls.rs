@@ -26,30 +26,31 @@ use crate::{FusedAdamOptions, FusedSgdOptions};
 // mode is active; else it offers the call to the modes, as values, with the same kernel ready
 // for a hook that hands the call on unchanged (see `intercept`).
 
-/// The kernel's result straight away when no dispatch mode is active (written into `out` when
-/// it can); else the call `call` builds (operator, arguments, keyword arguments) offered to the
-/// modes, with the kernel (into a fresh result) ready for a hook that hands it on unchanged.
+/// The kernel's result straight away when no dispatch mode is active; else the call `call`
+/// builds (operator, arguments, keyword arguments) offered to the modes, with the kernel ready
+/// for a hook that hands it on unchanged.
 #[inline(always)]
 fn offer<A: AsRef<[Value]>>(
     call: impl FnOnce() -> (&'static Operator, A, Kwargs),
-    out: Option<&Array>,
-    kernel: impl Fn(Option<&Array>) -> Result<Array>,
+    kernel: impl Fn() -> Result<Array>,
 ) -> Result<Output> {
     if intercepting() {
         let (op, args, kwargs) = call();
-        return intercept(op, args.as_ref(), kwargs, &|| kernel(None).map(tensor));
+        return intercept(op, args.as_ref(), kwargs, &|| kernel().map(tensor));
     }
-    kernel(out).map(Output::Array)
+    kernel().map(Output::Array)
 }
 
 /// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
 #[inline]
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) -> Result<Output> {
-    let call = || {
+    if intercepting() {
         let (operator, param) = aten::unary(op);
-        (operator, [x.into()], keywords(param, dtype))
-    };
-    offer(call, out, |out| run_unary(dense(x)?, op, dtype, out))
+        let kernel = |out: Option<&Array>| run_unary(dense(x)?, op, dtype, out);
+        let in_place = || aten::unary_in_place(op).map(|op| (op, None));
+        return offer_elementwise(x, &[x.into()], (operator, param), &in_place, dtype, out, &kernel);
+    }
+    run_unary(dense(x)?, op, dtype, out).map(Output::Array)
 }
 
 /// `op` on the elements of `a` and `b` broadcast together, in `dtype`; written into `out`
@@ -57,85 +58,111 @@ pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) ->
 #[inline]
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
     if intercepting() {
-        return offer_binary(a, b, op, dtype, out);
+        let kernel = |out: Option<&Array>| run_binary(dense(a)?, dense(b)?, op, dtype, out);
+        let args = [a.into(), b.into()];
+        let in_place = || aten::binary_in_place(op);
+        return offer_elementwise(a, &args, aten::binary(op), &in_place, dtype, out, &kernel);
     }
     run_binary(dense(a)?, dense(b)?, op, dtype, out).map(Output::Array)
 }
 
-/// [`binary`] offered to the modes: a write into `a`'s own memory (`out` is `a`, an in-place
-/// operation) as the in-place operator (`add_.Tensor`) where there is one, which writes into
-/// `a` and returns it; else the operator into a fresh result.
+/// An operator with its keyword argument, if any.
+type WithParam = (&'static Operator, Option<(&'static str, Value)>);
+
+/// An elementwise kernel offered to the modes: a valid write into the first operand's own
+/// memory (`out` is `x`: an in-place operation) as the in-place operator (`add_.Tensor`,
+/// `exp_`) where there is one, which writes into `x` and returns it; else the operator into a
+/// fresh result (an invalid write is then refused where the result is written, as without a
+/// mode).
 #[cold]
 #[inline(never)]
-fn offer_binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Array>) -> Result<Output> {
-    let into_a = out.is_some_and(|out| dense(a).is_ok_and(|x| x.shares(out) && x.layout == out.layout));
-    if into_a && let Some((operator, param)) = aten::binary_in_place(op) {
-        let written = || write_binary(operator, dense(a)?, dense(b)?, op, dtype).map(|()| Value::Tensor(a.clone()));
-        return intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &written);
+fn offer_elementwise(
+    x: &Tensor,
+    args: &[Value],
+    (operator, param): WithParam,
+    in_place: &dyn Fn() -> Option<WithParam>,
+    dtype: DType,
+    out: Option<&Array>,
+    kernel: &dyn Fn(Option<&Array>) -> Result<Array>,
+) -> Result<Output> {
+    let writes_x = |out: &Array| -> Option<Shape> {
+        let d = dense(x).ok()?;
+        if !(d.shares(out) && d.layout == out.layout) {
+            return None;
+        }
+        let mut shape = d.layout.shape.clone();
+        for t in args[1..].iter().filter_map(Value::as_tensor) {
+            shape = broadcast_shapes(&shape, &dense(t).ok()?.layout.shape, "").ok()?;
+        }
+        write_error("", d, &shape, dtype).is_none().then_some(shape)
+    };
+    if let Some(shape) = out.and_then(writes_x)
+        && let Some((operator, param)) = in_place()
+    {
+        let written = || write_into_self(operator, dense(x)?, &shape, dtype, kernel).map(|()| Value::Tensor(x.clone()));
+        return intercept(operator, args, keywords(param, dtype), &written);
     }
-    let (operator, param) = aten::binary(op);
-    let kernel = || run_binary(dense(a)?, dense(b)?, op, dtype, None).map(tensor);
-    intercept(operator, &[a.into(), b.into()], keywords(param, dtype), &kernel)
+    intercept(operator, args, keywords(param, dtype), &|| kernel(None).map(tensor))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
 pub(crate) fn select(condition: &Tensor, a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
     let call = || (&aten::WHERE_SELF, [condition.into(), a.into(), b.into()], keywords(None, dtype));
-    offer(call, None, |_| run_select(dense(condition)?, dense(a)?, dense(b)?, dtype))
+    offer(call, || run_select(dense(condition)?, dense(a)?, dense(b)?, dtype))
 }
 
 /// `op` over `dims` (sorted, distinct) of `x`, read as `dtype`.
 pub(crate) fn reduce(x: &Tensor, dims: &[usize], op: Reduce, dtype: DType) -> Result<Output> {
     let call = || (aten::reduce(op), [x.into(), Value::from(dims), false.into()], keywords(None, dtype));
-    offer(call, None, |_| run_reduce(dense(x)?, dims, op, dtype))
+    offer(call, || run_reduce(dense(x)?, dims, op, dtype))
 }
 
 /// The running `op` along `dim` of `x`, in `dtype`.
 pub(crate) fn scan(x: &Tensor, dim: usize, op: crate::backend::Scan, dtype: DType) -> Result<Output> {
     let call = || (aten::scan(op), [x.into(), dim.into()], keywords(None, dtype));
-    offer(call, None, |_| run_scan(dense(x)?, dim, op, dtype))
+    offer(call, || run_scan(dense(x)?, dim, op, dtype))
 }
 
 /// `a @ b` in `dtype` (two or more dimensions each, the leading ones broadcasting).
 pub(crate) fn matmul(a: &Tensor, b: &Tensor, dtype: DType) -> Result<Output> {
     let call = || (&aten::MATMUL, [a.into(), b.into()], keywords(None, dtype));
-    offer(call, None, |_| run_matmul(dense(a)?, dense(b)?, dtype))
+    offer(call, || run_matmul(dense(a)?, dense(b)?, dtype))
 }
 
 /// The positions `index` of dimension `dim` of `x`.
 pub(crate) fn index_select(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
     let call = || (&aten::INDEX_SELECT, [x.into(), dim.into(), index.into()], Kwargs::new());
-    offer(call, None, |_| run_index_select(dense(x)?, dim, dense(index)?))
+    offer(call, || run_index_select(dense(x)?, dim, dense(index)?))
 }
 
 /// `x` at `index` along `dim`, elementwise.
 pub(crate) fn gather(x: &Tensor, dim: usize, index: &Tensor) -> Result<Output> {
     let call = || (&aten::GATHER, [x.into(), dim.into(), index.into()], Kwargs::new());
-    offer(call, None, |_| run_gather(dense(x)?, dim, dense(index)?))
+    offer(call, || run_gather(dense(x)?, dim, dense(index)?))
 }
 
 /// `src` added at `index` along `dim` into zeros of `shape`.
 pub(crate) fn scatter_add(shape: &Shape, dim: usize, index: &Tensor, src: &Tensor) -> Result<Output> {
     let call = || (&aten::SCATTER_ADD, [Value::from(&shape[..]), dim.into(), index.into(), src.into()], Kwargs::new());
-    offer(call, None, |_| run_scatter_add(shape, dim, dense(index)?, dense(src)?))
+    offer(call, || run_scatter_add(shape, dim, dense(index)?, dense(src)?))
 }
 
 /// `pieces` joined along `dim` into `shape`, read as `dtype`.
 pub(crate) fn cat(pieces: &[Tensor], dim: usize, shape: &Shape, dtype: DType) -> Result<Output> {
     let call =
         || (&aten::CAT, [Value::List(pieces.iter().map(Value::from).collect()), dim.into()], keywords(None, dtype));
-    let kernel = |_: Option<&Array>| {
+    let kernel = || {
         let arrays: Vec<&Dense> = pieces.iter().map(dense).collect::<Result<_>>()?;
         run_cat(&arrays, dim, shape, dtype)
     };
-    offer(call, None, kernel)
+    offer(call, kernel)
 }
 
 /// The softmax (or log-softmax) of `x` along `dim`, in `dtype`.
 pub(crate) fn softmax(x: &Tensor, dim: usize, log: bool, dtype: DType) -> Result<Output> {
     let op = if log { &aten::LOG_SOFTMAX } else { &aten::SOFTMAX };
     let call = || (op, [x.into(), dim.into(), false.into()], keywords(None, dtype));
-    offer(call, None, |_| run_softmax(dense(x)?, dim, log, dtype))
+    offer(call, || run_softmax(dense(x)?, dim, log, dtype))
 }
 
 /// The 2-D cross-correlation of `input` with `weight` plus `bias`, over `window`.
@@ -152,10 +179,8 @@ pub(crate) fn convolution(
         args.extend([false.into(), Value::from(&[0i64, 0][..]), groups.into()]);
         (&aten::CONVOLUTION, args, Kwargs::new())
     };
-    let kernel = |_: Option<&Array>| {
-        run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window)
-    };
-    offer(call, None, kernel)
+    let kernel = || run_convolution(dense(input)?, dense(weight)?, bias.map(dense).transpose()?, groups, window);
+    offer(call, kernel)
 }
 
 /// The gradients of a convolution's input and weight where `which` asks; `None` when the
@@ -254,7 +279,7 @@ pub(crate) fn topk(x: &Tensor, k: usize, dim: usize, largest: bool) -> Result<(O
 /// A contiguous copy of `x` as `dtype` on `device`.
 pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output> {
     let call = || (&aten::TO_COPY, [x.into()], placement(dtype, device));
-    offer(call, None, |_| run_to_copy(dense(x)?, dtype, device))
+    offer(call, || run_to_copy(dense(x)?, dtype, device))
 }
 
 /// `x`'s memory seen through `layout` (a view the operation worked out).
@@ -274,7 +299,7 @@ pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Output> {
 /// A tensor of `shape` on `device` with every element `value` as `dtype`.
 pub(crate) fn full(shape: &Shape, value: Scalar, dtype: DType, device: Device) -> Result<Output> {
     let call = || (&aten::FULL, [Value::from(&shape[..]), value.into()], placement(dtype, device));
-    offer(call, None, |_| device.backend().fill(device, shape, value, dtype))
+    offer(call, || device.backend().fill(device, shape, value, dtype))
 }
 
 /// A tensor of `shape` with every element `value` as `dtype`, on `like`'s device
@@ -286,7 +311,7 @@ pub(crate) fn new_full(like: &Tensor, shape: &Shape, value: Scalar, dtype: DType
         let args = [like.into(), Value::from(&shape[..]), value.into()];
         (&aten::NEW_FULL, args, placement(dtype, super::reported_device(x)))
     };
-    offer(call, None, |_| device.backend().fill(device, shape, value, dtype))
+    offer(call, || device.backend().fill(device, shape, value, dtype))
 }
 
 /// Writes `src` (of `dst`'s shape) into `dst`'s memory, converting and moving it.
@@ -462,7 +487,7 @@ pub(crate) fn draw(
         kwargs.insert_static("generator", generator);
         (op, args, kwargs)
     };
-    offer(call, None, |_| run_draw(func, dist, shape, dtype, device, generator))
+    offer(call, || run_draw(func, dist, shape, dtype, device, generator))
 }
 
 /// `x`, a tensor just made from data, as the modes make it (`lift_fresh`): itself when no mode
@@ -478,7 +503,7 @@ pub(crate) fn lift_fresh(x: Tensor) -> Result<Tensor> {
 /// The positions of the nonzero elements of `x`: `[n, x.dim()]` indices, on `x`'s device.
 pub(crate) fn nonzero(x: &Tensor) -> Result<Output> {
     let call = || (&aten::NONZERO, [x.into()], Kwargs::new());
-    offer(call, None, |_| run_nonzero(dense(x)?))
+    offer(call, || run_nonzero(dense(x)?))
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -901,31 +926,42 @@ fn run_binary(x: &Dense, y: &Dense, op: Binary, dtype: DType, out: Option<&Array
     device.backend().binary(x, y, &shape, op, dtype, out)
 }
 
-/// `op` of `x` and `y` computed in `dtype` and written into `x` (an in-place operator): the
-/// result must have `x`'s shape and cast to its dtype, and `x` must not be expanded.
-fn write_binary(op: &Operator, x: &Dense, y: &Dense, op_kind: Binary, dtype: DType) -> Result<()> {
-    let shape = broadcast(&x.layout.shape, &y.layout.shape)?;
+/// An in-place operator's write: `kernel`'s result (of `shape`, in `dtype`, computed into `x`
+/// where it can be) written into `x`, when [`write_error`] finds nothing wrong.
+fn write_into_self(
+    op: &Operator,
+    x: &Dense,
+    shape: &Shape,
+    dtype: DType,
+    kernel: &dyn Fn(Option<&Array>) -> Result<Array>,
+) -> Result<()> {
+    if let Some(error) = write_error(op.name(), x, shape, dtype) {
+        return Err(error);
+    }
+    let result = kernel(Some(&x.array))?;
+    if !(result.shares(x) && result.layout == x.layout) {
+        x.device().backend().assign(x, &result)?;
+    }
+    Ok(())
+}
+
+/// What is wrong with writing a result of `shape` and `dtype` into `x` in place, if anything:
+/// the result must have `x`'s shape and cast to its dtype, and `x` must not be expanded.
+fn write_error(func: &str, x: &Dense, shape: &Shape, dtype: DType) -> Option<Error> {
     if *shape != x.layout.shape {
-        return Err(Error::runtime_error(format!(
-            "{}(): output with shape {:?} doesn't match the broadcast shape {:?}",
-            op.name(),
+        return Some(Error::runtime_error(format!(
+            "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",
             &x.layout.shape[..],
             &shape[..]
         )));
     }
     if !dtype.can_cast(x.dtype) {
-        return Err(Error::runtime_error(format!(
-            "{}(): result type {dtype} can't be cast to the desired output type {}",
-            op.name(),
+        return Some(Error::runtime_error(format!(
+            "{func}(): result type {dtype} can't be cast to the desired output type {}",
             x.dtype
         )));
     }
-    check_writable(op.name(), &x.layout)?;
-    let result = run_binary(x, y, op_kind, dtype, Some(&x.array))?;
-    if !(result.shares(x) && result.layout == x.layout) {
-        x.device().backend().assign(x, &result)?;
-    }
-    Ok(())
+    check_writable(func, &x.layout).err()
 }
 
 /// An error when `layout` has several elements in one memory location (an expanded tensor):
@@ -1452,7 +1488,12 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             let float = u.is_float_function();
             let default =
                 if float && !x.dtype.is_floating_point() { crate::types::get_default_dtype() } else { x.dtype };
-            tensor(run_unary(x, u, b.dtype(default), None)?)
+            let dtype = b.dtype(default);
+            if b.op.has_tag(super::Tag::Inplace) {
+                write_into_self(b.op, x, &x.layout.shape, dtype, &|out| run_unary(x, u, dtype, out))?;
+                return Ok(b.get("self").clone());
+            }
+            tensor(run_unary(x, u, dtype, None)?)
         }
         Kernel::Binary(op) => {
             let (x, y) = (b.dense("self")?, b.dense(b.op.schema().arguments()[1].name())?);
@@ -1474,7 +1515,8 @@ pub(super) fn run(op: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Res
             };
             let dtype = b.dtype(result_type([x.participant(), y.participant()]));
             if b.op.has_tag(super::Tag::Inplace) {
-                write_binary(b.op, x, y, op, dtype)?;
+                let shape = broadcast(&x.layout.shape, &y.layout.shape)?;
+                write_into_self(b.op, x, &shape, dtype, &|out| run_binary(x, y, op, dtype, out))?;
                 return Ok(b.get("self").clone());
             }
             tensor(run_binary(x, y, op, dtype, None)?)

@@ -432,7 +432,7 @@ fn rule(call: &Call) -> Result<Option<Batch>> {
     let physical = |v: Value| Ok(Some(Batch::Physical(v)));
     match op.kernel {
         // An in-place write goes into the batched `self`'s physical tensor, which stays `self`.
-        Kernel::Binary(_) if op.has_tag(Tag::Inplace) => {
+        Kernel::Unary(_) | Kernel::Binary(_) if op.has_tag(Tag::Inplace) => {
             if !call.tensor("self")?.batched {
                 return Err(inplace_error());
             }

@@ -4,9 +4,9 @@
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::ops::inplace::{check_write, update, write_out};
+use crate::ops::inplace::{update, write_out};
 use crate::primitive;
-use crate::tensor::{DType, Dense, Scalar, Tensor, broadcast_shapes, check_broadcast, result_type};
+use crate::tensor::{DType, Dense, Scalar, Tensor, check_broadcast, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -64,6 +64,9 @@ fn arithmetic(
     out: Option<&Tensor>,
 ) -> Result<Tensor> {
     let (x, y) = (a.data(func, a_name)?, b.data(func, b_name)?);
+    if let Some(o) = out {
+        o.data(func, "out")?;
+    }
     device_of(func, &[(a_name, x), (b_name, y)])?;
     check_broadcast(&x.layout.shape, &y.layout.shape, func)?;
     let common = result_type([x.participant(), y.participant()]);
@@ -97,10 +100,6 @@ fn arithmetic(
             (if matches!(mode, Rounding::Trunc) { Binary::DivTrunc } else { Binary::DivFloor }, dtype)
         }
     };
-    if let Some(o) = out {
-        let shape = broadcast_shapes(&x.layout.shape, &y.layout.shape, func)?;
-        check_write(func, o.data(func, "out")?, &shape, dtype)?;
-    }
     primitive::binary(a, b, kernel, dtype, out)
 }
 

@@ -3,7 +3,7 @@
 
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::tensor::{DType, Dense, Scalar, Shape, Tensor, broadcast_shapes};
+use crate::tensor::{Scalar, Tensor, broadcast_shapes};
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
 use crate::value::Value;
@@ -13,28 +13,20 @@ use crate::value::Value;
 /// A result computed straight into `target` (same storage and layout) is already there.
 pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<Tensor> {
     let (dst, src) = (target.data(func, "out")?, result.data(func, "result")?);
-    check_write(func, dst, &src.layout.shape, src.dtype)?;
-    device_of(func, &[("out", dst), ("result", src)])?;
-    crate::primitive::write(func, target, &result)?;
-    Ok(target.clone())
-}
-
-/// Whether a result of `shape` and `dtype` may be written into `target`: it must have the
-/// target's shape and cast to its dtype (checked before computing where the result's shape
-/// and dtype are known first, so that nothing is written when the write is refused).
-pub(crate) fn check_write(func: &str, target: &Dense, shape: &Shape, dtype: DType) -> Result<()> {
-    if target.layout.shape != *shape {
+    if dst.layout.shape != src.layout.shape {
         bail!(
             Runtime,
             "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",
-            target.layout.shape.as_ref(),
-            shape.as_ref()
+            dst.layout.shape.as_ref(),
+            src.layout.shape.as_ref()
         );
     }
-    if !dtype.can_cast(target.dtype) {
-        bail!(Runtime, "{func}(): result type {dtype} can't be cast to the desired output type {}", target.dtype);
+    device_of(func, &[("out", dst), ("result", src)])?;
+    if !src.dtype.can_cast(dst.dtype) {
+        bail!(Runtime, "{func}(): result type {} can't be cast to the desired output type {}", src.dtype, dst.dtype);
     }
-    Ok(())
+    crate::primitive::write(func, target, &result)?;
+    Ok(target.clone())
 }
 
 /// The in-place operation `func` on `target`: `compute` reads `source` (the target itself, or,
