@@ -48,7 +48,7 @@ pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Array>) ->
         let (operator, param) = aten::unary(op);
         let kernel = |out: Option<&Array>| run_unary(dense(x)?, op, dtype, out);
         let in_place = || aten::unary_in_place(op).map(|op| (op, None));
-        return offer_elementwise(x, &[x.into()], (operator, param), &in_place, dtype, out, &kernel);
+        return offer_elementwise(x, &[x.into()], (operator, param), in_place, dtype, out, kernel);
     }
     run_unary(dense(x)?, op, dtype, out).map(Output::Array)
 }
@@ -61,7 +61,7 @@ pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Opti
         let kernel = |out: Option<&Array>| run_binary(dense(a)?, dense(b)?, op, dtype, out);
         let args = [a.into(), b.into()];
         let in_place = || aten::binary_in_place(op);
-        return offer_elementwise(a, &args, aten::binary(op), &in_place, dtype, out, &kernel);
+        return offer_elementwise(a, &args, aten::binary(op), in_place, dtype, out, kernel);
     }
     run_binary(dense(a)?, dense(b)?, op, dtype, out).map(Output::Array)
 }
@@ -74,35 +74,50 @@ type WithParam = (&'static Operator, Option<(&'static str, Value)>);
 /// `exp_`) where there is one, which writes into `x` and returns it; else the operator into a
 /// fresh result (an invalid write is then refused where the result is written, as without a
 /// mode).
-#[cold]
-#[inline(never)]
+#[inline(always)]
 fn offer_elementwise(
     x: &Tensor,
     args: &[Value],
     (operator, param): WithParam,
-    in_place: &dyn Fn() -> Option<WithParam>,
+    in_place: impl FnOnce() -> Option<WithParam>,
     dtype: DType,
     out: Option<&Array>,
-    kernel: &dyn Fn(Option<&Array>) -> Result<Array>,
+    kernel: impl Fn(Option<&Array>) -> Result<Array>,
 ) -> Result<Output> {
-    let writes_x = |out: &Array| -> Option<Shape> {
-        let d = dense(x).ok()?;
-        if !(d.shares(out) && d.layout == out.layout) {
-            return None;
-        }
-        let mut shape = d.layout.shape.clone();
-        for t in args[1..].iter().filter_map(Value::as_tensor) {
-            shape = broadcast_shapes(&shape, &dense(t).ok()?.layout.shape, "").ok()?;
-        }
-        write_error("", d, &shape, dtype).is_none().then_some(shape)
-    };
-    if let Some(shape) = out.and_then(writes_x)
-        && let Some((operator, param)) = in_place()
+    if let Some(out) = out
+        && let Some(written) = offer_in_place(x, args, in_place, dtype, out, &kernel)
     {
-        let written = || write_into_self(operator, dense(x)?, &shape, dtype, kernel).map(|()| Value::Tensor(x.clone()));
-        return intercept(operator, args, keywords(param, dtype), &written);
+        return written;
     }
     intercept(operator, args, keywords(param, dtype), &|| kernel(None).map(tensor))
+}
+
+/// [`offer_elementwise`]'s in-place operator call, when `out` is `x` and the write is valid.
+#[cold]
+#[inline(never)]
+fn offer_in_place(
+    x: &Tensor,
+    args: &[Value],
+    in_place: impl FnOnce() -> Option<WithParam>,
+    dtype: DType,
+    out: &Array,
+    kernel: &dyn Fn(Option<&Array>) -> Result<Array>,
+) -> Option<Result<Output>> {
+    let d = dense(x).ok()?;
+    if !(d.shares(out) && d.layout == out.layout) {
+        return None;
+    }
+    let mut shape = d.layout.shape.clone();
+    for t in args[1..].iter().filter_map(Value::as_tensor) {
+        shape = broadcast_shapes(&shape, &dense(t).ok()?.layout.shape, "").ok()?;
+    }
+    if write_error("", d, &shape, dtype).is_some() {
+        return None;
+    }
+    let (operator, param) = in_place()?;
+    // Checked above: the call handed on unchanged writes straight away.
+    let written = || write_kernel(d, kernel).map(|()| Value::Tensor(x.clone()));
+    Some(intercept(operator, args, keywords(param, dtype), &written))
 }
 
 /// `a` where `condition` holds, `b` elsewhere, in `dtype`.
@@ -938,6 +953,11 @@ fn write_into_self(
     if let Some(error) = write_error(op.name(), x, shape, dtype) {
         return Err(error);
     }
+    write_kernel(x, kernel)
+}
+
+/// `kernel`'s result written into `x`: computed there where the kernel can, else copied in.
+fn write_kernel(x: &Dense, kernel: &dyn Fn(Option<&Array>) -> Result<Array>) -> Result<()> {
     let result = kernel(Some(&x.array))?;
     if !(result.shares(x) && result.layout == x.layout) {
         x.device().backend().assign(x, &result)?;
