@@ -164,6 +164,36 @@ impl WrapperSubclass for PassThrough {
     }
 }
 
+thread_local! {
+    /// The operators the `Logged` hook saw on this thread.
+    static LOGGED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
+}
+
+/// A wrapper that logs the operators it sees and otherwise changes nothing.
+#[derive(WrapperTensor)]
+struct Logged(Tensor);
+
+impl WrapperSubclass for Logged {
+    fn torch_dispatch(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
+        LOGGED.with(|s| s.borrow_mut().push(func.to_string()));
+        Self::dispatch_inner(func, args, kwargs)
+    }
+}
+
+/// An in-place operator on a wrapper reaches its hook once and writes the inner tensor: the
+/// default hook gives back the wrapper it wrote, so nothing is copied back into it.
+#[test]
+fn an_in_place_operator_on_a_wrapper_writes_its_inner_tensor_once() {
+    let inner = torchfn::tensor([1.0f32, 2.0]).unwrap();
+    let x = Logged(inner.clone()).wrap().unwrap();
+    LOGGED.with(|s| s.borrow_mut().clear());
+    x.add_(&torchfn::tensor(1.0f32).unwrap(), 2).unwrap().neg_().unwrap();
+    let seen: Vec<String> = LOGGED.with(|s| s.borrow().clone()).into_iter().filter(|n| !n.contains("lift")).collect();
+    assert_eq!(seen, ["aten.add_.Tensor", "aten.neg_.default"]);
+    assert_eq!(inner.to_vec::<f32>().unwrap(), [-3.0, -4.0]);
+    assert!(x.wrapper::<Logged>().is_some());
+}
+
 /// `value` with its plain dense tensors wrapped (a leaf's wrapper requires grad as the leaf
 /// does, and holds its gradient wrapped).
 fn wrapped(value: &Value) -> Value {

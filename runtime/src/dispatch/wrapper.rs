@@ -129,7 +129,8 @@ pub trait WrapperTensor: WrapperSubclass {
     }
 
     /// The hook that changes nothing: `func` on the inner tensors, its results wrapped like the
-    /// first instance among the arguments.
+    /// first instance among the arguments; an in-place operator (`add_`, `copy_`) gives back
+    /// the argument it wrote, as PyTorch's `return_and_correct_aliasing` does.
     fn dispatch_inner(func: &'static Operator, args: &[Value], kwargs: &Kwargs) -> Result<Value> {
         let unwrapped: Vec<Value> = args.iter().map(Self::unwrap).collect::<Result<_>>()?;
         let mut plain = Kwargs::new();
@@ -137,6 +138,13 @@ pub trait WrapperTensor: WrapperSubclass {
             plain.insert(name, Self::unwrap(value)?);
         }
         let out = func.call(&unwrapped, &plain)?;
+        let schema = func.schema();
+        if let Some(i) = schema.aliased_argument(0)
+            && schema.arguments()[i].is_write()
+            && let Some(written) = args.get(i)
+        {
+            return Ok(written.clone());
+        }
         match Self::first(args, kwargs) {
             Some(first) => first.rewrap(&out),
             None => Ok(out),
