@@ -13,7 +13,9 @@ use crate::types::{Element, Scalar};
 /// the elementwise kernels widen it ([`Stored::widen`]).
 pub trait MatmulOperand: Stored<Math = f32> + Send + Sync {
     /// The elements as float32s, where they are float32s already (read in place, unpacked).
-    fn floats(elements: &[Self]) -> Option<&[f32]>;
+    fn floats(_: &[Self]) -> Option<&[f32]> {
+        None
+    }
     /// The eight elements from `p` on, widened.
     ///
     /// # Safety
@@ -37,9 +39,6 @@ impl MatmulOperand for f32 {
 }
 
 impl MatmulOperand for f16 {
-    fn floats(_: &[f16]) -> Option<&[f32]> {
-        None
-    }
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(p: *const f16) -> std::arch::x86_64::__m256 {
@@ -51,9 +50,6 @@ impl MatmulOperand for f16 {
 }
 
 impl MatmulOperand for bf16 {
-    fn floats(_: &[bf16]) -> Option<&[f32]> {
-        None
-    }
     #[cfg(target_arch = "x86_64")]
     #[inline(always)]
     unsafe fn load8(p: *const bf16) -> std::arch::x86_64::__m256 {
