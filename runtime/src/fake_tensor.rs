@@ -135,22 +135,27 @@ fn real_tensors(value: &Value) -> Vec<&Tensor> {
 }
 
 /// The device a call's results stand for: its `device` argument, else the one its tensors stand
-/// for (zero-dimensional CPU tensors join any); `None` when nothing stands for a device.
+/// for (zero-dimensional CPU tensors and plain meta tensors join any, but meta tensors with
+/// nothing but such scalars stay meta); `None` when nothing stands for a device.
 fn result_device(func: &Operator, args: &[Value], kwargs: &Kwargs) -> Result<Option<Device>> {
     if let Some(Value::Device(d)) = kwargs.get("device") {
         return Ok(Some(*d).filter(|d| !d.is_meta()));
     }
+    let (mut meta, mut only_scalars) = (false, true);
     let devices = args.iter().chain(kwargs.iter().map(|(_, v)| v)).flat_map(tensors_in).filter_map(|t| {
         let dense = t.dense()?;
         let device = crate::dispatch::reported_device(dense);
         let scalar = device.is_cpu() && dense.layout.shape.is_empty();
+        meta |= device.is_meta();
+        only_scalars &= scalar || device.is_meta();
         (!device.is_meta()).then_some((device, scalar, ""))
     });
-    crate::ops::device::common_device(devices, |(d, _), (device, _)| {
+    let device = crate::ops::device::common_device(devices, |(d, _), (device, _)| {
         Error::runtime_error(format!(
             "Unhandled FakeTensor Device Propagation for {func}, found two different devices {d}, {device}"
         ))
-    })
+    })?;
+    Ok(device.filter(|_| !(meta && only_scalars)))
 }
 
 /// Whether an operation must skip a check of `x`'s values (an index range, a division by zero):

@@ -207,6 +207,65 @@ fn in_place_arithmetic_reaches_the_modes_as_the_in_place_operator() {
     assert!(!backward.iter().any(|n| n == "aten.copy_.default"), "{backward:?}");
 }
 
+/// While recording, an in-place operation that is one kernel writes into `self` as its in-place
+/// operator, as PyTorch's modes see it (after a copy of `self` only where the backward reads
+/// its old value, `mul_`), and differentiates as its out-of-place form.
+#[test]
+fn recorded_in_place_operations_reach_the_modes_as_in_place_operators() {
+    let leaf = torchfn::tensor([-1.0f64, 0.5, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let other = torchfn::tensor([0.25f64, -3.0, 1.5]).unwrap().requires_grad_(true).unwrap();
+    let h = (&leaf * 2.0).unwrap();
+    let address = h.data_ptr().unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    for written in [h.add_(&other, 1), h.mul_(&other), h.neg_(), h.sigmoid_()] {
+        assert!(written.unwrap().is(&h));
+    }
+    let seen: Vec<String> = names(&mode).into_iter().filter(|n| n != "aten.lift_fresh.default").collect();
+    drop(mode);
+    assert_eq!(
+        seen,
+        ["aten.add_.Tensor", "aten.clone.default", "aten.mul_.Tensor", "aten.neg_.default", "aten.sigmoid_.default"]
+    );
+    assert_eq!(h.data_ptr().unwrap(), address);
+    assert_eq!(h.grad_fn().unwrap().unwrap().name(), "SigmoidBackward0");
+    h.sum().unwrap().backward().unwrap();
+
+    let (l, o) =
+        (leaf.detach().unwrap().requires_grad_(true).unwrap(), other.detach().unwrap().requires_grad_(true).unwrap());
+    let f = (&(&(&l * 2.0).unwrap() + &o).unwrap() * &o).unwrap().neg().unwrap().sigmoid().unwrap();
+    assert_eq!(h.to_vec::<f64>().unwrap(), f.to_vec::<f64>().unwrap());
+    f.sum().unwrap().backward().unwrap();
+    for (written, functional) in [(&leaf, &l), (&other, &o)] {
+        let (a, b) = (
+            written.grad().unwrap().unwrap().to_vec::<f64>().unwrap(),
+            functional.grad().unwrap().unwrap().to_vec::<f64>().unwrap(),
+        );
+        assert_eq!(a, b);
+    }
+
+    // A saved output is `self` at the version the write left: a later write is caught.
+    let g = (&leaf * 1.0).unwrap();
+    g.exp_().unwrap().add_(&torchfn::tensor(1.0f64).unwrap(), 1).unwrap();
+    let err = g.sum().unwrap().backward().unwrap_err().to_string();
+    assert!(err.contains("modified by an inplace operation") && err.contains("ExpBackward0"), "{err}");
+
+    // Through a view, the base takes the write into its history.
+    let v = torchfn::tensor([-1.0f64, 0.5, 2.0]).unwrap().requires_grad_(true).unwrap();
+    let g = (&v * 3.0).unwrap();
+    let mode = push_dispatch_mode(Names::default());
+    g.narrow(0, 0, 2).unwrap().relu_().unwrap();
+    assert!(names(&mode).contains(&"aten.relu_.default".to_string()), "{:?}", names(&mode));
+    drop(mode);
+    g.sum().unwrap().backward().unwrap();
+    assert_eq!(g.to_vec::<f64>().unwrap(), [0.0, 1.5, 6.0]);
+    assert_eq!(v.grad().unwrap().unwrap().to_vec::<f64>().unwrap(), [0.0, 3.0, 3.0]);
+
+    // A leaf that requires grad is refused before anything is written.
+    let err = leaf.relu_().unwrap_err().to_string();
+    assert!(err.contains("a leaf Variable that requires grad is being used in an in-place operation"), "{err}");
+    assert_eq!(leaf.to_vec::<f64>().unwrap(), [-1.0, 0.5, 2.0]);
+}
+
 /// The in-place operators called directly: the write lands in `self`, which is returned; what
 /// cannot be written is an error naming the operator.
 #[test]

@@ -262,7 +262,7 @@ fn logging_mode_logs_forward_and_backward_operators_in_pytorch_s_format() {
         "$5: f32[1] = aten.as_strided.default($4, [1], [1], 0)",
         "$6: f32[2] = aten.as_strided.default($5, [2], [0], 0)",
         "$7: f32[2] = aten.mul.Tensor($6, $1, dtype=torch.float32)",
-        "$8: f32[2] = aten._to_copy.default($7, dtype=torch.float32, device=device(type='cpu'))",
+        "$8: f32[2] = aten.clone.default($7)",
         "",
     ]
     .join("\n");
@@ -281,7 +281,7 @@ fn logging_tensors_log_forward_and_backward_operators_in_pytorch_s_format() {
         "$5: f32[1] = aten.as_strided.default($4, [1], [1], 0)",
         "$7: f32[2] = aten.as_strided.default($6, [2], [0], 0)",
         "$9: f32[2] = aten.mul.Tensor($8, $1, dtype=torch.float32)",
-        "$10: f32[2] = aten._to_copy.default($9, dtype=torch.float32, device=device(type='cpu'))",
+        "$10: f32[2] = aten.clone.default($9)",
         "",
     ]
     .join("\n");

@@ -463,7 +463,7 @@ enum Family {
     Convolution,
     ConvolutionBackward,
     Pooling,
-    /// `_to_copy` and `lift_fresh`.
+    /// `_to_copy`, `clone` and `lift_fresh`.
     Cast,
     /// `copy_`.
     Copy,
@@ -495,7 +495,7 @@ fn family(func: &'static Operator) -> Option<Family> {
         Family::ConvolutionBackward
     } else if is(&aten::MAX_POOL2D_WITH_INDICES) {
         Family::Pooling
-    } else if is(&aten::TO_COPY) || is(&aten::LIFT_FRESH) {
+    } else if is(&aten::TO_COPY) || is(&aten::CLONE) || is(&aten::LIFT_FRESH) {
         Family::Cast
     } else if is(&aten::COPY_) {
         Family::Copy

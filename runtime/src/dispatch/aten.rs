@@ -344,6 +344,9 @@ operators! {
     /// A contiguous copy, converted to `dtype` and moved to `device`.
     TO_COPY = "_to_copy(Tensor self, *, ScalarType? dtype=None, Device? device=None) -> Tensor", []
         Kernel::ToCopy;
+    /// A contiguous copy in `self`'s dtype on its device (`Tensor.clone`, `contiguous`, and the
+    /// old value autograd keeps of a tensor an in-place operation is about to write).
+    CLONE = "clone(Tensor self, *, MemoryFormat? memory_format=None) -> Tensor", [] Kernel::ToCopy;
     /// A view of `self`'s memory with the given sizes, strides and offset (every view torchfn
     /// makes is one of these).
     AS_STRIDED = "as_strided(Tensor(a) self, SymInt[] size, SymInt[] stride, SymInt? storage_offset=None) -> \

@@ -291,9 +291,12 @@ pub(crate) fn topk(x: &Tensor, k: usize, dim: usize, largest: bool) -> Result<(O
     kernel().map(|(values, indices)| (Output::Array(values), Output::Array(indices)))
 }
 
-/// A contiguous copy of `x` as `dtype` on `device`.
+/// A contiguous copy of `x` as `dtype` on `device` (`clone` when both are `x`'s own).
 pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output> {
-    let call = || (&aten::TO_COPY, [x.into()], placement(dtype, device));
+    let call = || match x.dense() {
+        Some(d) if d.dtype == dtype && d.device() == device => (&aten::CLONE, [x.into()], Kwargs::new()),
+        _ => (&aten::TO_COPY, [x.into()], placement(dtype, device)),
+    };
     offer(call, || run_to_copy(dense(x)?, dtype, device))
 }
 
@@ -967,7 +970,7 @@ fn write_kernel(x: &Dense, kernel: &dyn Fn(Option<&Array>) -> Result<Array>) -> 
 
 /// What is wrong with writing a result of `shape` and `dtype` into `x` in place, if anything:
 /// the result must have `x`'s shape and cast to its dtype, and `x` must not be expanded.
-fn write_error(func: &str, x: &Dense, shape: &Shape, dtype: DType) -> Option<Error> {
+pub(crate) fn write_error(func: &str, x: &Dense, shape: &Shape, dtype: DType) -> Option<Error> {
     if *shape != x.layout.shape {
         return Some(Error::runtime_error(format!(
             "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",

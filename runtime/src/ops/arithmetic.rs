@@ -4,7 +4,7 @@
 use crate::backend::{Binary, Reduce, Unary};
 use crate::error::{Result, bail};
 use crate::ops::device::device_of;
-use crate::ops::inplace::{update, write_out};
+use crate::ops::inplace::{write_into, write_out};
 use crate::primitive;
 use crate::tensor::{DType, Dense, Scalar, Tensor, check_broadcast, result_type};
 use crate::testing::{bools, f32s, i64s, sample};
@@ -103,9 +103,9 @@ fn arithmetic(
     primitive::binary(a, b, kernel, dtype, out)
 }
 
-/// `target op= other`: the operation, written back into `target`.
+/// `target op= other`: the operation's kernel, given `target` itself to write into.
 fn in_place(func: &str, op: Op, target: &Tensor, other: &Tensor) -> Result<Tensor> {
-    update(func, target, &[other], |source| arithmetic(func, op, ("self", source), ("other", other), Some(target)))
+    write_into(func, target, arithmetic(func, op, ("self", target), ("other", other), Some(target))?)
 }
 
 /// `input op other` written into `out` (PyTorch's `out=`), which must have the result's shape.
@@ -354,7 +354,7 @@ impl Tensor {
     /// `self = -self`, in place (`Tensor.neg_`).
     #[torch_function]
     pub fn neg_(&self) -> Result<Tensor> {
-        update("neg_", self, &[], |source| negate("neg_", ("self", source), Some(self)))
+        write_into("neg_", self, negate("neg_", ("self", self), Some(self))?)
     }
 
     /// The `+=` operator (`Tensor.__iadd__`): `a += &b` calls it and panics on error.

@@ -29,9 +29,13 @@ pub(crate) fn write_into(func: &str, target: &Tensor, result: Tensor) -> Result<
     Ok(target.clone())
 }
 
-/// The in-place operation `func` on `target`: `compute` reads `source` (the target itself, or,
-/// while recording, a recorded copy of it, so the write cannot change what backward reads)
-/// and its result is written into `target`. `others` are the operation's other operands.
+/// The in-place operation `func` on `target` composed of several kernels (`clamp_`, `lerp_`,
+/// `masked_fill_`): `compute` reads `source` (the target itself, or, while recording, a
+/// recorded copy of it, so the write cannot change what backward reads) and its result is
+/// written into `target`. `others` are the operation's other operands. An in-place operation
+/// that is one elementwise kernel (`add_`, `exp_`, `relu_`) instead gives the primitive
+/// `target` itself as input and output, and the primitive writes and records it in place
+/// ([`write_into`] then finds it done).
 pub(crate) fn update(
     func: &str,
     target: &Tensor,

@@ -5,7 +5,7 @@
 //! and leaves `self` as it was.
 
 use crate::error::Result;
-use crate::ops::inplace::{update, write_out};
+use crate::ops::inplace::{write_into, write_out};
 use crate::tensor::Tensor;
 use crate::testing::{f32s, i64s, sample};
 use crate::torch_function;
@@ -128,147 +128,145 @@ impl Tensor {
     /// ```
     #[torch_function]
     pub fn abs_(&self) -> Result<Tensor> {
-        update("abs_", self, &[], |source| signed_unary("abs_", Unary::Abs, ("self", source), Some(self)))
+        write_into("abs_", self, signed_unary("abs_", Unary::Abs, ("self", self), Some(self))?)
     }
 
     /// `e^x`, in place (`Tensor.exp_`); `self` must be a float tensor. See [`exp`](crate::exp()).
     #[torch_function]
     pub fn exp_(&self) -> Result<Tensor> {
-        update("exp_", self, &[], |source| float_unary_to("exp_", Unary::Exp, ("self", source), Some(self)))
+        write_into("exp_", self, float_unary_to("exp_", Unary::Exp, ("self", self), Some(self))?)
     }
 
     /// The natural logarithm, in place (`Tensor.log_`); `self` must be a float tensor. See
     /// [`log`](crate::log()).
     #[torch_function]
     pub fn log_(&self) -> Result<Tensor> {
-        update("log_", self, &[], |source| float_unary_to("log_", Unary::Log, ("self", source), Some(self)))
+        write_into("log_", self, float_unary_to("log_", Unary::Log, ("self", self), Some(self))?)
     }
 
     /// `log(1 + x)`, in place (`Tensor.log1p_`); `self` must be a float tensor. See
     /// [`log1p`](crate::log1p()).
     #[torch_function]
     pub fn log1p_(&self) -> Result<Tensor> {
-        update("log1p_", self, &[], |source| float_unary_to("log1p_", Unary::Log1p, ("self", source), Some(self)))
+        write_into("log1p_", self, float_unary_to("log1p_", Unary::Log1p, ("self", self), Some(self))?)
     }
 
     /// `e^x - 1`, in place (`Tensor.expm1_`); `self` must be a float tensor. See
     /// [`expm1`](crate::expm1()).
     #[torch_function]
     pub fn expm1_(&self) -> Result<Tensor> {
-        update("expm1_", self, &[], |source| float_unary_to("expm1_", Unary::Expm1, ("self", source), Some(self)))
+        write_into("expm1_", self, float_unary_to("expm1_", Unary::Expm1, ("self", self), Some(self))?)
     }
 
     /// The square roots, in place (`Tensor.sqrt_`); `self` must be a float tensor. See
     /// [`sqrt`](crate::sqrt()).
     #[torch_function]
     pub fn sqrt_(&self) -> Result<Tensor> {
-        update("sqrt_", self, &[], |source| float_unary_to("sqrt_", Unary::Sqrt, ("self", source), Some(self)))
+        write_into("sqrt_", self, float_unary_to("sqrt_", Unary::Sqrt, ("self", self), Some(self))?)
     }
 
     /// `1 / sqrt(x)`, in place (`Tensor.rsqrt_`); `self` must be a float tensor. See
     /// [`rsqrt`](crate::rsqrt()).
     #[torch_function]
     pub fn rsqrt_(&self) -> Result<Tensor> {
-        update("rsqrt_", self, &[], |source| float_unary_to("rsqrt_", Unary::Rsqrt, ("self", source), Some(self)))
+        write_into("rsqrt_", self, float_unary_to("rsqrt_", Unary::Rsqrt, ("self", self), Some(self))?)
     }
 
     /// The sines, in place (`Tensor.sin_`); `self` must be a float tensor. See
     /// [`sin`](crate::sin()).
     #[torch_function]
     pub fn sin_(&self) -> Result<Tensor> {
-        update("sin_", self, &[], |source| float_unary_to("sin_", Unary::Sin, ("self", source), Some(self)))
+        write_into("sin_", self, float_unary_to("sin_", Unary::Sin, ("self", self), Some(self))?)
     }
 
     /// The cosines, in place (`Tensor.cos_`); `self` must be a float tensor. See
     /// [`cos`](crate::cos()).
     #[torch_function]
     pub fn cos_(&self) -> Result<Tensor> {
-        update("cos_", self, &[], |source| float_unary_to("cos_", Unary::Cos, ("self", source), Some(self)))
+        write_into("cos_", self, float_unary_to("cos_", Unary::Cos, ("self", self), Some(self))?)
     }
 
     /// The tangents, in place (`Tensor.tan_`); `self` must be a float tensor. See
     /// [`tan`](crate::tan()).
     #[torch_function]
     pub fn tan_(&self) -> Result<Tensor> {
-        update("tan_", self, &[], |source| float_unary_to("tan_", Unary::Tan, ("self", source), Some(self)))
+        write_into("tan_", self, float_unary_to("tan_", Unary::Tan, ("self", self), Some(self))?)
     }
 
     /// The hyperbolic tangents, in place (`Tensor.tanh_`); `self` must be a float tensor. See
     /// [`tanh`](crate::tanh()).
     #[torch_function]
     pub fn tanh_(&self) -> Result<Tensor> {
-        update("tanh_", self, &[], |source| float_unary_to("tanh_", Unary::Tanh, ("self", source), Some(self)))
+        write_into("tanh_", self, float_unary_to("tanh_", Unary::Tanh, ("self", self), Some(self))?)
     }
 
     /// The logistic function, in place (`Tensor.sigmoid_`); `self` must be a float tensor. See
     /// [`sigmoid`](crate::sigmoid()).
     #[torch_function]
     pub fn sigmoid_(&self) -> Result<Tensor> {
-        update("sigmoid_", self, &[], |source| float_unary_to("sigmoid_", Unary::Sigmoid, ("self", source), Some(self)))
+        write_into("sigmoid_", self, float_unary_to("sigmoid_", Unary::Sigmoid, ("self", self), Some(self))?)
     }
 
     /// The error function, in place (`Tensor.erf_`); `self` must be a float tensor. See
     /// [`erf`](crate::erf()).
     #[torch_function]
     pub fn erf_(&self) -> Result<Tensor> {
-        update("erf_", self, &[], |source| float_unary_to("erf_", Unary::Erf, ("self", source), Some(self)))
+        write_into("erf_", self, float_unary_to("erf_", Unary::Erf, ("self", self), Some(self))?)
     }
 
     /// `1 / x`, in place (`Tensor.reciprocal_`); `self` must be a float tensor. See
     /// [`reciprocal`](crate::reciprocal()).
     #[torch_function]
     pub fn reciprocal_(&self) -> Result<Tensor> {
-        update("reciprocal_", self, &[], |source| {
-            float_unary_to("reciprocal_", Unary::Reciprocal, ("self", source), Some(self))
-        })
+        write_into("reciprocal_", self, float_unary_to("reciprocal_", Unary::Reciprocal, ("self", self), Some(self))?)
     }
 
     /// Rounded up, in place (`Tensor.ceil_`); integer tensors stay as they are. See
     /// [`ceil`](crate::ceil()).
     #[torch_function]
     pub fn ceil_(&self) -> Result<Tensor> {
-        update("ceil_", self, &[], |source| round_impl("ceil_", Unary::Ceil, ("self", source), Some(self)))
+        write_into("ceil_", self, round_impl("ceil_", Unary::Ceil, ("self", self), Some(self))?)
     }
 
     /// Rounded down, in place (`Tensor.floor_`); integer tensors stay as they are. See
     /// [`floor`](crate::floor()).
     #[torch_function]
     pub fn floor_(&self) -> Result<Tensor> {
-        update("floor_", self, &[], |source| round_impl("floor_", Unary::Floor, ("self", source), Some(self)))
+        write_into("floor_", self, round_impl("floor_", Unary::Floor, ("self", self), Some(self))?)
     }
 
     /// Rounded half to even at `decimals` decimal places, in place (`Tensor.round_`). See
     /// [`round`](crate::round()).
     #[torch_function]
     pub fn round_(&self, #[default(0)] decimals: i64) -> Result<Tensor> {
-        update("round_", self, &[], |source| round_impl("round_", Unary::Round(decimals), ("self", source), Some(self)))
+        write_into("round_", self, round_impl("round_", Unary::Round(decimals), ("self", self), Some(self))?)
     }
 
     /// Rounded toward zero, in place (`Tensor.trunc_`); integer tensors stay as they are. See
     /// [`trunc`](crate::trunc()).
     #[torch_function]
     pub fn trunc_(&self) -> Result<Tensor> {
-        update("trunc_", self, &[], |source| round_impl("trunc_", Unary::Trunc, ("self", source), Some(self)))
+        write_into("trunc_", self, round_impl("trunc_", Unary::Trunc, ("self", self), Some(self))?)
     }
 
     /// The signs, in place (`Tensor.sign_`); any dtype. See [`sign`](crate::sign()).
     #[torch_function]
     pub fn sign_(&self) -> Result<Tensor> {
-        update("sign_", self, &[], |source| signed_unary("sign_", Unary::Sign, ("self", source), Some(self)))
+        write_into("sign_", self, signed_unary("sign_", Unary::Sign, ("self", self), Some(self))?)
     }
 
     /// `x * x`, in place (`Tensor.square_`); a bool tensor is an error (its square is int64).
     /// See [`square`](crate::square()).
     #[torch_function]
     pub fn square_(&self) -> Result<Tensor> {
-        update("square_", self, &[], |source| signed_unary("square_", Unary::Square, ("self", source), Some(self)))
+        write_into("square_", self, signed_unary("square_", Unary::Square, ("self", self), Some(self))?)
     }
 
     /// `max(x, 0)`, in place (`Tensor.relu_`); integer tensors are fine. See
     /// [`relu`](crate::relu()).
     #[torch_function]
     pub fn relu_(&self) -> Result<Tensor> {
-        update("relu_", self, &[], |source| signed_unary("relu_", Unary::Relu, ("self", source), Some(self)))
+        write_into("relu_", self, signed_unary("relu_", Unary::Relu, ("self", self), Some(self))?)
     }
 }
 

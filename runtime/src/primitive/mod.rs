@@ -123,7 +123,8 @@ fn recorded(inputs: &[&Tensor], out: Output, op: Op, keep: Keep) -> Tensor {
 
 /// `out` for a kernel that may write into it: never while recording or computing a tangent
 /// (the result must be a fresh tensor that the in-place operation then writes, so saved
-/// tensors and the inputs the formulas read stay intact).
+/// tensors and the inputs the formulas read stay intact; an in-place kernel that records is
+/// [`write_recorded`]'s).
 #[inline]
 fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Option<&'t Array> {
     let out = out?;
@@ -133,8 +134,9 @@ fn target<'t>(out: Option<&'t Tensor>, records: bool, inputs: &[&Tensor]) -> Opt
     out.dense().map(|d| &d.array)
 }
 
-/// An input of an in-place operation: the tensor itself, or, when the operation records, a
-/// recorded copy (the in-place write must not change what the backward reads).
+/// An input of an in-place operation composed of several kernels: the tensor itself, or, when
+/// the operation records, a recorded copy (the in-place write must not change what the
+/// backward reads).
 pub(crate) fn inplace_source(t: &Tensor, others: &[&Tensor]) -> Result<Tensor> {
     if (meta::requires_grad(t) || others.iter().any(|o| meta::requires_grad(o))) && autograd::is_grad_enabled() {
         return copy(t, data(t, "copy")?.dtype);
@@ -155,19 +157,104 @@ pub(crate) fn refuse_out(func: &str, inputs: &[&Tensor]) -> Result<()> {
     Ok(())
 }
 
-/// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can.
+/// `op` on each element of `x`, in `dtype`; written into `out` when the kernel can. An
+/// in-place operation gives `x` itself as `out`: see [`write_recorded`] for that write while
+/// recording.
 pub(crate) fn unary(x: &Tensor, op: Unary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
     let records = recording(&[x]);
+    let record = || (Op::Unary(op), derivatives::unary_keeps(op));
+    if records && out.is_some_and(|o| o.is(x)) {
+        return write_recorded(&[x], dtype, record(), |inputs, out| dispatch::unary(inputs[0], op, dtype, out));
+    }
     let array = dispatch::unary(x, op, dtype, target(out, records, &[x]))?;
-    finish_with(records, &[x], array, || (Op::Unary(op), derivatives::unary_keeps(op)))
+    count_write(out, &array);
+    finish_with(records, &[x], array, record)
 }
 
-/// `op` on the elements of `a` and `b` broadcast together, in `dtype`.
+/// `op` on the elements of `a` and `b` broadcast together, in `dtype`; written into `out`
+/// when the kernel can (an in-place operation gives `a` itself, as [`unary`]'s).
 pub(crate) fn binary(a: &Tensor, b: &Tensor, op: Binary, dtype: DType, out: Option<&Tensor>) -> Result<Tensor> {
     let records = recording(&[a, b]);
-    let array = dispatch::binary(a, b, op, dtype, target(out, records, &[a, b]))?;
     let number = b.dense().is_some_and(|y| y.wrapped_number);
-    finish_with(records, &[a, b], array, || (Op::Binary { op, number }, derivatives::binary_keeps(op)))
+    let record = || (Op::Binary { op, number }, derivatives::binary_keeps(op));
+    if records && out.is_some_and(|o| o.is(a)) {
+        let kernel = |inputs: &[&Tensor], out: Option<&Array>| dispatch::binary(inputs[0], inputs[1], op, dtype, out);
+        return write_recorded(&[a, b], dtype, record(), kernel);
+    }
+    let array = dispatch::binary(a, b, op, dtype, target(out, records, &[a, b]))?;
+    count_write(out, &array);
+    finish_with(records, &[a, b], array, record)
+}
+
+/// Counts a kernel's write into `out` in its version counter: a result in `out`'s memory, at
+/// its layout, was computed there.
+#[inline]
+fn count_write(out: Option<&Tensor>, result: &Output) {
+    if let Some(o) = out.and_then(Tensor::dense)
+        && o.shares(result.array())
+        && o.layout == result.array().layout
+    {
+        o.storage.bump_version();
+    }
+}
+
+/// An in-place operation's kernel while recording: `kernel` of `inputs`, the first of which is
+/// the written `target`, computed into `target`'s memory (the modes see the in-place operator,
+/// `add_.Tensor`, `relu_`), the write counted, and `target` made the output of the operation's
+/// node. The node reads a recorded copy of `target`'s old value only where its backward needs
+/// it (`mul_`, `sin_`: PyTorch's `original_self`); a saved output is `target` at its new
+/// version. Where the kernel would not write in place (a result of another shape or a dtype
+/// `target` cannot take, an expanded `target`, an operand sharing its memory, a leaf or a view
+/// of one, a tangent to compute), it runs on a recorded copy into a fresh result, which the
+/// in-place operation then writes, or refuses, as any other.
+#[cold]
+#[inline(never)]
+fn write_recorded(
+    inputs: &[&Tensor],
+    dtype: DType,
+    (op, keep): (Op, Keep),
+    kernel: impl Fn(&[&Tensor], Option<&Array>) -> Result<Output>,
+) -> Result<Tensor> {
+    let target = inputs[0];
+    let dst = data(target, "in-place")?;
+    let in_place = writes_in_place(inputs, dst, dtype);
+    let old = if in_place && !keep.inputs.contains(&0) { None } else { Some(copy(target, dst.dtype)?) };
+    let mut operands = inputs.to_vec();
+    if let Some(old) = &old {
+        operands[0] = old;
+    }
+    if !in_place {
+        let out = kernel(&operands, None)?;
+        return finish(&operands, out, || (op, keep));
+    }
+    let written = kernel(inputs, Some(&dst.array))?;
+    if !(dst.shares(written.array()) && dst.layout == written.array().layout) {
+        dispatch::copy_(target, &written.into_tensor())?;
+    }
+    dst.storage.bump_version();
+    let result = recorded(&operands, Output::Array(dst.array.clone()), op, keep);
+    take_history(target, &result)?;
+    Ok(target.clone())
+}
+
+/// Whether [`write_recorded`]'s kernel writes its result (of `dtype`) into `inputs[0]`, `dst`,
+/// in place and records it there.
+fn writes_in_place(inputs: &[&Tensor], dst: &Dense, dtype: DType) -> bool {
+    let mut shape = dst.layout.shape.clone();
+    for t in &inputs[1..] {
+        let Some(d) = t.dense() else { return false };
+        if d.shares(dst) {
+            return false;
+        }
+        match crate::tensor::broadcast_shapes(&shape, &d.layout.shape, "") {
+            Ok(s) => shape = s,
+            Err(_) => return false,
+        }
+    }
+    dtype.is_floating_point()
+        && dispatch::write_error("", dst, &shape, dtype).is_none()
+        && forward_ad::tangents(inputs).is_none()
+        && refuse_recorded_write("", inputs[0]).is_ok()
 }
 
 /// `a` where `condition` holds, `b` elsewhere, broadcast together, in `dtype`.
@@ -707,16 +794,39 @@ pub(crate) fn embedding_renorm(weight: &Tensor, indices: &Tensor, max_norm: f64,
 }
 
 /// Writes `result` (of `target`'s shape) into `target`'s memory, as an in-place operation or
-/// `out=` does (a result a kernel computed straight into `target` is already there), and, when
-/// the write records, makes `target` the output of `result`'s history (a view's base takes the
-/// write into its own history). A leaf that requires grad cannot be written while recording.
+/// `out=` does, and, when the write records, makes `target` the output of `result`'s history
+/// (a view's base takes the write into its own history). A leaf that requires grad cannot be
+/// written while recording. A result a kernel computed straight into `target` is already there
+/// and counted (see [`count_write`]); `target` itself as the result was also recorded there
+/// ([`write_recorded`]).
 pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> {
+    if result.is(target) {
+        return Ok(());
+    }
     let records = autograd::is_grad_enabled() && (meta::requires_grad(target) || meta::requires_grad(result));
-    if records && meta::requires_grad(target) && meta::is_leaf(target) {
+    if records {
+        refuse_recorded_write(func, target)?;
+    }
+    let (dst, src) = (data(target, func)?, data(result, func)?);
+    if !(dst.shares(src) && dst.layout == src.layout) {
+        assign(func, target, result)?;
+    }
+    if let Some(tangent) = forward_ad::tangents(&[target, result]).map(|mut t| t.pop().flatten()) {
+        derivatives::write_tangent(target, tangent)?;
+    }
+    if records {
+        take_history(target, result)?;
+    }
+    Ok(())
+}
+
+/// The error of a recorded in-place write into `target`, if it is one autograd refuses: a leaf
+/// that requires grad, a view of one, or one of several views an operation returned.
+fn refuse_recorded_write(func: &str, target: &Tensor) -> Result<()> {
+    if meta::requires_grad(target) && meta::is_leaf(target) {
         bail!(Runtime, "{func}(): a leaf Variable that requires grad is being used in an in-place operation.");
     }
-    if records
-        && let Some(base) = target.base_tensor()
+    if let Some(base) = target.base_tensor()
         && meta::requires_grad(&base)
         && meta::is_leaf(&base)
     {
@@ -725,8 +835,7 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
             "{func}(): a view of a leaf Variable that requires grad is being used in an in-place operation."
         );
     }
-    if records
-        && let Some(edge) = meta::grad_fn_of(target)
+    if let Some(edge) = meta::grad_fn_of(target)
         && edge.node.backward.shares_views()
     {
         bail!(
@@ -738,21 +847,17 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
             edge.node.name()
         );
     }
-    let (dst, src) = (data(target, func)?, data(result, func)?);
-    if dst.shares(src) && dst.layout == src.layout {
-        dst.storage.bump_version();
-    } else {
-        assign(func, target, result)?;
-    }
-    if let Some(tangent) = forward_ad::tangents(&[target, result]).map(|mut t| t.pop().flatten()) {
-        derivatives::write_tangent(target, tangent)?;
-    }
-    if !records {
-        return Ok(());
-    }
-    match target.base_tensor() {
-        None => meta::set_history(target, meta::gradient_edge(result)),
-        Some(base) => derivatives::rebase_view(&base, target, result)?,
-    }
     Ok(())
+}
+
+/// Makes `target`, just written with `result`, the output of `result`'s history; a view's base
+/// takes the write into its own history.
+fn take_history(target: &Tensor, result: &Tensor) -> Result<()> {
+    match target.base_tensor() {
+        None => {
+            meta::set_history(target, meta::gradient_edge(result));
+            Ok(())
+        }
+        Some(base) => derivatives::rebase_view(&base, target, result),
+    }
 }

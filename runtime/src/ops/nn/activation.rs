@@ -3,7 +3,7 @@
 
 use crate::backend::{Binary, Unary};
 use crate::error::{Result, bail};
-use crate::ops::inplace::update;
+use crate::ops::inplace::{update, write_into};
 use crate::ops::softmax::softmax_along;
 use crate::tensor::{DType, Tensor};
 use crate::testing::{f32s, i64s, sample};
@@ -21,14 +21,24 @@ fn floating(func: &str, (name, t): (&str, &Tensor)) -> Result<DType> {
 }
 
 /// `op` (an activation computed in the input's float dtype) on each element of a
-/// floating-point `input`.
-fn activation(func: &str, (name, t): (&str, &Tensor), op: Unary) -> Result<Tensor> {
-    crate::primitive::unary(t, op, floating(func, (name, t))?, None)
+/// floating-point `input`; with `inplace`, written into `input` itself (see [`apply`]).
+fn activation(func: &str, input: &Tensor, op: Unary, inplace: bool) -> Result<Tensor> {
+    apply(func, input, op, floating(func, ("input", input))?, inplace)
 }
 
-/// The result of an operation with an `inplace` flag: `compute` of `input`, or, with
-/// `inplace=True`, `input` after that result is written into it (through views too, with the
+/// `op` on each element of `input`, in `dtype`: a new tensor, or, with `inplace`, the kernel
+/// writing into `input` itself, which is returned (through a view, into its base; with the
 /// cast rules of in-place operations), as PyTorch returns its argument then.
+fn apply(func: &str, input: &Tensor, op: Unary, dtype: DType, inplace: bool) -> Result<Tensor> {
+    if inplace {
+        return write_into(func, input, crate::primitive::unary(input, op, dtype, Some(input))?);
+    }
+    crate::primitive::unary(input, op, dtype, None)
+}
+
+/// The result of an operation with an `inplace` flag composed of several kernels: `compute` of
+/// `input`, or, with `inplace=True`, `input` after that result is written into it (while
+/// recording, `compute` reads a copy: see [`update`]).
 pub(super) fn in_place_or_new(
     func: &str,
     input: &Tensor,
@@ -61,7 +71,7 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
         bail!(Runtime, "relu(): boolean inputs are not supported");
     }
     let dtype = x.dtype;
-    in_place_or_new("relu", input, inplace, |source| crate::primitive::unary(source, Unary::Relu, dtype, None))
+    apply("relu", input, Unary::Relu, dtype, inplace)
 }
 
 /// The Gaussian error linear unit (`torch.nn.functional.gelu`): `x * Φ(x)`, with `Φ` the
@@ -80,8 +90,8 @@ pub fn relu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tensor> {
     match approximate {
-        "none" => activation("gelu", ("input", input), Unary::Gelu),
-        "tanh" => activation("gelu", ("input", input), Unary::GeluTanh),
+        "none" => activation("gelu", input, Unary::Gelu, false),
+        "tanh" => activation("gelu", input, Unary::GeluTanh, false),
         other => bail!(Runtime, "gelu(): approximate argument must be either none or tanh, but got '{other}'"),
     }
 }
@@ -100,7 +110,7 @@ pub fn gelu(input: &Tensor, #[default("none")] approximate: &str) -> Result<Tens
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    in_place_or_new("silu", input, inplace, |source| activation("silu", ("input", source), Unary::Silu))
+    activation("silu", input, Unary::Silu, inplace)
 }
 
 /// `x * min(max(x + 3, 0), 6) / 6` (`torch.nn.functional.hardswish`, MobileNetV3's
@@ -116,7 +126,7 @@ pub fn silu(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn hardswish(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    in_place_or_new("hardswish", input, inplace, |source| activation("hardswish", ("input", source), Unary::Hardswish))
+    activation("hardswish", input, Unary::Hardswish, inplace)
 }
 
 /// `min(max(x + 3, 0), 6) / 6` (`torch.nn.functional.hardsigmoid`), for floating-point
@@ -131,9 +141,7 @@ pub fn hardswish(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tens
 /// ```
 #[torch_function(module = "torchfn.nn.functional")]
 pub fn hardsigmoid(input: &Tensor, #[default(false)] inplace: bool) -> Result<Tensor> {
-    in_place_or_new("hardsigmoid", input, inplace, |source| {
-        activation("hardsigmoid", ("input", source), Unary::Hardsigmoid)
-    })
+    activation("hardsigmoid", input, Unary::Hardsigmoid, inplace)
 }
 
 /// The dimension PyTorch's softmax family picks when `dim` is `None` (a legacy rule, with a
