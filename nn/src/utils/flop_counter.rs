@@ -25,7 +25,8 @@
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
-use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, RwLock};
 
 use super::module_tracker::ModuleTracker;
 use crate::Types;
@@ -39,12 +40,16 @@ pub type FlopFormula = fn(args: &[Value], kwargs: &Kwargs, out: &Value) -> Resul
 /// The formulas users registered with [`register_flop_formula`], by operator.
 static REGISTERED: RwLock<Vec<(&'static Operator, FlopFormula)>> = RwLock::new(Vec::new());
 
+/// Whether [`REGISTERED`] holds anything (a counted call then takes its lock).
+static ANY_REGISTERED: AtomicBool = AtomicBool::new(false);
+
 /// Registers `formula` for `op` (`torch.utils.flop_counter.register_flop_formula`): a
 /// [`FlopCounterMode`] then counts `op`'s calls with it, in place of torchfn's own formula.
 pub fn register_flop_formula(op: &'static Operator, formula: FlopFormula) {
     let mut registered = REGISTERED.write().unwrap_or_else(|e| e.into_inner());
     registered.retain(|(o, _)| *o != op);
     registered.push((op, formula));
+    ANY_REGISTERED.store(true, Ordering::Release);
 }
 
 /// The shape of a tensor value (empty for anything else).
@@ -119,9 +124,11 @@ fn lstm_layer_flop(args: &[Value], kwargs: &Kwargs, out: &Value) -> Result<u64> 
 
 /// The formula for `op`: a registered one, or torchfn's own.
 fn formula(op: &'static Operator) -> Option<FlopFormula> {
-    let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
-    if let Some((_, f)) = registered.iter().find(|(o, _)| *o == op) {
-        return Some(*f);
+    if ANY_REGISTERED.load(Ordering::Acquire) {
+        let registered = REGISTERED.read().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, f)) = registered.iter().find(|(o, _)| *o == op) {
+            return Some(*f);
+        }
     }
     if op == &aten::MATMUL {
         Some(matmul_flop)
@@ -136,6 +143,10 @@ fn formula(op: &'static Operator) -> Option<FlopFormula> {
     }
 }
 
+/// The FLOPs of each operator (by overload packet, `aten.matmul`) in one module, in the order
+/// they were first counted.
+type OperatorCounts = Vec<(&'static str, u64)>;
+
 /// Counts the FLOPs of every operator call while it is on the dispatch mode stack
 /// (`torch.utils.flop_counter.FlopCounterMode`), by operator, under `Global` and under each
 /// module the call ran in, forward and backward, as PyTorch's [`ModuleTracker`] places it.
@@ -144,7 +155,7 @@ fn formula(op: &'static Operator) -> Option<FlopFormula> {
 pub struct FlopCounterMode {
     /// By module (`Global` holds every count), the FLOPs of each operator in the order the
     /// operators were first counted, as PyTorch's table lists them.
-    counts: RefCell<BTreeMap<String, Vec<(String, u64)>>>,
+    counts: RefCell<BTreeMap<Arc<str>, OperatorCounts>>,
     /// The modules the program is in.
     tracker: ModuleTracker,
 }
@@ -163,7 +174,11 @@ impl FlopCounterMode {
 
     /// The FLOPs by module (`Global` holds all of them) and by operator (`aten.matmul`).
     pub fn get_flop_counts(&self) -> BTreeMap<String, BTreeMap<String, u64>> {
-        self.counts.borrow().iter().map(|(module, ops)| (module.clone(), ops.iter().cloned().collect())).collect()
+        let counts = self.counts.borrow();
+        counts
+            .iter()
+            .map(|(module, ops)| (module.to_string(), ops.iter().map(|&(op, n)| (op.to_string(), n)).collect()))
+            .collect()
     }
 
     /// The counts as PyTorch's `get_table(depth)` prints them: each module down to `depth`
@@ -175,7 +190,7 @@ impl FlopCounterMode {
         let counts = self.counts.borrow();
         let total = self.get_total_flops();
         let suffix = suffix_of(total);
-        let rows_of = |module: &str, ops: &[(String, u64)]| -> Vec<[String; 3]> {
+        let rows_of = |module: &str, ops: &[(&str, u64)]| -> Vec<[String; 3]> {
             let sum: u64 = ops.iter().map(|(_, n)| n).sum();
             let mut rows = vec![[module.to_string(), with_suffix(sum, suffix), percent(sum, total)]];
             rows.extend(ops.iter().map(|(op, n)| [format!("- {op}"), with_suffix(*n, suffix), percent(*n, total)]));
@@ -183,7 +198,7 @@ impl FlopCounterMode {
         };
         let mut rows = Vec::new();
         let mut subsumed = false;
-        for (module, ops) in counts.iter().filter(|(m, _)| *m != "Global") {
+        for (module, ops) in counts.iter().filter(|(m, _)| &***m != "Global") {
             if module.matches('.').count() < depth {
                 subsumed |= ops.iter().map(|(_, n)| n).sum::<u64>() >= total;
                 rows.extend(rows_of(module, ops));
@@ -240,13 +255,17 @@ impl TorchDispatchMode for FlopCounterMode {
         if let Some(formula) = formula(func) {
             let flops = formula(args, kwargs, &out)?;
             let mut counts = self.counts.borrow_mut();
-            for module in self.tracker.parents() {
-                let ops = counts.entry(module).or_default();
-                match ops.iter_mut().find(|(op, _)| op == func.overload_packet()) {
+            let packet = func.overload_packet();
+            self.tracker.for_each_parent(|module| {
+                let ops = match counts.get_mut(&**module) {
+                    Some(ops) => ops,
+                    None => counts.entry(module.clone()).or_default(),
+                };
+                match ops.iter_mut().find(|(op, _)| *op == packet) {
                     Some((_, n)) => *n += flops,
-                    None => ops.push((func.overload_packet().to_string(), flops)),
+                    None => ops.push((packet, flops)),
                 }
-            }
+            });
         }
         Ok(out)
     }

@@ -67,8 +67,9 @@ pub struct ModuleTracker {
 }
 
 struct State {
-    parents: BTreeSet<String>,
-    names: HashMap<Key, String>,
+    /// The names are shared with `names` (entering a module allocates nothing).
+    parents: BTreeSet<Arc<str>>,
+    names: HashMap<Key, Arc<str>>,
     seen: HashSet<Key>,
     /// Whether the backward running resets the parents when it ends.
     has_callback: bool,
@@ -77,12 +78,12 @@ struct State {
 
 impl State {
     /// PyTorch's `_get_mod_name`: the module's name, naming its submodules the first time.
-    fn name_of(&mut self, module: &dyn Module) -> String {
+    fn name_of(&mut self, module: &dyn Module) -> Arc<str> {
         let key = module_key(module);
-        let name = self.names.entry(key).or_insert_with(|| module.type_name().to_string()).clone();
+        let name = self.names.entry(key).or_insert_with(|| module.type_name().into()).clone();
         if self.seen.insert(key) {
             for (child_name, child) in module.named_children() {
-                self.names.insert(module_key(child), format!("{name}.{child_name}"));
+                self.names.insert(module_key(child), format!("{name}.{child_name}").into());
                 self.name_of(child);
             }
         }
@@ -91,26 +92,26 @@ impl State {
 }
 
 /// Enters `name`, in the backward pass arranging for the parents to reset when it ends.
-fn enter(state: &Arc<Mutex<State>>, name: &str, backward: bool) {
+fn enter(state: &Arc<Mutex<State>>, name: &Arc<str>, backward: bool) {
     let mut s = state.lock();
     if backward && !s.has_callback {
         let weak = Arc::downgrade(state);
         let queued = queue_callback(move || {
             if let Some(state) = weak.upgrade() {
                 let mut s = state.lock();
-                s.parents = BTreeSet::from(["Global".to_string()]);
+                s.parents = BTreeSet::from([Arc::from("Global")]);
                 s.has_callback = false;
             }
             Ok(())
         });
         s.has_callback = queued.is_ok();
     }
-    s.parents.insert(name.to_string());
+    s.parents.insert(name.clone());
 }
 
 /// Leaves `name` (nothing when it was not entered: PyTorch logs that and goes on).
-fn leave(state: &Arc<Mutex<State>>, name: &str) {
-    state.lock().parents.remove(name);
+fn leave(state: &Arc<Mutex<State>>, name: &Arc<str>) {
+    state.lock().parents.remove(&**name);
 }
 
 /// Those of `tensors` that require grad.
@@ -122,8 +123,8 @@ fn requiring_grad(tensors: &[Tensor]) -> Vec<Tensor> {
 fn on_gradients(
     state: &Arc<Mutex<State>>,
     tensors: &[Tensor],
-    name: String,
-    f: fn(&Arc<Mutex<State>>, &str),
+    name: Arc<str>,
+    f: fn(&Arc<Mutex<State>>, &Arc<str>),
 ) -> Result<()> {
     let tensors = requiring_grad(tensors);
     if tensors.is_empty() {
@@ -140,7 +141,7 @@ impl ModuleTracker {
     /// A tracker following module calls from now until it is dropped, on this thread.
     pub fn new() -> ModuleTracker {
         let state = Arc::new(Mutex::new(State {
-            parents: BTreeSet::from(["Global".to_string()]),
+            parents: BTreeSet::from([Arc::from("Global")]),
             names: HashMap::new(),
             seen: HashSet::new(),
             has_callback: false,
@@ -177,7 +178,13 @@ impl ModuleTracker {
 
     /// The modules the program is in now, `Global` always among them.
     pub fn parents(&self) -> BTreeSet<String> {
-        self.state.lock().parents.clone()
+        self.state.lock().parents.iter().map(|name| name.to_string()).collect()
+    }
+
+    /// Runs `f` on the name of each module the program is in now (`Global` among them), without
+    /// copying the names.
+    pub(crate) fn for_each_parent(&self, f: impl FnMut(&Arc<str>)) {
+        self.state.lock().parents.iter().for_each(f);
     }
 
     /// Whether the program is in a backward pass.
