@@ -60,10 +60,7 @@ pub fn give(buffer: Buffer) {
     }
     let mut pool = POOL.lock();
     let order = pool.next;
-    let Some(entry) = pool.sizes.get_mut(&(buffer.dtype(), buffer.len())).filter(|s| s.owed > 0) else {
-        drop(pool);
-        return;
-    };
+    let Some(entry) = pool.sizes.get_mut(&(buffer.dtype(), buffer.len())).filter(|s| s.owed > 0) else { return };
     entry.owed -= 1;
     entry.free.push((order, buffer));
     pool.next += 1;
@@ -95,7 +92,6 @@ pub(super) fn take<T: Element>(n: usize) -> Option<Vec<T>> {
     let key = *pool.sizes.range(range).find(|(_, s)| !s.free.is_empty())?.0;
     let (_, buffer) = pool.sizes.get_mut(&key).expect("the key was just found").free.pop()?;
     pool.held -= bytes(&buffer);
-    drop(pool);
     let mut data = buffer.into_vec::<T>()?;
     data.truncate(n);
     Some(data)

@@ -104,14 +104,10 @@ fn offer_in_place(
     kernel: &dyn Fn(Option<&Array>) -> Result<Array>,
 ) -> Option<Result<Output>> {
     let d = dense(x).ok()?;
-    if !(d.shares(out) && d.layout == out.layout) {
-        return None;
-    }
-    let mut shape = d.layout.shape.clone();
-    for t in args[1..].iter().filter_map(Value::as_tensor) {
-        shape = broadcast_shapes(&shape, &dense(t).ok()?.layout.shape, "").ok()?;
-    }
-    if write_error("", d, &shape, dtype).is_some() {
+    if !(d.shares(out)
+        && d.layout == out.layout
+        && writable_in_place(d, args[1..].iter().filter_map(Value::as_tensor), dtype))
+    {
         return None;
     }
     let (operator, param) = in_place()?;
@@ -968,9 +964,22 @@ fn write_kernel(x: &Dense, kernel: &dyn Fn(Option<&Array>) -> Result<Array>) -> 
     Ok(())
 }
 
+/// Whether the elementwise result of `x` and `others` (broadcast together) in `dtype` can be
+/// written into `x` in place: [`write_error`] finds nothing wrong with it.
+pub(crate) fn writable_in_place<'t>(x: &Dense, others: impl IntoIterator<Item = &'t Tensor>, dtype: DType) -> bool {
+    let mut shape = x.layout.shape.clone();
+    for t in others {
+        match t.dense().map(|d| broadcast_shapes(&shape, &d.layout.shape, "")) {
+            Some(Ok(s)) => shape = s,
+            _ => return false,
+        }
+    }
+    write_error("", x, &shape, dtype).is_none()
+}
+
 /// What is wrong with writing a result of `shape` and `dtype` into `x` in place, if anything:
 /// the result must have `x`'s shape and cast to its dtype, and `x` must not be expanded.
-pub(crate) fn write_error(func: &str, x: &Dense, shape: &Shape, dtype: DType) -> Option<Error> {
+fn write_error(func: &str, x: &Dense, shape: &Shape, dtype: DType) -> Option<Error> {
     if *shape != x.layout.shape {
         return Some(Error::runtime_error(format!(
             "{func}(): output with shape {:?} doesn't match the broadcast shape {:?}",

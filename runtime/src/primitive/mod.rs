@@ -228,10 +228,8 @@ fn write_recorded(
         return finish(&operands, out, || (op, keep));
     }
     let written = kernel(inputs, Some(&dst.array))?;
-    if !(dst.shares(written.array()) && dst.layout == written.array().layout) {
-        dispatch::copy_(target, &written.into_tensor())?;
-    }
-    dst.storage.bump_version();
+    count_write(Some(target), &written);
+    copy_in("in-place", target, &written.into_tensor())?;
     let result = recorded(&operands, Output::Array(dst.array.clone()), op, keep);
     take_history(target, &result)?;
     Ok(target.clone())
@@ -240,19 +238,10 @@ fn write_recorded(
 /// Whether [`write_recorded`]'s kernel writes its result (of `dtype`) into `inputs[0]`, `dst`,
 /// in place and records it there.
 fn writes_in_place(inputs: &[&Tensor], dst: &Dense, dtype: DType) -> bool {
-    let mut shape = dst.layout.shape.clone();
-    for t in &inputs[1..] {
-        let Some(d) = t.dense() else { return false };
-        if d.shares(dst) {
-            return false;
-        }
-        match crate::tensor::broadcast_shapes(&shape, &d.layout.shape, "") {
-            Ok(s) => shape = s,
-            Err(_) => return false,
-        }
-    }
+    let others = &inputs[1..];
     dtype.is_floating_point()
-        && dispatch::write_error("", dst, &shape, dtype).is_none()
+        && others.iter().all(|t| t.dense().is_some_and(|d| !d.shares(dst)))
+        && dispatch::writable_in_place(dst, others.iter().copied(), dtype)
         && forward_ad::tangents(inputs).is_none()
         && refuse_recorded_write("", inputs[0]).is_ok()
 }
@@ -807,10 +796,7 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
     if records {
         refuse_recorded_write(func, target)?;
     }
-    let (dst, src) = (data(target, func)?, data(result, func)?);
-    if !(dst.shares(src) && dst.layout == src.layout) {
-        assign(func, target, result)?;
-    }
+    copy_in(func, target, result)?;
     if let Some(tangent) = forward_ad::tangents(&[target, result]).map(|mut t| t.pop().flatten()) {
         derivatives::write_tangent(target, tangent)?;
     }
@@ -818,6 +804,13 @@ pub(crate) fn write(func: &str, target: &Tensor, result: &Tensor) -> Result<()> 
         take_history(target, result)?;
     }
     Ok(())
+}
+
+/// Writes `result` into `target`'s memory (and counts the write) unless a kernel computed it
+/// there, which [`count_write`] counted.
+fn copy_in(func: &str, target: &Tensor, result: &Tensor) -> Result<()> {
+    let (dst, src) = (data(target, func)?, data(result, func)?);
+    if dst.shares(src) && dst.layout == src.layout { Ok(()) } else { assign(func, target, result) }
 }
 
 /// The error of a recorded in-place write into `target`, if it is one autograd refuses: a leaf
