@@ -284,10 +284,14 @@ fn update<T: Element, U: Element, F: Map2<T, U>>(out: &mut [T], b: Run<'_, T>, f
 /// gets the positions and steps of each run in the operands and the part of `out` it fills.
 /// (`body` is inlined into the vectorised loop by force: see [`chunked`].)
 fn fill<U: Send, const N: usize>(
-    walk: &Walk<N>,
+    walk: &Loop<N>,
     out: &mut [U],
     body: impl Fn([usize; N], [usize; N], &mut [U]) + Sync,
 ) {
+    let walk = match walk {
+        Loop::Tiny(positions, steps) => return body(*positions, *steps, out),
+        Loop::Walk(walk) => walk,
+    };
     chunked(
         out,
         #[inline(always)]
@@ -306,15 +310,70 @@ fn fill<U: Send, const N: usize>(
     );
 }
 
+/// An elementwise loop over `N` operands: a tiny one, or a walk.
+enum Loop<const N: usize> {
+    /// A result of at most [`TINY`] elements, each operand one run (its first position and its
+    /// step, 1 or 0): filled in one call, with no setup for vector instructions or threads,
+    /// which cost more than the loop (a one-element `add`).
+    Tiny([usize; N], [usize; N]),
+    /// Any other loop, run by run.
+    Walk(Walk<N>),
+}
+
 /// The loop over `shape` reading operands through `layouts` broadcast to it, in memories of
 /// `lens` elements; an error when a layout does not broadcast or reaches past its memory (a bug).
 #[inline]
-fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Walk<N>> {
+fn walk<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Result<Loop<N>> {
+    if let Some(runs) = tiny(shape, layouts, lens) {
+        return Ok(Loop::Tiny(runs.map(|(p, _)| p), runs.map(|(_, s)| s)));
+    }
     let walk = Walk::new(shape, layouts).ok_or_else(|| internal("an operand does not broadcast"))?;
     if (0..N).any(|i| walk.span(i) > lens[i]) {
         return Err(internal("a layout leaves its storage"));
     }
-    Ok(walk)
+    Ok(Loop::Walk(walk))
+}
+
+/// The most elements of a [`Loop::Tiny`].
+const TINY: usize = 16;
+
+/// For a result of `shape` with at most [`TINY`] elements (and at least one), where each
+/// operand (read through `layouts`, in memories of `lens` elements) starts and how far apart
+/// its elements are: 1 for an operand contiguous over `shape`, 0 for a single element. `None`
+/// for larger results and any other operand.
+#[inline]
+fn tiny<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]) -> Option<[(usize, usize); N]> {
+    let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).filter(|n| (1..=TINY).contains(n))?;
+    let mut runs = [(0, 0); N];
+    for ((run, layout), len) in runs.iter_mut().zip(layouts).zip(lens) {
+        let (dims, strides) = (&layout.shape[..], &layout.strides[..]);
+        let step = if dims.len() <= shape.len() && dims.iter().all(|&d| d == 1) {
+            0
+        } else if dims.len() == shape.len() && contiguous_over(shape, dims, strides) {
+            1
+        } else {
+            return None;
+        };
+        if layout.offset + step * (n - 1) >= len {
+            return None;
+        }
+        *run = (layout.offset, step);
+    }
+    Some(runs)
+}
+
+/// Whether a layout of `dims` and `strides` is `shape`, contiguous (compared size by size: a
+/// call to `memcmp` costs more than these few).
+#[inline]
+fn contiguous_over(shape: &[usize], dims: &[usize], strides: &[usize]) -> bool {
+    let mut expected = 1;
+    for ((&size, &d), &s) in shape.iter().zip(dims).zip(strides).rev() {
+        if size != d || (d != 1 && s != expected) {
+            return false;
+        }
+        expected *= d;
+    }
+    true
 }
 
 /// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory

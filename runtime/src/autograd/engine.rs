@@ -106,7 +106,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     let current = Current::enter(task.clone());
     let nodes = &task.nodes;
     let needed = |k: &Key| task.needed.as_ref().is_none_or(|n| n.contains(k));
-    let mut dependencies: Map<Key, usize> = Map::default();
+    let mut dependencies: Map<Key, usize> = Map::with_capacity_and_hasher(nodes.len(), Default::default());
     for node in nodes.values().filter(|n| needed(&key(n))) {
         for edge in node.next.iter().flatten().filter(|e| needed(&key(&e.node))) {
             *dependencies.entry(key(&edge.node)).or_default() += 1;
@@ -114,7 +114,7 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
     }
 
     let _mode = super::set_grad_enabled(run.create_graph);
-    let mut buffers: Map<Key, Vec<Option<Tensor>>> = Map::default();
+    let mut buffers: Map<Key, Vec<Option<Tensor>>> = Map::with_capacity_and_hasher(nodes.len(), Default::default());
     for (edge, grad) in roots {
         if needed(&key(&edge.node)) {
             add_into(&mut buffers, &edge, grad, run.create_graph)?;
@@ -167,15 +167,11 @@ pub(crate) fn run(roots: Vec<(Edge, Tensor)>, run: Run) -> Result<Vec<Option<Ten
         if is_target && !node.next.iter().flatten().any(|e| needed(&key(&e.node))) {
             continue;
         }
-        let materialize = node.backward.materialize_grads();
-        let grads: Vec<Option<Tensor>> = grads
-            .into_iter()
-            .zip(&node.outputs)
-            .map(|(g, out)| match g {
-                None if materialize => primitive::zeros(&out.shape, out.dtype, out.device).map(Some),
-                g => Ok(g),
-            })
-            .collect::<Result<_>>()?;
+        if node.backward.materialize_grads() {
+            for (g, out) in grads.iter_mut().zip(&node.outputs).filter(|(g, _)| g.is_none()) {
+                *g = Some(primitive::zeros(&out.shape, out.dtype, out.device)?);
+            }
+        }
         let saved = node.unpack()?;
         let results = node.backward.apply(&node, grads, saved)?;
         if !run.retain_graph {

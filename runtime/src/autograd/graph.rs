@@ -110,7 +110,9 @@ impl Backward for AccumulateGrad {
 }
 
 struct Saved {
-    tensors: Vec<SavedTensor>,
+    /// Two inline: most nodes save at most two tensors (a product's operands), and a node
+    /// built without a second allocation is cheaper to record (a one-element chain's nodes).
+    tensors: SmallVec<[SavedTensor; 2]>,
     freed: bool,
 }
 
@@ -130,14 +132,14 @@ impl Node {
     pub(crate) fn function(
         backward: impl Backward,
         next: impl IntoIterator<Item = Option<Edge>>,
-        saved: Vec<SavedTensor>,
+        saved: impl IntoIterator<Item = SavedTensor>,
         outputs: impl IntoIterator<Item = OutputMeta>,
     ) -> Arc<Node> {
         Arc::new(Node {
             next: pushed(next),
             outputs: pushed(outputs),
             sequence: SEQUENCE.fetch_add(1, Ordering::Relaxed),
-            saved: Mutex::new(Saved { tensors: saved, freed: false }),
+            saved: Mutex::new(Saved { tensors: pushed(saved), freed: false }),
             pre_hooks: Mutex::new(Vec::new()),
             backward,
         })

@@ -106,11 +106,9 @@ fn recorded(inputs: &[&Tensor], out: Output, op: Op, keep: Keep) -> Tensor {
     let array = out.array();
     let next = inputs.iter().map(|t| meta::gradient_edge(t));
     let output = autograd::OutputMeta { shape: array.layout.shape.clone(), dtype: array.dtype, device: array.device() };
-    let mut saved: Vec<SavedTensor> = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i])).collect();
-    saved.extend(keep.extra.iter().map(SavedTensor::input));
-    if keep.output {
-        saved.push(SavedTensor::output(Tensor::from_array(array.clone()), 0));
-    }
+    let saved = keep.inputs.iter().map(|&i| SavedTensor::input(inputs[i]));
+    let saved = saved.chain(keep.extra.iter().map(SavedTensor::input));
+    let saved = saved.chain(keep.output.then(|| SavedTensor::output(Tensor::from_array(array.clone()), 0)));
     let edge = Edge { node: Node::function(op, next, saved, [output]), output_nr: 0 };
     match out {
         Output::Given(tensor) if !meta::requires_grad(&tensor) => {
