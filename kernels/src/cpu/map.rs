@@ -629,6 +629,36 @@ mod tests {
     }
 
     #[test]
+    fn tiny_results_are_one_loop_and_agree_with_the_walk() {
+        let layout = |shape: &[usize], strides: &[usize], offset| Layout {
+            shape: Shape::from(shape.to_vec()),
+            strides: strides.iter().copied().collect(),
+            offset,
+        };
+        let (row, single, column) =
+            (layout(&[2, 3], &[3, 1], 1), layout(&[1, 1], &[0, 0], 6), layout(&[2, 1], &[1, 1], 0));
+        let is_tiny =
+            |shape: &[usize], layouts: [&Layout; 2]| matches!(walk(shape, layouts, [8, 8]), Ok(Loop::Tiny(..)));
+        assert!(is_tiny(&[2, 3], [&row, &single]), "contiguous and a single element");
+        assert!(!is_tiny(&[2, 3], [&row, &column]), "a broadcast column is walked");
+        assert!(!is_tiny(&[3, 2], [&layout(&[3, 2], &[1, 3], 0), &single]), "a transpose is walked");
+        let big = layout(&[17], &[1], 0);
+        assert!(!matches!(walk(&[17], [&big], [17]), Ok(Loop::Tiny(..))), "17 elements are walked");
+        // The same sums through both loops: a tiny result, then the same operands in a result of
+        // more than `TINY` elements (a broadcast single element and an offset view).
+        let data: Vec<f32> = (0..40).map(|v| v as f32).collect();
+        let sum = |n: usize| {
+            let (x, y) = (array(data.clone(), Shape::from([40])), array(vec![0.5f32], Shape::from([1])));
+            let view = x.with_layout(layout(&[n], &[1], 3));
+            binary::<f32, f32>(&view, &y, &Shape::from([n]), |p, q| p * 2.0 + q).unwrap()
+        };
+        let expected = |n: usize| (0..n).map(|i| (i + 3) as f32 * 2.0 + 0.5).collect::<Vec<f32>>();
+        for n in [1, 16, 17, 37] {
+            assert_eq!(elements::<f32>("test", &sum(n)).unwrap(), expected(n), "{n} elements");
+        }
+    }
+
+    #[test]
     fn layouts_past_their_memory_or_not_broadcasting_are_errors() {
         let dense = Layout { shape: Shape::from([2, 3]), strides: [3, 1].into_iter().collect(), offset: 4 };
         assert!(walk(&[2, 3], [&dense], [10]).is_ok());
