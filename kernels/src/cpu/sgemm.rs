@@ -307,6 +307,13 @@ pub fn matmul<E: MatmulOperand>(a: ArrayView2<'_, E>, b: ArrayView2<'_, E>, out:
 /// and its rows are whole panels already when `n` is a multiple of `NR`.
 const IN_PLACE_B_FLOATS: usize = 1 << 18;
 
+/// The most rows of `a` for which a contiguous `b` is read in place: a taller product reads
+/// each panel of `b` for more rows, and a panel read in place, its steps a row of `b` apart
+/// (a few KiB, often a power of two: the same few cache sets), is slower to read than a packed
+/// one. Measured on a 2-core AVX-512 Xeon, in place against packed, GFLOP/s: 128 × 256 × 1024
+/// 184 / 174, 128 × 512 × 512 215 / 200; 512 × 512 × 512 246 / 262, 2048 × 256 × 1024 196 / 255.
+const IN_PLACE_B_ROWS: usize = 256;
+
 /// The panels of `b` that the micro-kernel reads, `NR` columns each: packed, each panel's
 /// steps one after the other, or `b` itself, read in place.
 #[derive(Clone, Copy)]
@@ -399,7 +406,9 @@ fn product<K: Kernel, E: MatmulOperand>(
     }
     let threads = threads_for(m, n, k);
     let blocks = Blocks::new(k);
-    if let Some(data) = b.as_slice().and_then(E::floats).filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS) {
+    if let Some(data) =
+        b.as_slice().and_then(E::floats).filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS && m <= IN_PLACE_B_ROWS)
+    {
         // Rows of float32s of `b` one after the other, each whole panels: read in place.
         return sweep(cpu, a, Panels { data, panel: nr, step: n }, blocks, out.view_mut(), threads);
     }
@@ -1239,7 +1248,11 @@ mod tests {
         check_half(a_wide.slice(s![..;2, ..;3]), b_wide.slice(s![..;3, ..;2]));
         let (row, col) = (matrix(1, k, 5), matrix(k, 1, 6));
         check_half(row.broadcast((m, k)).unwrap(), col.broadcast((k, n)).unwrap());
-        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS) };
+        const {
+            assert!(
+                50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS && 50 <= IN_PLACE_B_ROWS
+            )
+        };
         check_half(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view());
     }
 
@@ -1267,10 +1280,14 @@ mod tests {
         check(matrix(257, 129, 1).view(), matrix(129, 257, 2).view(), &mut out.view_mut());
         // A contiguous `b` of whole panels, read in place: in two blocks of `k`, and with the
         // tiles cut along columns only.
-        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS) };
+        const {
+            assert!(
+                50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS && 50 <= IN_PLACE_B_ROWS
+            )
+        };
         let mut out = Array2::zeros((50, 64));
         check(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view(), &mut out.view_mut());
-        const { assert!(33 * 700 * 320 >= PARALLEL_MIN && 700 * 320 <= IN_PLACE_B_FLOATS) };
+        const { assert!(33 * 700 * 320 >= PARALLEL_MIN && 700 * 320 <= IN_PLACE_B_FLOATS && 33 <= IN_PLACE_B_ROWS) };
         let mut out = Array2::zeros((33, 320));
         check(matrix(33, 700, 11).view(), matrix(700, 320, 12).view(), &mut out.view_mut());
         // Four panels of `b` (the last one partial), packed two by two on the threads.
