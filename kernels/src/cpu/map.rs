@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::types::{Element, Layout, Shape, with_dtype};
 
 use super::pool::take as take_pooled;
-use super::strided::Walk;
+use super::strided::{Walk, flat_step};
 use super::threads::GRAIN;
 use super::{array, cast, elements, internal};
 
@@ -346,34 +346,13 @@ fn tiny<const N: usize>(shape: &[usize], layouts: [&Layout; N], lens: [usize; N]
     let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).filter(|n| (1..=TINY).contains(n))?;
     let mut runs = [(0, 0); N];
     for ((run, layout), len) in runs.iter_mut().zip(layouts).zip(lens) {
-        let (dims, strides) = (&layout.shape[..], &layout.strides[..]);
-        let step = if dims.len() <= shape.len() && dims.iter().all(|&d| d == 1) {
-            0
-        } else if dims.len() == shape.len() && contiguous_over(shape, dims, strides) {
-            1
-        } else {
-            return None;
-        };
+        let step = flat_step(shape, layout)?;
         if layout.offset + step * (n - 1) >= len {
             return None;
         }
         *run = (layout.offset, step);
     }
     Some(runs)
-}
-
-/// Whether a layout of `dims` and `strides` is `shape`, contiguous (compared size by size: a
-/// call to `memcmp` costs more than these few).
-#[inline]
-fn contiguous_over(shape: &[usize], dims: &[usize], strides: &[usize]) -> bool {
-    let mut expected = 1;
-    for ((&size, &d), &s) in shape.iter().zip(dims).zip(strides).rev() {
-        if size != d || (d != 1 && s != expected) {
-            return false;
-        }
-        expected *= d;
-    }
-    true
 }
 
 /// Runs `f` on the elements of `x` as `T` and the layout to read them through: its own memory

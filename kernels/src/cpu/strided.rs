@@ -8,6 +8,29 @@ use smallvec::SmallVec;
 
 use crate::types::Layout;
 
+/// The step of an operand read through `layout` in a loop over `shape` that is one run: 1
+/// when it is contiguous over exactly `shape`, 0 when it is a single element (such as a Python
+/// number), `None` otherwise. (For a `shape` with elements.)
+#[inline]
+pub(super) fn flat_step(shape: &[usize], layout: &Layout) -> Option<usize> {
+    let (dims, strides) = (&layout.shape[..], &layout.strides[..]);
+    if dims.len() <= shape.len() && dims.iter().all(|&d| d == 1) {
+        return Some(0);
+    }
+    if dims.len() != shape.len() {
+        return None;
+    }
+    // Compared size by size: a call to `memcmp` costs more than these few.
+    let mut expected = 1;
+    for ((&size, &d), &s) in shape.iter().zip(dims).zip(strides).rev() {
+        if size != d || (d != 1 && s != expected) {
+            return None;
+        }
+        expected *= d;
+    }
+    Some(1)
+}
+
 /// The loop over `N` operands: merged dimensions, outermost first, each with its size and the
 /// step of every operand along it (0 where the operand is broadcast).
 #[derive(Debug, PartialEq)]
@@ -72,15 +95,7 @@ impl<const N: usize> Walk<N> {
         let n = shape.iter().try_fold(1usize, |n, &d| n.checked_mul(d)).filter(|&n| n > 0)?;
         let mut steps = [0; N];
         for (step, layout) in steps.iter_mut().zip(layouts) {
-            if layout.ndim() <= shape.len() && layout.shape.iter().all(|&d| d == 1) {
-                continue;
-            }
-            // Compared size by size: a call to `memcmp` costs more than these few.
-            let same = layout.ndim() == shape.len() && layout.shape.iter().zip(shape).all(|(a, b)| a == b);
-            if !(same && layout.is_contiguous()) {
-                return None;
-            }
-            *step = 1;
+            *step = flat_step(shape, layout)?;
         }
         let dims = if n == 1 { SmallVec::new() } else { SmallVec::from_elem((n, steps), 1) };
         Some(Walk { dims, offsets: layouts.map(|l| l.offset) })
