@@ -261,7 +261,8 @@ impl TorchDispatchMode for FlopCounterMode {
                     Some(ops) => ops,
                     None => counts.entry(module.clone()).or_default(),
                 };
-                match ops.iter_mut().find(|(op, _)| *op == packet) {
+                // The packet's name is the operator's own string: the same address, mostly.
+                match ops.iter_mut().find(|(op, _)| std::ptr::eq(*op, packet) || *op == packet) {
                     Some((_, n)) => *n += flops,
                     None => ops.push((packet, flops)),
                 }

@@ -35,7 +35,7 @@
 //! # Ok::<(), torchfn::Error>(())
 //! ```
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
 use std::thread::{self, ThreadId};
 
@@ -69,8 +69,8 @@ pub struct ModuleTracker {
 struct State {
     /// The names are shared with `names` (entering a module allocates nothing).
     parents: BTreeSet<Arc<str>>,
-    names: HashMap<Key, Arc<str>>,
-    seen: HashSet<Key>,
+    /// Each module's name, and whether its submodules are named yet (it has been called).
+    names: HashMap<Key, (Arc<str>, bool)>,
     /// Whether the backward running resets the parents when it ends.
     has_callback: bool,
     thread: ThreadId,
@@ -79,13 +79,16 @@ struct State {
 impl State {
     /// PyTorch's `_get_mod_name`: the module's name, naming its submodules the first time.
     fn name_of(&mut self, module: &dyn Module) -> Arc<str> {
-        let key = module_key(module);
-        let name = self.names.entry(key).or_insert_with(|| module.type_name().into()).clone();
-        if self.seen.insert(key) {
-            for (child_name, child) in module.named_children() {
-                self.names.insert(module_key(child), format!("{name}.{child_name}").into());
-                self.name_of(child);
-            }
+        let (name, seen) = self.names.entry(module_key(module)).or_insert_with(|| (module.type_name().into(), false));
+        if std::mem::replace(seen, true) {
+            return name.clone();
+        }
+        let name = name.clone();
+        for (child_name, child) in module.named_children() {
+            // Renamed under this module; one already called keeps its submodules' names.
+            let path: Arc<str> = format!("{name}.{child_name}").into();
+            self.names.entry(module_key(child)).and_modify(|(name, _)| *name = path.clone()).or_insert((path, false));
+            self.name_of(child);
         }
         name
     }
@@ -143,7 +146,6 @@ impl ModuleTracker {
         let state = Arc::new(Mutex::new(State {
             parents: BTreeSet::from([Arc::from("Global")]),
             names: HashMap::new(),
-            seen: HashSet::new(),
             has_callback: false,
             thread: thread::current().id(),
         }));
