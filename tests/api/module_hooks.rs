@@ -221,6 +221,50 @@ fn the_tracker_follows_modules_forward_and_backward() {
     assert_eq!(tracker.parents().into_iter().collect::<Vec<_>>(), ["Global"]);
 }
 
+#[derive(Module)]
+struct Mid {
+    fc: Linear,
+}
+
+impl Forward for Mid {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.fc.call(x)
+    }
+}
+
+#[derive(Module)]
+struct Outer {
+    mid: Mid,
+}
+
+impl Forward for Outer {
+    fn forward(&self, x: &Tensor) -> Result<Tensor> {
+        self.mid.call(x)
+    }
+}
+
+#[test]
+fn the_tracker_names_modules_as_pytorch_s_does_when_a_submodule_runs_first() {
+    // PyTorch 2.15 (`torch.utils.module_tracker`, the same two calls): `mid` alone is `Mid`, its
+    // `fc` `Mid.fc`; once `Outer` runs, `mid` is renamed `Outer.mid`, but `fc`, whose parent had
+    // already run, keeps `Mid.fc`.
+    let outer = Outer { mid: Mid { fc: Linear::new(3, 3, true, &Generator::new().manual_seed(0)).unwrap() } };
+    let tracker = Arc::new(ModuleTracker::new());
+    let seen: Log = Arc::default();
+    let (t, log) = (tracker.clone(), seen.clone());
+    let _hook = outer.mid.fc.register_forward_pre_hook(move |_, _| {
+        log.lock().unwrap().push(format!("{:?}", t.parents()));
+        Ok(None)
+    });
+    let x = torchfn::ones([1, 3], None, None).unwrap();
+    outer.mid.call(&x).unwrap();
+    outer.call(&x).unwrap();
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [r#"{"Global", "Mid", "Mid.fc"}"#, r#"{"Global", "Mid.fc", "Outer", "Outer.mid"}"#]
+    );
+}
+
 #[test]
 fn removing_a_hook_that_holds_the_last_tracker_does_not_deadlock() {
     // The hook's captures hold a tracker (whose drop removes its own global hooks): removing

@@ -299,8 +299,7 @@ pub(crate) fn to_copy(x: &Tensor, dtype: DType, device: Device) -> Result<Output
 /// `x`'s memory seen through `layout` (a view the operation worked out).
 pub(crate) fn as_strided(x: &Tensor, layout: Layout) -> Result<Output> {
     if intercepting() {
-        let args =
-            [x.into(), Value::from(&layout.shape[..]), Value::from(&layout.strides[..]), layout.offset.into()];
+        let args = [x.into(), Value::from(&layout.shape[..]), Value::from(&layout.strides[..]), layout.offset.into()];
         let kernel = || {
             let d = dense(x)?;
             Ok(Value::Tensor(x.view_of(d, d.with_layout(layout.clone()))))
