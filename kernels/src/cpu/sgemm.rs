@@ -63,7 +63,7 @@ const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
 /// packing and splitting cost more than the second thread saves (64×256×256 takes 95 µs on
 /// one thread, 72 on two; 128³ 45 and 36).
-const PARALLEL_MIN: usize = 1 << 20;
+const PARALLEL_MIN: usize = 1 << 21;
 /// The most rows or columns of a micro-tile, of any kernel.
 const MAX_TILE: usize = 32;
 /// The most steps along `k` in one block: a packed panel of `b` is then at most 64 KiB with
