@@ -62,7 +62,11 @@ const PACK_GROUP: usize = 4;
 const PACKED_B_FLOATS: usize = 1 << 22;
 /// Products of at least this many multiply-adds (`m·n·k`) are split over threads: below it,
 /// packing and splitting cost more than the second thread saves (64×256×256 takes 95 µs on
-/// one thread, 72 on two; 128³ 45 and 36).
+/// one thread, 72 on two; 128³ 45 and 36). Products of 1 to 2 million (gpt_tiny's MLP and
+/// their gradients, 64×64×256) gained a little on two threads in a loop of the product alone
+/// but lost inside a training step, where the other thread has gone idle between them: with
+/// the bound at 2²¹ rather than 2²⁰, gpt_tiny's step went from 2.16-2.41 to 1.97-1.99 ms
+/// (alternated five times; gpt_small and resnet_tiny unchanged).
 const PARALLEL_MIN: usize = 1 << 21;
 /// The most rows or columns of a micro-tile, of any kernel.
 const MAX_TILE: usize = 32;
