@@ -318,6 +318,11 @@ const IN_PLACE_B_FLOATS: usize = 1 << 18;
 /// 184 / 174, 128 × 512 × 512 215 / 200; 512 × 512 × 512 246 / 262, 2048 × 256 × 1024 196 / 255.
 const IN_PLACE_B_ROWS: usize = 256;
 
+/// Whether a contiguous `b` of whole panels is read in place for a product of `m·k·n`.
+const fn reads_b_in_place(m: usize, k: usize, n: usize) -> bool {
+    k * n <= IN_PLACE_B_FLOATS && m <= IN_PLACE_B_ROWS
+}
+
 /// The panels of `b` that the micro-kernel reads, `NR` columns each: packed, each panel's
 /// steps one after the other, or `b` itself, read in place.
 #[derive(Clone, Copy)]
@@ -410,9 +415,7 @@ fn product<K: Kernel, E: MatmulOperand>(
     }
     let threads = threads_for(m, n, k);
     let blocks = Blocks::new(k);
-    if let Some(data) =
-        b.as_slice().and_then(E::floats).filter(|_| n % nr == 0 && k * n <= IN_PLACE_B_FLOATS && m <= IN_PLACE_B_ROWS)
-    {
+    if let Some(data) = b.as_slice().and_then(E::floats).filter(|_| n % nr == 0 && reads_b_in_place(m, k, n)) {
         // Rows of float32s of `b` one after the other, each whole panels: read in place.
         return sweep(cpu, a, Panels { data, panel: nr, step: n }, blocks, out.view_mut(), threads);
     }
@@ -1252,11 +1255,7 @@ mod tests {
         check_half(a_wide.slice(s![..;2, ..;3]), b_wide.slice(s![..;3, ..;2]));
         let (row, col) = (matrix(1, k, 5), matrix(k, 1, 6));
         check_half(row.broadcast((m, k)).unwrap(), col.broadcast((k, n)).unwrap());
-        const {
-            assert!(
-                50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS && 50 <= IN_PLACE_B_ROWS
-            )
-        };
+        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && reads_b_in_place(50, 1100, 64)) };
         check_half(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view());
     }
 
@@ -1284,14 +1283,10 @@ mod tests {
         check(matrix(257, 129, 1).view(), matrix(129, 257, 2).view(), &mut out.view_mut());
         // A contiguous `b` of whole panels, read in place: in two blocks of `k`, and with the
         // tiles cut along columns only.
-        const {
-            assert!(
-                50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && 1100 * 64 <= IN_PLACE_B_FLOATS && 50 <= IN_PLACE_B_ROWS
-            )
-        };
+        const { assert!(50 * 1100 * 64 >= PARALLEL_MIN && 1100 > KC && reads_b_in_place(50, 1100, 64)) };
         let mut out = Array2::zeros((50, 64));
         check(matrix(50, 1100, 9).view(), matrix(1100, 64, 10).view(), &mut out.view_mut());
-        const { assert!(33 * 700 * 320 >= PARALLEL_MIN && 700 * 320 <= IN_PLACE_B_FLOATS && 33 <= IN_PLACE_B_ROWS) };
+        const { assert!(33 * 700 * 320 >= PARALLEL_MIN && reads_b_in_place(33, 700, 320)) };
         let mut out = Array2::zeros((33, 320));
         check(matrix(33, 700, 11).view(), matrix(700, 320, 12).view(), &mut out.view_mut());
         // Four panels of `b` (the last one partial), packed two by two on the threads.
